@@ -1,0 +1,15 @@
+// BF16: the top half of an f32. 32 values make a "block" for the kernels' purposes.
+const BLOCK_LEN: u32 = 32u;
+const BLOCK_BYTES: u32 = 64u;
+
+fn bf16_pair(w: u32) -> vec2<f32> {
+    return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
+}
+
+fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
+    var out: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        out[i] = vec4<f32>(bf16_pair(w_u32(b + 8u * i)), bf16_pair(w_u32(b + 8u * i + 4u)));
+    }
+    return out;
+}

@@ -1,0 +1,12 @@
+// Q8_0, 34 bytes: d (f16), 32 signed bytes; w = d * q.
+const BLOCK_LEN: u32 = 32u;
+const BLOCK_BYTES: u32 = 34u;
+
+fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
+    let d = w_f16(b);
+    var out: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        out[i] = sbytes(w_u32(b + 2u + 4u * i)) * d;
+    }
+    return out;
+}

@@ -1,0 +1,148 @@
+//! A loaded model on the GPU: load, one decode step at a time (one pass, one submit), and the counters
+//! that say what a step costs.
+
+use crate::gguf::{read_header, ByteSource, Header};
+use crate::gpu::{map_and_copy, Gpu};
+use crate::models::{self, Forward, Loader};
+use crate::Error;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Context length (positions in the KV cache); capped at the model's training context.
+    pub n_ctx: u32,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions { n_ctx: 2048 }
+    }
+}
+
+/// What the engine has done, and what one step costs.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub dispatches_per_token: u32,
+    pub submits_per_token: u32,
+    pub weight_bytes_per_token: u64,
+    /// Steps run and the wall time they took, submit to result.
+    pub steps: u64,
+    pub step_time: Duration,
+}
+
+pub struct Engine {
+    pub gpu: Arc<Gpu>,
+    pub header: Header,
+    forward: Forward,
+    /// (n_vocab) f32, mapped to read the logits.
+    staging: wgpu::Buffer,
+    n_ctx: u32,
+    pos: u32,
+    pub stats: Stats,
+}
+
+impl Engine {
+    /// Reads the header, checks the architecture and streams the weights into the GPU.
+    /// `progress` receives (bytes loaded, bytes in all).
+    pub fn load(
+        gpu: Arc<Gpu>,
+        source: &dyn ByteSource,
+        options: &LoadOptions,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Engine, Error> {
+        let header = read_header(source)?;
+        Engine::load_with_header(gpu, header, source, options, progress)
+    }
+
+    pub fn load_with_header(
+        gpu: Arc<Gpu>,
+        header: Header,
+        source: &dyn ByteSource,
+        options: &LoadOptions,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Engine, Error> {
+        if options.n_ctx == 0 {
+            return Err(Error::Model("the context length must be at least 1".into()));
+        }
+        let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
+        let n_ctx_train = models::n_ctx_train(&loader);
+        let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
+        let forward = models::load(&mut loader, n_ctx)?;
+        let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("logits staging"),
+            size: forward.n_vocab as u64 * 4,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let stats = Stats {
+            dispatches_per_token: forward.plan.dispatches.len() as u32,
+            submits_per_token: 1,
+            weight_bytes_per_token: forward.plan.weight_bytes,
+            ..Default::default()
+        };
+        Ok(Engine { gpu, header, forward, staging, n_ctx, pos: 0, stats })
+    }
+
+    pub fn n_vocab(&self) -> u32 {
+        self.forward.n_vocab
+    }
+
+    pub fn n_ctx(&self) -> u32 {
+        self.n_ctx
+    }
+
+    /// Positions filled in the KV cache.
+    pub fn pos(&self) -> u32 {
+        self.pos
+    }
+
+    /// Forgets every position from `pos` on; what comes before stays cached.
+    pub fn rewind(&mut self, pos: u32) {
+        self.pos = self.pos.min(pos);
+    }
+
+    /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
+    /// the last need none, and then nothing waits for the GPU).
+    pub fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {
+        if self.pos >= self.n_ctx {
+            return Err(Error::ContextFull(self.n_ctx));
+        }
+        if token >= self.forward.n_vocab {
+            return Err(Error::BadToken { token, n_vocab: self.forward.n_vocab });
+        }
+        let start = Instant::now();
+        let gpu = &self.gpu;
+        gpu.queue.write_buffer(&self.forward.step, 0, bytemuck::cast_slice(&[token, self.pos]));
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            self.forward.plan.record(&mut pass);
+        }
+        let bytes = self.forward.n_vocab as u64 * 4;
+        if want_logits {
+            enc.copy_buffer_to_buffer(&self.forward.logits, 0, &self.staging, 0, bytes);
+        }
+        gpu.queue.submit([enc.finish()]);
+        self.pos += 1;
+        let logits = if want_logits {
+            let raw = map_and_copy(gpu, &self.staging, bytes)?;
+            Some(bytemuck::pod_collect_to_vec(&raw))
+        } else {
+            let _ = gpu.device.poll(wgpu::PollType::Poll);
+            None
+        };
+        self.stats.steps += 1;
+        self.stats.step_time += start.elapsed();
+        Ok(logits)
+    }
+
+    /// Runs `tokens` and returns the logits after the last one.
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
+        let (last, rest) = tokens.split_last().ok_or_else(|| Error::Model("an empty prompt".into()))?;
+        for &t in rest {
+            self.step(t, false)?;
+        }
+        Ok(self.step(*last, true)?.expect("logits were asked for"))
+    }
+}

@@ -1,0 +1,102 @@
+//! Byte sources: anything a GGUF file can be read from by byte range.
+
+use super::{GgufError, Header};
+
+/// Why bytes could not be read from a source.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("read of {len} bytes at offset {offset} runs past the end ({file_len} bytes)")]
+    PastEnd { offset: u64, len: u64, file_len: u64 },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A random-access byte source: a local file, an HTTP resource read by range requests, a browser Blob.
+pub trait ByteSource {
+    /// Total length in bytes.
+    fn len(&self) -> u64;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills `buf` with the bytes at `offset..offset + buf.len()`.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError>;
+
+    /// A short description for messages (a path or URL).
+    fn describe(&self) -> String;
+}
+
+/// A local file.
+pub struct FileSource {
+    file: std::fs::File,
+    len: u64,
+    path: String,
+}
+
+impl FileSource {
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<FileSource, SourceError> {
+        let path_str = path.as_ref().display().to_string();
+        let io = |source| SourceError::Io { what: path_str.clone(), source };
+        let file = std::fs::File::open(path.as_ref()).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        Ok(FileSource { file, len, path: path_str })
+    }
+}
+
+impl ByteSource for FileSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
+        let past_end = offset.checked_add(buf.len() as u64).is_none_or(|end| end > self.len);
+        if past_end {
+            return Err(SourceError::PastEnd { offset, len: buf.len() as u64, file_len: self.len });
+        }
+        read_exact_at(&self.file, buf, offset)
+        .map_err(|source| SourceError::Io { what: self.path.clone(), source })
+    }
+
+    fn describe(&self) -> String {
+        self.path.clone()
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.seek_read(&mut buf[done..], offset + done as u64)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => done += n,
+        }
+    }
+    Ok(())
+}
+
+/// Headers are read in growing prefixes, starting here: most fit, vocabularies included.
+const FIRST_READ: u64 = 4 << 20;
+
+/// Reads and parses the header, touching only the bytes it needs.
+pub fn read_header(source: &dyn ByteSource) -> Result<Header, GgufError> {
+    let file_len = source.len();
+    let mut want = FIRST_READ.min(file_len);
+    loop {
+        let mut prefix = vec![0u8; want as usize];
+        source.read_at(0, &mut prefix)?;
+        match Header::parse(&prefix, file_len) {
+            Err(GgufError::NeedMore { needed, .. }) => want = needed.max(want * 2).min(file_len),
+            other => return other,
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The GPU: device and limits, buffers, the pipeline cache and the per-token plan.
+
+mod buffers;
+mod pipelines;
+mod plan;
+
+pub use buffers::{read_f32, uniform_buffer, scratch_buffer, storage_buffer, GpuTensor, TensorPart};
+pub use pipelines::{Kernel, PipelineKey, Pipelines};
+pub use plan::{grid, Dispatch, Plan, UniformArena};
+
+use std::sync::Arc;
+
+/// Why the GPU could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("no GPU adapter found ({0}); on Linux without a GPU, install Mesa's lavapipe (mesa-vulkan-drivers)")]
+    NoAdapter(String),
+    #[error("the GPU device could not be created: {0}")]
+    NoDevice(String),
+    #[error("{what} needs {bytes} bytes of GPU memory in one buffer, more than this adapter's limit of {limit} bytes")]
+    TooLarge { what: String, bytes: u64, limit: u64 },
+    #[error("the model needs {needed} bytes of GPU buffers; {what} did not fit ({detail})")]
+    OutOfMemory { what: String, needed: u64, detail: String },
+    #[error("GPU validation failed: {0}")]
+    Validation(String),
+    #[error("reading results back from the GPU failed: {0}")]
+    Readback(String),
+}
+
+/// A device and what we know about it.
+pub struct Gpu {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub pipelines: Pipelines,
+}
+
+impl Gpu {
+    /// Opens the best adapter with the largest limits it offers.
+    pub async fn new() -> Result<Arc<Gpu>, GpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("wick"),
+                required_features: wgpu::Features::empty(),
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| GpuError::NoDevice(e.to_string()))?;
+        let pipelines = Pipelines::default();
+        Ok(Arc::new(Gpu { device, queue, info, limits, pipelines }))
+    }
+
+    /// The largest buffer one binding may see.
+    pub fn max_binding(&self) -> u64 {
+        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+    }
+
+    /// "name (backend)", for messages and benchmarks.
+    pub fn describe(&self) -> String {
+        format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+
+    /// Runs `f` and turns any validation or out-of-memory error it raised into a `GpuError`.
+    pub fn checked<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = f();
+        if let Some(e) = pollster::block_on(validation.pop()) {
+            drop(pollster::block_on(oom.pop()));
+            return Err(GpuError::Validation(format!("{what}: {e}")));
+        }
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            return Err(GpuError::OutOfMemory { what: what.to_string(), needed: 0, detail: e.to_string() });
+        }
+        Ok(value)
+    }
+
+    /// Copies `len` bytes of `src` into host memory: one submit and a wait.
+    pub fn read_back(&self, src: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, GpuError> {
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read_back"),
+            size: len,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(src, 0, &staging, 0, len);
+        self.queue.submit([enc.finish()]);
+        map_and_copy(self, &staging, len)
+    }
+}
+
+/// Maps a MAP_READ buffer, waits for it, copies out its first `len` bytes and unmaps it.
+pub fn map_and_copy(gpu: &Gpu, staging: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, GpuError> {
+    let slice = staging.slice(..len);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| drop(tx.send(r)));
+    gpu.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::Readback(e.to_string()))?;
+    rx.recv()
+        .map_err(|e| GpuError::Readback(e.to_string()))?
+        .map_err(|e| GpuError::Readback(e.to_string()))?;
+    let bytes = slice.get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?.to_vec();
+    staging.unmap();
+    Ok(bytes)
+}

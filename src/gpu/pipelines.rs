@@ -1,0 +1,110 @@
+//! Compute pipelines, built from plain WGSL files by concatenation and cached by a typed key.
+//!
+//! A kernel that reads packed weights is `bytes.wgsl` + the type's dequant file + the kernel body: every
+//! dequant file defines the same constants and `dequant32`, so one body serves every quant type.
+
+use crate::gguf::GgmlType;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The kernels Wick dispatches, one per WGSL body in `shaders/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// y = W x (+ y), W packed.
+    Matvec,
+    /// One row of a packed table, dequantized.
+    Embed,
+    RmsNorm,
+    /// RoPE on q and k, then k and v into the cache.
+    RopeKv,
+    Attention,
+    /// h = silu(gate) * up
+    SwiGlu,
+}
+
+impl Kernel {
+    fn body(self) -> &'static str {
+        match self {
+            Kernel::Matvec => include_str!("../../shaders/matvec.wgsl"),
+            Kernel::Embed => include_str!("../../shaders/embed.wgsl"),
+            Kernel::RmsNorm => include_str!("../../shaders/rms_norm.wgsl"),
+            Kernel::RopeKv => include_str!("../../shaders/rope_kv.wgsl"),
+            Kernel::Attention => include_str!("../../shaders/attention.wgsl"),
+            Kernel::SwiGlu => include_str!("../../shaders/swiglu.wgsl"),
+        }
+    }
+}
+
+/// The WGSL that defines `BLOCK_LEN`, `BLOCK_BYTES` and `dequant32` for a type.
+fn dequant_source(ty: GgmlType) -> &'static str {
+    match ty {
+        GgmlType::F32 => include_str!("../../shaders/dequant/f32.wgsl"),
+        GgmlType::F16 => include_str!("../../shaders/dequant/f16.wgsl"),
+        GgmlType::BF16 => include_str!("../../shaders/dequant/bf16.wgsl"),
+        GgmlType::Q4_0 => include_str!("../../shaders/dequant/q4_0.wgsl"),
+        GgmlType::Q4_1 => include_str!("../../shaders/dequant/q4_1.wgsl"),
+        GgmlType::Q5_0 => include_str!("../../shaders/dequant/q5_0.wgsl"),
+        GgmlType::Q5_1 => include_str!("../../shaders/dequant/q5_1.wgsl"),
+        GgmlType::Q8_0 => include_str!("../../shaders/dequant/q8_0.wgsl"),
+        GgmlType::Q4_K => include_str!("../../shaders/dequant/q4_k.wgsl"),
+        GgmlType::Q5_K => include_str!("../../shaders/dequant/q5_k.wgsl"),
+        GgmlType::Q6_K => include_str!("../../shaders/dequant/q6_k.wgsl"),
+    }
+}
+
+/// Identifies one compiled pipeline: the kernel, the weight type it reads (if any) and its shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PipelineKey {
+    pub kernel: Kernel,
+    pub ty: Option<GgmlType>,
+    /// Threads per workgroup (the `WG` override constant).
+    pub workgroup: u32,
+}
+
+impl PipelineKey {
+    pub fn new(kernel: Kernel, ty: Option<GgmlType>) -> PipelineKey {
+        PipelineKey { kernel, ty, workgroup: 64 }
+    }
+
+    pub fn source(&self) -> String {
+        let mut src = String::new();
+        if let Some(ty) = self.ty {
+            src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));
+            src.push_str(dequant_source(ty));
+        }
+        src.push_str(self.kernel.body());
+        src
+    }
+}
+
+#[derive(Default)]
+pub struct Pipelines {
+    cache: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+}
+
+impl Pipelines {
+    pub fn get(&self, device: &wgpu::Device, key: PipelineKey) -> Arc<wgpu::ComputePipeline> {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(key)
+            .or_insert_with(|| {
+                let label = format!("{key:?}");
+                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(&label),
+                    source: wgpu::ShaderSource::Wgsl(key.source().into()),
+                });
+                Arc::new(device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&label),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &[("WG", key.workgroup as f64)],
+                        zero_initialize_workgroup_memory: false,
+                    },
+                    cache: None,
+                }))
+            })
+            .clone()
+    }
+}

@@ -1,0 +1,31 @@
+//! Wick: quantized GGUF language models on the GPU through WebGPU (wgpu).
+//!
+//! The flow of a model: a [`gguf::ByteSource`] gives the header and then each tensor's bytes, which go
+//! still packed into GPU buffers; the architecture in [`models`] builds the plan of one decode step once;
+//! [`engine::Engine`] runs it, one compute pass and one submit per token.
+
+pub mod engine;
+pub mod gguf;
+pub mod gpu;
+pub mod models;
+pub mod ops;
+pub mod sampler;
+
+/// Everything that can go wrong in the engine.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Gguf(#[from] gguf::GgufError),
+    #[error(transparent)]
+    Source(#[from] gguf::SourceError),
+    #[error(transparent)]
+    Gpu(#[from] gpu::GpuError),
+    #[error("architecture {0:?} is not supported (Wick runs: {archs})", archs = models::ARCHITECTURES.join(", "))]
+    UnsupportedArchitecture(String),
+    #[error("{0}")]
+    Model(String),
+    #[error("the context is full ({0} tokens)")]
+    ContextFull(u32),
+    #[error("token id {token} is outside the vocabulary of {n_vocab}")]
+    BadToken { token: u32, n_vocab: u32 },
+}

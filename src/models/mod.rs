@@ -1,0 +1,123 @@
+//! Model architectures. Each is its own file: a config from metadata, weights named as GGUF tensors, and
+//! the plan of one decode step. What they share is here: the loader and what a loaded model hands back.
+
+pub mod llama;
+
+use crate::gguf::{ByteSource, Header};
+use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Plan};
+use crate::Error;
+use std::sync::Arc;
+
+/// The architectures Wick runs.
+pub const ARCHITECTURES: &[&str] = &["llama"];
+
+/// A loaded model: the plan of one decode step and the buffers it talks through.
+pub struct Forward {
+    pub plan: Plan,
+    /// { token: u32, pos: u32 }, written before each step.
+    pub step: wgpu::Buffer,
+    /// (n_vocab) f32, written by the step.
+    pub logits: wgpu::Buffer,
+    pub n_vocab: u32,
+    pub n_ctx_train: u32,
+}
+
+/// Loads the model the header describes.
+pub fn load(loader: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
+    match loader.arch.as_str() {
+        "llama" => llama::load(loader, n_ctx),
+        other => Err(Error::UnsupportedArchitecture(other.to_string())),
+    }
+}
+
+/// Streams tensors from the source into the GPU, checking each against the shape the model expects.
+pub struct Loader<'a> {
+    pub gpu: Arc<Gpu>,
+    pub header: &'a Header,
+    pub source: &'a dyn ByteSource,
+    pub arch: String,
+    pub progress: &'a mut dyn FnMut(u64, u64),
+    done: u64,
+    total: u64,
+}
+
+impl<'a> Loader<'a> {
+    pub fn new(
+        gpu: Arc<Gpu>,
+        header: &'a Header,
+        source: &'a dyn ByteSource,
+        progress: &'a mut dyn FnMut(u64, u64),
+    ) -> Result<Loader<'a>, Error> {
+        let arch = header.architecture().ok_or_else(|| Error::Model("general.architecture is missing".into()))?;
+        let total = header.tensors.iter().map(|t| t.bytes()).sum();
+        Ok(Loader { gpu, header, source, arch: arch.to_string(), progress, done: 0, total })
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}.{key}", self.arch)
+    }
+
+    fn bad(&self, key: &str, problem: &str) -> Error {
+        Error::Model(format!("metadata {}: {problem}", self.key(key)))
+    }
+
+    pub fn meta_u32(&self, key: &str) -> Result<u32, Error> {
+        let v = self.header.get(&self.key(key)).ok_or_else(|| self.bad(key, "missing"))?;
+        v.as_u64().and_then(|v| u32::try_from(v).ok()).ok_or_else(|| self.bad(key, "not a 32-bit count"))
+    }
+
+    pub fn meta_u32_or(&self, key: &str, default: u32) -> Result<u32, Error> {
+        match self.header.get(&self.key(key)) {
+            None => Ok(default),
+            Some(_) => self.meta_u32(key),
+        }
+    }
+
+    pub fn meta_f32_or(&self, key: &str, default: f32) -> Result<f32, Error> {
+        match self.header.get(&self.key(key)) {
+            None => Ok(default),
+            Some(v) => v.as_f64().map(|v| v as f32).ok_or_else(|| self.bad(key, "not a number")),
+        }
+    }
+
+    pub fn meta_str(&self, key: &str) -> Option<&str> {
+        self.header.get_str(&self.key(key))
+    }
+
+    fn info(&self, name: &str, shape: &[u32]) -> Result<&'a crate::gguf::TensorInfo, Error> {
+        let t = self.header.tensor(name).ok_or_else(|| Error::Model(format!("tensor {name} is missing")))?;
+        let want: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+        if t.dims != want {
+            return Err(Error::Model(format!("tensor {name} has shape {:?}, expected {want:?}", t.dims)));
+        }
+        Ok(t)
+    }
+
+    /// A weight matrix of `rows` rows of `cols` weights, packed as in the file.
+    pub fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuTensor, Error> {
+        let t = self.info(name, &[cols, rows])?;
+        if cols % 32 != 0 {
+            return Err(Error::Model(format!("tensor {name}: rows of {cols} weights are not a multiple of 32")));
+        }
+        let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
+        let tensor = GpuTensor::upload(&self.gpu, self.header, self.source, t, &mut |n| {
+            *done += n;
+            progress(*done, total);
+        })?;
+        Ok(tensor)
+    }
+
+    /// A small vector (norm weights, rope factors), as f32.
+    pub fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer, Error> {
+        let t = self.info(name, &[len])?;
+        let data = read_f32(self.header, self.source, t)?;
+        self.done += t.bytes();
+        (self.progress)(self.done, self.total);
+        Ok(storage_buffer(&self.gpu, name, bytemuck::cast_slice(&data)))
+    }
+}
+
+/// The context length the model was trained for, where its metadata says.
+pub fn n_ctx_train(loader: &Loader) -> u32 {
+    loader.meta_u32("context_length").unwrap_or(u32::MAX)
+}

@@ -1,0 +1,27 @@
+//! The step's token's row of a packed embedding table (shaders/embed.wgsl).
+
+use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    first_row: u32,
+}
+
+/// Adds `out = table[step.token]` to the plan. out: (table.row_len) f32.
+pub fn push(plan: &mut Plan, table: &GpuTensor, step: &wgpu::Buffer, out: &wgpu::Buffer) {
+    let threads = table.row_len / 32;
+    for part in &table.parts {
+        let p = Params { rows: part.rows, cols: table.row_len, row_bytes: table.row_bytes, first_row: part.first_row };
+        plan.push(
+            PipelineKey::new(Kernel::Embed, Some(table.ty)),
+            &[&part.buffer, step, out],
+            super::params(&p),
+            [threads.div_ceil(64), 1, 1],
+        );
+    }
+    plan.weight_bytes += table.row_bytes as u64;
+}

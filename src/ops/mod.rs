@@ -1,0 +1,13 @@
+//! One file per op family, beside its shader: the dispatch it adds to a plan and a plain CPU reference.
+
+pub mod attention;
+pub mod embed;
+pub mod matvec;
+pub mod rms_norm;
+pub mod rope_kv;
+pub mod swiglu;
+
+/// Bytes of a uniform parameter block.
+pub(crate) fn params<T: bytemuck::Pod>(p: &T) -> &[u8] {
+    bytemuck::bytes_of(p)
+}

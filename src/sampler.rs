@@ -1,0 +1,168 @@
+//! Choosing the next token from logits: greedy, or temperature with top-k, top-p and min-p, a repetition
+//! penalty and a seeded generator, in llama.cpp's order (penalties, top-k, top-p, min-p, temperature).
+
+/// Sampling settings; `temperature <= 0` means greedy.
+#[derive(Clone, Debug)]
+pub struct SamplerConfig {
+    pub temperature: f32,
+    pub top_k: usize,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub repeat_penalty: f32,
+    /// How many of the last tokens the penalty looks at.
+    pub repeat_last_n: usize,
+    pub seed: u64,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        SamplerConfig {
+            temperature: 0.8,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repeat_penalty: 1.0,
+            repeat_last_n: 64,
+            seed: 0,
+        }
+    }
+}
+
+impl SamplerConfig {
+    pub fn greedy() -> SamplerConfig {
+        SamplerConfig { temperature: 0.0, ..Default::default() }
+    }
+}
+
+pub struct Sampler {
+    pub config: SamplerConfig,
+    rng: u64,
+}
+
+impl Sampler {
+    pub fn new(config: SamplerConfig) -> Sampler {
+        // splitmix64 of the seed, so seeds 0 and 1 start far apart.
+        let rng = config.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        Sampler { config, rng }
+    }
+
+    /// A uniform number in [0, 1) (xorshift64*).
+    fn uniform(&mut self) -> f32 {
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let x = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        (x >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// Picks a token. `history` holds the tokens so far, for the repetition penalty.
+    pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
+        let c = self.config.clone();
+        let mut logits = logits.to_vec();
+        if c.repeat_penalty != 1.0 {
+            let start = history.len().saturating_sub(c.repeat_last_n);
+            let mut seen = std::collections::HashSet::new();
+            for &t in &history[start..] {
+                if let Some(l) = logits.get_mut(t as usize) {
+                    if seen.insert(t) {
+                        *l = if *l > 0.0 { *l / c.repeat_penalty } else { *l * c.repeat_penalty };
+                    }
+                }
+            }
+        }
+        if c.temperature <= 0.0 {
+            return argmax(&logits);
+        }
+        let mut cand: Vec<(u32, f32)> =
+            logits.iter().enumerate().filter(|(_, l)| l.is_finite()).map(|(i, &l)| (i as u32, l)).collect();
+        if cand.is_empty() {
+            return 0;
+        }
+        cand.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        if c.top_k > 0 {
+            cand.truncate(c.top_k);
+        }
+        let probs = softmax(&cand, 1.0);
+        if c.top_p < 1.0 {
+            let mut cum = 0.0;
+            let keep = probs.iter().position(|p| {
+                cum += p;
+                cum >= c.top_p
+            });
+            cand.truncate(keep.map_or(cand.len(), |i| i + 1));
+        }
+        if c.min_p > 0.0 {
+            let floor = cand[0].1 + c.min_p.ln();
+            cand.retain(|&(_, l)| l >= floor);
+        }
+        let probs = softmax(&cand, c.temperature);
+        let r = self.uniform();
+        let mut cum = 0.0;
+        for (p, &(id, _)) in probs.iter().zip(&cand) {
+            cum += p;
+            if r < cum {
+                return id;
+            }
+        }
+        cand[cand.len() - 1].0
+    }
+}
+
+/// The index of the largest logit (the first of equals).
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &l) in logits.iter().enumerate() {
+        if l > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+fn softmax(cand: &[(u32, f32)], temperature: f32) -> Vec<f32> {
+    let max = cand[0].1;
+    let e: Vec<f32> = cand.iter().map(|&(_, l)| ((l - max) / temperature).exp()).collect();
+    let sum: f32 = e.iter().sum();
+    e.iter().map(|v| v / sum).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greedy_takes_the_largest() {
+        let mut s = Sampler::new(SamplerConfig::greedy());
+        assert_eq!(s.sample(&[0.1, 3.0, -1.0, 2.9], &[]), 1);
+    }
+
+    #[test]
+    fn penalty_can_change_the_choice() {
+        let c = SamplerConfig { repeat_penalty: 2.0, ..SamplerConfig::greedy() };
+        assert_eq!(Sampler::new(c).sample(&[0.1, 3.0, -1.0, 2.0], &[1]), 3);
+    }
+
+    #[test]
+    fn top_k_one_is_greedy_and_seeds_repeat() {
+        let c = SamplerConfig { top_k: 1, temperature: 1.0, ..Default::default() };
+        assert_eq!(Sampler::new(c).sample(&[0.1, 3.0, -1.0, 2.9], &[]), 1);
+        let logits: Vec<f32> = (0..100).map(|i| (i % 7) as f32 * 0.3).collect();
+        let c = SamplerConfig { temperature: 1.5, top_k: 0, top_p: 1.0, min_p: 0.0, seed: 42, ..Default::default() };
+        let a: Vec<u32> = { let mut s = Sampler::new(c.clone()); (0..20).map(|_| s.sample(&logits, &[])).collect() };
+        let b: Vec<u32> = { let mut s = Sampler::new(c); (0..20).map(|_| s.sample(&logits, &[])).collect() };
+        assert_eq!(a, b);
+        assert!(a.iter().any(|&t| t != a[0]), "temperature sampling should vary");
+    }
+
+    #[test]
+    fn sampling_follows_the_distribution() {
+        // Two tokens with probabilities 0.75 / 0.25 at temperature 1.
+        let logits = [3f32.ln(), 0.0];
+        let c = SamplerConfig { temperature: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, seed: 7, ..Default::default() };
+        let mut s = Sampler::new(c);
+        let n = 20000;
+        let zeros = (0..n).filter(|_| s.sample(&logits, &[]) == 0).count();
+        let frac = zeros as f32 / n as f32;
+        assert!((frac - 0.75).abs() < 0.02, "{frac}");
+    }
+}
