@@ -81,7 +81,15 @@ impl Engine {
             weight_bytes_per_token: forward.plan.weight_bytes,
             ..Default::default()
         };
-        Ok(Engine { gpu, header, forward, staging, n_ctx, pos: 0, stats })
+        Ok(Engine {
+            gpu,
+            header,
+            forward,
+            staging,
+            n_ctx,
+            pos: 0,
+            stats,
+        })
     }
 
     pub fn n_vocab(&self) -> u32 {
@@ -109,11 +117,18 @@ impl Engine {
             return Err(Error::ContextFull(self.n_ctx));
         }
         if token >= self.forward.n_vocab {
-            return Err(Error::BadToken { token, n_vocab: self.forward.n_vocab });
+            return Err(Error::BadToken {
+                token,
+                n_vocab: self.forward.n_vocab,
+            });
         }
         let start = Instant::now();
         let gpu = &self.gpu;
-        gpu.queue.write_buffer(&self.forward.step, 0, bytemuck::cast_slice(&[token, self.pos]));
+        gpu.queue.write_buffer(
+            &self.forward.step,
+            0,
+            bytemuck::cast_slice(&[token, self.pos]),
+        );
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
@@ -139,7 +154,9 @@ impl Engine {
 
     /// Runs `tokens` and returns the logits after the last one.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
-        let (last, rest) = tokens.split_last().ok_or_else(|| Error::Model("an empty prompt".into()))?;
+        let (last, rest) = tokens
+            .split_last()
+            .ok_or_else(|| Error::Model("an empty prompt".into()))?;
         for &t in rest {
             self.step(t, false)?;
         }

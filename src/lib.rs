@@ -9,6 +9,7 @@ pub mod gguf;
 pub mod gpu;
 pub mod models;
 pub mod ops;
+pub mod quant;
 pub mod sampler;
 
 /// Everything that can go wrong in the engine.

@@ -30,7 +30,10 @@ impl Default for SamplerConfig {
 
 impl SamplerConfig {
     pub fn greedy() -> SamplerConfig {
-        SamplerConfig { temperature: 0.0, ..Default::default() }
+        SamplerConfig {
+            temperature: 0.0,
+            ..Default::default()
+        }
     }
 }
 
@@ -65,7 +68,11 @@ impl Sampler {
             for &t in &history[start..] {
                 if let Some(l) = logits.get_mut(t as usize) {
                     if seen.insert(t) {
-                        *l = if *l > 0.0 { *l / c.repeat_penalty } else { *l * c.repeat_penalty };
+                        *l = if *l > 0.0 {
+                            *l / c.repeat_penalty
+                        } else {
+                            *l * c.repeat_penalty
+                        };
                     }
                 }
             }
@@ -73,8 +80,12 @@ impl Sampler {
         if c.temperature <= 0.0 {
             return argmax(&logits);
         }
-        let mut cand: Vec<(u32, f32)> =
-            logits.iter().enumerate().filter(|(_, l)| l.is_finite()).map(|(i, &l)| (i as u32, l)).collect();
+        let mut cand: Vec<(u32, f32)> = logits
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.is_finite())
+            .map(|(i, &l)| (i as u32, l))
+            .collect();
         if cand.is_empty() {
             return 0;
         }
@@ -121,7 +132,10 @@ pub fn argmax(logits: &[f32]) -> u32 {
 
 fn softmax(cand: &[(u32, f32)], temperature: f32) -> Vec<f32> {
     let max = cand[0].1;
-    let e: Vec<f32> = cand.iter().map(|&(_, l)| ((l - max) / temperature).exp()).collect();
+    let e: Vec<f32> = cand
+        .iter()
+        .map(|&(_, l)| ((l - max) / temperature).exp())
+        .collect();
     let sum: f32 = e.iter().sum();
     e.iter().map(|v| v / sum).collect()
 }
@@ -138,27 +152,57 @@ mod tests {
 
     #[test]
     fn penalty_can_change_the_choice() {
-        let c = SamplerConfig { repeat_penalty: 2.0, ..SamplerConfig::greedy() };
+        let c = SamplerConfig {
+            repeat_penalty: 2.0,
+            ..SamplerConfig::greedy()
+        };
         assert_eq!(Sampler::new(c).sample(&[0.1, 3.0, -1.0, 2.0], &[1]), 3);
     }
 
     #[test]
     fn top_k_one_is_greedy_and_seeds_repeat() {
-        let c = SamplerConfig { top_k: 1, temperature: 1.0, ..Default::default() };
+        let c = SamplerConfig {
+            top_k: 1,
+            temperature: 1.0,
+            ..Default::default()
+        };
         assert_eq!(Sampler::new(c).sample(&[0.1, 3.0, -1.0, 2.9], &[]), 1);
         let logits: Vec<f32> = (0..100).map(|i| (i % 7) as f32 * 0.3).collect();
-        let c = SamplerConfig { temperature: 1.5, top_k: 0, top_p: 1.0, min_p: 0.0, seed: 42, ..Default::default() };
-        let a: Vec<u32> = { let mut s = Sampler::new(c.clone()); (0..20).map(|_| s.sample(&logits, &[])).collect() };
-        let b: Vec<u32> = { let mut s = Sampler::new(c); (0..20).map(|_| s.sample(&logits, &[])).collect() };
+        let c = SamplerConfig {
+            temperature: 1.5,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            seed: 42,
+            ..Default::default()
+        };
+        let a: Vec<u32> = {
+            let mut s = Sampler::new(c.clone());
+            (0..20).map(|_| s.sample(&logits, &[])).collect()
+        };
+        let b: Vec<u32> = {
+            let mut s = Sampler::new(c);
+            (0..20).map(|_| s.sample(&logits, &[])).collect()
+        };
         assert_eq!(a, b);
-        assert!(a.iter().any(|&t| t != a[0]), "temperature sampling should vary");
+        assert!(
+            a.iter().any(|&t| t != a[0]),
+            "temperature sampling should vary"
+        );
     }
 
     #[test]
     fn sampling_follows_the_distribution() {
         // Two tokens with probabilities 0.75 / 0.25 at temperature 1.
         let logits = [3f32.ln(), 0.0];
-        let c = SamplerConfig { temperature: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, seed: 7, ..Default::default() };
+        let c = SamplerConfig {
+            temperature: 1.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            seed: 7,
+            ..Default::default()
+        };
         let mut s = Sampler::new(c);
         let n = 20000;
         let zeros = (0..n).filter(|_| s.sample(&logits, &[]) == 0).count();

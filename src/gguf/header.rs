@@ -154,7 +154,11 @@ impl Header {
     /// Parses a header from `prefix`, the first bytes of a file of `file_len` bytes.
     /// Returns `GgufError::NeedMore` when the prefix ends before the header does.
     pub fn parse(prefix: &[u8], file_len: u64) -> Result<Header, GgufError> {
-        let mut r = Reader { buf: prefix, pos: 0, file_len };
+        let mut r = Reader {
+            buf: prefix,
+            pos: 0,
+            file_len,
+        };
         let magic = r.bytes(4)?;
         if magic != MAGIC {
             let mut m = [0u8; 4];
@@ -206,18 +210,31 @@ impl Header {
                 return Err(GgufError::DuplicateTensor(t.name.clone()));
             }
             if t.offset % alignment != 0 {
-                return Err(GgufError::Misaligned { name: t.name.clone(), offset: t.offset, alignment });
+                return Err(GgufError::Misaligned {
+                    name: t.name.clone(),
+                    offset: t.offset,
+                    alignment,
+                });
             }
             let end = t.offset.checked_add(t.bytes()).filter(|&e| e <= data_len);
             if end.is_none() {
                 return Err(GgufError::TensorPastEnd {
                     name: t.name.clone(),
-                    end: data_offset.saturating_add(t.offset).saturating_add(t.bytes()),
+                    end: data_offset
+                        .saturating_add(t.offset)
+                        .saturating_add(t.bytes()),
                     file_len,
                 });
             }
         }
-        Ok(Header { version, metadata, tensors, data_offset, alignment, file_len })
+        Ok(Header {
+            version,
+            metadata,
+            tensors,
+            data_offset,
+            alignment,
+            file_len,
+        })
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
@@ -269,12 +286,21 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn bytes(&mut self, n: u64) -> Result<&'a [u8], GgufError> {
-        let end = self.pos.checked_add(n).ok_or(GgufError::Truncated { needed: u64::MAX, file_len: self.file_len })?;
+        let end = self.pos.checked_add(n).ok_or(GgufError::Truncated {
+            needed: u64::MAX,
+            file_len: self.file_len,
+        })?;
         if end > self.file_len {
-            return Err(GgufError::Truncated { needed: end, file_len: self.file_len });
+            return Err(GgufError::Truncated {
+                needed: end,
+                file_len: self.file_len,
+            });
         }
         if end > self.buf.len() as u64 {
-            return Err(GgufError::NeedMore { needed: end, have: self.buf.len() as u64 });
+            return Err(GgufError::NeedMore {
+                needed: end,
+                have: self.buf.len() as u64,
+            });
         }
         let s = &self.buf[self.pos as usize..end as usize];
         self.pos = end;
@@ -351,7 +377,10 @@ impl<'a> Reader<'a> {
         let name = self.string()?;
         let n_dims = self.u32()?;
         if n_dims == 0 || n_dims > MAX_DIMS {
-            return Err(GgufError::BadShape { name, dims: vec![n_dims as u64] });
+            return Err(GgufError::BadShape {
+                name,
+                dims: vec![n_dims as u64],
+            });
         }
         let mut dims = Vec::with_capacity(n_dims as usize);
         for _ in 0..n_dims {
@@ -363,11 +392,19 @@ impl<'a> Reader<'a> {
             _ => return Err(GgufError::BadShape { name, dims }),
         };
         let id = self.u32()?;
-        let ty = GgmlType::from_id(id).ok_or_else(|| GgufError::UnknownTensorType { name: name.clone(), id })?;
+        let ty = GgmlType::from_id(id).ok_or_else(|| GgufError::UnknownTensorType {
+            name: name.clone(),
+            id,
+        })?;
         if ty.bytes_for(elements).is_none() || dims[0] % ty.block_len() as u64 != 0 {
             return Err(GgufError::PartialBlock { name, ty, elements });
         }
         let offset = self.u64()?;
-        Ok(TensorInfo { name, dims, ty, offset })
+        Ok(TensorInfo {
+            name,
+            dims,
+            ty,
+            offset,
+        })
     }
 }

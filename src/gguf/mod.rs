@@ -10,7 +10,7 @@ mod types;
 pub mod write;
 
 pub use header::{Header, TensorInfo, Value};
-pub use source::{read_header, ByteSource, FileSource, SourceError};
+pub use source::{read_header, ByteSource, FileSource, MemorySource, SourceError};
 pub use types::GgmlType;
 
 /// Why a GGUF file could not be read.
@@ -42,11 +42,23 @@ pub enum GgufError {
     #[error("tensor {name:?} has a bad shape {dims:?}")]
     BadShape { name: String, dims: Vec<u64> },
     #[error("tensor {name:?} of {ty} has {elements} elements, not a whole number of {ty} blocks")]
-    PartialBlock { name: String, ty: GgmlType, elements: u64 },
+    PartialBlock {
+        name: String,
+        ty: GgmlType,
+        elements: u64,
+    },
     #[error("tensor {name:?} at data offset {offset} is not aligned to {alignment} bytes")]
-    Misaligned { name: String, offset: u64, alignment: u64 },
+    Misaligned {
+        name: String,
+        offset: u64,
+        alignment: u64,
+    },
     #[error("tensor {name:?} ends at byte {end}, past the end of the file ({file_len} bytes)")]
-    TensorPastEnd { name: String, end: u64, file_len: u64 },
+    TensorPastEnd {
+        name: String,
+        end: u64,
+        file_len: u64,
+    },
     #[error("tensor {0:?} appears twice")]
     DuplicateTensor(String),
     #[error("metadata key {key:?}: {problem}")]

@@ -6,9 +6,16 @@ use super::{GgufError, Header};
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
     #[error("read of {len} bytes at offset {offset} runs past the end ({file_len} bytes)")]
-    PastEnd { offset: u64, len: u64, file_len: u64 },
+    PastEnd {
+        offset: u64,
+        len: u64,
+        file_len: u64,
+    },
     #[error("{0}")]
     Other(String),
 }
@@ -39,10 +46,17 @@ pub struct FileSource {
 impl FileSource {
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<FileSource, SourceError> {
         let path_str = path.as_ref().display().to_string();
-        let io = |source| SourceError::Io { what: path_str.clone(), source };
+        let io = |source| SourceError::Io {
+            what: path_str.clone(),
+            source,
+        };
         let file = std::fs::File::open(path.as_ref()).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
-        Ok(FileSource { file, len, path: path_str })
+        Ok(FileSource {
+            file,
+            len,
+            path: path_str,
+        })
     }
 }
 
@@ -52,12 +66,20 @@ impl ByteSource for FileSource {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
-        let past_end = offset.checked_add(buf.len() as u64).is_none_or(|end| end > self.len);
+        let past_end = offset
+            .checked_add(buf.len() as u64)
+            .is_none_or(|end| end > self.len);
         if past_end {
-            return Err(SourceError::PastEnd { offset, len: buf.len() as u64, file_len: self.len });
+            return Err(SourceError::PastEnd {
+                offset,
+                len: buf.len() as u64,
+                file_len: self.len,
+            });
         }
-        read_exact_at(&self.file, buf, offset)
-        .map_err(|source| SourceError::Io { what: self.path.clone(), source })
+        read_exact_at(&self.file, buf, offset).map_err(|source| SourceError::Io {
+            what: self.path.clone(),
+            source,
+        })
     }
 
     fn describe(&self) -> String {
@@ -82,6 +104,29 @@ fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::
         }
     }
     Ok(())
+}
+
+/// Bytes already in memory (tests, or a file the caller read itself).
+pub struct MemorySource {
+    pub bytes: Vec<u8>,
+    pub name: String,
+}
+
+impl ByteSource for MemorySource {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
+        let end = offset.checked_add(buf.len() as u64).filter(|&e| e <= self.len());
+        let end = end.ok_or(SourceError::PastEnd { offset, len: buf.len() as u64, file_len: self.len() })?;
+        buf.copy_from_slice(&self.bytes[offset as usize..end as usize]);
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
 }
 
 /// Headers are read in growing prefixes, starting here: most fit, vocabularies included.

@@ -59,7 +59,9 @@ impl GgmlType {
     pub fn block_len(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 1,
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => 32,
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => {
+                32
+            }
             GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => 256,
         }
     }
@@ -107,7 +109,9 @@ impl GgmlType {
 
     /// Parses a type name as llama.cpp spells it (case-insensitive).
     pub fn from_name(name: &str) -> Option<GgmlType> {
-        GgmlType::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(name))
+        GgmlType::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(name))
     }
 }
 

@@ -29,17 +29,19 @@ pub struct GpuTensor {
 
 impl GpuTensor {
     /// Streams a tensor's byte range from `source` into GPU buffers, calling `progress` with bytes done.
+    /// No buffer is larger than `max_part` bytes (the adapter's binding limit, or less to test splitting).
     pub fn upload(
         gpu: &Gpu,
         header: &Header,
         source: &dyn ByteSource,
         info: &TensorInfo,
+        max_part: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
         let too_large = |what: &str, bytes: u64| GpuError::TooLarge {
             what: format!("{what} of tensor {}", info.name),
             bytes,
-            limit: gpu.max_binding(),
+            limit: max_part,
         };
         let row_bytes = info.ty.bytes_for(info.row_len()).unwrap_or(0);
         let rows = info.rows();
@@ -47,7 +49,7 @@ impl GpuTensor {
             return Err(too_large("the shape", info.bytes()).into());
         }
         // Rows per part, keeping each part (padded to 4 bytes) within one binding.
-        let rows_per_part = (gpu.max_binding().saturating_sub(4) / row_bytes).min(rows);
+        let rows_per_part = (max_part.min(gpu.max_binding()).saturating_sub(4) / row_bytes).min(rows);
         if rows_per_part == 0 {
             return Err(too_large("one row", row_bytes).into());
         }
@@ -71,12 +73,19 @@ impl GpuTensor {
                 let n = UPLOAD_CHUNK.min(bytes - done);
                 chunk.clear();
                 chunk.resize(n.next_multiple_of(4) as usize, 0);
-                source.read_at(start + first_row * row_bytes + done, &mut chunk[..n as usize])?;
+                source.read_at(
+                    start + first_row * row_bytes + done,
+                    &mut chunk[..n as usize],
+                )?;
                 gpu.queue.write_buffer(&buffer, done, &chunk);
                 done += n;
                 progress(n);
             }
-            parts.push(TensorPart { buffer, first_row: first_row as u32, rows: part_rows as u32 });
+            parts.push(TensorPart {
+                buffer,
+                first_row: first_row as u32,
+                rows: part_rows as u32,
+            });
             first_row += part_rows;
         }
         Ok(GpuTensor {
@@ -96,12 +105,19 @@ impl GpuTensor {
 }
 
 /// Reads a small tensor (a norm's weights) into f32 on the host, whatever its type.
-pub fn read_f32(header: &Header, source: &dyn ByteSource, info: &TensorInfo) -> Result<Vec<f32>, crate::Error> {
+pub fn read_f32(
+    header: &Header,
+    source: &dyn ByteSource,
+    info: &TensorInfo,
+) -> Result<Vec<f32>, crate::Error> {
     let range = header.tensor_range(info);
     let mut bytes = vec![0u8; (range.end - range.start) as usize];
     source.read_at(range.start, &mut bytes)?;
     if info.ty != GgmlType::F32 {
-        return Err(crate::Error::Model(format!("tensor {} of {} is not yet readable", info.name, info.ty)));
+        return Err(crate::Error::Model(format!(
+            "tensor {} of {} is not yet readable",
+            info.name, info.ty
+        )));
     }
     Ok(bytemuck::pod_collect_to_vec(&bytes))
 }
@@ -109,23 +125,32 @@ pub fn read_f32(header: &Header, source: &dyn ByteSource, info: &TensorInfo) -> 
 /// A storage buffer holding `data`.
 pub fn storage_buffer(gpu: &Gpu, label: &str, data: &[u8]) -> wgpu::Buffer {
     use wgpu::util::DeviceExt;
-    gpu.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some(label),
-        contents: data,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
-    })
+    gpu.device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: data,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+        })
 }
 
 /// A zeroed storage buffer of `bytes` bytes.
 pub fn scratch_buffer(gpu: &Gpu, label: &str, bytes: u64) -> Result<wgpu::Buffer, GpuError> {
     if bytes > gpu.max_binding() {
-        return Err(GpuError::TooLarge { what: label.to_string(), bytes, limit: gpu.max_binding() });
+        return Err(GpuError::TooLarge {
+            what: label.to_string(),
+            bytes,
+            limit: gpu.max_binding(),
+        });
     }
     gpu.checked(&format!("allocating {label}"), || {
         gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: bytes.max(4).next_multiple_of(4),
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         })
     })
@@ -136,9 +161,10 @@ pub fn uniform_buffer(gpu: &Gpu, label: &str, data: &[u8]) -> wgpu::Buffer {
     use wgpu::util::DeviceExt;
     let mut contents = data.to_vec();
     contents.resize(data.len().next_multiple_of(16).max(16), 0);
-    gpu.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some(label),
-        contents: &contents,
-        usage: wgpu::BufferUsages::UNIFORM,
-    })
+    gpu.device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: &contents,
+            usage: wgpu::BufferUsages::UNIFORM,
+        })
 }

@@ -4,7 +4,9 @@ mod buffers;
 mod pipelines;
 mod plan;
 
-pub use buffers::{read_f32, uniform_buffer, scratch_buffer, storage_buffer, GpuTensor, TensorPart};
+pub use buffers::{
+    read_f32, scratch_buffer, storage_buffer, uniform_buffer, GpuTensor, TensorPart,
+};
 pub use pipelines::{Kernel, PipelineKey, Pipelines};
 pub use plan::{grid, Dispatch, Plan, UniformArena};
 
@@ -18,9 +20,17 @@ pub enum GpuError {
     #[error("the GPU device could not be created: {0}")]
     NoDevice(String),
     #[error("{what} needs {bytes} bytes of GPU memory in one buffer, more than this adapter's limit of {limit} bytes")]
-    TooLarge { what: String, bytes: u64, limit: u64 },
+    TooLarge {
+        what: String,
+        bytes: u64,
+        limit: u64,
+    },
     #[error("the model needs {needed} bytes of GPU buffers; {what} did not fit ({detail})")]
-    OutOfMemory { what: String, needed: u64, detail: String },
+    OutOfMemory {
+        what: String,
+        needed: u64,
+        detail: String,
+    },
     #[error("GPU validation failed: {0}")]
     Validation(String),
     #[error("reading results back from the GPU failed: {0}")]
@@ -39,7 +49,8 @@ pub struct Gpu {
 impl Gpu {
     /// Opens the best adapter with the largest limits it offers.
     pub async fn new() -> Result<Arc<Gpu>, GpuError> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
@@ -61,7 +72,13 @@ impl Gpu {
             .await
             .map_err(|e| GpuError::NoDevice(e.to_string()))?;
         let pipelines = Pipelines::default();
-        Ok(Arc::new(Gpu { device, queue, info, limits, pipelines }))
+        Ok(Arc::new(Gpu {
+            device,
+            queue,
+            info,
+            limits,
+            pipelines,
+        }))
     }
 
     /// The largest buffer one binding may see.
@@ -84,7 +101,11 @@ impl Gpu {
             return Err(GpuError::Validation(format!("{what}: {e}")));
         }
         if let Some(e) = pollster::block_on(oom.pop()) {
-            return Err(GpuError::OutOfMemory { what: what.to_string(), needed: 0, detail: e.to_string() });
+            return Err(GpuError::OutOfMemory {
+                what: what.to_string(),
+                needed: 0,
+                detail: e.to_string(),
+            });
         }
         Ok(value)
     }
@@ -104,16 +125,26 @@ impl Gpu {
     }
 }
 
+/// Reads the first `n` f32 values of a buffer.
+pub fn read_back_f32(gpu: &Gpu, src: &wgpu::Buffer, n: usize) -> Result<Vec<f32>, GpuError> {
+    Ok(bytemuck::pod_collect_to_vec(&gpu.read_back(src, n as u64 * 4)?))
+}
+
 /// Maps a MAP_READ buffer, waits for it, copies out its first `len` bytes and unmaps it.
 pub fn map_and_copy(gpu: &Gpu, staging: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, GpuError> {
     let slice = staging.slice(..len);
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| drop(tx.send(r)));
-    gpu.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::Readback(e.to_string()))?;
+    gpu.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| GpuError::Readback(e.to_string()))?;
     rx.recv()
         .map_err(|e| GpuError::Readback(e.to_string()))?
         .map_err(|e| GpuError::Readback(e.to_string()))?;
-    let bytes = slice.get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?.to_vec();
+    let bytes = slice
+        .get_mapped_range()
+        .map_err(|e| GpuError::Readback(e.to_string()))?
+        .to_vec();
     staging.unmap();
     Ok(bytes)
 }

@@ -59,11 +59,26 @@ pub struct PipelineKey {
     pub ty: Option<GgmlType>,
     /// Threads per workgroup (the `WG` override constant).
     pub workgroup: u32,
+    /// Threads that share one row, for kernels that take rows (the `TPR` override constant).
+    pub threads_per_row: Option<u32>,
 }
 
 impl PipelineKey {
     pub fn new(kernel: Kernel, ty: Option<GgmlType>) -> PipelineKey {
-        PipelineKey { kernel, ty, workgroup: 64 }
+        PipelineKey {
+            kernel,
+            ty,
+            workgroup: 64,
+            threads_per_row: None,
+        }
+    }
+
+    fn constants(&self) -> Vec<(&'static str, f64)> {
+        let mut c = vec![("WG", self.workgroup as f64)];
+        if let Some(tpr) = self.threads_per_row {
+            c.push(("TPR", tpr as f64));
+        }
+        c
     }
 
     pub fn source(&self) -> String {
@@ -93,17 +108,19 @@ impl Pipelines {
                     label: Some(&label),
                     source: wgpu::ShaderSource::Wgsl(key.source().into()),
                 });
-                Arc::new(device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(&label),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &[("WG", key.workgroup as f64)],
-                        zero_initialize_workgroup_memory: false,
-                    },
-                    cache: None,
-                }))
+                Arc::new(
+                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(&label),
+                        layout: None,
+                        module: &module,
+                        entry_point: Some("main"),
+                        compilation_options: wgpu::PipelineCompilationOptions {
+                            constants: &key.constants(),
+                            zero_initialize_workgroup_memory: false,
+                        },
+                        cache: None,
+                    }),
+                )
             })
             .clone()
     }

@@ -15,7 +15,10 @@ pub struct UniformArena {
 
 impl UniformArena {
     fn new(align: u32) -> UniformArena {
-        UniformArena { bytes: Vec::new(), align: align.max(16) as usize }
+        UniformArena {
+            bytes: Vec::new(),
+            align: align.max(16) as usize,
+        }
     }
 
     /// Appends `params` and returns its offset.
@@ -24,7 +27,8 @@ impl UniformArena {
         self.bytes.resize(offset, 0);
         self.bytes.extend_from_slice(params);
         // A uniform binding is at least 16 bytes and a multiple of 16.
-        self.bytes.resize(offset + params.len().next_multiple_of(16).max(16), 0);
+        self.bytes
+            .resize(offset + params.len().next_multiple_of(16).max(16), 0);
         offset as u64
     }
 }
@@ -66,7 +70,13 @@ impl Plan {
     }
 
     /// Adds a dispatch. `buffers` bind to 0..n in order and `params` (a uniform) binds to n.
-    pub fn push(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer], params: &[u8], workgroups: [u32; 3]) {
+    pub fn push(
+        &mut self,
+        key: PipelineKey,
+        buffers: &[&wgpu::Buffer],
+        params: &[u8],
+        workgroups: [u32; 3],
+    ) {
         let params_offset = self.arena.push(params);
         self.pending.push(Pending {
             key,
@@ -90,7 +100,10 @@ impl Plan {
                         .buffers
                         .iter()
                         .enumerate()
-                        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+                        .map(|(i, b)| wgpu::BindGroupEntry {
+                            binding: i as u32,
+                            resource: b.as_entire_binding(),
+                        })
                         .collect();
                     entries.push(wgpu::BindGroupEntry {
                         binding: p.buffers.len() as u32,
@@ -105,7 +118,11 @@ impl Plan {
                         layout: &pipeline.get_bind_group_layout(0),
                         entries: &entries,
                     });
-                    Dispatch { pipeline, bind_group, workgroups: p.workgroups }
+                    Dispatch {
+                        pipeline,
+                        bind_group,
+                        workgroups: p.workgroups,
+                    }
                 })
                 .collect::<Vec<_>>()
         })?;

@@ -28,15 +28,25 @@ impl Config {
         let n_head = l.meta_u32("attention.head_count")?;
         let n_kv_head = l.meta_u32_or("attention.head_count_kv", n_head)?;
         if n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0 {
-            return Err(Error::Model(format!("{n_head} heads cannot share {n_kv_head} kv heads")));
+            return Err(Error::Model(format!(
+                "{n_head} heads cannot share {n_kv_head} kv heads"
+            )));
         }
         let head_dim = l.meta_u32_or("attention.key_length", n_embd / n_head)?;
-        let n_vocab = l.header.tensor("token_embd.weight").map(|t| t.rows() as u32).unwrap_or(0);
+        let n_vocab = l
+            .header
+            .tensor("token_embd.weight")
+            .map(|t| t.rows() as u32)
+            .unwrap_or(0);
         let scaling = l.meta_str("rope.scaling.type").unwrap_or("none");
         let freq_scale = match scaling {
             "linear" => 1.0 / l.meta_f32_or("rope.scaling.factor", 1.0)?,
             "none" => 1.0,
-            other => return Err(Error::Model(format!("rope scaling {other:?} is not supported for llama"))),
+            other => {
+                return Err(Error::Model(format!(
+                    "rope scaling {other:?} is not supported for llama"
+                )))
+            }
         };
         Ok(Config {
             n_embd,
@@ -151,7 +161,14 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
             out: &attn,
             step: &step,
         };
-        attention::push(&mut plan, c.n_head, c.n_kv_head, c.head_dim, n_ctx, &attn_buffers);
+        attention::push(
+            &mut plan,
+            c.n_head,
+            c.n_kv_head,
+            c.head_dim,
+            n_ctx,
+            &attn_buffers,
+        );
         matvec::push(&mut plan, &b.attn_output, &attn, &x, true);
         rms_norm::push(&mut plan, &x, &b.ffn_norm, &xn, d, c.rms_eps);
         matvec::push(&mut plan, &b.ffn_gate, &xn, &gate, false);
@@ -160,7 +177,19 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
         matvec::push(&mut plan, &b.ffn_down, &hidden, &x, true);
     }
     rms_norm::push(&mut plan, &x, &output_norm, &xn, d, c.rms_eps);
-    matvec::push(&mut plan, output.as_ref().unwrap_or(&token_embd), &xn, &logits, false);
+    matvec::push(
+        &mut plan,
+        output.as_ref().unwrap_or(&token_embd),
+        &xn,
+        &logits,
+        false,
+    );
     plan.finish(&gpu)?;
-    Ok(Forward { plan, step, logits, n_vocab: c.n_vocab, n_ctx_train: c.n_ctx_train })
+    Ok(Forward {
+        plan,
+        step,
+        logits,
+        n_vocab: c.n_vocab,
+        n_ctx_train: c.n_ctx_train,
+    })
 }

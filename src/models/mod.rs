@@ -48,9 +48,19 @@ impl<'a> Loader<'a> {
         source: &'a dyn ByteSource,
         progress: &'a mut dyn FnMut(u64, u64),
     ) -> Result<Loader<'a>, Error> {
-        let arch = header.architecture().ok_or_else(|| Error::Model("general.architecture is missing".into()))?;
+        let arch = header
+            .architecture()
+            .ok_or_else(|| Error::Model("general.architecture is missing".into()))?;
         let total = header.tensors.iter().map(|t| t.bytes()).sum();
-        Ok(Loader { gpu, header, source, arch: arch.to_string(), progress, done: 0, total })
+        Ok(Loader {
+            gpu,
+            header,
+            source,
+            arch: arch.to_string(),
+            progress,
+            done: 0,
+            total,
+        })
     }
 
     fn key(&self, key: &str) -> String {
@@ -62,8 +72,13 @@ impl<'a> Loader<'a> {
     }
 
     pub fn meta_u32(&self, key: &str) -> Result<u32, Error> {
-        let v = self.header.get(&self.key(key)).ok_or_else(|| self.bad(key, "missing"))?;
-        v.as_u64().and_then(|v| u32::try_from(v).ok()).ok_or_else(|| self.bad(key, "not a 32-bit count"))
+        let v = self
+            .header
+            .get(&self.key(key))
+            .ok_or_else(|| self.bad(key, "missing"))?;
+        v.as_u64()
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| self.bad(key, "not a 32-bit count"))
     }
 
     pub fn meta_u32_or(&self, key: &str, default: u32) -> Result<u32, Error> {
@@ -76,7 +91,10 @@ impl<'a> Loader<'a> {
     pub fn meta_f32_or(&self, key: &str, default: f32) -> Result<f32, Error> {
         match self.header.get(&self.key(key)) {
             None => Ok(default),
-            Some(v) => v.as_f64().map(|v| v as f32).ok_or_else(|| self.bad(key, "not a number")),
+            Some(v) => v
+                .as_f64()
+                .map(|v| v as f32)
+                .ok_or_else(|| self.bad(key, "not a number")),
         }
     }
 
@@ -85,10 +103,16 @@ impl<'a> Loader<'a> {
     }
 
     fn info(&self, name: &str, shape: &[u32]) -> Result<&'a crate::gguf::TensorInfo, Error> {
-        let t = self.header.tensor(name).ok_or_else(|| Error::Model(format!("tensor {name} is missing")))?;
+        let t = self
+            .header
+            .tensor(name)
+            .ok_or_else(|| Error::Model(format!("tensor {name} is missing")))?;
         let want: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
         if t.dims != want {
-            return Err(Error::Model(format!("tensor {name} has shape {:?}, expected {want:?}", t.dims)));
+            return Err(Error::Model(format!(
+                "tensor {name} has shape {:?}, expected {want:?}",
+                t.dims
+            )));
         }
         Ok(t)
     }
@@ -97,10 +121,12 @@ impl<'a> Loader<'a> {
     pub fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuTensor, Error> {
         let t = self.info(name, &[cols, rows])?;
         if cols % 32 != 0 {
-            return Err(Error::Model(format!("tensor {name}: rows of {cols} weights are not a multiple of 32")));
+            return Err(Error::Model(format!(
+                "tensor {name}: rows of {cols} weights are not a multiple of 32"
+            )));
         }
         let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
-        let tensor = GpuTensor::upload(&self.gpu, self.header, self.source, t, &mut |n| {
+        let tensor = GpuTensor::upload(&self.gpu, self.header, self.source, t, self.gpu.max_binding(), &mut |n| {
             *done += n;
             progress(*done, total);
         })?;

@@ -15,7 +15,12 @@ struct Params {
 pub fn push(plan: &mut Plan, table: &GpuTensor, step: &wgpu::Buffer, out: &wgpu::Buffer) {
     let threads = table.row_len / 32;
     for part in &table.parts {
-        let p = Params { rows: part.rows, cols: table.row_len, row_bytes: table.row_bytes, first_row: part.first_row };
+        let p = Params {
+            rows: part.rows,
+            cols: table.row_len,
+            row_bytes: table.row_bytes,
+            first_row: part.first_row,
+        };
         plan.push(
             PipelineKey::new(Kernel::Embed, Some(table.ty)),
             &[&part.buffer, step, out],

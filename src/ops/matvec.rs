@@ -15,6 +15,11 @@ struct Params {
 /// Adds `y = W x` (or `y += W x` when `accumulate`) to the plan, one dispatch per part of W.
 /// x: (W.row_len) f32, y: (W.rows) f32.
 pub fn push(plan: &mut Plan, w: &GpuTensor, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
+    let key = PipelineKey {
+        threads_per_row: Some(threads_per_row(w.row_len)),
+        ..PipelineKey::new(Kernel::Matvec, Some(w.ty))
+    };
+    let rows_per_workgroup = key.workgroup / threads_per_row(w.row_len);
     for part in &w.parts {
         let p = Params {
             rows: part.rows,
@@ -23,16 +28,32 @@ pub fn push(plan: &mut Plan, w: &GpuTensor, x: &wgpu::Buffer, y: &wgpu::Buffer, 
             out_offset: part.first_row,
             accumulate: accumulate as u32,
         };
-        plan.push(PipelineKey::new(Kernel::Matvec, Some(w.ty)), &[&part.buffer, x, y], super::params(&p), grid(part.rows));
+        plan.push(
+            key,
+            &[&part.buffer, x, y],
+            super::params(&p),
+            grid(part.rows.div_ceil(rows_per_workgroup)),
+        );
     }
     plan.weight_bytes += w.bytes();
+}
+
+/// Threads sharing a row: enough to give each a 32-weight chunk or more, so short rows (576 weights in
+/// SmolLM2) do not leave most of a workgroup idle.
+fn threads_per_row(cols: u32) -> u32 {
+    let chunks = (cols / 32).max(1);
+    (1u32 << chunks.ilog2()).min(64)
 }
 
 /// CPU reference: `w` is (rows, cols) already dequantized.
 pub fn reference(w: &[f32], x: &[f32], y: &mut [f32], accumulate: bool) {
     let cols = x.len();
     for (r, out) in y.iter_mut().enumerate() {
-        let dot: f32 = w[r * cols..(r + 1) * cols].iter().zip(x).map(|(a, b)| a * b).sum();
+        let dot: f32 = w[r * cols..(r + 1) * cols]
+            .iter()
+            .zip(x)
+            .map(|(a, b)| a * b)
+            .sum();
         *out = if accumulate { *out + dot } else { dot };
     }
 }

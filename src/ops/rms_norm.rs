@@ -10,9 +10,24 @@ struct Params {
 }
 
 /// Adds `y = rmsnorm(x) * w` to the plan. x, w, y: (n) f32.
-pub fn push(plan: &mut Plan, x: &wgpu::Buffer, w: &wgpu::Buffer, y: &wgpu::Buffer, n: u32, eps: f32) {
-    let key = PipelineKey { workgroup: 256, ..PipelineKey::new(Kernel::RmsNorm, None) };
-    plan.push(key, &[x, w, y], super::params(&Params { n, eps }), [1, 1, 1]);
+pub fn push(
+    plan: &mut Plan,
+    x: &wgpu::Buffer,
+    w: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    n: u32,
+    eps: f32,
+) {
+    let key = PipelineKey {
+        workgroup: 256,
+        ..PipelineKey::new(Kernel::RmsNorm, None)
+    };
+    plan.push(
+        key,
+        &[x, w, y],
+        super::params(&Params { n, eps }),
+        [1, 1, 1],
+    );
 }
 
 pub fn reference(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {

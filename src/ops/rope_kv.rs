@@ -70,9 +70,14 @@ pub fn push(plan: &mut Plan, rope: &Rope, b: &RopeBuffers) {
 /// CPU reference: rotates one head of `x` in place at position `pos`.
 pub fn reference(rope: &Rope, x: &mut [f32], pos: u32, factors: Option<&[f32]>) {
     for i in 0..(rope.n_rot / 2) as usize {
-        let (j0, j1) = if rope.neox { (i, i + rope.n_rot as usize / 2) } else { (2 * i, 2 * i + 1) };
-        let mut theta =
-            rope.freq_scale as f64 * pos as f64 * (rope.freq_base as f64).powf(-2.0 * i as f64 / rope.n_rot as f64);
+        let (j0, j1) = if rope.neox {
+            (i, i + rope.n_rot as usize / 2)
+        } else {
+            (2 * i, 2 * i + 1)
+        };
+        let mut theta = rope.freq_scale as f64
+            * pos as f64
+            * (rope.freq_base as f64).powf(-2.0 * i as f64 / rope.n_rot as f64);
         if let Some(f) = factors {
             theta /= f[i] as f64;
         }

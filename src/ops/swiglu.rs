@@ -10,9 +10,17 @@ struct Params {
 
 /// Adds `h = silu(g) * u` to the plan. g, u, h: (n) f32.
 pub fn push(plan: &mut Plan, g: &wgpu::Buffer, u: &wgpu::Buffer, h: &wgpu::Buffer, n: u32) {
-    plan.push(PipelineKey::new(Kernel::SwiGlu, None), &[g, u, h], super::params(&Params { n }), [n.div_ceil(64), 1, 1]);
+    plan.push(
+        PipelineKey::new(Kernel::SwiGlu, None),
+        &[g, u, h],
+        super::params(&Params { n }),
+        [n.div_ceil(64), 1, 1],
+    );
 }
 
 pub fn reference(g: &[f32], u: &[f32]) -> Vec<f32> {
-    g.iter().zip(u).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect()
+    g.iter()
+        .zip(u)
+        .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
+        .collect()
 }
