@@ -4,13 +4,17 @@
 //! still packed into GPU buffers; the architecture in [`models`] builds the plan of one decode step once;
 //! [`engine::Engine`] runs it, one compute pass and one submit per token.
 
+pub mod chat_template;
 pub mod engine;
 pub mod gguf;
 pub mod gpu;
 pub mod models;
 pub mod ops;
 pub mod quant;
+pub mod quantize;
 pub mod sampler;
+pub mod session;
+pub mod tokenizer;
 
 /// Everything that can go wrong in the engine.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +25,10 @@ pub enum Error {
     Source(#[from] gguf::SourceError),
     #[error(transparent)]
     Gpu(#[from] gpu::GpuError),
+    #[error(transparent)]
+    Tokenizer(#[from] tokenizer::TokenizerError),
+    #[error(transparent)]
+    Template(#[from] chat_template::TemplateError),
     #[error("architecture {0:?} is not supported (Wick runs: {archs})", archs = models::ARCHITECTURES.join(", "))]
     UnsupportedArchitecture(String),
     #[error("{0}")]

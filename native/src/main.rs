@@ -1,1 +1,108 @@
-fn main() {}
+//! `wick`: run GGUF language models on the GPU. Flags follow llama.cpp's spelling where one exists.
+
+mod bench;
+mod chat;
+mod info;
+mod load;
+mod perplexity;
+mod quantize;
+mod run;
+
+use clap::{Args, Parser, Subcommand};
+
+/// The model used when -m is not given; `scripts/fetch-model.sh` puts it there.
+pub const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+#[derive(Parser)]
+#[command(
+    name = "wick",
+    version,
+    about = "Run GGUF language models on the GPU (Metal, Vulkan, DX12) through wgpu"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate text after a prompt (special tokens in the prompt are parsed).
+    Run(run::RunArgs),
+    /// Chat with the model's chat template; the cache is kept across turns.
+    Chat(chat::ChatArgs),
+    /// Show a model's architecture, metadata and tensors.
+    Info(info::InfoArgs),
+    /// Quantize a model to another type.
+    Quantize(quantize::QuantizeArgs),
+    /// Perplexity over a text file, by llama-perplexity's method.
+    Perplexity(perplexity::PerplexityArgs),
+    /// Prompt and generation speed, like llama-bench.
+    Bench(bench::BenchArgs),
+}
+
+/// The model and its context.
+#[derive(Args, Clone)]
+pub struct ModelArgs {
+    /// Path of a GGUF model [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]
+    #[arg(short = 'm', long = "model")]
+    pub model: Option<String>,
+    /// Context size in tokens (capped at the model's training context)
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 4096)]
+    pub ctx_size: u32,
+}
+
+/// Sampling, as llama.cpp's flags.
+#[derive(Args, Clone)]
+pub struct SamplingArgs {
+    /// Temperature; 0 is greedy
+    #[arg(long = "temp", default_value_t = 0.8)]
+    pub temp: f32,
+    #[arg(long = "top-k", default_value_t = 40)]
+    pub top_k: usize,
+    #[arg(long = "top-p", default_value_t = 0.95)]
+    pub top_p: f32,
+    #[arg(long = "min-p", default_value_t = 0.05)]
+    pub min_p: f32,
+    #[arg(long = "repeat-penalty", default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    #[arg(long = "repeat-last-n", default_value_t = 64)]
+    pub repeat_last_n: usize,
+    /// Random seed [default: from the clock]
+    #[arg(short = 's', long = "seed")]
+    pub seed: Option<u64>,
+}
+
+impl SamplingArgs {
+    pub fn sampler(&self) -> wick::sampler::Sampler {
+        let seed = self.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        wick::sampler::Sampler::new(wick::sampler::SamplerConfig {
+            temperature: self.temp,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repeat_penalty: self.repeat_penalty,
+            repeat_last_n: self.repeat_last_n,
+            seed,
+        })
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => run::main(a),
+        Command::Chat(a) => chat::main(a),
+        Command::Info(a) => info::main(a),
+        Command::Quantize(a) => quantize::main(a),
+        Command::Perplexity(a) => perplexity::main(a),
+        Command::Bench(a) => bench::main(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -60,6 +60,12 @@ impl FileSource {
     }
 }
 
+impl FileSource {
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
 impl ByteSource for FileSource {
     fn len(&self) -> u64 {
         self.len
@@ -118,8 +124,14 @@ impl ByteSource for MemorySource {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
-        let end = offset.checked_add(buf.len() as u64).filter(|&e| e <= self.len());
-        let end = end.ok_or(SourceError::PastEnd { offset, len: buf.len() as u64, file_len: self.len() })?;
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.len());
+        let end = end.ok_or(SourceError::PastEnd {
+            offset,
+            len: buf.len() as u64,
+            file_len: self.len(),
+        })?;
         buf.copy_from_slice(&self.bytes[offset as usize..end as usize]);
         Ok(())
     }

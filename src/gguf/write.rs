@@ -167,7 +167,7 @@ fn tensor_bytes(t: &TensorSpec) -> Result<u64, WriteError> {
         .try_fold(1u64, |n, &d| n.checked_mul(d))
         .ok_or_else(bad_shape)?;
     match t.ty.bytes_for(elements) {
-        Some(bytes) if t.dims[0] % t.ty.block_len() as u64 == 0 => Ok(bytes),
+        Some(bytes) if t.dims[0].is_multiple_of(t.ty.block_len() as u64) => Ok(bytes),
         _ => Err(WriteError::PartialBlock {
             name: t.name.clone(),
             ty: t.ty,

@@ -49,7 +49,8 @@ impl GpuTensor {
             return Err(too_large("the shape", info.bytes()).into());
         }
         // Rows per part, keeping each part (padded to 4 bytes) within one binding.
-        let rows_per_part = (max_part.min(gpu.max_binding()).saturating_sub(4) / row_bytes).min(rows);
+        let rows_per_part =
+            (max_part.min(gpu.max_binding()).saturating_sub(4) / row_bytes).min(rows);
         if rows_per_part == 0 {
             return Err(too_large("one row", row_bytes).into());
         }

@@ -127,7 +127,9 @@ impl Gpu {
 
 /// Reads the first `n` f32 values of a buffer.
 pub fn read_back_f32(gpu: &Gpu, src: &wgpu::Buffer, n: usize) -> Result<Vec<f32>, GpuError> {
-    Ok(bytemuck::pod_collect_to_vec(&gpu.read_back(src, n as u64 * 4)?))
+    Ok(bytemuck::pod_collect_to_vec(
+        &gpu.read_back(src, n as u64 * 4)?,
+    ))
 }
 
 /// Maps a MAP_READ buffer, waits for it, copies out its first `len` bytes and unmaps it.

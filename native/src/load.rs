@@ -1,0 +1,65 @@
+//! Opening a model: the file, the GPU, and a progress bar while the weights stream in.
+
+use crate::{ModelArgs, DEFAULT_MODEL};
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::Arc;
+use wick::engine::LoadOptions;
+use wick::gguf::FileSource;
+use wick::gpu::Gpu;
+use wick::session::Session;
+
+pub fn open_source(model: &Option<String>) -> Result<FileSource> {
+    let path = model.as_deref().unwrap_or(DEFAULT_MODEL);
+    let hint = if model.is_none() {
+        " (the default model: run scripts/fetch-model.sh to fetch it)"
+    } else {
+        ""
+    };
+    FileSource::open(path).with_context(|| format!("cannot open {path}{hint}"))
+}
+
+pub fn gpu() -> Result<Arc<Gpu>> {
+    let gpu = pollster::block_on(Gpu::new())?;
+    eprintln!("wick: GPU {}", gpu.describe());
+    Ok(gpu)
+}
+
+/// A progress bar over bytes, drawn on stderr (hidden when stderr is not a terminal).
+pub fn progress_bar(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+pub fn session(args: &ModelArgs) -> Result<Session> {
+    let source = open_source(&args.model)?;
+    let gpu = gpu()?;
+    let bar = progress_bar("loading");
+    let start = std::time::Instant::now();
+    let options = LoadOptions {
+        n_ctx: args.ctx_size,
+    };
+    let session = Session::load(gpu, &source, &options, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let session = session.with_context(|| format!("cannot load {}", source.path()))?;
+    let s = &session.engine.stats;
+    eprintln!(
+        "wick: loaded {} in {:.2} s: {} dispatches and {} submit per token, {:.1} MB of weights per token, context {}",
+        source.path(),
+        start.elapsed().as_secs_f64(),
+        s.dispatches_per_token,
+        s.submits_per_token,
+        s.weight_bytes_per_token as f64 / 1e6,
+        session.engine.n_ctx()
+    );
+    Ok(session)
+}

@@ -1,0 +1,49 @@
+//! `wick run`: the prompt as given, generated text streamed to stdout, stats to stderr.
+
+use crate::{load, ModelArgs, SamplingArgs};
+use anyhow::Result;
+use clap::Args;
+use std::io::Write;
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The prompt
+    #[arg(short = 'p', long = "prompt")]
+    prompt: String,
+    /// Tokens to generate at most (-1: until the end of generation or a full context)
+    #[arg(short = 'n', long = "n-predict", default_value_t = -1, allow_hyphen_values = true)]
+    n_predict: i64,
+    #[command(flatten)]
+    sampling: SamplingArgs,
+}
+
+pub fn main(args: RunArgs) -> Result<()> {
+    let mut session = load::session(&args.model)?;
+    let prompt = session.tokenize_prompt(&args.prompt);
+    let max = if args.n_predict < 0 {
+        usize::MAX
+    } else {
+        args.n_predict as usize
+    };
+    let mut sampler = args.sampling.sampler();
+    let mut out = std::io::stdout();
+    let c = session.complete(&prompt, max, &mut sampler, &mut |text| {
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+        true
+    })?;
+    println!();
+    eprintln!(
+        "wick: prompt {} tokens in {:.2} s ({:.1} tok/s); generated {} tokens in {:.2} s ({:.1} tok/s); stop: {:?}",
+        c.prompt_tokens,
+        c.prompt_time.as_secs_f64(),
+        c.prompt_processed as f64 / c.prompt_time.as_secs_f64(),
+        c.tokens.len(),
+        c.gen_time.as_secs_f64(),
+        c.tokens.len() as f64 / c.gen_time.as_secs_f64(),
+        c.finish
+    );
+    Ok(())
+}
