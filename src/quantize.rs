@@ -7,7 +7,7 @@
 //! depends only on the input: the same file gives the same bytes.
 
 use crate::gguf::write::{TensorSpec, WriteError, Writer};
-use crate::gguf::{self, ByteSource, GgmlType, GgufError, SourceError, TensorInfo, Value};
+use crate::gguf::{self, ByteSource, GgmlType, GgufError, Header, SourceError, TensorInfo, Value};
 use crate::quant::{self, QuantError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,10 @@ pub struct TypeTotal {
 #[derive(Debug, thiserror::Error)]
 pub enum QuantizeError {
     #[error("reading the header of {source_name}: {error}")]
-    Header { source_name: String, error: GgufError },
+    Header {
+        source_name: String,
+        error: GgufError,
+    },
     #[error("reading tensor {tensor:?}: {error}")]
     Read { tensor: String, error: SourceError },
     #[error("converting tensor {tensor:?}: {error}")]
@@ -52,26 +55,77 @@ pub fn quantize_model(
     target: GgmlType,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<QuantizeReport, QuantizeError> {
-    let header = gguf::read_header(src).map_err(|error| QuantizeError::Header { source_name: src.describe(), error })?;
+    let header = gguf::read_header(src).map_err(|error| QuantizeError::Header {
+        source_name: src.describe(),
+        error,
+    })?;
+    let mut partial = dst.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let write_err = |error: WriteError| QuantizeError::Write {
+        path: dst.to_path_buf(),
+        error,
+    };
+
+    let result = std::fs::File::create(&partial)
+        .map_err(|e| write_err(e.into()))
+        .and_then(|file| {
+            write_model(
+                src,
+                &header,
+                target,
+                std::io::BufWriter::new(file),
+                dst,
+                progress,
+            )
+        })
+        .and_then(|report| {
+            std::fs::rename(&partial, dst)
+                .map(|()| report)
+                .map_err(|e| write_err(e.into()))
+        });
+    if result.is_err() {
+        // Best effort: the error that matters is the one returned.
+        let _ = std::fs::remove_file(&partial);
+    }
+    result
+}
+
+/// Writes the quantized model to `out` (the file `dst`, named in errors) and closes it.
+fn write_model(
+    src: &dyn ByteSource,
+    header: &Header,
+    target: GgmlType,
+    out: impl std::io::Write,
+    dst: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<QuantizeReport, QuantizeError> {
+    let write_err = |error: WriteError| QuantizeError::Write {
+        path: dst.to_path_buf(),
+        error,
+    };
     let specs: Vec<TensorSpec> = header
         .tensors
         .iter()
-        .map(|t| TensorSpec { name: t.name.clone(), dims: t.dims.clone(), ty: output_type(t, target) })
+        .map(|t| TensorSpec {
+            name: t.name.clone(),
+            dims: t.dims.clone(),
+            ty: output_type(t, target),
+        })
         .collect();
-    let metadata = output_metadata(&header.metadata, target);
-
-    let partial = PathBuf::from(format!("{}.partial", dst.display()));
-    let write_err = |error: WriteError| QuantizeError::Write { path: dst.to_path_buf(), error };
-    let file = std::fs::File::create(&partial).map_err(|e| write_err(e.into()))?;
-    let mut writer = Writer::new(std::io::BufWriter::new(file), &metadata, &specs).map_err(write_err)?;
+    let mut writer =
+        Writer::new(out, &output_metadata(&header.metadata, target), &specs).map_err(write_err)?;
 
     let total: u64 = header.tensors.iter().map(TensorInfo::bytes).sum();
-    let mut report = QuantizeReport { bytes_in: total, ..Default::default() };
+    let mut report = QuantizeReport {
+        bytes_in: total,
+        ..Default::default()
+    };
     let mut done = 0;
     progress(0, total);
     for (t, spec) in header.tensors.iter().zip(&specs) {
-        let range = header.tensor_range(t);
-        let out_bytes = convert_tensor(src, t, range.start, spec.ty, &mut writer, dst, &mut |n| {
+        let start = header.tensor_range(t).start;
+        let out_bytes = convert_tensor(src, t, start, spec.ty, &mut writer, dst, &mut |n| {
             done += n;
             progress(done, total);
         })?;
@@ -80,9 +134,7 @@ pub fn quantize_model(
         entry.bytes += out_bytes;
         report.bytes_out += out_bytes;
     }
-    // The file is closed before it is renamed.
-    drop(writer.finish().map_err(write_err)?);
-    std::fs::rename(&partial, dst).map_err(|e| write_err(e.into()))?;
+    writer.finish().map_err(write_err)?;
     Ok(report)
 }
 
@@ -93,14 +145,17 @@ pub fn output_type(t: &TensorInfo, target: GgmlType) -> GgmlType {
     if !is_quantized(t) {
         return t.ty;
     }
-    let fits = |ty: GgmlType| t.row_len() % ty.block_len() as u64 == 0;
+    let fits = |ty: GgmlType| t.row_len().is_multiple_of(ty.block_len() as u64);
     let fallback = match target {
         GgmlType::Q4_K => GgmlType::Q5_0,
         GgmlType::Q5_K => GgmlType::Q5_1,
         GgmlType::Q6_K => GgmlType::Q8_0,
         other => other,
     };
-    [target, fallback].into_iter().find(|&ty| fits(ty)).unwrap_or(t.ty)
+    [target, fallback]
+        .into_iter()
+        .find(|&ty| fits(ty))
+        .unwrap_or(t.ty)
 }
 
 /// llama.cpp's choice of tensors to quantize: weights of two or more dimensions, except norms, the MoE router,
@@ -108,8 +163,14 @@ pub fn output_type(t: &TensorInfo, target: GgmlType) -> GgmlType {
 fn is_quantized(t: &TensorInfo) -> bool {
     // Dimensions as ggml counts them: trailing 1s do not count.
     let n_dims = t.dims.iter().rposition(|&d| d > 1).map_or(1, |i| i + 1);
-    const KEPT: [&str; 6] =
-        ["_norm.weight", "ffn_gate_inp.weight", "position_embd.weight", "token_types.weight", "ssm_conv1d", "attn_rel_b"];
+    const KEPT: [&str; 6] = [
+        "_norm.weight",
+        "ffn_gate_inp.weight",
+        "position_embd.weight",
+        "token_types.weight",
+        "ssm_conv1d",
+        "attn_rel_b",
+    ];
     n_dims >= 2 && t.name.ends_with("weight") && !KEPT.iter().any(|k| t.name.contains(k))
 }
 
@@ -131,7 +192,10 @@ fn output_metadata(source: &[(String, Value)], target: GgmlType) -> Vec<(String,
         GgmlType::BF16 => 32,
     };
     let mut metadata = source.to_vec();
-    for (key, value) in [("general.file_type", file_type), ("general.quantization_version", 2)] {
+    for (key, value) in [
+        ("general.file_type", file_type),
+        ("general.quantization_version", 2),
+    ] {
         match metadata.iter_mut().find(|(k, _)| k == key) {
             Some((_, v)) => *v = Value::U32(value),
             None => metadata.push((key.to_string(), Value::U32(value))),
@@ -152,9 +216,18 @@ fn convert_tensor(
     dst: &Path,
     read: &mut dyn FnMut(u64),
 ) -> Result<u64, QuantizeError> {
-    let read_err = |error| QuantizeError::Read { tensor: t.name.clone(), error };
-    let convert_err = |error| QuantizeError::Convert { tensor: t.name.clone(), error };
-    let write_err = |error| QuantizeError::Write { path: dst.to_path_buf(), error };
+    let read_err = |error| QuantizeError::Read {
+        tensor: t.name.clone(),
+        error,
+    };
+    let convert_err = |error| QuantizeError::Convert {
+        tensor: t.name.clone(),
+        error,
+    };
+    let write_err = |error| QuantizeError::Write {
+        path: dst.to_path_buf(),
+        error,
+    };
 
     // The parser guarantees whole blocks per row, so a row's bytes are exact in either type.
     let row_len = t.row_len();
@@ -168,7 +241,8 @@ fn convert_tensor(
     while row < t.rows() {
         let rows = rows_per_chunk.min(t.rows() - row);
         buf.resize((rows * row_bytes_in) as usize, 0);
-        src.read_at(start + row * row_bytes_in, &mut buf).map_err(read_err)?;
+        src.read_at(start + row * row_bytes_in, &mut buf)
+            .map_err(read_err)?;
         if ty == t.ty {
             writer.write_data(&buf).map_err(write_err)?;
         } else {
@@ -185,7 +259,12 @@ fn convert_tensor(
 }
 
 /// `quant::quantize` over whole rows, split across the machine's cores; the bytes are those of one thread.
-fn quantize_parallel(ty: GgmlType, x: &[f32], row_len: usize, out: &mut Vec<u8>) -> Result<(), QuantError> {
+fn quantize_parallel(
+    ty: GgmlType,
+    x: &[f32],
+    row_len: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), QuantError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let rows = x.len() / row_len;
     let rows_per_thread = rows.div_ceil(threads).max(1);
@@ -199,7 +278,13 @@ fn quantize_parallel(ty: GgmlType, x: &[f32], row_len: usize, out: &mut Vec<u8>)
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
     });
     for part in parts {
         out.extend_from_slice(&part?);

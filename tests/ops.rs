@@ -10,13 +10,25 @@ use wick::quant;
 
 /// Packs a random (rows, cols) matrix as `ty` and uploads it in parts of at most `max_part` bytes.
 /// Returns the GPU tensor and the dequantized weights the GPU should see.
-fn packed(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, max_part: u64, rng: &mut Rng) -> (GpuTensor, Vec<f32>) {
+fn packed(
+    gpu: &Gpu,
+    ty: GgmlType,
+    rows: u32,
+    cols: u32,
+    max_part: u64,
+    rng: &mut Rng,
+) -> (GpuTensor, Vec<f32>) {
     let w = rng.vec((rows * cols) as usize);
     let mut bytes = Vec::new();
     quant::quantize(ty, &w, &mut bytes).unwrap();
     let mut deq = vec![0f32; w.len()];
     quant::dequantize(ty, &bytes, &mut deq).unwrap();
-    let info = TensorInfo { name: format!("w_{ty}"), dims: vec![cols as u64, rows as u64], ty, offset: 0 };
+    let info = TensorInfo {
+        name: format!("w_{ty}"),
+        dims: vec![cols as u64, rows as u64],
+        ty,
+        offset: 0,
+    };
     let header = Header {
         version: 3,
         metadata: vec![],
@@ -25,7 +37,10 @@ fn packed(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, max_part: u64, rng: &mu
         alignment: 32,
         file_len: bytes.len() as u64,
     };
-    let source = MemorySource { bytes, name: "random".into() };
+    let source = MemorySource {
+        bytes,
+        name: "random".into(),
+    };
     let t = GpuTensor::upload(gpu, &header, &source, &info, max_part, &mut |_| {}).unwrap();
     (t, deq)
 }
@@ -54,7 +69,11 @@ fn matvec_every_type_against_cpu() {
         let rows = 37;
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
         let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
-        assert_eq!(w.parts.len(), 4, "{ty}: expected the tensor split into 4 parts");
+        assert_eq!(
+            w.parts.len(),
+            4,
+            "{ty}: expected the tensor split into 4 parts"
+        );
         let x = rng.vec(cols as usize);
         let y0 = rng.vec(rows as usize);
         for accumulate in [false, true] {
@@ -105,16 +124,28 @@ fn rms_norm_and_swiglu_against_cpu() {
     let mut plan = Plan::new(&gpu);
     rms_norm::push(&mut plan, &xb, &wb, &y, n as u32, 1e-5);
     run(&gpu, plan);
-    let e = nmse(&read_back_f32(&gpu, &y, n).unwrap(), &rms_norm::reference(&x, &w, 1e-5));
+    let e = nmse(
+        &read_back_f32(&gpu, &y, n).unwrap(),
+        &rms_norm::reference(&x, &w, 1e-5),
+    );
     assert!(e < 1e-10, "rms_norm nmse {e}");
 
     let g: Vec<f32> = rng.vec(n).iter().map(|v| v * 8.0).collect();
     let u = rng.vec(n);
     let h = scratch_buffer(&gpu, "h", n as u64 * 4).unwrap();
     let mut plan = Plan::new(&gpu);
-    swiglu::push(&mut plan, &f32_buffer(&gpu, &g), &f32_buffer(&gpu, &u), &h, n as u32);
+    swiglu::push(
+        &mut plan,
+        &f32_buffer(&gpu, &g),
+        &f32_buffer(&gpu, &u),
+        &h,
+        n as u32,
+    );
     run(&gpu, plan);
-    let e = nmse(&read_back_f32(&gpu, &h, n).unwrap(), &swiglu::reference(&g, &u));
+    let e = nmse(
+        &read_back_f32(&gpu, &h, n).unwrap(),
+        &swiglu::reference(&g, &u),
+    );
     assert!(e < 1e-10, "swiglu nmse {e}");
 }
 
@@ -148,7 +179,11 @@ fn rope_and_attention_against_cpu() {
             kc[i] = rng.f32();
             vc[i] = rng.f32();
         }
-        let (qb, kb, vb) = (f32_buffer(&gpu, &q), f32_buffer(&gpu, &k), f32_buffer(&gpu, &v));
+        let (qb, kb, vb) = (
+            f32_buffer(&gpu, &q),
+            f32_buffer(&gpu, &k),
+            f32_buffer(&gpu, &v),
+        );
         let (kcb, vcb) = (f32_buffer(&gpu, &kc), f32_buffer(&gpu, &vc));
         let fb = f32_buffer(&gpu, &factors);
         let step = storage_buffer(&gpu, "step", bytemuck::cast_slice(&[0u32, pos]));
@@ -201,9 +236,16 @@ fn rope_and_attention_against_cpu() {
         for h in 0..n_head as usize {
             let g = h / (n_head / n_kv_head) as usize;
             let head_rows = |c: &[f32]| -> Vec<f32> {
-                (0..n).flat_map(|p| c[p * kv_dim + g * hd..p * kv_dim + (g + 1) * hd].to_vec()).collect()
+                (0..n)
+                    .flat_map(|p| c[p * kv_dim + g * hd..p * kv_dim + (g + 1) * hd].to_vec())
+                    .collect()
             };
-            want.extend(attention::reference(&q_rot[h * hd..(h + 1) * hd], &head_rows(&kc), &head_rows(&vc), hd));
+            want.extend(attention::reference(
+                &q_rot[h * hd..(h + 1) * hd],
+                &head_rows(&kc),
+                &head_rows(&vc),
+                hd,
+            ));
         }
         let got = read_back_f32(&gpu, &out, want.len()).unwrap();
         let e = nmse(&got, &want);

@@ -126,10 +126,17 @@ impl<'a> Loader<'a> {
             )));
         }
         let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
-        let tensor = GpuTensor::upload(&self.gpu, self.header, self.source, t, self.gpu.max_binding(), &mut |n| {
-            *done += n;
-            progress(*done, total);
-        })?;
+        let tensor = GpuTensor::upload(
+            &self.gpu,
+            self.header,
+            self.source,
+            t,
+            self.gpu.max_binding(),
+            &mut |n| {
+                *done += n;
+                progress(*done, total);
+            },
+        )?;
         Ok(tensor)
     }
 

@@ -22,7 +22,7 @@ pub fn unpack_scale_min(scales: &[u8; 12], j: usize) -> (u8, u8) {
     }
 }
 
-fn pack_scale_min(ls: &[u8; 8], lm: &[u8; 8]) -> [u8; 12] {
+pub fn pack_scale_min(ls: &[u8; 8], lm: &[u8; 8]) -> [u8; 12] {
     let mut s = [0u8; 12];
     for j in 0..8 {
         if j < 4 {
@@ -46,10 +46,20 @@ pub struct ScaleMinBlock {
     pub q: [u8; QK_K],
 }
 
+/// How a Q4_K/Q5_K sub-block's scale is searched: integers 0..=nmax, and trial scales
+/// (nmax + rmin + rdelta * i) / (max - min) for i in 0..=nstep.
+#[derive(Clone, Copy)]
+pub struct Search {
+    pub nmax: i32,
+    pub rmin: f32,
+    pub rdelta: f32,
+    pub nstep: i32,
+}
+
 /// Quantizes 256 weights to integers 0..=nmax with per-sub-block scales and mins (llama.cpp's
-/// `quantize_row_q4_K_ref`/`quantize_row_q5_K_ref` minus the bit packing). `(rmin, rdelta, nstep)` is the
-/// scale search of `make_qkx2_quants`.
-pub fn quantize_scale_min(x: &[f32], nmax: i32, rmin: f32, rdelta: f32, nstep: i32) -> ScaleMinBlock {
+/// `quantize_row_q4_K_ref`/`quantize_row_q5_K_ref` minus the bit packing).
+pub fn quantize_scale_min(x: &[f32], search: &Search) -> ScaleMinBlock {
+    let nmax = search.nmax;
     let mut q = [0u8; QK_K];
     let mut scales = [0f32; 8];
     let mut mins = [0f32; 8];
@@ -59,15 +69,18 @@ pub fn quantize_scale_min(x: &[f32], nmax: i32, rmin: f32, rdelta: f32, nstep: i
         let sum_x2 = xs.iter().fold(0.0f32, |s, &v| s + v * v);
         let av_x = (sum_x2 / 32.0).sqrt();
         let weights: [f32; 32] = std::array::from_fn(|l| av_x + xs[l].abs());
-        let (scale, min) = make_qkx2_quants(nmax, xs, &weights, &mut q[32 * j..32 * j + 32], rmin, rdelta, nstep);
+        let (scale, min) = make_qkx2_quants(xs, &weights, &mut q[32 * j..32 * j + 32], search);
         scales[j] = scale;
         mins[j] = min;
     }
-    let max_scale = scales.iter().fold(0.0f32, |m, &s| if s > m { s } else { m });
-    let max_min = mins.iter().fold(0.0f32, |m, &s| if s > m { s } else { m });
+    let (max_scale, max_min) = (largest_above_zero(&scales), largest_above_zero(&mins));
 
     // The sub-block scales and mins, themselves quantized to 6 bits against the largest of each.
-    let inv_scale = if max_scale > 0.0 { 63.0 / max_scale } else { 0.0 };
+    let inv_scale = if max_scale > 0.0 {
+        63.0 / max_scale
+    } else {
+        0.0
+    };
     let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
     let ls: [u8; 8] = std::array::from_fn(|j| (nearest_int(inv_scale * scales[j]) as u8).min(63));
     let lm: [u8; 8] = std::array::from_fn(|j| (nearest_int(inv_min * mins[j]) as u8).min(63));
@@ -87,21 +100,29 @@ pub fn quantize_scale_min(x: &[f32], nmax: i32, rmin: f32, rdelta: f32, nstep: i
             q[i] = nearest_int((x[i] + dm) / d).clamp(0, nmax) as u8;
         }
     }
-    ScaleMinBlock { d, dmin, scales: block_scales, q }
+    ScaleMinBlock {
+        d,
+        dmin,
+        scales: block_scales,
+        q,
+    }
+}
+
+/// The largest value, or 0 if none is above 0 (compared as llama.cpp does: -0.0 and NaN never win).
+fn largest_above_zero(v: &[f32]) -> f32 {
+    v.iter().fold(0.0, |m, &s| if s > m { s } else { m })
 }
 
 /// Fits x ≈ scale * l - min with integers l in 0..=nmax (written to `l_out`) and min >= 0, minimizing the weighted
-/// squared error: a first guess from the range, then `nstep + 1` trial scales around it, each refined by least
-/// squares. Returns (scale, min).
-fn make_qkx2_quants(
-    nmax: i32,
-    x: &[f32],
-    weights: &[f32],
-    l_out: &mut [u8],
-    rmin: f32,
-    rdelta: f32,
-    nstep: i32,
-) -> (f32, f32) {
+/// squared error: a first guess from the range, then the trial scales of `search`, each refined by least squares.
+/// Returns (scale, min).
+fn make_qkx2_quants(x: &[f32], weights: &[f32], l_out: &mut [u8], search: &Search) -> (f32, f32) {
+    let Search {
+        nmax,
+        rmin,
+        rdelta,
+        nstep,
+    } = *search;
     let n = x.len();
     let mut min = x[0];
     let mut max = x[0];
@@ -124,7 +145,8 @@ fn make_qkx2_quants(
         l_out.fill(0);
         return (0.0, -min);
     }
-    let quant = |iscale: f32, min: f32, v: f32| nearest_int(iscale * (v - min)).clamp(0, nmax) as u8;
+    let quant =
+        |iscale: f32, min: f32, v: f32| nearest_int(iscale * (v - min)).clamp(0, nmax) as u8;
     let mut iscale = nmax as f32 / (max - min);
     let mut scale = 1.0 / iscale;
     let mut best_error = 0.0f32;

@@ -41,16 +41,30 @@ pub trait Block: bytemuck::Pod {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuantError {
     #[error("{n} weights are not a whole number of {ty} blocks ({block_len} weights each)")]
-    PartialBlock { ty: GgmlType, n: usize, block_len: usize },
+    PartialBlock {
+        ty: GgmlType,
+        n: usize,
+        block_len: usize,
+    },
     #[error("{ty}: {n} weights take {expected} bytes, but {got} were given")]
-    WrongByteCount { ty: GgmlType, n: usize, expected: usize, got: usize },
+    WrongByteCount {
+        ty: GgmlType,
+        n: usize,
+        expected: usize,
+        got: usize,
+    },
 }
 
 /// Dequantizes `src`, exactly `ty.bytes_for(dst.len())` bytes of `ty` blocks, into `dst`.
 pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), QuantError> {
     let expected = byte_len(ty, dst.len())?;
     if src.len() != expected {
-        return Err(QuantError::WrongByteCount { ty, n: dst.len(), expected, got: src.len() });
+        return Err(QuantError::WrongByteCount {
+            ty,
+            n: dst.len(),
+            expected,
+            got: src.len(),
+        });
     }
     match ty {
         GgmlType::F32 => dequantize_blocks::<f32>(src, dst),
@@ -89,7 +103,7 @@ pub fn quantize(ty: GgmlType, src: &[f32], dst: &mut Vec<u8>) -> Result<(), Quan
 
 fn byte_len(ty: GgmlType, n: usize) -> Result<usize, QuantError> {
     let block_len = ty.block_len();
-    if n % block_len != 0 {
+    if !n.is_multiple_of(block_len) {
         return Err(QuantError::PartialBlock { ty, n, block_len });
     }
     Ok(n / block_len * ty.block_bytes())
@@ -97,7 +111,10 @@ fn byte_len(ty: GgmlType, n: usize) -> Result<usize, QuantError> {
 
 fn dequantize_blocks<B: Block>(src: &[u8], dst: &mut [f32]) {
     // Blocks are read unaligned: a tensor's bytes sit anywhere in a buffer, and a block's f16 wants 2-byte alignment.
-    for (bytes, out) in src.chunks_exact(size_of::<B>()).zip(dst.chunks_exact_mut(B::LEN)) {
+    for (bytes, out) in src
+        .chunks_exact(size_of::<B>())
+        .zip(dst.chunks_exact_mut(B::LEN))
+    {
         bytemuck::pod_read_unaligned::<B>(bytes).dequantize(out);
     }
 }
@@ -129,7 +146,9 @@ fn signed_absmax(x: &[f32]) -> f32 {
 
 /// The smallest and largest weight.
 fn min_max(x: &[f32]) -> (f32, f32) {
-    x.iter().fold((f32::MAX, -f32::MAX), |(lo, hi), &v| (if v < lo { v } else { lo }, if v > hi { v } else { hi }))
+    x.iter().fold((f32::MAX, -f32::MAX), |(lo, hi), &v| {
+        (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+    })
 }
 
 /// `1 / d`, or 0 where `d` is 0 (an all-zero block).
@@ -138,5 +157,59 @@ fn inverse(d: f32) -> f32 {
         1.0 / d
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_layout<B: Block>() {
+        assert_eq!(size_of::<B>(), B::TYPE.block_bytes(), "{}", B::TYPE);
+        assert_eq!(B::LEN, B::TYPE.block_len(), "{}", B::TYPE);
+    }
+
+    #[test]
+    fn block_structs_match_the_type_table() {
+        check_layout::<f32>();
+        check_layout::<f16>();
+        check_layout::<bf16>();
+        check_layout::<BlockQ8_0>();
+        check_layout::<BlockQ4_0>();
+        check_layout::<BlockQ4_1>();
+        check_layout::<BlockQ5_0>();
+        check_layout::<BlockQ5_1>();
+        check_layout::<BlockQ4K>();
+        check_layout::<BlockQ5K>();
+        check_layout::<BlockQ6K>();
+    }
+
+    #[test]
+    fn nearest_int_rounds_ties_to_even() {
+        let cases = [
+            (0.5, 0),
+            (1.5, 2),
+            (2.5, 2),
+            (-0.5, 0),
+            (-1.5, -2),
+            (2.49, 2),
+            (-7.6, -8),
+            (31.0, 31),
+        ];
+        for (x, want) in cases {
+            assert_eq!(nearest_int(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn scale_min_packing_round_trips_every_6_bit_value() {
+        for v in 0..64u8 {
+            let ls: [u8; 8] = std::array::from_fn(|j| (v + 7 * j as u8) % 64);
+            let lm: [u8; 8] = std::array::from_fn(|j| (v + 13 * j as u8 + 1) % 64);
+            let packed = kquant::pack_scale_min(&ls, &lm);
+            for j in 0..8 {
+                assert_eq!(kquant::unpack_scale_min(&packed, j), (ls[j], lm[j]));
+            }
+        }
     }
 }

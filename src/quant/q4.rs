@@ -42,7 +42,10 @@ impl Block for BlockQ4_0 {
         // Truncating x * id + 8.5 rounds to nearest within [0, 16]; 16 (only the extreme weight) is clamped.
         let q = |v: f32| ((v * id + 8.5) as i8).min(15) as u8;
         let qs = std::array::from_fn(|j| q(x[j]) | q(x[j + 16]) << 4);
-        BlockQ4_0 { d: f16::from_f32(d), qs }
+        BlockQ4_0 {
+            d: f16::from_f32(d),
+            qs,
+        }
     }
 }
 
@@ -64,6 +67,10 @@ impl Block for BlockQ4_1 {
         let id = inverse(d);
         let q = |v: f32| (((v - min) * id + 0.5) as i8).min(15) as u8;
         let qs = std::array::from_fn(|j| q(x[j]) | q(x[j + 16]) << 4);
-        BlockQ4_1 { d: f16::from_f32(d), m: f16::from_f32(min), qs }
+        BlockQ4_1 {
+            d: f16::from_f32(d),
+            m: f16::from_f32(min),
+            qs,
+        }
     }
 }

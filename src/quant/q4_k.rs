@@ -4,7 +4,7 @@
 //! Bits: each chunk of 64 weights has 32 bytes of `qs`; weight l of the chunk is the low nibble of byte l and
 //! weight l + 32 its high nibble.
 
-use super::kquant::{quantize_scale_min, unpack_scale_min, QK_K};
+use super::kquant::{quantize_scale_min, unpack_scale_min, Search, QK_K};
 use super::Block;
 use crate::gguf::GgmlType;
 use half::f16;
@@ -19,6 +19,14 @@ pub struct BlockQ4K {
 }
 
 const _: () = assert!(size_of::<BlockQ4K>() == 144);
+
+/// llama.cpp's scale search for this type.
+const SEARCH: Search = Search {
+    nmax: 15,
+    rmin: -1.0,
+    rdelta: 0.1,
+    nstep: 20,
+};
 
 impl Block for BlockQ4K {
     const TYPE: GgmlType = GgmlType::Q4_K;
@@ -38,11 +46,16 @@ impl Block for BlockQ4K {
 
     fn quantize(x: &[f32]) -> BlockQ4K {
         // (llama.cpp's quantize_row_q4_K_ref.)
-        let b = quantize_scale_min(x, 15, -1.0, 0.1, 20);
+        let b = quantize_scale_min(x, &SEARCH);
         let qs = std::array::from_fn(|i| {
             let (chunk, l) = (i / 32, i % 32);
             b.q[64 * chunk + l] | b.q[64 * chunk + l + 32] << 4
         });
-        BlockQ4K { d: b.d, dmin: b.dmin, scales: b.scales, qs }
+        BlockQ4K {
+            d: b.d,
+            dmin: b.dmin,
+            scales: b.scales,
+            qs,
+        }
     }
 }

@@ -56,8 +56,14 @@ impl Block for BlockQ5_0 {
     fn quantize(x: &[f32]) -> BlockQ5_0 {
         let d = signed_absmax(x) / -16.0;
         let id = inverse(d);
-        let (qh, qs) = pack(std::array::from_fn(|j| ((x[j] * id + 16.5) as i8).min(31) as u8));
-        BlockQ5_0 { d: f16::from_f32(d), qh, qs }
+        let (qh, qs) = pack(std::array::from_fn(|j| {
+            ((x[j] * id + 16.5) as i8).min(31) as u8
+        }));
+        BlockQ5_0 {
+            d: f16::from_f32(d),
+            qh,
+            qs,
+        }
     }
 }
 
@@ -76,7 +82,14 @@ impl Block for BlockQ5_1 {
         let (min, max) = min_max(x);
         let d = (max - min) / 31.0;
         let id = inverse(d);
-        let (qh, qs) = pack(std::array::from_fn(|j| (((x[j] - min) * id + 0.5) as u8).min(31)));
-        BlockQ5_1 { d: f16::from_f32(d), m: f16::from_f32(min), qh, qs }
+        let (qh, qs) = pack(std::array::from_fn(|j| {
+            (((x[j] - min) * id + 0.5) as u8).min(31)
+        }));
+        BlockQ5_1 {
+            d: f16::from_f32(d),
+            m: f16::from_f32(min),
+            qh,
+            qs,
+        }
     }
 }

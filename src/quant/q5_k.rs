@@ -4,7 +4,7 @@
 //! Bits: the low 4 bits are packed as in Q4_K (weight l of each chunk of 64 in the low nibble of byte l, weight
 //! l + 32 in its high nibble); the fifth bit of weight l of sub-block j is bit j of qh[l].
 
-use super::kquant::{quantize_scale_min, unpack_scale_min, QK_K};
+use super::kquant::{quantize_scale_min, unpack_scale_min, Search, QK_K};
 use super::Block;
 use crate::gguf::GgmlType;
 use half::f16;
@@ -20,6 +20,14 @@ pub struct BlockQ5K {
 }
 
 const _: () = assert!(size_of::<BlockQ5K>() == 176);
+
+/// llama.cpp's scale search for this type.
+const SEARCH: Search = Search {
+    nmax: 31,
+    rmin: -0.5,
+    rdelta: 0.1,
+    nstep: 15,
+};
 
 impl Block for BlockQ5K {
     const TYPE: GgmlType = GgmlType::Q5_K;
@@ -40,12 +48,18 @@ impl Block for BlockQ5K {
 
     fn quantize(x: &[f32]) -> BlockQ5K {
         // (llama.cpp's quantize_row_q5_K_ref.)
-        let b = quantize_scale_min(x, 31, -0.5, 0.1, 15);
+        let b = quantize_scale_min(x, &SEARCH);
         let qs = std::array::from_fn(|i| {
             let (chunk, l) = (i / 32, i % 32);
             (b.q[64 * chunk + l] & 0xf) | (b.q[64 * chunk + l + 32] & 0xf) << 4
         });
         let qh = std::array::from_fn(|l| (0..8).fold(0u8, |h, j| h | (b.q[32 * j + l] >> 4) << j));
-        BlockQ5K { d: b.d, dmin: b.dmin, scales: b.scales, qh, qs }
+        BlockQ5K {
+            d: b.d,
+            dmin: b.dmin,
+            scales: b.scales,
+            qh,
+            qs,
+        }
     }
 }

@@ -21,15 +21,24 @@ pub struct BlockQ6K {
 
 const _: () = assert!(size_of::<BlockQ6K>() == 210);
 
+/// Where weight i's bits sit: (byte of `ql`, shift of its nibble, byte of `qh`, shift of its 2 bits).
+fn bit_position(i: usize) -> (usize, u32, usize, u32) {
+    let (half, k) = (i / 128, i % 128);
+    let (quarter, l) = (k / 32, k % 32);
+    let ql = 64 * half + l + 32 * (quarter & 1);
+    (
+        ql,
+        4 * (quarter as u32 / 2),
+        32 * half + l,
+        2 * quarter as u32,
+    )
+}
+
 impl BlockQ6K {
     /// The integer (0..64) of weight i.
     fn q(&self, i: usize) -> u8 {
-        let (half, k) = (i / 128, i % 128);
-        let (quarter, l) = (k / 32, k % 32);
-        let ql = self.ql[64 * half + l + 32 * (quarter & 1)];
-        let low = if quarter < 2 { ql & 0xf } else { ql >> 4 };
-        let high = (self.qh[32 * half + l] >> (2 * quarter)) & 3;
-        low | high << 4
+        let (ql, ql_shift, qh, qh_shift) = bit_position(i);
+        (self.ql[ql] >> ql_shift) & 0xf | ((self.qh[qh] >> qh_shift) & 3) << 4
     }
 }
 
@@ -63,11 +72,12 @@ impl Block for BlockQ6K {
         // The sub-block scales as signed bytes against the largest: that one maps to -128.
         let iscale = -128.0 / max_scale;
         let d = f16::from_f32(1.0 / iscale);
-        let block_scales: [i8; 16] = std::array::from_fn(|k| nearest_int(iscale * scales[k]).min(127) as i8);
+        let block_scales: [i8; 16] =
+            std::array::from_fn(|k| nearest_int(iscale * scales[k]).min(127) as i8);
 
         // Requantize against the scales as stored; a sub-block whose scale rounded to 0 keeps the search's integers.
-        for k in 0..16 {
-            let dk = d.to_f32() * block_scales[k] as f32;
+        for (k, &sc) in block_scales.iter().enumerate() {
+            let dk = d.to_f32() * sc as f32;
             if dk == 0.0 {
                 continue;
             }
@@ -76,13 +86,16 @@ impl Block for BlockQ6K {
             }
         }
 
-        let mut block = BlockQ6K { ql: [0; 128], qh: [0; 64], scales: block_scales, d };
+        let mut block = BlockQ6K {
+            ql: [0; 128],
+            qh: [0; 64],
+            scales: block_scales,
+            d,
+        };
         for (i, &qi) in q.iter().enumerate() {
-            let qi = qi as u8;
-            let (half, k) = (i / 128, i % 128);
-            let (quarter, l) = (k / 32, k % 32);
-            block.ql[64 * half + l + 32 * (quarter & 1)] |= (qi & 0xf) << (4 * (quarter / 2));
-            block.qh[32 * half + l] |= (qi >> 4) << (2 * quarter);
+            let (ql, ql_shift, qh, qh_shift) = bit_position(i);
+            block.ql[ql] |= (qi as u8 & 0xf) << ql_shift;
+            block.qh[qh] |= (qi as u8 >> 4) << qh_shift;
         }
         block
     }

@@ -30,6 +30,9 @@ impl Block for BlockQ8_0 {
         let id = inverse(d);
         // Rounding half away from zero, as C's roundf.
         let qs = std::array::from_fn(|j| (x[j] * id).round() as i8);
-        BlockQ8_0 { d: f16::from_f32(d), qs }
+        BlockQ8_0 {
+            d: f16::from_f32(d),
+            qs,
+        }
     }
 }

@@ -18,8 +18,13 @@ pub fn gpu() -> Option<Arc<Gpu>> {
 
 /// The default model, which `scripts/fetch-model.sh` puts in models/.
 pub fn model_path() -> std::path::PathBuf {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    assert!(p.exists(), "{} is missing: run scripts/fetch-model.sh", p.display());
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/fetch-model.sh",
+        p.display()
+    );
     p
 }
 
@@ -47,7 +52,11 @@ impl Rng {
 /// Normalized mean squared error of `got` against `want`.
 pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
     assert_eq!(got.len(), want.len());
-    let err: f64 = got.iter().zip(want).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
+    let err: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(a, b)| ((a - b) as f64).powi(2))
+        .sum();
     let norm: f64 = want.iter().map(|b| (*b as f64).powi(2)).sum();
     err / norm.max(1e-30)
 }

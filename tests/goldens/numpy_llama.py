@@ -1,8 +1,11 @@
 """An f32 reference forward pass of a llama-architecture GGUF in numpy, with the `gguf` package's
 dequantizers: no activation quantization, no f16 cache. Prints the logits' top entries per step.
 
-usage: python numpy_llama.py MODEL.gguf TOKEN_ID [TOKEN_ID ...]
+usage: python numpy_llama.py MODEL.gguf N_GEN TOKEN_ID [TOKEN_ID ...]
+Feeds the prompt ids, then decodes N_GEN tokens greedily; prints one JSON record with, per generated
+step, the chosen id and the top-4 (id, logit).
 """
+import json
 import sys
 
 import gguf
@@ -29,7 +32,10 @@ def rope(x, pos, base, n_rot):
 
 def main():
     meta, w = load(sys.argv[1])
-    toks = [int(t) for t in sys.argv[2:]]
+    n_gen = int(sys.argv[2])
+    toks = [int(t) for t in sys.argv[3:]]
+    prompt = list(toks)
+    steps = []
     a = meta["general.architecture"]
     n_layer, n_head = meta[f"{a}.block_count"], meta[f"{a}.attention.head_count"]
     n_kv = meta[f"{a}.attention.head_count_kv"]
@@ -40,7 +46,9 @@ def main():
     kc = [[] for _ in range(n_layer)]
     vc = [[] for _ in range(n_layer)]
     out_w = w.get("output.weight", w["token_embd.weight"])
-    for pos, t in enumerate(toks):
+    pos = 0
+    while pos < len(toks):
+        t = toks[pos]
         x = w["token_embd.weight"][t].copy()
         for l in range(n_layer):
             p = f"blk.{l}."
@@ -62,8 +70,13 @@ def main():
             gt, up = w[p + "ffn_gate.weight"] @ h, w[p + "ffn_up.weight"] @ h
             x = x + w[p + "ffn_down.weight"] @ (gt / (1 + np.exp(-gt)) * up)
         logits = out_w @ norm(x, w["output_norm.weight"])
-        top = np.argsort(-logits)[:4]
-        print(pos, t, [(int(i), round(float(logits[i]), 4)) for i in top])
+        pos += 1
+        if pos == len(toks) and len(steps) < n_gen:
+            top = np.argsort(-logits)[:4]
+            steps.append({"id": int(top[0]), "top": [[int(i), round(float(logits[i]), 4)] for i in top]})
+            if len(steps) < n_gen:
+                toks.append(int(top[0]))
+    print(json.dumps({"prompt_ids": prompt, "steps": steps}))
 
 
 if __name__ == "__main__":
