@@ -1,27 +1,70 @@
-//! Chat templates (`tokenizer.chat_template`, Jinja) rendered with minijinja, with limits so a hostile
-//! template cannot hang or exhaust memory.
+//! Chat templates: the Jinja template a model ships in `tokenizer.chat_template`, rendered with minijinja
+//! the way Hugging Face renders it with Python's jinja2 (`trim_blocks`, `lstrip_blocks`, loop controls,
+//! `raise_exception`, and Python string methods such as `.strip()` and `.startswith()`).
+//!
+//! A template comes from a downloaded file, so rendering is bounded: a fuel budget (instructions), a
+//! recursion limit and a cap on the output size stop a hostile template from hanging or growing without
+//! end.
 
-use serde::Serialize;
+use std::io::Write;
 
-#[derive(Clone, Debug, Serialize)]
+use minijinja::{Environment, Error, ErrorKind, Value};
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChatMessage {
     pub role: String,
     pub content: String,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum TemplateError {
-    #[error("chat template: {0}")]
-    Render(String),
-    #[error("chat template output exceeds {0} bytes")]
-    TooLong(usize),
+impl ChatMessage {
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
 }
 
-/// Instructions a render may take: far above any real template, far below a hang.
-const FUEL: u64 = 5_000_000;
-const MAX_TEMPLATE: usize = 256 << 10;
-const MAX_OUTPUT: usize = 16 << 20;
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    #[error("the chat template is {len} bytes; more than {max} is not accepted")]
+    TemplateTooLarge { len: usize, max: usize },
+    #[error("the chat template does not parse: {0}")]
+    Syntax(String),
+    #[error("the chat template refused the conversation: {0}")]
+    Raised(String),
+    #[error("the chat template ran past its budget of {0} instructions")]
+    OutOfFuel(u64),
+    #[error("the chat template's output passed {0} bytes")]
+    OutputTooLarge(usize),
+    #[error("the chat template failed: {0}")]
+    Render(String),
+}
 
+/// Bounds on one rendering.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_template_bytes: usize,
+    /// minijinja instructions; a real template spends a few dozen per message.
+    pub fuel: u64,
+    pub recursion: usize,
+    pub max_output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_template_bytes: 1 << 20,
+            fuel: 20_000_000,
+            recursion: 100,
+            max_output_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Renders `template` for `messages` with the default limits. `add_generation_prompt` appends the header
+/// that opens the assistant's reply; `bos_token`/`eos_token` are the texts templates may refer to.
 pub fn render(
     template: &str,
     messages: &[ChatMessage],
@@ -29,38 +72,118 @@ pub fn render(
     bos_token: &str,
     eos_token: &str,
 ) -> Result<String, TemplateError> {
-    if template.len() > MAX_TEMPLATE {
-        return Err(TemplateError::Render(format!(
-            "the template is larger than {MAX_TEMPLATE} bytes"
-        )));
+    render_with(
+        template,
+        messages,
+        add_generation_prompt,
+        bos_token,
+        eos_token,
+        Limits::default(),
+    )
+}
+
+pub fn render_with(
+    template: &str,
+    messages: &[ChatMessage],
+    add_generation_prompt: bool,
+    bos_token: &str,
+    eos_token: &str,
+    limits: Limits,
+) -> Result<String, TemplateError> {
+    if template.len() > limits.max_template_bytes {
+        return Err(TemplateError::TemplateTooLarge {
+            len: template.len(),
+            max: limits.max_template_bytes,
+        });
     }
-    let mut env = minijinja::Environment::new();
-    env.set_fuel(Some(FUEL));
-    env.set_recursion_limit(100);
-    env.add_function(
-        "raise_exception",
-        |msg: String| -> Result<String, minijinja::Error> {
-            Err(minijinja::Error::new(
-                minijinja::ErrorKind::InvalidOperation,
-                msg,
-            ))
-        },
-    );
-    let err = |e: minijinja::Error| TemplateError::Render(format!("{e:#}"));
-    env.add_template("chat", template).map_err(err)?;
+    let env = environment(&limits);
+    let tmpl = env
+        .template_from_named_str("chat template", template)
+        .map_err(|e| TemplateError::Syntax(describe(&e)))?;
+    let messages: Vec<Value> = messages
+        .iter()
+        .map(|m| minijinja::context! { role => m.role.as_str(), content => m.content.as_str() })
+        .collect();
     let ctx = minijinja::context! {
         messages => messages,
         add_generation_prompt => add_generation_prompt,
         bos_token => bos_token,
         eos_token => eos_token,
     };
-    let out = env
-        .get_template("chat")
-        .map_err(err)?
-        .render(ctx)
-        .map_err(err)?;
-    if out.len() > MAX_OUTPUT {
-        return Err(TemplateError::TooLong(MAX_OUTPUT));
+    let mut out = CappedWriter {
+        buf: Vec::new(),
+        cap: limits.max_output_bytes,
+        overflowed: false,
+    };
+    let result = tmpl.render_captured_to(ctx, &mut out).map(drop);
+    match result {
+        Ok(()) => Ok(String::from_utf8(out.buf).expect("minijinja writes UTF-8")),
+        Err(_) if out.overflowed => Err(TemplateError::OutputTooLarge(limits.max_output_bytes)),
+        Err(e) => Err(classify(&e, &limits)),
     }
-    Ok(out)
+}
+
+/// The message `raise_exception(...)` errors carry, so they can be told apart from other failures.
+const RAISED: &str = "raise_exception: ";
+
+fn environment(limits: &Limits) -> Environment<'static> {
+    let mut env = Environment::new();
+    // As Hugging Face's jinja2 environment: a block tag's own line break and indentation are not output.
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_fuel(Some(limits.fuel));
+    env.set_recursion_limit(limits.recursion);
+    // Templates are written against Python: `content.strip()`, `role.startswith('sys')`, `d.items()`.
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function("raise_exception", |msg: String| -> Result<Value, Error> {
+        Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{RAISED}{msg}"),
+        ))
+    });
+    env
+}
+
+fn classify(e: &Error, limits: &Limits) -> TemplateError {
+    if e.kind() == ErrorKind::OutOfFuel {
+        return TemplateError::OutOfFuel(limits.fuel);
+    }
+    if let Some(msg) = e.detail().and_then(|d| d.strip_prefix(RAISED)) {
+        return TemplateError::Raised(msg.to_string());
+    }
+    TemplateError::Render(describe(e))
+}
+
+/// The error with its line and, where minijinja has one, its cause.
+fn describe(e: &Error) -> String {
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+/// Collects the output and fails once it passes `cap` bytes.
+struct CappedWriter {
+    buf: Vec<u8>,
+    cap: usize,
+    overflowed: bool,
+}
+
+impl Write for CappedWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > self.cap {
+            self.overflowed = true;
+            return Err(std::io::Error::other("chat template output too large"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -1,95 +1,175 @@
-//! Byte-level BPE (gpt2 family): bytes map to printable characters, then adjacent symbols merge by rank.
+//! Byte-level BPE (the gpt2 family): pre-tokenize, map each byte to a printable character, then merge
+//! adjacent symbols of each word in the order of `tokenizer.ggml.merges`.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
-/// gpt2's byte-to-character map: printable bytes stand for themselves, the rest move to U+0100 and up.
-fn byte_to_char() -> [char; 256] {
-    let mut map = ['\0'; 256];
-    let mut next = 256u32;
-    for b in 0..256u32 {
-        let printable =
-            (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
-        map[b as usize] = if printable {
-            char::from_u32(b).expect("a byte is a char")
+use super::pretokenize::PreTokenizer;
+use super::Vocab;
+
+/// gpt2's reversible byte <-> character table: printable Latin-1 bytes stand for themselves, the other 68
+/// bytes map to U+0100 upwards in byte order. So every token's text is printable and space is `Ġ`.
+const BYTE_CHARS: [char; 256] = {
+    let mut table = ['\0'; 256];
+    let mut next_unprintable = 0x100;
+    let mut b = 0;
+    while b < 256 {
+        let printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+        let cp = if printable {
+            b as u32
         } else {
-            next += 1;
-            char::from_u32(next - 1).expect("below U+0200")
+            next_unprintable += 1;
+            next_unprintable - 1
         };
+        table[b] = char::from_u32(cp).unwrap();
+        b += 1;
     }
-    map
+    table
+};
+
+pub(crate) fn byte_to_char(b: u8) -> char {
+    BYTE_CHARS[b as usize]
 }
 
-/// The bytes a byte-level token text stands for. Characters outside the map (special tokens such as
-/// `<|im_start|>` are stored as plain text) are kept as their UTF-8.
-pub fn decode_bytes(token: &str) -> Vec<u8> {
-    thread_local! {
-        static CHAR_TO_BYTE: HashMap<char, u8> =
-            byte_to_char().iter().enumerate().map(|(b, &c)| (c, b as u8)).collect();
+/// The byte a character of a byte-level token stands for, if it is one of the 256.
+pub(crate) fn char_to_byte(c: char) -> Option<u8> {
+    match c as u32 {
+        0x21..=0x7e | 0xa1..=0xac | 0xae..=0xff => Some(c as u8),
+        0x100..=0x143 => BYTE_CHARS.iter().position(|&x| x == c).map(|b| b as u8),
+        _ => None,
     }
-    CHAR_TO_BYTE.with(|m| {
-        let mut out = Vec::with_capacity(token.len());
-        for c in token.chars() {
-            match m.get(&c) {
-                Some(&b) => out.push(b),
-                None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
-            }
-        }
-        out
-    })
 }
 
-pub struct Bpe {
-    ranks: HashMap<(String, String), u32>,
-    byte_chars: [char; 256],
+pub(crate) struct Bpe {
+    /// Merge rank by (left, right): `ranks[left][right]`. Nested so lookups borrow `&str` without allocating.
+    ranks: HashMap<String, HashMap<String, u32>>,
+    pre: PreTokenizer,
 }
 
 impl Bpe {
-    pub fn new(merges: &[&str]) -> Bpe {
-        let ranks = merges
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| {
-                m.split_once(' ')
-                    .map(|(a, b)| ((a.to_string(), b.to_string()), i as u32))
-            })
-            .collect();
-        Bpe {
-            ranks,
-            byte_chars: byte_to_char(),
+    /// `merges` are the lines of `tokenizer.ggml.merges` ("left right"); earlier lines merge first.
+    pub fn new<'a>(merges: impl Iterator<Item = &'a str>, pre: PreTokenizer) -> Bpe {
+        let mut ranks: HashMap<String, HashMap<String, u32>> = HashMap::new();
+        for (rank, line) in merges.enumerate() {
+            // Split at the first space after the first character, so a left part may itself be " ".
+            let skip = line.chars().next().map_or(0, char::len_utf8);
+            let Some(pos) = line[skip..].find(' ').map(|p| p + skip) else {
+                continue;
+            };
+            let (left, right) = (&line[..pos], &line[pos + 1..]);
+            // The first occurrence of a pair keeps its rank.
+            ranks
+                .entry(left.to_string())
+                .or_default()
+                .entry(right.to_string())
+                .or_insert(rank as u32);
+        }
+        Bpe { ranks, pre }
+    }
+
+    pub fn add_bos_default(&self) -> bool {
+        self.pre.add_bos_default
+    }
+
+    /// Appends the tokens of `text` (which holds no special tokens) to `out`.
+    pub fn encode(&self, vocab: &Vocab, text: &str, out: &mut Vec<u32>) {
+        let mut word = String::new();
+        for range in self.pre.split(text) {
+            word.clear();
+            word.extend(text[range].bytes().map(byte_to_char));
+            self.encode_word(vocab, &word, out);
         }
     }
 
-    /// Appends the ids of one pre-tokenized word.
-    pub fn encode_word(&self, word: &str, ids: &HashMap<String, u32>, out: &mut Vec<u32>) {
-        if word.is_empty() {
-            return;
-        }
-        let mut symbols: Vec<String> = word
-            .bytes()
-            .map(|b| self.byte_chars[b as usize].to_string())
-            .collect();
-        // Merge the lowest-ranked adjacent pair until none is in the merge list. Quadratic in the word's
-        // length, and words are short: the pre-tokenizer splits text at letters, digits and spaces.
-        loop {
-            let best = symbols
-                .windows(2)
-                .enumerate()
-                .filter_map(|(i, w)| {
-                    self.ranks
-                        .get(&(w[0].clone(), w[1].clone()))
-                        .map(|&r| (r, i))
-                })
-                .min();
-            let Some((_, i)) = best else { break };
-            let right = symbols.remove(i + 1);
-            symbols[i].push_str(&right);
-        }
-        for s in symbols {
-            match ids.get(&s) {
-                Some(&id) => out.push(id),
-                // Not in the vocabulary: fall back to its single-byte tokens.
-                None => out.extend(s.chars().filter_map(|c| ids.get(&c.to_string()).copied())),
+    /// Merges the characters of one byte-encoded word. Always the lowest-ranked adjacent pair first
+    /// (leftmost on ties), with a heap of candidate pairs and a linked list of symbols, so a long word
+    /// costs O(n log n).
+    fn encode_word(&self, vocab: &Vocab, word: &str, out: &mut Vec<u32>) {
+        if self.pre.ignore_merges {
+            if let Some(id) = vocab.id_of(word) {
+                out.push(id);
+                return;
             }
         }
+        // Each symbol is a byte range of `word`; merging extends the left one and empties the right.
+        let mut syms: Vec<Symbol> = Vec::new();
+        for (i, (start, c)) in word.char_indices().enumerate() {
+            syms.push(Symbol {
+                start,
+                len: c.len_utf8(),
+                prev: i.checked_sub(1),
+                next: None,
+            });
+            if i > 0 {
+                syms[i - 1].next = Some(i);
+            }
+        }
+        let mut heap = BinaryHeap::new();
+        let text = |s: &Symbol| &word[s.start..s.start + s.len];
+        let push_pair =
+            |heap: &mut BinaryHeap<Reverse<(u32, usize, usize)>>, syms: &[Symbol], l: usize| {
+                let Some(r) = syms[l].next else { return };
+                if let Some(&rank) = self
+                    .ranks
+                    .get(text(&syms[l]))
+                    .and_then(|m| m.get(text(&syms[r])))
+                {
+                    heap.push(Reverse((rank, l, syms[l].len + syms[r].len)));
+                }
+            };
+        for i in 0..syms.len() {
+            push_pair(&mut heap, &syms, i);
+        }
+        while let Some(Reverse((_, l, size))) = heap.pop() {
+            // A pair is stale when either side has since merged with something else.
+            let Some(r) = syms[l].next else { continue };
+            if syms[l].len == 0 || syms[r].len == 0 || syms[l].len + syms[r].len != size {
+                continue;
+            }
+            syms[l].len = size;
+            syms[r].len = 0;
+            syms[l].next = syms[r].next;
+            if let Some(n) = syms[r].next {
+                syms[n].prev = Some(l);
+            }
+            if let Some(p) = syms[l].prev {
+                push_pair(&mut heap, &syms, p);
+            }
+            push_pair(&mut heap, &syms, l);
+        }
+        for s in syms.iter().filter(|s| s.len > 0) {
+            match vocab.id_of(text(s)) {
+                Some(id) => out.push(id),
+                // A symbol the vocabulary lacks: fall back to single-byte tokens where they exist.
+                None => {
+                    out.extend(text(s).bytes().filter_map(|b| {
+                        std::str::from_utf8(&[b]).ok().and_then(|t| vocab.id_of(t))
+                    }))
+                }
+            }
+        }
+    }
+}
+
+struct Symbol {
+    start: usize,
+    len: usize,
+    prev: Option<usize>,
+    next: Option<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_table_round_trips() {
+        assert_eq!(byte_to_char(b' '), 'Ġ');
+        assert_eq!(byte_to_char(b'\n'), 'Ċ');
+        assert_eq!(byte_to_char(b'a'), 'a');
+        for b in 0..=255u8 {
+            assert_eq!(char_to_byte(byte_to_char(b)), Some(b));
+        }
+        assert_eq!(char_to_byte('€'), None);
     }
 }

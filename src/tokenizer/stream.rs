@@ -1,47 +1,68 @@
-//! Decoding token by token into valid UTF-8: a character split across tokens is held back until whole.
+//! Turning generated tokens into text as they arrive. A character may span tokens (an emoji is often
+//! two or three byte tokens), so bytes that end in an incomplete UTF-8 sequence wait for the next token.
 
 use super::Tokenizer;
 
+/// Fed one token id at a time, hands back only complete, valid UTF-8 text.
 #[derive(Default)]
 pub struct StreamDecoder {
     pending: Vec<u8>,
+    special: bool,
 }
 
 impl StreamDecoder {
-    /// Adds a token; returns the text that is now complete.
+    /// A decoder that leaves out control and unknown tokens, as for display.
+    pub fn new() -> StreamDecoder {
+        StreamDecoder::default()
+    }
+
+    /// A decoder that also writes control tokens' text (e.g. `<|im_end|>`).
+    pub fn with_special() -> StreamDecoder {
+        StreamDecoder {
+            pending: Vec::new(),
+            special: true,
+        }
+    }
+
+    /// Adds token `id` and returns the text that is now complete (often empty while a character is
+    /// incomplete). Bytes that can never become valid UTF-8 come out as U+FFFD.
     pub fn push(&mut self, tokenizer: &Tokenizer, id: u32) -> String {
+        if !self.special && tokenizer.is_hidden(id) {
+            return String::new();
+        }
         self.pending.extend_from_slice(tokenizer.token_piece(id));
         let mut out = String::new();
+        let mut rest: &[u8] = &self.pending;
         loop {
-            match std::str::from_utf8(&self.pending) {
+            match std::str::from_utf8(rest) {
                 Ok(s) => {
                     out.push_str(s);
-                    self.pending.clear();
-                    return out;
+                    rest = &[];
+                    break;
                 }
                 Err(e) => {
-                    let valid = e.valid_up_to();
-                    out.push_str(
-                        std::str::from_utf8(&self.pending[..valid]).expect("valid prefix"),
-                    );
+                    let (good, tail) = rest.split_at(e.valid_up_to());
+                    out.push_str(std::str::from_utf8(good).expect("checked valid"));
                     match e.error_len() {
-                        // An incomplete character at the end: keep it for the next token.
-                        None => {
-                            self.pending.drain(..valid);
-                            return out;
-                        }
-                        // Bytes that can never be valid: replace them and go on.
-                        Some(bad) => {
+                        // An invalid sequence: replace it and go on.
+                        Some(n) => {
                             out.push(char::REPLACEMENT_CHARACTER);
-                            self.pending.drain(..valid + bad);
+                            rest = &tail[n..];
+                        }
+                        // The start of a character whose other bytes have not arrived yet.
+                        None => {
+                            rest = tail;
+                            break;
                         }
                     }
                 }
             }
         }
+        self.pending = rest.to_vec();
+        out
     }
 
-    /// Whatever is left at the end, invalid bytes replaced.
+    /// Whatever is still held back (an incomplete character at the end), as U+FFFD; resets the decoder.
     pub fn finish(&mut self) -> String {
         let s = String::from_utf8_lossy(&self.pending).into_owned();
         self.pending.clear();

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Chat-template goldens, rendered with Python's jinja2 (the engine these templates are written for),
+configured as Hugging Face's apply_chat_template configures it.
+
+Run from the repository root with a venv that has jinja2 and gguf:
+
+    python tests/goldens/chat_template/make_goldens.py
+
+Reads the *.jinja templates beside this script, plus SmolLM2's template from the model file (written
+beside them as smollm2.jinja), renders each for a few conversations, and writes goldens.json: per case the
+output, or the message of the exception the template raised.
+"""
+import glob
+import json
+import os
+
+import gguf
+from jinja2.exceptions import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+TOKENS = {
+    "smollm2": ("<|im_start|>", "<|im_end|>"),
+    "llama3": ("<|begin_of_text|>", "<|end_of_text|>"),
+    "llama3.1-style": ("<|begin_of_text|>", "<|eot_id|>"),
+    "deepseek-llm-chat": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    "deepseek-r1-style": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    "mistral-instruct": ("<s>", "</s>"),
+    "python-methods": ("<s>", "</s>"),
+}
+
+CONVERSATIONS = [
+    ([("user", "Hello!")], True),
+    ([("system", "You are terse."), ("user", "What is 2+2?"), ("assistant", "4"), ("user", "And 3+3?")], True),
+    ([("user", "Hi"), ("assistant", "<think>hmm</think>Hello! How can I help?"), ("user", "  Tell me a joke.  ")], False),
+    ([("user", "one"), ("user", "two")], True),
+    ([("user", "日本語 👋 \"quotes\" & <tags>\n second line")], True),
+    ([], True),
+]
+
+
+class RaisedError(Exception):
+    pass
+
+
+def raise_exception(message):
+    raise RaisedError(message)
+
+
+def environment():
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.globals["raise_exception"] = raise_exception
+    return env
+
+
+def smollm2_template():
+    reader = gguf.GGUFReader(MODEL)
+    template = reader.fields["tokenizer.chat_template"].contents()
+    with open(os.path.join(HERE, "smollm2.jinja"), "w") as f:
+        f.write(template)
+
+
+def main():
+    smollm2_template()
+    env = environment()
+    out = []
+    for path in sorted(glob.glob(os.path.join(HERE, "*.jinja"))):
+        name = os.path.basename(path)[: -len(".jinja")]
+        with open(path) as f:
+            template = env.from_string(f.read())
+        bos, eos = TOKENS[name]
+        cases = []
+        for conv, gen in CONVERSATIONS:
+            messages = [{"role": r, "content": c} for r, c in conv]
+            case = {"messages": messages, "add_generation_prompt": gen, "bos_token": bos, "eos_token": eos}
+            try:
+                case["output"] = template.render(messages=messages, add_generation_prompt=gen, bos_token=bos, eos_token=eos)
+            except RaisedError as e:
+                case["raised"] = str(e)
+            except (TemplateError, IndexError, KeyError, TypeError) as e:
+                case["error"] = f"{type(e).__name__}: {e}"
+            cases.append(case)
+        out.append({"template": name, "cases": cases})
+        print(name, [("ok" if "output" in c else "raised" if "raised" in c else "error") for c in cases])
+    with open(os.path.join(HERE, "goldens.json"), "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
