@@ -152,6 +152,45 @@ impl Engine {
         Ok(logits)
     }
 
+    /// Times each dispatch of the plan on its own, `reps` times in one pass, at the current position
+    /// (nothing is cached: the KV cache row written is the next one). Returns each pipeline's name and
+    /// the summed time per token of its dispatches, slowest first. A profile, not a decode: the times
+    /// include one submit per dispatch.
+    pub fn profile(&mut self, reps: u32) -> Result<Vec<(String, Duration)>, Error> {
+        let gpu = &self.gpu;
+        gpu.queue.write_buffer(
+            &self.forward.step,
+            0,
+            bytemuck::cast_slice(&[0u32, self.pos]),
+        );
+        let mut totals: Vec<(String, Duration)> = Vec::new();
+        for d in &self.forward.plan.dispatches {
+            let mut enc = gpu.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&d.pipeline);
+                pass.set_bind_group(0, &d.bind_group, &[]);
+                for _ in 0..reps {
+                    let [x, y, z] = d.workgroups;
+                    pass.dispatch_workgroups(x, y, z);
+                }
+            }
+            let start = Instant::now();
+            gpu.queue.submit([enc.finish()]);
+            gpu.device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Gpu(crate::gpu::GpuError::Readback(e.to_string())))?;
+            let per_token = start.elapsed() / reps.max(1);
+            let name = d.key.name();
+            match totals.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, t)) => *t += per_token,
+                None => totals.push((name, per_token)),
+            }
+        }
+        totals.sort_by(|a, b| b.1.cmp(&a.1));
+        Ok(totals)
+    }
+
     /// Runs `tokens` and returns the logits after the last one.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
         let (last, rest) = tokens

@@ -28,6 +28,9 @@ pub struct BenchArgs {
     reps: u32,
     #[arg(short = 'o', long = "output", value_enum, default_value = "md")]
     output: Format,
+    /// Also time each kernel on its own and print where a token's time goes
+    #[arg(long)]
+    profile: bool,
 }
 
 struct Row {
@@ -73,6 +76,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
             n_gen,
             samples,
         });
+    }
+    if args.profile {
+        print_profile(&mut engine)?;
     }
     let s = &engine.stats;
     let adapter = gpu.info.name.clone();
@@ -123,4 +129,24 @@ fn mean_sd(x: &[f64]) -> (f64, f64) {
     let mean = x.iter().sum::<f64>() / n;
     let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
     (mean, var.sqrt())
+}
+
+/// Each pipeline's share of a token, timed dispatch by dispatch (to stderr, beside the table).
+fn print_profile(engine: &mut Engine) -> Result<()> {
+    let times = engine.profile(5)?;
+    let total: f64 = times.iter().map(|(_, t)| t.as_secs_f64()).sum();
+    eprintln!(
+        "per-token time by kernel, each dispatch alone ({:.2} ms in all):",
+        total * 1e3
+    );
+    for (name, t) in times {
+        let ms = t.as_secs_f64() * 1e3;
+        eprintln!(
+            "  {:<28} {:>9.3} ms {:>5.1}%",
+            name,
+            ms,
+            100.0 * ms / (total * 1e3)
+        );
+    }
+    Ok(())
 }

@@ -73,6 +73,18 @@ impl PipelineKey {
         }
     }
 
+    /// A short name for profiles: kernel, weight type and shape.
+    pub fn name(&self) -> String {
+        let mut name = format!("{:?}", self.kernel).to_lowercase();
+        if let Some(ty) = self.ty {
+            name += &format!(" {ty:?}");
+        }
+        if let Some(tpr) = self.threads_per_row {
+            name += &format!(" tpr{tpr}");
+        }
+        name
+    }
+
     fn constants(&self) -> Vec<(&'static str, f64)> {
         let mut c = vec![("WG", self.workgroup as f64)];
         if let Some(tpr) = self.threads_per_row {

@@ -35,6 +35,7 @@ impl UniformArena {
 
 /// One dispatch of the plan.
 pub struct Dispatch {
+    pub key: PipelineKey,
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bind_group: wgpu::BindGroup,
     pub workgroups: [u32; 3],
@@ -119,6 +120,7 @@ impl Plan {
                         entries: &entries,
                     });
                     Dispatch {
+                        key: p.key,
                         pipeline,
                         bind_group,
                         workgroups: p.workgroups,
