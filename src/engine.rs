@@ -2,7 +2,7 @@
 //! that say what a step costs.
 
 use crate::gguf::{read_header, ByteSource, Header};
-use crate::gpu::{map_and_copy, Gpu};
+use crate::gpu::{map_and_copy, Gpu, GpuError};
 use crate::models::{self, Forward, Loader};
 use crate::Error;
 use std::sync::Arc;
@@ -68,7 +68,16 @@ impl Engine {
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
-        let forward = models::load(&mut loader, n_ctx)?;
+        let forward = models::load(&mut loader, n_ctx).map_err(|e| match e {
+            Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
+                Error::DoesNotFit {
+                    adapter: gpu.describe(),
+                    weight_bytes: header.tensors.iter().map(|t| t.bytes()).sum(),
+                    source: e,
+                }
+            }
+            e => e,
+        })?;
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),
             size: forward.n_vocab as u64 * 4,

@@ -10,10 +10,12 @@ pub mod gguf;
 pub mod gpu;
 pub mod models;
 pub mod ops;
+pub mod perplexity;
 pub mod quant;
 pub mod quantize;
 pub mod sampler;
 pub mod session;
+pub mod stop;
 pub mod tokenizer;
 
 /// Everything that can go wrong in the engine.
@@ -33,6 +35,12 @@ pub enum Error {
     UnsupportedArchitecture(String),
     #[error("{0}")]
     Model(String),
+    #[error("the model does not fit {adapter}: its weights alone are {weight_bytes} bytes, and {source}")]
+    DoesNotFit {
+        adapter: String,
+        weight_bytes: u64,
+        source: gpu::GpuError,
+    },
     #[error("the context is full ({0} tokens)")]
     ContextFull(u32),
     #[error("token id {token} is outside the vocabulary of {n_vocab}")]

@@ -186,8 +186,9 @@ fn output_metadata(source: &[(String, Value)], target: GgmlType) -> Vec<(String,
         GgmlType::Q8_0 => 7,
         GgmlType::Q5_0 => 8,
         GgmlType::Q5_1 => 9,
-        GgmlType::Q4_K => 15, // Q4_K_M
-        GgmlType::Q5_K => 17, // Q5_K_M
+        // Every matrix gets the one type (or its fallback): what llama.cpp calls the _S variants.
+        GgmlType::Q4_K => 14, // Q4_K_S
+        GgmlType::Q5_K => 16, // Q5_K_S
         GgmlType::Q6_K => 18,
         GgmlType::BF16 => 32,
     };

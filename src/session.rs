@@ -6,6 +6,7 @@ use crate::engine::{Engine, LoadOptions};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::sampler::Sampler;
+use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use crate::Error;
 use std::sync::Arc;
@@ -118,12 +119,14 @@ impl Session {
         Ok((logits, rest.len()))
     }
 
-    /// Generates after `prompt` until an end-of-generation token, `max_tokens`, a full context, or
-    /// `on_text` returning false. `on_text` receives the text as it completes into valid UTF-8.
+    /// Generates after `prompt` until an end-of-generation token, one of the `stop` strings (which is not
+    /// returned), `max_tokens`, a full context, or `on_text` returning false. `on_text` receives the text
+    /// as it completes into valid UTF-8 and can no longer turn into a stop string.
     pub fn complete(
         &mut self,
         prompt: &[u32],
         max_tokens: usize,
+        stop: &[String],
         sampler: &mut Sampler,
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Completion, Error> {
@@ -132,8 +135,10 @@ impl Session {
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let mut decoder = StreamDecoder::default();
+        let mut stops = StopStrings::new(stop);
         let mut tokens = Vec::new();
         let mut text = String::new();
+        let mut stopped_by_string = false;
         let finish = loop {
             if tokens.len() >= max_tokens {
                 break FinishReason::Length;
@@ -143,10 +148,14 @@ impl Session {
                 break FinishReason::Stop;
             }
             tokens.push(id);
-            let piece = decoder.push(&self.tokenizer, id);
+            let (piece, stopped) = stops.push(&decoder.push(&self.tokenizer, id));
             text.push_str(&piece);
-            if !on_text(&piece) {
+            if !piece.is_empty() && !on_text(&piece) {
                 break FinishReason::Cancelled;
+            }
+            if stopped {
+                stopped_by_string = true;
+                break FinishReason::Stop;
             }
             if self.engine.pos() >= self.engine.n_ctx() {
                 break FinishReason::ContextFull;
@@ -154,10 +163,13 @@ impl Session {
             logits = self.engine.step(id, true)?.expect("logits were asked for");
             self.cached.push(id);
         };
-        let tail = decoder.finish();
-        if !tail.is_empty() {
-            on_text(&tail);
-            text.push_str(&tail);
+        if !stopped_by_string {
+            let (tail, _) = stops.push(&decoder.finish());
+            let tail = tail + &stops.finish();
+            if !tail.is_empty() {
+                on_text(&tail);
+                text.push_str(&tail);
+            }
         }
         Ok(Completion {
             tokens,

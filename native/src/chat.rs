@@ -45,7 +45,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
         });
         let prompt = session.chat_prompt(&messages)?;
         let tokens = session.tokenize_prompt(&prompt);
-        let c = session.complete(&tokens, args.n_predict, &mut sampler, &mut |text| {
+        let c = session.complete(&tokens, args.n_predict, &[], &mut sampler, &mut |text| {
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
             true

@@ -7,6 +7,7 @@ mod load;
 mod perplexity;
 mod quantize;
 mod run;
+mod serve;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -38,6 +39,8 @@ enum Command {
     Perplexity(perplexity::PerplexityArgs),
     /// Prompt and generation speed, like llama-bench.
     Bench(bench::BenchArgs),
+    /// An OpenAI-compatible HTTP server (chat and text completions, streamed or whole).
+    Serve(serve::ServeArgs),
 }
 
 /// The model and its context.
@@ -100,6 +103,7 @@ fn main() {
         Command::Quantize(a) => quantize::main(a),
         Command::Perplexity(a) => perplexity::main(a),
         Command::Bench(a) => bench::main(a),
+        Command::Serve(a) => serve::main(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

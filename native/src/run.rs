@@ -29,7 +29,7 @@ pub fn main(args: RunArgs) -> Result<()> {
     };
     let mut sampler = args.sampling.sampler();
     let mut out = std::io::stdout();
-    let c = session.complete(&prompt, max, &mut sampler, &mut |text| {
+    let c = session.complete(&prompt, max, &[], &mut sampler, &mut |text| {
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
         true

@@ -38,6 +38,7 @@ impl GpuTensor {
         max_part: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
+        let max_part = max_part.min(gpu.max_binding());
         let too_large = |what: &str, bytes: u64| GpuError::TooLarge {
             what: format!("{what} of tensor {}", info.name),
             bytes,
@@ -45,12 +46,17 @@ impl GpuTensor {
         };
         let row_bytes = info.ty.bytes_for(info.row_len()).unwrap_or(0);
         let rows = info.rows();
+        if row_bytes == 0 || rows == 0 {
+            return Err(crate::Error::Model(format!(
+                "tensor {} is empty",
+                info.name
+            )));
+        }
         if rows > u32::MAX as u64 || row_bytes > u32::MAX as u64 {
             return Err(too_large("the shape", info.bytes()).into());
         }
         // Rows per part, keeping each part (padded to 4 bytes) within one binding.
-        let rows_per_part =
-            (max_part.min(gpu.max_binding()).saturating_sub(4) / row_bytes).min(rows);
+        let rows_per_part = (max_part.saturating_sub(4) / row_bytes).min(rows);
         if rows_per_part == 0 {
             return Err(too_large("one row", row_bytes).into());
         }

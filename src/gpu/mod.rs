@@ -25,12 +25,8 @@ pub enum GpuError {
         bytes: u64,
         limit: u64,
     },
-    #[error("the model needs {needed} bytes of GPU buffers; {what} did not fit ({detail})")]
-    OutOfMemory {
-        what: String,
-        needed: u64,
-        detail: String,
-    },
+    #[error("the GPU ran out of memory {what} ({detail})")]
+    OutOfMemory { what: String, detail: String },
     #[error("GPU validation failed: {0}")]
     Validation(String),
     #[error("reading results back from the GPU failed: {0}")]
@@ -49,6 +45,14 @@ pub struct Gpu {
 impl Gpu {
     /// Opens the best adapter with the largest limits it offers.
     pub async fn new() -> Result<Arc<Gpu>, GpuError> {
+        Gpu::with_limits(|limits| limits).await
+    }
+
+    /// Opens the best adapter with the limits `choose` makes of the largest it offers (lower ones stand
+    /// in for a smaller adapter, as tests do).
+    pub async fn with_limits(
+        choose: impl FnOnce(wgpu::Limits) -> wgpu::Limits,
+    ) -> Result<Arc<Gpu>, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
         let adapter = instance
@@ -59,7 +63,7 @@ impl Gpu {
             .await
             .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
         let info = adapter.get_info();
-        let limits = adapter.limits();
+        let limits = choose(adapter.limits());
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wick"),
@@ -103,7 +107,6 @@ impl Gpu {
         if let Some(e) = pollster::block_on(oom.pop()) {
             return Err(GpuError::OutOfMemory {
                 what: what.to_string(),
-                needed: 0,
                 detail: e.to_string(),
             });
         }

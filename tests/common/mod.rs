@@ -1,6 +1,8 @@
 //! What the integration tests share: the GPU (required in CI), seeded random data, error measures.
 #![allow(dead_code)]
 
+pub mod fidelity;
+
 use std::sync::Arc;
 use wick::gpu::Gpu;
 

@@ -6,7 +6,7 @@ without it, -march=native can pick instructions the CPU's OS does not enable):
 
     python tests/goldens/make_generation_goldens.py [models/SmolLM2-135M-Instruct.Q4_1.gguf]
 
-Writes tests/goldens/smollm2-q4_1-greedy.json. Each record holds the prompt, its ids (special tokens
+Writes tests/goldens/llama.cpp/smollm2-q4_1-greedy.json. Each record holds the prompt, its ids (special tokens
 parsed, no BOS: the model's add_bos_token is false), and per generated step the chosen id, its logit, the
 gap between the two highest logits (so a test can tell a clear choice from a near-tie), and the top 8
 (id, logit) pairs. Decoding stops at an end-of-generation token or after 32 tokens.
@@ -82,7 +82,7 @@ def main():
         "n_vocab": llm.n_vocab(),
         "records": records,
     }
-    dest = os.path.join(os.path.dirname(os.path.abspath(__file__)), "smollm2-q4_1-greedy.json")
+    dest = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llama.cpp", "smollm2-q4_1-greedy.json")
     with open(dest, "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")

@@ -1,0 +1,71 @@
+//! `wick serve`: an OpenAI-compatible HTTP server on one engine (axum on tokio).
+//!
+//! Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health. It binds to
+//! loopback unless told otherwise; with --api-key every route but /health wants `Authorization: Bearer
+//! KEY`; bodies are size-limited; errors come in OpenAI's shape.
+
+mod openai;
+mod routes;
+mod worker;
+
+use crate::{load, ModelArgs};
+use anyhow::{Context, Result};
+use clap::Args;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Address to listen on (loopback by default; 0.0.0.0 serves the network)
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Require `Authorization: Bearer KEY` on every request
+    #[arg(long = "api-key")]
+    api_key: Option<String>,
+    /// Send CORS headers so browser pages on other origins can call the server
+    #[arg(long)]
+    cors: bool,
+    /// Largest request body in bytes
+    #[arg(long = "max-body", default_value_t = 1 << 20)]
+    max_body: usize,
+}
+
+pub fn main(args: ServeArgs) -> Result<()> {
+    let session = load::session(&args.model)?;
+    let model_id = model_id(&args.model);
+    let has_key = args.api_key.is_some();
+    let state = routes::State::new(worker::start(session), model_id.clone(), args.api_key);
+    let app = routes::router(state, args.cors, args.max_body);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let addr = format!("{}:{}", args.host, args.port);
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr()?;
+        eprintln!("wick: serving {model_id} at http://{local}/v1 (Ctrl-C stops)");
+        if !local.ip().is_loopback() && !has_key {
+            eprintln!("wick: warning: listening beyond this machine with no --api-key");
+        }
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        Ok(())
+    })
+}
+
+/// The model's name in the API: its file name without .gguf.
+fn model_id(args: &ModelArgs) -> String {
+    let path = args.model.as_deref().unwrap_or(crate::DEFAULT_MODEL);
+    let name = std::path::Path::new(path)
+        .file_name()
+        .map_or(path.into(), |n| n.to_string_lossy());
+    name.strip_suffix(".gguf").unwrap_or(&name).to_string()
+}

@@ -1,0 +1,473 @@
+//! The HTTP side: parsing and checking requests, handing jobs to the engine thread, and answering as
+//! OpenAI does, in one JSON body or as server-sent events ending in `data: [DONE]`.
+
+use super::openai::{ApiError, ChatRequest, CompletionRequest, Prompt, Sampling, Usage};
+use super::worker::{Event, Input, Job, QUEUE_DEPTH};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request, State as Shared};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use wick::chat_template::ChatMessage;
+use wick::sampler::SamplerConfig;
+
+pub struct State {
+    jobs: mpsc::Sender<Job>,
+    model: String,
+    api_key: Option<String>,
+    next_id: AtomicU64,
+    started: u64,
+}
+
+impl State {
+    pub fn new(jobs: mpsc::Sender<Job>, model: String, api_key: Option<String>) -> Arc<State> {
+        Arc::new(State {
+            jobs,
+            model,
+            api_key,
+            next_id: AtomicU64::new(1),
+            started: unix_time(),
+        })
+    }
+}
+
+pub fn router(state: Arc<State>, cors: bool, max_body: usize) -> Router {
+    let app = Router::new()
+        .route(
+            "/health",
+            get(|| async { json_response(200, json!({ "status": "ok" })) }),
+        )
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .fallback(|| async { error_response(not_found()) })
+        .method_not_allowed_fallback(|| async {
+            error_response(ApiError {
+                status: 405,
+                ..ApiError::invalid("this method is not allowed here", "method")
+            })
+        })
+        .layer(middleware::from_fn_with_state(state.clone(), require_key))
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state);
+    if cors {
+        app.layer(middleware::from_fn(allow_cors))
+    } else {
+        app
+    }
+}
+
+async fn models(Shared(state): Shared<Arc<State>>) -> Response {
+    json_response(
+        200,
+        json!({ "object": "list", "data": [{
+            "id": state.model, "object": "model", "created": state.started, "owned_by": "wick",
+        }]}),
+    )
+}
+
+/// Chat and text completions differ only in their input and in the shape of their answers.
+#[derive(Clone, Copy)]
+enum Kind {
+    Chat,
+    Text,
+}
+
+async fn chat(Shared(state): Shared<Arc<State>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let request = parse::<ChatRequest>(body).and_then(|r| {
+        if r.messages.is_empty() {
+            return Err(ApiError::invalid("messages must not be empty", "messages"));
+        }
+        let messages = r
+            .messages
+            .iter()
+            .map(|m| {
+                let content = m.content.as_ref().map(|c| c.text()).transpose()?;
+                Ok(ChatMessage::new(
+                    m.role.clone(),
+                    content.unwrap_or_default(),
+                ))
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        Ok((Input::Chat(messages), r.sampling))
+    });
+    respond(state, Kind::Chat, request).await
+}
+
+async fn completions(
+    Shared(state): Shared<Arc<State>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let request = parse::<CompletionRequest>(body).and_then(|r| {
+        let prompt = match r.prompt {
+            Prompt::One(p) => p,
+            Prompt::Many(mut v) if v.len() == 1 => v.remove(0),
+            Prompt::Many(_) => {
+                return Err(ApiError::invalid(
+                    "only one prompt per request is supported",
+                    "prompt",
+                ))
+            }
+        };
+        Ok((Input::Text(prompt), r.sampling))
+    });
+    respond(state, Kind::Text, request).await
+}
+
+async fn respond(
+    state: Arc<State>,
+    kind: Kind,
+    request: Result<(Input, Sampling), ApiError>,
+) -> Response {
+    match run(state, kind, request).await {
+        Ok(response) => response,
+        Err(e) => error_response(e),
+    }
+}
+
+/// Queues the job and waits until the engine has accepted its prompt, so a bad prompt is still an HTTP
+/// error; then answers whole or streams.
+async fn run(
+    state: Arc<State>,
+    kind: Kind,
+    request: Result<(Input, Sampling), ApiError>,
+) -> Result<Response, ApiError> {
+    let (input, sampling) = request?;
+    let settings = Settings::from(sampling)?;
+    let (events, mut rx) = mpsc::channel(64);
+    let job = Job {
+        input,
+        max_tokens: settings.max_tokens,
+        stop: settings.stop,
+        sampler: settings.sampler,
+        events,
+    };
+    state.jobs.try_send(job).map_err(|e| ApiError {
+        status: 503,
+        message: match e {
+            mpsc::error::TrySendError::Full(_) => {
+                format!("the server is busy: {QUEUE_DEPTH} requests are already waiting")
+            }
+            mpsc::error::TrySendError::Closed(_) => "the engine has stopped".into(),
+        },
+        kind: "server_error",
+        param: None,
+        code: None,
+    })?;
+    match rx.recv().await {
+        Some(Event::Started) => {}
+        Some(Event::Failed(e)) => return Err(e),
+        _ => return Err(engine_stopped()),
+    }
+    let meta = Arc::new(Meta {
+        kind,
+        id: format!(
+            "{}-{}",
+            match kind {
+                Kind::Chat => "chatcmpl",
+                Kind::Text => "cmpl",
+            },
+            state.next_id.fetch_add(1, Ordering::Relaxed)
+        ),
+        created: unix_time(),
+        model: state.model.clone(),
+    });
+    if settings.stream {
+        return Ok(stream(meta, rx, settings.include_usage));
+    }
+    let mut text = String::new();
+    loop {
+        match rx.recv().await {
+            Some(Event::Text(t)) => text += &t,
+            Some(Event::Done { finish, usage }) => {
+                return Ok(json_response(200, meta.whole(&text, finish, usage)))
+            }
+            Some(Event::Failed(e)) => return Err(e),
+            Some(Event::Started) | None => return Err(engine_stopped()),
+        }
+    }
+}
+
+/// Server-sent events: a chunk per piece of text, a last chunk with the finish reason, the usage chunk
+/// if asked for, then `[DONE]`. Dropping the stream (the client left) drops `rx`, which stops the job.
+fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Response {
+    let first = match meta.kind {
+        Kind::Chat => Some(sse(
+            &meta.chunk(json!({ "role": "assistant", "content": "" }), None)
+        )),
+        Kind::Text => None,
+    };
+    let rest = futures_util::stream::unfold(Some(rx), move |rx| {
+        let meta = meta.clone();
+        async move {
+            let mut rx = rx?;
+            let (bytes, rx) = match rx.recv().await {
+                Some(Event::Text(t)) => (sse(&meta.chunk(meta.delta(&t), None)), Some(rx)),
+                Some(Event::Done { finish, usage }) => {
+                    let mut out = sse(&meta.chunk(meta.delta(""), Some(finish)));
+                    if include_usage {
+                        out += &sse(&meta.usage_chunk(usage));
+                    }
+                    (out + "data: [DONE]\n\n", None)
+                }
+                Some(Event::Failed(e)) => (sse(&e.body()) + "data: [DONE]\n\n", None),
+                Some(Event::Started) | None => (sse(&engine_stopped().body()), None),
+            };
+            Some((Ok::<_, std::convert::Infallible>(Bytes::from(bytes)), rx))
+        }
+    });
+    let body = futures_util::stream::iter(first.map(|b| Ok(Bytes::from(b)))).chain(rest);
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .expect("a valid response")
+}
+
+fn sse(value: &Value) -> String {
+    format!("data: {value}\n\n")
+}
+
+/// What every answer to one request carries.
+struct Meta {
+    kind: Kind,
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Meta {
+    fn object(&self, chunk: bool) -> &'static str {
+        match (self.kind, chunk) {
+            (Kind::Chat, false) => "chat.completion",
+            (Kind::Chat, true) => "chat.completion.chunk",
+            (Kind::Text, _) => "text_completion",
+        }
+    }
+
+    fn envelope(&self, chunk: bool, choices: Value) -> Value {
+        json!({
+            "id": self.id, "object": self.object(chunk), "created": self.created, "model": self.model,
+            "choices": choices,
+        })
+    }
+
+    fn whole(&self, text: &str, finish: &str, usage: Usage) -> Value {
+        let choice = match self.kind {
+            Kind::Chat => json!({
+                "index": 0, "message": { "role": "assistant", "content": text },
+                "logprobs": null, "finish_reason": finish,
+            }),
+            Kind::Text => {
+                json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": finish })
+            }
+        };
+        let mut v = self.envelope(false, json!([choice]));
+        v["usage"] = json!(usage);
+        v
+    }
+
+    /// The part of a chunk that carries new text.
+    fn delta(&self, text: &str) -> Value {
+        match (self.kind, text.is_empty()) {
+            (Kind::Chat, true) => json!({}),
+            (Kind::Chat, false) => json!({ "content": text }),
+            (Kind::Text, _) => json!(text),
+        }
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        let field = match self.kind {
+            Kind::Chat => "delta",
+            Kind::Text => "text",
+        };
+        let mut choice = json!({ "index": 0, "logprobs": null, "finish_reason": finish });
+        choice[field] = delta;
+        self.envelope(true, json!([choice]))
+    }
+
+    fn usage_chunk(&self, usage: Usage) -> Value {
+        let mut v = self.envelope(true, json!([]));
+        v["usage"] = json!(usage);
+        v
+    }
+}
+
+/// A request's sampling settings, checked.
+struct Settings {
+    sampler: SamplerConfig,
+    max_tokens: Option<usize>,
+    stop: Vec<String>,
+    stream: bool,
+    include_usage: bool,
+}
+
+impl Settings {
+    fn from(s: Sampling) -> Result<Settings, ApiError> {
+        let temperature = s.temperature.unwrap_or(1.0);
+        if !(0.0..=2.0).contains(&temperature) {
+            return Err(ApiError::invalid(
+                "temperature must be between 0 and 2",
+                "temperature",
+            ));
+        }
+        let top_p = s.top_p.unwrap_or(1.0);
+        if !(0.0..=1.0).contains(&top_p) {
+            return Err(ApiError::invalid("top_p must be between 0 and 1", "top_p"));
+        }
+        if s.n.is_some_and(|n| n != 1) {
+            return Err(ApiError::invalid("only n = 1 is supported", "n"));
+        }
+        let max_tokens = s.max_completion_tokens.or(s.max_tokens);
+        if max_tokens == Some(0) {
+            return Err(ApiError::invalid(
+                "max_tokens must be at least 1",
+                "max_tokens",
+            ));
+        }
+        let stop = s.stop.map(|s| s.into_vec()).unwrap_or_default();
+        if stop.len() > 4 {
+            return Err(ApiError::invalid("at most 4 stop sequences", "stop"));
+        }
+        Ok(Settings {
+            sampler: SamplerConfig {
+                temperature,
+                top_k: 0,
+                top_p,
+                min_p: 0.0,
+                repeat_penalty: 1.0,
+                repeat_last_n: 0,
+                seed: s.seed.unwrap_or_else(clock_seed),
+            },
+            max_tokens: max_tokens.map(|n| n as usize),
+            stop,
+            stream: s.stream,
+            include_usage: s.stream_options.is_some_and(|o| o.include_usage),
+        })
+    }
+}
+
+fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes = body.map_err(|r| ApiError {
+        status: r.status().as_u16(),
+        message: r.body_text(),
+        kind: "invalid_request_error",
+        param: None,
+        code: None,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError {
+        status: 400,
+        message: format!("the request body is not valid: {e}"),
+        kind: "invalid_request_error",
+        param: None,
+        code: None,
+    })
+}
+
+/// With --api-key, every route but /health wants `Authorization: Bearer KEY`.
+async fn require_key(Shared(state): Shared<Arc<State>>, request: Request, next: Next) -> Response {
+    if let Some(key) = &state.api_key {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if request.uri().path() != "/health" && !given.is_some_and(|g| same_secret(g, key)) {
+            return error_response(ApiError {
+                status: 401,
+                message: "a valid API key is required (Authorization: Bearer KEY)".into(),
+                kind: "invalid_request_error",
+                param: None,
+                code: Some("invalid_api_key"),
+            });
+        }
+    }
+    next.run(request).await
+}
+
+/// Compares without stopping at the first difference, so timing does not tell how much of a key was right.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// --cors: any origin may call; preflights are answered here, before the key is checked.
+async fn allow_cors(request: Request, next: Next) -> Response {
+    let mut response = if request.method() == Method::OPTIONS {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        next.run(request).await
+    };
+    let h = response.headers_mut();
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("authorization, content-type"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, OPTIONS"),
+    );
+    response
+}
+
+fn json_response(status: u16, body: Value) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn error_response(e: ApiError) -> Response {
+    json_response(e.status, e.body())
+}
+
+fn not_found() -> ApiError {
+    ApiError {
+        status: 404,
+        message: "no such route".into(),
+        kind: "invalid_request_error",
+        param: None,
+        code: Some("not_found"),
+    }
+}
+
+fn engine_stopped() -> ApiError {
+    ApiError {
+        status: 500,
+        message: "the engine stopped".into(),
+        kind: "server_error",
+        param: None,
+        code: None,
+    }
+}
+
+fn unix_time() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}

@@ -1,0 +1,119 @@
+//! The one engine behind the server: a thread that owns the session and takes jobs in arrival order, so
+//! concurrent requests queue fairly and never interleave. A job's events go back on its own channel; when
+//! the client has gone (the receiver is dropped) the generation stops at the next token.
+
+use super::openai::{ApiError, Usage};
+use tokio::sync::mpsc;
+use wick::chat_template::ChatMessage;
+use wick::sampler::{Sampler, SamplerConfig};
+use wick::session::{FinishReason, Session};
+
+/// Requests waiting for the engine beyond the one it runs; more are refused with 503.
+pub const QUEUE_DEPTH: usize = 64;
+
+pub enum Input {
+    Chat(Vec<ChatMessage>),
+    Text(String),
+}
+
+pub struct Job {
+    pub input: Input,
+    /// At most this many tokens; None: until the context is full.
+    pub max_tokens: Option<usize>,
+    pub stop: Vec<String>,
+    pub sampler: SamplerConfig,
+    pub events: mpsc::Sender<Event>,
+}
+
+pub enum Event {
+    /// The prompt was accepted and generation begins.
+    Started,
+    Text(String),
+    Done {
+        finish: &'static str,
+        usage: Usage,
+    },
+    Failed(ApiError),
+}
+
+/// Starts the engine thread and returns the queue that feeds it.
+pub fn start(mut session: Session) -> mpsc::Sender<Job> {
+    let (jobs, mut queue) = mpsc::channel::<Job>(QUEUE_DEPTH);
+    std::thread::Builder::new()
+        .name("wick-engine".into())
+        .spawn(move || {
+            while let Some(job) = queue.blocking_recv() {
+                // A client that left while queued costs nothing.
+                if job.events.is_closed() {
+                    continue;
+                }
+                let events = job.events.clone();
+                let last = match run(&mut session, job) {
+                    Ok(done) => done,
+                    Err(e) => Event::Failed(e),
+                };
+                let _ = events.blocking_send(last);
+            }
+        })
+        .expect("the engine thread starts");
+    jobs
+}
+
+fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
+    let prompt_text = match &job.input {
+        Input::Chat(messages) => session.chat_prompt(messages).map_err(|e| ApiError {
+            status: 400,
+            message: format!("the chat template failed: {e}"),
+            kind: "invalid_request_error",
+            param: Some("messages"),
+            code: None,
+        })?,
+        Input::Text(text) => text.clone(),
+    };
+    let prompt = session.tokenize_prompt(&prompt_text);
+    let n_ctx = session.engine.n_ctx() as usize;
+    if prompt.is_empty() {
+        return Err(ApiError::invalid("the prompt is empty", "prompt"));
+    }
+    if prompt.len() >= n_ctx {
+        return Err(ApiError {
+            code: Some("context_length_exceeded"),
+            ..ApiError::invalid(
+                format!(
+                    "the prompt is {} tokens; this server's context is {n_ctx} tokens",
+                    prompt.len()
+                ),
+                "messages",
+            )
+        });
+    }
+    if job.events.blocking_send(Event::Started).is_err() {
+        return Err(ApiError::invalid("the client left", "messages"));
+    }
+    let max_tokens = job.max_tokens.unwrap_or(n_ctx);
+    let mut sampler = Sampler::new(job.sampler);
+    let events = &job.events;
+    let completion = session
+        .complete(&prompt, max_tokens, &job.stop, &mut sampler, &mut |text| {
+            events.blocking_send(Event::Text(text.to_string())).is_ok()
+        })
+        .map_err(|e| ApiError {
+            status: 500,
+            message: format!("generation failed: {e}"),
+            kind: "server_error",
+            param: None,
+            code: None,
+        })?;
+    let finish = match completion.finish {
+        FinishReason::Stop | FinishReason::Cancelled => "stop",
+        FinishReason::Length | FinishReason::ContextFull => "length",
+    };
+    Ok(Event::Done {
+        finish,
+        usage: Usage {
+            prompt_tokens: completion.prompt_tokens,
+            completion_tokens: completion.tokens.len(),
+            total_tokens: completion.prompt_tokens + completion.tokens.len(),
+        },
+    })
+}

@@ -1,0 +1,116 @@
+//! `wick serve` against the official `openai` Python client: starts the server on a free loopback port
+//! and runs native/tests/serve_client.py, which checks answers, errors, keys, CORS, queueing and
+//! disconnects. The client's Python comes from WICK_TEST_PYTHON or target/test-venv (scripts/test.sh
+//! installs it); CI=true makes a missing one, or a missing GPU, a failure instead of a skip.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn skip_or_fail(why: &str) {
+    if std::env::var("CI").is_ok() {
+        panic!("{why}");
+    }
+    eprintln!("skipped: {why}");
+}
+
+fn python() -> Option<PathBuf> {
+    let python = std::env::var_os("WICK_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/test-venv/bin/python"));
+    let has_openai = Command::new(&python)
+        .args(["-c", "import openai"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_openai {
+        skip_or_fail(&format!(
+            "{} with the openai package is missing (scripts/test.sh installs it)",
+            python.display()
+        ));
+        return None;
+    }
+    Some(python)
+}
+
+/// Kills the server when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the server on port 0 and returns it with the base URL it printed.
+fn start(model: &Path, key: &str) -> Option<(Server, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wick"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "-c",
+            "256",
+            "--cors",
+            "--max-body",
+            "65536",
+        ])
+        .arg("--api-key")
+        .arg(key)
+        .arg("-m")
+        .arg(model)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wick starts");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let server = Server(child);
+    let mut log = String::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line.expect("server output");
+        eprintln!("{line}");
+        log += &line;
+        if let Some(url) = line
+            .split(" at ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+        {
+            if url.starts_with("http://") {
+                return Some((server, url.to_string()));
+            }
+        }
+    }
+    if log.contains("no GPU adapter") {
+        skip_or_fail(&log);
+        return None;
+    }
+    panic!("the server stopped before serving: {log}");
+}
+
+#[test]
+fn openai_client_against_wick_serve() {
+    let Some(python) = python() else { return };
+    let model = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        model.exists(),
+        "{} is missing: run scripts/fetch-model.sh",
+        model.display()
+    );
+    let key = "test-key-7f3a";
+    let Some((_server, url)) = start(&model, key) else {
+        return;
+    };
+    let status = Command::new(python)
+        .arg(root().join("native/tests/serve_client.py"))
+        .arg(&url)
+        .arg(key)
+        .arg(env!("CARGO_BIN_EXE_wick"))
+        .arg(&model)
+        .arg(root().join("tests/goldens/llama.cpp/smollm2-q4_1-greedy.json"))
+        .status()
+        .expect("python runs");
+    assert!(status.success(), "serve_client.py failed");
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Checks a running `wick serve` with the official `openai` client and raw HTTP.
+
+    python native/tests/serve_client.py BASE_URL API_KEY WICK_BINARY MODEL GOLDENS
+
+BASE_URL is the server's http://host:port/v1, started with --api-key API_KEY --cors -c 256
+--max-body 65536 on MODEL (SmolLM2-135M-Instruct Q4_1); GOLDENS is llama.cpp's greedy goldens for it.
+Exits non-zero with a message on the first failed check. Greedy text is compared with `wick run` on the
+same rendered template, and with llama.cpp's goldens where their top two tokens are clearly apart.
+"""
+import http.client
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+import openai
+
+BASE, KEY, WICK, MODEL, GOLDENS = sys.argv[1:6]
+URL = urllib.parse.urlparse(BASE)
+client = openai.OpenAI(base_url=BASE, api_key=KEY, timeout=600, max_retries=0)
+
+SYSTEM = "You are a helpful assistant."
+QUESTION = "What is 2+2?"
+# SmolLM2's chat template renders these messages so (tests/chat_template.rs checks the renderer against
+# jinja2); `wick run` is given the rendered text.
+RENDERED = (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{QUESTION}<|im_end|>\n"
+            "<|im_start|>assistant\n")
+MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+
+
+def check(cond, what):
+    if not cond:
+        sys.exit(f"FAILED: {what}")
+    print(f"ok: {what}", flush=True)
+
+
+def raw(method, path, body=None, headers=None, key=KEY):
+    """One request with http.client: (status, headers, parsed JSON or text)."""
+    conn = http.client.HTTPConnection(URL.hostname, URL.port, timeout=600)
+    h = {"Content-Type": "application/json", **(headers or {})}
+    if key is not None:
+        h["Authorization"] = f"Bearer {key}"
+    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+    conn.request(method, path, body=data, headers=h)
+    r = conn.getresponse()
+    text = r.read().decode()
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = text
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, payload
+
+
+def openai_error(payload):
+    return (isinstance(payload, dict) and isinstance(payload.get("error"), dict)
+            and isinstance(payload["error"].get("message"), str) and "type" in payload["error"])
+
+
+def main():
+    models = client.models.list()
+    check([m.id for m in models.data] == ["SmolLM2-135M-Instruct.Q4_1"], "/v1/models lists the model")
+
+    whole = client.chat.completions.create(model="any", messages=MESSAGES, temperature=0, max_tokens=12,
+                                           extra_body={"an_unknown_field": [1, 2]})
+    text = whole.choices[0].message.content
+    check(whole.object == "chat.completion" and whole.choices[0].finish_reason in ("stop", "length"),
+          f"a chat completion, unknown fields ignored ({text!r}, finish {whole.choices[0].finish_reason})")
+    check(whole.usage.prompt_tokens > 20 and 0 < whole.usage.completion_tokens <= 12,
+          f"usage {whole.usage}")
+
+    chunks = list(client.chat.completions.create(model="any", messages=MESSAGES, temperature=0,
+                                                 max_tokens=12, stream=True))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check(streamed == text, f"the streamed chat equals the whole one ({streamed!r})")
+    check(chunks[-1].choices[0].finish_reason == whole.choices[0].finish_reason, "the last chunk finishes")
+
+    run = subprocess.run([WICK, "run", "-m", MODEL, "-c", "256", "-n", "12", "--temp", "0", "-p", RENDERED],
+                         capture_output=True, text=True, timeout=600)
+    check(run.returncode == 0 and run.stdout == text + "\n",
+          f"`wick run` on the rendered template agrees ({run.stdout!r})")
+
+    # llama.cpp's golden as a text completion, over the tokens where its top two are clearly apart (its
+    # chat goldens have near ties from the first token, which tests/generation.rs handles).
+    golden = json.load(open(GOLDENS))["records"][0]
+    clear = next(i for i, s in enumerate(golden["steps"]) if s["gap"] < 1.0)
+    done = client.completions.create(model="any", prompt=golden["prompt"], temperature=0, max_tokens=clear)
+    check(done.choices[0].text == " Paris.\n\n" and golden["text"].startswith(done.choices[0].text)
+          and done.usage.completion_tokens == clear,
+          f"the text completion equals llama.cpp's first {clear} tokens ({done.choices[0].text!r})")
+    check(done.usage.prompt_tokens == len(golden["prompt_ids"]), "prompt tokens as llama.cpp counts them")
+    eog = client.chat.completions.create(model="any", messages=[{"role": "user", "content": QUESTION}],
+                                         temperature=0, max_tokens=64)
+    check(eog.choices[0].finish_reason == "stop", "the end-of-turn token finishes a chat with 'stop'")
+
+    stopped = client.completions.create(model="any", prompt="The capital of France is", temperature=0,
+                                        max_tokens=12, stop=["\n"])
+    check(stopped.choices[0].text == " Paris." and stopped.choices[0].finish_reason == "stop",
+          f"a stop string ends the text and is left out ({stopped.choices[0].text!r})")
+
+    # Bad requests: each gets its status and OpenAI's error shape.
+    status, _, payload = raw("POST", "/v1/chat/completions", b"{not json")
+    check(status == 400 and openai_error(payload), "malformed JSON: 400")
+    status, _, payload = raw("POST", "/v1/chat/completions", {"messages": MESSAGES, "temperature": "hot"})
+    check(status == 400 and openai_error(payload), "a known field with the wrong type: 400")
+    status, _, payload = raw("POST", "/v1/chat/completions", {"messages": []})
+    check(status == 400 and openai_error(payload), "no messages: 400")
+    status, _, payload = raw("POST", "/v1/completions", {"prompt": "x", "max_tokens": 0})
+    check(status == 400 and openai_error(payload), "max_tokens 0: 400")
+    try:
+        client.completions.create(model="any", prompt="word " * 400, max_tokens=1)
+        check(False, "an over-long prompt is refused")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and e.code == "context_length_exceeded", "an over-long prompt: 400")
+    status, _, payload = raw("POST", "/v1/completions", b"{\"prompt\": \"" + b"a" * 70000 + b"\"}")
+    check(status == 413 and openai_error(payload), "a body over --max-body: 413")
+    status, _, payload = raw("GET", "/v1/nowhere")
+    check(status == 404 and openai_error(payload), "an unknown route: 404")
+
+    # Keys and CORS.
+    try:
+        openai.OpenAI(base_url=BASE, api_key="wrong", max_retries=0).models.list()
+        check(False, "a wrong key is refused")
+    except openai.AuthenticationError as e:
+        check(e.status_code == 401, "a wrong key: 401")
+    status, _, payload = raw("GET", "/v1/models", key=None)
+    check(status == 401 and openai_error(payload), "no key: 401")
+    status, _, payload = raw("GET", "/health", key=None)
+    check(status == 200 and payload == {"status": "ok"}, "/health needs no key")
+    status, headers, _ = raw("OPTIONS", "/v1/chat/completions", key=None,
+                             headers={"Origin": "http://example.test", "Access-Control-Request-Method": "POST"})
+    check(status == 204 and headers.get("access-control-allow-origin") == "*", "a CORS preflight")
+
+    # Two clients at once: both answered whole and right, one after the other.
+    prompts = ("The capital of France is", "Once upon a time")
+    alone = {p: client.completions.create(model="any", prompt=p, temperature=0, max_tokens=3).choices[0].text
+             for p in prompts}
+    together = {}
+
+    def ask(prompt):
+        r = client.completions.create(model="any", prompt=prompt, temperature=0, max_tokens=3)
+        together[prompt] = r.choices[0].text
+
+    threads = [threading.Thread(target=ask, args=(p,)) for p in prompts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(together == alone, f"concurrent requests are answered as if alone ({together})")
+
+    # A client that leaves mid-stream frees the engine: the next request does not wait for 200 tokens.
+    stream = client.completions.create(model="any", prompt="Once upon a time", temperature=0, max_tokens=200,
+                                       stream=True)
+    for i, _ in enumerate(stream):
+        if i == 2:
+            break
+    stream.close()
+    start = time.monotonic()
+    after = client.completions.create(model="any", prompt="The capital of France is", temperature=0,
+                                      max_tokens=2)
+    waited = time.monotonic() - start
+    check(alone["The capital of France is"].startswith(after.choices[0].text) and waited < 60,
+          f"a disconnect mid-stream frees the engine (the next answer came in {waited:.1f} s)")
+    print("all serve checks passed")
+
+
+if __name__ == "__main__":
+    main()

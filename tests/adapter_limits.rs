@@ -1,0 +1,54 @@
+//! A model larger than what the adapter allows in one buffer: split across bindings where a row fits,
+//! a clear error naming the limit where one does not. Lower limits stand in for a smaller adapter.
+
+mod common;
+
+use common::model_path;
+use std::sync::Arc;
+use wick::engine::{Engine, LoadOptions};
+use wick::gguf::FileSource;
+use wick::gpu::Gpu;
+
+/// The GPU with its buffer and binding limits lowered to `bytes`, or None where there is none.
+fn gpu_limited_to(bytes: u32) -> Option<Arc<Gpu>> {
+    common::gpu()?;
+    Some(
+        pollster::block_on(Gpu::with_limits(|l| wgpu::Limits {
+            max_storage_buffer_binding_size: bytes as u64,
+            max_buffer_size: bytes as u64,
+            ..l
+        }))
+        .unwrap(),
+    )
+}
+
+fn load(gpu: Arc<Gpu>) -> Result<Engine, wick::Error> {
+    let source = FileSource::open(model_path()).unwrap();
+    Engine::load(gpu, &source, &LoadOptions { n_ctx: 16 }, &mut |_, _| {})
+}
+
+#[test]
+fn a_row_larger_than_a_binding_is_refused_by_name() {
+    let Some(gpu) = gpu_limited_to(256) else {
+        return;
+    };
+    let err = load(gpu)
+        .err()
+        .expect("a 256-byte binding limit cannot hold a row")
+        .to_string();
+    eprintln!("{err}");
+    assert!(err.contains("does not fit"), "{err}");
+    assert!(err.contains("limit of 256 bytes"), "{err}");
+    assert!(err.contains("token_embd.weight"), "{err}");
+}
+
+#[test]
+fn tensors_split_across_bindings_give_the_same_logits() {
+    let Some(gpu) = common::gpu() else { return };
+    // 4 MiB: the 30 MB output head and embedding go in 8 parts, the 1536-wide matrices in one or two.
+    let small = gpu_limited_to(4 << 20).unwrap();
+    let prompt = [504, 3575, 282, 4649, 314];
+    let whole = load(gpu).unwrap().prefill(&prompt).unwrap();
+    let split = load(small).unwrap().prefill(&prompt).unwrap();
+    assert_eq!(whole, split);
+}

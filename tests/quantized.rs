@@ -1,0 +1,74 @@
+//! SmolLM2 re-quantized by `wick quantize` (in process here) to Q4_0, Q8_0, Q4_K, Q5_K and Q6_K: each file
+//! is byte for byte the one llama.cpp decoded for the goldens (tests/goldens/make_quantized_goldens.py,
+//! tests/goldens/smollm2-quantized-greedy.json), and Wick decodes it as llama.cpp did, by the near-tie
+//! method. Width 576 makes most K-type matrices fall back (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0);
+//! tests/random_llama.rs covers the K kernels on every matrix.
+
+mod common;
+
+use common::fidelity::{check_greedy, Agreement, Tolerance};
+use common::{gpu, model_path};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use wick::engine::{Engine, LoadOptions};
+use wick::gguf::{read_header, FileSource, GgmlType};
+use wick::quantize::quantize_model;
+
+/// As for the Q4_1 original (tests/generation.rs): llama.cpp's 8-bit activations.
+const LLAMA_CPP: Tolerance = Tolerance {
+    logit: 0.8,
+    clear_gap: 0.8,
+};
+
+fn sha256(path: &std::path::Path) -> String {
+    let bytes = std::fs::read(path).unwrap();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn requantized_models_decode_as_in_llama_cpp() {
+    let Some(gpu) = gpu() else { return };
+    let golden: Value =
+        serde_json::from_str(include_str!("goldens/smollm2-quantized-greedy.json")).unwrap();
+    let source = FileSource::open(model_path()).unwrap();
+    let dir = std::env::temp_dir().join(format!("wick-quantized-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in golden["files"].as_array().unwrap() {
+        let name = file["type"].as_str().unwrap();
+        let ty = GgmlType::from_name(name).unwrap();
+        let path = dir.join(format!("smollm2.{name}.gguf"));
+        quantize_model(&source, &path, ty, &mut |_, _| {}).unwrap();
+        assert_eq!(
+            sha256(&path),
+            file["sha256"].as_str().unwrap(),
+            "{name}: not the file llama.cpp decoded"
+        );
+        let header = read_header(&FileSource::open(&path).unwrap()).unwrap();
+        let mut types: BTreeMap<String, u64> = BTreeMap::new();
+        for t in &header.tensors {
+            *types.entry(t.ty.name().to_string()).or_default() += 1;
+        }
+        let want: BTreeMap<String, u64> =
+            serde_json::from_value(file["tensor_types"].clone()).unwrap();
+        assert_eq!(types, want, "{name}: tensor types");
+
+        let mut engine = Engine::load(
+            gpu.clone(),
+            &FileSource::open(&path).unwrap(),
+            &LoadOptions { n_ctx: 64 },
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let mut total = Agreement::default();
+        for record in file["records"].as_array().unwrap() {
+            total.add(&check_greedy(&mut engine, record, LLAMA_CPP));
+        }
+        eprintln!("{name} {types:?}: {total:?}");
+        std::fs::remove_file(&path).unwrap();
+    }
+    let _ = std::fs::remove_dir(&dir);
+}
