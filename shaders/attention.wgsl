@@ -1,5 +1,5 @@
 // Attention of one query (the step's position) over the cache, grouped-query: one workgroup per q head,
-// reading kv head head / (n_head / n_kv_head). Scores live in a scratch row per head.
+// reading kv head head / (n_head / n_kv_head). Scores live in a scratch row per head. Needs reduce.wgsl.
 
 struct Params {
     n_head: u32,
@@ -23,35 +23,6 @@ struct Step {
 @group(0) @binding(6) var<uniform> P: Params;
 
 override WG: u32 = 64u;
-var<workgroup> partial: array<f32, 256>;
-
-fn reduce_max(t: u32, v: f32) -> f32 {
-    partial[t] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            partial[t] = max(partial[t], partial[t + s]);
-        }
-        workgroupBarrier();
-    }
-    let r = partial[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn reduce_sum(t: u32, v: f32) -> f32 {
-    partial[t] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            partial[t] += partial[t + s];
-        }
-        workgroupBarrier();
-    }
-    let r = partial[0];
-    workgroupBarrier();
-    return r;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {

@@ -1,4 +1,4 @@
-// y = x / sqrt(mean(x^2) + eps) * w, one workgroup over the whole vector.
+// y = x / sqrt(mean(x^2) + eps) * w, one workgroup over the whole vector. Needs reduce.wgsl.
 
 struct Params {
     n: u32,
@@ -11,7 +11,6 @@ struct Params {
 @group(0) @binding(3) var<uniform> P: Params;
 
 override WG: u32 = 64u;
-var<workgroup> partial: array<f32, 256>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) t: u32) {
@@ -19,15 +18,7 @@ fn main(@builtin(local_invocation_index) t: u32) {
     for (var i = t; i < P.n; i += WG) {
         sum += X[i] * X[i];
     }
-    partial[t] = sum;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            partial[t] += partial[t + s];
-        }
-        workgroupBarrier();
-    }
-    let scale = inverseSqrt(partial[0] / f32(P.n) + P.eps);
+    let scale = inverseSqrt(reduce_sum(t, sum) / f32(P.n) + P.eps);
     for (var i = t; i < P.n; i += WG) {
         Y[i] = X[i] * scale * Wn[i];
     }

@@ -1,15 +1,12 @@
 // RoPE on q (in place) and k at the step's position, then k and v into the cache at that position.
-// One thread per pair of dimensions of every q and k head. Normal ordering rotates (2i, 2i+1); NeoX
-// ordering rotates (i, i + n_rot/2). Dimensions past n_rot pass through.
+// One thread per pair of dimensions of every q and k head; dimensions past n_rot pass through.
+// Needs rope.wgsl.
 
 struct Params {
+    rope: Rope,
     n_head: u32,
     n_kv_head: u32,
     head_dim: u32,
-    n_rot: u32,
-    freq_base: f32,
-    freq_scale: f32,
-    neox: u32,         // 1: NeoX ordering
     has_factors: u32,  // 1: divide each frequency by rope_freqs[i]
 }
 
@@ -37,37 +34,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (head >= P.n_head + P.n_kv_head) {
         return;
     }
-    var j0 = 2u * i;
-    var j1 = 2u * i + 1u;
-    var c = 1.0;
-    var s = 0.0;
-    if (i < P.n_rot / 2u) {
-        if (P.neox == 1u) {
-            j0 = i;
-            j1 = i + P.n_rot / 2u;
-        }
-        var theta = P.freq_scale * f32(step.pos) * pow(P.freq_base, -2.0 * f32(i) / f32(P.n_rot));
-        if (P.has_factors == 1u) {
-            theta /= factors[i];
-        }
-        c = cos(theta);
-        s = sin(theta);
+    var j = vec2<u32>(2u * i, 2u * i + 1u);
+    var cs = vec2<f32>(1.0, 0.0);
+    if (i < P.rope.n_rot / 2u) {
+        j = rope_pair(P.rope, i);
+        cs = rope_cos_sin(P.rope, step.pos, i, select(1.0, factors[i], P.has_factors == 1u));
     }
     if (head < P.n_head) {
         let b = head * P.head_dim;
-        let x0 = Q[b + j0];
-        let x1 = Q[b + j1];
-        Q[b + j0] = x0 * c - x1 * s;
-        Q[b + j1] = x0 * s + x1 * c;
+        let x0 = Q[b + j.x];
+        let x1 = Q[b + j.y];
+        Q[b + j.x] = x0 * cs.x - x1 * cs.y;
+        Q[b + j.y] = x0 * cs.y + x1 * cs.x;
         return;
     }
     let kv_dim = P.n_kv_head * P.head_dim;
     let b = (head - P.n_head) * P.head_dim;
     let cache = step.pos * kv_dim + b;
-    let x0 = K[b + j0];
-    let x1 = K[b + j1];
-    KC[cache + j0] = x0 * c - x1 * s;
-    KC[cache + j1] = x0 * s + x1 * c;
-    VC[cache + j0] = V[b + j0];
-    VC[cache + j1] = V[b + j1];
+    let x0 = K[b + j.x];
+    let x1 = K[b + j.y];
+    KC[cache + j.x] = x0 * cs.x - x1 * cs.y;
+    KC[cache + j.y] = x0 * cs.y + x1 * cs.x;
+    VC[cache + j.x] = V[b + j.x];
+    VC[cache + j.y] = V[b + j.y];
 }

@@ -35,7 +35,7 @@ pub enum Error {
     UnsupportedArchitecture(String),
     #[error("{0}")]
     Model(String),
-    #[error("the model does not fit {adapter}: its weights alone are {weight_bytes} bytes, and {source}")]
+    #[error("the model does not fit {adapter}: its weights alone are {:.1} MB, and {source}", *weight_bytes as f64 / 1e6)]
     DoesNotFit {
         adapter: String,
         weight_bytes: u64,

@@ -2,62 +2,11 @@
 
 mod common;
 
-use common::{gpu, nmse, Rng};
-use wick::gguf::{GgmlType, Header, MemorySource, TensorInfo};
-use wick::gpu::{read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan};
+use common::{f32_buffer, gpu, nmse, packed, run, Rng};
+use wick::gguf::GgmlType;
+use wick::gpu::{read_back_f32, scratch_buffer, storage_buffer, Plan};
+use wick::ops::rope::Rope;
 use wick::ops::{attention, embed, matvec, rms_norm, rope_kv, swiglu};
-use wick::quant;
-
-/// Packs a random (rows, cols) matrix as `ty` and uploads it in parts of at most `max_part` bytes.
-/// Returns the GPU tensor and the dequantized weights the GPU should see.
-fn packed(
-    gpu: &Gpu,
-    ty: GgmlType,
-    rows: u32,
-    cols: u32,
-    max_part: u64,
-    rng: &mut Rng,
-) -> (GpuTensor, Vec<f32>) {
-    let w = rng.vec((rows * cols) as usize);
-    let mut bytes = Vec::new();
-    quant::quantize(ty, &w, &mut bytes).unwrap();
-    let mut deq = vec![0f32; w.len()];
-    quant::dequantize(ty, &bytes, &mut deq).unwrap();
-    let info = TensorInfo {
-        name: format!("w_{ty}"),
-        dims: vec![cols as u64, rows as u64],
-        ty,
-        offset: 0,
-    };
-    let header = Header {
-        version: 3,
-        metadata: vec![],
-        tensors: vec![info.clone()],
-        data_offset: 0,
-        alignment: 32,
-        file_len: bytes.len() as u64,
-    };
-    let source = MemorySource {
-        bytes,
-        name: "random".into(),
-    };
-    let t = GpuTensor::upload(gpu, &header, &source, &info, max_part, &mut |_| {}).unwrap();
-    (t, deq)
-}
-
-fn run(gpu: &Gpu, mut plan: Plan) {
-    plan.finish(gpu).unwrap();
-    let mut enc = gpu.device.create_command_encoder(&Default::default());
-    {
-        let mut pass = enc.begin_compute_pass(&Default::default());
-        plan.record(&mut pass);
-    }
-    gpu.queue.submit([enc.finish()]);
-}
-
-fn f32_buffer(gpu: &Gpu, data: &[f32]) -> wgpu::Buffer {
-    storage_buffer(gpu, "data", bytemuck::cast_slice(data))
-}
 
 #[test]
 fn matvec_every_type_against_cpu() {
@@ -158,14 +107,17 @@ fn rope_and_attention_against_cpu() {
     let (n_head, n_kv_head, head_dim, n_ctx) = (6u32, 2u32, 48u32, 77u32);
     let kv_dim = (n_kv_head * head_dim) as usize;
     for (neox, with_factors) in [(false, false), (true, false), (false, true)] {
-        let rope = rope_kv::Rope {
-            n_head,
-            n_kv_head,
-            head_dim,
+        let rope = Rope {
             n_rot: 32,
             freq_base: 10000.0,
             freq_scale: 0.5,
             neox,
+            yarn: None,
+        };
+        let heads = rope_kv::Heads {
+            n_head,
+            n_kv_head,
+            head_dim,
         };
         let pos = 70u32;
         let q = rng.vec((n_head * head_dim) as usize);
@@ -199,7 +151,7 @@ fn rope_and_attention_against_cpu() {
             factors: with_factors.then_some(&fb),
             step: &step,
         };
-        rope_kv::push(&mut plan, &rope, &bufs);
+        rope_kv::push(&mut plan, &rope, heads, &bufs);
         let abufs = attention::AttentionBuffers {
             q: &qb,
             k_cache: &kcb,
@@ -215,11 +167,11 @@ fn rope_and_attention_against_cpu() {
         let f = with_factors.then_some(&factors[..]);
         let mut q_rot = q.clone();
         for h in q_rot.chunks_mut(head_dim as usize) {
-            rope_kv::reference(&rope, h, pos, f);
+            rope.reference(h, pos, f);
         }
         let mut k_rot = k.clone();
         for h in k_rot.chunks_mut(head_dim as usize) {
-            rope_kv::reference(&rope, h, pos, f);
+            rope.reference(h, pos, f);
         }
         let at = pos as usize * kv_dim;
         kc[at..at + kv_dim].copy_from_slice(&k_rot);

@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex};
 /// The kernels Wick dispatches, one per WGSL body in `shaders/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
-    /// y = W x (+ y), W packed.
+    /// y = W x (+ y), W packed; rows may read x in groups (per-head matrices).
     Matvec,
+    /// Matvecs over the experts a router chose, by index.
+    MatvecId,
     /// One row of a packed table, dequantized.
     Embed,
     RmsNorm,
@@ -20,17 +22,31 @@ pub enum Kernel {
     Attention,
     /// h = silu(gate) * up
     SwiGlu,
+    /// A mixture-of-experts router: probabilities, top-k, weights.
+    MoeRoute,
+    /// MLA's cache row: the latent normed, the rope part rotated.
+    MlaKv,
+    /// MLA in absorbed form, in the latent space.
+    MlaAttention,
 }
 
 impl Kernel {
+    /// The kernel's WGSL: the shared files it needs, then its body.
     fn body(self) -> &'static str {
+        macro_rules! wgsl {
+            ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
+        }
         match self {
-            Kernel::Matvec => include_str!("../../shaders/matvec.wgsl"),
-            Kernel::Embed => include_str!("../../shaders/embed.wgsl"),
-            Kernel::RmsNorm => include_str!("../../shaders/rms_norm.wgsl"),
-            Kernel::RopeKv => include_str!("../../shaders/rope_kv.wgsl"),
-            Kernel::Attention => include_str!("../../shaders/attention.wgsl"),
-            Kernel::SwiGlu => include_str!("../../shaders/swiglu.wgsl"),
+            Kernel::Matvec => wgsl!("row_dot.wgsl", "matvec.wgsl"),
+            Kernel::MatvecId => wgsl!("row_dot.wgsl", "matvec_id.wgsl"),
+            Kernel::Embed => wgsl!("embed.wgsl"),
+            Kernel::RmsNorm => wgsl!("reduce.wgsl", "rms_norm.wgsl"),
+            Kernel::RopeKv => wgsl!("rope.wgsl", "rope_kv.wgsl"),
+            Kernel::Attention => wgsl!("reduce.wgsl", "attention.wgsl"),
+            Kernel::SwiGlu => wgsl!("swiglu.wgsl"),
+            Kernel::MoeRoute => wgsl!("moe_route.wgsl"),
+            Kernel::MlaKv => wgsl!("rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
+            Kernel::MlaAttention => wgsl!("rope.wgsl", "reduce.wgsl", "mla_attention.wgsl"),
         }
     }
 }

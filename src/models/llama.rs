@@ -3,6 +3,7 @@
 
 use super::{Forward, Loader};
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan};
+use crate::ops::rope::Rope;
 use crate::ops::{attention, embed, matvec, rms_norm, rope_kv, swiglu};
 use crate::Error;
 
@@ -17,7 +18,7 @@ pub struct Config {
     pub head_dim: u32,
     pub n_vocab: u32,
     pub rms_eps: f32,
-    pub rope: rope_kv::Rope,
+    pub rope: Rope,
     /// The context length the model was trained for.
     pub n_ctx_train: u32,
 }
@@ -57,14 +58,12 @@ impl Config {
             head_dim,
             n_vocab,
             rms_eps: l.meta_f32_or("attention.layer_norm_rms_epsilon", 1e-5)?,
-            rope: rope_kv::Rope {
-                n_head,
-                n_kv_head,
-                head_dim,
+            rope: Rope {
                 n_rot: l.meta_u32_or("rope.dimension_count", head_dim)?,
                 freq_base: l.meta_f32_or("rope.freq_base", 10000.0)?,
                 freq_scale,
                 neox: false,
+                yarn: None,
             },
             n_ctx_train: l.meta_u32_or("context_length", 4096)?,
         })
@@ -152,7 +151,12 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
             factors: rope_freqs.as_ref(),
             step: &step,
         };
-        rope_kv::push(&mut plan, &c.rope, &caches);
+        let heads = rope_kv::Heads {
+            n_head: c.n_head,
+            n_kv_head: c.n_kv_head,
+            head_dim: c.head_dim,
+        };
+        rope_kv::push(&mut plan, &c.rope, heads, &caches);
         let attn_buffers = attention::AttentionBuffers {
             q: &q,
             k_cache: &b.k_cache,

@@ -3,7 +3,11 @@
 pub mod attention;
 pub mod embed;
 pub mod matvec;
+pub mod matvec_id;
+pub mod mla;
+pub mod moe_route;
 pub mod rms_norm;
+pub mod rope;
 pub mod rope_kv;
 pub mod swiglu;
 

@@ -4,7 +4,9 @@
 pub mod fidelity;
 
 use std::sync::Arc;
-use wick::gpu::Gpu;
+use wick::gguf::{GgmlType, Header, MemorySource, TensorInfo};
+use wick::gpu::{storage_buffer, Gpu, GpuTensor, Plan};
+use wick::quant;
 
 /// The GPU, or None (with the reason printed) where there is none. In CI a missing adapter fails.
 pub fn gpu() -> Option<Arc<Gpu>> {
@@ -61,4 +63,55 @@ pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
         .sum();
     let norm: f64 = want.iter().map(|b| (*b as f64).powi(2)).sum();
     err / norm.max(1e-30)
+}
+
+/// Packs a random (rows, cols) matrix as `ty` and uploads it in parts of at most `max_part` bytes.
+/// Returns the GPU tensor and the dequantized weights the GPU should see.
+pub fn packed(
+    gpu: &Gpu,
+    ty: GgmlType,
+    rows: u32,
+    cols: u32,
+    max_part: u64,
+    rng: &mut Rng,
+) -> (GpuTensor, Vec<f32>) {
+    let w = rng.vec((rows * cols) as usize);
+    let mut bytes = Vec::new();
+    quant::quantize(ty, &w, &mut bytes).unwrap();
+    let mut deq = vec![0f32; w.len()];
+    quant::dequantize(ty, &bytes, &mut deq).unwrap();
+    let info = TensorInfo {
+        name: format!("w_{ty}"),
+        dims: vec![cols as u64, rows as u64],
+        ty,
+        offset: 0,
+    };
+    let header = Header {
+        version: 3,
+        metadata: vec![],
+        tensors: vec![info.clone()],
+        data_offset: 0,
+        alignment: 32,
+        file_len: bytes.len() as u64,
+    };
+    let source = MemorySource {
+        bytes,
+        name: "random".into(),
+    };
+    let t = GpuTensor::upload(gpu, &header, &source, &info, max_part, &mut |_| {}).unwrap();
+    (t, deq)
+}
+
+pub fn run(gpu: &Gpu, mut plan: Plan) {
+    plan.finish(gpu).unwrap();
+    let mut enc = gpu.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        plan.record(&mut pass);
+    }
+    gpu.queue.submit([enc.finish()]);
+}
+
+pub fn f32_buffer(gpu: &Gpu, data: &[f32]) -> wgpu::Buffer {
+    storage_buffer(gpu, "data", bytemuck::cast_slice(data))
 }

@@ -1,0 +1,107 @@
+//! Matvecs over the experts a router chose, read by index (shaders/matvec_id.wgsl).
+
+use super::matvec::threads_per_row;
+use crate::gpu::{grid, GpuTensor, Kernel, PipelineKey, Plan};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    first_row: u32,
+    part_rows: u32,
+    n_slots: u32,
+    x_slot_stride: u32,
+    combine: u32,
+}
+
+/// What the chosen experts read and write.
+pub struct Experts<'a> {
+    /// Rows of one expert in the stacked tensor.
+    pub rows: u32,
+    /// Experts chosen per token.
+    pub n_slots: u32,
+    /// (n_slots) ids, then (n_slots) f32 weights, as moe_route writes them.
+    pub route: &'a wgpu::Buffer,
+}
+
+/// How the slots' outputs come out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// y[s * rows + r] = (W_{e_s} x_s)[r]
+    PerSlot,
+    /// y[r] += sum_s weight_s (W_{e_s} x_s)[r]
+    WeightedSum,
+}
+
+/// Adds the chosen experts' matvecs: slot s reads x from float s * `x_slot_stride` (0: all one x).
+pub fn push(
+    plan: &mut Plan,
+    w: &GpuTensor,
+    experts: &Experts,
+    x: &wgpu::Buffer,
+    x_slot_stride: u32,
+    y: &wgpu::Buffer,
+    output: Output,
+) {
+    assert!(x_slot_stride % 4 == 0);
+    let tpr = threads_per_row(w.row_len);
+    let key = PipelineKey {
+        threads_per_row: Some(tpr),
+        ..PipelineKey::new(Kernel::MatvecId, Some(w.ty))
+    };
+    let items = match output {
+        Output::PerSlot => experts.rows * experts.n_slots,
+        Output::WeightedSum => experts.rows,
+    };
+    for part in &w.parts {
+        let p = Params {
+            rows: experts.rows,
+            cols: w.row_len,
+            row_bytes: w.row_bytes,
+            first_row: part.first_row,
+            part_rows: part.rows,
+            n_slots: experts.n_slots,
+            x_slot_stride: x_slot_stride / 4,
+            combine: (output == Output::WeightedSum) as u32,
+        };
+        plan.push(
+            key,
+            &[&part.buffer, x, y, experts.route],
+            super::params(&p),
+            grid(items.div_ceil(key.workgroup / tpr)),
+        );
+    }
+    // Only the chosen experts' rows are read.
+    let n_expert = (w.rows / experts.rows) as u64;
+    plan.weight_bytes += w.bytes() * experts.n_slots as u64 / n_expert.max(1);
+}
+
+/// CPU reference. `w`: (n_expert * rows, cols) dequantized, where rows is y's length (WeightedSum) or
+/// y's length / the slots (PerSlot); `ids`, `weights`: the route.
+pub fn reference(
+    w: &[f32],
+    cols: usize,
+    (ids, weights): (&[u32], &[f32]),
+    x: &[f32],
+    x_slot_stride: usize,
+    y: &mut [f32],
+    output: Output,
+) {
+    let rows = match output {
+        Output::PerSlot => y.len() / ids.len(),
+        Output::WeightedSum => y.len(),
+    };
+    for (s, &e) in ids.iter().enumerate() {
+        let xs = &x[s * x_slot_stride..s * x_slot_stride + cols];
+        for r in 0..rows {
+            let row = &w[(e as usize * rows + r) * cols..][..cols];
+            let dot: f32 = row.iter().zip(xs).map(|(a, b)| a * b).sum();
+            match output {
+                Output::PerSlot => y[s * rows + r] = dot,
+                Output::WeightedSum => y[r] += weights[s] * dot,
+            }
+        }
+    }
+}

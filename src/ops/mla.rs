@@ -1,0 +1,164 @@
+//! Multi-head Latent Attention (DeepSeek-V2) in absorbed form: the cache write (shaders/mla_kv.wgsl) and
+//! attention in the latent space (shaders/mla_attention.wgsl). Each position caches kv_lora latent values
+//! and n_rot rope values, once for all heads; k_b takes each head's query into the latent space before
+//! attention and v_b takes its output out after it (matvec::push_grouped).
+
+use super::rope::{Rope, RopeParams};
+use crate::gpu::{Kernel, PipelineKey, Plan};
+
+/// The shape of a layer's MLA.
+#[derive(Clone, Copy, Debug)]
+pub struct Mla {
+    pub n_head: u32,
+    pub kv_lora: u32,
+    /// Per head: the query's no-rope and rope parts (the rope part has rope.n_rot values), and V's size.
+    pub q_nope: u32,
+    pub v_dim: u32,
+    pub rope: Rope,
+    /// Softmax scale of q . k.
+    pub scale: f32,
+}
+
+impl Mla {
+    /// Floats per head in the query: the no-rope part, then the rope part.
+    pub fn q_stride(&self) -> u32 {
+        self.q_nope + self.rope.n_rot
+    }
+
+    /// Floats per cached position.
+    pub fn cache_width(&self) -> u32 {
+        self.kv_lora + self.rope.n_rot
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct KvParams {
+    rope: RopeParams,
+    kv_lora: u32,
+    eps: f32,
+    _pad: [u32; 2],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct AttentionParams {
+    rope: RopeParams,
+    n_head: u32,
+    kv_lora: u32,
+    q_stride: u32,
+    q_rope: u32,
+    n_ctx: u32,
+    scale: f32,
+    _pad: [u32; 2],
+}
+
+/// Adds the cache write of the step's compressed kv (kv_lora + n_rot): latent normed by `norm`, rope
+/// part rotated, into row `pos` of `cache`.
+pub fn push_kv(
+    plan: &mut Plan,
+    m: &Mla,
+    kv: &wgpu::Buffer,
+    norm: &wgpu::Buffer,
+    eps: f32,
+    cache: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+) {
+    let p = KvParams {
+        rope: m.rope.params(),
+        kv_lora: m.kv_lora,
+        eps,
+        _pad: [0; 2],
+    };
+    let key = PipelineKey {
+        workgroup: 256,
+        ..PipelineKey::new(Kernel::MlaKv, None)
+    };
+    plan.push(key, &[kv, norm, cache, step], super::params(&p), [1, 1, 1]);
+}
+
+/// The buffers attention reads and writes.
+pub struct AttentionBuffers<'a> {
+    /// (n_head, kv_lora): each head's no-rope query through k_b.
+    pub q_latent: &'a wgpu::Buffer,
+    /// (n_head, q_stride): the query; its rope part is rotated as it is read.
+    pub q: &'a wgpu::Buffer,
+    /// (n_ctx, kv_lora + n_rot)
+    pub cache: &'a wgpu::Buffer,
+    /// (n_head, n_ctx) scratch
+    pub scores: &'a wgpu::Buffer,
+    /// (n_head, kv_lora)
+    pub out: &'a wgpu::Buffer,
+    pub step: &'a wgpu::Buffer,
+}
+
+pub fn push_attention(plan: &mut Plan, m: &Mla, n_ctx: u32, b: &AttentionBuffers) {
+    assert!(
+        m.rope.n_rot <= 128,
+        "the kernel holds at most 128 rope values"
+    );
+    let p = AttentionParams {
+        rope: m.rope.params(),
+        n_head: m.n_head,
+        kv_lora: m.kv_lora,
+        q_stride: m.q_stride(),
+        q_rope: m.q_nope,
+        n_ctx,
+        scale: m.scale,
+        _pad: [0; 2],
+    };
+    plan.push(
+        PipelineKey::new(Kernel::MlaAttention, None),
+        &[b.q_latent, b.q, b.cache, b.scores, b.out, b.step],
+        super::params(&p),
+        [m.n_head, 1, 1],
+    );
+}
+
+/// CPU reference of one layer's attention output (n_head * v_dim) at the last cached position, in the
+/// naive form: each head's keys and values decompressed from the latent cache, then plain attention.
+/// `q`: (n_head, q_stride) already rotated; `cache`: (n, kv_lora + n_rot) already normed and rotated;
+/// `k_b`: (n_head, kv_lora, q_nope) and `v_b`: (n_head, v_dim, kv_lora), dequantized.
+pub fn reference_naive(m: &Mla, q: &[f32], cache: &[f32], k_b: &[f32], v_b: &[f32]) -> Vec<f32> {
+    let (l, r, nope, vd) = (
+        m.kv_lora as usize,
+        m.rope.n_rot as usize,
+        m.q_nope as usize,
+        m.v_dim as usize,
+    );
+    let n = cache.len() / (l + r);
+    let mut out = Vec::with_capacity(m.n_head as usize * vd);
+    for h in 0..m.n_head as usize {
+        let qh = &q[h * (nope + r)..(h + 1) * (nope + r)];
+        let kb = &k_b[h * l * nope..(h + 1) * l * nope]; // (kv_lora, q_nope)
+        let vb = &v_b[h * vd * l..(h + 1) * vd * l]; // (v_dim, kv_lora)
+        let mut scores = Vec::with_capacity(n);
+        let mut values = Vec::with_capacity(n);
+        for p in 0..n {
+            let latent = &cache[p * (l + r)..p * (l + r) + l];
+            let rope = &cache[p * (l + r) + l..(p + 1) * (l + r)];
+            // k_nope[i] = sum_c k_b[c][i] * latent[c]; v[j] = sum_c v_b[j][c] * latent[c]
+            let k_nope: Vec<f32> = (0..nope)
+                .map(|i| (0..l).map(|c| kb[c * nope + i] * latent[c]).sum())
+                .collect();
+            let v: Vec<f32> = (0..vd)
+                .map(|j| (0..l).map(|c| vb[j * l + c] * latent[c]).sum())
+                .collect();
+            let dot: f32 = qh[..nope]
+                .iter()
+                .zip(&k_nope)
+                .map(|(a, b)| a * b)
+                .sum::<f32>()
+                + qh[nope..].iter().zip(rope).map(|(a, b)| a * b).sum::<f32>();
+            scores.push(dot * m.scale);
+            values.push(v);
+        }
+        let top = scores.iter().cloned().fold(f32::MIN, f32::max);
+        let e: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
+        let sum: f32 = e.iter().sum();
+        for j in 0..vd {
+            out.push((0..n).map(|p| e[p] * values[p][j]).sum::<f32>() / sum);
+        }
+    }
+    out
+}

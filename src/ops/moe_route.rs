@@ -1,0 +1,92 @@
+//! A mixture-of-experts router (shaders/moe_route.wgsl): probabilities, top-k with an optional selection
+//! bias, weights.
+
+use crate::gpu::{Kernel, PipelineKey, Plan};
+
+/// The most experts a router may choose among (the kernel's private arrays).
+pub const MAX_EXPERTS: u32 = 256;
+
+/// How a layer turns router logits into chosen experts and weights (llama.cpp's build_moe_ffn).
+#[derive(Clone, Copy, Debug)]
+pub struct Gating {
+    pub n_expert: u32,
+    pub n_used: u32,
+    /// Sigmoid probabilities; softmax otherwise.
+    pub sigmoid: bool,
+    /// Weights divided by their sum before scaling.
+    pub normalize: bool,
+    pub scale: f32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n_expert: u32,
+    n_used: u32,
+    sigmoid: u32,
+    normalize: u32,
+    scale: f32,
+    has_bias: u32,
+}
+
+/// Adds the router: `logits` (n_expert) and an optional selection `bias` (n_expert) into `route`
+/// ((n_used) ids, then (n_used) f32 weights).
+pub fn push(
+    plan: &mut Plan,
+    g: &Gating,
+    logits: &wgpu::Buffer,
+    bias: Option<&wgpu::Buffer>,
+    route: &wgpu::Buffer,
+) {
+    assert!(g.n_expert <= MAX_EXPERTS && g.n_used <= g.n_expert);
+    let p = Params {
+        n_expert: g.n_expert,
+        n_used: g.n_used,
+        sigmoid: g.sigmoid as u32,
+        normalize: g.normalize as u32,
+        scale: g.scale,
+        has_bias: bias.is_some() as u32,
+    };
+    plan.push(
+        PipelineKey {
+            workgroup: 1,
+            ..PipelineKey::new(Kernel::MoeRoute, None)
+        },
+        &[logits, bias.unwrap_or(logits), route],
+        super::params(&p),
+        [1, 1, 1],
+    );
+}
+
+/// CPU reference: the chosen ids and their weights.
+pub fn reference(g: &Gating, logits: &[f32], bias: Option<&[f32]>) -> (Vec<u32>, Vec<f32>) {
+    let prob: Vec<f64> = if g.sigmoid {
+        logits
+            .iter()
+            .map(|&l| 1.0 / (1.0 + (-l as f64).exp()))
+            .collect()
+    } else {
+        let top = logits.iter().cloned().fold(f32::MIN, f32::max) as f64;
+        let e: Vec<f64> = logits.iter().map(|&l| (l as f64 - top).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        e.iter().map(|v| v / sum).collect()
+    };
+    let score = |e: usize| prob[e] + bias.map_or(0.0, |b| b[e] as f64);
+    let mut order: Vec<usize> = (0..logits.len()).collect();
+    order.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+    let ids: Vec<u32> = order[..g.n_used as usize]
+        .iter()
+        .map(|&e| e as u32)
+        .collect();
+    let total: f64 = ids.iter().map(|&e| prob[e as usize]).sum();
+    let norm = if g.normalize {
+        1.0 / total.max(6.103515625e-5)
+    } else {
+        1.0
+    };
+    let weights = ids
+        .iter()
+        .map(|&e| (prob[e as usize] * norm * g.scale as f64) as f32)
+        .collect();
+    (ids, weights)
+}

@@ -1,0 +1,111 @@
+//! How a model rotates queries and keys (shaders/rope.wgsl): plain RoPE, linear scaling and YaRN, as
+//! ggml computes the angles. Kernels that rotate take a `Rope` in their parameters.
+
+/// RoPE settings, from a model's metadata.
+#[derive(Clone, Copy, Debug)]
+pub struct Rope {
+    /// Dimensions rotated, from the first of each head.
+    pub n_rot: u32,
+    pub freq_base: f32,
+    /// 1 / the scaling factor.
+    pub freq_scale: f32,
+    /// NeoX ordering: rotate (i, i + n_rot/2) instead of (2i, 2i+1).
+    pub neox: bool,
+    pub yarn: Option<Yarn>,
+}
+
+/// YaRN's extension of the context: a ramp between interpolated and original angles.
+#[derive(Clone, Copy, Debug)]
+pub struct Yarn {
+    pub ext_factor: f32,
+    /// The magnitude of (cos, sin) before YaRN's own growth.
+    pub attn_factor: f32,
+    /// The ramp runs over pairs corr_low..corr_high.
+    pub corr_low: f32,
+    pub corr_high: f32,
+}
+
+impl Yarn {
+    /// ggml's ramp for a model trained on `n_ctx_orig` positions (beta_fast 32, beta_slow 1).
+    pub fn new(n_rot: u32, freq_base: f32, n_ctx_orig: u32, attn_factor: f32) -> Yarn {
+        let corr_dim = |n_rotations: f32| {
+            n_rot as f32 * (n_ctx_orig as f32 / (n_rotations * 2.0 * std::f32::consts::PI)).ln()
+                / (2.0 * freq_base.ln())
+        };
+        Yarn {
+            ext_factor: 1.0,
+            attn_factor,
+            corr_low: corr_dim(32.0).floor().max(0.0),
+            corr_high: corr_dim(1.0).ceil().min(n_rot as f32 - 1.0),
+        }
+    }
+}
+
+/// `Rope` as the shaders' `struct Rope` lays it out.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct RopeParams {
+    n_rot: u32,
+    neox: u32,
+    freq_base: f32,
+    freq_scale: f32,
+    ext_factor: f32,
+    attn_factor: f32,
+    corr_low: f32,
+    corr_high: f32,
+}
+
+impl Rope {
+    pub fn params(&self) -> RopeParams {
+        let yarn = self.yarn.unwrap_or(Yarn {
+            ext_factor: 0.0,
+            attn_factor: 1.0,
+            corr_low: 0.0,
+            corr_high: 0.0,
+        });
+        RopeParams {
+            n_rot: self.n_rot,
+            neox: self.neox as u32,
+            freq_base: self.freq_base,
+            freq_scale: self.freq_scale,
+            ext_factor: yarn.ext_factor,
+            attn_factor: yarn.attn_factor,
+            corr_low: yarn.corr_low,
+            corr_high: yarn.corr_high,
+        }
+    }
+
+    /// CPU reference: rotates the first `n_rot` dimensions of one head in place at position `pos`.
+    pub fn reference(&self, x: &mut [f32], pos: u32, factors: Option<&[f32]>) {
+        for i in 0..(self.n_rot / 2) as usize {
+            let (j0, j1) = if self.neox {
+                (i, i + self.n_rot as usize / 2)
+            } else {
+                (2 * i, 2 * i + 1)
+            };
+            let divisor = factors.map_or(1.0, |f| f[i] as f64);
+            let extrapolated = pos as f64
+                * (self.freq_base as f64).powf(-2.0 * i as f64 / self.n_rot as f64)
+                / divisor;
+            let interpolated = self.freq_scale as f64 * extrapolated;
+            let (mut theta, mut magnitude) = (interpolated, 1.0);
+            if let Some(y) = self.yarn {
+                magnitude = y.attn_factor as f64;
+                if y.ext_factor != 0.0 {
+                    let ramp = (i as f64 - y.corr_low as f64)
+                        / (y.corr_high as f64 - y.corr_low as f64).max(0.001);
+                    let mix = (1.0 - ramp.clamp(0.0, 1.0)) * y.ext_factor as f64;
+                    theta = interpolated * (1.0 - mix) + extrapolated * mix;
+                    magnitude *= 1.0 + 0.1 * (1.0 / self.freq_scale as f64).ln();
+                }
+            }
+            let (s, c) = (
+                (theta.sin() * magnitude) as f32,
+                (theta.cos() * magnitude) as f32,
+            );
+            let (a, b) = (x[j0], x[j1]);
+            x[j0] = a * c - b * s;
+            x[j1] = a * s + b * c;
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The kernels DeepSeek-V2 adds, against CPU references on seeded random data: matvecs over per-head
+//! groups and over routed experts (split into parts across expert boundaries), the router, YaRN RoPE,
+//! and Multi-head Latent Attention in absorbed form against the naive, decompressed form.
+
+mod common;
+
+use common::{f32_buffer, gpu, nmse, packed, run, Rng};
+use wick::gguf::GgmlType;
+use wick::gpu::{read_back_f32, scratch_buffer, storage_buffer, Plan};
+use wick::ops::matvec_id::{self, Experts, Output};
+use wick::ops::mla::{self, Mla};
+use wick::ops::moe_route::{self, Gating};
+use wick::ops::rope::{Rope, Yarn};
+use wick::ops::{matvec, rms_norm};
+
+#[test]
+fn grouped_matvec_reads_each_groups_x() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(5);
+    // 3 heads of 40 rows of 64 weights; head h reads x from float 72 h (a q with rope parts between).
+    let (heads, rows, cols, stride) = (3u32, 40u32, 64u32, 72u32);
+    let (w, deq) = packed(&gpu, GgmlType::Q8_0, heads * rows, cols, 68 * 50, &mut rng);
+    assert!(w.parts.len() > 1);
+    let x = rng.vec((heads * stride) as usize);
+    let y = scratch_buffer(&gpu, "y", (heads * rows) as u64 * 4).unwrap();
+    let mut plan = Plan::new(&gpu);
+    matvec::push_grouped(
+        &mut plan,
+        &w,
+        &f32_buffer(&gpu, &x),
+        &y,
+        false,
+        rows,
+        stride,
+    );
+    run(&gpu, plan);
+    let mut want = vec![0f32; (heads * rows) as usize];
+    for h in 0..heads as usize {
+        let (r, c, s) = (rows as usize, cols as usize, stride as usize);
+        matvec::reference(
+            &deq[h * r * c..(h + 1) * r * c],
+            &x[h * s..h * s + c],
+            &mut want[h * r..(h + 1) * r],
+            false,
+        );
+    }
+    let e = nmse(&read_back_f32(&gpu, &y, want.len()).unwrap(), &want);
+    assert!(e < 1e-10, "nmse {e}");
+}
+
+#[test]
+fn router_and_expert_matvecs_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(11);
+    let (n_expert, rows, cols) = (8u32, 48u32, 256u32);
+    let gatings = [
+        (
+            Gating {
+                n_expert,
+                n_used: 2,
+                sigmoid: false,
+                normalize: false,
+                scale: 1.0,
+            },
+            false,
+        ),
+        (
+            Gating {
+                n_expert,
+                n_used: 3,
+                sigmoid: true,
+                normalize: true,
+                scale: 2.5,
+            },
+            true,
+        ),
+    ];
+    for ty in [GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::F16] {
+        // Parts of 80 rows: experts straddle part boundaries.
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let (w, deq) = packed(
+            &gpu,
+            ty,
+            n_expert * rows,
+            cols,
+            row_bytes * 80 + 4,
+            &mut rng,
+        );
+        assert!(w.parts.len() >= 4);
+        for (g, with_bias) in &gatings {
+            let logits: Vec<f32> = rng.vec(n_expert as usize).iter().map(|v| v * 3.0).collect();
+            let bias: Vec<f32> = rng.vec(n_expert as usize).iter().map(|v| v * 0.5).collect();
+            let bias = with_bias.then_some(&bias[..]);
+            let (ids, weights) = moe_route::reference(g, &logits, bias);
+            let route = scratch_buffer(&gpu, "route", g.n_used as u64 * 8).unwrap();
+            let bias_buffer = bias.map(|b| f32_buffer(&gpu, b));
+            let mut plan = Plan::new(&gpu);
+            moe_route::push(
+                &mut plan,
+                g,
+                &f32_buffer(&gpu, &logits),
+                bias_buffer.as_ref(),
+                &route,
+            );
+            run(&gpu, plan);
+            let got: Vec<u32> =
+                bytemuck::cast_slice(&gpu.read_back(&route, g.n_used as u64 * 8).unwrap()).to_vec();
+            assert_eq!(&got[..g.n_used as usize], &ids[..], "{g:?}: chosen experts");
+            let got_w: Vec<f32> = got[g.n_used as usize..]
+                .iter()
+                .map(|&b| f32::from_bits(b))
+                .collect();
+            assert!(
+                nmse(&got_w, &weights) < 1e-10,
+                "{g:?}: weights {got_w:?} {weights:?}"
+            );
+
+            let experts = Experts {
+                rows,
+                n_slots: g.n_used,
+                route: &route,
+            };
+            // Per slot, one x for all.
+            let x = rng.vec(cols as usize);
+            let y = scratch_buffer(&gpu, "y", (rows * g.n_used) as u64 * 4).unwrap();
+            let mut plan = Plan::new(&gpu);
+            matvec_id::push(
+                &mut plan,
+                &w,
+                &experts,
+                &f32_buffer(&gpu, &x),
+                0,
+                &y,
+                Output::PerSlot,
+            );
+            run(&gpu, plan);
+            let mut want = vec![0f32; (rows * g.n_used) as usize];
+            matvec_id::reference(
+                &deq,
+                cols as usize,
+                (&ids, &weights),
+                &x,
+                0,
+                &mut want,
+                Output::PerSlot,
+            );
+            let e = nmse(&read_back_f32(&gpu, &y, want.len()).unwrap(), &want);
+            assert!(e < 1e-10, "{ty} per slot: nmse {e}");
+            // Weighted sum into a residual, one x per slot.
+            let xs = rng.vec((cols * g.n_used) as usize);
+            let y0 = rng.vec(rows as usize);
+            let y = f32_buffer(&gpu, &y0);
+            let mut plan = Plan::new(&gpu);
+            matvec_id::push(
+                &mut plan,
+                &w,
+                &experts,
+                &f32_buffer(&gpu, &xs),
+                cols,
+                &y,
+                Output::WeightedSum,
+            );
+            run(&gpu, plan);
+            let mut want = y0.clone();
+            matvec_id::reference(
+                &deq,
+                cols as usize,
+                (&ids, &weights),
+                &xs,
+                cols as usize,
+                &mut want,
+                Output::WeightedSum,
+            );
+            let e = nmse(&read_back_f32(&gpu, &y, want.len()).unwrap(), &want);
+            assert!(e < 1e-10, "{ty} weighted sum: nmse {e}");
+        }
+    }
+}
+
+/// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU, against the naive form
+/// on the CPU: every head's keys and values decompressed from the latent cache.
+#[test]
+fn absorbed_mla_equals_the_naive_form() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(23);
+    let (n_head, kv_lora, q_nope, n_rot, v_dim, n_ctx) = (3u32, 64u32, 32u32, 16u32, 24u32, 40u32);
+    for neox in [false, true] {
+        let rope = Rope {
+            n_rot,
+            freq_base: 10000.0,
+            freq_scale: 0.25,
+            neox,
+            yarn: Some(Yarn::new(n_rot, 10000.0, 64, 0.9)),
+        };
+        let m = Mla {
+            n_head,
+            kv_lora,
+            q_nope,
+            v_dim,
+            rope,
+            scale: 0.3,
+        };
+        let pos = 29u32;
+        let width = m.cache_width() as usize;
+        // The cache before: rows < pos already normed and rotated (random), the rest zero.
+        let mut cache = vec![0f32; n_ctx as usize * width];
+        for v in &mut cache[..pos as usize * width] {
+            *v = rng.f32();
+        }
+        let kv = rng.vec(width);
+        let norm = rng.vec(kv_lora as usize);
+        let q = rng.vec((n_head * m.q_stride()) as usize);
+        let (k_b, k_b_deq) = packed(
+            &gpu,
+            GgmlType::F16,
+            n_head * kv_lora,
+            q_nope,
+            1 << 20,
+            &mut rng,
+        );
+        let (v_b, v_b_deq) = packed(
+            &gpu,
+            GgmlType::Q8_0,
+            n_head * v_dim,
+            kv_lora,
+            1 << 20,
+            &mut rng,
+        );
+
+        let cache_buffer = f32_buffer(&gpu, &cache);
+        let step = storage_buffer(&gpu, "step", bytemuck::cast_slice(&[0u32, pos]));
+        let q_buffer = f32_buffer(&gpu, &q);
+        let q_latent = scratch_buffer(&gpu, "q_latent", (n_head * kv_lora) as u64 * 4).unwrap();
+        let scores = scratch_buffer(&gpu, "scores", (n_head * n_ctx) as u64 * 4).unwrap();
+        let latent_out = scratch_buffer(&gpu, "latent_out", (n_head * kv_lora) as u64 * 4).unwrap();
+        let out = scratch_buffer(&gpu, "out", (n_head * v_dim) as u64 * 4).unwrap();
+        let mut plan = Plan::new(&gpu);
+        mla::push_kv(
+            &mut plan,
+            &m,
+            &f32_buffer(&gpu, &kv),
+            &f32_buffer(&gpu, &norm),
+            1e-6,
+            &cache_buffer,
+            &step,
+        );
+        matvec::push_grouped(
+            &mut plan,
+            &k_b,
+            &q_buffer,
+            &q_latent,
+            false,
+            kv_lora,
+            m.q_stride(),
+        );
+        let b = mla::AttentionBuffers {
+            q_latent: &q_latent,
+            q: &q_buffer,
+            cache: &cache_buffer,
+            scores: &scores,
+            out: &latent_out,
+            step: &step,
+        };
+        mla::push_attention(&mut plan, &m, n_ctx, &b);
+        matvec::push_grouped(&mut plan, &v_b, &latent_out, &out, false, v_dim, kv_lora);
+        run(&gpu, plan);
+
+        // CPU: the cache row, the rotated query, the naive attention.
+        let l = kv_lora as usize;
+        let mut row = rms_norm::reference(&kv[..l], &norm, 1e-6);
+        let mut pe = kv[l..].to_vec();
+        rope.reference(&mut pe, pos, None);
+        row.extend(pe);
+        let at = pos as usize * width;
+        cache[at..at + width].copy_from_slice(&row);
+        let got_cache = read_back_f32(&gpu, &cache_buffer, cache.len()).unwrap();
+        assert!(nmse(&got_cache, &cache) < 1e-10, "neox={neox}: cache row");
+        let mut q_rot = q.clone();
+        for h in q_rot.chunks_mut(m.q_stride() as usize) {
+            rope.reference(&mut h[q_nope as usize..], pos, None);
+        }
+        let want = mla::reference_naive(&m, &q_rot, &cache[..at + width], &k_b_deq, &v_b_deq);
+        let e = nmse(&read_back_f32(&gpu, &out, want.len()).unwrap(), &want);
+        assert!(e < 1e-9, "neox={neox}: attention nmse {e}");
+    }
+}
