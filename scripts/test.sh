@@ -10,4 +10,4 @@ export WICK_TEST_PYTHON=${WICK_TEST_PYTHON:-$(scripts/test-python.sh)}
 [ "$(uname)" = Linux ] && export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 chmod 700 "$XDG_RUNTIME_DIR"
-cargo test --release --workspace "$@"
+cargo test --release --workspace --no-fail-fast "$@"

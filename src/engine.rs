@@ -24,6 +24,8 @@ impl Default for LoadOptions {
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
     pub dispatches_per_token: u32,
+    /// Dispatches in each transformer layer.
+    pub dispatches_per_layer: Vec<u32>,
     pub submits_per_token: u32,
     pub weight_bytes_per_token: u64,
     /// Steps run and the wall time they took, submit to result.
@@ -86,6 +88,7 @@ impl Engine {
         });
         let stats = Stats {
             dispatches_per_token: forward.plan.dispatches.len() as u32,
+            dispatches_per_layer: forward.plan.dispatches_per_layer(),
             submits_per_token: 1,
             weight_bytes_per_token: forward.plan.weight_bytes,
             ..Default::default()

@@ -16,10 +16,11 @@ use serde_json::Value;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::FileSource;
 
-/// llama.cpp's 8-bit activations put its logits up to about 0.65 from exact math on these prompts.
+/// llama.cpp's 8-bit activations put its logits up to about 0.9 from exact math on these prompts (at
+/// logits near 28, late in a 32-token reply); Wick is within 1e-4 of exact math (the f32 reference).
 const LLAMA_CPP: Tolerance = Tolerance {
-    logit: 0.8,
-    clear_gap: 0.8,
+    logit: 1.0,
+    clear_gap: 1.0,
 };
 
 /// The same f32 math summed in another order.

@@ -95,6 +95,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
                         "avg_ts": avg, "stddev_ts": sd, "samples_ts": r.samples,
                         "avg_ns": 1e9 * (r.n_prompt + r.n_gen) as f64 / avg,
                         "dispatches_per_token": s.dispatches_per_token, "submits_per_token": s.submits_per_token,
+                        "dispatches_per_layer": s.dispatches_per_layer,
                         "weight_bytes_per_token": s.weight_bytes_per_token,
                         "adapter": adapter, "backend": backend,
                     })
@@ -103,8 +104,11 @@ pub fn main(args: BenchArgs) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&json)?);
         }
         Format::Md => {
-            println!("| model | adapter | backend | test | t/s | dispatches/token | submits/token | weight MB/token |");
-            println!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |");
+            let mut per_layer = s.dispatches_per_layer.clone();
+            per_layer.dedup();
+            let per_layer: Vec<String> = per_layer.iter().map(u32::to_string).collect();
+            println!("| model | adapter | backend | test | t/s | dispatches/token | per layer | submits/token | weight MB/token |");
+            println!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
             for r in &rows {
                 let (avg, sd) = mean_sd(&r.samples);
                 let test = if r.n_prompt > 0 {
@@ -113,8 +117,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
                     format!("tg{}", r.n_gen)
                 };
                 println!(
-                    "| {model} | {adapter} | {backend} | {test} | {avg:.2} ± {sd:.2} | {} | {} | {:.1} |",
+                    "| {model} | {adapter} | {backend} | {test} | {avg:.2} ± {sd:.2} | {} | {} | {} | {:.1} |",
                     s.dispatches_per_token,
+                    per_layer.join(", "),
                     s.submits_per_token,
                     s.weight_bytes_per_token as f64 / 1e6
                 );

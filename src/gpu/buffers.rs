@@ -27,6 +27,34 @@ pub struct GpuTensor {
     pub parts: Vec<TensorPart>,
 }
 
+/// What a packed tensor is: `rows` rows of `row_len` weights of `ty`, in groups of `group_rows` rows
+/// (one expert or head of a stacked tensor; the tensor's rows when it is a plain matrix) that parts keep
+/// whole where they can.
+#[derive(Clone, Debug)]
+pub struct Shape {
+    pub name: String,
+    pub ty: GgmlType,
+    pub row_len: u64,
+    pub rows: u64,
+    pub group_rows: u64,
+}
+
+impl Shape {
+    /// A file's tensor: every dimension past the first is rows; groups are its second dimension.
+    pub fn of(info: &TensorInfo) -> Shape {
+        Shape {
+            name: info.name.clone(),
+            ty: info.ty,
+            row_len: info.row_len(),
+            rows: info.rows(),
+            group_rows: info.dims.get(1).copied().unwrap_or(1).max(1),
+        }
+    }
+}
+
+/// Where a tensor's packed bytes come from: `read(offset, buf)` fills `buf` from byte `offset`.
+type ReadBytes<'a> = dyn FnMut(u64, &mut [u8]) -> Result<(), crate::Error> + 'a;
+
 impl GpuTensor {
     /// Streams a tensor's byte range from `source` into GPU buffers, calling `progress` with bytes done.
     /// No buffer is larger than `max_part` bytes (the adapter's binding limit, or less to test splitting).
@@ -38,37 +66,65 @@ impl GpuTensor {
         max_part: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
+        let start = header.tensor_range(info).start;
+        let shape = Shape::of(info);
+        let mut read = |offset: u64, buf: &mut [u8]| -> Result<(), crate::Error> {
+            Ok(source.read_at(start + offset, buf)?)
+        };
+        GpuTensor::stream(gpu, &shape, max_part, &mut read, progress)
+    }
+
+    /// A tensor made on the host (weights derived at load), packed as `shape.ty`.
+    pub fn from_host(gpu: &Gpu, shape: &Shape, bytes: &[u8]) -> Result<GpuTensor, crate::Error> {
+        let mut read = |offset: u64, buf: &mut [u8]| -> Result<(), crate::Error> {
+            let at = offset as usize;
+            buf.copy_from_slice(&bytes[at..at + buf.len()]);
+            Ok(())
+        };
+        GpuTensor::stream(gpu, shape, gpu.max_binding(), &mut read, &mut |_| {})
+    }
+
+    fn stream(
+        gpu: &Gpu,
+        shape: &Shape,
+        max_part: u64,
+        read: &mut ReadBytes,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<GpuTensor, crate::Error> {
         let max_part = max_part.min(gpu.max_binding());
         let too_large = |what: &str, bytes: u64| GpuError::TooLarge {
-            what: format!("{what} of tensor {}", info.name),
+            what: format!("{what} of tensor {}", shape.name),
             bytes,
             limit: max_part,
         };
-        let row_bytes = info.ty.bytes_for(info.row_len()).unwrap_or(0);
-        let rows = info.rows();
+        let row_bytes = shape.ty.bytes_for(shape.row_len).unwrap_or(0);
+        let rows = shape.rows;
         if row_bytes == 0 || rows == 0 {
             return Err(crate::Error::Model(format!(
                 "tensor {} is empty",
-                info.name
+                shape.name
             )));
         }
         if rows > u32::MAX as u64 || row_bytes > u32::MAX as u64 {
-            return Err(too_large("the shape", info.bytes()).into());
+            return Err(too_large("the shape", rows.saturating_mul(row_bytes)).into());
         }
-        // Rows per part, keeping each part (padded to 4 bytes) within one binding.
-        let rows_per_part = (max_part.saturating_sub(4) / row_bytes).min(rows);
+        // Rows per part, keeping each part (padded to 4 bytes) within one binding, and whole groups
+        // (experts, heads) in one part where a group fits.
+        let mut rows_per_part = (max_part.saturating_sub(4) / row_bytes).min(rows);
         if rows_per_part == 0 {
             return Err(too_large("one row", row_bytes).into());
         }
-        let start = header.tensor_range(info).start;
+        if rows_per_part >= shape.group_rows && rows_per_part < rows {
+            rows_per_part -= rows_per_part % shape.group_rows;
+        }
         let mut parts = Vec::new();
         let mut first_row = 0u64;
         while first_row < rows {
             let part_rows = rows_per_part.min(rows - first_row);
             let bytes = part_rows * row_bytes;
-            let buffer = gpu.checked(&format!("allocating {}", info.name), || {
+            let buffer = gpu.checked(&format!("allocating {}", shape.name), || {
                 gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(&info.name),
+                    label: Some(&shape.name),
                     size: bytes.next_multiple_of(4),
                     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
@@ -80,10 +136,7 @@ impl GpuTensor {
                 let n = UPLOAD_CHUNK.min(bytes - done);
                 chunk.clear();
                 chunk.resize(n.next_multiple_of(4) as usize, 0);
-                source.read_at(
-                    start + first_row * row_bytes + done,
-                    &mut chunk[..n as usize],
-                )?;
+                read(first_row * row_bytes + done, &mut chunk[..n as usize])?;
                 gpu.queue.write_buffer(&buffer, done, &chunk);
                 done += n;
                 progress(n);
@@ -96,9 +149,9 @@ impl GpuTensor {
             first_row += part_rows;
         }
         Ok(GpuTensor {
-            name: info.name.clone(),
-            ty: info.ty,
-            row_len: info.row_len() as u32,
+            name: shape.name.clone(),
+            ty: shape.ty,
+            row_len: shape.row_len as u32,
             rows: rows as u32,
             row_bytes: row_bytes as u32,
             parts,
@@ -111,7 +164,7 @@ impl GpuTensor {
     }
 }
 
-/// Reads a small tensor (a norm's weights) into f32 on the host, whatever its type.
+/// Reads a tensor into f32 on the host, dequantized whatever its type (norms, small derived weights).
 pub fn read_f32(
     header: &Header,
     source: &dyn ByteSource,
@@ -120,13 +173,10 @@ pub fn read_f32(
     let range = header.tensor_range(info);
     let mut bytes = vec![0u8; (range.end - range.start) as usize];
     source.read_at(range.start, &mut bytes)?;
-    if info.ty != GgmlType::F32 {
-        return Err(crate::Error::Model(format!(
-            "tensor {} of {} is not yet readable",
-            info.name, info.ty
-        )));
-    }
-    Ok(bytemuck::pod_collect_to_vec(&bytes))
+    let mut out = vec![0f32; info.elements() as usize];
+    crate::quant::dequantize(info.ty, &bytes, &mut out)
+        .map_err(|e| crate::Error::Model(format!("tensor {} cannot be read: {e}", info.name)))?;
+    Ok(out)
 }
 
 /// A storage buffer holding `data`.

@@ -5,7 +5,7 @@ mod pipelines;
 mod plan;
 
 pub use buffers::{
-    read_f32, scratch_buffer, storage_buffer, uniform_buffer, GpuTensor, TensorPart,
+    read_f32, scratch_buffer, storage_buffer, uniform_buffer, GpuTensor, Shape, TensorPart,
 };
 pub use pipelines::{Kernel, PipelineKey, Pipelines};
 pub use plan::{grid, Dispatch, Plan, UniformArena};

@@ -56,6 +56,8 @@ pub struct Plan {
     pub dispatches: Vec<Dispatch>,
     /// Bytes of weights the plan reads once per run.
     pub weight_bytes: u64,
+    /// Where each layer's dispatches begin, and where the last one ends.
+    layer_bounds: Vec<usize>,
     _arena_buffer: Option<wgpu::Buffer>,
 }
 
@@ -66,6 +68,7 @@ impl Plan {
             arena: UniformArena::new(gpu.limits.min_uniform_buffer_offset_alignment),
             dispatches: Vec::new(),
             weight_bytes: 0,
+            layer_bounds: Vec::new(),
             _arena_buffer: None,
         }
     }
@@ -86,6 +89,20 @@ impl Plan {
             params_len: params.len().next_multiple_of(16).max(16) as u64,
             workgroups,
         });
+    }
+
+    /// Marks where a layer's dispatches begin; after the last layer, where it ends.
+    pub fn layer_boundary(&mut self) {
+        self.layer_bounds
+            .push(self.pending.len() + self.dispatches.len());
+    }
+
+    /// Dispatches in each layer, as marked.
+    pub fn dispatches_per_layer(&self) -> Vec<u32> {
+        self.layer_bounds
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as u32)
+            .collect()
     }
 
     /// Makes the arena, the pipelines and the bind groups.

@@ -138,6 +138,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     let mut plan = Plan::new(&gpu);
     embed::push(&mut plan, &token_embd, &step, &x);
     for b in &blocks {
+        plan.layer_boundary();
         rms_norm::push(&mut plan, &x, &b.attn_norm, &xn, d, c.rms_eps);
         matvec::push(&mut plan, &b.attn_q, &xn, &q, false);
         matvec::push(&mut plan, &b.attn_k, &xn, &k, false);
@@ -180,6 +181,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
         swiglu::push(&mut plan, &gate, &up, &hidden, c.n_ff);
         matvec::push(&mut plan, &b.ffn_down, &hidden, &x, true);
     }
+    plan.layer_boundary();
     rms_norm::push(&mut plan, &x, &output_norm, &xn, d, c.rms_eps);
     matvec::push(
         &mut plan,

@@ -1,6 +1,7 @@
 //! Model architectures. Each is its own file: a config from metadata, weights named as GGUF tensors, and
 //! the plan of one decode step. What they share is here: the loader and what a loaded model hands back.
 
+pub mod deepseek2;
 pub mod llama;
 
 use crate::gguf::{ByteSource, Header};
@@ -9,7 +10,7 @@ use crate::Error;
 use std::sync::Arc;
 
 /// The architectures Wick runs.
-pub const ARCHITECTURES: &[&str] = &["llama"];
+pub const ARCHITECTURES: &[&str] = &["llama", "deepseek2"];
 
 /// A loaded model: the plan of one decode step and the buffers it talks through.
 pub struct Forward {
@@ -26,6 +27,7 @@ pub struct Forward {
 pub fn load(loader: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     match loader.arch.as_str() {
         "llama" => llama::load(loader, n_ctx),
+        "deepseek2" => deepseek2::load(loader, n_ctx),
         other => Err(Error::UnsupportedArchitecture(other.to_string())),
     }
 }
@@ -98,6 +100,13 @@ impl<'a> Loader<'a> {
         }
     }
 
+    pub fn meta_bool_or(&self, key: &str, default: bool) -> Result<bool, Error> {
+        match self.header.get(&self.key(key)) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| self.bad(key, "not a boolean")),
+        }
+    }
+
     pub fn meta_str(&self, key: &str) -> Option<&str> {
         self.header.get_str(&self.key(key))
     }
@@ -119,7 +128,24 @@ impl<'a> Loader<'a> {
 
     /// A weight matrix of `rows` rows of `cols` weights, packed as in the file.
     pub fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuTensor, Error> {
-        let t = self.info(name, &[cols, rows])?;
+        self.packed(name, &[cols, rows])
+    }
+
+    /// `n` matrices of `rows` rows of `cols` weights stacked in one tensor (experts, or per-head
+    /// matrices), packed as in the file; kernels see n * rows rows.
+    pub fn matrices(
+        &mut self,
+        name: &str,
+        cols: u32,
+        rows: u32,
+        n: u32,
+    ) -> Result<GpuTensor, Error> {
+        self.packed(name, &[cols, rows, n])
+    }
+
+    fn packed(&mut self, name: &str, shape: &[u32]) -> Result<GpuTensor, Error> {
+        let t = self.info(name, shape)?;
+        let cols = shape[0];
         if cols % 32 != 0 {
             return Err(Error::Model(format!(
                 "tensor {name}: rows of {cols} weights are not a multiple of 32"
@@ -140,12 +166,23 @@ impl<'a> Loader<'a> {
         Ok(tensor)
     }
 
-    /// A small vector (norm weights, rope factors), as f32.
-    pub fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer, Error> {
-        let t = self.info(name, &[len])?;
+    /// A tensor of the given shape, dequantized to f32 on the host (weights the model derives others
+    /// from at load).
+    pub fn host_f32(&mut self, name: &str, shape: &[u32]) -> Result<Vec<f32>, Error> {
+        let t = self.info(name, shape)?;
         let data = read_f32(self.header, self.source, t)?;
         self.done += t.bytes();
         (self.progress)(self.done, self.total);
+        Ok(data)
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.header.tensor(name).is_some()
+    }
+
+    /// A small vector (norm weights, rope factors, biases), as f32.
+    pub fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer, Error> {
+        let data = self.host_f32(name, &[len])?;
         Ok(storage_buffer(&self.gpu, name, bytemuck::cast_slice(&data)))
     }
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod fidelity;
+pub mod random_model;
 
 use std::sync::Arc;
 use wick::gguf::{GgmlType, Header, MemorySource, TensorInfo};

@@ -1,0 +1,128 @@
+//! Tiny random-weight models with goldens (tests/goldens/make_random_*.py): each record names a file, its
+//! size and tensor types, llama.cpp's tokenization of a short text, 24 token ids fed teacher-forced with
+//! the full logits at every position from llama.cpp and from an f32 numpy reference, and llama.cpp's
+//! greedy continuation. Random weights give flat logits, so all of them are compared.
+
+use super::fidelity::{check_greedy, ids, Agreement, Tolerance};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use wick::engine::{Engine, LoadOptions};
+use wick::gguf::{read_header, FileSource};
+use wick::gpu::Gpu;
+use wick::tokenizer::Tokenizer;
+
+/// How one file compared.
+#[derive(Debug)]
+pub struct Report {
+    pub file: String,
+    pub types: BTreeMap<String, String>,
+    pub max_error_f32: f32,
+    pub max_error_llama_cpp: f32,
+    pub greedy: Agreement,
+}
+
+fn rows(v: &Value) -> Vec<Vec<f32>> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect()
+}
+
+/// Largest |a - b| and its index.
+fn max_abs(a: &[f32], b: &[f32]) -> (f32, usize) {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .enumerate()
+        .fold((0.0, 0), |m, (i, e)| if e > m.0 { (e, i) } else { m })
+}
+
+/// Checks every record of `golden` against Wick: `f32` bounds the distance from the numpy reference,
+/// `llama_cpp` from llama.cpp (logits and greedy, by the near-tie method).
+pub fn check_all(
+    gpu: &Arc<Gpu>,
+    golden: &Value,
+    f32_tolerance: f32,
+    llama_cpp: Tolerance,
+) -> Vec<Report> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut reports = Vec::new();
+    for record in golden["records"].as_array().unwrap() {
+        let name = record["file"].as_str().unwrap();
+        let path = root.join(name);
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(len, record["bytes"].as_u64().unwrap(), "{name}: size");
+        let header = read_header(&FileSource::open(&path).unwrap()).unwrap();
+        let types: BTreeMap<String, String> = header
+            .tensors
+            .iter()
+            .map(|t| (t.name.clone(), t.ty.name().to_string()))
+            .collect();
+        let want: BTreeMap<String, String> =
+            serde_json::from_value(record["tensor_types"].clone()).unwrap();
+        assert_eq!(types, want, "{name}: tensor types");
+        let tokenizer = Tokenizer::from_gguf(&header).unwrap();
+        let t = &record["tokenize"];
+        assert_eq!(
+            tokenizer.encode(t["text"].as_str().unwrap(), false),
+            ids(&t["ids"]),
+            "{name}: tokenization"
+        );
+
+        let source = FileSource::open(&path).unwrap();
+        let mut engine = Engine::load(
+            gpu.clone(),
+            &source,
+            &LoadOptions { n_ctx: 64 },
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let tokens = ids(&record["teacher_ids"]);
+        let (want_llama, want_f32) = (rows(&record["teacher_logits"]), rows(&record["f32_logits"]));
+        let (mut err_llama, mut err_f32) = (0f32, 0f32);
+        for (pos, &t) in tokens.iter().enumerate() {
+            let logits = engine.step(t, true).unwrap().unwrap();
+            let (e, i) = max_abs(&logits, &want_f32[pos]);
+            assert!(
+                e < f32_tolerance,
+                "{name} position {pos}: logit {i} is {}, the f32 reference {}",
+                logits[i],
+                want_f32[pos][i]
+            );
+            err_f32 = err_f32.max(e);
+            let (e, i) = max_abs(&logits, &want_llama[pos]);
+            assert!(
+                e < llama_cpp.logit,
+                "{name} position {pos}: logit {i} is {}, llama.cpp's {}",
+                logits[i],
+                want_llama[pos][i]
+            );
+            err_llama = err_llama.max(e);
+        }
+        let greedy = check_greedy(&mut engine, &record["greedy"], llama_cpp);
+        err_llama = err_llama.max(greedy.max_error);
+        let report = Report {
+            file: name.to_string(),
+            types,
+            max_error_f32: err_f32,
+            max_error_llama_cpp: err_llama,
+            greedy,
+        };
+        eprintln!(
+            "{name}: max |Wick - f32 reference| {:.5}, max |Wick - llama.cpp| {:.4}; greedy {:?}",
+            report.max_error_f32, report.max_error_llama_cpp, report.greedy
+        );
+        reports.push(report);
+    }
+    reports
+}
