@@ -58,6 +58,7 @@ fn greedy_matches_f32_reference() {
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     files.sort();
     assert!(!files.is_empty());

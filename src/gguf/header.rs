@@ -177,11 +177,13 @@ impl Header {
         r.check_count("metadata count", n_kv, 13)?;
 
         let mut metadata: Vec<(String, Value)> = Vec::with_capacity(n_kv.min(1024) as usize);
+        // A set, not a scan of `metadata`: a hostile file of a million tiny keys must not take O(n²).
+        let mut keys = std::collections::HashSet::with_capacity(n_kv.min(1024) as usize);
         for _ in 0..n_kv {
             let key = r.string()?;
             let ty = r.u32()?;
             let value = r.value(ty, 0)?;
-            if metadata.iter().any(|(k, _)| *k == key) {
+            if !keys.insert(key.clone()) {
                 return Err(GgufError::DuplicateKey(key));
             }
             metadata.push((key, value));

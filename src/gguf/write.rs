@@ -82,8 +82,11 @@ impl<W: Write> Writer<W> {
         h.extend_from_slice(&VERSION.to_le_bytes());
         h.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
         h.extend_from_slice(&(metadata.len() as u64).to_le_bytes());
-        for (i, (key, value)) in metadata.iter().enumerate() {
-            if metadata[..i].iter().any(|(k, _)| k == key) {
+        // Sets, not scans: a header of a million keys (as a hostile input file can carry) must not cost
+        // O(n²) to write back.
+        let mut keys = std::collections::HashSet::with_capacity(metadata.len());
+        for (key, value) in metadata {
+            if !keys.insert(key.as_str()) {
                 return Err(WriteError::DuplicateKey(key.clone()));
             }
             put_str(&mut h, key);
@@ -93,9 +96,10 @@ impl<W: Write> Writer<W> {
 
         let mut sizes = Vec::with_capacity(tensors.len());
         let mut offset = 0u64;
-        for (i, t) in tensors.iter().enumerate() {
+        let mut names = std::collections::HashSet::with_capacity(tensors.len());
+        for t in tensors {
             let bytes = tensor_bytes(t)?;
-            if tensors[..i].iter().any(|u| u.name == t.name) {
+            if !names.insert(t.name.as_str()) {
                 return Err(WriteError::DuplicateTensor(t.name.clone()));
             }
             put_str(&mut h, &t.name);
