@@ -16,13 +16,16 @@ use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource, GgmlType};
 use wick::quantize::quantize_model;
 
-/// llama.cpp rounds activations to 8 bits for its quantized dot products; with the output head in
-/// Q4_0 that puts its first logits of "The capital of France is" 1.03 from exact math (the f32 numpy
-/// reference, which Wick matches to 1e-4).
-const LLAMA_CPP: Tolerance = Tolerance {
-    logit: 1.5,
-    clear_gap: 1.5,
-};
+/// llama.cpp rounds activations to 8 bits for its quantized dot products. With the output head in
+/// Q4_0 that puts its first logits of "The capital of France is" up to 1.68 from exact math (the f32
+/// numpy reference, which Wick matches to 1e-4); with 5 bits or more, up to 1.0 (Q8_0).
+fn llama_cpp_tolerance(ty: GgmlType) -> Tolerance {
+    let logit = if ty == GgmlType::Q4_0 { 2.0 } else { 1.25 };
+    Tolerance {
+        logit,
+        clear_gap: logit,
+    }
+}
 
 /// The f32 numpy reference on the same file (tests/goldens/make_quantized_numpy.sh).
 const F32: Tolerance = Tolerance {
@@ -75,7 +78,7 @@ fn requantized_models_decode_as_in_llama_cpp() {
         .unwrap();
         let mut total = Agreement::default();
         for record in file["records"].as_array().unwrap() {
-            total.add(&check_greedy(&mut engine, record, LLAMA_CPP));
+            total.add(&check_greedy(&mut engine, record, llama_cpp_tolerance(ty)));
         }
         let exact = root.join(format!("tests/goldens/numpy/quantized/smollm2-{name}.json"));
         let exact: Value = serde_json::from_str(&std::fs::read_to_string(exact).unwrap()).unwrap();
