@@ -525,7 +525,7 @@ fn quantize_model_converts_each_tensor_as_llama_cpp_does() {
 
     // (target, its fallback, general.file_type)
     for (target, fallback, file_type) in [
-        (GgmlType::Q4_K, GgmlType::Q5_0, 15),
+        (GgmlType::Q4_K, GgmlType::Q5_0, 14),
         (GgmlType::Q6_K, GgmlType::Q8_0, 18),
         (GgmlType::Q8_0, GgmlType::Q8_0, 7),
     ] {
