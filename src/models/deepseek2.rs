@@ -13,7 +13,7 @@
 //! stacked expert tensors, and their outputs are summed by weight into the residual with the shared
 //! experts'.
 
-use super::{Forward, Loader};
+use super::{Ends, Forward, Loader};
 use crate::gguf::GgmlType;
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Shape};
 use crate::ops::matvec_id::{self, Experts, Output};
@@ -317,12 +317,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     let d = c.n_embd;
     let gpu = l.gpu.clone();
 
-    let token_embd = l.matrix("token_embd.weight", d, c.n_vocab)?;
-    let output = match l.has("output.weight") {
-        true => Some(l.matrix("output.weight", d, c.n_vocab)?),
-        false => None, // tied to token_embd
-    };
-    let output_norm = l.vector("output_norm.weight", d)?;
+    let ends = Ends::load(l, d, c.n_vocab)?;
     let blocks = (0..c.n_layer)
         .map(|i| load_block(l, &c, i, n_ctx))
         .collect::<Result<Vec<_>, _>>()?;
@@ -352,7 +347,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     let step = storage_buffer(&gpu, "step", &[0u8; 8]);
 
     let mut plan = Plan::new(&gpu);
-    embed::push(&mut plan, &token_embd, &step, &x);
+    embed::push(&mut plan, &ends.token_embd, &step, &x);
     for b in &blocks {
         plan.layer_boundary();
         rms_norm::push(&mut plan, &x, &b.attn_norm, &xn, d, c.rms_eps);
@@ -401,7 +396,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
                 up: u,
                 down,
             } => {
-                push_swiglu_ffn(&mut plan, (g, u, down), &xn, (&gate, &up, &hidden), &x);
+                swiglu::push_ffn(&mut plan, (g, u, down), &xn, (&gate, &up, &hidden), &x);
             }
             FeedForward::Moe {
                 router,
@@ -439,20 +434,13 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
                     Output::WeightedSum,
                 );
                 if let Some((sg, su, sd)) = shared {
-                    push_swiglu_ffn(&mut plan, (sg, su, sd), &xn, (&gate, &up, &hidden), &x);
+                    swiglu::push_ffn(&mut plan, (sg, su, sd), &xn, (&gate, &up, &hidden), &x);
                 }
             }
         }
     }
     plan.layer_boundary();
-    rms_norm::push(&mut plan, &x, &output_norm, &xn, d, c.rms_eps);
-    matvec::push(
-        &mut plan,
-        output.as_ref().unwrap_or(&token_embd),
-        &xn,
-        &logits,
-        false,
-    );
+    ends.push_logits(&mut plan, &x, &xn, &logits, c.rms_eps);
     plan.finish(&gpu)?;
     Ok(Forward {
         plan,
@@ -461,18 +449,4 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
     })
-}
-
-/// x += down(silu(gate xn) * up xn)
-fn push_swiglu_ffn(
-    plan: &mut Plan,
-    (gate_w, up_w, down_w): (&GpuTensor, &GpuTensor, &GpuTensor),
-    xn: &wgpu::Buffer,
-    (gate, up, hidden): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
-    x: &wgpu::Buffer,
-) {
-    matvec::push(plan, gate_w, xn, gate, false);
-    matvec::push(plan, up_w, xn, up, false);
-    swiglu::push(plan, gate, up, hidden, gate_w.rows);
-    matvec::push(plan, down_w, hidden, x, true);
 }

@@ -1,7 +1,7 @@
 //! The llama architecture (Llama 2/3, SmolLM2, TinyLlama, Mistral): RMSNorm, RoPE, grouped-query
 //! attention, SwiGLU feed-forward, tied or separate output head.
 
-use super::{Forward, Loader};
+use super::{Ends, Forward, Loader};
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan};
 use crate::ops::rope::Rope;
 use crate::ops::{attention, embed, matvec, rms_norm, rope_kv, swiglu};
@@ -91,12 +91,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     let (d, q_dim, kv_dim) = (c.n_embd, c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
     let gpu = l.gpu.clone();
 
-    let token_embd = l.matrix("token_embd.weight", d, c.n_vocab)?;
-    let output = match l.header.tensor("output.weight") {
-        Some(_) => Some(l.matrix("output.weight", d, c.n_vocab)?),
-        None => None, // tied to token_embd
-    };
-    let output_norm = l.vector("output_norm.weight", d)?;
+    let ends = Ends::load(l, d, c.n_vocab)?;
     let rope_freqs = match l.header.tensor("rope_freqs.weight") {
         Some(_) => Some(l.vector("rope_freqs.weight", c.rope.n_rot / 2)?),
         None => None,
@@ -136,7 +131,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     let step = storage_buffer(&gpu, "step", &[0u8; 8]); // { token, pos }
 
     let mut plan = Plan::new(&gpu);
-    embed::push(&mut plan, &token_embd, &step, &x);
+    embed::push(&mut plan, &ends.token_embd, &step, &x);
     for b in &blocks {
         plan.layer_boundary();
         rms_norm::push(&mut plan, &x, &b.attn_norm, &xn, d, c.rms_eps);
@@ -176,20 +171,11 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
         );
         matvec::push(&mut plan, &b.attn_output, &attn, &x, true);
         rms_norm::push(&mut plan, &x, &b.ffn_norm, &xn, d, c.rms_eps);
-        matvec::push(&mut plan, &b.ffn_gate, &xn, &gate, false);
-        matvec::push(&mut plan, &b.ffn_up, &xn, &up, false);
-        swiglu::push(&mut plan, &gate, &up, &hidden, c.n_ff);
-        matvec::push(&mut plan, &b.ffn_down, &hidden, &x, true);
+        let ffn = (&b.ffn_gate, &b.ffn_up, &b.ffn_down);
+        swiglu::push_ffn(&mut plan, ffn, &xn, (&gate, &up, &hidden), &x);
     }
     plan.layer_boundary();
-    rms_norm::push(&mut plan, &x, &output_norm, &xn, d, c.rms_eps);
-    matvec::push(
-        &mut plan,
-        output.as_ref().unwrap_or(&token_embd),
-        &xn,
-        &logits,
-        false,
-    );
+    ends.push_logits(&mut plan, &x, &xn, &logits, c.rms_eps);
     plan.finish(&gpu)?;
     Ok(Forward {
         plan,

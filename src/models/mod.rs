@@ -23,6 +23,42 @@ pub struct Forward {
     pub n_ctx_train: u32,
 }
 
+/// What every architecture here has around its layers: the token table, the final norm and the output
+/// head (the token table itself when the file has no output.weight).
+pub struct Ends {
+    pub token_embd: GpuTensor,
+    pub output: Option<GpuTensor>,
+    pub output_norm: wgpu::Buffer,
+}
+
+impl Ends {
+    pub fn load(l: &mut Loader, n_embd: u32, n_vocab: u32) -> Result<Ends, Error> {
+        Ok(Ends {
+            token_embd: l.matrix("token_embd.weight", n_embd, n_vocab)?,
+            output: match l.has("output.weight") {
+                true => Some(l.matrix("output.weight", n_embd, n_vocab)?),
+                false => None,
+            },
+            output_norm: l.vector("output_norm.weight", n_embd)?,
+        })
+    }
+
+    /// After the last layer: the residual stream `x` (n_embd) normed into `xn`, then the logits.
+    pub fn push_logits(
+        &self,
+        plan: &mut Plan,
+        x: &wgpu::Buffer,
+        xn: &wgpu::Buffer,
+        logits: &wgpu::Buffer,
+        eps: f32,
+    ) {
+        let n_embd = self.token_embd.row_len;
+        crate::ops::rms_norm::push(plan, x, &self.output_norm, xn, n_embd, eps);
+        let head = self.output.as_ref().unwrap_or(&self.token_embd);
+        crate::ops::matvec::push(plan, head, xn, logits, false);
+    }
+}
+
 /// Loads the model the header describes.
 pub fn load(loader: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     match loader.arch.as_str() {

@@ -1,6 +1,6 @@
 //! h = silu(gate) * up (shaders/swiglu.wgsl).
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -23,4 +23,19 @@ pub fn reference(g: &[f32], u: &[f32]) -> Vec<f32> {
         .zip(u)
         .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
         .collect()
+}
+
+/// A SwiGLU feed-forward block added to the residual: x += down(silu(gate xn) * up xn), through the
+/// scratch buffers `gate`, `up` and `hidden` (at least gate_w.rows long).
+pub fn push_ffn(
+    plan: &mut Plan,
+    (gate_w, up_w, down_w): (&GpuTensor, &GpuTensor, &GpuTensor),
+    xn: &wgpu::Buffer,
+    (gate, up, hidden): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    x: &wgpu::Buffer,
+) {
+    super::matvec::push(plan, gate_w, xn, gate, false);
+    super::matvec::push(plan, up_w, xn, up, false);
+    push(plan, gate, up, hidden, gate_w.rows);
+    super::matvec::push(plan, down_w, hidden, x, true);
 }
