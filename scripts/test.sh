@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: kernels against CPU references, quant formats against goldens, the tokenizer and chat
 # templates against llama.cpp's goldens, the real model's greedy output and perplexity against llama.cpp's,
-# and `wick serve` against the official openai client.
+# `wick serve` against the official openai client, then the browser tests (the chat page and the npm
+# package in headless Chromium on WebGPU). Arguments go to `cargo test`; WICK_BROWSER_TESTS=filter runs
+# only the browser tests whose names contain it, WICK_BROWSER_TESTS=off none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -10,4 +12,19 @@ export WICK_TEST_PYTHON=${WICK_TEST_PYTHON:-$(scripts/test-python.sh)}
 [ "$(uname)" = Linux ] && export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 chmod 700 "$XDG_RUNTIME_DIR"
-cargo test --release --workspace --no-fail-fast "$@"
+
+status=0
+cargo test --release --workspace --no-fail-fast "$@" || status=$?
+
+browser=${WICK_BROWSER_TESTS:-}
+if [ "$browser" != off ]; then
+  if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+    sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  fi
+  scripts/build-web.sh
+  cargo build --release -p wick-cli # the native engine the browser's replies are compared with
+  node tests/browser/run.mjs $browser || status=$?
+fi
+exit $status

@@ -11,7 +11,7 @@ use std::io::Write;
 use minijinja::{Environment, Error, ErrorKind, Value};
 
 /// One message of a conversation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 pub struct ChatMessage {
     pub role: String,
     pub content: String,

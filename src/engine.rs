@@ -6,7 +6,7 @@ use crate::gpu::{map_and_copy, Gpu, GpuError};
 use crate::models::{self, Forward, Loader};
 use crate::Error;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use web_time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -47,17 +47,17 @@ pub struct Engine {
 impl Engine {
     /// Reads the header, checks the architecture and streams the weights into the GPU.
     /// `progress` receives (bytes loaded, bytes in all).
-    pub fn load(
+    pub async fn load(
         gpu: Arc<Gpu>,
         source: &dyn ByteSource,
         options: &LoadOptions,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Engine, Error> {
-        let header = read_header(source)?;
-        Engine::load_with_header(gpu, header, source, options, progress)
+        let header = read_header(source).await?;
+        Engine::load_with_header(gpu, header, source, options, progress).await
     }
 
-    pub fn load_with_header(
+    pub async fn load_with_header(
         gpu: Arc<Gpu>,
         header: Header,
         source: &dyn ByteSource,
@@ -70,16 +70,18 @@ impl Engine {
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
-        let forward = models::load(&mut loader, n_ctx).map_err(|e| match e {
-            Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
-                Error::DoesNotFit {
-                    adapter: gpu.describe(),
-                    weight_bytes: header.tensors.iter().map(|t| t.bytes()).sum(),
-                    source: e,
+        let forward = models::load(&mut loader, n_ctx)
+            .await
+            .map_err(|e| match e {
+                Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
+                    Error::DoesNotFit {
+                        adapter: gpu.describe(),
+                        weight_bytes: header.tensors.iter().map(|t| t.bytes()).sum(),
+                        source: e,
+                    }
                 }
-            }
-            e => e,
-        })?;
+                e => e,
+            })?;
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),
             size: forward.n_vocab as u64 * 4,
@@ -124,7 +126,7 @@ impl Engine {
 
     /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
     /// the last need none, and then nothing waits for the GPU).
-    pub fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {
+    pub async fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {
         if self.pos >= self.n_ctx {
             return Err(Error::ContextFull(self.n_ctx));
         }
@@ -153,7 +155,7 @@ impl Engine {
         gpu.queue.submit([enc.finish()]);
         self.pos += 1;
         let logits = if want_logits {
-            let raw = map_and_copy(gpu, &self.staging, bytes)?;
+            let raw = map_and_copy(gpu, &self.staging, bytes).await?;
             Some(bytemuck::pod_collect_to_vec(&raw))
         } else {
             let _ = gpu.device.poll(wgpu::PollType::Poll);
@@ -168,6 +170,7 @@ impl Engine {
     /// (nothing is cached: the KV cache row written is the next one). Returns each pipeline's name and
     /// the summed time per token of its dispatches, slowest first. A profile, not a decode: the times
     /// include one submit per dispatch.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn profile(&mut self, reps: u32) -> Result<Vec<(String, Duration)>, Error> {
         let gpu = &self.gpu;
         gpu.queue.write_buffer(
@@ -204,13 +207,16 @@ impl Engine {
     }
 
     /// Runs `tokens` and returns the logits after the last one.
-    pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
+    pub async fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
         let (last, rest) = tokens
             .split_last()
             .ok_or_else(|| Error::Model("an empty prompt".into()))?;
         for &t in rest {
-            self.step(t, false)?;
+            self.step(t, false).await?;
         }
-        Ok(self.step(*last, true)?.expect("logits were asked for"))
+        Ok(self
+            .step(*last, true)
+            .await?
+            .expect("logits were asked for"))
     }
 }

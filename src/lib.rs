@@ -12,6 +12,7 @@ pub mod models;
 pub mod ops;
 pub mod perplexity;
 pub mod quant;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod quantize;
 pub mod sampler;
 pub mod session;

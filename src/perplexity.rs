@@ -27,7 +27,7 @@ impl Perplexity {
 
 /// Scores at most `max_chunks` chunks (all the text holds when None); `on_chunk` hears the number of
 /// chunks to score first, then the running value after each.
-pub fn perplexity(
+pub async fn perplexity(
     engine: &mut Engine,
     tokenizer: &Tokenizer,
     text: &str,
@@ -57,7 +57,7 @@ pub fn perplexity(
         }
         engine.rewind(0);
         for (j, &t) in chunk[..n_ctx - 1].iter().enumerate() {
-            if let Some(logits) = engine.step(t, j >= first)? {
+            if let Some(logits) = engine.step(t, j >= first).await? {
                 nll -= log_softmax_at(&logits, chunk[j + 1] as usize);
                 count += 1;
             }

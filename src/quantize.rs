@@ -49,16 +49,18 @@ pub enum QuantizeError {
 
 /// Quantizes the GGUF model in `src` to `target`, writing `dst` (through a `.partial` file renamed at the end, so
 /// `dst` never holds half a model and may even be the source). `progress` gets (tensor bytes read, total).
-pub fn quantize_model(
+pub async fn quantize_model(
     src: &dyn ByteSource,
     dst: &Path,
     target: GgmlType,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<QuantizeReport, QuantizeError> {
-    let header = gguf::read_header(src).map_err(|error| QuantizeError::Header {
-        source_name: src.describe(),
-        error,
-    })?;
+    let header = gguf::read_header(src)
+        .await
+        .map_err(|error| QuantizeError::Header {
+            source_name: src.describe(),
+            error,
+        })?;
     let mut partial = dst.as_os_str().to_owned();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
@@ -67,23 +69,18 @@ pub fn quantize_model(
         error,
     };
 
-    let result = std::fs::File::create(&partial)
-        .map_err(|e| write_err(e.into()))
-        .and_then(|file| {
-            write_model(
-                src,
-                &header,
-                target,
-                std::io::BufWriter::new(file),
-                dst,
-                progress,
-            )
-        })
-        .and_then(|report| {
-            std::fs::rename(&partial, dst)
-                .map(|()| report)
-                .map_err(|e| write_err(e.into()))
-        });
+    let written = match std::fs::File::create(&partial) {
+        Ok(file) => {
+            let out = std::io::BufWriter::new(file);
+            write_model(src, &header, target, out, dst, progress).await
+        }
+        Err(e) => Err(write_err(e.into())),
+    };
+    let result = written.and_then(|report| {
+        std::fs::rename(&partial, dst)
+            .map(|()| report)
+            .map_err(|e| write_err(e.into()))
+    });
     if result.is_err() {
         // Best effort: the error that matters is the one returned.
         let _ = std::fs::remove_file(&partial);
@@ -92,7 +89,7 @@ pub fn quantize_model(
 }
 
 /// Writes the quantized model to `out` (the file `dst`, named in errors) and closes it.
-fn write_model(
+async fn write_model(
     src: &dyn ByteSource,
     header: &Header,
     target: GgmlType,
@@ -128,7 +125,8 @@ fn write_model(
         let out_bytes = convert_tensor(src, t, start, spec.ty, &mut writer, dst, &mut |n| {
             done += n;
             progress(done, total);
-        })?;
+        })
+        .await?;
         let entry = report.per_type.entry(spec.ty).or_default();
         entry.tensors += 1;
         entry.bytes += out_bytes;
@@ -208,7 +206,7 @@ fn output_metadata(source: &[(String, Value)], target: GgmlType) -> Vec<(String,
 /// Streams one tensor from `src` (its data at absolute offset `start`) into `writer` (writing file `dst`) as type
 /// `ty`, a chunk of rows at a time. Returns the bytes written; `read` gets the source bytes of each chunk as it is
 /// done.
-fn convert_tensor(
+async fn convert_tensor(
     src: &dyn ByteSource,
     t: &TensorInfo,
     start: u64,
@@ -243,6 +241,7 @@ fn convert_tensor(
         let rows = rows_per_chunk.min(t.rows() - row);
         buf.resize((rows * row_bytes_in) as usize, 0);
         src.read_at(start + row * row_bytes_in, &mut buf)
+            .await
             .map_err(read_err)?;
         if ty == t.ty {
             writer.write_data(&buf).map_err(write_err)?;

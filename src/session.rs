@@ -10,7 +10,7 @@ use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use crate::Error;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use web_time::{Duration, Instant};
 
 /// Why generation stopped (OpenAI's finish_reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,15 +45,15 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn load(
+    pub async fn load(
         gpu: Arc<Gpu>,
         source: &dyn ByteSource,
         options: &LoadOptions,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Session, Error> {
-        let header = read_header(source)?;
+        let header = read_header(source).await?;
         let tokenizer = Tokenizer::from_gguf(&header)?;
-        let engine = Engine::load_with_header(gpu, header, source, options, progress)?;
+        let engine = Engine::load_with_header(gpu, header, source, options, progress).await?;
         Ok(Session {
             engine,
             tokenizer,
@@ -96,7 +96,7 @@ impl Session {
 
     /// Brings the cache to hold `prompt`, reusing the longest prefix it already holds, and returns the
     /// logits after the last prompt token and how many tokens were processed.
-    fn feed(&mut self, prompt: &[u32]) -> Result<(Vec<f32>, usize), Error> {
+    async fn feed(&mut self, prompt: &[u32]) -> Result<(Vec<f32>, usize), Error> {
         if prompt.is_empty() {
             return Err(Error::Model("the prompt is empty".into()));
         }
@@ -114,7 +114,7 @@ impl Session {
         self.engine.rewind(keep as u32);
         self.cached.truncate(keep);
         let rest = &prompt[keep..];
-        let logits = self.engine.prefill(rest)?;
+        let logits = self.engine.prefill(rest).await?;
         self.cached.extend_from_slice(rest);
         Ok((logits, rest.len()))
     }
@@ -122,7 +122,7 @@ impl Session {
     /// Generates after `prompt` until an end-of-generation token, one of the `stop` strings (which is not
     /// returned), `max_tokens`, a full context, or `on_text` returning false. `on_text` receives the text
     /// as it completes into valid UTF-8 and can no longer turn into a stop string.
-    pub fn complete(
+    pub async fn complete(
         &mut self,
         prompt: &[u32],
         max_tokens: usize,
@@ -131,7 +131,7 @@ impl Session {
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Completion, Error> {
         let start = Instant::now();
-        let (mut logits, processed) = self.feed(prompt)?;
+        let (mut logits, processed) = self.feed(prompt).await?;
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let mut decoder = StreamDecoder::default();
@@ -160,7 +160,11 @@ impl Session {
             if self.engine.pos() >= self.engine.n_ctx() {
                 break FinishReason::ContextFull;
             }
-            logits = self.engine.step(id, true)?.expect("logits were asked for");
+            logits = self
+                .engine
+                .step(id, true)
+                .await?
+                .expect("logits were asked for");
             self.cached.push(id);
         };
         if !stopped_by_string {

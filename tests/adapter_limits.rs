@@ -4,6 +4,7 @@
 mod common;
 
 use common::model_path;
+use pollster::FutureExt as _;
 use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::FileSource;
@@ -24,7 +25,7 @@ fn gpu_limited_to(bytes: u32) -> Option<Arc<Gpu>> {
 
 fn load(gpu: Arc<Gpu>) -> Result<Engine, wick::Error> {
     let source = FileSource::open(model_path()).unwrap();
-    Engine::load(gpu, &source, &LoadOptions { n_ctx: 16 }, &mut |_, _| {})
+    Engine::load(gpu, &source, &LoadOptions { n_ctx: 16 }, &mut |_, _| {}).block_on()
 }
 
 #[test]
@@ -48,7 +49,7 @@ fn tensors_split_across_bindings_give_the_same_logits() {
     // 4 MiB: the 30 MB output head and embedding go in 8 parts, the 1536-wide matrices in one or two.
     let small = gpu_limited_to(4 << 20).unwrap();
     let prompt = [504, 3575, 282, 4649, 314];
-    let whole = load(gpu).unwrap().prefill(&prompt).unwrap();
-    let split = load(small).unwrap().prefill(&prompt).unwrap();
+    let whole = load(gpu).unwrap().prefill(&prompt).block_on().unwrap();
+    let split = load(small).unwrap().prefill(&prompt).block_on().unwrap();
     assert_eq!(whole, split);
 }

@@ -1,6 +1,7 @@
 //! Chat templates rendered with minijinja against Python jinja2's output (goldens made by
 //! tests/goldens/chat_template/make_goldens.py), and hostile templates.
 
+use pollster::FutureExt as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -72,7 +73,9 @@ fn smollm2_template_is_the_one_in_the_model() {
         "{} is missing: run scripts/fetch-model.sh to fetch the model",
         path.display()
     );
-    let h = wick::gguf::read_header(&wick::gguf::FileSource::open(&path).unwrap()).unwrap();
+    let h = wick::gguf::read_header(&wick::gguf::FileSource::open(&path).unwrap())
+        .block_on()
+        .unwrap();
     let in_model = h.get_str("tokenizer.chat_template").unwrap();
     assert_eq!(
         in_model,

@@ -12,6 +12,7 @@ mod common;
 
 use common::fidelity::{check_greedy, Agreement, Tolerance};
 use common::{gpu, model_path};
+use pollster::FutureExt as _;
 use serde_json::Value;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::FileSource;
@@ -32,7 +33,11 @@ const F32: Tolerance = Tolerance {
 fn engine() -> Option<Engine> {
     let gpu = gpu()?;
     let source = FileSource::open(model_path()).unwrap();
-    Some(Engine::load(gpu, &source, &LoadOptions { n_ctx: 160 }, &mut |_, _| {}).unwrap())
+    Some(
+        Engine::load(gpu, &source, &LoadOptions { n_ctx: 160 }, &mut |_, _| {})
+            .block_on()
+            .unwrap(),
+    )
 }
 
 #[test]

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{f32_buffer, gpu, nmse, packed, run, Rng};
+use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, storage_buffer, Plan};
 use wick::ops::rope::Rope;
@@ -31,7 +32,7 @@ fn matvec_every_type_against_cpu() {
             let mut plan = Plan::new(&gpu);
             matvec::push(&mut plan, &w, &xb, &yb, accumulate);
             run(&gpu, plan);
-            let got = read_back_f32(&gpu, &yb, rows as usize).unwrap();
+            let got = read_back_f32(&gpu, &yb, rows as usize).block_on().unwrap();
             let mut want = y0.clone();
             matvec::reference(&deq, &x, &mut want, accumulate);
             let e = nmse(&got, &want);
@@ -51,11 +52,13 @@ fn embed_every_type_against_cpu() {
         let (table, deq) = packed(&gpu, ty, rows, cols, row_bytes * 8 + 4, &mut rng);
         for token in [0u32, 13, 28] {
             let step = storage_buffer(&gpu, "step", bytemuck::cast_slice(&[token, 0u32]));
-            let out = scratch_buffer(&gpu, "out", cols as u64 * 4).unwrap();
+            let out = scratch_buffer(&gpu, "out", cols as u64 * 4)
+                .block_on()
+                .unwrap();
             let mut plan = Plan::new(&gpu);
             embed::push(&mut plan, &table, &step, &out);
             run(&gpu, plan);
-            let got = read_back_f32(&gpu, &out, cols as usize).unwrap();
+            let got = read_back_f32(&gpu, &out, cols as usize).block_on().unwrap();
             let want = &deq[(token * cols) as usize..((token + 1) * cols) as usize];
             assert_eq!(got, want, "{ty} token {token}");
         }
@@ -69,19 +72,19 @@ fn rms_norm_and_swiglu_against_cpu() {
     let n = 1757;
     let (x, w) = (rng.vec(n), rng.vec(n));
     let (xb, wb) = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &w));
-    let y = scratch_buffer(&gpu, "y", n as u64 * 4).unwrap();
+    let y = scratch_buffer(&gpu, "y", n as u64 * 4).block_on().unwrap();
     let mut plan = Plan::new(&gpu);
     rms_norm::push(&mut plan, &xb, &wb, &y, n as u32, 1e-5);
     run(&gpu, plan);
     let e = nmse(
-        &read_back_f32(&gpu, &y, n).unwrap(),
+        &read_back_f32(&gpu, &y, n).block_on().unwrap(),
         &rms_norm::reference(&x, &w, 1e-5),
     );
     assert!(e < 1e-10, "rms_norm nmse {e}");
 
     let g: Vec<f32> = rng.vec(n).iter().map(|v| v * 8.0).collect();
     let u = rng.vec(n);
-    let h = scratch_buffer(&gpu, "h", n as u64 * 4).unwrap();
+    let h = scratch_buffer(&gpu, "h", n as u64 * 4).block_on().unwrap();
     let mut plan = Plan::new(&gpu);
     swiglu::push(
         &mut plan,
@@ -92,7 +95,7 @@ fn rms_norm_and_swiglu_against_cpu() {
     );
     run(&gpu, plan);
     let e = nmse(
-        &read_back_f32(&gpu, &h, n).unwrap(),
+        &read_back_f32(&gpu, &h, n).block_on().unwrap(),
         &swiglu::reference(&g, &u),
     );
     assert!(e < 1e-10, "swiglu nmse {e}");
@@ -139,8 +142,12 @@ fn rope_and_attention_against_cpu() {
         let (kcb, vcb) = (f32_buffer(&gpu, &kc), f32_buffer(&gpu, &vc));
         let fb = f32_buffer(&gpu, &factors);
         let step = storage_buffer(&gpu, "step", bytemuck::cast_slice(&[0u32, pos]));
-        let scores = scratch_buffer(&gpu, "scores", (n_head * n_ctx) as u64 * 4).unwrap();
-        let out = scratch_buffer(&gpu, "out", (n_head * head_dim) as u64 * 4).unwrap();
+        let scores = scratch_buffer(&gpu, "scores", (n_head * n_ctx) as u64 * 4)
+            .block_on()
+            .unwrap();
+        let out = scratch_buffer(&gpu, "out", (n_head * head_dim) as u64 * 4)
+            .block_on()
+            .unwrap();
         let mut plan = Plan::new(&gpu);
         let bufs = rope_kv::RopeBuffers {
             q: &qb,
@@ -177,9 +184,9 @@ fn rope_and_attention_against_cpu() {
         kc[at..at + kv_dim].copy_from_slice(&k_rot);
         vc[at..at + kv_dim].copy_from_slice(&v);
         let label = format!("neox={neox} factors={with_factors}");
-        let got_q = read_back_f32(&gpu, &qb, q.len()).unwrap();
+        let got_q = read_back_f32(&gpu, &qb, q.len()).block_on().unwrap();
         assert!(nmse(&got_q, &q_rot) < 1e-10, "{label}: rotated q");
-        let got_kc = read_back_f32(&gpu, &kcb, kc.len()).unwrap();
+        let got_kc = read_back_f32(&gpu, &kcb, kc.len()).block_on().unwrap();
         assert!(nmse(&got_kc, &kc) < 1e-10, "{label}: k cache");
 
         let n = pos as usize + 1;
@@ -199,7 +206,7 @@ fn rope_and_attention_against_cpu() {
                 hd,
             ));
         }
-        let got = read_back_f32(&gpu, &out, want.len()).unwrap();
+        let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
         assert!(e < 1e-9, "{label}: attention nmse {e}");
     }

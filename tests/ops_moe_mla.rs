@@ -5,6 +5,7 @@
 mod common;
 
 use common::{f32_buffer, gpu, nmse, packed, run, Rng};
+use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, storage_buffer, Plan};
 use wick::ops::matvec_id::{self, Experts, Output};
@@ -22,7 +23,9 @@ fn grouped_matvec_reads_each_groups_x() {
     let (w, deq) = packed(&gpu, GgmlType::Q8_0, heads * rows, cols, 68 * 50, &mut rng);
     assert!(w.parts.len() > 1);
     let x = rng.vec((heads * stride) as usize);
-    let y = scratch_buffer(&gpu, "y", (heads * rows) as u64 * 4).unwrap();
+    let y = scratch_buffer(&gpu, "y", (heads * rows) as u64 * 4)
+        .block_on()
+        .unwrap();
     let mut plan = Plan::new(&gpu);
     matvec::push_grouped(
         &mut plan,
@@ -44,7 +47,10 @@ fn grouped_matvec_reads_each_groups_x() {
             false,
         );
     }
-    let e = nmse(&read_back_f32(&gpu, &y, want.len()).unwrap(), &want);
+    let e = nmse(
+        &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
+        &want,
+    );
     assert!(e < 1e-10, "nmse {e}");
 }
 
@@ -92,7 +98,9 @@ fn router_and_expert_matvecs_against_cpu() {
             let bias: Vec<f32> = rng.vec(n_expert as usize).iter().map(|v| v * 0.5).collect();
             let bias = with_bias.then_some(&bias[..]);
             let (ids, weights) = moe_route::reference(g, &logits, bias);
-            let route = scratch_buffer(&gpu, "route", g.n_used as u64 * 8).unwrap();
+            let route = scratch_buffer(&gpu, "route", g.n_used as u64 * 8)
+                .block_on()
+                .unwrap();
             let bias_buffer = bias.map(|b| f32_buffer(&gpu, b));
             let mut plan = Plan::new(&gpu);
             moe_route::push(
@@ -103,8 +111,12 @@ fn router_and_expert_matvecs_against_cpu() {
                 &route,
             );
             run(&gpu, plan);
-            let got: Vec<u32> =
-                bytemuck::cast_slice(&gpu.read_back(&route, g.n_used as u64 * 8).unwrap()).to_vec();
+            let got: Vec<u32> = bytemuck::cast_slice(
+                &gpu.read_back(&route, g.n_used as u64 * 8)
+                    .block_on()
+                    .unwrap(),
+            )
+            .to_vec();
             assert_eq!(&got[..g.n_used as usize], &ids[..], "{g:?}: chosen experts");
             let got_w: Vec<f32> = got[g.n_used as usize..]
                 .iter()
@@ -122,7 +134,9 @@ fn router_and_expert_matvecs_against_cpu() {
             };
             // Per slot, one x for all.
             let x = rng.vec(cols as usize);
-            let y = scratch_buffer(&gpu, "y", (rows * g.n_used) as u64 * 4).unwrap();
+            let y = scratch_buffer(&gpu, "y", (rows * g.n_used) as u64 * 4)
+                .block_on()
+                .unwrap();
             let mut plan = Plan::new(&gpu);
             matvec_id::push(
                 &mut plan,
@@ -144,7 +158,10 @@ fn router_and_expert_matvecs_against_cpu() {
                 &mut want,
                 Output::PerSlot,
             );
-            let e = nmse(&read_back_f32(&gpu, &y, want.len()).unwrap(), &want);
+            let e = nmse(
+                &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
+                &want,
+            );
             assert!(e < 1e-10, "{ty} per slot: nmse {e}");
             // Weighted sum into a residual, one x per slot.
             let xs = rng.vec((cols * g.n_used) as usize);
@@ -171,7 +188,10 @@ fn router_and_expert_matvecs_against_cpu() {
                 &mut want,
                 Output::WeightedSum,
             );
-            let e = nmse(&read_back_f32(&gpu, &y, want.len()).unwrap(), &want);
+            let e = nmse(
+                &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
+                &want,
+            );
             assert!(e < 1e-10, "{ty} weighted sum: nmse {e}");
         }
     }
@@ -230,10 +250,18 @@ fn absorbed_mla_equals_the_naive_form() {
         let cache_buffer = f32_buffer(&gpu, &cache);
         let step = storage_buffer(&gpu, "step", bytemuck::cast_slice(&[0u32, pos]));
         let q_buffer = f32_buffer(&gpu, &q);
-        let q_latent = scratch_buffer(&gpu, "q_latent", (n_head * kv_lora) as u64 * 4).unwrap();
-        let scores = scratch_buffer(&gpu, "scores", (n_head * n_ctx) as u64 * 4).unwrap();
-        let latent_out = scratch_buffer(&gpu, "latent_out", (n_head * kv_lora) as u64 * 4).unwrap();
-        let out = scratch_buffer(&gpu, "out", (n_head * v_dim) as u64 * 4).unwrap();
+        let q_latent = scratch_buffer(&gpu, "q_latent", (n_head * kv_lora) as u64 * 4)
+            .block_on()
+            .unwrap();
+        let scores = scratch_buffer(&gpu, "scores", (n_head * n_ctx) as u64 * 4)
+            .block_on()
+            .unwrap();
+        let latent_out = scratch_buffer(&gpu, "latent_out", (n_head * kv_lora) as u64 * 4)
+            .block_on()
+            .unwrap();
+        let out = scratch_buffer(&gpu, "out", (n_head * v_dim) as u64 * 4)
+            .block_on()
+            .unwrap();
         let mut plan = Plan::new(&gpu);
         mla::push_kv(
             &mut plan,
@@ -273,14 +301,19 @@ fn absorbed_mla_equals_the_naive_form() {
         row.extend(pe);
         let at = pos as usize * width;
         cache[at..at + width].copy_from_slice(&row);
-        let got_cache = read_back_f32(&gpu, &cache_buffer, cache.len()).unwrap();
+        let got_cache = read_back_f32(&gpu, &cache_buffer, cache.len())
+            .block_on()
+            .unwrap();
         assert!(nmse(&got_cache, &cache) < 1e-10, "neox={neox}: cache row");
         let mut q_rot = q.clone();
         for h in q_rot.chunks_mut(m.q_stride() as usize) {
             rope.reference(&mut h[q_nope as usize..], pos, None);
         }
         let want = mla::reference_naive(&m, &q_rot, &cache[..at + width], &k_b_deq, &v_b_deq);
-        let e = nmse(&read_back_f32(&gpu, &out, want.len()).unwrap(), &want);
+        let e = nmse(
+            &read_back_f32(&gpu, &out, want.len()).block_on().unwrap(),
+            &want,
+        );
         assert!(e < 1e-9, "neox={neox}: attention nmse {e}");
     }
 }

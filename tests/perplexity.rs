@@ -6,6 +6,7 @@
 mod common;
 
 use common::{gpu, model_path};
+use pollster::FutureExt as _;
 use serde_json::Value;
 use wick::engine::LoadOptions;
 use wick::gguf::FileSource;
@@ -27,7 +28,9 @@ fn check(chunks: Option<usize>) {
         })
         .expect("a golden for this run");
     let source = FileSource::open(model_path()).unwrap();
-    let mut session = Session::load(gpu, &source, &LoadOptions { n_ctx }, &mut |_, _| {}).unwrap();
+    let mut session = Session::load(gpu, &source, &LoadOptions { n_ctx }, &mut |_, _| {})
+        .block_on()
+        .unwrap();
     let text = include_str!("data/perplexity.txt");
     let result = wick::perplexity::perplexity(
         &mut session.engine,
@@ -36,6 +39,7 @@ fn check(chunks: Option<usize>) {
         chunks,
         &mut |_, _| {},
     )
+    .block_on()
     .unwrap();
     let want = record["ppl"].as_f64().unwrap();
     let diff = result.value() / want - 1.0;

@@ -2,6 +2,7 @@
 //! tests/goldens/make_quant_goldens.py), quantization error on seeded random data, the GGUF writer, and model
 //! quantization.
 
+use pollster::FutureExt as _;
 use std::path::{Path, PathBuf};
 use wick::gguf::write::{TensorSpec, WriteError, Writer};
 use wick::gguf::{self, FileSource, GgmlType, Header, Value};
@@ -507,7 +508,9 @@ fn write_model(path: &Path) -> Vec<(String, Value)> {
 }
 
 fn read_model(path: &Path) -> (Header, Vec<u8>) {
-    let h = gguf::read_header(&FileSource::open(path).unwrap()).unwrap();
+    let h = gguf::read_header(&FileSource::open(path).unwrap())
+        .block_on()
+        .unwrap();
     (h, std::fs::read(path).unwrap())
 }
 
@@ -533,7 +536,8 @@ fn quantize_model_converts_each_tensor_as_llama_cpp_does() {
         let mut calls = Vec::new();
         let report = quantize_model(&src, &dst, target, &mut |done, total| {
             calls.push((done, total))
-        });
+        })
+        .block_on();
         let report = report.unwrap();
         let (h, file) = read_model(&dst);
 
@@ -583,7 +587,9 @@ fn quantize_model_converts_each_tensor_as_llama_cpp_does() {
         );
 
         // Deterministic: a second run writes the same bytes.
-        quantize_model(&src, &dst, target, &mut |_, _| {}).unwrap();
+        quantize_model(&src, &dst, target, &mut |_, _| {})
+            .block_on()
+            .unwrap();
         assert!(
             std::fs::read(&dst).unwrap() == file,
             "{target}: not deterministic"
@@ -604,9 +610,10 @@ impl gguf::ByteSource for FailingSource {
         self.inner.len()
     }
 
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), gguf::SourceError> {
+    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> gguf::ReadFuture<'a> {
         if offset >= self.from {
-            return Err(gguf::SourceError::Other("connection lost".into()));
+            let lost = gguf::SourceError::Other("connection lost".into());
+            return Box::pin(std::future::ready(Err(lost)));
         }
         self.inner.read_at(offset, buf)
     }
@@ -626,7 +633,8 @@ fn quantize_model_names_what_failed_and_leaves_no_file() {
         &temp_path("never.gguf"),
         GgmlType::Q8_0,
         &mut |_, _| {},
-    );
+    )
+    .block_on();
     let err = err.unwrap_err().to_string();
     assert!(err.contains("bad.gguf"), "{err}");
     std::fs::remove_file(&bad).unwrap();
@@ -643,7 +651,9 @@ fn quantize_model_names_what_failed_and_leaves_no_file() {
         from,
     };
     let dst = temp_path("half.gguf");
-    let err = quantize_model(&src, &dst, GgmlType::Q8_0, &mut |_, _| {}).unwrap_err();
+    let err = quantize_model(&src, &dst, GgmlType::Q8_0, &mut |_, _| {})
+        .block_on()
+        .unwrap_err();
     assert!(err.to_string().contains("blk.0.attn_q.weight"), "{err}");
     assert!(!dst.exists() && !temp_path("half.gguf.partial").exists());
     std::fs::remove_file(&good).unwrap();

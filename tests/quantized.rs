@@ -9,6 +9,7 @@ mod common;
 
 use common::fidelity::{check_greedy, Agreement, Tolerance};
 use common::{gpu, model_path};
+use pollster::FutureExt as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -54,13 +55,17 @@ fn requantized_models_decode_as_in_llama_cpp() {
         let name = file["type"].as_str().unwrap();
         let ty = GgmlType::from_name(name).unwrap();
         let path = dir.join(format!("smollm2.{name}.gguf"));
-        quantize_model(&source, &path, ty, &mut |_, _| {}).unwrap();
+        quantize_model(&source, &path, ty, &mut |_, _| {})
+            .block_on()
+            .unwrap();
         assert_eq!(
             sha256(&path),
             file["sha256"].as_str().unwrap(),
             "{name}: not the file llama.cpp decoded"
         );
-        let header = read_header(&FileSource::open(&path).unwrap()).unwrap();
+        let header = read_header(&FileSource::open(&path).unwrap())
+            .block_on()
+            .unwrap();
         let mut types: BTreeMap<String, u64> = BTreeMap::new();
         for t in &header.tensors {
             *types.entry(t.ty.name().to_string()).or_default() += 1;
@@ -75,6 +80,7 @@ fn requantized_models_decode_as_in_llama_cpp() {
             &LoadOptions { n_ctx: 64 },
             &mut |_, _| {},
         )
+        .block_on()
         .unwrap();
         let mut total = Agreement::default();
         for record in file["records"].as_array().unwrap() {

@@ -1,6 +1,7 @@
 //! The tokenizer against llama.cpp's ids (goldens made by tests/goldens/make_tokenizer_goldens.py), plus
 //! decoding, streaming, hostile metadata and pathological inputs.
 
+use pollster::FutureExt as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ fn read_header(rel: &str) -> Header {
         path.display()
     );
     let src = gguf::FileSource::open(&path).unwrap();
-    gguf::read_header(&src).unwrap()
+    gguf::read_header(&src).block_on().unwrap()
 }
 
 fn model_header() -> Header {

@@ -3,6 +3,7 @@
 use crate::load;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use pollster::FutureExt as _;
 use std::time::Instant;
 use wick::engine::{Engine, LoadOptions};
 
@@ -43,7 +44,8 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let source = load::open_source(&args.model)?;
     let gpu = load::gpu()?;
     let n_ctx = (args.n_prompt + args.n_gen).max(1);
-    let mut engine = Engine::load(gpu.clone(), &source, &LoadOptions { n_ctx }, &mut |_, _| {})?;
+    let mut engine =
+        Engine::load(gpu.clone(), &source, &LoadOptions { n_ctx }, &mut |_, _| {}).block_on()?;
     // Token ids spread over the vocabulary, as llama-bench feeds random tokens.
     let n_vocab = engine.n_vocab();
     let token = |i: u32| (i.wrapping_mul(2_654_435_761) >> 7) % n_vocab;
@@ -58,11 +60,14 @@ pub fn main(args: BenchArgs) -> Result<()> {
             let start = Instant::now();
             if n_prompt > 0 {
                 let prompt: Vec<u32> = (0..n_prompt).map(token).collect();
-                engine.prefill(&prompt)?;
+                engine.prefill(&prompt).block_on()?;
             } else {
                 let mut t = token(1);
                 for _ in 0..n_gen {
-                    let logits = engine.step(t, true)?.expect("logits were asked for");
+                    let logits = engine
+                        .step(t, true)
+                        .block_on()?
+                        .expect("logits were asked for");
                     t = wick::sampler::argmax(&logits);
                 }
             }

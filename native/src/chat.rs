@@ -3,6 +3,7 @@
 use crate::{load, ModelArgs, SamplingArgs};
 use anyhow::Result;
 use clap::Args;
+use pollster::FutureExt as _;
 use std::io::{BufRead, Write};
 use wick::chat_template::ChatMessage;
 
@@ -45,11 +46,13 @@ pub fn main(args: ChatArgs) -> Result<()> {
         });
         let prompt = session.chat_prompt(&messages)?;
         let tokens = session.tokenize_prompt(&prompt);
-        let c = session.complete(&tokens, args.n_predict, &[], &mut sampler, &mut |text| {
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-            true
-        })?;
+        let c = session
+            .complete(&tokens, args.n_predict, &[], &mut sampler, &mut |text| {
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+                true
+            })
+            .block_on()?;
         println!();
         eprintln!(
             "wick: {} new prompt tokens, {} generated at {:.1} tok/s",

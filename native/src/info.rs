@@ -3,6 +3,7 @@
 use crate::load::open_source;
 use anyhow::Result;
 use clap::Args;
+use pollster::FutureExt as _;
 use std::collections::BTreeMap;
 use wick::gguf::{read_header, Value};
 
@@ -38,7 +39,7 @@ fn show(v: &Value) -> String {
 
 pub fn main(args: InfoArgs) -> Result<()> {
     let source = open_source(&args.model)?;
-    let h = read_header(&source)?;
+    let h = read_header(&source).block_on()?;
     println!(
         "file: {} ({} bytes, GGUF v{})",
         source.path(),

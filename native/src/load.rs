@@ -3,6 +3,7 @@
 use crate::{ModelArgs, DEFAULT_MODEL};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use pollster::FutureExt as _;
 use std::sync::Arc;
 use wick::engine::LoadOptions;
 use wick::gguf::FileSource;
@@ -48,7 +49,8 @@ pub fn session(args: &ModelArgs) -> Result<Session> {
     let session = Session::load(gpu, &source, &options, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
-    });
+    })
+    .block_on();
     bar.finish_and_clear();
     let session = session.with_context(|| format!("cannot load {}", source.path()))?;
     let s = &session.engine.stats;

@@ -3,6 +3,7 @@
 use crate::{load, ModelArgs};
 use anyhow::{Context, Result};
 use clap::Args;
+use pollster::FutureExt as _;
 use std::io::Write;
 
 #[derive(Args)]
@@ -35,7 +36,8 @@ pub fn main(args: PerplexityArgs) -> Result<()> {
             print!("[{}]{ppl:.4},", c + 1);
             let _ = std::io::stdout().flush();
         },
-    )?;
+    )
+    .block_on()?;
     session.reset();
     println!();
     eprintln!(

@@ -4,6 +4,7 @@
 use crate::load::progress_bar;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
+use pollster::FutureExt as _;
 use wick::gguf::{FileSource, GgmlType};
 
 #[derive(Args)]
@@ -31,7 +32,8 @@ pub fn main(args: QuantizeArgs) -> Result<()> {
             bar.set_length(total);
             bar.set_position(done);
         },
-    );
+    )
+    .block_on();
     bar.finish_and_clear();
     let report = report?;
     for (ty, t) in &report.per_type {

@@ -3,6 +3,7 @@
 use crate::{load, ModelArgs, SamplingArgs};
 use anyhow::Result;
 use clap::Args;
+use pollster::FutureExt as _;
 use std::io::Write;
 
 #[derive(Args)]
@@ -29,11 +30,13 @@ pub fn main(args: RunArgs) -> Result<()> {
     };
     let mut sampler = args.sampling.sampler();
     let mut out = std::io::stdout();
-    let c = session.complete(&prompt, max, &[], &mut sampler, &mut |text| {
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-        true
-    })?;
+    let c = session
+        .complete(&prompt, max, &[], &mut sampler, &mut |text| {
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            true
+        })
+        .block_on()?;
     println!();
     eprintln!(
         "wick: prompt {} tokens in {:.2} s ({:.1} tok/s); generated {} tokens in {:.2} s ({:.1} tok/s); stop: {:?}",

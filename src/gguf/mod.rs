@@ -10,7 +10,9 @@ mod types;
 pub mod write;
 
 pub use header::{Header, TensorInfo, Value};
-pub use source::{read_header, ByteSource, FileSource, MemorySource, SourceError};
+#[cfg(not(target_arch = "wasm32"))]
+pub use source::FileSource;
+pub use source::{read_header, ByteSource, MemorySource, ReadFuture, SourceError};
 pub use types::GgmlType;
 
 /// Why a GGUF file could not be read.

@@ -1,6 +1,8 @@
 //! Byte sources: anything a GGUF file can be read from by byte range.
 
 use super::{GgufError, Header};
+use std::future::{ready, Future};
+use std::pin::Pin;
 
 /// Why bytes could not be read from a source.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +22,10 @@ pub enum SourceError {
     Other(String),
 }
 
+/// What a read returns: a future, because in the browser bytes come from `fetch` or a `Blob` and the
+/// page must not block while they arrive. Local sources return a future that is already complete.
+pub type ReadFuture<'a> = Pin<Box<dyn Future<Output = Result<(), SourceError>> + 'a>>;
+
 /// A random-access byte source: a local file, an HTTP resource read by range requests, a browser Blob.
 pub trait ByteSource {
     /// Total length in bytes.
@@ -30,19 +36,21 @@ pub trait ByteSource {
     }
 
     /// Fills `buf` with the bytes at `offset..offset + buf.len()`.
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError>;
+    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ReadFuture<'a>;
 
     /// A short description for messages (a path or URL).
     fn describe(&self) -> String;
 }
 
 /// A local file.
+#[cfg(not(target_arch = "wasm32"))]
 pub struct FileSource {
     file: std::fs::File,
     len: u64,
     path: String,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl FileSource {
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<FileSource, SourceError> {
         let path_str = path.as_ref().display().to_string();
@@ -60,18 +68,31 @@ impl FileSource {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl FileSource {
     pub fn path(&self) -> &str {
         &self.path
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl ByteSource for FileSource {
     fn len(&self) -> u64 {
         self.len
     }
 
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
+    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ReadFuture<'a> {
+        Box::pin(ready(self.read_now(offset, buf)))
+    }
+
+    fn describe(&self) -> String {
+        self.path.clone()
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl FileSource {
+    fn read_now(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
         let past_end = offset
             .checked_add(buf.len() as u64)
             .is_none_or(|end| end > self.len);
@@ -86,10 +107,6 @@ impl ByteSource for FileSource {
             what: self.path.clone(),
             source,
         })
-    }
-
-    fn describe(&self) -> String {
-        self.path.clone()
     }
 }
 
@@ -123,7 +140,17 @@ impl ByteSource for MemorySource {
         self.bytes.len() as u64
     }
 
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
+    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ReadFuture<'a> {
+        Box::pin(ready(self.read_now(offset, buf)))
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}
+
+impl MemorySource {
+    fn read_now(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
         let end = offset
             .checked_add(buf.len() as u64)
             .filter(|&e| e <= self.len());
@@ -135,22 +162,18 @@ impl ByteSource for MemorySource {
         buf.copy_from_slice(&self.bytes[offset as usize..end as usize]);
         Ok(())
     }
-
-    fn describe(&self) -> String {
-        self.name.clone()
-    }
 }
 
 /// Headers are read in growing prefixes, starting here: most fit, vocabularies included.
 const FIRST_READ: u64 = 4 << 20;
 
 /// Reads and parses the header, touching only the bytes it needs.
-pub fn read_header(source: &dyn ByteSource) -> Result<Header, GgufError> {
+pub async fn read_header(source: &dyn ByteSource) -> Result<Header, GgufError> {
     let file_len = source.len();
     let mut want = FIRST_READ.min(file_len);
     loop {
         let mut prefix = vec![0u8; want as usize];
-        source.read_at(0, &mut prefix)?;
+        source.read_at(0, &mut prefix).await?;
         match Header::parse(&prefix, file_len) {
             Err(GgufError::NeedMore { needed, .. }) => want = needed.max(want * 2).min(file_len),
             other => return other,

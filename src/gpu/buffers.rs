@@ -52,13 +52,31 @@ impl Shape {
     }
 }
 
-/// Where a tensor's packed bytes come from: `read(offset, buf)` fills `buf` from byte `offset`.
-type ReadBytes<'a> = dyn FnMut(u64, &mut [u8]) -> Result<(), crate::Error> + 'a;
+/// Where a tensor's packed bytes come from.
+enum Packed<'a> {
+    /// A byte source, from this offset.
+    Source(&'a dyn ByteSource, u64),
+    /// Bytes made on the host.
+    Host(&'a [u8]),
+}
+
+impl Packed<'_> {
+    async fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), crate::Error> {
+        match *self {
+            Packed::Source(source, start) => Ok(source.read_at(start + offset, buf).await?),
+            Packed::Host(bytes) => {
+                let at = offset as usize;
+                buf.copy_from_slice(&bytes[at..at + buf.len()]);
+                Ok(())
+            }
+        }
+    }
+}
 
 impl GpuTensor {
     /// Streams a tensor's byte range from `source` into GPU buffers, calling `progress` with bytes done.
     /// No buffer is larger than `max_part` bytes (the adapter's binding limit, or less to test splitting).
-    pub fn upload(
+    pub async fn upload(
         gpu: &Gpu,
         header: &Header,
         source: &dyn ByteSource,
@@ -67,28 +85,25 @@ impl GpuTensor {
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
         let start = header.tensor_range(info).start;
-        let shape = Shape::of(info);
-        let mut read = |offset: u64, buf: &mut [u8]| -> Result<(), crate::Error> {
-            Ok(source.read_at(start + offset, buf)?)
-        };
-        GpuTensor::stream(gpu, &shape, max_part, &mut read, progress)
+        let packed = Packed::Source(source, start);
+        GpuTensor::stream(gpu, &Shape::of(info), max_part, &packed, progress).await
     }
 
     /// A tensor made on the host (weights derived at load), packed as `shape.ty`.
-    pub fn from_host(gpu: &Gpu, shape: &Shape, bytes: &[u8]) -> Result<GpuTensor, crate::Error> {
-        let mut read = |offset: u64, buf: &mut [u8]| -> Result<(), crate::Error> {
-            let at = offset as usize;
-            buf.copy_from_slice(&bytes[at..at + buf.len()]);
-            Ok(())
-        };
-        GpuTensor::stream(gpu, shape, gpu.max_binding(), &mut read, &mut |_| {})
+    pub async fn from_host(
+        gpu: &Gpu,
+        shape: &Shape,
+        bytes: &[u8],
+    ) -> Result<GpuTensor, crate::Error> {
+        let packed = Packed::Host(bytes);
+        GpuTensor::stream(gpu, shape, gpu.max_binding(), &packed, &mut |_| {}).await
     }
 
-    fn stream(
+    async fn stream(
         gpu: &Gpu,
         shape: &Shape,
         max_part: u64,
-        read: &mut ReadBytes,
+        packed: &Packed<'_>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
         let max_part = max_part.min(gpu.max_binding());
@@ -122,21 +137,25 @@ impl GpuTensor {
         while first_row < rows {
             let part_rows = rows_per_part.min(rows - first_row);
             let bytes = part_rows * row_bytes;
-            let buffer = gpu.checked(&format!("allocating {}", shape.name), || {
-                gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(&shape.name),
-                    size: bytes.next_multiple_of(4),
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
+            let buffer = gpu
+                .checked(&format!("allocating {}", shape.name), || {
+                    gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some(&shape.name),
+                        size: bytes.next_multiple_of(4),
+                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    })
                 })
-            })?;
+                .await?;
             let mut done = 0u64;
             let mut chunk = Vec::new();
             while done < bytes {
                 let n = UPLOAD_CHUNK.min(bytes - done);
                 chunk.clear();
                 chunk.resize(n.next_multiple_of(4) as usize, 0);
-                read(first_row * row_bytes + done, &mut chunk[..n as usize])?;
+                packed
+                    .read(first_row * row_bytes + done, &mut chunk[..n as usize])
+                    .await?;
                 gpu.queue.write_buffer(&buffer, done, &chunk);
                 done += n;
                 progress(n);
@@ -165,14 +184,14 @@ impl GpuTensor {
 }
 
 /// Reads a tensor into f32 on the host, dequantized whatever its type (norms, small derived weights).
-pub fn read_f32(
+pub async fn read_f32(
     header: &Header,
     source: &dyn ByteSource,
     info: &TensorInfo,
 ) -> Result<Vec<f32>, crate::Error> {
     let range = header.tensor_range(info);
     let mut bytes = vec![0u8; (range.end - range.start) as usize];
-    source.read_at(range.start, &mut bytes)?;
+    source.read_at(range.start, &mut bytes).await?;
     let mut out = vec![0f32; info.elements() as usize];
     crate::quant::dequantize(info.ty, &bytes, &mut out)
         .map_err(|e| crate::Error::Model(format!("tensor {} cannot be read: {e}", info.name)))?;
@@ -193,7 +212,7 @@ pub fn storage_buffer(gpu: &Gpu, label: &str, data: &[u8]) -> wgpu::Buffer {
 }
 
 /// A zeroed storage buffer of `bytes` bytes.
-pub fn scratch_buffer(gpu: &Gpu, label: &str, bytes: u64) -> Result<wgpu::Buffer, GpuError> {
+pub async fn scratch_buffer(gpu: &Gpu, label: &str, bytes: u64) -> Result<wgpu::Buffer, GpuError> {
     if bytes > gpu.max_binding() {
         return Err(GpuError::TooLarge {
             what: label.to_string(),
@@ -211,6 +230,7 @@ pub fn scratch_buffer(gpu: &Gpu, label: &str, bytes: u64) -> Result<wgpu::Buffer
             mapped_at_creation: false,
         })
     })
+    .await
 }
 
 /// A uniform buffer holding `data`.

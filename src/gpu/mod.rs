@@ -1,6 +1,7 @@
 //! The GPU: device and limits, buffers, the pipeline cache and the per-token plan.
 
 mod buffers;
+mod oneshot;
 mod pipelines;
 mod plan;
 
@@ -96,15 +97,17 @@ impl Gpu {
     }
 
     /// Runs `f` and turns any validation or out-of-memory error it raised into a `GpuError`.
-    pub fn checked<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+    pub async fn checked<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let value = f();
-        if let Some(e) = pollster::block_on(validation.pop()) {
-            drop(pollster::block_on(oom.pop()));
+        let validation = validation.pop();
+        let oom = oom.pop();
+        if let Some(e) = validation.await {
+            drop(oom.await);
             return Err(GpuError::Validation(format!("{what}: {e}")));
         }
-        if let Some(e) = pollster::block_on(oom.pop()) {
+        if let Some(e) = oom.await {
             return Err(GpuError::OutOfMemory {
                 what: what.to_string(),
                 detail: e.to_string(),
@@ -114,7 +117,7 @@ impl Gpu {
     }
 
     /// Copies `len` bytes of `src` into host memory: one submit and a wait.
-    pub fn read_back(&self, src: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, GpuError> {
+    pub async fn read_back(&self, src: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, GpuError> {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read_back"),
             size: len,
@@ -124,27 +127,36 @@ impl Gpu {
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(src, 0, &staging, 0, len);
         self.queue.submit([enc.finish()]);
-        map_and_copy(self, &staging, len)
+        map_and_copy(self, &staging, len).await
     }
 }
 
 /// Reads the first `n` f32 values of a buffer.
-pub fn read_back_f32(gpu: &Gpu, src: &wgpu::Buffer, n: usize) -> Result<Vec<f32>, GpuError> {
+pub async fn read_back_f32(gpu: &Gpu, src: &wgpu::Buffer, n: usize) -> Result<Vec<f32>, GpuError> {
     Ok(bytemuck::pod_collect_to_vec(
-        &gpu.read_back(src, n as u64 * 4)?,
+        &gpu.read_back(src, n as u64 * 4).await?,
     ))
 }
 
-/// Maps a MAP_READ buffer, waits for it, copies out its first `len` bytes and unmaps it.
-pub fn map_and_copy(gpu: &Gpu, staging: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, GpuError> {
+/// Maps a MAP_READ buffer, waits for it, copies out its first `len` bytes and unmaps it. Natively the
+/// wait blocks on the device; in the browser the future resolves when the page's event loop has run the
+/// map callback.
+pub async fn map_and_copy(
+    gpu: &Gpu,
+    staging: &wgpu::Buffer,
+    len: u64,
+) -> Result<Vec<u8>, GpuError> {
     let slice = staging.slice(..len);
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |r| drop(tx.send(r)));
+    let (done, mapped) = oneshot::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| done.send(r));
+    #[cfg(target_arch = "wasm32")]
+    let _ = gpu; // the page's event loop runs the callback
+    #[cfg(not(target_arch = "wasm32"))]
     gpu.device
         .poll(wgpu::PollType::wait_indefinitely())
         .map_err(|e| GpuError::Readback(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| GpuError::Readback(e.to_string()))?
+    mapped
+        .await
         .map_err(|e| GpuError::Readback(e.to_string()))?;
     let bytes = slice
         .get_mapped_range()

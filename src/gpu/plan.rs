@@ -106,45 +106,47 @@ impl Plan {
     }
 
     /// Makes the arena, the pipelines and the bind groups.
-    pub fn finish(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
+    pub async fn finish(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
         let arena = super::buffers::uniform_buffer(gpu, "params", &self.arena.bytes);
         let pending = std::mem::take(&mut self.pending);
-        let dispatches = gpu.checked("building the plan", || {
-            pending
-                .into_iter()
-                .map(|p| {
-                    let pipeline = gpu.pipelines.get(&gpu.device, p.key);
-                    let mut entries: Vec<wgpu::BindGroupEntry> = p
-                        .buffers
-                        .iter()
-                        .enumerate()
-                        .map(|(i, b)| wgpu::BindGroupEntry {
-                            binding: i as u32,
-                            resource: b.as_entire_binding(),
-                        })
-                        .collect();
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: p.buffers.len() as u32,
-                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: &arena,
-                            offset: p.params_offset,
-                            size: wgpu::BufferSize::new(p.params_len),
-                        }),
-                    });
-                    let bind_group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: None,
-                        layout: &pipeline.get_bind_group_layout(0),
-                        entries: &entries,
-                    });
-                    Dispatch {
-                        key: p.key,
-                        pipeline,
-                        bind_group,
-                        workgroups: p.workgroups,
-                    }
-                })
-                .collect::<Vec<_>>()
-        })?;
+        let dispatches = gpu
+            .checked("building the plan", || {
+                pending
+                    .into_iter()
+                    .map(|p| {
+                        let pipeline = gpu.pipelines.get(&gpu.device, p.key);
+                        let mut entries: Vec<wgpu::BindGroupEntry> = p
+                            .buffers
+                            .iter()
+                            .enumerate()
+                            .map(|(i, b)| wgpu::BindGroupEntry {
+                                binding: i as u32,
+                                resource: b.as_entire_binding(),
+                            })
+                            .collect();
+                        entries.push(wgpu::BindGroupEntry {
+                            binding: p.buffers.len() as u32,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: &arena,
+                                offset: p.params_offset,
+                                size: wgpu::BufferSize::new(p.params_len),
+                            }),
+                        });
+                        let bind_group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: None,
+                            layout: &pipeline.get_bind_group_layout(0),
+                            entries: &entries,
+                        });
+                        Dispatch {
+                            key: p.key,
+                            pipeline,
+                            bind_group,
+                            workgroups: p.workgroups,
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await?;
         self.dispatches.extend(dispatches);
         self._arena_buffer = Some(arena);
         Ok(())

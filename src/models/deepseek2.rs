@@ -206,33 +206,35 @@ struct Block {
     cache: wgpu::Buffer, // (n_ctx, kv_lora + n_rot)
 }
 
-fn load_block(l: &mut Loader, c: &Config, i: u32, n_ctx: u32) -> Result<Block, Error> {
+async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Result<Block, Error> {
     let name = |t: &str| format!("blk.{i}.{t}.weight");
     let m = &c.mla;
     let d = c.n_embd;
     let q_dim = m.n_head * m.q_stride();
     let q = if c.q_lora == 0 {
-        QueryWeights::Direct(l.matrix(&name("attn_q"), d, q_dim)?)
+        QueryWeights::Direct(l.matrix(&name("attn_q"), d, q_dim).await?)
     } else {
         QueryWeights::LowRank {
-            a: l.matrix(&name("attn_q_a"), d, c.q_lora)?,
-            a_norm: l.vector(&name("attn_q_a_norm"), c.q_lora)?,
-            b: l.matrix(&name("attn_q_b"), c.q_lora, q_dim)?,
+            a: l.matrix(&name("attn_q_a"), d, c.q_lora).await?,
+            a_norm: l.vector(&name("attn_q_a_norm"), c.q_lora).await?,
+            b: l.matrix(&name("attn_q_b"), c.q_lora, q_dim).await?,
         }
     };
     let (k_b, v_b) = if l.has(&name("attn_k_b")) {
         (
-            l.matrices(&name("attn_k_b"), m.q_nope, m.kv_lora, m.n_head)?,
-            l.matrices(&name("attn_v_b"), m.kv_lora, m.v_dim, m.n_head)?,
+            l.matrices(&name("attn_k_b"), m.q_nope, m.kv_lora, m.n_head)
+                .await?,
+            l.matrices(&name("attn_v_b"), m.kv_lora, m.v_dim, m.n_head)
+                .await?,
         )
     } else {
-        split_kv_b(l, m, i)?
+        split_kv_b(l, m, i).await?
     };
     let ffn = if i < c.n_dense_lead {
         FeedForward::Dense {
-            gate: l.matrix(&name("ffn_gate"), d, c.n_ff)?,
-            up: l.matrix(&name("ffn_up"), d, c.n_ff)?,
-            down: l.matrix(&name("ffn_down"), c.n_ff, d)?,
+            gate: l.matrix(&name("ffn_gate"), d, c.n_ff).await?,
+            up: l.matrix(&name("ffn_up"), d, c.n_ff).await?,
+            down: l.matrix(&name("ffn_down"), c.n_ff, d).await?,
         }
     } else {
         let moe = c.moe.expect("MoE layers come with an MoE config");
@@ -241,46 +243,50 @@ fn load_block(l: &mut Loader, c: &Config, i: u32, n_ctx: u32) -> Result<Block, E
         let shared = if moe.n_shared > 0 {
             let fs = f * moe.n_shared;
             Some((
-                l.matrix(&name("ffn_gate_shexp"), d, fs)?,
-                l.matrix(&name("ffn_up_shexp"), d, fs)?,
-                l.matrix(&name("ffn_down_shexp"), fs, d)?,
+                l.matrix(&name("ffn_gate_shexp"), d, fs).await?,
+                l.matrix(&name("ffn_up_shexp"), d, fs).await?,
+                l.matrix(&name("ffn_down_shexp"), fs, d).await?,
             ))
         } else {
             None
         };
         FeedForward::Moe {
-            router: l.matrix(&name("ffn_gate_inp"), d, n)?,
+            router: l.matrix(&name("ffn_gate_inp"), d, n).await?,
             bias: match l.has(&bias_name) {
-                true => Some(l.vector(&bias_name, n)?),
+                true => Some(l.vector(&bias_name, n).await?),
                 false => None,
             },
-            gate: l.matrices(&name("ffn_gate_exps"), d, f, n)?,
-            up: l.matrices(&name("ffn_up_exps"), d, f, n)?,
-            down: l.matrices(&name("ffn_down_exps"), f, d, n)?,
+            gate: l.matrices(&name("ffn_gate_exps"), d, f, n).await?,
+            up: l.matrices(&name("ffn_up_exps"), d, f, n).await?,
+            down: l.matrices(&name("ffn_down_exps"), f, d, n).await?,
             shared,
         }
     };
     let width = m.cache_width() as u64;
     Ok(Block {
-        attn_norm: l.vector(&name("attn_norm"), d)?,
+        attn_norm: l.vector(&name("attn_norm"), d).await?,
         q,
-        kv_a: l.matrix(&name("attn_kv_a_mqa"), d, m.cache_width())?,
-        kv_a_norm: l.vector(&name("attn_kv_a_norm"), m.kv_lora)?,
+        kv_a: l.matrix(&name("attn_kv_a_mqa"), d, m.cache_width()).await?,
+        kv_a_norm: l.vector(&name("attn_kv_a_norm"), m.kv_lora).await?,
         k_b,
         v_b,
-        attn_output: l.matrix(&name("attn_output"), m.n_head * m.v_dim, d)?,
-        ffn_norm: l.vector(&name("ffn_norm"), d)?,
+        attn_output: l
+            .matrix(&name("attn_output"), m.n_head * m.v_dim, d)
+            .await?,
+        ffn_norm: l.vector(&name("ffn_norm"), d).await?,
         ffn,
-        cache: scratch_buffer(&l.gpu, &format!("blk.{i}.cache"), n_ctx as u64 * width * 4)?,
+        cache: scratch_buffer(&l.gpu, &format!("blk.{i}.cache"), n_ctx as u64 * width * 4).await?,
     })
 }
 
 /// The older layout's attn_kv_b (per head: q_nope rows of k, then v_dim rows of v, each kv_lora wide)
 /// as the absorbed form's k_b (per head: its k rows transposed, kv_lora rows of q_nope) and v_b, in f16.
-fn split_kv_b(l: &mut Loader, m: &Mla, i: u32) -> Result<(GpuTensor, GpuTensor), Error> {
+async fn split_kv_b(l: &mut Loader<'_>, m: &Mla, i: u32) -> Result<(GpuTensor, GpuTensor), Error> {
     let (lora, nope, vd) = (m.kv_lora as usize, m.q_nope as usize, m.v_dim as usize);
     let name = format!("blk.{i}.attn_kv_b.weight");
-    let kv_b = l.host_f32(&name, &[m.kv_lora, m.n_head * (m.q_nope + m.v_dim)])?;
+    let kv_b = l
+        .host_f32(&name, &[m.kv_lora, m.n_head * (m.q_nope + m.v_dim)])
+        .await?;
     let (mut k_b, mut v_b) = (Vec::new(), Vec::new());
     for head in kv_b.chunks(lora * (nope + vd)) {
         let (k, v) = head.split_at(lora * nope);
@@ -301,49 +307,52 @@ fn split_kv_b(l: &mut Loader, m: &Mla, i: u32) -> Result<(GpuTensor, GpuTensor),
             &l.gpu,
             &shape("attn_k_b", m.q_nope, m.kv_lora),
             bytemuck::cast_slice(&k_b),
-        )?,
+        )
+        .await?,
         GpuTensor::from_host(
             &l.gpu,
             &shape("attn_v_b", m.kv_lora, m.v_dim),
             bytemuck::cast_slice(&v_b),
-        )?,
+        )
+        .await?,
     ))
 }
 
 /// Loads the weights, allocates the caches and activations for `n_ctx` positions, and builds the plan.
-pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
+pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
     let c = Config::from_loader(l)?;
     let m = c.mla;
     let d = c.n_embd;
     let gpu = l.gpu.clone();
 
-    let ends = Ends::load(l, d, c.n_vocab)?;
-    let blocks = (0..c.n_layer)
-        .map(|i| load_block(l, &c, i, n_ctx))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ends = Ends::load(l, d, c.n_vocab).await?;
+    let mut blocks = Vec::with_capacity(c.n_layer as usize);
+    for i in 0..c.n_layer {
+        blocks.push(load_block(l, &c, i, n_ctx).await?);
+    }
 
     // Activations, f32.
-    let f32s = |label: &str, n: u32| scratch_buffer(&gpu, label, n.max(1) as u64 * 4);
-    let x = f32s("x", d)?;
-    let xn = f32s("xn", d)?;
-    let q_low = f32s("q_low", c.q_lora)?;
-    let q_low_n = f32s("q_low_normed", c.q_lora)?;
-    let q = f32s("q", m.n_head * m.q_stride())?;
-    let kv = f32s("kv", m.cache_width())?;
-    let q_latent = f32s("q_latent", m.n_head * m.kv_lora)?;
-    let attn_latent = f32s("attn_latent", m.n_head * m.kv_lora)?;
-    let attn = f32s("attn", m.n_head * m.v_dim)?;
-    let scores = scratch_buffer(&gpu, "scores", m.n_head as u64 * n_ctx as u64 * 4)?;
+    let f32s = |label: &'static str, n: u32| scratch_buffer(&gpu, label, n.max(1) as u64 * 4);
+    let x = f32s("x", d).await?;
+    let xn = f32s("xn", d).await?;
+    let q_low = f32s("q_low", c.q_lora).await?;
+    let q_low_n = f32s("q_low_normed", c.q_lora).await?;
+    let q = f32s("q", m.n_head * m.q_stride()).await?;
+    let kv = f32s("kv", m.cache_width()).await?;
+    let q_latent = f32s("q_latent", m.n_head * m.kv_lora).await?;
+    let attn_latent = f32s("attn_latent", m.n_head * m.kv_lora).await?;
+    let attn = f32s("attn", m.n_head * m.v_dim).await?;
+    let scores = scratch_buffer(&gpu, "scores", m.n_head as u64 * n_ctx as u64 * 4).await?;
     let (n_used, n_ff_expert, n_shared_ff) = c.moe.map_or((0, 0, 0), |e| {
         (e.gating.n_used, e.n_ff_expert, e.n_ff_expert * e.n_shared)
     });
     let n_hidden = c.n_ff.max(n_used * n_ff_expert).max(n_shared_ff);
-    let gate = f32s("gate", n_hidden)?;
-    let up = f32s("up", n_hidden)?;
-    let hidden = f32s("hidden", n_hidden)?;
-    let router_logits = f32s("router_logits", c.moe.map_or(1, |e| e.gating.n_expert))?;
-    let route = f32s("route", 2 * n_used.max(1))?;
-    let logits = f32s("logits", c.n_vocab)?;
+    let gate = f32s("gate", n_hidden).await?;
+    let up = f32s("up", n_hidden).await?;
+    let hidden = f32s("hidden", n_hidden).await?;
+    let router_logits = f32s("router_logits", c.moe.map_or(1, |e| e.gating.n_expert)).await?;
+    let route = f32s("route", 2 * n_used.max(1)).await?;
+    let logits = f32s("logits", c.n_vocab).await?;
     let step = storage_buffer(&gpu, "step", &[0u8; 8]);
 
     let mut plan = Plan::new(&gpu);
@@ -441,7 +450,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     }
     plan.layer_boundary();
     ends.push_logits(&mut plan, &x, &xn, &logits, c.rms_eps);
-    plan.finish(&gpu)?;
+    plan.finish(&gpu).await?;
     Ok(Forward {
         plan,
         step,

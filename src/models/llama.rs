@@ -86,14 +86,14 @@ struct Block {
 }
 
 /// Loads the weights, allocates the cache and activations for `n_ctx` positions, and builds the plan.
-pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
+pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
     let c = Config::from_loader(l)?;
     let (d, q_dim, kv_dim) = (c.n_embd, c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
     let gpu = l.gpu.clone();
 
-    let ends = Ends::load(l, d, c.n_vocab)?;
+    let ends = Ends::load(l, d, c.n_vocab).await?;
     let rope_freqs = match l.header.tensor("rope_freqs.weight") {
-        Some(_) => Some(l.vector("rope_freqs.weight", c.rope.n_rot / 2)?),
+        Some(_) => Some(l.vector("rope_freqs.weight", c.rope.n_rot / 2).await?),
         None => None,
     };
     let mut blocks = Vec::with_capacity(c.n_layer as usize);
@@ -101,33 +101,33 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
         let name = |t: &str| format!("blk.{i}.{t}.weight");
         let cache = (n_ctx as u64) * kv_dim as u64 * 4;
         blocks.push(Block {
-            attn_norm: l.vector(&name("attn_norm"), d)?,
-            attn_q: l.matrix(&name("attn_q"), d, q_dim)?,
-            attn_k: l.matrix(&name("attn_k"), d, kv_dim)?,
-            attn_v: l.matrix(&name("attn_v"), d, kv_dim)?,
-            attn_output: l.matrix(&name("attn_output"), q_dim, d)?,
-            ffn_norm: l.vector(&name("ffn_norm"), d)?,
-            ffn_gate: l.matrix(&name("ffn_gate"), d, c.n_ff)?,
-            ffn_up: l.matrix(&name("ffn_up"), d, c.n_ff)?,
-            ffn_down: l.matrix(&name("ffn_down"), c.n_ff, d)?,
-            k_cache: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), cache)?,
-            v_cache: scratch_buffer(&gpu, &format!("blk.{i}.v_cache"), cache)?,
+            attn_norm: l.vector(&name("attn_norm"), d).await?,
+            attn_q: l.matrix(&name("attn_q"), d, q_dim).await?,
+            attn_k: l.matrix(&name("attn_k"), d, kv_dim).await?,
+            attn_v: l.matrix(&name("attn_v"), d, kv_dim).await?,
+            attn_output: l.matrix(&name("attn_output"), q_dim, d).await?,
+            ffn_norm: l.vector(&name("ffn_norm"), d).await?,
+            ffn_gate: l.matrix(&name("ffn_gate"), d, c.n_ff).await?,
+            ffn_up: l.matrix(&name("ffn_up"), d, c.n_ff).await?,
+            ffn_down: l.matrix(&name("ffn_down"), c.n_ff, d).await?,
+            k_cache: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), cache).await?,
+            v_cache: scratch_buffer(&gpu, &format!("blk.{i}.v_cache"), cache).await?,
         });
     }
 
     // Activations, f32.
-    let f32s = |label: &str, n: u32| scratch_buffer(&gpu, label, n as u64 * 4);
-    let x = f32s("x", d)?; // (n_embd) the residual stream
-    let xn = f32s("xn", d)?; // (n_embd) normed
-    let q = f32s("q", q_dim)?;
-    let k = f32s("k", kv_dim)?;
-    let v = f32s("v", kv_dim)?;
-    let attn = f32s("attn", q_dim)?;
-    let scores = scratch_buffer(&gpu, "scores", c.n_head as u64 * n_ctx as u64 * 4)?; // (n_head, n_ctx)
-    let gate = f32s("gate", c.n_ff)?;
-    let up = f32s("up", c.n_ff)?;
-    let hidden = f32s("hidden", c.n_ff)?;
-    let logits = f32s("logits", c.n_vocab)?;
+    let f32s = |label: &'static str, n: u32| scratch_buffer(&gpu, label, n as u64 * 4);
+    let x = f32s("x", d).await?; // (n_embd) the residual stream
+    let xn = f32s("xn", d).await?; // (n_embd) normed
+    let q = f32s("q", q_dim).await?;
+    let k = f32s("k", kv_dim).await?;
+    let v = f32s("v", kv_dim).await?;
+    let attn = f32s("attn", q_dim).await?;
+    let scores = scratch_buffer(&gpu, "scores", c.n_head as u64 * n_ctx as u64 * 4).await?; // (n_head, n_ctx)
+    let gate = f32s("gate", c.n_ff).await?;
+    let up = f32s("up", c.n_ff).await?;
+    let hidden = f32s("hidden", c.n_ff).await?;
+    let logits = f32s("logits", c.n_vocab).await?;
     let step = storage_buffer(&gpu, "step", &[0u8; 8]); // { token, pos }
 
     let mut plan = Plan::new(&gpu);
@@ -176,7 +176,7 @@ pub fn load(l: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
     }
     plan.layer_boundary();
     ends.push_logits(&mut plan, &x, &xn, &logits, c.rms_eps);
-    plan.finish(&gpu)?;
+    plan.finish(&gpu).await?;
     Ok(Forward {
         plan,
         step,

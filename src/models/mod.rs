@@ -32,14 +32,14 @@ pub struct Ends {
 }
 
 impl Ends {
-    pub fn load(l: &mut Loader, n_embd: u32, n_vocab: u32) -> Result<Ends, Error> {
+    pub async fn load(l: &mut Loader<'_>, n_embd: u32, n_vocab: u32) -> Result<Ends, Error> {
         Ok(Ends {
-            token_embd: l.matrix("token_embd.weight", n_embd, n_vocab)?,
+            token_embd: l.matrix("token_embd.weight", n_embd, n_vocab).await?,
             output: match l.has("output.weight") {
-                true => Some(l.matrix("output.weight", n_embd, n_vocab)?),
+                true => Some(l.matrix("output.weight", n_embd, n_vocab).await?),
                 false => None,
             },
-            output_norm: l.vector("output_norm.weight", n_embd)?,
+            output_norm: l.vector("output_norm.weight", n_embd).await?,
         })
     }
 
@@ -60,10 +60,10 @@ impl Ends {
 }
 
 /// Loads the model the header describes.
-pub fn load(loader: &mut Loader, n_ctx: u32) -> Result<Forward, Error> {
+pub async fn load(loader: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
     match loader.arch.as_str() {
-        "llama" => llama::load(loader, n_ctx),
-        "deepseek2" => deepseek2::load(loader, n_ctx),
+        "llama" => llama::load(loader, n_ctx).await,
+        "deepseek2" => deepseek2::load(loader, n_ctx).await,
         other => Err(Error::UnsupportedArchitecture(other.to_string())),
     }
 }
@@ -163,23 +163,23 @@ impl<'a> Loader<'a> {
     }
 
     /// A weight matrix of `rows` rows of `cols` weights, packed as in the file.
-    pub fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuTensor, Error> {
-        self.packed(name, &[cols, rows])
+    pub async fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuTensor, Error> {
+        self.packed(name, &[cols, rows]).await
     }
 
     /// `n` matrices of `rows` rows of `cols` weights stacked in one tensor (experts, or per-head
     /// matrices), packed as in the file; kernels see n * rows rows.
-    pub fn matrices(
+    pub async fn matrices(
         &mut self,
         name: &str,
         cols: u32,
         rows: u32,
         n: u32,
     ) -> Result<GpuTensor, Error> {
-        self.packed(name, &[cols, rows, n])
+        self.packed(name, &[cols, rows, n]).await
     }
 
-    fn packed(&mut self, name: &str, shape: &[u32]) -> Result<GpuTensor, Error> {
+    async fn packed(&mut self, name: &str, shape: &[u32]) -> Result<GpuTensor, Error> {
         let t = self.info(name, shape)?;
         let cols = shape[0];
         if cols % 32 != 0 {
@@ -198,15 +198,16 @@ impl<'a> Loader<'a> {
                 *done += n;
                 progress(*done, total);
             },
-        )?;
+        )
+        .await?;
         Ok(tensor)
     }
 
     /// A tensor of the given shape, dequantized to f32 on the host (weights the model derives others
     /// from at load).
-    pub fn host_f32(&mut self, name: &str, shape: &[u32]) -> Result<Vec<f32>, Error> {
+    pub async fn host_f32(&mut self, name: &str, shape: &[u32]) -> Result<Vec<f32>, Error> {
         let t = self.info(name, shape)?;
-        let data = read_f32(self.header, self.source, t)?;
+        let data = read_f32(self.header, self.source, t).await?;
         self.done += t.bytes();
         (self.progress)(self.done, self.total);
         Ok(data)
@@ -217,8 +218,8 @@ impl<'a> Loader<'a> {
     }
 
     /// A small vector (norm weights, rope factors, biases), as f32.
-    pub fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer, Error> {
-        let data = self.host_f32(name, &[len])?;
+    pub async fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer, Error> {
+        let data = self.host_f32(name, &[len]).await?;
         Ok(storage_buffer(&self.gpu, name, bytemuck::cast_slice(&data)))
     }
 }

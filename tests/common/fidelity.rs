@@ -3,6 +3,7 @@
 //! reference's top two are further apart than a clear gap. Elsewhere a different choice is a near tie,
 //! counted but allowed.
 
+use pollster::FutureExt as _;
 use serde_json::Value;
 use wick::engine::Engine;
 
@@ -46,7 +47,10 @@ pub struct Tolerance {
 pub fn check_greedy(engine: &mut Engine, record: &Value, tolerance: Tolerance) -> Agreement {
     let name = record["prompt"].as_str().unwrap_or("record");
     engine.rewind(0);
-    let mut logits = engine.prefill(&ids(&record["prompt_ids"])).unwrap();
+    let mut logits = engine
+        .prefill(&ids(&record["prompt_ids"]))
+        .block_on()
+        .unwrap();
     let steps = record["steps"].as_array().expect("steps");
     let mut agreement = Agreement::default();
     for (i, step) in steps.iter().enumerate() {
@@ -83,7 +87,7 @@ pub fn check_greedy(engine: &mut Engine, record: &Value, tolerance: Tolerance) -
             agreement.near_ties += 1;
         }
         if i + 1 < steps.len() {
-            logits = engine.step(want, true).unwrap().unwrap();
+            logits = engine.step(want, true).block_on().unwrap().unwrap();
         }
     }
     agreement

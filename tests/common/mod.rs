@@ -4,6 +4,7 @@
 pub mod fidelity;
 pub mod random_model;
 
+use pollster::FutureExt as _;
 use std::sync::Arc;
 use wick::gguf::{GgmlType, Header, MemorySource, TensorInfo};
 use wick::gpu::{storage_buffer, Gpu, GpuTensor, Plan};
@@ -99,12 +100,14 @@ pub fn packed(
         bytes,
         name: "random".into(),
     };
-    let t = GpuTensor::upload(gpu, &header, &source, &info, max_part, &mut |_| {}).unwrap();
+    let t = GpuTensor::upload(gpu, &header, &source, &info, max_part, &mut |_| {})
+        .block_on()
+        .unwrap();
     (t, deq)
 }
 
 pub fn run(gpu: &Gpu, mut plan: Plan) {
-    plan.finish(gpu).unwrap();
+    plan.finish(gpu).block_on().unwrap();
     let mut enc = gpu.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());

@@ -5,6 +5,7 @@
 //! perplexity of the teacher-forced ids is compared too.
 
 use super::fidelity::{check_greedy, ids, Agreement, Tolerance};
+use pollster::FutureExt as _;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -79,7 +80,9 @@ pub fn check_all(
         let path = root.join(name);
         let len = std::fs::metadata(&path).unwrap().len();
         assert_eq!(len, record["bytes"].as_u64().unwrap(), "{name}: size");
-        let header = read_header(&FileSource::open(&path).unwrap()).unwrap();
+        let header = read_header(&FileSource::open(&path).unwrap())
+            .block_on()
+            .unwrap();
         let types: BTreeMap<String, String> = header
             .tensors
             .iter()
@@ -103,13 +106,14 @@ pub fn check_all(
             &LoadOptions { n_ctx: 64 },
             &mut |_, _| {},
         )
+        .block_on()
         .unwrap();
         let tokens = ids(&record["teacher_ids"]);
         let (want_llama, want_f32) = (rows(&record["teacher_logits"]), rows(&record["f32_logits"]));
         let (mut err_llama, mut err_f32) = (0f32, 0f32);
         let mut ours = Vec::new();
         for (pos, &t) in tokens.iter().enumerate() {
-            let logits = engine.step(t, true).unwrap().unwrap();
+            let logits = engine.step(t, true).block_on().unwrap().unwrap();
             let (e, i) = max_abs(&logits, &want_f32[pos]);
             assert!(
                 e < f32_tolerance,

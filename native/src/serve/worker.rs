@@ -3,6 +3,7 @@
 //! the client has gone (the receiver is dropped) the generation stops at the next token.
 
 use super::openai::{ApiError, Usage};
+use pollster::FutureExt as _;
 use tokio::sync::mpsc;
 use wick::chat_template::ChatMessage;
 use wick::sampler::{Sampler, SamplerConfig};
@@ -97,6 +98,7 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
         .complete(&prompt, max_tokens, &job.stop, &mut sampler, &mut |text| {
             events.blocking_send(Event::Text(text.to_string())).is_ok()
         })
+        .block_on()
         .map_err(|e| ApiError {
             status: 500,
             message: format!("generation failed: {e}"),

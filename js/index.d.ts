@@ -1,0 +1,132 @@
+// Types of wick-llm: GGUF language models on the user's GPU (WebGPU), with the OpenAI client's chat API.
+
+/** Load progress. 'download': bytes read from the network or the cache (`cached` says which);
+ * 'gpu': bytes in GPU memory; 'warning': something the user should know (`message`), the load goes on. */
+export interface LoadProgress {
+  phase: 'download' | 'gpu' | 'warning';
+  loaded: number;
+  total: number;
+  cached?: boolean;
+  message?: string;
+}
+
+export interface LoadOptions {
+  onProgress?: (progress: LoadProgress) => void;
+  /** Aborting cancels the load; `Wick.load` then rejects with an AbortError. */
+  signal?: AbortSignal;
+  /** Context length in tokens (default 2048, at most the model's). */
+  nCtx?: number;
+}
+
+export type TextPart = { type: 'text'; text: string };
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | (string & {});
+  content: string | TextPart[] | null;
+}
+
+export interface ChatCompletionRequest {
+  messages: ChatMessage[];
+  /** 0 to 2; 0 is greedy. Default 1. */
+  temperature?: number;
+  /** 0 to 1. Default 1. */
+  top_p?: number;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  seed?: number;
+  /** Up to 4 strings; the reply ends before the first one and leaves it out. */
+  stop?: string | string[] | null;
+  n?: 1;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  /** Accepted and ignored: there is one model. */
+  model?: string;
+}
+
+export type FinishReason = 'stop' | 'length';
+
+export interface CompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string };
+    finish_reason: FinishReason;
+    logprobs: null;
+  }[];
+  usage: CompletionUsage;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string };
+    finish_reason: FinishReason | null;
+    logprobs: null;
+  }[];
+  /** Only on the last chunk, and only with `stream_options.include_usage`. */
+  usage?: CompletionUsage;
+}
+
+export interface RequestOptions {
+  /** Aborting stops the reply; the request rejects (or the stream throws) with an AbortError. */
+  signal?: AbortSignal;
+}
+
+export interface EngineStats {
+  adapter: string;
+  architecture: string;
+  nCtx: number;
+  dispatchesPerToken: number;
+  submitsPerToken: number;
+  weightBytesPerToken: number;
+  /** Of the last reply; null before the first. */
+  tokensPerSecond: number | null;
+  promptTokensPerSecond: number | null;
+  /** The last prompt's tokens, and how many of them were run (the rest came from earlier turns). */
+  lastPromptTokens: number | null;
+  lastPromptProcessed: number | null;
+  /** The worker's wasm heap, which never holds the model. */
+  wasmMemoryBytes: number;
+}
+
+export interface CachedModel {
+  url: string;
+  /** The file's size, and how much of it is cached. */
+  size: number;
+  cachedBytes: number;
+  /** When it was first cached, in ms since the epoch. */
+  saved: number;
+}
+
+export declare class Wick {
+  /** Loads a model from a URL (read by range requests, cached) or a File / Blob. */
+  static load(source: string | Blob, options?: LoadOptions): Promise<Wick>;
+  static cachedModels(): Promise<CachedModel[]>;
+  static deleteCachedModel(url: string): Promise<void>;
+
+  /** The model's URL or file name. */
+  readonly model: string;
+  readonly chat: {
+    completions: {
+      create(body: ChatCompletionRequest & { stream: true }, options?: RequestOptions): Promise<AsyncIterable<ChatCompletionChunk>>;
+      create(body: ChatCompletionRequest & { stream?: false | null }, options?: RequestOptions): Promise<ChatCompletion>;
+      create(body: ChatCompletionRequest, options?: RequestOptions): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+    };
+  };
+  stats(): Promise<EngineStats>;
+  /** Frees the GPU memory and ends the engine's worker; later calls reject. */
+  unload(): Promise<void>;
+}

@@ -1,0 +1,134 @@
+// Byte sources for the engine: a model URL read by HTTP range requests (through the Cache API, so a
+// reload reads nothing twice and an interrupted download resumes), or a local File. Each is a reader
+// { size, name, read(offset, length) -> Promise<Uint8Array> }; the engine asks for the header, then for
+// each tensor in pieces, and copies each piece into its GPU buffer.
+
+import { openCache, validatorOf } from './cache.js';
+
+/** Bytes per range request and per cache entry. */
+export const CHUNK = 8 << 20;
+/** Range requests kept in flight ahead of the engine. */
+const AHEAD = 4;
+
+export class SourceError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'SourceError';
+  }
+}
+
+/** A reader over a File or Blob: slices are read as they are asked for. */
+export function fileReader(file, signal) {
+  return {
+    size: file.size,
+    name: file.name || 'local file',
+    async read(offset, length) {
+      signal?.throwIfAborted();
+      const bytes = new Uint8Array(await file.slice(offset, offset + length).arrayBuffer());
+      if (bytes.length !== length) throw new SourceError(`${file.name}: the file ended early`);
+      return bytes;
+    },
+  };
+}
+
+/**
+ * A reader over a URL. `onDownload(loaded, total)` hears of bytes that arrived from the network or the
+ * cache; `onWarning(message)` of trouble that does not stop the load (a full cache).
+ */
+export async function urlReader(url, { signal, onDownload = () => {}, onWarning = () => {} } = {}) {
+  const probe = await rangeFetch(url, 0, 0, signal);
+  const size = totalSize(url, probe);
+  const validator = validatorOf(probe.headers);
+  await probe.body?.cancel();
+  const cache = await openCache(url, size, validator, onWarning);
+
+  const chunks = new Map(); // chunk index -> Promise<Uint8Array>
+  const chunkCount = Math.ceil(size / CHUNK);
+  let loaded = 0;
+
+  const fetchChunk = async (index) => {
+    const start = index * CHUNK;
+    const end = Math.min(size, start + CHUNK) - 1;
+    const cached = await cache.get(index);
+    if (cached && cached.length === end - start + 1) {
+      loaded += cached.length;
+      onDownload(loaded, size, true);
+      return cached;
+    }
+    const response = await rangeFetch(url, start, end, signal);
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    if (bytes.length !== end - start + 1) {
+      throw new SourceError(`${url}: asked for bytes ${start}-${end}, got ${bytes.length} bytes`);
+    }
+    loaded += bytes.length;
+    onDownload(loaded, size, false);
+    await cache.put(index, bytes);
+    return bytes;
+  };
+  const chunk = (index) => {
+    if (!chunks.has(index)) {
+      const promise = fetchChunk(index);
+      promise.catch(() => chunks.delete(index)); // a failed fetch is retried by the next read
+      chunks.set(index, promise);
+    }
+    return chunks.get(index);
+  };
+
+  return {
+    size,
+    name: url,
+    async read(offset, length) {
+      if (offset + length > size) {
+        throw new SourceError(`${url}: read past the end of the file (${size} bytes)`);
+      }
+      const first = Math.floor(offset / CHUNK);
+      const last = Math.floor((offset + length - 1) / CHUNK);
+      for (let i = last + 1; i <= Math.min(chunkCount - 1, last + AHEAD); i++) chunk(i);
+      for (const i of chunks.keys()) if (i < first - 1 || i > last + AHEAD) chunks.delete(i);
+      const out = new Uint8Array(length);
+      for (let i = first; i <= last; i++) {
+        const bytes = await chunk(i);
+        const from = Math.max(offset, i * CHUNK);
+        const to = Math.min(offset + length, i * CHUNK + bytes.length);
+        out.set(bytes.subarray(from - i * CHUNK, to - i * CHUNK), from - offset);
+      }
+      return out;
+    },
+  };
+}
+
+/** A 206 response for bytes start..=end, or an error that says what the server did instead. */
+async function rangeFetch(url, start, end, signal) {
+  let response;
+  try {
+    response = await fetch(url, { headers: { Range: `bytes=${start}-${end}` }, signal });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new SourceError(
+      `cannot fetch ${url}: a network error, or the server does not allow this page's origin (CORS)`,
+    );
+  }
+  if (response.status === 206) return response;
+  await response.body?.cancel();
+  if (response.status === 200) {
+    throw new SourceError(
+      `the server of ${url} ignores Range requests (it answered with the whole file); ` +
+        'Wick streams models by range and needs a server that answers 206 Partial Content',
+    );
+  }
+  if (response.status === 416) {
+    throw new SourceError(`${url}: the file is shorter than its header says (HTTP 416)`);
+  }
+  throw new SourceError(`cannot fetch ${url}: HTTP ${response.status} ${response.statusText}`.trim());
+}
+
+function totalSize(url, response) {
+  const match = /\/(\d+)$/.exec(response.headers.get('Content-Range') || '');
+  if (!match) {
+    throw new SourceError(
+      `${url}: the server answered a range request without the file's size (Content-Range); ` +
+        'if it is on another origin, it must expose Content-Range to this page (CORS)',
+    );
+  }
+  return Number(match[1]);
+}

@@ -1,0 +1,111 @@
+// The engine's thread: the page talks to it by messages, so loading and generating never block the page.
+// Requests run one at a time in arrival order; an abort stops the one it names, queued or running.
+
+import init, { load } from '../pkg/wick_web.js';
+import { fileReader, urlReader } from './sources.js';
+
+let model = null;
+let queue = Promise.resolve();
+const aborted = new Set();
+const loads = new Map(); // load id -> AbortController
+
+const ready = init({ module_or_path: new URL('../pkg/wick_web_bg.wasm', import.meta.url) });
+
+const post = (message) => self.postMessage(message);
+const fail = (id, e) =>
+  post({ type: 'error', id, name: e?.name || 'Error', message: e?.message || String(e) });
+
+self.onmessage = ({ data }) => {
+  const { type, id } = data;
+  if (type === 'abort') {
+    aborted.add(id);
+    loads.get(id)?.abort();
+    return;
+  }
+  // Everything else waits its turn.
+  queue = queue.then(() => handle(data).catch((e) => fail(id, e)));
+};
+
+async function handle({ type, id, ...data }) {
+  if (aborted.has(id)) {
+    aborted.delete(id);
+    return fail(id, abortError());
+  }
+  switch (type) {
+    case 'load':
+      return loadModel(id, data);
+    case 'chat':
+      return chat(id, data.request);
+    case 'stats':
+      return post({ type: 'result', id, value: model ? await stats() : null });
+    case 'unload':
+      model?.free();
+      model = null;
+      return post({ type: 'result', id, value: null });
+    default:
+      throw new Error(`unknown request ${type}`);
+  }
+}
+
+async function loadModel(id, { source, options }) {
+  if (!self.navigator.gpu) {
+    throw new Error(
+      'WebGPU is not available in this browser: Wick needs a browser with WebGPU ' +
+        '(Chrome or Edge 113+, Safari 26+, or Firefox 141+ on Windows), on a secure (https or localhost) page',
+    );
+  }
+  await ready;
+  const controller = new AbortController();
+  loads.set(id, controller);
+  const progress = (phase, loaded, total, extra = {}) =>
+    post({ type: 'progress', id, event: { phase, loaded, total, ...extra } });
+  try {
+    const reader =
+      typeof source === 'string'
+        ? await urlReader(source, {
+            signal: controller.signal,
+            onDownload: (loaded, total, cached) => progress('download', loaded, total, { cached }),
+            onWarning: (message) => progress('warning', 0, 0, { message }),
+          })
+        : fileReader(source, controller.signal);
+    const loaded = await load(reader, { nCtx: options.nCtx }, (loaded, total) =>
+      progress('gpu', loaded, total),
+    );
+    model?.free();
+    model = loaded;
+    post({ type: 'result', id, value: await stats() });
+  } catch (e) {
+    if (controller.signal.aborted) throw abortError();
+    throw e;
+  } finally {
+    loads.delete(id);
+    aborted.delete(id);
+  }
+}
+
+async function chat(id, request) {
+  if (!model) throw new Error('no model is loaded');
+  try {
+    const result = await model.chat(request, (piece) => {
+      if (aborted.has(id)) return false;
+      post({ type: 'text', id, piece });
+      return true;
+    });
+    if (aborted.has(id)) throw abortError();
+    post({ type: 'result', id, value: result });
+  } finally {
+    aborted.delete(id);
+  }
+}
+
+/** The engine's figures, with the adapter named as the browser names it (wgpu's web backend cannot). */
+async function stats() {
+  const figures = model.stats();
+  const info = (await self.navigator.gpu.requestAdapter())?.info;
+  const name = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ');
+  return { ...figures, adapter: name ? `${name} (WebGPU)` : figures.adapter };
+}
+
+function abortError() {
+  return new DOMException('the request was aborted', 'AbortError');
+}

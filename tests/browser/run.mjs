@@ -1,0 +1,516 @@
+// Browser tests: the chat page and the npm package in headless Chromium, WebGPU on SwiftShader (a CPU
+// adapter: these prove correctness, not speed). Needs `npm run build` (pkg/) and the default model.
+// Usage: node tests/browser/run.mjs [name filter]
+
+import { chromium } from 'playwright-core';
+import { createServer } from 'node:http';
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+import { serve } from '../../scripts/serve-web.mjs';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const MODEL = 'models/SmolLM2-135M-Instruct.Q4_1.gguf';
+const TINY = 'tests/data/random-llama-chat.gguf';
+const WORK = join(ROOT, 'target/browser-test');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+for (const [path, hint] of [
+  ['pkg/wick_web_bg.wasm', 'run `npm run build`'],
+  [MODEL, 'run scripts/fetch-model.sh'],
+  [CHROMIUM, "install Debian's chromium"],
+]) {
+  if (!existsSync(join(ROOT, path)) && !existsSync(path)) {
+    console.error(`missing ${path}: ${hint}`);
+    process.exit(1);
+  }
+}
+
+// Files the error cases serve: a truncated model and a file that is no GGUF.
+rmSync(WORK, { recursive: true, force: true });
+mkdirSync(WORK, { recursive: true });
+const modelBytes = readFileSync(join(ROOT, MODEL));
+writeFileSync(join(WORK, 'truncated.gguf'), modelBytes.subarray(0, 40 << 20));
+writeFileSync(join(WORK, 'not-a-model.gguf'), 'this is a text file, not a GGUF model\n'.repeat(100));
+cpSync(join(ROOT, TINY), join(WORK, 'tiny.gguf'));
+
+// The package as a user installs it: `npm pack`, unpacked under node_modules/, and a page that imports it.
+const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', WORK], { cwd: ROOT })
+  .toString()
+  .trim()
+  .split('\n')
+  .pop();
+const installed = join(WORK, 'app/node_modules/wick-llm');
+mkdirSync(installed, { recursive: true });
+execFileSync('tar', ['-xzf', join(WORK, packed), '-C', installed, '--strip-components=1']);
+cpSync(join(ROOT, 'tests/browser/package-page.html'), join(WORK, 'app/index.html'));
+
+const server = await serve({ root: ROOT, port: 0 });
+const base = `http://127.0.0.1:${server.address().port}`;
+
+// A server that ignores Range (as Python's http.server does), and one on another origin without CORS.
+const plainServer = (cors) =>
+  new Promise((done) => {
+    const s = createServer((req, res) => {
+      const headers = { 'Content-Type': 'application/octet-stream', 'Cross-Origin-Resource-Policy': 'cross-origin' };
+      if (cors) headers['Access-Control-Allow-Origin'] = '*';
+      if (req.method === 'OPTIONS') {
+        res.writeHead(204, { ...headers, 'Access-Control-Allow-Headers': 'Range' });
+        return res.end();
+      }
+      res.writeHead(200, headers);
+      res.end(modelBytes);
+    });
+    s.listen(0, '127.0.0.1', () => done(s));
+  });
+/**
+ * A range server over in-memory files that the tests steer: `files[path] = { bytes, etag }`; requests
+ * for bytes at or past `failFrom` fail (the connection drops) while it is set; `delayMs` slows each
+ * answer. `log` records every request as { path, start, end }.
+ */
+function rangeServer() {
+  const state = { files: {}, failFrom: null, delayMs: 0, log: [] };
+  const s = createServer(async (req, res) => {
+    const headers = {
+      'Access-Control-Allow-Origin': '*',
+      'Access-Control-Allow-Headers': 'Range',
+      'Access-Control-Expose-Headers': 'Content-Range, ETag',
+      'Cross-Origin-Resource-Policy': 'cross-origin',
+    };
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, headers);
+      return res.end();
+    }
+    const file = state.files[req.url];
+    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range || '');
+    if (!file || !m) {
+      res.writeHead(file ? 400 : 404, headers);
+      return res.end();
+    }
+    const start = Number(m[1]);
+    const end = Math.min(Number(m[2]), file.bytes.length - 1);
+    state.log.push({ path: req.url, start, end });
+    if (state.delayMs) await new Promise((done) => setTimeout(done, state.delayMs));
+    if (state.failFrom !== null && end >= state.failFrom) return req.socket.destroy();
+    res.writeHead(206, {
+      ...headers,
+      'Content-Range': `bytes ${start}-${end}/${file.bytes.length}`,
+      'Content-Length': String(end - start + 1),
+      ETag: file.etag,
+    });
+    res.end(file.bytes.subarray(start, end + 1));
+  });
+  return new Promise((done) => s.listen(0, '127.0.0.1', () => done({ server: s, state, url: `http://127.0.0.1:${s.address().port}` })));
+}
+const steered = await rangeServer();
+
+const noRange = await plainServer(true);
+const noCors = await plainServer(false);
+const noRangeUrl = `http://127.0.0.1:${noRange.address().port}/model.gguf`;
+const noCorsUrl = `http://127.0.0.1:${noCors.address().port}/model.gguf`;
+
+const profile = mkdtempSync(join(tmpdir(), 'wick-chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+  headless: true,
+  executablePath: CHROMIUM,
+  args: [
+    '--no-sandbox',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--no-first-run',
+    '--disable-quic',
+    '--enable-unsafe-webgpu',
+  ],
+});
+context.setDefaultTimeout(600_000);
+
+/** Every response for a model file: { url, status, range, length }. */
+const responses = [];
+context.on('response', async (r) => {
+  if (!r.url().endsWith('.gguf')) return;
+  const headers = await r.allHeaders().catch(() => ({}));
+  responses.push({
+    url: r.url(),
+    status: r.status(),
+    range: headers['content-range'] || null,
+    length: Number(headers['content-length'] || -1),
+  });
+});
+
+async function openPage(path) {
+  const page = await context.newPage();
+  page.on('pageerror', (e) => console.log(`    page error: ${e.message}`));
+  page.on('console', (m) => m.type() === 'error' && console.log(`    console: ${m.text()}`));
+  await page.goto(base + path);
+  return page;
+}
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+// ---- The chat page ----------------------------------------------------------------------------------
+
+let chatPage;
+
+async function loadOnPage(page, pick) {
+  await pick();
+  await page.waitForFunction(
+    () =>
+      document.querySelector('#progress-text').textContent.includes('ready') ||
+      document.querySelector('#status').textContent,
+  );
+  return { status: await page.textContent('#status'), progress: await page.textContent('#progress-text') };
+}
+
+test('the chat page loads SmolLM2 by range requests, never the whole file, into GPU memory', async () => {
+  chatPage = await openPage('/www/');
+  responses.length = 0;
+  const { status, progress } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
+  assert.equal(status, '');
+  assert.match(progress, /96\.6 MB of 96\.6 MB in GPU memory/);
+  const size = modelBytes.length;
+  const model = responses.filter((r) => r.url.endsWith(MODEL));
+  assert.ok(model.length >= 12, `${model.length} model requests`);
+  for (const r of model) {
+    assert.equal(r.status, 206, `${r.url}: ${r.status}`);
+    assert.ok(r.length < size / 4, `a response of ${r.length} bytes`);
+  }
+  const stats = await chatPage.evaluate(() => window.wickEngine.stats());
+  console.log(
+    `    ${model.length} range requests; wasm memory ${(stats.wasmMemoryBytes / 1e6).toFixed(1)} MB for a ` +
+      `${(size / 1e6).toFixed(1)} MB model; ${stats.dispatchesPerToken} dispatches per token on ${stats.adapter}`,
+  );
+  assert.ok(stats.wasmMemoryBytes < size / 2, `wasm memory ${stats.wasmMemoryBytes}`);
+});
+
+test("a greedy reply on the page equals the native engine's (wick serve)", async () => {
+  const question = 'What is 2+2?';
+  const native = await nativeReply(question, 8);
+  await chatPage.click('#settings summary');
+  await chatPage.fill('#temperature', '0');
+  await chatPage.fill('#max-tokens', '8');
+  await chatPage.fill('#system', '');
+  await chatPage.fill('#prompt', question);
+  const chunksBeforeEnd = chatPage.evaluate(
+    () =>
+      new Promise((done) => {
+        const out = document.querySelector('#transcript');
+        const seen = new Set();
+        const observer = new MutationObserver(() => {
+          const last = out.querySelector('.message.assistant:last-child');
+          if (last) seen.add(last.textContent);
+          if (!document.querySelector('#stop').disabled) return;
+          if (seen.size > 2) {
+            observer.disconnect();
+            done(seen.size);
+          }
+        });
+        observer.observe(out, { subtree: true, childList: true, characterData: true });
+        setTimeout(() => done(seen.size), 300_000);
+      }),
+  );
+  await chatPage.click('#send');
+  await chatPage.waitForFunction(() => !document.querySelector('#stop').disabled);
+  await chatPage.waitForFunction(() => document.querySelector('#stop').disabled);
+  const reply = await chatPage.textContent('.message.assistant:last-child');
+  console.log(`    page: ${JSON.stringify(reply)}; native: ${JSON.stringify(native)}`);
+  assert.equal(reply, native);
+  assert.ok((await chunksBeforeEnd) > 2, 'the reply arrived in pieces');
+  assert.match(await chatPage.textContent('#toks'), /tok\/s/);
+});
+
+test('a reload reads the model from the cache, not the network', async () => {
+  responses.length = 0;
+  await chatPage.reload();
+  const { status, progress } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
+  assert.equal(status, '');
+  assert.match(progress, /from cache/);
+  const downloaded = responses.filter((r) => r.url.endsWith(MODEL) && r.length > 1);
+  assert.deepEqual(downloaded, [], 'only the 1-byte probe goes to the server');
+  const listed = await chatPage.textContent('#cached-list');
+  assert.match(listed, /SmolLM2-135M-Instruct\.Q4_1\.gguf · 98\.4 MB of 98\.4 MB/);
+});
+
+test('an interrupted download resumes where it stopped', async () => {
+  const { state, url } = steered;
+  state.files['/resume.gguf'] = { bytes: modelBytes, etag: '"resume-1"' };
+  const half = 48 << 20;
+  state.failFrom = half;
+  await chatPage.fill('#model-url', `${url}/resume.gguf`);
+  const first = await loadOnPage(chatPage, () => chatPage.click('#load-url'));
+  assert.match(first.status, /network error|cannot fetch/);
+  state.failFrom = null;
+  state.log.length = 0;
+  const second = await loadOnPage(chatPage, () => chatPage.click('#load-url'));
+  assert.equal(second.status, '');
+  const refetched = state.log.filter((r) => r.end - r.start > 0);
+  console.log(`    after the break: ${refetched.length} range requests, from byte ${Math.min(...refetched.map((r) => r.start))}`);
+  assert.ok(refetched.length > 0);
+  // What arrived before the break came from the cache (chunks in flight when it broke may come again).
+  assert.ok(refetched.every((r) => r.start >= half - (5 * 8 << 20)), JSON.stringify(refetched.slice(0, 3)));
+  assert.ok(refetched.reduce((n, r) => n + r.end - r.start + 1, 0) < modelBytes.length * 0.8);
+});
+
+test('a file that changed on the server (new ETag) is downloaded again', async () => {
+  const { state, url } = steered;
+  const tiny = readFileSync(join(ROOT, TINY));
+  state.files['/changing.gguf'] = { bytes: tiny, etag: '"v1"' };
+  await chatPage.fill('#model-url', `${url}/changing.gguf`);
+  const fetched = async () => {
+    state.log.length = 0;
+    const { status } = await loadOnPage(chatPage, () => chatPage.click('#load-url'));
+    assert.equal(status, '');
+    return state.log.filter((r) => r.end > r.start).length;
+  };
+  assert.equal(await fetched(), 1, 'the first load downloads');
+  assert.equal(await fetched(), 0, 'the second reads the cache');
+  state.files['/changing.gguf'].etag = '"v2"';
+  assert.equal(await fetched(), 1, 'a new ETag downloads again');
+});
+
+test('a full storage quota is reported and the load goes on', async () => {
+  const { state, url } = steered;
+  state.files['/quota.gguf'] = { bytes: readFileSync(join(ROOT, TINY)), etag: '"q"' };
+  const cdp = await context.newCDPSession(chatPage);
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 4096 });
+  try {
+    await chatPage.fill('#model-url', `${url}/quota.gguf`);
+    await chatPage.click('#load-url');
+    await chatPage.waitForFunction(() => document.querySelector('#progress-text').textContent.includes('ready'));
+    const status = await chatPage.textContent('#status');
+    console.log(`    ${status}`);
+    assert.match(status, /storage is full/);
+  } finally {
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin: base });
+  }
+});
+
+test('the page lists cached models and deletes them', async () => {
+  await chatPage.click('#cached summary');
+  const row = chatPage.locator('#cached-list li', { hasText: 'changing.gguf' });
+  await row.waitFor();
+  await row.locator('button', { hasText: 'Delete' }).click();
+  await row.waitFor({ state: 'detached' });
+  const left = await chatPage.evaluate(async () => {
+    const { Wick } = await import('wick-llm');
+    return (await Wick.cachedModels()).map((m) => m.url.split('/').pop());
+  });
+  assert.ok(!left.includes('changing.gguf'), JSON.stringify(left));
+  assert.ok(left.includes('SmolLM2-135M-Instruct.Q4_1.gguf'), JSON.stringify(left));
+});
+
+test('cancelling a load halfway leaves the page usable', async () => {
+  const { state, url } = steered;
+  state.files['/slow.gguf'] = { bytes: modelBytes, etag: '"slow"' };
+  state.delayMs = 300;
+  try {
+    await chatPage.fill('#model-url', `${url}/slow.gguf`);
+    await chatPage.click('#load-url');
+    await chatPage.waitForFunction(() => document.querySelector('#progress').value > 0);
+    await chatPage.click('#cancel-load');
+    await chatPage.waitForFunction(() => document.querySelector('#status').textContent);
+    assert.match(await chatPage.textContent('#status'), /cancelled/);
+  } finally {
+    state.delayMs = 0;
+  }
+  const { status } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
+  assert.equal(status, '');
+});
+
+// ---- Errors -----------------------------------------------------------------------------------------
+
+const errorCases = [
+  ['a server that ignores Range', () => noRangeUrl, /ignores Range requests/],
+  ['a 404', () => `${base}/models/no-such-model.gguf`, /HTTP 404/],
+  ['a CORS failure', () => noCorsUrl, /CORS/],
+  ['a truncated file', () => `${base}/target/browser-test/truncated.gguf`, /past the end|truncated|ends? (early|before)/i],
+  ['a file that is not GGUF', () => `${base}/target/browser-test/not-a-model.gguf`, /GGUF/],
+];
+for (const [what, url, message] of errorCases) {
+  test(`${what}: the page says so and stays usable`, async () => {
+    await chatPage.fill('#model-url', url());
+    const { status } = await loadOnPage(chatPage, () => chatPage.click('#load-url'));
+    console.log(`    ${status}`);
+    assert.match(status, message);
+    assert.equal(await chatPage.isDisabled('#load-url'), false);
+  });
+}
+
+test('no WebGPU: the page and the API say so', async () => {
+  const page = await context.newPage();
+  await page.addInitScript(() => {
+    delete Navigator.prototype.gpu;
+  });
+  await page.goto(`${base}/www/`);
+  await page.waitForFunction(() => document.querySelector('#status').textContent);
+  assert.match(await page.textContent('#status'), /WebGPU is not available/);
+  await page.click('#load-default');
+  await page.waitForTimeout(500);
+  assert.match(await page.textContent('#status'), /WebGPU is not available/);
+  await page.close();
+});
+
+// ---- The package, unbundled, as a user installs it ---------------------------------------------------
+
+let app;
+
+test('the installed package loads a model and answers plain and streamed', async () => {
+  app = await openPage('/target/browser-test/app/');
+  const result = await app.evaluate(async () => {
+    const { Wick } = await import('wick-llm');
+    const phases = new Set();
+    const engine = await Wick.load('../tiny.gguf', { onProgress: (p) => phases.add(p.phase) });
+    window.engine = engine;
+    const body = { messages: [{ role: 'user', content: 'hello there' }], temperature: 0, max_tokens: 6 };
+    const plain = await engine.chat.completions.create(body);
+    const stream = await engine.chat.completions.create({
+      ...body,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    return { phases: [...phases], plain, chunks, stats: await engine.stats() };
+  });
+  const { plain, chunks } = result;
+  assert.deepEqual(result.phases.sort(), ['download', 'gpu']);
+  assert.equal(plain.object, 'chat.completion');
+  assert.equal(plain.choices[0].message.role, 'assistant');
+  assert.equal(plain.choices[0].finish_reason, 'length');
+  assert.equal(plain.usage.completion_tokens, 6);
+  assert.ok(plain.usage.prompt_tokens > 0);
+  const streamed = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+  assert.equal(streamed, plain.choices[0].message.content);
+  assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk'));
+  assert.equal(chunks.at(-2).choices[0].finish_reason, 'length');
+  assert.deepEqual(chunks.at(-1).usage, plain.usage);
+  assert.ok(result.stats.dispatchesPerToken > 0);
+});
+
+test('abort stops a reply; the engine answers the next request', async () => {
+  const result = await app.evaluate(async () => {
+    const engine = window.engine;
+    const controller = new AbortController();
+    const stream = await engine.chat.completions.create(
+      { messages: [{ role: 'user', content: 'go on' }], temperature: 0.8, seed: 1, max_tokens: 200, stream: true },
+      { signal: controller.signal },
+    );
+    let pieces = 0;
+    let error = null;
+    try {
+      for await (const chunk of stream) {
+        if (chunk.choices[0]?.delta?.content && ++pieces === 3) controller.abort();
+      }
+    } catch (e) {
+      error = e.name;
+    }
+    const next = await engine.chat.completions.create({
+      messages: [{ role: 'user', content: 'again' }],
+      temperature: 0,
+      max_tokens: 3,
+    });
+    return { pieces, error, next: next.usage.completion_tokens };
+  });
+  assert.equal(result.error, 'AbortError');
+  assert.ok(result.pieces >= 3 && result.pieces < 200);
+  assert.equal(result.next, 3);
+});
+
+test('multi-turn chat reuses the cached turns', async () => {
+  const processed = await app.evaluate(async () => {
+    const engine = window.engine;
+    const first = [{ role: 'user', content: 'one two three' }];
+    const a = await engine.chat.completions.create({ messages: first, temperature: 0, max_tokens: 4 });
+    const second = [...first, a.choices[0].message, { role: 'user', content: 'four' }];
+    await engine.chat.completions.create({ messages: second, temperature: 0, max_tokens: 4 });
+    const { lastPromptTokens, lastPromptProcessed } = await engine.stats();
+    return { first: a.usage.prompt_tokens, prompt: lastPromptTokens, processed: lastPromptProcessed };
+  });
+  // The second prompt starts with the whole first one, which the cache still holds.
+  assert.ok(processed.prompt - processed.processed >= processed.first, JSON.stringify(processed));
+});
+
+test('bad requests are refused with a clear message', async () => {
+  const messages = await app.evaluate(async () => {
+    const out = [];
+    for (const body of [
+      { messages: [] },
+      { messages: [{ role: 'user', content: 'x' }], temperature: 3 },
+      { messages: [{ role: 'user', content: 'x' }], stop: ['a', 'b', 'c', 'd', 'e'] },
+    ]) {
+      await window.engine.chat.completions.create(body).catch((e) => out.push(e.message));
+    }
+    return out;
+  });
+  assert.equal(messages.length, 3);
+  assert.match(messages[1], /temperature/);
+});
+
+test('unload frees the engine; a new load works', async () => {
+  const answer = await app.evaluate(async () => {
+    const { Wick } = await import('wick-llm');
+    await window.engine.unload();
+    const failed = await window.engine.stats().then(() => false, () => true);
+    const engine = await Wick.load('../tiny.gguf');
+    const r = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    await engine.unload();
+    return { failed, tokens: r.usage.completion_tokens };
+  });
+  assert.deepEqual(answer, { failed: true, tokens: 2 });
+});
+
+// ---- Native reference --------------------------------------------------------------------------------
+
+/** The native engine's greedy reply to one user message, through `wick serve`'s chat API. */
+async function nativeReply(content, maxTokens) {
+  const wick = join(ROOT, 'target/release/wick');
+  if (!existsSync(wick)) throw new Error('target/release/wick is missing: cargo build --release -p wick-cli');
+  const child = spawn(wick, ['serve', '-m', join(ROOT, MODEL), '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    const url = await new Promise((done, fail) => {
+      let out = '';
+      const look = (d) => {
+        out += d;
+        const m = /http:\/\/[\d.]+:\d+/.exec(out);
+        if (m) done(m[0]);
+      };
+      child.stdout.on('data', look);
+      child.stderr.on('data', look);
+      child.on('exit', (code) => fail(new Error(`wick serve exited (${code}): ${out}`)));
+    });
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content }], temperature: 0, max_tokens: maxTokens }),
+    });
+    const body = await response.json();
+    return body.choices[0].message.content;
+  } finally {
+    child.kill();
+  }
+}
+
+// ---- Run ---------------------------------------------------------------------------------------------
+
+const filter = process.argv[2];
+let failed = 0;
+for (const { name, fn } of tests) {
+  if (filter && !name.includes(filter)) continue;
+  const start = Date.now();
+  try {
+    await fn();
+    console.log(`ok   ${name} (${((Date.now() - start) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name} (${((Date.now() - start) / 1000).toFixed(1)} s)\n    ${e.stack || e}`);
+  }
+}
+await context.close();
+for (const s of [server, noRange, noCors, steered.server]) s.close();
+rmSync(profile, { recursive: true, force: true });
+console.log(failed ? `${failed} browser test(s) failed` : 'browser tests passed');
+process.exit(failed ? 1 : 0);

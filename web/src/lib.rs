@@ -1,0 +1,288 @@
+//! Wick in the browser: the engine behind the npm package's worker. The worker hands in a reader (the
+//! bytes come from `fetch` range requests, the Cache API or a `File`, all in JavaScript) and calls
+//! `load`, then `Model.chat` per request; everything else is the engine the native CLI runs.
+
+use js_sys::{Function, Promise, Uint8Array};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::{future_to_promise, JsFuture};
+use wick::chat_template::ChatMessage;
+use wick::engine::LoadOptions;
+use wick::gguf::{ByteSource, ReadFuture, SourceError};
+use wick::gpu::Gpu;
+use wick::sampler::{Sampler, SamplerConfig};
+use wick::session::{FinishReason, Session};
+
+#[wasm_bindgen(start)]
+fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// A GGUF file read through a JavaScript object `{ size, name, read(offset, length) -> Promise<Uint8Array> }`.
+struct JsSource {
+    reader: JsValue,
+    read: Function,
+    size: u64,
+    name: String,
+}
+
+impl JsSource {
+    fn new(reader: JsValue) -> Result<JsSource, JsError> {
+        let get = |key: &str| js_sys::Reflect::get(&reader, &JsValue::from_str(key));
+        let size = get("size").ok().and_then(|v| v.as_f64());
+        let read = get("read").ok().and_then(|v| v.dyn_into::<Function>().ok());
+        let (Some(size), Some(read)) = (size, read) else {
+            return Err(JsError::new("a reader needs size and read(offset, length)"));
+        };
+        let name = get("name").ok().and_then(|v| v.as_string());
+        Ok(JsSource {
+            reader,
+            read,
+            size: size as u64,
+            name: name.unwrap_or_else(|| "model".into()),
+        })
+    }
+
+    async fn fill(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
+        let args = (
+            JsValue::from_f64(offset as f64),
+            JsValue::from_f64(buf.len() as f64),
+        );
+        let promise = self
+            .read
+            .call2(&self.reader, &args.0, &args.1)
+            .map_err(|e| SourceError::Other(message_of(&e)))?;
+        let bytes = JsFuture::from(Promise::from(promise))
+            .await
+            .map_err(|e| SourceError::Other(message_of(&e)))?;
+        let bytes = Uint8Array::new(&bytes);
+        if bytes.length() as usize != buf.len() {
+            return Err(SourceError::Other(format!(
+                "{}: asked for {} bytes at {offset}, got {}",
+                self.name,
+                buf.len(),
+                bytes.length()
+            )));
+        }
+        bytes.copy_to(buf);
+        Ok(())
+    }
+}
+
+impl ByteSource for JsSource {
+    fn len(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ReadFuture<'a> {
+        Box::pin(self.fill(offset, buf))
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// The text of a thrown JavaScript value.
+fn message_of(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+fn js_error(e: impl std::fmt::Display) -> JsValue {
+    JsError::new(&e.to_string()).into()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoadRequest {
+    n_ctx: Option<u32>,
+}
+
+/// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
+/// (bytes loaded, bytes in all).
+#[wasm_bindgen]
+pub async fn load(reader: JsValue, options: JsValue, on_progress: Function) -> Result<Model, JsValue> {
+    let options: LoadRequest = serde_wasm_bindgen::from_value(options)?;
+    let source = JsSource::new(reader)?;
+    let gpu = Gpu::new().await.map_err(js_error)?;
+    let adapter = gpu.describe();
+    let load = LoadOptions {
+        n_ctx: options.n_ctx.unwrap_or(LoadOptions::default().n_ctx),
+    };
+    let mut progress = |done: u64, total: u64| {
+        let _ = on_progress.call2(
+            &JsValue::NULL,
+            &JsValue::from_f64(done as f64),
+            &JsValue::from_f64(total as f64),
+        );
+    };
+    let session = Session::load(gpu, &source, &load, &mut progress)
+        .await
+        .map_err(js_error)?;
+    Ok(Model {
+        session: Rc::new(RefCell::new(session)),
+        adapter,
+        last: Rc::new(RefCell::new(None)),
+    })
+}
+
+/// One chat request, its OpenAI settings already checked and defaulted by the caller.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChatRequest {
+    messages: Vec<ChatMessage>,
+    temperature: f32,
+    top_p: f32,
+    seed: u64,
+    max_tokens: Option<usize>,
+    stop: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ChatResult {
+    text: String,
+    /// OpenAI's finish_reason.
+    finish_reason: &'static str,
+    prompt_tokens: usize,
+    completion_tokens: usize,
+    /// Prompt tokens processed (the rest came from the KV cache of earlier turns).
+    prompt_processed: usize,
+    prompt_ms: f64,
+    generate_ms: f64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Stats {
+    adapter: String,
+    architecture: String,
+    n_ctx: u32,
+    dispatches_per_token: u32,
+    submits_per_token: u32,
+    weight_bytes_per_token: u64,
+    /// Of the last reply: tokens per second generating, and over the prompt.
+    tokens_per_second: Option<f64>,
+    prompt_tokens_per_second: Option<f64>,
+    /// Of the last request: its prompt's tokens, and how many were run (the rest were cached).
+    last_prompt_tokens: Option<usize>,
+    last_prompt_processed: Option<usize>,
+    /// The wasm heap: it holds one piece of a tensor at a time, never the model.
+    wasm_memory_bytes: f64,
+}
+
+/// A loaded model with its KV cache.
+#[wasm_bindgen]
+pub struct Model {
+    session: Rc<RefCell<Session>>,
+    adapter: String,
+    last: Rc<RefCell<Option<ChatResult>>>,
+}
+
+#[wasm_bindgen]
+impl Model {
+    /// Renders the conversation with the model's chat template and generates the assistant's reply,
+    /// reusing the cached turns. `on_text(piece)` receives the reply as it grows; returning false stops
+    /// it. Resolves to { text, finishReason, promptTokens, completionTokens, ... }.
+    pub fn chat(&self, request: JsValue, on_text: Function) -> Promise {
+        let session = self.session.clone();
+        let last = self.last.clone();
+        future_to_promise(async move {
+            let request: ChatRequest = serde_wasm_bindgen::from_value(request)?;
+            // A second request while one runs is refused: the worker queues them, so this is a bug.
+            let mut session = session
+                .try_borrow_mut()
+                .map_err(|_| js_error("the model is busy with another request"))?;
+            let prompt_text = session.chat_prompt(&request.messages).map_err(js_error)?;
+            let prompt = session.tokenize_prompt(&prompt_text);
+            let n_ctx = session.engine.n_ctx() as usize;
+            if prompt.len() >= n_ctx {
+                return Err(js_error(format!(
+                    "the conversation is {} tokens; the context holds {n_ctx}",
+                    prompt.len()
+                )));
+            }
+            let mut sampler = Sampler::new(SamplerConfig {
+                temperature: request.temperature,
+                top_k: 0,
+                top_p: request.top_p,
+                min_p: 0.0,
+                repeat_penalty: 1.0,
+                repeat_last_n: 0,
+                seed: request.seed,
+            });
+            let max_tokens = request.max_tokens.unwrap_or(n_ctx);
+            let mut on_text = |piece: &str| {
+                let go_on = on_text.call1(&JsValue::NULL, &JsValue::from_str(piece));
+                go_on.map_or(false, |v| v.as_bool() != Some(false))
+            };
+            let completion = session
+                .complete(&prompt, max_tokens, &request.stop, &mut sampler, &mut on_text)
+                .await
+                .map_err(js_error)?;
+            let result = ChatResult {
+                finish_reason: match completion.finish {
+                    FinishReason::Stop | FinishReason::Cancelled => "stop",
+                    FinishReason::Length | FinishReason::ContextFull => "length",
+                },
+                prompt_tokens: completion.prompt_tokens,
+                completion_tokens: completion.tokens.len(),
+                prompt_processed: completion.prompt_processed,
+                prompt_ms: completion.prompt_time.as_secs_f64() * 1e3,
+                generate_ms: completion.gen_time.as_secs_f64() * 1e3,
+                text: completion.text,
+            };
+            let value = serde_wasm_bindgen::to_value(&result)?;
+            *last.borrow_mut() = Some(result);
+            Ok(value)
+        })
+    }
+
+    /// What a token costs and how fast the last reply went.
+    pub fn stats(&self) -> Result<JsValue, JsValue> {
+        let session = self
+            .session
+            .try_borrow()
+            .map_err(|_| js_error("the model is busy with another request"))?;
+        let engine = &session.engine;
+        let last = self.last.borrow();
+        let rate = |tokens: usize, ms: f64| (ms > 0.0).then(|| tokens as f64 / (ms / 1e3));
+        let stats = Stats {
+            adapter: self.adapter.clone(),
+            architecture: engine.header.architecture().unwrap_or("").to_string(),
+            n_ctx: engine.n_ctx(),
+            dispatches_per_token: engine.stats.dispatches_per_token,
+            submits_per_token: engine.stats.submits_per_token,
+            weight_bytes_per_token: engine.stats.weight_bytes_per_token,
+            tokens_per_second: last
+                .as_ref()
+                .and_then(|l| rate(l.completion_tokens, l.generate_ms)),
+            prompt_tokens_per_second: last
+                .as_ref()
+                .and_then(|l| rate(l.prompt_processed, l.prompt_ms)),
+            last_prompt_tokens: last.as_ref().map(|l| l.prompt_tokens),
+            last_prompt_processed: last.as_ref().map(|l| l.prompt_processed),
+            wasm_memory_bytes: wasm_bindgen::memory()
+                .unchecked_into::<js_sys::WebAssembly::Memory>()
+                .buffer()
+                .unchecked_into::<js_sys::ArrayBuffer>()
+                .byte_length() as f64,
+        };
+        Ok(serde_wasm_bindgen::to_value(&stats)?)
+    }
+
+    /// Forgets the cached conversation.
+    pub fn reset(&self) -> Result<(), JsValue> {
+        let mut session = self
+            .session
+            .try_borrow_mut()
+            .map_err(|_| js_error("the model is busy with another request"))?;
+        session.reset();
+        Ok(())
+    }
+}
