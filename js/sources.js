@@ -9,6 +9,8 @@ import { openCache, validatorOf } from './cache.js';
 export const CHUNK = 8 << 20;
 /** Range requests kept in flight ahead of the engine. */
 const AHEAD = 4;
+/** Chunks kept in memory (the worker's JS heap, not wasm's) once read. */
+const KEEP = 8;
 
 export class SourceError extends Error {
   constructor(message) {
@@ -42,7 +44,10 @@ export async function urlReader(url, { signal, onDownload = () => {}, onWarning 
   await probe.body?.cancel();
   const cache = await openCache(url, size, validator, onWarning);
 
-  const chunks = new Map(); // chunk index -> Promise<Uint8Array>
+  // Chunk index -> { bytes: Promise<Uint8Array>, settled }, least recently used first. The engine reads
+  // tensors in the model's order, which jumps back and forth within a layer, so chunks are kept a while
+  // rather than dropped once passed; one still on its way is never dropped (it would be fetched twice).
+  const chunks = new Map();
   const chunkCount = Math.ceil(size / CHUNK);
   let loaded = 0;
 
@@ -66,12 +71,27 @@ export async function urlReader(url, { signal, onDownload = () => {}, onWarning 
     return bytes;
   };
   const chunk = (index) => {
-    if (!chunks.has(index)) {
-      const promise = fetchChunk(index);
-      promise.catch(() => chunks.delete(index)); // a failed fetch is retried by the next read
-      chunks.set(index, promise);
+    let entry = chunks.get(index);
+    chunks.delete(index);
+    if (!entry) {
+      entry = { bytes: fetchChunk(index), settled: false };
+      entry.bytes.then(
+        () => (entry.settled = true),
+        () => chunks.delete(index), // a failed fetch is tried again by the next read
+      );
     }
-    return chunks.get(index);
+    chunks.set(index, entry);
+    return entry.bytes;
+  };
+  const evict = () => {
+    let extra = chunks.size - KEEP;
+    for (const [index, entry] of chunks) {
+      if (extra <= 0) break;
+      if (entry.settled) {
+        chunks.delete(index);
+        extra--;
+      }
+    }
   };
 
   return {
@@ -83,11 +103,13 @@ export async function urlReader(url, { signal, onDownload = () => {}, onWarning 
       }
       const first = Math.floor(offset / CHUNK);
       const last = Math.floor((offset + length - 1) / CHUNK);
-      for (let i = last + 1; i <= Math.min(chunkCount - 1, last + AHEAD); i++) chunk(i);
-      for (const i of chunks.keys()) if (i < first - 1 || i > last + AHEAD) chunks.delete(i);
+      const wanted = [];
+      for (let i = first; i <= last; i++) wanted.push(chunk(i));
+      for (let i = last + 1; i <= Math.min(chunkCount - 1, last + AHEAD); i++) if (!chunks.has(i)) chunk(i);
+      evict();
       const out = new Uint8Array(length);
       for (let i = first; i <= last; i++) {
-        const bytes = await chunk(i);
+        const bytes = await wanted[i - first];
         const from = Math.max(offset, i * CHUNK);
         const to = Math.min(offset + length, i * CHUNK + bytes.length);
         out.set(bytes.subarray(from - i * CHUNK, to - i * CHUNK), from - offset);

@@ -40,15 +40,16 @@ async function loadModel(source) {
   $('progress-box').hidden = false;
   const started = performance.now();
   let downloaded = 0;
+  let fromCache = false;
   const onProgress = ({ phase, loaded, total, cached, message }) => {
     if (phase === 'warning') return showError(message);
-    if (phase === 'download') downloaded = loaded;
+    if (phase === 'download') [downloaded, fromCache] = [loaded, cached];
     if (phase !== 'gpu') return;
     const seconds = (performance.now() - started) / 1000;
     $('progress').value = total ? loaded / total : 0;
     $('progress-text').textContent =
       `${megabytes(loaded)} of ${megabytes(total)} in GPU memory` +
-      (downloaded ? ` · ${megabytes(downloaded / seconds)}/s${cached ? ' (from cache)' : ''}` : '');
+      (downloaded ? ` · ${megabytes(downloaded / seconds)}/s${fromCache ? ' (from cache)' : ''}` : '');
   };
   try {
     engine = await Wick.load(source, { onProgress, signal: loading.signal });

@@ -45,7 +45,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let gpu = load::gpu()?;
     let n_ctx = (args.n_prompt + args.n_gen).max(1);
     let mut engine =
-        Engine::load(gpu.clone(), &source, &LoadOptions { n_ctx }, &mut |_, _| {}).block_on()?;
+        Engine::load(gpu.clone(), source.as_ref(), &LoadOptions { n_ctx }, &mut |_, _| {}).block_on()?;
     // Token ids spread over the vocabulary, as llama-bench feeds random tokens.
     let n_vocab = engine.n_vocab();
     let token = |i: u32| (i.wrapping_mul(2_654_435_761) >> 7) % n_vocab;
@@ -88,7 +88,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let s = &engine.stats;
     let adapter = gpu.info.name.clone();
     let backend = format!("{:?}", gpu.info.backend);
-    let model = source.path().to_string();
+    let model = source.describe();
     match args.output {
         Format::Json => {
             let json: Vec<serde_json::Value> = rows

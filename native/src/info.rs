@@ -39,10 +39,10 @@ fn show(v: &Value) -> String {
 
 pub fn main(args: InfoArgs) -> Result<()> {
     let source = open_source(&args.model)?;
-    let h = read_header(&source).block_on()?;
+    let h = read_header(source.as_ref()).block_on()?;
     println!(
         "file: {} ({} bytes, GGUF v{})",
-        source.path(),
+        source.describe(),
         h.file_len,
         h.version
     );

@@ -6,18 +6,24 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
 use std::sync::Arc;
 use wick::engine::LoadOptions;
-use wick::gguf::FileSource;
+use crate::http_source::{is_url, HttpSource};
+use wick::gguf::{ByteSource, FileSource};
 use wick::gpu::Gpu;
 use wick::session::Session;
 
-pub fn open_source(model: &Option<String>) -> Result<FileSource> {
+/// The model's bytes: a local file, or an http(s) URL read by range requests.
+pub fn open_source(model: &Option<String>) -> Result<Box<dyn ByteSource>> {
     let path = model.as_deref().unwrap_or(DEFAULT_MODEL);
+    if is_url(path) {
+        return Ok(Box::new(HttpSource::open(path)?));
+    }
     let hint = if model.is_none() {
         " (the default model: run scripts/fetch-model.sh to fetch it)"
     } else {
         ""
     };
-    FileSource::open(path).with_context(|| format!("cannot open {path}{hint}"))
+    let file = FileSource::open(path).with_context(|| format!("cannot open {path}{hint}"))?;
+    Ok(Box::new(file))
 }
 
 pub fn gpu() -> Result<Arc<Gpu>> {
@@ -46,17 +52,17 @@ pub fn session(args: &ModelArgs) -> Result<Session> {
     let options = LoadOptions {
         n_ctx: args.ctx_size,
     };
-    let session = Session::load(gpu, &source, &options, &mut |done, total| {
+    let session = Session::load(gpu, source.as_ref(), &options, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })
     .block_on();
     bar.finish_and_clear();
-    let session = session.with_context(|| format!("cannot load {}", source.path()))?;
+    let session = session.with_context(|| format!("cannot load {}", source.describe()))?;
     let s = &session.engine.stats;
     eprintln!(
         "wick: loaded {} in {:.2} s: {} dispatches and {} submit per token, {:.1} MB of weights per token, context {}",
-        source.path(),
+        source.describe(),
         start.elapsed().as_secs_f64(),
         s.dispatches_per_token,
         s.submits_per_token,

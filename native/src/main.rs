@@ -2,6 +2,7 @@
 
 mod bench;
 mod chat;
+mod http_source;
 mod info;
 mod load;
 mod perplexity;
@@ -46,7 +47,8 @@ enum Command {
 /// The model and its context.
 #[derive(Args, Clone)]
 pub struct ModelArgs {
-    /// Path of a GGUF model [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]
+    /// A GGUF model: a path, or an http(s) URL read by range requests
+    /// [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]
     #[arg(short = 'm', long = "model")]
     pub model: Option<String>,
     /// Context size in tokens (capped at the model's training context)
