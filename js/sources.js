@@ -123,7 +123,9 @@ export async function urlReader(url, { signal, onDownload = () => {}, onWarning 
 async function rangeFetch(url, start, end, signal) {
   let response;
   try {
-    response = await fetch(url, { headers: { Range: `bytes=${start}-${end}` }, signal });
+    // no-store: the bytes go to the Cache API below; the HTTP cache would keep a second copy, and may
+    // split or revalidate range requests on its own.
+    response = await fetch(url, { headers: { Range: `bytes=${start}-${end}` }, signal, cache: 'no-store' });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
     throw new SourceError(

@@ -11,7 +11,8 @@ if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$version" ];
   echo "installing wasm-bindgen-cli $version (a few minutes, once)" >&2
   cargo install wasm-bindgen-cli --version "$version"
 fi
-[ -x node_modules/.bin/wasm-opt ] || npm install --no-audit --no-fund --loglevel=error
+# npm records what it installed in node_modules/.package-lock.json; older than the lock file means stale.
+[ node_modules/.package-lock.json -nt package-lock.json ] || npm install --no-audit --no-fund --loglevel=error
 
 cargo build --target wasm32-unknown-unknown --profile wasm -p wick-web
 wasm-bindgen --target web --out-dir pkg target/wasm32-unknown-unknown/wasm/wick_web.wasm

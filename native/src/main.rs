@@ -98,6 +98,9 @@ impl SamplingArgs {
 
 fn main() {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        exit_quietly_on_closed_stdout();
+    }
     let result = match cli.command {
         Command::Run(a) => run::main(a),
         Command::Chat(a) => chat::main(a),
@@ -110,5 +113,15 @@ fn main() {
     if let Err(e) = result {
         eprintln!("error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// `wick info | head` closes stdout early; like other Unix tools, end there instead of panicking in
+/// println!. (Rust ignores SIGPIPE; the server keeps that, its sockets report EPIPE as errors.)
+fn exit_quietly_on_closed_stdout() {
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default action at startup, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -324,6 +324,19 @@ test('cancelling a load halfway leaves the page usable', async () => {
   assert.equal(status, '');
 });
 
+test('a local .gguf file loads and answers on the page', async () => {
+  const picked = loadOnPage(chatPage, () => chatPage.setInputFiles('#model-file', join(ROOT, TINY)));
+  const { status } = await picked;
+  assert.equal(status, '');
+  assert.match(await chatPage.textContent('#adapter'), /random-llama-chat\.gguf on /);
+  await chatPage.fill('#max-tokens', '3');
+  await chatPage.fill('#prompt', 'hello');
+  await chatPage.click('#send');
+  await chatPage.waitForFunction(() => !document.querySelector('#send').disabled);
+  const stats = await chatPage.evaluate(() => window.wickEngine.stats());
+  assert.ok(stats.lastPromptTokens > 0 && stats.tokensPerSecond > 0, JSON.stringify(stats));
+});
+
 // ---- Errors -----------------------------------------------------------------------------------------
 
 const errorCases = [
@@ -466,6 +479,37 @@ test('unload frees the engine; a new load works', async () => {
   assert.deepEqual(answer, { failed: true, tokens: 2 });
 });
 
+test('the package bundled by Vite loads a model and answers', async () => {
+  // A Vite app that depends on the installed package: its worker and .wasm must come out as assets.
+  const appRoot = join(WORK, 'vite-app');
+  mkdirSync(join(appRoot, 'node_modules'), { recursive: true });
+  cpSync(installed, join(appRoot, 'node_modules/wick-llm'), { recursive: true });
+  writeFileSync(
+    join(appRoot, 'index.html'),
+    '<!doctype html><link rel="icon" href="data:,"><script type="module" src="./main.js"></script>\n',
+  );
+  writeFileSync(join(appRoot, 'main.js'), "import { Wick } from 'wick-llm';\nwindow.Wick = Wick;\n");
+  const { build } = await import('vite');
+  await build({ root: appRoot, base: './', logLevel: 'warn', configFile: false });
+  responses.length = 0;
+  const page = await openPage('/target/browser-test/vite-app/dist/');
+  const seen = [];
+  const onRequest = (r) => seen.push(new URL(r.url()).pathname);
+  context.on('request', onRequest);
+  const reply = await page.evaluate(async () => {
+    await new Promise((done) => (window.Wick ? done() : addEventListener('load', done)));
+    const engine = await window.Wick.load('../../tiny.gguf');
+    const r = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
+    await engine.unload();
+    return r;
+  });
+  await page.close();
+  context.off('request', onRequest);
+  assert.equal(reply.usage.completion_tokens, 3);
+  const wasm = seen.filter((p) => p.endsWith('.wasm'));
+  assert.ok(wasm.length && wasm.every((p) => p.includes('/vite-app/dist/assets/')), `wasm from ${wasm}`);
+});
+
 // ---- Native reference --------------------------------------------------------------------------------
 
 /** The native engine's greedy reply to one user message, through `wick serve`'s chat API. */
@@ -502,7 +546,8 @@ async function nativeReply(content, maxTokens) {
 const filter = process.argv[2];
 let failed = 0;
 for (const { name, fn } of tests) {
-  if (filter && !name.includes(filter)) continue;
+  // The first test loads the chat page that later page tests use.
+  if (filter && !name.includes(filter) && tests[0].name !== name) continue;
   const start = Date.now();
   try {
     await fn();
