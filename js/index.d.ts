@@ -16,6 +16,10 @@ export interface LoadOptions {
   signal?: AbortSignal;
   /** Context length in tokens (default 2048, at most the model's). */
   nCtx?: number;
+  /** When a conversation and its reply outgrow the context: false (the default) ends the reply with
+   * finish_reason 'length' (a conversation that does not fit at all is refused); true drops the oldest
+   * turns, keeping system messages and the last user message, and goes on. */
+  dropOldTurns?: boolean;
 }
 
 export type TextPart = { type: 'text'; text: string };

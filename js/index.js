@@ -76,7 +76,7 @@ export class Wick {
    * `{ phase, loaded, total }`: phase 'download' (bytes from the network or the cache; `cached` says
    * which), 'gpu' (bytes in GPU memory), 'warning' (with `message`, the load goes on).
    */
-  static async load(source, { onProgress, signal, nCtx = 2048 } = {}) {
+  static async load(source, { onProgress, signal, nCtx = 2048, dropOldTurns = false } = {}) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
       throw new TypeError('Wick.load takes a model URL or a File / Blob');
     }
@@ -91,7 +91,7 @@ export class Wick {
     const channel = new Channel(worker);
     try {
       const stats = await channel.request(
-        { type: 'load', source: url, options: { nCtx } },
+        { type: 'load', source: url, options: { nCtx, dropOldTurns } },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },
       );
       return new Wick(channel, typeof source === 'string' ? url : source.name || 'local file', stats);

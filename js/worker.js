@@ -68,7 +68,7 @@ async function loadModel(id, { source, options }) {
             onWarning: (message) => progress('warning', 0, 0, { message }),
           })
         : fileReader(source, controller.signal);
-    const loaded = await load(reader, { nCtx: options.nCtx }, (loaded, total) =>
+    const loaded = await load(reader, { nCtx: options.nCtx, dropOldTurns: options.dropOldTurns }, (loaded, total) =>
       progress('gpu', loaded, total),
     );
     model?.free();

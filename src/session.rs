@@ -25,6 +25,18 @@ pub enum FinishReason {
     Cancelled,
 }
 
+/// What a chat does when the conversation and its reply no longer fit the context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Overflow {
+    /// Stop there: the reply ends with FinishReason::ContextFull, or a conversation that does not fit
+    /// at all is refused with Error::ContextFull.
+    #[default]
+    Stop,
+    /// Drop the oldest turns (a user message and the replies after it; system messages and the last
+    /// user message stay) and re-read what remains, then go on.
+    DropOldestTurns,
+}
+
 #[derive(Clone, Debug)]
 pub struct Completion {
     pub tokens: Vec<u32>,
@@ -185,4 +197,82 @@ impl Session {
             gen_time: gen_start.elapsed(),
         })
     }
+
+    /// Generates the assistant's reply to a conversation, rendered with the model's chat template; the
+    /// turns already in the cache are not run again. Where the conversation or the reply outgrows the
+    /// context, `overflow` decides: with DropOldestTurns the oldest turns are removed from `messages`
+    /// (so the caller's history shrinks with them) and the rest is read again before the reply goes on.
+    pub async fn chat(
+        &mut self,
+        messages: &mut Vec<ChatMessage>,
+        max_tokens: usize,
+        stop: &[String],
+        sampler: &mut Sampler,
+        overflow: Overflow,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Completion, Error> {
+        let n_ctx = self.engine.n_ctx() as usize;
+        let mut reply = Completion {
+            tokens: Vec::new(),
+            text: String::new(),
+            finish: FinishReason::ContextFull,
+            prompt_tokens: 0,
+            prompt_processed: 0,
+            prompt_time: Duration::ZERO,
+            gen_time: Duration::ZERO,
+        };
+        let mut first_round = true;
+        loop {
+            let mut prompt = self.tokenize_prompt(&self.chat_prompt(messages)?);
+            if first_round {
+                reply.prompt_tokens = prompt.len();
+            }
+            // The reply so far is read again after the shortened conversation.
+            prompt.extend_from_slice(&reply.tokens);
+            let fits = prompt.len() < n_ctx; // room for one more token at least
+            if !fits {
+                if overflow == Overflow::DropOldestTurns && drop_oldest_turn(messages) {
+                    continue;
+                }
+                if reply.tokens.is_empty() {
+                    return Err(Error::ContextFull(n_ctx as u32));
+                }
+                return Ok(reply);
+            }
+            first_round = false;
+            let left = max_tokens - reply.tokens.len();
+            let part = self.complete(&prompt, left, stop, sampler, on_text).await?;
+            reply.tokens.extend_from_slice(&part.tokens);
+            reply.text.push_str(&part.text);
+            reply.prompt_processed += part.prompt_processed;
+            reply.prompt_time += part.prompt_time;
+            reply.gen_time += part.gen_time;
+            reply.finish = part.finish;
+            let go_on = part.finish == FinishReason::ContextFull
+                && overflow == Overflow::DropOldestTurns
+                && reply.tokens.len() < max_tokens
+                && drop_oldest_turn(messages);
+            if !go_on {
+                return Ok(reply);
+            }
+        }
+    }
+}
+
+/// Removes the oldest turn: the first user message that is not the last one, and the messages after it
+/// up to the next user message. System messages stay. False when nothing can go.
+fn drop_oldest_turn(messages: &mut Vec<ChatMessage>) -> bool {
+    let users: Vec<usize> = (0..messages.len())
+        .filter(|&i| messages[i].role == "user")
+        .collect();
+    let [first, next, ..] = users[..] else {
+        return false;
+    };
+    let mut i = 0;
+    messages.retain(|m| {
+        let keep = i < first || i >= next || m.role == "system";
+        i += 1;
+        keep
+    });
+    true
 }

@@ -44,8 +44,13 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let source = load::open_source(&args.model)?;
     let gpu = load::gpu()?;
     let n_ctx = (args.n_prompt + args.n_gen).max(1);
-    let mut engine =
-        Engine::load(gpu.clone(), source.as_ref(), &LoadOptions { n_ctx }, &mut |_, _| {}).block_on()?;
+    let mut engine = Engine::load(
+        gpu.clone(),
+        source.as_ref(),
+        &LoadOptions { n_ctx },
+        &mut |_, _| {},
+    )
+    .block_on()?;
     // Token ids spread over the vocabulary, as llama-bench feeds random tokens.
     let n_vocab = engine.n_vocab();
     let token = |i: u32| (i.wrapping_mul(2_654_435_761) >> 7) % n_vocab;

@@ -6,6 +6,7 @@ use clap::Args;
 use pollster::FutureExt as _;
 use std::io::{BufRead, Write};
 use wick::chat_template::ChatMessage;
+use wick::session::{FinishReason, Overflow};
 
 #[derive(Args)]
 pub struct ChatArgs {
@@ -17,6 +18,10 @@ pub struct ChatArgs {
     /// Tokens per reply at most
     #[arg(short = 'n', long = "n-predict", default_value_t = 1024)]
     n_predict: usize,
+    /// When the conversation fills the context, drop the oldest turns (the system prompt stays) and go
+    /// on, instead of ending the reply there
+    #[arg(long = "drop-old-turns")]
+    drop_old_turns: bool,
     #[command(flatten)]
     sampling: SamplingArgs,
 }
@@ -24,6 +29,11 @@ pub struct ChatArgs {
 pub fn main(args: ChatArgs) -> Result<()> {
     let mut session = load::session(&args.model)?;
     let mut sampler = args.sampling.sampler();
+    let overflow = if args.drop_old_turns {
+        Overflow::DropOldestTurns
+    } else {
+        Overflow::Stop
+    };
     let mut messages: Vec<ChatMessage> = Vec::new();
     if let Some(system) = args.system {
         messages.push(ChatMessage {
@@ -44,16 +54,44 @@ pub fn main(args: ChatArgs) -> Result<()> {
             role: "user".into(),
             content: line.trim_end().to_string(),
         });
-        let prompt = session.chat_prompt(&messages)?;
-        let tokens = session.tokenize_prompt(&prompt);
+        let turns = messages.len();
         let c = session
-            .complete(&tokens, args.n_predict, &[], &mut sampler, &mut |text| {
-                let _ = out.write_all(text.as_bytes());
-                let _ = out.flush();
-                true
-            })
-            .block_on()?;
+            .chat(
+                &mut messages,
+                args.n_predict,
+                &[],
+                &mut sampler,
+                overflow,
+                &mut |text| {
+                    let _ = out.write_all(text.as_bytes());
+                    let _ = out.flush();
+                    true
+                },
+            )
+            .block_on();
+        let c = match c {
+            Err(wick::Error::ContextFull(n)) => {
+                messages.pop();
+                eprintln!("wick: that message does not fit the context of {n} tokens (-c sets it)");
+                continue;
+            }
+            c => c?,
+        };
         println!();
+        if messages.len() < turns {
+            eprintln!("wick: the oldest turns were dropped to make room");
+        }
+        if c.finish == FinishReason::ContextFull {
+            let hint = if args.drop_old_turns {
+                "the last turn alone fills it"
+            } else {
+                "--drop-old-turns drops the oldest turns and goes on"
+            };
+            eprintln!(
+                "wick: the context is full ({} tokens): {hint}",
+                session.engine.n_ctx()
+            );
+        }
         eprintln!(
             "wick: {} new prompt tokens, {} generated at {:.1} tok/s",
             c.prompt_processed,

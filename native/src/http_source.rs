@@ -59,15 +59,15 @@ impl HttpSource {
             return;
         }
         let (start, end) = self.chunk_range(index);
-        let (agent, url, validator) = (self.agent.clone(), self.url.clone(), self.validator.clone());
+        let (agent, url, validator) =
+            (self.agent.clone(), self.url.clone(), self.validator.clone());
         let fetch = move || {
             let mut answer = range_request(&agent, &url, start, end, validator.as_deref())
                 .map_err(|e| e.to_string())?;
             let mut bytes = vec![0u8; (end - start + 1) as usize];
-            answer
-                .body
-                .read_exact(&mut bytes)
-                .map_err(|e| format!("{url}: the connection broke while reading bytes {start}-{end}: {e}"))?;
+            answer.body.read_exact(&mut bytes).map_err(|e| {
+                format!("{url}: the connection broke while reading bytes {start}-{end}: {e}")
+            })?;
             Ok(Arc::new(bytes))
         };
         chunks.insert(index, Slot::Pending(std::thread::spawn(fetch)));
@@ -80,7 +80,9 @@ impl HttpSource {
             Slot::Ready(bytes) => bytes,
             Slot::Pending(fetch) => {
                 // The lock is held while waiting: reads are sequential, prefetches don't need it.
-                let result = fetch.join().map_err(|_| other("a download thread panicked"))?;
+                let result = fetch
+                    .join()
+                    .map_err(|_| other("a download thread panicked"))?;
                 result.map_err(SourceError::Other)?
             }
         };
@@ -89,7 +91,9 @@ impl HttpSource {
     }
 
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
-        let end = offset.checked_add(buf.len() as u64).filter(|&e| e <= self.len);
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.len);
         let end = end.ok_or(SourceError::PastEnd {
             offset,
             len: buf.len() as u64,
@@ -113,8 +117,9 @@ impl HttpSource {
             let chunk_start = index * CHUNK;
             let from = offset.max(chunk_start);
             let to = end.min(chunk_start + bytes.len() as u64);
-            buf[(from - offset) as usize..(to - offset) as usize]
-                .copy_from_slice(&bytes[(from - chunk_start) as usize..(to - chunk_start) as usize]);
+            buf[(from - offset) as usize..(to - offset) as usize].copy_from_slice(
+                &bytes[(from - chunk_start) as usize..(to - chunk_start) as usize],
+            );
         }
         Ok(())
     }
@@ -187,7 +192,11 @@ fn range_request(
         .and_then(|r| r.split_once('/'))
         .and_then(|(span, total)| {
             let (a, b) = span.split_once('-')?;
-            Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?, total.parse::<u64>().ok()?))
+            Some((
+                a.parse::<u64>().ok()?,
+                b.parse::<u64>().ok()?,
+                total.parse::<u64>().ok()?,
+            ))
         });
     let Some((got_start, got_end, total)) = parsed else {
         return Err(other(format!(
@@ -251,11 +260,14 @@ mod tests {
                         }
                         if let Some(r) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
                             let (a, b) = r.trim().split_once('-').unwrap();
-                            range = Some((a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()));
+                            range =
+                                Some((a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()));
                         }
                     }
                     let head = match (serve, range) {
-                        (Serve::NotFound, _) => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
+                        (Serve::NotFound, _) => {
+                            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string()
+                        }
                         (Serve::Ranges, Some((a, b))) => {
                             let b = b.min(bytes.len() - 1);
                             let head = format!(
@@ -268,7 +280,10 @@ mod tests {
                             continue;
                         }
                         _ => {
-                            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", bytes.len());
+                            let head = format!(
+                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                                bytes.len()
+                            );
                             stream.write_all(head.as_bytes()).unwrap();
                             let _ = stream.write_all(&bytes);
                             continue;
@@ -284,30 +299,48 @@ mod tests {
     #[test]
     fn reads_any_range_as_the_bytes_of_the_file() {
         // Three chunks and a bit, so reads cross chunk edges and the prefetch runs.
-        let bytes: Vec<u8> = (0..3 * CHUNK as usize + 12345).map(|i| (i * 7 + i / 251) as u8).collect();
+        let bytes: Vec<u8> = (0..3 * CHUNK as usize + 12345)
+            .map(|i| (i * 7 + i / 251) as u8)
+            .collect();
         let source = HttpSource::open(&server(bytes.clone(), Serve::Ranges)).unwrap();
         assert_eq!(source.len(), bytes.len() as u64);
         let mut seed = 1u64;
         for _ in 0..40 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let offset = (seed >> 33) % bytes.len() as u64;
             let len = ((seed >> 7) % (CHUNK + CHUNK / 2)).min(bytes.len() as u64 - offset);
             let mut buf = vec![0; len as usize];
             source.read_now(offset, &mut buf).unwrap();
-            assert!(buf == bytes[offset as usize..(offset + len) as usize], "{offset}+{len}");
+            assert!(
+                buf == bytes[offset as usize..(offset + len) as usize],
+                "{offset}+{len}"
+            );
         }
         let mut past = [0u8; 2];
-        let err = source.read_now(bytes.len() as u64 - 1, &mut past).unwrap_err();
+        let err = source
+            .read_now(bytes.len() as u64 - 1, &mut past)
+            .unwrap_err();
         assert!(matches!(err, SourceError::PastEnd { .. }), "{err}");
     }
 
     #[test]
     fn servers_that_cannot_serve_ranges_are_named() {
-        let whole = HttpSource::open(&server(vec![1; 100], Serve::WholeFile)).err().unwrap();
-        assert!(whole.to_string().contains("ignores Range requests"), "{whole}");
-        let missing = HttpSource::open(&server(vec![1; 100], Serve::NotFound)).err().unwrap();
+        let whole = HttpSource::open(&server(vec![1; 100], Serve::WholeFile))
+            .err()
+            .unwrap();
+        assert!(
+            whole.to_string().contains("ignores Range requests"),
+            "{whole}"
+        );
+        let missing = HttpSource::open(&server(vec![1; 100], Serve::NotFound))
+            .err()
+            .unwrap();
         assert!(missing.to_string().contains("HTTP 404"), "{missing}");
-        let refused = HttpSource::open("http://127.0.0.1:1/model.gguf").err().unwrap();
+        let refused = HttpSource::open("http://127.0.0.1:1/model.gguf")
+            .err()
+            .unwrap();
         assert!(refused.to_string().contains("cannot fetch"), "{refused}");
     }
 }

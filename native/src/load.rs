@@ -1,12 +1,12 @@
 //! Opening a model: the file, the GPU, and a progress bar while the weights stream in.
 
+use crate::http_source::{is_url, HttpSource};
 use crate::{ModelArgs, DEFAULT_MODEL};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
 use std::sync::Arc;
 use wick::engine::LoadOptions;
-use crate::http_source::{is_url, HttpSource};
 use wick::gguf::{ByteSource, FileSource};
 use wick::gpu::Gpu;
 use wick::session::Session;

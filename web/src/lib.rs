@@ -13,7 +13,7 @@ use wick::engine::LoadOptions;
 use wick::gguf::{ByteSource, ReadFuture, SourceError};
 use wick::gpu::Gpu;
 use wick::sampler::{Sampler, SamplerConfig};
-use wick::session::{FinishReason, Session};
+use wick::session::{FinishReason, Overflow, Session};
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -101,12 +101,19 @@ fn js_error(e: impl std::fmt::Display) -> JsValue {
 #[serde(rename_all = "camelCase")]
 struct LoadRequest {
     n_ctx: Option<u32>,
+    /// When the conversation outgrows the context: drop the oldest turns and go on, instead of stopping.
+    #[serde(default)]
+    drop_old_turns: bool,
 }
 
 /// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
 /// (bytes loaded, bytes in all).
 #[wasm_bindgen]
-pub async fn load(reader: JsValue, options: JsValue, on_progress: Function) -> Result<Model, JsValue> {
+pub async fn load(
+    reader: JsValue,
+    options: JsValue,
+    on_progress: Function,
+) -> Result<Model, JsValue> {
     let options: LoadRequest = serde_wasm_bindgen::from_value(options)?;
     let source = JsSource::new(reader)?;
     let gpu = Gpu::new().await.map_err(js_error)?;
@@ -126,6 +133,11 @@ pub async fn load(reader: JsValue, options: JsValue, on_progress: Function) -> R
         .map_err(js_error)?;
     Ok(Model {
         session: Rc::new(RefCell::new(session)),
+        overflow: if options.drop_old_turns {
+            Overflow::DropOldestTurns
+        } else {
+            Overflow::Stop
+        },
         adapter,
         last: Rc::new(RefCell::new(None)),
     })
@@ -180,6 +192,7 @@ struct Stats {
 #[wasm_bindgen]
 pub struct Model {
     session: Rc<RefCell<Session>>,
+    overflow: Overflow,
     adapter: String,
     last: Rc<RefCell<Option<ChatResult>>>,
 }
@@ -192,21 +205,14 @@ impl Model {
     pub fn chat(&self, request: JsValue, on_text: Function) -> Promise {
         let session = self.session.clone();
         let last = self.last.clone();
+        let overflow = self.overflow;
         future_to_promise(async move {
-            let request: ChatRequest = serde_wasm_bindgen::from_value(request)?;
+            let mut request: ChatRequest = serde_wasm_bindgen::from_value(request)?;
             // A second request while one runs is refused: the worker queues them, so this is a bug.
             let mut session = session
                 .try_borrow_mut()
                 .map_err(|_| js_error("the model is busy with another request"))?;
-            let prompt_text = session.chat_prompt(&request.messages).map_err(js_error)?;
-            let prompt = session.tokenize_prompt(&prompt_text);
             let n_ctx = session.engine.n_ctx() as usize;
-            if prompt.len() >= n_ctx {
-                return Err(js_error(format!(
-                    "the conversation is {} tokens; the context holds {n_ctx}",
-                    prompt.len()
-                )));
-            }
             let mut sampler = Sampler::new(SamplerConfig {
                 temperature: request.temperature,
                 top_k: 0,
@@ -222,9 +228,22 @@ impl Model {
                 go_on.map_or(false, |v| v.as_bool() != Some(false))
             };
             let completion = session
-                .complete(&prompt, max_tokens, &request.stop, &mut sampler, &mut on_text)
+                .chat(
+                    &mut request.messages,
+                    max_tokens,
+                    &request.stop,
+                    &mut sampler,
+                    overflow,
+                    &mut on_text,
+                )
                 .await
-                .map_err(js_error)?;
+                .map_err(|e| match e {
+                    wick::Error::ContextFull(n) => js_error(format!(
+                        "the conversation does not fit the context of {n} tokens \
+                         (load with a larger nCtx, or with dropOldTurns to drop the oldest turns)"
+                    )),
+                    e => js_error(e),
+                })?;
             let result = ChatResult {
                 finish_reason: match completion.finish {
                     FinishReason::Stop | FinishReason::Cancelled => "stop",
