@@ -41,7 +41,10 @@ pub fn main(args: ChatArgs) -> Result<()> {
             content: system,
         });
     }
-    eprintln!("wick: chat ready; an empty line or end of input quits");
+    interrupt::install();
+    eprintln!(
+        "wick: chat ready; Ctrl-C stops a reply; an empty line, end of input or Ctrl-C at the prompt quits"
+    );
     let stdin = std::io::stdin();
     let mut out = std::io::stdout();
     loop {
@@ -55,6 +58,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
             content: line.trim_end().to_string(),
         });
         let turns = messages.len();
+        let reply = interrupt::Reply::start();
         let c = session
             .chat(
                 &mut messages,
@@ -65,10 +69,11 @@ pub fn main(args: ChatArgs) -> Result<()> {
                 &mut |text| {
                     let _ = out.write_all(text.as_bytes());
                     let _ = out.flush();
-                    true
+                    !reply.interrupted()
                 },
             )
             .block_on();
+        drop(reply);
         let c = match c {
             Err(wick::Error::ContextFull(n)) => {
                 messages.pop();
@@ -80,6 +85,9 @@ pub fn main(args: ChatArgs) -> Result<()> {
         println!();
         if messages.len() < turns {
             eprintln!("wick: the oldest turns were dropped to make room");
+        }
+        if c.finish == FinishReason::Cancelled {
+            eprintln!("wick: stopped");
         }
         if c.finish == FinishReason::ContextFull {
             let hint = if args.drop_old_turns {
@@ -104,4 +112,51 @@ pub fn main(args: ChatArgs) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Ctrl-C: during a reply it stops the reply (what was said stays in the conversation); at the prompt
+/// it ends the program, as it would without a handler.
+mod interrupt {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static REPLYING: AtomicBool = AtomicBool::new(false);
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+    #[cfg(unix)]
+    extern "C" fn on_sigint(_: libc::c_int) {
+        if !REPLYING.load(Ordering::SeqCst) {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(130) };
+        }
+        INTERRUPTED.store(true, Ordering::SeqCst);
+    }
+
+    pub fn install() {
+        #[cfg(unix)]
+        // SAFETY: the handler only touches atomics and calls _exit.
+        unsafe {
+            libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+        }
+    }
+
+    /// While a reply is being generated; dropping it ends that.
+    pub struct Reply;
+
+    impl Reply {
+        pub fn start() -> Reply {
+            INTERRUPTED.store(false, Ordering::SeqCst);
+            REPLYING.store(true, Ordering::SeqCst);
+            Reply
+        }
+
+        pub fn interrupted(&self) -> bool {
+            INTERRUPTED.load(Ordering::SeqCst)
+        }
+    }
+
+    impl Drop for Reply {
+        fn drop(&mut self) {
+            REPLYING.store(false, Ordering::SeqCst);
+        }
+    }
 }
