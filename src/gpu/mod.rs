@@ -35,6 +35,15 @@ pub enum GpuError {
 }
 
 /// A device and what we know about it.
+/// Live GPU objects of a device: a leak shows as growth between two readings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuMemory {
+    pub buffers: u64,
+    pub buffer_bytes: u64,
+    pub bind_groups: u64,
+    pub command_encoders: u64,
+}
+
 pub struct Gpu {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
@@ -94,6 +103,17 @@ impl Gpu {
     /// "name (backend)", for messages and benchmarks.
     pub fn describe(&self) -> String {
         format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+
+    /// What this device holds now, as wgpu counts it (natively; the browser's WebGPU reports nothing).
+    pub fn memory(&self) -> GpuMemory {
+        let hal = self.device.get_internal_counters().hal;
+        GpuMemory {
+            buffers: hal.buffers.read() as u64,
+            buffer_bytes: hal.buffer_memory.read() as u64,
+            bind_groups: hal.bind_groups.read() as u64,
+            command_encoders: hal.command_encoders.read() as u64,
+        }
     }
 
     /// Runs `f` and turns any validation or out-of-memory error it raised into a `GpuError`.
