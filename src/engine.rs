@@ -67,6 +67,7 @@ impl Engine {
         if options.n_ctx == 0 {
             return Err(Error::Model("the context length must be at least 1".into()));
         }
+        gpu.alive()?;
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
@@ -127,6 +128,7 @@ impl Engine {
     /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
     /// the last need none, and then nothing waits for the GPU).
     pub async fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {
+        self.gpu.alive()?;
         if self.pos >= self.n_ctx {
             return Err(Error::ContextFull(self.n_ctx));
         }

@@ -32,9 +32,10 @@ pub enum GpuError {
     Validation(String),
     #[error("reading results back from the GPU failed: {0}")]
     Readback(String),
+    #[error("the GPU device was lost ({0}); load the model again")]
+    Lost(String),
 }
 
-/// A device and what we know about it.
 /// Live GPU objects of a device: a leak shows as growth between two readings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuMemory {
@@ -44,12 +45,15 @@ pub struct GpuMemory {
     pub command_encoders: u64,
 }
 
+/// A device and what we know about it.
 pub struct Gpu {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub pipelines: Pipelines,
+    /// Why the device was lost (a GPU reset, a driver crash, the browser reclaiming it), once it was.
+    lost: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Gpu {
@@ -85,6 +89,12 @@ impl Gpu {
             })
             .await
             .map_err(|e| GpuError::NoDevice(e.to_string()))?;
+        let lost = Arc::new(std::sync::Mutex::new(None));
+        let on_lost = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            let why = format!("{reason:?}: {message}");
+            *on_lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        });
         let pipelines = Pipelines::default();
         Ok(Arc::new(Gpu {
             device,
@@ -92,6 +102,7 @@ impl Gpu {
             info,
             limits,
             pipelines,
+            lost,
         }))
     }
 
@@ -103,6 +114,14 @@ impl Gpu {
     /// "name (backend)", for messages and benchmarks.
     pub fn describe(&self) -> String {
         format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+
+    /// An error once the device is lost: nothing submitted to it would run.
+    pub fn alive(&self) -> Result<(), GpuError> {
+        match &*self.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(why) => Err(GpuError::Lost(why.clone())),
+            None => Ok(()),
+        }
     }
 
     /// What this device holds now, as wgpu counts it (natively; the browser's WebGPU reports nothing).
