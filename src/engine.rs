@@ -71,9 +71,13 @@ impl Engine {
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
-        let forward = models::load(&mut loader, n_ctx)
-            .await
-            .map_err(|e| match e {
+        let forward = models::load(&mut loader, n_ctx).await.map_err(|e| {
+            // The tensors loaded so far are dropped with the error, but the queue still holds the
+            // writes that filled them (and so the buffers) until its next submit: flush it now.
+            gpu.queue.submit([]);
+            #[cfg(not(target_arch = "wasm32"))]
+            let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+            match e {
                 Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
                     Error::DoesNotFit {
                         adapter: gpu.describe(),
@@ -82,7 +86,8 @@ impl Engine {
                     }
                 }
                 e => e,
-            })?;
+            }
+        })?;
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),
             size: forward.n_vocab as u64 * 4,

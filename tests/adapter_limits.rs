@@ -53,3 +53,42 @@ fn tensors_split_across_bindings_give_the_same_logits() {
     let split = load(small).unwrap().prefill(&prompt).block_on().unwrap();
     assert_eq!(whole, split);
 }
+
+#[test]
+fn a_load_that_fails_halfway_leaves_nothing_on_the_gpu() {
+    // The tiny model's weights split into 64 KiB bindings, but its KV cache at a 256-token context
+    // needs 128 KiB in one: the load fails with weights already on the GPU.
+    let Some(gpu) = gpu_limited_to(64 << 10) else {
+        return;
+    };
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let source = FileSource::open(path).unwrap();
+    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    let empty = gpu.memory();
+    let mut loaded = 0;
+    let err = Engine::load(
+        gpu.clone(),
+        &source,
+        &LoadOptions { n_ctx: 256 },
+        &mut |done, _| loaded = done,
+    )
+    .block_on()
+    .err()
+    .expect("a 64 KiB limit cannot hold the cache")
+    .to_string();
+    eprintln!("after {loaded} bytes of weights: {err}");
+    assert!(err.contains("does not fit"), "{err}");
+    assert!(
+        loaded > 100_000,
+        "weights were loaded first ({loaded} bytes)"
+    );
+    assert!(err.contains("k_cache"), "{err}");
+    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    // wgpu keeps a staging buffer or two of its own, which come and go: compare with the empty device.
+    let after = gpu.memory();
+    assert!(
+        after.buffers <= empty.buffers && after.buffer_bytes <= empty.buffer_bytes,
+        "what the load allocated is freed: {after:?}, before the load {empty:?}"
+    );
+}

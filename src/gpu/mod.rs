@@ -188,15 +188,13 @@ pub async fn map_and_copy(
     let slice = staging.slice(..len);
     let (done, mapped) = oneshot::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| done.send(r));
-    #[cfg(target_arch = "wasm32")]
-    let _ = gpu; // the page's event loop runs the callback
-    #[cfg(not(target_arch = "wasm32"))]
+    // A lost device fails the map; say that rather than how the map failed.
+    let failed = |e: String| gpu.alive().err().unwrap_or(GpuError::Readback(e));
+    #[cfg(not(target_arch = "wasm32"))] // in the browser the page's event loop runs the callback
     gpu.device
         .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| GpuError::Readback(e.to_string()))?;
-    mapped
-        .await
-        .map_err(|e| GpuError::Readback(e.to_string()))?;
+        .map_err(|e| failed(e.to_string()))?;
+    mapped.await.map_err(|e| failed(e.to_string()))?;
     let bytes = slice
         .get_mapped_range()
         .map_err(|e| GpuError::Readback(e.to_string()))?

@@ -479,6 +479,48 @@ test('unload frees the engine; a new load works', async () => {
   assert.deepEqual(answer, { failed: true, tokens: 2 });
 });
 
+test('a lost GPU device is reported through the API; a new load works', async () => {
+  // A copy of the installed package whose worker destroys its GPU device when asked to in a chat
+  // message, as a GPU reset or the browser reclaiming the device would leave it.
+  const lostRoot = join(WORK, 'lost');
+  cpSync(join(WORK, 'app'), lostRoot, { recursive: true });
+  const worker = join(lostRoot, 'node_modules/wick-llm/js/worker.js');
+  const hook = `
+const requestDevice = GPUAdapter.prototype.requestDevice;
+GPUAdapter.prototype.requestDevice = async function (...args) {
+  const device = await requestDevice.apply(this, args);
+  self.addEventListener('message', ({ data }) => {
+    if (data.type === 'chat' && data.request.messages.at(-1).content === 'lose the device') device.destroy();
+  });
+  return device;
+};
+`;
+  writeFileSync(worker, hook + readFileSync(worker, 'utf8'));
+  const page = await openPage('/target/browser-test/lost/');
+  const result = await page.evaluate(async () => {
+    const { Wick } = await import('wick-llm');
+    const ask = (engine, content) =>
+      engine.chat.completions
+        .create({ messages: [{ role: 'user', content }], max_tokens: 2 })
+        .then((r) => r.usage.completion_tokens, (e) => e.message);
+    const engine = await Wick.load('../tiny.gguf');
+    const before = await ask(engine, 'hi');
+    const lost = await ask(engine, 'lose the device');
+    const after = await ask(engine, 'hi');
+    await engine.unload();
+    const fresh = await Wick.load('../tiny.gguf');
+    const again = await ask(fresh, 'hi');
+    await fresh.unload();
+    return { before, lost, after, again };
+  });
+  await page.close();
+  console.log(`    ${result.lost}`);
+  assert.equal(result.before, 2);
+  assert.match(String(result.lost), /GPU device was lost/);
+  assert.match(String(result.after), /GPU device was lost/);
+  assert.equal(result.again, 2);
+});
+
 test('the package bundled by Vite loads a model and answers', async () => {
   // A Vite app that depends on the installed package: its worker and .wasm must come out as assets.
   const appRoot = join(WORK, 'vite-app');
