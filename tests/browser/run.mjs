@@ -329,6 +329,7 @@ test('a local .gguf file loads and answers on the page', async () => {
   const { status } = await picked;
   assert.equal(status, '');
   assert.match(await chatPage.textContent('#adapter'), /random-llama-chat\.gguf on /);
+  await chatPage.evaluate(() => (document.querySelector('#settings').open = true));
   await chatPage.fill('#max-tokens', '3');
   await chatPage.fill('#prompt', 'hello');
   await chatPage.click('#send');
