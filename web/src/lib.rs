@@ -93,6 +93,29 @@ fn message_of(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
+/// The browser tells a lost device by a promise that may settle after the failure it caused (a buffer
+/// map that failed): give it a moment, and where the device is gone, say that instead.
+async fn lost_or(gpu: &Gpu, e: wick::Error) -> String {
+    let moment = Promise::new(&mut |resolve, _| {
+        let set_timeout = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("setTimeout"))
+            .ok()
+            .and_then(|f| f.dyn_into::<Function>().ok());
+        match set_timeout {
+            Some(f) => {
+                let _ = f.call2(&JsValue::NULL, &resolve, &JsValue::from_f64(50.0));
+            }
+            None => {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        }
+    });
+    let _ = JsFuture::from(moment).await;
+    match gpu.alive() {
+        Err(lost) => lost.to_string(),
+        Ok(()) => e.to_string(),
+    }
+}
+
 fn js_error(e: impl std::fmt::Display) -> JsValue {
     JsError::new(&e.to_string()).into()
 }
@@ -236,14 +259,17 @@ impl Model {
                     overflow,
                     &mut on_text,
                 )
-                .await
-                .map_err(|e| match e {
-                    wick::Error::ContextFull(n) => js_error(format!(
+                .await;
+            let completion = match completion {
+                Ok(c) => c,
+                Err(wick::Error::ContextFull(n)) => {
+                    return Err(js_error(format!(
                         "the conversation does not fit the context of {n} tokens \
                          (load with a larger nCtx, or with dropOldTurns to drop the oldest turns)"
-                    )),
-                    e => js_error(e),
-                })?;
+                    )))
+                }
+                Err(e) => return Err(js_error(lost_or(&session.engine.gpu, e).await)),
+            };
             let result = ChatResult {
                 finish_reason: match completion.finish {
                     FinishReason::Stop | FinishReason::Cancelled => "stop",
