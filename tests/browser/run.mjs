@@ -1,6 +1,6 @@
 // Browser tests: the chat page and the npm package in headless Chromium, WebGPU on SwiftShader (a CPU
 // adapter: these prove correctness, not speed). Needs `npm run build` (pkg/) and the default model.
-// Usage: node tests/browser/run.mjs [name filter]
+// Usage: node tests/browser/run.mjs [regular expression that picks tests by name]
 
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
@@ -451,6 +451,50 @@ test('multi-turn chat reuses the cached turns', async () => {
   assert.ok(processed.prompt - processed.processed >= processed.first, JSON.stringify(processed));
 });
 
+test('two requests at once are queued, never interleaved', async () => {
+  const { together, apart } = await app.evaluate(async () => {
+    const engine = window.engine;
+    const body = (content) => ({ messages: [{ role: 'user', content }], temperature: 0, max_tokens: 8 });
+    const text = (r) => r.choices[0].message.content;
+    const together = (await Promise.all([engine.chat.completions.create(body('first')), engine.chat.completions.create(body('second'))])).map(text);
+    const apart = [text(await engine.chat.completions.create(body('first'))), text(await engine.chat.completions.create(body('second')))];
+    return { together, apart };
+  });
+  assert.deepEqual(together, apart);
+});
+
+test('a full context ends the reply with length, or drops the oldest turns with dropOldTurns', async () => {
+  const result = await app.evaluate(async () => {
+    const { Wick } = await import('wick-llm');
+    const conversation = [
+      { role: 'user', content: 'one two three four five six seven eight' },
+      { role: 'assistant', content: 'nine ten eleven twelve' },
+      { role: 'user', content: 'go on' },
+    ];
+    const ask = (engine, messages) =>
+      engine.chat.completions
+        .create({ messages, temperature: 0, max_tokens: 60 })
+        .then((r) => ({ finish: r.choices[0].finish_reason, tokens: r.usage.completion_tokens }), (e) => e.message);
+    const probe = await Wick.load('../tiny.gguf', { nCtx: 256 });
+    const { usage } = await probe.chat.completions.create({ messages: conversation, max_tokens: 1 });
+    await probe.unload();
+    const nCtx = usage.prompt_tokens + 10;
+    const stopping = await Wick.load('../tiny.gguf', { nCtx });
+    const stopped = await ask(stopping, conversation);
+    const tooLong = await ask(stopping, [...conversation, ...conversation, ...conversation]);
+    await stopping.unload();
+    const dropping = await Wick.load('../tiny.gguf', { nCtx, dropOldTurns: true });
+    const dropped = await ask(dropping, [...conversation, ...conversation, ...conversation]);
+    await dropping.unload();
+    return { nCtx, stopped, tooLong, dropped };
+  });
+  console.log(`    ${JSON.stringify(result)}`);
+  assert.equal(result.stopped.finish, 'length');
+  assert.ok(result.stopped.tokens < 60, 'the context, not max_tokens, ended it');
+  assert.match(String(result.tooLong), new RegExp(`does not fit the context of ${result.nCtx} tokens`));
+  assert.ok(result.dropped.tokens > 0, JSON.stringify(result.dropped));
+});
+
 test('bad requests are refused with a clear message', async () => {
   const messages = await app.evaluate(async () => {
     const out = [];
@@ -590,7 +634,7 @@ const filter = process.argv[2];
 let failed = 0;
 for (const { name, fn } of tests) {
   // The first test loads the chat page that later page tests use.
-  if (filter && !name.includes(filter) && tests[0].name !== name) continue;
+  if (filter && !new RegExp(filter).test(name) && tests[0].name !== name) continue;
   const start = Date.now();
   try {
     await fn();
