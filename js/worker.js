@@ -49,10 +49,8 @@ async function handle({ type, id, ...data }) {
 
 async function loadModel(id, { source, options }) {
   if (!self.navigator.gpu) {
-    throw new Error(
-      'WebGPU is not available in this browser: Wick needs a browser with WebGPU ' +
-        '(Chrome or Edge 113+, Safari 26+, or Firefox 141+ on Windows), on a secure (https or localhost) page',
-    );
+    // The page has WebGPU (Wick.load checked), but this browser does not offer it to workers.
+    throw new Error('WebGPU is not available in Web Workers in this browser: Wick runs its engine in one');
   }
   await ready;
   const controller = new AbortController();
