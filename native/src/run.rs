@@ -5,6 +5,7 @@ use anyhow::Result;
 use clap::Args;
 use pollster::FutureExt as _;
 use std::io::Write;
+use wick::session::FinishReason;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -36,17 +37,30 @@ pub fn main(args: RunArgs) -> Result<()> {
             let _ = out.flush();
             true
         })
-        .block_on()?;
+        .block_on();
+    let c = match c {
+        Err(wick::Error::ContextFull(n)) => anyhow::bail!(
+            "the prompt is {} tokens, more than the context of {n} (-c sets it)",
+            prompt.len()
+        ),
+        c => c?,
+    };
     println!();
+    let n_ctx = session.engine.n_ctx();
+    let stop = match c.finish {
+        FinishReason::Stop => "end of text".to_string(),
+        FinishReason::Length => "-n tokens".to_string(),
+        FinishReason::ContextFull => format!("the context is full ({n_ctx} tokens; -c sets it)"),
+        FinishReason::Cancelled => "stopped".to_string(),
+    };
     eprintln!(
-        "wick: prompt {} tokens in {:.2} s ({:.1} tok/s); generated {} tokens in {:.2} s ({:.1} tok/s); stop: {:?}",
+        "wick: prompt {} tokens in {:.2} s ({:.1} tok/s); generated {} tokens in {:.2} s ({:.1} tok/s); stop: {stop}",
         c.prompt_tokens,
         c.prompt_time.as_secs_f64(),
         c.prompt_processed as f64 / c.prompt_time.as_secs_f64(),
         c.tokens.len(),
         c.gen_time.as_secs_f64(),
         c.tokens.len() as f64 / c.gen_time.as_secs_f64(),
-        c.finish
     );
     Ok(())
 }
