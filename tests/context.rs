@@ -4,13 +4,12 @@
 mod common;
 
 use common::fidelity::{check_greedy, Tolerance};
-use common::{gpu, model_path};
+use common::{gpu, greedy, model_path, tiny_chat_session};
 use pollster::FutureExt as _;
 use serde_json::Value;
 use wick::chat_template::ChatMessage;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::FileSource;
-use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::{FinishReason, Overflow, Session};
 use wick::Error;
 
@@ -19,18 +18,6 @@ const LLAMA_CPP: Tolerance = Tolerance {
     logit: 1.0,
     clear_gap: 1.0,
 };
-
-fn greedy() -> Sampler {
-    Sampler::new(SamplerConfig {
-        temperature: 0.0,
-        top_k: 0,
-        top_p: 1.0,
-        min_p: 0.0,
-        repeat_penalty: 1.0,
-        repeat_last_n: 0,
-        seed: 0,
-    })
-}
 
 fn message(role: &str, content: &str) -> ChatMessage {
     ChatMessage {
@@ -82,17 +69,8 @@ fn decoding_to_a_full_context_matches_llama_cpp_and_stops_there() {
     assert_eq!(reply.tokens.len(), n_ctx as usize - prompt.len() + 1);
 }
 
-/// The tiny random-weight llama with a ChatML template: fast, and its replies run to max_tokens.
 fn tiny_session(n_ctx: u32) -> Option<Session> {
-    let gpu = gpu()?;
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let source = FileSource::open(path).unwrap();
-    Some(
-        Session::load(gpu, &source, &LoadOptions { n_ctx }, &mut |_, _| {})
-            .block_on()
-            .unwrap(),
-    )
+    Some(tiny_chat_session(gpu()?, n_ctx).unwrap())
 }
 
 fn rendered_len(session: &Session, messages: &[ChatMessage]) -> usize {

@@ -3,37 +3,14 @@
 
 mod common;
 
-use common::gpu;
+use common::{gpu, greedy, tiny_chat_session};
 use pollster::FutureExt as _;
-use wick::engine::LoadOptions;
-use wick::gguf::FileSource;
 use wick::gpu::Gpu;
-use wick::sampler::{Sampler, SamplerConfig};
-use wick::session::Session;
-
-fn greedy() -> Sampler {
-    Sampler::new(SamplerConfig {
-        temperature: 0.0,
-        top_k: 0,
-        top_p: 1.0,
-        min_p: 0.0,
-        repeat_penalty: 1.0,
-        repeat_last_n: 0,
-        seed: 0,
-    })
-}
-
-fn tiny(gpu: std::sync::Arc<Gpu>) -> Result<Session, wick::Error> {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let source = FileSource::open(path).unwrap();
-    Session::load(gpu, &source, &LoadOptions { n_ctx: 64 }, &mut |_, _| {}).block_on()
-}
 
 #[test]
 fn a_lost_device_is_reported_and_a_new_one_loads_again() {
     let Some(gpu) = gpu() else { return };
-    let mut session = tiny(gpu.clone()).unwrap();
+    let mut session = tiny_chat_session(gpu.clone(), 64).unwrap();
     let before = session
         .complete(&[1, 2, 3], 4, &[], &mut greedy(), &mut |_| true)
         .block_on()
@@ -46,14 +23,14 @@ fn a_lost_device_is_reported_and_a_new_one_loads_again() {
         .block_on()
         .unwrap_err();
     assert!(err.to_string().contains("GPU device was lost"), "{err}");
-    let err = tiny(gpu.clone())
+    let err = tiny_chat_session(gpu.clone(), 64)
         .err()
         .expect("loading on a lost device fails");
     assert!(err.to_string().contains("GPU device was lost"), "{err}");
     drop(session);
 
     let gpu = Gpu::new().block_on().unwrap();
-    let mut session = tiny(gpu).unwrap();
+    let mut session = tiny_chat_session(gpu, 64).unwrap();
     let after = session
         .complete(&[1, 2, 3], 4, &[], &mut greedy(), &mut |_| true)
         .block_on()

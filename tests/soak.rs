@@ -3,12 +3,9 @@
 
 mod common;
 
-use common::gpu;
+use common::{gpu, tiny_chat_session};
 use pollster::FutureExt as _;
-use wick::engine::LoadOptions;
-use wick::gguf::FileSource;
 use wick::sampler::{Sampler, SamplerConfig};
-use wick::session::Session;
 
 /// Resident bytes of this process, from /proc (None elsewhere).
 fn resident_bytes() -> Option<u64> {
@@ -20,17 +17,7 @@ fn resident_bytes() -> Option<u64> {
 #[test]
 fn a_thousand_completions_leave_gpu_and_host_memory_as_they_were() {
     let Some(gpu) = gpu() else { return };
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let source = FileSource::open(path).unwrap();
-    let mut session = Session::load(
-        gpu.clone(),
-        &source,
-        &LoadOptions { n_ctx: 64 },
-        &mut |_, _| {},
-    )
-    .block_on()
-    .unwrap();
+    let mut session = tiny_chat_session(gpu.clone(), 64).unwrap();
     let mut run = |i: u64| {
         // Prompts that share a prefix with the last one or not, so the cache is reused and rewound.
         let prompt: Vec<u32> = (0..3 + i % 5)

@@ -22,6 +22,21 @@ pub fn gpu() -> Option<Arc<Gpu>> {
     }
 }
 
+/// The tiny random-weight llama with a ChatML template (tests/goldens/make_random_llama_chat.py): it
+/// loads and answers in milliseconds, for tests of behaviour rather than of numbers.
+pub fn tiny_chat_session(gpu: Arc<Gpu>, n_ctx: u32) -> Result<wick::session::Session, wick::Error> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let source = wick::gguf::FileSource::open(path).unwrap();
+    let options = wick::engine::LoadOptions { n_ctx };
+    wick::session::Session::load(gpu, &source, &options, &mut |_, _| {}).block_on()
+}
+
+/// A greedy sampler.
+pub fn greedy() -> wick::sampler::Sampler {
+    wick::sampler::Sampler::new(wick::sampler::SamplerConfig::greedy())
+}
+
 /// The default model, which `scripts/fetch-model.sh` puts in models/.
 pub fn model_path() -> std::path::PathBuf {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
