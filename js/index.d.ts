@@ -84,6 +84,10 @@ export interface ChatCompletionChunk {
   usage?: CompletionUsage;
 }
 
+/** A request the engine refused: a field of the wrong type or out of range, or a conversation that
+ * does not fit the context. `message` names what is wrong; `name` is 'BadRequestError'. */
+export type BadRequestError = Error & { name: 'BadRequestError' };
+
 export interface RequestOptions {
   /** Aborting stops the reply; the request rejects (or the stream throws) with an AbortError. */
   signal?: AbortSignal;

@@ -128,14 +128,16 @@ export class Wick {
     this.channel.close(new Error('the model was unloaded'));
   }
 
-  // async, so that a bad request rejects like any other failure rather than throwing.
   async #create(body, { signal } = {}) {
-    const request = checkRequest(body);
+    // The engine parses and checks the body exactly as `wick serve` does; a bad one rejects with a
+    // BadRequestError naming the field.
+    const message = { type: 'chat', body: JSON.stringify(body ?? null) };
     const id = `chatcmpl-${crypto.randomUUID()}`;
     const created = Math.floor(Date.now() / 1000);
     const envelope = (object) => ({ id, object, created, model: this.model });
-    if (!body.stream) {
-      return this.channel.request({ type: 'chat', request }, { signal }).then((r) => ({
+    if (!body?.stream) {
+      const r = await this.channel.request(message, { signal });
+      return {
         ...envelope('chat.completion'),
         choices: [
           {
@@ -146,7 +148,7 @@ export class Wick {
           },
         ],
         usage: usage(r),
-      }));
+      };
     }
     const includeUsage = Boolean(body.stream_options?.include_usage);
     const stream = new ChunkStream();
@@ -155,16 +157,32 @@ export class Wick {
       choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
     });
     stream.push(chunk({ role: 'assistant', content: '' }, null));
+    // The stream is handed out once the engine has taken the request (its first text, or the end), so
+    // a request it refuses rejects here, as the OpenAI client's does.
+    let accepted;
+    const taken = new Promise((resolve, reject) => (accepted = { resolve, reject }));
     this.channel
-      .request(
-        { type: 'chat', request },
-        { signal, onEvent: (e) => e.type === 'text' && stream.push(chunk({ content: e.piece }, null)) },
-      )
-      .then((r) => {
-        stream.push(chunk({}, r.finishReason));
-        if (includeUsage) stream.push({ ...envelope('chat.completion.chunk'), choices: [], usage: usage(r) });
-        stream.end();
-      }, (e) => stream.fail(e));
+      .request(message, {
+        signal,
+        onEvent: (e) => {
+          if (e.type !== 'text') return;
+          stream.push(chunk({ content: e.piece }, null));
+          accepted.resolve();
+        },
+      })
+      .then(
+        (r) => {
+          stream.push(chunk({}, r.finishReason));
+          if (includeUsage) stream.push({ ...envelope('chat.completion.chunk'), choices: [], usage: usage(r) });
+          stream.end();
+          accepted.resolve();
+        },
+        (e) => {
+          stream.fail(e);
+          accepted.reject(e);
+        },
+      );
+    await taken;
     return stream;
   }
 }
@@ -208,47 +226,4 @@ class ChunkStream {
       else await new Promise((resolve) => (this.#waiting = resolve));
     }
   }
-}
-
-/** The OpenAI request, checked and defaulted as the OpenAI API does; what the engine takes. */
-function checkRequest(body) {
-  const bad = (message) => {
-    throw new TypeError(message);
-  };
-  if (!body || !Array.isArray(body.messages) || body.messages.length === 0) {
-    bad('messages must be a non-empty array of { role, content }');
-  }
-  const messages = body.messages.map((m, i) => {
-    if (!m || typeof m.role !== 'string') bad(`messages[${i}].role must be a string`);
-    let content = m.content ?? '';
-    if (Array.isArray(content)) {
-      content = content.map((p) => (p?.type === 'text' ? p.text : bad(`messages[${i}]: only text parts are supported`))).join('');
-    }
-    if (typeof content !== 'string') bad(`messages[${i}].content must be a string or text parts`);
-    return { role: m.role, content };
-  });
-  const number = (name, fallback, min, max) => {
-    const v = body[name] ?? fallback;
-    if (typeof v !== 'number' || !(v >= min && v <= max)) bad(`${name} must be a number from ${min} to ${max}`);
-    return v;
-  };
-  if ((body.n ?? 1) !== 1) bad('only n = 1 is supported');
-  const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? null;
-  if (maxTokens !== null && !(Number.isInteger(maxTokens) && maxTokens >= 1)) {
-    bad('max_tokens must be a whole number of at least 1');
-  }
-  const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
-  if (!Array.isArray(stop) || stop.length > 4 || stop.some((s) => typeof s !== 'string')) {
-    bad('stop must be a string or at most 4 strings');
-  }
-  const seed = body.seed ?? Math.floor(Math.random() * 2 ** 32);
-  if (!Number.isSafeInteger(seed) || seed < 0) bad('seed must be a non-negative whole number');
-  return {
-    messages,
-    temperature: number('temperature', 1, 0, 2),
-    topP: number('top_p', 1, 0, 1),
-    seed,
-    maxTokens,
-    stop,
-  };
 }

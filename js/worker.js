@@ -35,7 +35,7 @@ async function handle({ type, id, ...data }) {
     case 'load':
       return loadModel(id, data);
     case 'chat':
-      return chat(id, data.request);
+      return chat(id, data.body);
     case 'stats':
       return post({ type: 'result', id, value: model ? await stats() : null });
     case 'unload':
@@ -81,10 +81,10 @@ async function loadModel(id, { source, options }) {
   }
 }
 
-async function chat(id, request) {
+async function chat(id, body) {
   if (!model) throw new Error('no model is loaded');
   try {
-    const result = await model.chat(request, (piece) => {
+    const result = await model.chat(body, (piece) => {
       if (aborted.has(id)) return false;
       post({ type: 'text', id, piece });
       return true;

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod gguf;
 pub mod gpu;
 pub mod models;
+pub mod openai;
 pub mod ops;
 pub mod perplexity;
 pub mod quant;

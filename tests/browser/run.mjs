@@ -503,12 +503,20 @@ test('bad requests are refused with a clear message', async () => {
       { messages: [{ role: 'user', content: 'x' }], temperature: 3 },
       { messages: [{ role: 'user', content: 'x' }], stop: ['a', 'b', 'c', 'd', 'e'] },
     ]) {
-      await window.engine.chat.completions.create(body).catch((e) => out.push(e.message));
+      await window.engine.chat.completions.create(body).catch((e) => out.push(`${e.name}: ${e.message}`));
     }
+    await window.engine.chat.completions
+      .create({ messages: [{ role: 'user', content: 'x' }], top_p: 'high', stream: true })
+      .catch((e) => out.push(`${e.name}: ${e.message}`));
     return out;
   });
-  assert.equal(messages.length, 3);
+  console.log(`    ${messages.join('\n    ')}`);
+  assert.equal(messages.length, 4);
+  assert.ok(messages.every((m) => m.startsWith('BadRequestError: ')), messages);
+  assert.match(messages[0], /messages/);
   assert.match(messages[1], /temperature/);
+  assert.match(messages[2], /stop/);
+  assert.match(messages[3], /top_p|invalid type/);
 });
 
 test('unload frees the engine; a new load works', async () => {
@@ -535,7 +543,7 @@ const requestDevice = GPUAdapter.prototype.requestDevice;
 GPUAdapter.prototype.requestDevice = async function (...args) {
   const device = await requestDevice.apply(this, args);
   self.addEventListener('message', ({ data }) => {
-    if (data.type === 'chat' && data.request.messages.at(-1).content === 'lose the device') device.destroy();
+    if (data.type === 'chat' && data.body.includes('lose the device')) device.destroy();
   });
   return device;
 };

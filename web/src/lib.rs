@@ -8,11 +8,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
-use wick::chat_template::ChatMessage;
 use wick::engine::LoadOptions;
 use wick::gguf::{ByteSource, ReadFuture, SourceError};
 use wick::gpu::Gpu;
-use wick::sampler::{Sampler, SamplerConfig};
+use wick::openai;
+use wick::sampler::Sampler;
 use wick::session::{FinishReason, Overflow, Session};
 
 #[wasm_bindgen(start)]
@@ -116,6 +116,13 @@ async fn lost_or(gpu: &Gpu, e: wick::Error) -> String {
     }
 }
 
+/// A request the engine will not run, named as OpenAI's client names a 400.
+fn bad_request(e: impl std::fmt::Display) -> JsValue {
+    let error = js_sys::Error::new(&e.to_string());
+    error.set_name("BadRequestError");
+    error.into()
+}
+
 fn js_error(e: impl std::fmt::Display) -> JsValue {
     JsError::new(&e.to_string()).into()
 }
@@ -166,18 +173,6 @@ pub async fn load(
     })
 }
 
-/// One chat request, its OpenAI settings already checked and defaulted by the caller.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ChatRequest {
-    messages: Vec<ChatMessage>,
-    temperature: f32,
-    top_p: f32,
-    seed: u64,
-    max_tokens: Option<usize>,
-    stop: Vec<String>,
-}
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ChatResult {
@@ -222,39 +217,38 @@ pub struct Model {
 
 #[wasm_bindgen]
 impl Model {
-    /// Renders the conversation with the model's chat template and generates the assistant's reply,
-    /// reusing the cached turns. `on_text(piece)` receives the reply as it grows; returning false stops
-    /// it. Resolves to { text, finishReason, promptTokens, completionTokens, ... }.
-    pub fn chat(&self, request: JsValue, on_text: Function) -> Promise {
+    /// Takes an OpenAI chat request body (JSON), renders the conversation with the model's chat
+    /// template and generates the assistant's reply, reusing the cached turns. `on_text(piece)` receives
+    /// the reply as it grows; returning false stops it. Resolves to { text, finishReason, promptTokens,
+    /// completionTokens, ... }; a bad request rejects with a BadRequestError.
+    pub fn chat(&self, body: String, on_text: Function) -> Promise {
         let session = self.session.clone();
         let last = self.last.clone();
         let overflow = self.overflow;
         future_to_promise(async move {
-            let mut request: ChatRequest = serde_wasm_bindgen::from_value(request)?;
+            // The request as `wick serve` takes it: the same parsing and the same checks.
+            let request: openai::ChatRequest = serde_json::from_str(&body)
+                .map_err(|e| bad_request(format!("the request is not valid: {e}")))?;
+            let mut messages = request.conversation().map_err(bad_request)?;
+            let default_seed = (js_sys::Math::random() * 4294967296.0) as u64;
+            let settings =
+                openai::Settings::from(request.sampling, default_seed).map_err(bad_request)?;
             // A second request while one runs is refused: the worker queues them, so this is a bug.
             let mut session = session
                 .try_borrow_mut()
                 .map_err(|_| js_error("the model is busy with another request"))?;
             let n_ctx = session.engine.n_ctx() as usize;
-            let mut sampler = Sampler::new(SamplerConfig {
-                temperature: request.temperature,
-                top_k: 0,
-                top_p: request.top_p,
-                min_p: 0.0,
-                repeat_penalty: 1.0,
-                repeat_last_n: 0,
-                seed: request.seed,
-            });
-            let max_tokens = request.max_tokens.unwrap_or(n_ctx);
+            let mut sampler = Sampler::new(settings.sampler);
+            let max_tokens = settings.max_tokens.unwrap_or(n_ctx);
             let mut on_text = |piece: &str| {
                 let go_on = on_text.call1(&JsValue::NULL, &JsValue::from_str(piece));
                 go_on.map_or(false, |v| v.as_bool() != Some(false))
             };
             let completion = session
                 .chat(
-                    &mut request.messages,
+                    &mut messages,
                     max_tokens,
-                    &request.stop,
+                    &settings.stop,
                     &mut sampler,
                     overflow,
                     &mut on_text,
@@ -263,7 +257,7 @@ impl Model {
             let completion = match completion {
                 Ok(c) => c,
                 Err(wick::Error::ContextFull(n)) => {
-                    return Err(js_error(format!(
+                    return Err(bad_request(format!(
                         "the conversation does not fit the context of {n} tokens \
                          (load with a larger nCtx, or with dropOldTurns to drop the oldest turns)"
                     )))

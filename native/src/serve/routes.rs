@@ -1,7 +1,7 @@
 //! The HTTP side: parsing and checking requests, handing jobs to the engine thread, and answering as
 //! OpenAI does, in one JSON body or as server-sent events ending in `data: [DONE]`.
 
-use super::openai::{ApiError, ChatRequest, CompletionRequest, Prompt, Sampling, Usage};
+use super::openai::ApiError;
 use super::worker::{Event, Input, Job, QUEUE_DEPTH};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
@@ -17,8 +17,7 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
-use wick::chat_template::ChatMessage;
-use wick::sampler::SamplerConfig;
+use wick::openai::{ChatRequest, CompletionRequest, Sampling, Settings, Usage};
 
 pub struct State {
     jobs: mpsc::Sender<Job>,
@@ -83,23 +82,8 @@ enum Kind {
 }
 
 async fn chat(Shared(state): Shared<Arc<State>>, body: Result<Bytes, BytesRejection>) -> Response {
-    let request = parse::<ChatRequest>(body).and_then(|r| {
-        if r.messages.is_empty() {
-            return Err(ApiError::invalid("messages must not be empty", "messages"));
-        }
-        let messages = r
-            .messages
-            .iter()
-            .map(|m| {
-                let content = m.content.as_ref().map(|c| c.text()).transpose()?;
-                Ok(ChatMessage::new(
-                    m.role.clone(),
-                    content.unwrap_or_default(),
-                ))
-            })
-            .collect::<Result<Vec<_>, ApiError>>()?;
-        Ok((Input::Chat(messages), r.sampling))
-    });
+    let request =
+        parse::<ChatRequest>(body).and_then(|r| Ok((Input::Chat(r.conversation()?), r.sampling)));
     respond(state, Kind::Chat, request).await
 }
 
@@ -107,19 +91,8 @@ async fn completions(
     Shared(state): Shared<Arc<State>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let request = parse::<CompletionRequest>(body).and_then(|r| {
-        let prompt = match r.prompt {
-            Prompt::One(p) => p,
-            Prompt::Many(mut v) if v.len() == 1 => v.remove(0),
-            Prompt::Many(_) => {
-                return Err(ApiError::invalid(
-                    "only one prompt per request is supported",
-                    "prompt",
-                ))
-            }
-        };
-        Ok((Input::Text(prompt), r.sampling))
-    });
+    let request =
+        parse::<CompletionRequest>(body).and_then(|r| Ok((Input::Text(r.prompt()?), r.sampling)));
     respond(state, Kind::Text, request).await
 }
 
@@ -142,7 +115,7 @@ async fn run(
     request: Result<(Input, Sampling), ApiError>,
 ) -> Result<Response, ApiError> {
     let (input, sampling) = request?;
-    let settings = Settings::from(sampling)?;
+    let settings = Settings::from(sampling, clock_seed())?;
     let (events, mut rx) = mpsc::channel(64);
     let job = Job {
         input,
@@ -299,60 +272,6 @@ impl Meta {
         let mut v = self.envelope(true, json!([]));
         v["usage"] = json!(usage);
         v
-    }
-}
-
-/// A request's sampling settings, checked.
-struct Settings {
-    sampler: SamplerConfig,
-    max_tokens: Option<usize>,
-    stop: Vec<String>,
-    stream: bool,
-    include_usage: bool,
-}
-
-impl Settings {
-    fn from(s: Sampling) -> Result<Settings, ApiError> {
-        let temperature = s.temperature.unwrap_or(1.0);
-        if !(0.0..=2.0).contains(&temperature) {
-            return Err(ApiError::invalid(
-                "temperature must be between 0 and 2",
-                "temperature",
-            ));
-        }
-        let top_p = s.top_p.unwrap_or(1.0);
-        if !(0.0..=1.0).contains(&top_p) {
-            return Err(ApiError::invalid("top_p must be between 0 and 1", "top_p"));
-        }
-        if s.n.is_some_and(|n| n != 1) {
-            return Err(ApiError::invalid("only n = 1 is supported", "n"));
-        }
-        let max_tokens = s.max_completion_tokens.or(s.max_tokens);
-        if max_tokens == Some(0) {
-            return Err(ApiError::invalid(
-                "max_tokens must be at least 1",
-                "max_tokens",
-            ));
-        }
-        let stop = s.stop.map(|s| s.into_vec()).unwrap_or_default();
-        if stop.len() > 4 {
-            return Err(ApiError::invalid("at most 4 stop sequences", "stop"));
-        }
-        Ok(Settings {
-            sampler: SamplerConfig {
-                temperature,
-                top_k: 0,
-                top_p,
-                min_p: 0.0,
-                repeat_penalty: 1.0,
-                repeat_last_n: 0,
-                seed: s.seed.unwrap_or_else(clock_seed),
-            },
-            max_tokens: max_tokens.map(|n| n as usize),
-            stop,
-            stream: s.stream,
-            include_usage: s.stream_options.is_some_and(|o| o.include_usage),
-        })
     }
 }
 

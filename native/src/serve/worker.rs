@@ -2,10 +2,11 @@
 //! concurrent requests queue fairly and never interleave. A job's events go back on its own channel; when
 //! the client has gone (the receiver is dropped) the generation stops at the next token.
 
-use super::openai::{ApiError, Usage};
+use super::openai::ApiError;
 use pollster::FutureExt as _;
 use tokio::sync::mpsc;
 use wick::chat_template::ChatMessage;
+use wick::openai::Usage;
 use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::{FinishReason, Session};
 

@@ -1,0 +1,208 @@
+//! OpenAI's request shapes, as clients send them, and the one place they are checked: `wick serve`
+//! and the browser package both hand the request body here. Unknown fields are ignored (clients send
+//! extras); a known field with the wrong type fails to parse; a value out of range is an
+//! `InvalidRequest` naming the field.
+
+use crate::chat_template::ChatMessage;
+use crate::sampler::SamplerConfig;
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    #[serde(flatten)]
+    pub sampling: Sampling,
+}
+
+#[derive(Deserialize)]
+pub struct CompletionRequest {
+    pub prompt: Prompt,
+    #[serde(flatten)]
+    pub sampling: Sampling,
+}
+
+/// What chat and text completions share.
+#[derive(Deserialize)]
+pub struct Sampling {
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub max_completion_tokens: Option<u32>,
+    pub seed: Option<u64>,
+    pub stop: Option<Stop>,
+    pub n: Option<u32>,
+    #[serde(default)]
+    pub stream: bool,
+    pub stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+#[derive(Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: Option<Content>,
+}
+
+/// A message's content: a string, or parts of which the text ones count.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[derive(Deserialize)]
+pub struct Part {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub text: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Serialize, Clone, Copy, Debug)]
+pub struct Usage {
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+    pub total_tokens: usize,
+}
+
+/// A request that parsed but asks for something out of range or unsupported.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct InvalidRequest {
+    pub message: String,
+    /// The field at fault, as OpenAI's errors name it.
+    pub param: &'static str,
+}
+
+fn invalid(message: impl Into<String>, param: &'static str) -> InvalidRequest {
+    InvalidRequest {
+        message: message.into(),
+        param,
+    }
+}
+
+impl ChatRequest {
+    /// The conversation, for the chat template.
+    pub fn conversation(&self) -> Result<Vec<ChatMessage>, InvalidRequest> {
+        if self.messages.is_empty() {
+            return Err(invalid("messages must not be empty", "messages"));
+        }
+        self.messages
+            .iter()
+            .map(|m| {
+                let content = m.content.as_ref().map(Content::text).transpose()?;
+                Ok(ChatMessage::new(
+                    m.role.clone(),
+                    content.unwrap_or_default(),
+                ))
+            })
+            .collect()
+    }
+}
+
+impl CompletionRequest {
+    /// The one prompt.
+    pub fn prompt(&self) -> Result<String, InvalidRequest> {
+        match &self.prompt {
+            Prompt::One(p) => Ok(p.clone()),
+            Prompt::Many(v) if v.len() == 1 => Ok(v[0].clone()),
+            Prompt::Many(_) => Err(invalid(
+                "only one prompt per request is supported",
+                "prompt",
+            )),
+        }
+    }
+}
+
+impl Content {
+    fn text(&self) -> Result<String, InvalidRequest> {
+        match self {
+            Content::Text(t) => Ok(t.clone()),
+            Content::Parts(parts) => parts
+                .iter()
+                .map(|p| match (p.kind.as_str(), &p.text) {
+                    ("text", Some(t)) => Ok(t.as_str()),
+                    _ => Err(invalid(
+                        format!("content parts of type {:?} are not supported", p.kind),
+                        "messages",
+                    )),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A request's sampling settings, checked and defaulted as OpenAI does.
+pub struct Settings {
+    pub sampler: SamplerConfig,
+    pub max_tokens: Option<usize>,
+    pub stop: Vec<String>,
+    pub stream: bool,
+    pub include_usage: bool,
+}
+
+impl Settings {
+    /// `default_seed` seeds a request that names none.
+    pub fn from(s: Sampling, default_seed: u64) -> Result<Settings, InvalidRequest> {
+        let temperature = s.temperature.unwrap_or(1.0);
+        if !(0.0..=2.0).contains(&temperature) {
+            return Err(invalid(
+                "temperature must be between 0 and 2",
+                "temperature",
+            ));
+        }
+        let top_p = s.top_p.unwrap_or(1.0);
+        if !(0.0..=1.0).contains(&top_p) {
+            return Err(invalid("top_p must be between 0 and 1", "top_p"));
+        }
+        if s.n.is_some_and(|n| n != 1) {
+            return Err(invalid("only n = 1 is supported", "n"));
+        }
+        let max_tokens = s.max_completion_tokens.or(s.max_tokens);
+        if max_tokens == Some(0) {
+            return Err(invalid("max_tokens must be at least 1", "max_tokens"));
+        }
+        let stop = match s.stop {
+            None => Vec::new(),
+            Some(Stop::One(s)) => vec![s],
+            Some(Stop::Many(v)) => v,
+        };
+        if stop.len() > 4 {
+            return Err(invalid("at most 4 stop sequences", "stop"));
+        }
+        Ok(Settings {
+            sampler: SamplerConfig {
+                temperature,
+                top_k: 0,
+                top_p,
+                min_p: 0.0,
+                repeat_penalty: 1.0,
+                repeat_last_n: 0,
+                seed: s.seed.unwrap_or(default_seed),
+            },
+            max_tokens: max_tokens.map(|n| n as usize),
+            stop,
+            stream: s.stream,
+            include_usage: s.stream_options.is_some_and(|o| o.include_usage),
+        })
+    }
+}
