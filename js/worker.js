@@ -5,6 +5,7 @@ import init, { load } from '../pkg/wick_web.js';
 import { fileReader, urlReader } from './sources.js';
 
 let model = null;
+let adapterName = null; // as the browser names the adapter (wgpu's web backend cannot), read at load
 let queue = Promise.resolve();
 const aborted = new Set();
 const loads = new Map(); // load id -> AbortController
@@ -37,7 +38,7 @@ async function handle({ type, id, ...data }) {
     case 'chat':
       return chat(id, data.body);
     case 'stats':
-      return post({ type: 'result', id, value: model ? await stats() : null });
+      return post({ type: 'result', id, value: model ? stats() : null });
     case 'unload':
       model?.free();
       model = null;
@@ -71,7 +72,9 @@ async function loadModel(id, { source, options }) {
     );
     model?.free();
     model = loaded;
-    post({ type: 'result', id, value: await stats() });
+    const info = (await self.navigator.gpu.requestAdapter())?.info;
+    adapterName = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ') || null;
+    post({ type: 'result', id, value: stats() });
   } catch (e) {
     if (controller.signal.aborted) throw abortError();
     throw e;
@@ -96,12 +99,10 @@ async function chat(id, body) {
   }
 }
 
-/** The engine's figures, with the adapter named as the browser names it (wgpu's web backend cannot). */
-async function stats() {
+/** The engine's figures, with the adapter as the browser names it. */
+function stats() {
   const figures = model.stats();
-  const info = (await self.navigator.gpu.requestAdapter())?.info;
-  const name = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ');
-  return { ...figures, adapter: name ? `${name} (WebGPU)` : figures.adapter };
+  return { ...figures, adapter: adapterName ? `${adapterName} (WebGPU)` : figures.adapter };
 }
 
 function abortError() {

@@ -16,7 +16,7 @@ pub struct ChatRequest {
 
 #[derive(Deserialize)]
 pub struct CompletionRequest {
-    pub prompt: Prompt,
+    pub prompt: Strings,
     #[serde(flatten)]
     pub sampling: Sampling,
 }
@@ -29,7 +29,7 @@ pub struct Sampling {
     pub max_tokens: Option<u32>,
     pub max_completion_tokens: Option<u32>,
     pub seed: Option<u64>,
-    pub stop: Option<Stop>,
+    pub stop: Option<Strings>,
     pub n: Option<u32>,
     #[serde(default)]
     pub stream: bool,
@@ -63,18 +63,21 @@ pub struct Part {
     pub text: Option<String>,
 }
 
+/// A string or a list of them, as `prompt` and `stop` may be.
 #[derive(Deserialize)]
 #[serde(untagged)]
-pub enum Prompt {
+pub enum Strings {
     One(String),
     Many(Vec<String>),
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub enum Stop {
-    One(String),
-    Many(Vec<String>),
+impl Strings {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Strings::One(s) => vec![s],
+            Strings::Many(v) => v,
+        }
+    }
 }
 
 #[derive(Serialize, Clone, Copy, Debug)]
@@ -123,9 +126,9 @@ impl CompletionRequest {
     /// The one prompt.
     pub fn prompt(&self) -> Result<String, InvalidRequest> {
         match &self.prompt {
-            Prompt::One(p) => Ok(p.clone()),
-            Prompt::Many(v) if v.len() == 1 => Ok(v[0].clone()),
-            Prompt::Many(_) => Err(invalid(
+            Strings::One(p) => Ok(p.clone()),
+            Strings::Many(v) if v.len() == 1 => Ok(v[0].clone()),
+            Strings::Many(_) => Err(invalid(
                 "only one prompt per request is supported",
                 "prompt",
             )),
@@ -181,11 +184,7 @@ impl Settings {
         if max_tokens == Some(0) {
             return Err(invalid("max_tokens must be at least 1", "max_tokens"));
         }
-        let stop = match s.stop {
-            None => Vec::new(),
-            Some(Stop::One(s)) => vec![s],
-            Some(Stop::Many(v)) => v,
-        };
+        let stop = s.stop.map(Strings::into_vec).unwrap_or_default();
         if stop.len() > 4 {
             return Err(invalid("at most 4 stop sequences", "stop"));
         }

@@ -221,12 +221,8 @@ impl Session {
             prompt_time: Duration::ZERO,
             gen_time: Duration::ZERO,
         };
-        let mut first_round = true;
         loop {
             let mut prompt = self.tokenize_prompt(&self.chat_prompt(messages)?);
-            if first_round {
-                reply.prompt_tokens = prompt.len();
-            }
             // The reply so far is read again after the shortened conversation.
             prompt.extend_from_slice(&reply.tokens);
             let fits = prompt.len() < n_ctx; // room for one more token at least
@@ -239,7 +235,9 @@ impl Session {
                 }
                 return Ok(reply);
             }
-            first_round = false;
+            if reply.tokens.is_empty() {
+                reply.prompt_tokens = prompt.len(); // the conversation as it was first run
+            }
             let left = max_tokens - reply.tokens.len();
             let part = self.complete(&prompt, left, stop, sampler, on_text).await?;
             reply.tokens.extend_from_slice(&part.tokens);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use wick::gguf::{ByteSource, ReadFuture, SourceError};
+use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 
 /// Bytes per range request.
 const CHUNK: u64 = 8 << 20;
@@ -91,14 +91,7 @@ impl HttpSource {
     }
 
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .filter(|&e| e <= self.len);
-        let end = end.ok_or(SourceError::PastEnd {
-            offset,
-            len: buf.len() as u64,
-            file_len: self.len,
-        })?;
+        let end = read_end(offset, buf.len(), self.len)?;
         if buf.is_empty() {
             return Ok(());
         }

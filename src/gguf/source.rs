@@ -22,6 +22,19 @@ pub enum SourceError {
     Other(String),
 }
 
+/// Where a read of `len` bytes at `offset` ends, or PastEnd when that is beyond `file_len`: the check
+/// every source makes before it reads.
+pub fn read_end(offset: u64, len: usize, file_len: u64) -> Result<u64, SourceError> {
+    offset
+        .checked_add(len as u64)
+        .filter(|&end| end <= file_len)
+        .ok_or(SourceError::PastEnd {
+            offset,
+            len: len as u64,
+            file_len,
+        })
+}
+
 /// What a read returns: a future, because in the browser bytes come from `fetch` or a `Blob` and the
 /// page must not block while they arrive. Local sources return a future that is already complete.
 pub type ReadFuture<'a> = Pin<Box<dyn Future<Output = Result<(), SourceError>> + 'a>>;
@@ -93,16 +106,7 @@ impl ByteSource for FileSource {
 #[cfg(not(target_arch = "wasm32"))]
 impl FileSource {
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
-        let past_end = offset
-            .checked_add(buf.len() as u64)
-            .is_none_or(|end| end > self.len);
-        if past_end {
-            return Err(SourceError::PastEnd {
-                offset,
-                len: buf.len() as u64,
-                file_len: self.len,
-            });
-        }
+        read_end(offset, buf.len(), self.len)?;
         read_exact_at(&self.file, buf, offset).map_err(|source| SourceError::Io {
             what: self.path.clone(),
             source,
@@ -151,14 +155,7 @@ impl ByteSource for MemorySource {
 
 impl MemorySource {
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .filter(|&e| e <= self.len());
-        let end = end.ok_or(SourceError::PastEnd {
-            offset,
-            len: buf.len() as u64,
-            file_len: self.len(),
-        })?;
+        let end = read_end(offset, buf.len(), self.len())?;
         buf.copy_from_slice(&self.bytes[offset as usize..end as usize]);
         Ok(())
     }

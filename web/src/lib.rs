@@ -9,7 +9,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 use wick::engine::LoadOptions;
-use wick::gguf::{ByteSource, ReadFuture, SourceError};
+use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::Gpu;
 use wick::openai;
 use wick::sampler::Sampler;
@@ -46,6 +46,7 @@ impl JsSource {
     }
 
     async fn fill(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
+        read_end(offset, buf.len(), self.size)?;
         let args = (
             JsValue::from_f64(offset as f64),
             JsValue::from_f64(buf.len() as f64),
