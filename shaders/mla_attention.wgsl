@@ -1,7 +1,7 @@
 // Multi-head Latent Attention in absorbed form, one workgroup per head: the head's query, already
 // projected into the latent space (QA, by k_b), and its rope part (rotated here) attend over the one
 // cache of latent rows; the output stays in the latent space (v_b takes it out). Scores live in a
-// scratch row per head. Needs rope.wgsl and reduce.wgsl.
+// scratch row per head. Needs step.wgsl, rope.wgsl and reduce.wgsl.
 
 const MAX_ROPE: u32 = 128u;
 
@@ -13,11 +13,6 @@ struct Params {
     q_rope: u32,     // where the rope part starts in a head of Q
     n_ctx: u32,
     scale: f32,
-}
-
-struct Step {
-    token: u32,
-    pos: u32,
 }
 
 @group(0) @binding(0) var<storage, read> QA: array<f32>;             // (n_head, kv_lora)

@@ -1,16 +1,12 @@
 // Multi-head Latent Attention's cache write: the step's compressed kv (kv_lora latent values, then the
 // shared rope part) becomes one cache row: the latent RMS-normed, the rope part rotated. The latent is
-// both MLA's key (with the rope part) and its value. One workgroup. Needs rope.wgsl and reduce.wgsl.
+// both MLA's key (with the rope part) and its value. One workgroup. Needs step.wgsl, rope.wgsl
+// and reduce.wgsl.
 
 struct Params {
     rope: Rope,
     kv_lora: u32,
     eps: f32,
-}
-
-struct Step {
-    token: u32,
-    pos: u32,
 }
 
 @group(0) @binding(0) var<storage, read> KV: array<f32>;            // (kv_lora + n_rot)

@@ -1,21 +1,27 @@
-// h = silu(gate) * up
+// h = silu(gate) * up, for each token row of the run. Gate and up may be two halves of one buffer
+// (one stacked matrix made both), bound twice: each has its own offset into rows of `stride` values.
+// Needs step.wgsl.
 
 struct Params {
-    n: u32,
+    n: u32,        // values per token row of h
+    g_offset: u32,
+    u_offset: u32,
+    stride: u32,   // values per token row of G and U
 }
 
-@group(0) @binding(0) var<storage, read> G: array<f32>;          // (n)
-@group(0) @binding(1) var<storage, read> U: array<f32>;          // (n)
-@group(0) @binding(2) var<storage, read_write> H: array<f32>;    // (n)
-@group(0) @binding(3) var<uniform> P: Params;
+@group(0) @binding(0) var<storage, read> G: array<f32>;          // (batch, stride)
+@group(0) @binding(1) var<storage, read> U: array<f32>;          // (batch, stride)
+@group(0) @binding(2) var<storage, read_write> H: array<f32>;    // (batch, n)
+@group(0) @binding(3) var<storage, read> step: Step;
+@group(0) @binding(4) var<uniform> P: Params;
 
 override WG: u32 = 64u;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < P.n) {
-        let g = G[i];
-        H[i] = g / (1.0 + exp(-g)) * U[i];
+    if (gid.x < P.n && gid.y < step.n_tokens) {
+        let row = gid.y * P.stride + gid.x;
+        let g = G[row + P.g_offset];
+        H[gid.y * P.n + gid.x] = g / (1.0 + exp(-g)) * U[row + P.u_offset];
     }
 }

@@ -1,5 +1,5 @@
-//! A loaded model on the GPU: load, one decode step at a time (one pass, one submit), and the counters
-//! that say what a step costs.
+//! A loaded model on the GPU: load, prompts in chunks and decode steps one token at a time (each run one
+//! pass and one submit), and the counters that say what a token costs.
 
 use crate::gguf::{read_header, ByteSource, Header};
 use crate::gpu::{map_and_copy, Gpu, GpuError};
@@ -12,25 +12,61 @@ use web_time::{Duration, Instant};
 pub struct LoadOptions {
     /// Context length (positions in the KV cache); capped at the model's training context.
     pub n_ctx: u32,
+    /// Prompt tokens per run where the architecture batches them (1: one at a time, like decoding).
+    pub batch: u32,
 }
+
+/// Prompt tokens per run unless told otherwise: enough that the matmul tiles (16 tokens) fill up and
+/// each weight is read once for many tokens, few enough that the activations stay small.
+pub const DEFAULT_BATCH: u32 = 64;
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { n_ctx: 2048 }
+        LoadOptions {
+            n_ctx: 2048,
+            batch: DEFAULT_BATCH,
+        }
     }
 }
 
 /// What the engine has done, and what one step costs.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
+    /// Of a decode step.
     pub dispatches_per_token: u32,
+    /// Of one prompt chunk's run (0 where prompts go one token at a time), and the tokens it takes.
+    pub dispatches_per_chunk: u32,
+    pub chunk_tokens: u32,
     /// Dispatches in each transformer layer.
     pub dispatches_per_layer: Vec<u32>,
     pub submits_per_token: u32,
     pub weight_bytes_per_token: u64,
-    /// Steps run and the wall time they took, submit to result.
-    pub steps: u64,
-    pub step_time: Duration,
+    /// What every run so far added up to (decode steps and prompt chunks alike), and the wall time
+    /// they took, submit to result.
+    pub totals: Totals,
+}
+
+/// Counters over runs: subtract two readings to get what the runs between them cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Totals {
+    pub runs: u64,
+    pub tokens: u64,
+    pub dispatches: u64,
+    pub weight_bytes: u64,
+    pub time: Duration,
+}
+
+impl std::ops::Sub for Totals {
+    type Output = Totals;
+    fn sub(self, earlier: Totals) -> Totals {
+        Totals {
+            runs: self.runs - earlier.runs,
+            tokens: self.tokens - earlier.tokens,
+            dispatches: self.dispatches - earlier.dispatches,
+            weight_bytes: self.weight_bytes - earlier.weight_bytes,
+            time: self.time - earlier.time,
+        }
+    }
 }
 
 pub struct Engine {
@@ -67,11 +103,17 @@ impl Engine {
         if options.n_ctx == 0 {
             return Err(Error::Model("the context length must be at least 1".into()));
         }
+        if options.batch == 0 {
+            return Err(Error::Model(
+                "the prompt batch must be at least 1 token".into(),
+            ));
+        }
         gpu.alive()?;
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
-        let forward = models::load(&mut loader, n_ctx).await.map_err(|e| {
+        let batch = options.batch.min(n_ctx);
+        let forward = models::load(&mut loader, n_ctx, batch).await.map_err(|e| {
             // The tensors loaded so far are dropped with the error, but the queue still holds the
             // writes that filled them (and so the buffers) until its next submit: flush it now.
             gpu.queue.submit([]);
@@ -95,10 +137,15 @@ impl Engine {
             mapped_at_creation: false,
         });
         let stats = Stats {
-            dispatches_per_token: forward.plan.dispatches.len() as u32,
-            dispatches_per_layer: forward.plan.dispatches_per_layer(),
+            dispatches_per_token: forward.decode.dispatches.len() as u32,
+            dispatches_per_chunk: forward
+                .prefill
+                .as_ref()
+                .map_or(0, |p| p.dispatches.len() as u32),
+            chunk_tokens: forward.prefill.as_ref().map_or(1, |p| p.batch),
+            dispatches_per_layer: forward.decode.dispatches_per_layer(),
             submits_per_token: 1,
-            weight_bytes_per_token: forward.plan.weight_bytes,
+            weight_bytes_per_token: forward.decode.weight_bytes,
             ..Default::default()
         };
         Ok(Engine {
@@ -133,34 +180,45 @@ impl Engine {
     /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
     /// the last need none, and then nothing waits for the GPU).
     pub async fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {
+        self.run(false, &[token], want_logits).await
+    }
+
+    /// Checks a run of `tokens` at the next position, writes its inputs, and records and submits one
+    /// pass of the decode plan (one token) or the prefill plan (a chunk), then reads the logits back.
+    async fn run(
+        &mut self,
+        prefill: bool,
+        tokens: &[u32],
+        want_logits: bool,
+    ) -> Result<Option<Vec<f32>>, Error> {
         self.gpu.alive()?;
-        if self.pos >= self.n_ctx {
+        if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
-        if token >= self.forward.n_vocab {
-            return Err(Error::BadToken {
-                token,
-                n_vocab: self.forward.n_vocab,
-            });
+        let n_vocab = self.forward.n_vocab;
+        if let Some(&token) = tokens.iter().find(|&&t| t >= n_vocab) {
+            return Err(Error::BadToken { token, n_vocab });
         }
         let start = Instant::now();
         let gpu = &self.gpu;
-        gpu.queue.write_buffer(
-            &self.forward.step,
-            0,
-            bytemuck::cast_slice(&[token, self.pos]),
-        );
+        let plan = match (prefill, &self.forward.decode_long) {
+            (true, _) => self.forward.prefill.as_ref().expect("a prefill plan"),
+            (false, Some((from, long))) if self.pos >= *from => long,
+            (false, _) => &self.forward.decode,
+        };
+        let (dispatches, weight_bytes) = (plan.dispatches.len(), plan.weight_bytes);
+        self.forward.step.write(gpu, self.pos, tokens);
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            self.forward.plan.record(&mut pass);
+            plan.record(&mut pass);
         }
-        let bytes = self.forward.n_vocab as u64 * 4;
+        let bytes = n_vocab as u64 * 4;
         if want_logits {
             enc.copy_buffer_to_buffer(&self.forward.logits, 0, &self.staging, 0, bytes);
         }
         gpu.queue.submit([enc.finish()]);
-        self.pos += 1;
+        self.pos += tokens.len() as u32;
         let logits = if want_logits {
             let raw = map_and_copy(gpu, &self.staging, bytes).await?;
             Some(bytemuck::pod_collect_to_vec(&raw))
@@ -168,8 +226,12 @@ impl Engine {
             let _ = gpu.device.poll(wgpu::PollType::Poll);
             None
         };
-        self.stats.steps += 1;
-        self.stats.step_time += start.elapsed();
+        let t = &mut self.stats.totals;
+        t.runs += 1;
+        t.tokens += tokens.len() as u64;
+        t.dispatches += dispatches as u64;
+        t.weight_bytes += weight_bytes;
+        t.time += start.elapsed();
         Ok(logits)
     }
 
@@ -180,13 +242,9 @@ impl Engine {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn profile(&mut self, reps: u32) -> Result<Vec<(String, Duration)>, Error> {
         let gpu = &self.gpu;
-        gpu.queue.write_buffer(
-            &self.forward.step,
-            0,
-            bytemuck::cast_slice(&[0u32, self.pos]),
-        );
+        self.forward.step.write(gpu, self.pos, &[0]);
         let mut totals: Vec<(String, Duration)> = Vec::new();
-        for d in &self.forward.plan.dispatches {
+        for d in &self.forward.decode.dispatches {
             let mut enc = gpu.device.create_command_encoder(&Default::default());
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
@@ -213,17 +271,107 @@ impl Engine {
         Ok(totals)
     }
 
-    /// Runs `tokens` and returns the logits after the last one.
+    /// Times each matvec shape of the decode plan on this adapter at every candidate [workgroup,
+    /// threads per row] and returns the winners added to the GPU's tuning so far, with each shape's
+    /// time before and after. Plans made from then on (load the model again) use them; this engine's
+    /// do not change. The activations are overwritten on the way; the KV cache is not touched.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn tune(&mut self) -> Result<(crate::gpu::Tuning, Vec<Tuned>), Error> {
+        let gpu = &self.gpu;
+        let plan = &self.forward.decode;
+        let mut tuning = (*gpu.tuning()).clone();
+        let mut report = Vec::new();
+        for d in &plan.dispatches {
+            let Some(shape) = d.matvec else { continue };
+            if report.iter().any(|t: &Tuned| t.shape == shape) {
+                continue;
+            }
+            let current = tuning.matvec(&shape);
+            let mut times = Vec::new();
+            for candidate in shape.candidates() {
+                let (pipeline, bind_group, workgroups) = plan.reshaped(gpu, d, candidate);
+                times.push((
+                    candidate,
+                    time_dispatch(gpu, &pipeline, &bind_group, workgroups)?,
+                ));
+            }
+            let before = times.iter().find(|(c, _)| *c == current).map(|&(_, t)| t);
+            let (best, best_time) = *times.iter().min_by_key(|(_, t)| *t).expect("candidates");
+            tuning.matvec.insert(shape.key(), best);
+            report.push(Tuned {
+                shape,
+                before: (current, before.unwrap_or(best_time)),
+                after: (best, best_time),
+            });
+        }
+        Ok((tuning, report))
+    }
+
+    /// Runs `tokens` and returns the logits after the last one. All but the last go through the prefill
+    /// plan a chunk per run, where the model has one; the last is a decode step, which ends in the logits.
     pub async fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
         let (last, rest) = tokens
             .split_last()
             .ok_or_else(|| Error::Model("an empty prompt".into()))?;
-        for &t in rest {
-            self.step(t, false).await?;
+        if self.pos as usize + tokens.len() > self.n_ctx as usize {
+            return Err(Error::ContextFull(self.n_ctx));
+        }
+        match self.forward.prefill.as_ref().map(|p| p.batch) {
+            Some(batch) => {
+                for chunk in rest.chunks(batch as usize) {
+                    self.run(true, chunk, false).await?;
+                }
+            }
+            None => {
+                for &t in rest {
+                    self.step(t, false).await?;
+                }
+            }
         }
         Ok(self
             .step(*last, true)
             .await?
             .expect("logits were asked for"))
     }
+}
+
+/// One matvec shape's tuning: [workgroup, threads per row] and the time of one dispatch, as it was
+/// and as it is best.
+#[derive(Clone, Debug)]
+pub struct Tuned {
+    pub shape: crate::gpu::MatvecShape,
+    pub before: ([u32; 2], Duration),
+    pub after: ([u32; 2], Duration),
+}
+
+/// The time of one dispatch: one submit of it alone warms up and says how many make about 2 ms (at
+/// most 20), then the best of 2 submits of that many back to back.
+#[cfg(not(target_arch = "wasm32"))]
+fn time_dispatch(
+    gpu: &Gpu,
+    pipeline: &wgpu::ComputePipeline,
+    bind_group: &wgpu::BindGroup,
+    workgroups: [u32; 3],
+) -> Result<Duration, Error> {
+    let submit = |reps: u32| -> Result<Duration, Error> {
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            for _ in 0..reps {
+                let [x, y, z] = workgroups;
+                pass.dispatch_workgroups(x, y, z);
+            }
+        }
+        let start = Instant::now();
+        gpu.queue.submit([enc.finish()]);
+        gpu.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(GpuError::Readback(e.to_string())))?;
+        Ok(start.elapsed() / reps)
+    };
+    let once = submit(1)?;
+    let reps = (Duration::from_millis(2).as_nanos() / once.as_nanos().max(1)).clamp(1, 20) as u32;
+    Ok(submit(reps)?.min(submit(reps)?))
 }

@@ -1,8 +1,9 @@
 //! Wick: quantized GGUF language models on the GPU through WebGPU (wgpu).
 //!
 //! The flow of a model: a [`gguf::ByteSource`] gives the header and then each tensor's bytes, which go
-//! still packed into GPU buffers; the architecture in [`models`] builds the plan of one decode step once;
-//! [`engine::Engine`] runs it, one compute pass and one submit per token.
+//! still packed into GPU buffers; the architecture in [`models`] builds its plans once (a decode step,
+//! and a chunk of a prompt where it batches); [`engine::Engine`] runs them, one compute pass and one
+//! submit per token decoded or per chunk of prompt.
 
 pub mod chat_template;
 pub mod engine;

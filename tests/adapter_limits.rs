@@ -25,7 +25,16 @@ fn gpu_limited_to(bytes: u32) -> Option<Arc<Gpu>> {
 
 fn load(gpu: Arc<Gpu>) -> Result<Engine, wick::Error> {
     let source = FileSource::open(model_path()).unwrap();
-    Engine::load(gpu, &source, &LoadOptions { n_ctx: 16 }, &mut |_, _| {}).block_on()
+    Engine::load(
+        gpu,
+        &source,
+        &LoadOptions {
+            n_ctx: 16,
+            ..Default::default()
+        },
+        &mut |_, _| {},
+    )
+    .block_on()
 }
 
 #[test]
@@ -70,7 +79,10 @@ fn a_load_that_fails_halfway_leaves_nothing_on_the_gpu() {
     let err = Engine::load(
         gpu.clone(),
         &source,
-        &LoadOptions { n_ctx: 256 },
+        &LoadOptions {
+            n_ctx: 256,
+            ..Default::default()
+        },
         &mut |done, _| loaded = done,
     )
     .block_on()

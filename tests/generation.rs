@@ -31,10 +31,16 @@ const F32: Tolerance = Tolerance {
 };
 
 fn engine() -> Option<Engine> {
+    engine_with_batch(wick::engine::DEFAULT_BATCH)
+}
+
+/// The model with prompts read `batch` tokens per run.
+fn engine_with_batch(batch: u32) -> Option<Engine> {
     let gpu = gpu()?;
     let source = FileSource::open(model_path()).unwrap();
+    let options = LoadOptions { n_ctx: 160, batch };
     Some(
-        Engine::load(gpu, &source, &LoadOptions { n_ctx: 160 }, &mut |_, _| {})
+        Engine::load(gpu, &source, &options, &mut |_, _| {})
             .block_on()
             .unwrap(),
     )
@@ -58,7 +64,24 @@ fn greedy_matches_llama_cpp() {
 
 #[test]
 fn greedy_matches_f32_reference() {
-    let Some(mut engine) = engine() else { return };
+    let Some(engine) = engine() else { return };
+    check_f32_goldens(engine);
+}
+
+/// Prompts one token per run, and in runs of 7 (chunk edges everywhere, tiles partly used): both
+/// match the same f32 reference as the default batch, so the batched prefill changes no numbers
+/// beyond summation order.
+#[test]
+fn prefill_batch_sizes_match_f32_reference() {
+    for batch in [1, 7] {
+        let Some(engine) = engine_with_batch(batch) else {
+            return;
+        };
+        check_f32_goldens(engine);
+    }
+}
+
+fn check_f32_goldens(mut engine: Engine) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/goldens/numpy");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{f32_buffer, gpu, nmse, packed, run, Rng};
+use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, storage_buffer, Plan};
+use wick::gpu::{read_back_f32, scratch_buffer};
 use wick::ops::matvec_id::{self, Experts, Output};
 use wick::ops::mla::{self, Mla};
 use wick::ops::moe_route::{self, Gating};
@@ -26,7 +26,7 @@ fn grouped_matvec_reads_each_groups_x() {
     let y = scratch_buffer(&gpu, "y", (heads * rows) as u64 * 4)
         .block_on()
         .unwrap();
-    let mut plan = Plan::new(&gpu);
+    let mut plan = one_token_plan(&gpu);
     matvec::push_grouped(
         &mut plan,
         &w,
@@ -102,7 +102,7 @@ fn router_and_expert_matvecs_against_cpu() {
                 .block_on()
                 .unwrap();
             let bias_buffer = bias.map(|b| f32_buffer(&gpu, b));
-            let mut plan = Plan::new(&gpu);
+            let mut plan = one_token_plan(&gpu);
             moe_route::push(
                 &mut plan,
                 g,
@@ -137,7 +137,7 @@ fn router_and_expert_matvecs_against_cpu() {
             let y = scratch_buffer(&gpu, "y", (rows * g.n_used) as u64 * 4)
                 .block_on()
                 .unwrap();
-            let mut plan = Plan::new(&gpu);
+            let mut plan = one_token_plan(&gpu);
             matvec_id::push(
                 &mut plan,
                 &w,
@@ -167,7 +167,7 @@ fn router_and_expert_matvecs_against_cpu() {
             let xs = rng.vec((cols * g.n_used) as usize);
             let y0 = rng.vec(rows as usize);
             let y = f32_buffer(&gpu, &y0);
-            let mut plan = Plan::new(&gpu);
+            let mut plan = one_token_plan(&gpu);
             matvec_id::push(
                 &mut plan,
                 &w,
@@ -248,7 +248,6 @@ fn absorbed_mla_equals_the_naive_form() {
         );
 
         let cache_buffer = f32_buffer(&gpu, &cache);
-        let step = storage_buffer(&gpu, "step", bytemuck::cast_slice(&[0u32, pos]));
         let q_buffer = f32_buffer(&gpu, &q);
         let q_latent = scratch_buffer(&gpu, "q_latent", (n_head * kv_lora) as u64 * 4)
             .block_on()
@@ -262,7 +261,7 @@ fn absorbed_mla_equals_the_naive_form() {
         let out = scratch_buffer(&gpu, "out", (n_head * v_dim) as u64 * 4)
             .block_on()
             .unwrap();
-        let mut plan = Plan::new(&gpu);
+        let mut plan = plan_at(&gpu, pos, &[0]);
         mla::push_kv(
             &mut plan,
             &m,
@@ -270,7 +269,6 @@ fn absorbed_mla_equals_the_naive_form() {
             &f32_buffer(&gpu, &norm),
             1e-6,
             &cache_buffer,
-            &step,
         );
         matvec::push_grouped(
             &mut plan,
@@ -287,7 +285,6 @@ fn absorbed_mla_equals_the_naive_form() {
             cache: &cache_buffer,
             scores: &scores,
             out: &latent_out,
-            step: &step,
         };
         mla::push_attention(&mut plan, &m, n_ctx, &b);
         matvec::push_grouped(&mut plan, &v_b, &latent_out, &out, false, v_dim, kv_lora);

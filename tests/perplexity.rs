@@ -28,9 +28,17 @@ fn check(chunks: Option<usize>) {
         })
         .expect("a golden for this run");
     let source = FileSource::open(model_path()).unwrap();
-    let mut session = Session::load(gpu, &source, &LoadOptions { n_ctx }, &mut |_, _| {})
-        .block_on()
-        .unwrap();
+    let mut session = Session::load(
+        gpu,
+        &source,
+        &LoadOptions {
+            n_ctx,
+            ..Default::default()
+        },
+        &mut |_, _| {},
+    )
+    .block_on()
+    .unwrap();
     let text = include_str!("data/perplexity.txt");
     let result = wick::perplexity::perplexity(
         &mut session.engine,

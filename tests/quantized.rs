@@ -77,7 +77,10 @@ fn requantized_models_decode_as_in_llama_cpp() {
         let mut engine = Engine::load(
             gpu.clone(),
             &FileSource::open(&path).unwrap(),
-            &LoadOptions { n_ctx: 64 },
+            &LoadOptions {
+                n_ctx: 64,
+                ..Default::default()
+            },
             &mut |_, _| {},
         )
         .block_on()

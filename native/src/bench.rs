@@ -1,11 +1,13 @@
-//! `wick bench`: prompt processing and generation speed, like llama-bench, with what a token costs.
+//! `wick bench`: prompt processing and generation speed, like llama-bench, with what a token costs:
+//! dispatches, submits and weight bytes, the bandwidth that makes, and its share of the adapter's peak.
 
-use crate::load;
+use crate::{load, peak};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use pollster::FutureExt as _;
-use std::time::Instant;
-use wick::engine::{Engine, LoadOptions};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use wick::engine::{Engine, LoadOptions, Totals};
+use wick::gguf::Header;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
@@ -15,7 +17,7 @@ enum Format {
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Path of a GGUF model [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]
+    /// Path or URL of a GGUF model [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]
     #[arg(short = 'm', long = "model")]
     model: Option<String>,
     /// Prompt tokens (0: skip the prompt test)
@@ -24,44 +26,89 @@ pub struct BenchArgs {
     /// Generated tokens (0: skip the generation test)
     #[arg(short = 'n', long = "n-gen", default_value_t = 128)]
     n_gen: u32,
-    /// Repetitions
+    /// Prompt tokens per GPU run (1: one at a time, as decoding)
+    #[arg(short = 'b', long = "batch-size", default_value_t = wick::engine::DEFAULT_BATCH)]
+    batch: u32,
+    /// Repetitions, after one that warms up and is not counted
     #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
     reps: u32,
     #[arg(short = 'o', long = "output", value_enum, default_value = "md")]
     output: Format,
+    /// The adapter's peak memory bandwidth in GB/s [default: known for common adapters]
+    #[arg(long = "peak-gbps")]
+    peak_gbps: Option<f64>,
     /// Also time each kernel on its own and print where a token's time goes
     #[arg(long)]
     profile: bool,
 }
 
-struct Row {
+/// One test's measurements: the wall time of each counted repetition and what its runs cost.
+struct Measured {
     n_prompt: u32,
     n_gen: u32,
-    samples: Vec<f64>, // tok/s per repetition
+    samples_ns: Vec<u64>,
+    totals: Totals,
+}
+
+impl Measured {
+    fn tokens(&self) -> u32 {
+        self.n_prompt + self.n_gen
+    }
+
+    fn name(&self) -> String {
+        match self.n_prompt {
+            0 => format!("tg{}", self.n_gen),
+            n => format!("pp{n}"),
+        }
+    }
+
+    fn samples_ts(&self) -> Vec<f64> {
+        let n = self.tokens() as f64;
+        self.samples_ns
+            .iter()
+            .map(|&ns| n * 1e9 / ns as f64)
+            .collect()
+    }
+
+    /// Per token of the test, over every counted repetition.
+    fn per_token(&self, count: u64) -> f64 {
+        count as f64 / self.totals.tokens.max(1) as f64
+    }
+
+    /// Weight bytes read per second of wall time.
+    fn gbps(&self) -> f64 {
+        let seconds = self.samples_ns.iter().sum::<u64>() as f64 / 1e9;
+        self.totals.weight_bytes as f64 / seconds / 1e9
+    }
 }
 
 pub fn main(args: BenchArgs) -> Result<()> {
     let source = load::open_source(&args.model)?;
     let gpu = load::gpu()?;
     let n_ctx = (args.n_prompt + args.n_gen).max(1);
-    let mut engine = Engine::load(
-        gpu.clone(),
-        source.as_ref(),
-        &LoadOptions { n_ctx },
-        &mut |_, _| {},
-    )
-    .block_on()?;
+    let options = LoadOptions {
+        n_ctx,
+        batch: args.batch,
+    };
+    let mut engine =
+        Engine::load(gpu.clone(), source.as_ref(), &options, &mut |_, _| {}).block_on()?;
     // Token ids spread over the vocabulary, as llama-bench feeds random tokens.
     let n_vocab = engine.n_vocab();
     let token = |i: u32| (i.wrapping_mul(2_654_435_761) >> 7) % n_vocab;
-    let mut rows = Vec::new();
+    let mut tests = Vec::new();
     for (n_prompt, n_gen) in [(args.n_prompt, 0), (0, args.n_gen)] {
         if n_prompt + n_gen == 0 {
             continue;
         }
-        let mut samples = Vec::new();
+        let mut m = Measured {
+            n_prompt,
+            n_gen,
+            samples_ns: Vec::new(),
+            totals: Totals::default(),
+        };
         for rep in 0..=args.reps {
             engine.rewind(0);
+            let before = engine.stats.totals;
             let start = Instant::now();
             if n_prompt > 0 {
                 let prompt: Vec<u32> = (0..n_prompt).map(token).collect();
@@ -78,65 +125,84 @@ pub fn main(args: BenchArgs) -> Result<()> {
             }
             // The first run warms up pipelines and caches and is not counted.
             if rep > 0 {
-                samples.push((n_prompt + n_gen) as f64 / start.elapsed().as_secs_f64());
+                m.samples_ns.push(start.elapsed().as_nanos() as u64);
+                let t = engine.stats.totals - before;
+                m.totals = Totals {
+                    time: m.totals.time + t.time,
+                    runs: m.totals.runs + t.runs,
+                    tokens: m.totals.tokens + t.tokens,
+                    dispatches: m.totals.dispatches + t.dispatches,
+                    weight_bytes: m.totals.weight_bytes + t.weight_bytes,
+                };
             }
         }
-        rows.push(Row {
-            n_prompt,
-            n_gen,
-            samples,
-        });
+        tests.push(m);
     }
     if args.profile {
         print_profile(&mut engine)?;
     }
-    let s = &engine.stats;
     let adapter = gpu.info.name.clone();
-    let backend = format!("{:?}", gpu.info.backend);
-    let model = source.describe();
+    let peak = args.peak_gbps.or_else(|| peak::known_gbps(&adapter));
+    let model = Model::of(&engine.header, source.describe());
+    let context = Context {
+        adapter,
+        backend: format!("{:?}", gpu.info.backend),
+        peak,
+        batch: engine.stats.chunk_tokens,
+    };
     match args.output {
-        Format::Json => {
-            let json: Vec<serde_json::Value> = rows
-                .iter()
-                .map(|r| {
-                    let (avg, sd) = mean_sd(&r.samples);
-                    serde_json::json!({
-                        "model_filename": model, "n_prompt": r.n_prompt, "n_gen": r.n_gen,
-                        "avg_ts": avg, "stddev_ts": sd, "samples_ts": r.samples,
-                        "avg_ns": 1e9 * (r.n_prompt + r.n_gen) as f64 / avg,
-                        "dispatches_per_token": s.dispatches_per_token, "submits_per_token": s.submits_per_token,
-                        "dispatches_per_layer": s.dispatches_per_layer,
-                        "weight_bytes_per_token": s.weight_bytes_per_token,
-                        "adapter": adapter, "backend": backend,
-                    })
-                })
-                .collect();
-            println!("{}", serde_json::to_string_pretty(&json)?);
-        }
-        Format::Md => {
-            let mut per_layer = s.dispatches_per_layer.clone();
-            per_layer.dedup();
-            let per_layer: Vec<String> = per_layer.iter().map(u32::to_string).collect();
-            println!("| model | adapter | backend | test | t/s | dispatches/token | per layer | submits/token | weight MB/token |");
-            println!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-            for r in &rows {
-                let (avg, sd) = mean_sd(&r.samples);
-                let test = if r.n_prompt > 0 {
-                    format!("pp{}", r.n_prompt)
-                } else {
-                    format!("tg{}", r.n_gen)
-                };
-                println!(
-                    "| {model} | {adapter} | {backend} | {test} | {avg:.2} ± {sd:.2} | {} | {} | {} | {:.1} |",
-                    s.dispatches_per_token,
-                    per_layer.join(", "),
-                    s.submits_per_token,
-                    s.weight_bytes_per_token as f64 / 1e6
-                );
-            }
-        }
+        Format::Json => print_json(&tests, &model, &context, &engine)?,
+        Format::Md => print_md(&tests, &model, &context, &engine),
     }
     Ok(())
+}
+
+/// What the tests ran on.
+struct Context {
+    adapter: String,
+    backend: String,
+    peak: Option<f64>,
+    batch: u32,
+}
+
+/// The model as llama-bench names it.
+struct Model {
+    filename: String,
+    arch: String,
+    /// The quant type holding most of the weight bytes.
+    main_type: String,
+    size: u64,
+    n_params: u64,
+}
+
+impl Model {
+    fn of(header: &Header, filename: String) -> Model {
+        let mut by_type: Vec<(String, u64)> = Vec::new();
+        for t in &header.tensors {
+            let ty = t.ty.to_string();
+            match by_type.iter_mut().find(|(name, _)| *name == ty) {
+                Some((_, bytes)) => *bytes += t.bytes(),
+                None => by_type.push((ty, t.bytes())),
+            }
+        }
+        by_type.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+        Model {
+            filename,
+            arch: header.architecture().unwrap_or("?").to_string(),
+            main_type: by_type.first().map_or("?".into(), |(ty, _)| ty.clone()),
+            size: header.tensors.iter().map(|t| t.bytes()).sum(),
+            n_params: header.tensors.iter().map(|t| t.elements()).sum(),
+        }
+    }
+
+    fn model_type(&self) -> String {
+        format!(
+            "{} {:.0}M {}",
+            self.arch,
+            self.n_params as f64 / 1e6,
+            self.main_type
+        )
+    }
 }
 
 fn mean_sd(x: &[f64]) -> (f64, f64) {
@@ -144,6 +210,86 @@ fn mean_sd(x: &[f64]) -> (f64, f64) {
     let mean = x.iter().sum::<f64>() / n;
     let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
     (mean, var.sqrt())
+}
+
+/// llama-bench's JSON fields where they exist, then Wick's own.
+fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -> Result<()> {
+    let s = &engine.stats;
+    let time = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+    let json: Vec<serde_json::Value> = tests
+        .iter()
+        .map(|m| {
+            let samples_ns: Vec<f64> = m.samples_ns.iter().map(|&ns| ns as f64).collect();
+            let (avg_ns, stddev_ns) = mean_sd(&samples_ns);
+            let (avg_ts, stddev_ts) = mean_sd(&m.samples_ts());
+            let gbps = m.gbps();
+            serde_json::json!({
+                "model_filename": model.filename, "model_type": model.model_type(),
+                "model_size": model.size, "model_n_params": model.n_params,
+                "n_batch": c.batch, "n_ubatch": c.batch, "n_prompt": m.n_prompt, "n_gen": m.n_gen,
+                "test_time_unix": time, "backends": c.backend, "gpu_info": c.adapter,
+                "avg_ns": avg_ns as u64, "stddev_ns": stddev_ns as u64, "samples_ns": m.samples_ns,
+                "avg_ts": avg_ts, "stddev_ts": stddev_ts, "samples_ts": m.samples_ts(),
+                "ms_per_token": 1e3 / avg_ts,
+                "dispatches_per_token": m.per_token(m.totals.dispatches),
+                "submits_per_token": m.per_token(m.totals.runs),
+                "weight_bytes_per_token": m.per_token(m.totals.weight_bytes),
+                "weight_gbps": gbps,
+                "peak_gbps": c.peak,
+                "peak_percent": c.peak.map(|p| 100.0 * gbps / p),
+                "dispatches_per_layer": s.dispatches_per_layer,
+            })
+        })
+        .collect();
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(())
+}
+
+fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
+    let mut per_layer = engine.stats.dispatches_per_layer.clone();
+    per_layer.dedup();
+    let per_layer: Vec<String> = per_layer.iter().map(u32::to_string).collect();
+    let peak = match c.peak {
+        Some(p) => format!("{p:.0} GB/s peak"),
+        None => "peak unknown (--peak-gbps)".into(),
+    };
+    println!(
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}",
+        model.filename,
+        model.model_type(),
+        model.size as f64 / 1e6,
+        c.adapter,
+        c.backend,
+        c.batch,
+        per_layer.join(", ")
+    );
+    println!();
+    println!("| test | t/s | ms/token | dispatches/token | submits/token | weight MB/token | weight GB/s | % of peak |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for m in tests {
+        let (avg, sd) = mean_sd(&m.samples_ts());
+        let gbps = m.gbps();
+        let percent = c
+            .peak
+            .map_or("-".into(), |p| format!("{:.1}", 100.0 * gbps / p));
+        println!(
+            "| {} | {avg:.2} ± {sd:.2} | {:.2} | {:.1} | {:.3} | {:.2} | {gbps:.2} | {percent} |",
+            m.name(),
+            1e3 / avg,
+            m.per_token(m.totals.dispatches),
+            m.per_token(m.totals.runs),
+            m.per_token(m.totals.weight_bytes) / 1e6,
+        );
+    }
+    for m in tests.iter().filter(|m| m.n_prompt > 0) {
+        let ms: Vec<f64> = m.samples_ns.iter().map(|&ns| ns as f64 / 1e6).collect();
+        let (avg, sd) = mean_sd(&ms);
+        println!();
+        println!(
+            "time to first token after a {}-token prompt: {avg:.1} ± {sd:.1} ms",
+            m.n_prompt
+        );
+    }
 }
 
 /// Each pipeline's share of a token, timed dispatch by dispatch (to stderr, beside the table).

@@ -26,9 +26,14 @@ pub fn open_source(model: &Option<String>) -> Result<Box<dyn ByteSource>> {
     Ok(Box::new(file))
 }
 
+/// The GPU, with the kernel shapes `wick tune` kept for it.
 pub fn gpu() -> Result<Arc<Gpu>> {
     let gpu = pollster::block_on(Gpu::new())?;
-    eprintln!("wick: GPU {}", gpu.describe());
+    let tuned = crate::tune::apply_stored(&gpu);
+    match tuned {
+        0 => eprintln!("wick: GPU {}", gpu.describe()),
+        n => eprintln!("wick: GPU {} ({n} kernel shapes tuned)", gpu.describe()),
+    }
     Ok(gpu)
 }
 
@@ -51,6 +56,7 @@ pub fn session(args: &ModelArgs) -> Result<Session> {
     let start = std::time::Instant::now();
     let options = LoadOptions {
         n_ctx: args.ctx_size,
+        batch: args.batch_size,
     };
     let session = Session::load(gpu, source.as_ref(), &options, &mut |done, total| {
         bar.set_length(total);

@@ -5,10 +5,12 @@ mod chat;
 mod http_source;
 mod info;
 mod load;
+mod peak;
 mod perplexity;
 mod quantize;
 mod run;
 mod serve;
+mod tune;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -40,6 +42,8 @@ enum Command {
     Perplexity(perplexity::PerplexityArgs),
     /// Prompt and generation speed, like llama-bench.
     Bench(bench::BenchArgs),
+    /// Time kernel shapes on this adapter for a model's matvecs and keep the fastest.
+    Tune(tune::TuneArgs),
     /// An OpenAI-compatible HTTP server (chat and text completions, streamed or whole).
     Serve(serve::ServeArgs),
 }
@@ -54,6 +58,9 @@ pub struct ModelArgs {
     /// Context size in tokens (capped at the model's training context)
     #[arg(short = 'c', long = "ctx-size", default_value_t = 4096)]
     pub ctx_size: u32,
+    /// Prompt tokens per GPU run (1: one at a time)
+    #[arg(short = 'b', long = "batch-size", default_value_t = wick::engine::DEFAULT_BATCH)]
+    pub batch_size: u32,
 }
 
 /// Sampling, as llama.cpp's flags.
@@ -108,6 +115,7 @@ fn main() {
         Command::Quantize(a) => quantize::main(a),
         Command::Perplexity(a) => perplexity::main(a),
         Command::Bench(a) => bench::main(a),
+        Command::Tune(a) => tune::main(a),
         Command::Serve(a) => serve::main(a),
     };
     if let Err(e) = result {

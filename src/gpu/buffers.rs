@@ -27,6 +27,21 @@ pub struct GpuTensor {
     pub parts: Vec<TensorPart>,
 }
 
+/// Matrices that read the same input, their outputs side by side in one row of `rows` values (q, k
+/// and v; gate and up). Neighbours of one type are stacked into one tensor, so they take one dispatch;
+/// each tensor comes with the index in the output row where its rows start.
+pub struct Stacked {
+    pub tensors: Vec<(GpuTensor, u32)>,
+    pub rows: u32,
+}
+
+impl Stacked {
+    /// Bytes of weights one pass over every matrix reads.
+    pub fn bytes(&self) -> u64 {
+        self.tensors.iter().map(|(t, _)| t.bytes()).sum()
+    }
+}
+
 /// What a packed tensor is: `rows` rows of `row_len` weights of `ty`, in groups of `group_rows` rows
 /// (one expert or head of a stacked tensor; the tensor's rows when it is a plain matrix) that parts keep
 /// whole where they can.
@@ -54,16 +69,33 @@ impl Shape {
 
 /// Where a tensor's packed bytes come from.
 enum Packed<'a> {
-    /// A byte source, from this offset.
-    Source(&'a dyn ByteSource, u64),
+    /// Byte ranges of a source, one after the other: one tensor's, or several stacked.
+    Source(&'a dyn ByteSource, Vec<std::ops::Range<u64>>),
     /// Bytes made on the host.
     Host(&'a [u8]),
 }
 
 impl Packed<'_> {
-    async fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), crate::Error> {
-        match *self {
-            Packed::Source(source, start) => Ok(source.read_at(start + offset, buf).await?),
+    async fn read(&self, mut offset: u64, mut buf: &mut [u8]) -> Result<(), crate::Error> {
+        match self {
+            Packed::Source(source, ranges) => {
+                for range in ranges {
+                    let len = range.end - range.start;
+                    if offset >= len {
+                        offset -= len;
+                        continue;
+                    }
+                    let n = (len - offset).min(buf.len() as u64) as usize;
+                    let (now, rest) = buf.split_at_mut(n);
+                    source.read_at(range.start + offset, now).await?;
+                    buf = rest;
+                    offset = 0;
+                    if buf.is_empty() {
+                        break;
+                    }
+                }
+                Ok(())
+            }
             Packed::Host(bytes) => {
                 let at = offset as usize;
                 buf.copy_from_slice(&bytes[at..at + buf.len()]);
@@ -84,9 +116,37 @@ impl GpuTensor {
         max_part: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
-        let start = header.tensor_range(info).start;
-        let packed = Packed::Source(source, start);
-        GpuTensor::stream(gpu, &Shape::of(info), max_part, &packed, progress).await
+        GpuTensor::upload_stacked(gpu, header, source, &[info], max_part, progress).await
+    }
+
+    /// Streams tensors of one type and row length into one tensor, their rows one after the other
+    /// (matrices that read the same input, so that one dispatch does the work of several).
+    pub async fn upload_stacked(
+        gpu: &Gpu,
+        header: &Header,
+        source: &dyn ByteSource,
+        infos: &[&TensorInfo],
+        max_part: u64,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<GpuTensor, crate::Error> {
+        let first = Shape::of(infos[0]);
+        assert!(infos
+            .iter()
+            .all(|i| i.ty == first.ty && i.row_len() == first.row_len));
+        let names: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
+        let shape = Shape {
+            name: names.join(" + "),
+            rows: infos.iter().map(|i| i.rows()).sum(),
+            group_rows: if infos.len() == 1 {
+                first.group_rows
+            } else {
+                1
+            },
+            ..first
+        };
+        let ranges = infos.iter().map(|i| header.tensor_range(i)).collect();
+        let packed = Packed::Source(source, ranges);
+        GpuTensor::stream(gpu, &shape, max_part, &packed, progress).await
     }
 
     /// A tensor made on the host (weights derived at load), packed as `shape.ty`.

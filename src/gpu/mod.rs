@@ -1,15 +1,17 @@
-//! The GPU: device and limits, buffers, the pipeline cache and the per-token plan.
+//! The GPU: device and limits, buffers, the pipeline cache, the plans of runs and their kernel shapes.
 
 mod buffers;
 mod oneshot;
 mod pipelines;
 mod plan;
+mod tuning;
 
 pub use buffers::{
-    read_f32, scratch_buffer, storage_buffer, uniform_buffer, GpuTensor, Shape, TensorPart,
+    read_f32, scratch_buffer, storage_buffer, uniform_buffer, GpuTensor, Shape, Stacked, TensorPart,
 };
 pub use pipelines::{Kernel, PipelineKey, Pipelines};
-pub use plan::{grid, Dispatch, Plan, UniformArena};
+pub use plan::{grid, Dispatch, Plan, StepInput, UniformArena};
+pub use tuning::{default_threads_per_row, MatvecShape, Tuning};
 
 use std::sync::Arc;
 
@@ -54,6 +56,8 @@ pub struct Gpu {
     pub pipelines: Pipelines,
     /// Why the device was lost (a GPU reset, a driver crash, the browser reclaiming it), once it was.
     lost: Arc<std::sync::Mutex<Option<String>>>,
+    /// Kernel shapes for this adapter; plans take a copy when they are made.
+    tuning: std::sync::RwLock<Arc<Tuning>>,
 }
 
 impl Gpu {
@@ -103,7 +107,29 @@ impl Gpu {
             limits,
             pipelines,
             lost,
+            tuning: Default::default(),
         }))
+    }
+
+    /// The kernel shapes plans made from now on use.
+    pub fn tuning(&self) -> Arc<Tuning> {
+        self.tuning
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn set_tuning(&self, tuning: Tuning) {
+        *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tuning);
+    }
+
+    /// Names this adapter and driver, for keeping tuning results apart.
+    pub fn adapter_key(&self) -> String {
+        let i = &self.info;
+        format!(
+            "{} | {:?} | {} {}",
+            i.name, i.backend, i.driver, i.driver_info
+        )
     }
 
     /// The largest buffer one binding may see.

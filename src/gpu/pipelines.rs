@@ -10,16 +10,22 @@ use std::sync::{Arc, Mutex};
 /// The kernels Wick dispatches, one per WGSL body in `shaders/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
-    /// y = W x (+ y), W packed; rows may read x in groups (per-head matrices).
+    /// y = W x (+ y), W packed, for one token; rows may read x in groups (per-head matrices).
     Matvec,
+    /// Y = X W^T (+ Y), W packed, for the tokens of a prompt's chunk.
+    Matmul,
     /// Matvecs over the experts a router chose, by index.
     MatvecId,
-    /// One row of a packed table, dequantized.
+    /// Rows of a packed table, dequantized.
     Embed,
     RmsNorm,
     /// RoPE on q and k, then k and v into the cache.
     RopeKv,
+    /// Causal attention of the run's queries, a workgroup per head and token.
     Attention,
+    /// One token's attention split over the sequence, and the merge of the splits.
+    AttentionSplit,
+    AttentionMerge,
     /// h = silu(gate) * up
     SwiGlu,
     /// A mixture-of-experts router: probabilities, top-k, weights.
@@ -38,15 +44,32 @@ impl Kernel {
         }
         match self {
             Kernel::Matvec => wgsl!("row_dot.wgsl", "matvec.wgsl"),
+            Kernel::Matmul => wgsl!("step.wgsl", "matmul.wgsl"),
             Kernel::MatvecId => wgsl!("row_dot.wgsl", "matvec_id.wgsl"),
-            Kernel::Embed => wgsl!("embed.wgsl"),
-            Kernel::RmsNorm => wgsl!("reduce.wgsl", "rms_norm.wgsl"),
-            Kernel::RopeKv => wgsl!("rope.wgsl", "rope_kv.wgsl"),
-            Kernel::Attention => wgsl!("reduce.wgsl", "attention.wgsl"),
-            Kernel::SwiGlu => wgsl!("swiglu.wgsl"),
+            Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
+            Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),
+            Kernel::RopeKv => wgsl!("step.wgsl", "rope.wgsl", "rope_kv.wgsl"),
+            Kernel::Attention => wgsl!("step.wgsl", "reduce.wgsl", "attend.wgsl", "attention.wgsl"),
+            Kernel::AttentionSplit => {
+                wgsl!(
+                    "step.wgsl",
+                    "reduce.wgsl",
+                    "attend.wgsl",
+                    "attention_split.wgsl"
+                )
+            }
+            Kernel::AttentionMerge => wgsl!("attention_merge.wgsl"),
+            Kernel::SwiGlu => wgsl!("step.wgsl", "swiglu.wgsl"),
             Kernel::MoeRoute => wgsl!("moe_route.wgsl"),
-            Kernel::MlaKv => wgsl!("rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
-            Kernel::MlaAttention => wgsl!("rope.wgsl", "reduce.wgsl", "mla_attention.wgsl"),
+            Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
+            Kernel::MlaAttention => {
+                wgsl!(
+                    "step.wgsl",
+                    "rope.wgsl",
+                    "reduce.wgsl",
+                    "mla_attention.wgsl"
+                )
+            }
         }
     }
 }
@@ -89,6 +112,16 @@ impl PipelineKey {
         }
     }
 
+    /// The matvec kernel for a weight type at [workgroup, threads per row].
+    pub fn matvec(ty: GgmlType, [workgroup, threads_per_row]: [u32; 2]) -> PipelineKey {
+        PipelineKey {
+            kernel: Kernel::Matvec,
+            ty: Some(ty),
+            workgroup,
+            threads_per_row: Some(threads_per_row),
+        }
+    }
+
     /// A short name for profiles: kernel, weight type and shape.
     pub fn name(&self) -> String {
         let mut name = format!("{:?}", self.kernel).to_lowercase();
@@ -96,7 +129,7 @@ impl PipelineKey {
             name += &format!(" {ty:?}");
         }
         if let Some(tpr) = self.threads_per_row {
-            name += &format!(" tpr{tpr}");
+            name += &format!(" wg{} tpr{tpr}", self.workgroup);
         }
         name
     }

@@ -1,11 +1,46 @@
-//! The per-token plan: every dispatch of one decode step, with its pipeline and bind group made once.
+//! A plan: every dispatch of one run of the model over a few tokens (one when decoding, a chunk of the
+//! prompt when reading one), with its pipeline and bind group made once.
 //!
 //! A plan is described first (`Plan::push`), then `finish` writes every dispatch's parameters into one
 //! uniform arena and makes the bind groups. Recording it is then a loop of set/dispatch calls into a
-//! single compute pass.
+//! single compute pass. What changes from run to run (the position and the tokens) is in the plan's
+//! `StepInput`, written before each submit.
 
-use super::{Gpu, GpuError, PipelineKey};
+use super::{Gpu, GpuError, MatvecShape, PipelineKey, Tuning};
 use std::sync::Arc;
+
+/// The inputs of one run, as shaders/step.wgsl reads them: { pos, n_tokens, tokens[batch] }.
+pub struct StepInput {
+    pub buffer: wgpu::Buffer,
+    /// The most tokens one run takes; every activation buffer of a plan has this many rows.
+    pub batch: u32,
+}
+
+impl StepInput {
+    pub fn new(gpu: &Gpu, batch: u32) -> StepInput {
+        assert!(batch > 0);
+        StepInput {
+            buffer: super::storage_buffer(gpu, "step", &vec![0u8; 8 + 4 * batch as usize]),
+            batch,
+        }
+    }
+
+    /// A step input already holding `tokens` at `pos` (a batch of exactly that many).
+    pub fn with(gpu: &Gpu, pos: u32, tokens: &[u32]) -> StepInput {
+        let step = StepInput::new(gpu, tokens.len() as u32);
+        step.write(gpu, pos, tokens);
+        step
+    }
+
+    /// Sets the next run: `tokens` (at most `batch`) at positions pos, pos + 1, ...
+    pub fn write(&self, gpu: &Gpu, pos: u32, tokens: &[u32]) {
+        assert!(!tokens.is_empty() && tokens.len() <= self.batch as usize);
+        let mut words = vec![pos, tokens.len() as u32];
+        words.extend_from_slice(tokens);
+        gpu.queue
+            .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&words));
+    }
+}
 
 /// Parameters of one dispatch, written once into the arena.
 pub struct UniformArena {
@@ -39,6 +74,12 @@ pub struct Dispatch {
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bind_group: wgpu::BindGroup,
     pub workgroups: [u32; 3],
+    /// What it binds (the buffers, then its parameters in the plan's arena), to bind them again to
+    /// another shape of the same kernel.
+    pub buffers: Vec<wgpu::Buffer>,
+    params: (u64, u64),
+    /// A matvec's shape, which tuning may change.
+    pub matvec: Option<MatvecShape>,
 }
 
 struct Pending {
@@ -47,10 +88,15 @@ struct Pending {
     params_offset: u64,
     params_len: u64,
     workgroups: [u32; 3],
+    matvec: Option<MatvecShape>,
 }
 
-/// The dispatches of one decode step, in order.
+/// The dispatches of one run, in order.
 pub struct Plan {
+    /// The run's inputs, bound by the kernels that need the position or the tokens.
+    pub step: wgpu::Buffer,
+    /// Tokens per run at most: the rows of the plan's activation buffers.
+    pub batch: u32,
     pending: Vec<Pending>,
     arena: UniformArena,
     pub dispatches: Vec<Dispatch>,
@@ -58,18 +104,25 @@ pub struct Plan {
     pub weight_bytes: u64,
     /// Where each layer's dispatches begin, and where the last one ends.
     layer_bounds: Vec<usize>,
-    _arena_buffer: Option<wgpu::Buffer>,
+    arena_buffer: Option<wgpu::Buffer>,
+    /// The kernel shapes of this plan's dispatches.
+    tuning: Arc<Tuning>,
 }
 
 impl Plan {
-    pub fn new(gpu: &Gpu) -> Plan {
+    /// A plan for runs of at most `batch` tokens (at most the step input's).
+    pub fn new(gpu: &Gpu, step: &StepInput, batch: u32) -> Plan {
+        assert!(batch > 0 && batch <= step.batch);
         Plan {
+            step: step.buffer.clone(),
+            batch,
             pending: Vec::new(),
             arena: UniformArena::new(gpu.limits.min_uniform_buffer_offset_alignment),
             dispatches: Vec::new(),
             weight_bytes: 0,
             layer_bounds: Vec::new(),
-            _arena_buffer: None,
+            arena_buffer: None,
+            tuning: gpu.tuning(),
         }
     }
 
@@ -81,6 +134,25 @@ impl Plan {
         params: &[u8],
         workgroups: [u32; 3],
     ) {
+        self.push_shaped(key, buffers, params, workgroups, None);
+    }
+
+    /// Adds a matvec dispatch (shaders/matvec.wgsl) of this shape, with the workgroup size and threads
+    /// per row the plan's tuning gives it.
+    pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
+        let key = PipelineKey::matvec(shape.ty, self.tuning.matvec(&shape));
+        let workgroups = matvec_workgroups(&shape, &key);
+        self.push_shaped(key, buffers, params, workgroups, Some(shape));
+    }
+
+    fn push_shaped(
+        &mut self,
+        key: PipelineKey,
+        buffers: &[&wgpu::Buffer],
+        params: &[u8],
+        workgroups: [u32; 3],
+        matvec: Option<MatvecShape>,
+    ) {
         let params_offset = self.arena.push(params);
         self.pending.push(Pending {
             key,
@@ -88,6 +160,7 @@ impl Plan {
             params_offset,
             params_len: params.len().next_multiple_of(16).max(16) as u64,
             workgroups,
+            matvec,
         });
     }
 
@@ -115,41 +188,40 @@ impl Plan {
                     .into_iter()
                     .map(|p| {
                         let pipeline = gpu.pipelines.get(&gpu.device, p.key);
-                        let mut entries: Vec<wgpu::BindGroupEntry> = p
-                            .buffers
-                            .iter()
-                            .enumerate()
-                            .map(|(i, b)| wgpu::BindGroupEntry {
-                                binding: i as u32,
-                                resource: b.as_entire_binding(),
-                            })
-                            .collect();
-                        entries.push(wgpu::BindGroupEntry {
-                            binding: p.buffers.len() as u32,
-                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                buffer: &arena,
-                                offset: p.params_offset,
-                                size: wgpu::BufferSize::new(p.params_len),
-                            }),
-                        });
-                        let bind_group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: None,
-                            layout: &pipeline.get_bind_group_layout(0),
-                            entries: &entries,
-                        });
+                        let params = (p.params_offset, p.params_len);
+                        let bind_group = bind(gpu, &pipeline, &p.buffers, (&arena, params));
                         Dispatch {
                             key: p.key,
                             pipeline,
                             bind_group,
                             workgroups: p.workgroups,
+                            buffers: p.buffers,
+                            params,
+                            matvec: p.matvec,
                         }
                     })
                     .collect::<Vec<_>>()
             })
             .await?;
         self.dispatches.extend(dispatches);
-        self._arena_buffer = Some(arena);
+        self.arena_buffer = Some(arena);
         Ok(())
+    }
+
+    /// `d` (a matvec) as it would run with another [workgroup, threads per row]: its pipeline, bind
+    /// group and workgroup counts. For timing candidates.
+    pub fn reshaped(
+        &self,
+        gpu: &Gpu,
+        d: &Dispatch,
+        shape: [u32; 2],
+    ) -> (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]) {
+        let matvec = d.matvec.expect("a matvec dispatch");
+        let key = PipelineKey::matvec(matvec.ty, shape);
+        let pipeline = gpu.pipelines.get(&gpu.device, key);
+        let arena = self.arena_buffer.as_ref().expect("a finished plan");
+        let bind_group = bind(gpu, &pipeline, &d.buffers, (arena, d.params));
+        (pipeline, bind_group, matvec_workgroups(&matvec, &key))
     }
 
     /// Records every dispatch into `pass`.
@@ -161,6 +233,42 @@ impl Plan {
             pass.dispatch_workgroups(x, y, z);
         }
     }
+}
+
+/// Binds `buffers` to 0..n and the parameters (offset and length in `arena`) to n.
+fn bind(
+    gpu: &Gpu,
+    pipeline: &wgpu::ComputePipeline,
+    buffers: &[wgpu::Buffer],
+    (arena, (offset, len)): (&wgpu::Buffer, (u64, u64)),
+) -> wgpu::BindGroup {
+    let mut entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+    entries.push(wgpu::BindGroupEntry {
+        binding: buffers.len() as u32,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: arena,
+            offset,
+            size: wgpu::BufferSize::new(len),
+        }),
+    });
+    gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    })
+}
+
+/// A matvec's workgroups: one per WG / TPR rows.
+fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey) -> [u32; 3] {
+    let rows_per_workgroup = key.workgroup / key.threads_per_row.expect("a matvec key");
+    grid(shape.rows.div_ceil(rows_per_workgroup))
 }
 
 /// Workgroup counts for `n` workgroups, folded into a second dimension past the 65535 limit.

@@ -15,7 +15,7 @@
 
 use super::{Ends, Forward, Loader};
 use crate::gguf::GgmlType;
-use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Shape};
+use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, Stacked, StepInput};
 use crate::ops::matvec_id::{self, Experts, Output};
 use crate::ops::mla::{self, Mla};
 use crate::ops::moe_route::{self, Gating};
@@ -178,8 +178,7 @@ enum QueryWeights {
 
 enum FeedForward {
     Dense {
-        gate: GpuTensor,
-        up: GpuTensor,
+        gate_up: Stacked,
         down: GpuTensor,
     },
     Moe {
@@ -188,7 +187,8 @@ enum FeedForward {
         gate: GpuTensor,
         up: GpuTensor,
         down: GpuTensor,
-        shared: Option<(GpuTensor, GpuTensor, GpuTensor)>,
+        /// The shared experts' gate and up, stacked, and their down.
+        shared: Option<(Stacked, GpuTensor)>,
     },
 }
 
@@ -232,8 +232,9 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
     };
     let ffn = if i < c.n_dense_lead {
         FeedForward::Dense {
-            gate: l.matrix(&name("ffn_gate"), d, c.n_ff).await?,
-            up: l.matrix(&name("ffn_up"), d, c.n_ff).await?,
+            gate_up: l
+                .stacked(&[name("ffn_gate"), name("ffn_up")], d, &[c.n_ff, c.n_ff])
+                .await?,
             down: l.matrix(&name("ffn_down"), c.n_ff, d).await?,
         }
     } else {
@@ -242,9 +243,9 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
         let bias_name = format!("blk.{i}.exp_probs_b.bias");
         let shared = if moe.n_shared > 0 {
             let fs = f * moe.n_shared;
+            let gate_up = [name("ffn_gate_shexp"), name("ffn_up_shexp")];
             Some((
-                l.matrix(&name("ffn_gate_shexp"), d, fs).await?,
-                l.matrix(&name("ffn_up_shexp"), d, fs).await?,
+                l.stacked(&gate_up, d, &[fs, fs]).await?,
                 l.matrix(&name("ffn_down_shexp"), fs, d).await?,
             ))
         } else {
@@ -350,13 +351,15 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
     let gate = f32s("gate", n_hidden).await?;
     let up = f32s("up", n_hidden).await?;
     let hidden = f32s("hidden", n_hidden).await?;
+    let gate_up = f32s("gate_up", 2 * n_hidden).await?; // the stacked gate and up's output
     let router_logits = f32s("router_logits", c.moe.map_or(1, |e| e.gating.n_expert)).await?;
     let route = f32s("route", 2 * n_used.max(1)).await?;
     let logits = f32s("logits", c.n_vocab).await?;
-    let step = storage_buffer(&gpu, "step", &[0u8; 8]);
+    let step = StepInput::new(&gpu, 1);
 
-    let mut plan = Plan::new(&gpu);
-    embed::push(&mut plan, &ends.token_embd, &step, &x);
+    // MLA's kernels take one token at a time, so this model has a decode plan only.
+    let mut plan = Plan::new(&gpu, &step, 1);
+    embed::push(&mut plan, &ends.token_embd, &x);
     for b in &blocks {
         plan.layer_boundary();
         rms_norm::push(&mut plan, &x, &b.attn_norm, &xn, d, c.rms_eps);
@@ -369,7 +372,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
             }
         }
         matvec::push(&mut plan, &b.kv_a, &xn, &kv, false);
-        mla::push_kv(&mut plan, &m, &kv, &b.kv_a_norm, c.rms_eps, &b.cache, &step);
+        mla::push_kv(&mut plan, &m, &kv, &b.kv_a_norm, c.rms_eps, &b.cache);
         matvec::push_grouped(
             &mut plan,
             &b.k_b,
@@ -385,7 +388,6 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
             cache: &b.cache,
             scores: &scores,
             out: &attn_latent,
-            step: &step,
         };
         mla::push_attention(&mut plan, &m, n_ctx, &buffers);
         matvec::push_grouped(
@@ -400,12 +402,8 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
         matvec::push(&mut plan, &b.attn_output, &attn, &x, true);
         rms_norm::push(&mut plan, &x, &b.ffn_norm, &xn, d, c.rms_eps);
         match &b.ffn {
-            FeedForward::Dense {
-                gate: g,
-                up: u,
-                down,
-            } => {
-                swiglu::push_ffn(&mut plan, (g, u, down), &xn, (&gate, &up, &hidden), &x);
+            FeedForward::Dense { gate_up: gu, down } => {
+                swiglu::push_ffn(&mut plan, (gu, down), &xn, (&gate_up, &hidden), &x);
             }
             FeedForward::Moe {
                 router,
@@ -442,8 +440,8 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
                     &x,
                     Output::WeightedSum,
                 );
-                if let Some((sg, su, sd)) = shared {
-                    swiglu::push_ffn(&mut plan, (sg, su, sd), &xn, (&gate, &up, &hidden), &x);
+                if let Some((gu, down)) = shared {
+                    swiglu::push_ffn(&mut plan, (gu, down), &xn, (&gate_up, &hidden), &x);
                 }
             }
         }
@@ -452,7 +450,9 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
     ends.push_logits(&mut plan, &x, &xn, &logits, c.rms_eps);
     plan.finish(&gpu).await?;
     Ok(Forward {
-        plan,
+        decode: plan,
+        decode_long: None,
+        prefill: None,
         step,
         logits,
         n_vocab: c.n_vocab,

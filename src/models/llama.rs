@@ -2,7 +2,7 @@
 //! attention, SwiGLU feed-forward, tied or separate output head.
 
 use super::{Ends, Forward, Loader};
-use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan};
+use crate::gpu::{scratch_buffer, GpuTensor, Plan, Stacked, StepInput};
 use crate::ops::rope::Rope;
 use crate::ops::{attention, embed, matvec, rms_norm, rope_kv, swiglu};
 use crate::Error;
@@ -73,22 +73,51 @@ impl Config {
 /// One transformer block's weights, named as in GGUF.
 struct Block {
     attn_norm: wgpu::Buffer, // (n_embd)
-    attn_q: GpuTensor,       // (n_head * head_dim, n_embd)
-    attn_k: GpuTensor,       // (n_kv_head * head_dim, n_embd)
-    attn_v: GpuTensor,       // (n_kv_head * head_dim, n_embd)
+    attn_qkv: Stacked,       // attn_q, attn_k, attn_v: ((n_head + 2 n_kv_head) head_dim, n_embd)
     attn_output: GpuTensor,  // (n_embd, n_head * head_dim)
     ffn_norm: wgpu::Buffer,  // (n_embd)
-    ffn_gate: GpuTensor,     // (n_ff, n_embd)
-    ffn_up: GpuTensor,       // (n_ff, n_embd)
+    ffn_gate_up: Stacked,    // ffn_gate, ffn_up: (2 n_ff, n_embd)
     ffn_down: GpuTensor,     // (n_embd, n_ff)
     k_cache: wgpu::Buffer,   // (n_ctx, n_kv_head, head_dim)
     v_cache: wgpu::Buffer,   // (n_ctx, n_kv_head, head_dim)
 }
 
-/// Loads the weights, allocates the cache and activations for `n_ctx` positions, and builds the plan.
-pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
+/// From this position on, a decode step splits attention over the sequence into `ATTENTION_SPLITS`
+/// (each split still has 64 keys or more per workgroup); before it, the extra merge dispatch costs
+/// more than the idle GPU does.
+const SPLIT_ATTENTION_FROM: u32 = 1024;
+const ATTENTION_SPLITS: u32 = 16;
+
+/// How a plan's attention runs.
+enum Attention<'a> {
+    /// A workgroup per head and token.
+    Whole,
+    /// One token, split over the sequence, through this scratch.
+    Split(&'a wgpu::Buffer),
+}
+
+/// The activations a run works through, f32, each with one row per token of the largest run.
+struct Activations {
+    x: wgpu::Buffer,       // (batch, n_embd) the residual stream
+    xn: wgpu::Buffer,      // (batch, n_embd) normed
+    qkv: wgpu::Buffer,     // (batch, (n_head + 2 n_kv_head) head_dim)
+    attn: wgpu::Buffer,    // (batch, n_head * head_dim)
+    gate_up: wgpu::Buffer, // (batch, 2 n_ff)
+    hidden: wgpu::Buffer,  // (batch, n_ff)
+}
+
+/// Loads the weights, allocates the cache and activations for `n_ctx` positions and prompt chunks of
+/// `batch` tokens, and builds the decode and prefill plans.
+pub async fn load(l: &mut Loader<'_>, n_ctx: u32, batch: u32) -> Result<Forward, Error> {
     let c = Config::from_loader(l)?;
     let (d, q_dim, kv_dim) = (c.n_embd, c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
+    if c.head_dim % 4 != 0 || c.head_dim > attention::MAX_HEAD_DIM {
+        return Err(Error::Model(format!(
+            "heads of {} dimensions are not supported (a multiple of 4, at most {})",
+            c.head_dim,
+            attention::MAX_HEAD_DIM
+        )));
+    }
     let gpu = l.gpu.clone();
 
     let ends = Ends::load(l, d, c.n_vocab).await?;
@@ -99,89 +128,137 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
     let mut blocks = Vec::with_capacity(c.n_layer as usize);
     for i in 0..c.n_layer {
         let name = |t: &str| format!("blk.{i}.{t}.weight");
+        let names = |ts: &[&str]| ts.iter().map(|t| name(t)).collect::<Vec<_>>();
         let cache = (n_ctx as u64) * kv_dim as u64 * 4;
         blocks.push(Block {
             attn_norm: l.vector(&name("attn_norm"), d).await?,
-            attn_q: l.matrix(&name("attn_q"), d, q_dim).await?,
-            attn_k: l.matrix(&name("attn_k"), d, kv_dim).await?,
-            attn_v: l.matrix(&name("attn_v"), d, kv_dim).await?,
+            attn_qkv: l
+                .stacked(
+                    &names(&["attn_q", "attn_k", "attn_v"]),
+                    d,
+                    &[q_dim, kv_dim, kv_dim],
+                )
+                .await?,
             attn_output: l.matrix(&name("attn_output"), q_dim, d).await?,
             ffn_norm: l.vector(&name("ffn_norm"), d).await?,
-            ffn_gate: l.matrix(&name("ffn_gate"), d, c.n_ff).await?,
-            ffn_up: l.matrix(&name("ffn_up"), d, c.n_ff).await?,
+            ffn_gate_up: l
+                .stacked(&names(&["ffn_gate", "ffn_up"]), d, &[c.n_ff, c.n_ff])
+                .await?,
             ffn_down: l.matrix(&name("ffn_down"), c.n_ff, d).await?,
             k_cache: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), cache).await?,
             v_cache: scratch_buffer(&gpu, &format!("blk.{i}.v_cache"), cache).await?,
         });
     }
 
-    // Activations, f32.
-    let f32s = |label: &'static str, n: u32| scratch_buffer(&gpu, label, n as u64 * 4);
-    let x = f32s("x", d).await?; // (n_embd) the residual stream
-    let xn = f32s("xn", d).await?; // (n_embd) normed
-    let q = f32s("q", q_dim).await?;
-    let k = f32s("k", kv_dim).await?;
-    let v = f32s("v", kv_dim).await?;
-    let attn = f32s("attn", q_dim).await?;
-    let scores = scratch_buffer(&gpu, "scores", c.n_head as u64 * n_ctx as u64 * 4).await?; // (n_head, n_ctx)
-    let gate = f32s("gate", c.n_ff).await?;
-    let up = f32s("up", c.n_ff).await?;
-    let hidden = f32s("hidden", c.n_ff).await?;
-    let logits = f32s("logits", c.n_vocab).await?;
-    let step = storage_buffer(&gpu, "step", &[0u8; 8]); // { token, pos }
+    let rows =
+        |label: &'static str, n: u32| scratch_buffer(&gpu, label, batch as u64 * n as u64 * 4);
+    let a = Activations {
+        x: rows("x", d).await?,
+        xn: rows("xn", d).await?,
+        qkv: rows("qkv", q_dim + 2 * kv_dim).await?,
+        attn: rows("attn", q_dim).await?,
+        gate_up: rows("gate_up", 2 * c.n_ff).await?,
+        hidden: rows("hidden", c.n_ff).await?,
+    };
+    let logits = scratch_buffer(&gpu, "logits", c.n_vocab as u64 * 4).await?;
+    let step = StepInput::new(&gpu, batch);
 
-    let mut plan = Plan::new(&gpu);
-    embed::push(&mut plan, &ends.token_embd, &step, &x);
-    for b in &blocks {
-        plan.layer_boundary();
-        rms_norm::push(&mut plan, &x, &b.attn_norm, &xn, d, c.rms_eps);
-        matvec::push(&mut plan, &b.attn_q, &xn, &q, false);
-        matvec::push(&mut plan, &b.attn_k, &xn, &k, false);
-        matvec::push(&mut plan, &b.attn_v, &xn, &v, false);
-        let caches = rope_kv::RopeBuffers {
-            q: &q,
-            k: &k,
-            v: &v,
-            k_cache: &b.k_cache,
-            v_cache: &b.v_cache,
-            factors: rope_freqs.as_ref(),
-            step: &step,
-        };
-        let heads = rope_kv::Heads {
-            n_head: c.n_head,
-            n_kv_head: c.n_kv_head,
-            head_dim: c.head_dim,
-        };
-        rope_kv::push(&mut plan, &c.rope, heads, &caches);
-        let attn_buffers = attention::AttentionBuffers {
-            q: &q,
-            k_cache: &b.k_cache,
-            v_cache: &b.v_cache,
-            scores: &scores,
-            out: &attn,
-            step: &step,
-        };
-        attention::push(
-            &mut plan,
-            c.n_head,
-            c.n_kv_head,
-            c.head_dim,
-            n_ctx,
-            &attn_buffers,
-        );
-        matvec::push(&mut plan, &b.attn_output, &attn, &x, true);
-        rms_norm::push(&mut plan, &x, &b.ffn_norm, &xn, d, c.rms_eps);
-        let ffn = (&b.ffn_gate, &b.ffn_up, &b.ffn_down);
-        swiglu::push_ffn(&mut plan, ffn, &xn, (&gate, &up, &hidden), &x);
-    }
-    plan.layer_boundary();
-    ends.push_logits(&mut plan, &x, &xn, &logits, c.rms_eps);
-    plan.finish(&gpu).await?;
+    let model = Model {
+        c: &c,
+        blocks: &blocks,
+        rope_freqs: rope_freqs.as_ref(),
+        ends: &ends,
+        a: &a,
+    };
+    let decode_plan = |attention: Attention| {
+        let mut plan = Plan::new(&gpu, &step, 1);
+        model.push_layers(&mut plan, attention);
+        ends.push_logits(&mut plan, &a.x, &a.xn, &logits, c.rms_eps);
+        plan
+    };
+    let mut decode = decode_plan(Attention::Whole);
+    decode.finish(&gpu).await?;
+    let decode_long = match n_ctx > SPLIT_ATTENTION_FROM {
+        false => None,
+        true => {
+            let bytes = attention::split_scratch_bytes(c.n_head, c.head_dim, ATTENTION_SPLITS);
+            let parts = scratch_buffer(&gpu, "attention splits", bytes).await?;
+            let mut plan = decode_plan(Attention::Split(&parts));
+            plan.finish(&gpu).await?;
+            Some((SPLIT_ATTENTION_FROM, plan))
+        }
+    };
+    let prefill = match batch {
+        1 => None,
+        _ => {
+            let mut plan = Plan::new(&gpu, &step, batch);
+            model.push_layers(&mut plan, Attention::Whole);
+            plan.finish(&gpu).await?;
+            Some(plan)
+        }
+    };
     Ok(Forward {
-        plan,
+        decode,
+        decode_long,
+        prefill,
         step,
         logits,
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
     })
+}
+
+/// What the plans are made of.
+struct Model<'a> {
+    c: &'a Config,
+    blocks: &'a [Block],
+    rope_freqs: Option<&'a wgpu::Buffer>,
+    ends: &'a Ends,
+    a: &'a Activations,
+}
+
+impl Model<'_> {
+    /// The embedding lookup and every layer, for each token of the run.
+    fn push_layers(&self, plan: &mut Plan, attention: Attention) {
+        let (c, a, rope_freqs) = (self.c, self.a, self.rope_freqs);
+        embed::push(plan, &self.ends.token_embd, &a.x);
+        for b in self.blocks {
+            plan.layer_boundary();
+            rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, c.n_embd, c.rms_eps);
+            matvec::push_stacked(plan, &b.attn_qkv, &a.xn, &a.qkv);
+            let caches = rope_kv::RopeBuffers {
+                qkv: &a.qkv,
+                k_cache: &b.k_cache,
+                v_cache: &b.v_cache,
+                factors: rope_freqs,
+            };
+            let heads = rope_kv::Heads {
+                n_head: c.n_head,
+                n_kv_head: c.n_kv_head,
+                head_dim: c.head_dim,
+            };
+            rope_kv::push(plan, &c.rope, heads, &caches);
+            let attn_buffers = attention::AttentionBuffers {
+                q: &a.qkv,
+                q_stride: b.attn_qkv.rows,
+                k_cache: &b.k_cache,
+                v_cache: &b.v_cache,
+                out: &a.attn,
+            };
+            match attention {
+                Attention::Whole => {
+                    attention::push(plan, c.n_head, c.n_kv_head, c.head_dim, &attn_buffers)
+                }
+                Attention::Split(parts) => {
+                    let heads = (c.n_head, c.n_kv_head, c.head_dim);
+                    attention::push_split(plan, heads, ATTENTION_SPLITS, &attn_buffers, parts);
+                }
+            }
+            matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
+            rms_norm::push(plan, &a.x, &b.ffn_norm, &a.xn, c.n_embd, c.rms_eps);
+            let ffn = (&b.ffn_gate_up, &b.ffn_down);
+            swiglu::push_ffn(plan, ffn, &a.xn, (&a.gate_up, &a.hidden), &a.x);
+        }
+        plan.layer_boundary();
+    }
 }

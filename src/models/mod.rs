@@ -1,22 +1,29 @@
 //! Model architectures. Each is its own file: a config from metadata, weights named as GGUF tensors, and
-//! the plan of one decode step. What they share is here: the loader and what a loaded model hands back.
+//! the plans of its runs. What they share is here: the loader and what a loaded model hands back.
 
 pub mod deepseek2;
 pub mod llama;
 
-use crate::gguf::{ByteSource, Header};
-use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Plan};
+use crate::gguf::{ByteSource, Header, TensorInfo};
+use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Plan, Stacked, StepInput};
 use crate::Error;
 use std::sync::Arc;
 
 /// The architectures Wick runs.
 pub const ARCHITECTURES: &[&str] = &["llama", "deepseek2"];
 
-/// A loaded model: the plan of one decode step and the buffers it talks through.
+/// A loaded model: the plans of its runs and the buffers they talk through.
 pub struct Forward {
-    pub plan: Plan,
-    /// { token: u32, pos: u32 }, written before each step.
-    pub step: wgpu::Buffer,
+    /// One token through the whole model, ending in its logits: a decode step.
+    pub decode: Plan,
+    /// As `decode`, for positions from the first number on: attention split over the sequence, which
+    /// a long cache needs to keep a large GPU busy. None where the context never gets that long.
+    pub decode_long: Option<(u32, Plan)>,
+    /// Up to `step.batch` tokens of a prompt through the layers, filling the KV cache; no logits.
+    /// None where the architecture's kernels take one token at a time.
+    pub prefill: Option<Plan>,
+    /// The position and tokens of the next run, written before each submit.
+    pub step: StepInput,
     /// (n_vocab) f32, written by the step.
     pub logits: wgpu::Buffer,
     pub n_vocab: u32,
@@ -59,10 +66,11 @@ impl Ends {
     }
 }
 
-/// Loads the model the header describes.
-pub async fn load(loader: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
+/// Loads the model the header describes, with prompts read `batch` tokens at a time where the
+/// architecture can.
+pub async fn load(loader: &mut Loader<'_>, n_ctx: u32, batch: u32) -> Result<Forward, Error> {
     match loader.arch.as_str() {
-        "llama" => llama::load(loader, n_ctx).await,
+        "llama" => llama::load(loader, n_ctx, batch).await,
         "deepseek2" => deepseek2::load(loader, n_ctx).await,
         other => Err(Error::UnsupportedArchitecture(other.to_string())),
     }
@@ -147,7 +155,7 @@ impl<'a> Loader<'a> {
         self.header.get_str(&self.key(key))
     }
 
-    fn info(&self, name: &str, shape: &[u32]) -> Result<&'a crate::gguf::TensorInfo, Error> {
+    fn info(&self, name: &str, shape: &[u32]) -> Result<&'a TensorInfo, Error> {
         let t = self
             .header
             .tensor(name)
@@ -179,20 +187,52 @@ impl<'a> Loader<'a> {
         self.packed(name, &[cols, rows, n]).await
     }
 
+    /// Matrices of `cols` weights per row that read the same input, by name and rows, stacked where
+    /// their types agree.
+    pub async fn stacked(
+        &mut self,
+        names: &[String],
+        cols: u32,
+        rows: &[u32],
+    ) -> Result<Stacked, Error> {
+        let infos = names
+            .iter()
+            .zip(rows)
+            .map(|(name, &r)| self.info(name, &[cols, r]))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let mut tensors = Vec::new();
+        let mut offset = 0;
+        for run in infos.chunk_by(|a, b| a.ty == b.ty) {
+            let tensor = self.upload(run).await?;
+            let rows = tensor.rows;
+            tensors.push((tensor, offset));
+            offset += rows;
+        }
+        Ok(Stacked {
+            tensors,
+            rows: offset,
+        })
+    }
+
     async fn packed(&mut self, name: &str, shape: &[u32]) -> Result<GpuTensor, Error> {
         let t = self.info(name, shape)?;
-        let cols = shape[0];
+        self.upload(&[t]).await
+    }
+
+    async fn upload(&mut self, infos: &[&TensorInfo]) -> Result<GpuTensor, Error> {
+        let cols = infos[0].row_len();
         if cols % 32 != 0 {
             return Err(Error::Model(format!(
-                "tensor {name}: rows of {cols} weights are not a multiple of 32"
+                "tensor {}: rows of {cols} weights are not a multiple of 32",
+                infos[0].name
             )));
         }
         let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
-        let tensor = GpuTensor::upload(
+        let tensor = GpuTensor::upload_stacked(
             &self.gpu,
             self.header,
             self.source,
-            t,
+            infos,
             self.gpu.max_binding(),
             &mut |n| {
                 *done += n;

@@ -1,4 +1,6 @@
-//! Grouped-query attention of the step's query over the KV cache (shaders/attention.wgsl).
+//! Causal grouped-query attention of the run's queries over the KV cache: shaders/attention.wgsl, a
+//! workgroup per head and token, or for one token over a long cache shaders/attention_split.wgsl and
+//! attention_merge.wgsl, the keys split over many workgroups (flash-decoding).
 
 use crate::gpu::{Kernel, PipelineKey, Plan};
 
@@ -8,41 +10,100 @@ struct Params {
     n_head: u32,
     n_kv_head: u32,
     head_dim: u32,
-    n_ctx: u32,
     scale: f32,
+    q_stride: u32,
 }
+
+/// The kernel keeps each thread's share of a head's output in registers: 4 values for each of its
+/// 64 threads.
+pub const MAX_HEAD_DIM: u32 = 256;
 
 pub struct AttentionBuffers<'a> {
-    /// (n_head, head_dim)
+    /// (batch, q_stride): each token's (n_head, head_dim) query first
     pub q: &'a wgpu::Buffer,
-    /// (n_ctx, n_kv_head, head_dim)
+    pub q_stride: u32,
+    /// (n_ctx, n_kv_head, head_dim), written up to each query's position
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
-    /// (n_head, n_ctx) scratch
-    pub scores: &'a wgpu::Buffer,
-    /// (n_head, head_dim)
+    /// (batch, n_head, head_dim)
     pub out: &'a wgpu::Buffer,
-    pub step: &'a wgpu::Buffer,
 }
 
-pub fn push(
-    plan: &mut Plan,
-    n_head: u32,
-    n_kv_head: u32,
-    head_dim: u32,
-    n_ctx: u32,
-    b: &AttentionBuffers,
-) {
+/// Adds attention for each token of the run: token t, at position pos + t, attends to positions
+/// 0..=pos + t. head_dim must be a multiple of 4, at most `MAX_HEAD_DIM`.
+pub fn push(plan: &mut Plan, n_head: u32, n_kv_head: u32, head_dim: u32, b: &AttentionBuffers) {
+    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM && b.q_stride % 4 == 0);
     let p = Params {
         n_head,
         n_kv_head,
         head_dim,
-        n_ctx,
         scale: 1.0 / (head_dim as f32).sqrt(),
+        q_stride: b.q_stride / 4,
     };
+    let step = plan.step.clone();
     plan.push(
         PipelineKey::new(Kernel::Attention, None),
-        &[b.q, b.k_cache, b.v_cache, b.scores, b.out, b.step],
+        &[b.q, b.k_cache, b.v_cache, b.out, &step],
+        super::params(&p),
+        [n_head, plan.batch, 1],
+    );
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SplitParams {
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,
+    scale: f32,
+    n_split: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MergeParams {
+    n_head: u32,
+    head_dim: u32,
+    n_split: u32,
+}
+
+/// Bytes of the scratch `push_split` needs: each split's partial sums, max and weight, per head.
+pub fn split_scratch_bytes(n_head: u32, head_dim: u32, n_split: u32) -> u64 {
+    n_head as u64 * n_split as u64 * (head_dim as u64 + 2) * 4
+}
+
+/// As `push` for a plan of one token, with the keys split `n_split` ways, each split a workgroup per
+/// head, then merged: two dispatches. `parts` holds `split_scratch_bytes`.
+pub fn push_split(
+    plan: &mut Plan,
+    (n_head, n_kv_head, head_dim): (u32, u32, u32),
+    n_split: u32,
+    b: &AttentionBuffers,
+    parts: &wgpu::Buffer,
+) {
+    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM && plan.batch == 1);
+    let p = SplitParams {
+        n_head,
+        n_kv_head,
+        head_dim,
+        scale: 1.0 / (head_dim as f32).sqrt(),
+        n_split,
+    };
+    let step = plan.step.clone();
+    plan.push(
+        PipelineKey::new(Kernel::AttentionSplit, None),
+        &[b.q, b.k_cache, b.v_cache, parts, &step],
+        super::params(&p),
+        [n_head, n_split, 1],
+    );
+    let p = MergeParams {
+        n_head,
+        head_dim,
+        n_split,
+    };
+    plan.push(
+        PipelineKey::new(Kernel::AttentionMerge, None),
+        &[parts, b.out],
         super::params(&p),
         [n_head, 1, 1],
     );

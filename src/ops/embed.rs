@@ -1,4 +1,4 @@
-//! The step's token's row of a packed embedding table (shaders/embed.wgsl).
+//! The rows of a packed embedding table for the run's tokens (shaders/embed.wgsl).
 
 use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan};
 
@@ -11,8 +11,9 @@ struct Params {
     first_row: u32,
 }
 
-/// Adds `out = table[step.token]` to the plan. out: (table.row_len) f32.
-pub fn push(plan: &mut Plan, table: &GpuTensor, step: &wgpu::Buffer, out: &wgpu::Buffer) {
+/// Adds `out[t] = table[token t]` to the plan. out: (batch, table.row_len) f32.
+pub fn push(plan: &mut Plan, table: &GpuTensor, out: &wgpu::Buffer) {
+    let step = plan.step.clone();
     let threads = table.row_len / 32;
     for part in &table.parts {
         let p = Params {
@@ -23,9 +24,9 @@ pub fn push(plan: &mut Plan, table: &GpuTensor, step: &wgpu::Buffer, out: &wgpu:
         };
         plan.push(
             PipelineKey::new(Kernel::Embed, Some(table.ty)),
-            &[&part.buffer, step, out],
+            &[&part.buffer, &step, out],
             super::params(&p),
-            [threads.div_ceil(64), 1, 1],
+            [threads.div_ceil(64), plan.batch, 1],
         );
     }
     plan.weight_bytes += table.row_bytes as u64;

@@ -1,6 +1,7 @@
-//! y = W x on packed weights (shaders/matvec.wgsl).
+//! y = W x on packed weights for each token of a run: shaders/matvec.wgsl for one token (decode), the
+//! tiled shaders/matmul.wgsl for a prompt's chunk, which dequantizes each weight once for 16 tokens.
 
-use crate::gpu::{grid, GpuTensor, Kernel, PipelineKey, Plan};
+use crate::gpu::{GpuTensor, Kernel, MatvecShape, PipelineKey, Plan, Stacked};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -14,14 +15,76 @@ struct Params {
     group_stride: u32,
 }
 
-/// Adds `y = W x` (or `y += W x` when `accumulate`) to the plan, one dispatch per part of W.
-/// x: (W.row_len) f32, y: (W.rows) f32.
-pub fn push(plan: &mut Plan, w: &GpuTensor, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
-    push_grouped(plan, w, x, y, accumulate, w.rows, 0);
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MatmulParams {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    out_offset: u32,
+    accumulate: u32,
+    out_stride: u32,
 }
 
-/// As `push`, for W's rows in groups of `group_rows` that each read their own x: group g reads x from
-/// float g * `group_stride` (a multiple of 4). Per-head matrices stacked in one tensor work so.
+/// Rows and tokens of W x X^T one matmul workgroup computes (TM, TN in shaders/matmul.wgsl).
+const MATMUL_TILE: (u32, u32) = (64, 16);
+
+/// Adds `y = W x` (or `y += W x` when `accumulate`) for each token row of the run, one dispatch per
+/// part of W. x: (batch, W.row_len) f32, y: (batch, W.rows) f32.
+pub fn push(plan: &mut Plan, w: &GpuTensor, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
+    push_at(plan, w, x, (y, 0, w.rows), accumulate);
+}
+
+/// As `push` for matrices that read the same x: y: (batch, ws.rows), each matrix's rows where the
+/// stack puts them.
+pub fn push_stacked(plan: &mut Plan, ws: &Stacked, x: &wgpu::Buffer, y: &wgpu::Buffer) {
+    for (w, offset) in &ws.tensors {
+        push_at(plan, w, x, (y, *offset, ws.rows), false);
+    }
+}
+
+/// As `push`, with W's rows written from index `offset` of y's rows of `stride` values.
+fn push_at(
+    plan: &mut Plan,
+    w: &GpuTensor,
+    x: &wgpu::Buffer,
+    (y, offset, stride): (&wgpu::Buffer, u32, u32),
+    accumulate: bool,
+) {
+    if plan.batch == 1 {
+        push_one(plan, w, x, (y, offset), accumulate, w.rows, 0);
+        return;
+    }
+    let key = PipelineKey::new(Kernel::Matmul, Some(w.ty));
+    let step = plan.step.clone();
+    let (tile_rows, tile_tokens) = MATMUL_TILE;
+    for part in &w.parts {
+        let p = MatmulParams {
+            rows: part.rows,
+            cols: w.row_len,
+            row_bytes: w.row_bytes,
+            out_offset: offset + part.first_row,
+            accumulate: accumulate as u32,
+            out_stride: stride,
+        };
+        let workgroups = [
+            part.rows.div_ceil(tile_rows),
+            plan.batch.div_ceil(tile_tokens),
+            1,
+        ];
+        plan.push(
+            key,
+            &[&part.buffer, x, y, &step],
+            super::params(&p),
+            workgroups,
+        );
+    }
+    plan.weight_bytes += w.bytes();
+}
+
+/// As `push` for one token, with W's rows in groups of `group_rows` that each read their own x: group g
+/// reads x from float g * `group_stride` (a multiple of 4). Per-head matrices stacked in one tensor
+/// work so.
 pub fn push_grouped(
     plan: &mut Plan,
     w: &GpuTensor,
@@ -31,37 +94,40 @@ pub fn push_grouped(
     group_rows: u32,
     group_stride: u32,
 ) {
+    push_one(plan, w, x, (y, 0), accumulate, group_rows, group_stride);
+}
+
+/// The matvec kernel's dispatches; W's rows land in y from index `offset`.
+fn push_one(
+    plan: &mut Plan,
+    w: &GpuTensor,
+    x: &wgpu::Buffer,
+    (y, offset): (&wgpu::Buffer, u32),
+    accumulate: bool,
+    group_rows: u32,
+    group_stride: u32,
+) {
     assert!(group_stride % 4 == 0 && group_rows > 0);
-    let key = PipelineKey {
-        threads_per_row: Some(threads_per_row(w.row_len)),
-        ..PipelineKey::new(Kernel::Matvec, Some(w.ty))
-    };
-    let rows_per_workgroup = key.workgroup / threads_per_row(w.row_len);
+    assert_eq!(plan.batch, 1, "the matvec kernel runs one token");
     for part in &w.parts {
+        // Each part is its own shape: the tuned kernel shape for its rows.
+        let shape = MatvecShape {
+            ty: w.ty,
+            cols: w.row_len,
+            rows: part.rows,
+        };
         let p = Params {
             rows: part.rows,
             cols: w.row_len,
             row_bytes: w.row_bytes,
-            out_offset: part.first_row,
+            out_offset: offset + part.first_row,
             accumulate: accumulate as u32,
             group_rows,
             group_stride: group_stride / 4,
         };
-        plan.push(
-            key,
-            &[&part.buffer, x, y],
-            super::params(&p),
-            grid(part.rows.div_ceil(rows_per_workgroup)),
-        );
+        plan.push_matvec(shape, &[&part.buffer, x, y], super::params(&p));
     }
     plan.weight_bytes += w.bytes();
-}
-
-/// Threads sharing a row: enough to give each a 32-weight chunk or more, so short rows (576 weights in
-/// SmolLM2) do not leave most of a workgroup idle.
-pub(crate) fn threads_per_row(cols: u32) -> u32 {
-    let chunks = (cols / 32).max(1);
-    (1u32 << chunks.ilog2()).min(64)
 }
 
 /// CPU reference: `w` is (rows, cols) already dequantized.

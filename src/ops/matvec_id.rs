@@ -1,6 +1,5 @@
 //! Matvecs over the experts a router chose, read by index (shaders/matvec_id.wgsl).
 
-use super::matvec::threads_per_row;
 use crate::gpu::{grid, GpuTensor, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
@@ -46,7 +45,7 @@ pub fn push(
     output: Output,
 ) {
     assert!(x_slot_stride % 4 == 0);
-    let tpr = threads_per_row(w.row_len);
+    let tpr = crate::gpu::default_threads_per_row(w.row_len);
     let key = PipelineKey {
         threads_per_row: Some(tpr),
         ..PipelineKey::new(Kernel::MatvecId, Some(w.ty))

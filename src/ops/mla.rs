@@ -62,7 +62,6 @@ pub fn push_kv(
     norm: &wgpu::Buffer,
     eps: f32,
     cache: &wgpu::Buffer,
-    step: &wgpu::Buffer,
 ) {
     let p = KvParams {
         rope: m.rope.params(),
@@ -74,7 +73,9 @@ pub fn push_kv(
         workgroup: 256,
         ..PipelineKey::new(Kernel::MlaKv, None)
     };
-    plan.push(key, &[kv, norm, cache, step], super::params(&p), [1, 1, 1]);
+    assert_eq!(plan.batch, 1, "MLA runs one token at a time");
+    let step = plan.step.clone();
+    plan.push(key, &[kv, norm, cache, &step], super::params(&p), [1, 1, 1]);
 }
 
 /// The buffers attention reads and writes.
@@ -89,7 +90,6 @@ pub struct AttentionBuffers<'a> {
     pub scores: &'a wgpu::Buffer,
     /// (n_head, kv_lora)
     pub out: &'a wgpu::Buffer,
-    pub step: &'a wgpu::Buffer,
 }
 
 pub fn push_attention(plan: &mut Plan, m: &Mla, n_ctx: u32, b: &AttentionBuffers) {
@@ -107,9 +107,11 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, n_ctx: u32, b: &AttentionBuffers
         scale: m.scale,
         _pad: [0; 2],
     };
+    assert_eq!(plan.batch, 1, "MLA runs one token at a time");
+    let step = plan.step.clone();
     plan.push(
         PipelineKey::new(Kernel::MlaAttention, None),
-        &[b.q_latent, b.q, b.cache, b.scores, b.out, b.step],
+        &[b.q_latent, b.q, b.cache, b.scores, b.out, &step],
         super::params(&p),
         [m.n_head, 1, 1],
     );

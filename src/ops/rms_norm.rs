@@ -9,7 +9,7 @@ struct Params {
     eps: f32,
 }
 
-/// Adds `y = rmsnorm(x) * w` to the plan. x, w, y: (n) f32.
+/// Adds `y = rmsnorm(x) * w` to the plan for each token row. x, y: (batch, n) f32; w: (n).
 pub fn push(
     plan: &mut Plan,
     x: &wgpu::Buffer,
@@ -22,11 +22,12 @@ pub fn push(
         workgroup: 256,
         ..PipelineKey::new(Kernel::RmsNorm, None)
     };
+    let step = plan.step.clone();
     plan.push(
         key,
-        &[x, w, y],
+        &[x, w, y, &step],
         super::params(&Params { n, eps }),
-        [1, 1, 1],
+        [1, plan.batch, 1],
     );
 }
 

@@ -23,18 +23,14 @@ struct Params {
 
 /// The cache and per-step inputs the kernel works on.
 pub struct RopeBuffers<'a> {
-    /// (n_head, head_dim), rotated in place.
-    pub q: &'a wgpu::Buffer,
-    /// (n_kv_head, head_dim)
-    pub k: &'a wgpu::Buffer,
-    pub v: &'a wgpu::Buffer,
+    /// (batch, (n_head + 2 n_kv_head) head_dim): each token's q, k and v side by side; q is rotated
+    /// in place.
+    pub qkv: &'a wgpu::Buffer,
     /// (n_ctx, n_kv_head, head_dim)
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
     /// (n_rot / 2) frequency divisors, when the model has them.
     pub factors: Option<&'a wgpu::Buffer>,
-    /// The step's { token, pos }; also stands in for `factors` when there are none.
-    pub step: &'a wgpu::Buffer,
 }
 
 pub fn push(plan: &mut Plan, rope: &Rope, heads: Heads, b: &RopeBuffers) {
@@ -46,11 +42,13 @@ pub fn push(plan: &mut Plan, rope: &Rope, heads: Heads, b: &RopeBuffers) {
         has_factors: b.factors.is_some() as u32,
     };
     let threads = (heads.n_head + heads.n_kv_head) * heads.head_dim / 2;
-    let factors = b.factors.unwrap_or(b.step);
+    // With no factors, the step buffer stands in for them: the binding must be there, unread.
+    let step = plan.step.clone();
+    let factors = b.factors.unwrap_or(&step);
     plan.push(
         PipelineKey::new(Kernel::RopeKv, None),
-        &[b.q, b.k, b.v, b.k_cache, b.v_cache, factors, b.step],
+        &[b.qkv, b.k_cache, b.v_cache, factors, &step],
         super::params(&p),
-        [threads.div_ceil(64), 1, 1],
+        [threads.div_ceil(64), plan.batch, 1],
     );
 }

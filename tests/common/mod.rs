@@ -7,7 +7,7 @@ pub mod random_model;
 use pollster::FutureExt as _;
 use std::sync::Arc;
 use wick::gguf::{GgmlType, Header, MemorySource, TensorInfo};
-use wick::gpu::{storage_buffer, Gpu, GpuTensor, Plan};
+use wick::gpu::{storage_buffer, Gpu, GpuTensor, Plan, StepInput};
 use wick::quant;
 
 /// The GPU, or None (with the reason printed) where there is none. In CI a missing adapter fails.
@@ -28,8 +28,21 @@ pub fn tiny_chat_session(gpu: Arc<Gpu>, n_ctx: u32) -> Result<wick::session::Ses
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
     let source = wick::gguf::FileSource::open(path).unwrap();
-    let options = wick::engine::LoadOptions { n_ctx };
+    let options = wick::engine::LoadOptions {
+        n_ctx,
+        ..Default::default()
+    };
     wick::session::Session::load(gpu, &source, &options, &mut |_, _| {}).block_on()
+}
+
+/// A plan for one run of `tokens` at positions pos, pos + 1, ... (kernels that read no token get any).
+pub fn plan_at(gpu: &Gpu, pos: u32, tokens: &[u32]) -> Plan {
+    Plan::new(gpu, &StepInput::with(gpu, pos, tokens), tokens.len() as u32)
+}
+
+/// A plan for one token at position 0.
+pub fn one_token_plan(gpu: &Gpu) -> Plan {
+    plan_at(gpu, 0, &[0])
 }
 
 /// A greedy sampler.

@@ -103,7 +103,10 @@ pub fn check_all(
         let mut engine = Engine::load(
             gpu.clone(),
             &source,
-            &LoadOptions { n_ctx: 64 },
+            &LoadOptions {
+                n_ctx: 64,
+                ..Default::default()
+            },
             &mut |_, _| {},
         )
         .block_on()

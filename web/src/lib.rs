@@ -151,6 +151,7 @@ pub async fn load(
     let adapter = gpu.describe();
     let load = LoadOptions {
         n_ctx: options.n_ctx.unwrap_or(LoadOptions::default().n_ctx),
+        ..Default::default()
     };
     let mut progress = |done: u64, total: u64| {
         let _ = on_progress.call2(

@@ -1,0 +1,107 @@
+//! `wick tune`: times each matvec shape of a model's decode step at every candidate kernel shape on
+//! this adapter, keeps the winners in the tuning file, and prints what changed. Every later command on
+//! the same adapter and driver uses them (`WICK_TUNING=off` leaves them out).
+
+use crate::load;
+use anyhow::{Context, Result};
+use clap::Args;
+use pollster::FutureExt as _;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use wick::engine::{Engine, LoadOptions};
+use wick::gpu::{Gpu, Tuning};
+
+#[derive(Args)]
+pub struct TuneArgs {
+    /// Path or URL of a GGUF model whose shapes to tune [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]
+    #[arg(short = 'm', long = "model")]
+    model: Option<String>,
+    /// Forget this adapter's tuning instead
+    #[arg(long)]
+    reset: bool,
+}
+
+pub fn main(args: TuneArgs) -> Result<()> {
+    let path = tuning_path().context("no tuning file: WICK_TUNING is off, or HOME is not set")?;
+    let mut all = read_all(&path);
+    let gpu = load::gpu()?;
+    let adapter = gpu.adapter_key();
+    if args.reset {
+        all.remove(&adapter);
+        write_all(&path, &all)?;
+        eprintln!(
+            "wick: forgot the tuning for {adapter} in {}",
+            path.display()
+        );
+        return Ok(());
+    }
+    let source = load::open_source(&args.model)?;
+    let options = LoadOptions {
+        n_ctx: 64,
+        batch: 1,
+    };
+    let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;
+    let (tuning, report) = engine.tune()?;
+    println!("| shape | was [wg, tpr] | µs | now [wg, tpr] | µs |");
+    println!("| --- | --- | ---: | --- | ---: |");
+    for t in &report {
+        println!(
+            "| matvec {} | {:?} | {:.1} | {:?} | {:.1} |",
+            t.shape.key(),
+            t.before.0,
+            t.before.1.as_secs_f64() * 1e6,
+            t.after.0,
+            t.after.1.as_secs_f64() * 1e6
+        );
+    }
+    all.insert(adapter.clone(), tuning);
+    write_all(&path, &all)?;
+    eprintln!(
+        "wick: kept {} shapes for {adapter} in {}",
+        report.len(),
+        path.display()
+    );
+    Ok(())
+}
+
+/// Where tuning is kept: $WICK_TUNING (a path, or "off"), else $XDG_CACHE_HOME/wick/tuning.json, else
+/// ~/.cache/wick/tuning.json.
+fn tuning_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("WICK_TUNING") {
+        return (p != "off").then(|| PathBuf::from(p));
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(cache.join("wick").join("tuning.json"))
+}
+
+/// Every adapter's tuning in the file, by `Gpu::adapter_key`; nothing where the file is missing or
+/// unreadable (tuning is an optimization: a bad file means defaults, not a failure).
+fn read_all(path: &PathBuf) -> BTreeMap<String, Tuning> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+fn write_all(path: &PathBuf, all: &BTreeMap<String, Tuning>) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let json = serde_json::to_string_pretty(all)?;
+    std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Gives the GPU this adapter's kept tuning, if there is one; returns how many shapes it has.
+pub fn apply_stored(gpu: &Gpu) -> usize {
+    let Some(path) = tuning_path() else { return 0 };
+    match read_all(&path).remove(&gpu.adapter_key()) {
+        Some(tuning) => {
+            let n = tuning.matvec.len();
+            gpu.set_tuning(tuning);
+            n
+        }
+        None => 0,
+    }
+}

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Random-weight llama GGUFs at the REAL dimensions of Llama 3.2 1B, for `wick bench`: what a token
+costs in dispatches and weight bytes at full size. The numbers the model computes are meaningless.
+
+Run from the repository root with a venv that has numpy and gguf (pip install numpy gguf):
+
+    /work/venv-shape/bin/python scripts/make-llama-shape.py                  # Q4_0
+    /work/venv-shape/bin/python scripts/make-llama-shape.py --type Q8_0
+
+Files go to models/shape/ (git ignores models/):
+- llama-3.2-1b.shape.<TYPE>.gguf   all 16 layers, 1,235,814,432 parameters (the real
+                                   1,235,814,400 + 32 rope factors; Q4_0 698 MB, Q8_0 1316 MB).
+
+Quant types: Q4_0 and Q8_0 only. Every matrix, token_embd included, is written in that type; the norm
+gains and rope_freqs are F32. Q4_K and Q6_K are not offered: the gguf package (checked with gguf 0.19.0
+from PyPI) has only dequantizers for the K types, and gguf.quants.quantize(x, Q4_K / Q6_K) raises
+NotImplementedError. A K-quant copy can be made from the Q8_0 file with the project's own quantizer,
+as scripts/make-shape-model.py --q4k does (`target/release/wick quantize IN OUT Q4_K`).
+
+How the files are written
+-------------------------
+Tensor names, shapes and metadata keys are those llama.cpp's convert_hf_to_gguf.py (class LlamaModel)
+writes for a llama, as tests/goldens/make_random_llama.py writes them. Matrices are written directly in
+the chosen type: a block of 256 random rows per shape is quantized with gguf.quants.quantize and tiled
+to the full row count, and layers share the tiled arrays (the same approach as
+scripts/make-shape-model.py), so writing takes seconds and little memory. Norm gains are random per
+layer. The tokenizer is the 512-token byte-level gpt2 BPE of tests/goldens/make_random_llama.py (same
+seed, so the same tokens and merges; copied here so the script is self-contained), padded with UNUSED
+"[PAD<i>]" tokens up to the real vocabulary size, so token_embd has the real shape (128256 x 2048).
+Embeddings are tied as in the real model: there is no output.weight, token_embd is also the head.
+
+Configuration (meta-llama/Llama-3.2-1B, HF architecture LlamaForCausalLM, its config.json)
+-----------------------------------------------------------------------------------------
+  hidden 2048, layers 16, heads 32, kv heads 8, head_dim 64, intermediate 8192, vocab 128256,
+  context (max_position_embeddings) 131072, rms eps 1e-5, rope theta 500000, tie_word_embeddings true,
+  rope_scaling {rope_type llama3, factor 32, low_freq_factor 1, high_freq_factor 4,
+  original_max_position_embeddings 8192}.
+Metadata as the converter writes it: general.architecture llama, llama.block_count,
+  llama.context_length, llama.embedding_length, llama.feed_forward_length, llama.attention.head_count,
+  llama.attention.head_count_kv, llama.rope.freq_base, llama.attention.layer_norm_rms_epsilon,
+  llama.rope.dimension_count (64), llama.attention.key_length / value_length (64: written by current
+  converters because the config has head_dim), llama.vocab_size, general.file_type,
+  general.quantization_version. llama3 rope scaling leaves no metadata key; it is the tensor
+  rope_freqs.weight, head_dim/2 = 32 F32 factors that divide the rope frequencies, computed as
+  LlamaModel.generate_extra_tensors in convert_hf_to_gguf.py computes them (rope_factors() below):
+  freqs = 1 / base^(2i/dim); wavelen = 2 pi / freq; factor 1 where wavelen < 8192/4, factor 32 where
+  wavelen > 8192/1, else 1 / ((1 - s)/32 + s) with s = (8192/wavelen - 1) / (4 - 1).
+"""
+import argparse
+import math
+import os
+import time
+
+import gguf
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARCH = "llama"
+Q = gguf.GGMLQuantizationType
+FILE_TYPES = {"Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
+
+# meta-llama/Llama-3.2-1B
+M = dict(
+    name="llama-3.2-1b", title="Llama 3.2 1B (random weights, real shape)",
+    n_embd=2048, n_layer=16, n_head=32, n_head_kv=8, head_dim=64, n_ff=8192, n_vocab=128256,
+    n_ctx=131072, rope_base=500000.0, rms_eps=1e-5,
+    rope_scaling=dict(factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=8192),
+)
+
+# The tokenizer of tests/goldens/make_random_llama.py (its seed, so the same tokens and merges).
+VOCAB_SEED = 20240611
+N_BASE_VOCAB = 512
+
+
+def bytes_to_unicode():
+    """GPT-2's reversible byte -> printable unicode character mapping."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def vocabulary(rng):
+    """256 byte tokens, 255 merges over letters and space-prefixed letters, then <|endoftext|>."""
+    b2u = bytes_to_unicode()
+    tokens = [b2u[b] for b in range(256)]
+    have = set(tokens)
+    space = b2u[ord(" ")]
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    merges = []
+
+    def merge(a, b):
+        if a + b not in have and len(merges) < 255:
+            merges.append(f"{a} {b}")
+            tokens.append(a + b)
+            have.add(a + b)
+
+    for c in letters:  # " a" .. " z"
+        merge(space, c)
+    pieces = letters + [space + c for c in letters]
+    while len(merges) < 255:  # random pairs of known pieces, so longer words grow out of earlier merges
+        a = pieces[rng.integers(len(pieces))]
+        b = letters[rng.integers(len(letters))]
+        if len(a) < 4:
+            before = len(merges)
+            merge(a, b)
+            if len(merges) > before:
+                pieces.append(a + b)
+    tokens.append("<|endoftext|>")
+    types = [gguf.TokenType.NORMAL] * (len(tokens) - 1) + [gguf.TokenType.CONTROL]
+    assert len(tokens) == N_BASE_VOCAB
+    return tokens, types, merges
+
+
+def rope_factors(m):
+    """llama3 rope scaling as rope_freqs.weight: convert_hf_to_gguf.py LlamaModel.generate_extra_tensors."""
+    s, dim = m["rope_scaling"], m["head_dim"]
+    freqs = 1.0 / (np.float32(m["rope_base"]) ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)))
+    factor, low, high, old = s["factor"], s["low_freq_factor"], s["high_freq_factor"], s["original_context"]
+    low_wavelen, high_wavelen = old / low, old / high
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / float(freq)
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+class Weights:
+    """Quantized matrices made by tiling one quantized block of random rows; one array per shape and
+    scale, shared by every layer that asks for it."""
+
+    def __init__(self, qtype, rng):
+        self.qtype, self.rng, self.cache = qtype, rng, {}
+
+    def mat(self, shape, scale=1.0):
+        key = (tuple(shape), scale)
+        if key not in self.cache:
+            cols = shape[-1]
+            rows = math.prod(shape[:-1])
+            block = min(rows, 256)
+            x = (self.rng.standard_normal((block, cols)) * (scale / math.sqrt(cols))).astype(np.float32)
+            q = gguf.quants.quantize(x, self.qtype)  # (block, row_bytes) uint8
+            full = np.tile(q, (-(-rows // block), 1))[:rows]
+            self.cache[key] = np.ascontiguousarray(full).reshape(*shape[:-1], q.shape[-1])
+        return self.cache[key]
+
+    def norm(self, n):
+        return self.rng.uniform(0.6, 1.4, n).astype(np.float32)
+
+
+def build(m, qtype, rng):
+    """name -> (array, raw_dtype or None), in llama.cpp's order."""
+    W = Weights(qtype, rng)
+    d, hd = m["n_embd"], m["head_dim"]
+    # Tied: token_embd is also the head, so small entries (std 0.1) as make-shape-model.py does.
+    t = {"token_embd.weight": (W.mat((m["n_vocab"], d), math.sqrt(d) * 0.1), qtype)}
+    t["rope_freqs.weight"] = (rope_factors(m), None)
+    for l in range(m["n_layer"]):
+        p = f"blk.{l}."
+        t[p + "attn_norm.weight"] = (W.norm(d), None)
+        t[p + "attn_q.weight"] = (W.mat((m["n_head"] * hd, d), 2.0), qtype)
+        t[p + "attn_k.weight"] = (W.mat((m["n_head_kv"] * hd, d), 2.0), qtype)
+        t[p + "attn_v.weight"] = (W.mat((m["n_head_kv"] * hd, d)), qtype)
+        t[p + "attn_output.weight"] = (W.mat((d, m["n_head"] * hd)), qtype)
+        t[p + "ffn_norm.weight"] = (W.norm(d), None)
+        t[p + "ffn_gate.weight"] = (W.mat((m["n_ff"], d)), qtype)
+        t[p + "ffn_up.weight"] = (W.mat((m["n_ff"], d)), qtype)
+        t[p + "ffn_down.weight"] = (W.mat((d, m["n_ff"])), qtype)
+    t["output_norm.weight"] = (W.norm(d) * 2.5, None)
+    return t
+
+
+def write(path, m, type_name, rng):
+    qtype = Q[type_name]
+    tensors = build(m, qtype, rng)
+    tokens, types, merges = vocabulary(np.random.default_rng(VOCAB_SEED))
+    eos = len(tokens) - 1  # <|endoftext|>, BOS and EOS as in make_random_llama.py
+    tokens = tokens + [f"[PAD{i}]" for i in range(len(tokens), m["n_vocab"])]
+    types = types + [gguf.TokenType.UNUSED] * (m["n_vocab"] - len(types))
+
+    wr = gguf.GGUFWriter(path, ARCH)
+    wr.add_name(m["title"])
+    wr.add_file_type(FILE_TYPES[type_name])
+    wr.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    wr.add_context_length(m["n_ctx"])
+    wr.add_embedding_length(m["n_embd"])
+    wr.add_block_count(m["n_layer"])
+    wr.add_feed_forward_length(m["n_ff"])
+    wr.add_head_count(m["n_head"])
+    wr.add_head_count_kv(m["n_head_kv"])
+    wr.add_key_length(m["head_dim"])
+    wr.add_value_length(m["head_dim"])
+    wr.add_rope_dimension_count(m["head_dim"])
+    wr.add_rope_freq_base(m["rope_base"])
+    wr.add_layer_norm_rms_eps(m["rms_eps"])
+    wr.add_vocab_size(m["n_vocab"])
+    wr.add_tokenizer_model("gpt2")
+    wr.add_tokenizer_pre("default")
+    wr.add_token_list(tokens)
+    wr.add_token_types(types)
+    wr.add_token_merges(merges)
+    wr.add_bos_token_id(eos)
+    wr.add_eos_token_id(eos)
+    wr.add_add_bos_token(False)
+    for name, (arr, raw) in tensors.items():
+        if raw is None:
+            wr.add_tensor(name, arr)
+        else:
+            wr.add_tensor(name, arr, raw_dtype=raw)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    n_params = sum(
+        math.prod(gguf.quants.quant_shape_from_byte_shape(a.shape, r)) if r is not None else a.size
+        for a, r in tensors.values()
+    )
+    return n_params
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--type", choices=sorted(FILE_TYPES), default="Q4_0",
+                    help="type of every matrix, token_embd included (norms and rope_freqs stay F32)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "models", "shape"))
+    ap.add_argument("--seed", type=int, default=20261123)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"{M['name']}.shape.{args.type}.gguf")
+    t0 = time.time()
+    n_params = write(path, M, args.type, np.random.default_rng(args.seed))
+    print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB, {n_params / 1e9:.4f}B parameters "
+          f"({n_params}), {M['n_layer']} layers, {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+// What both attention kernels share: one query head over a range of cached keys, with a running max
+// and sum (online softmax). The keys go by in blocks of WG, one per thread; each thread keeps 4 output
+// dims (t, t + WG, ...), so head_dim is at most 4 * WG. The kernel declares Q, KC, VC, P (with
+// n_head, n_kv_head, head_dim, scale) and WG; needs reduce.wgsl. Call from uniform control flow.
+
+// The state after some keys: the max score m, the sum l of exp(score - m), and this thread's dims of
+// the sum of exp(score - m) * v.
+struct Attended {
+    m: f32,
+    l: f32,
+    acc: array<f32, 4>,
+}
+
+var<workgroup> weights: array<f32, 256>; // a block's exp(score - max), one per key
+
+// Head h's query at vec4 `q` over keys [first, end) of the cache.
+fn attend(q: u32, h: u32, first: u32, end: u32, t: u32) -> Attended {
+    let kvh = h / (P.n_head / P.n_kv_head);
+    let hd4 = P.head_dim / 4u;
+    let kv_dim = P.n_kv_head * P.head_dim;
+    var r: Attended;
+    r.m = -3.0e38;
+    for (var start = first; start < end; start += WG) {
+        let p = start + t;
+        var s = -3.0e38;
+        if (p < end) {
+            let k = (p * kv_dim + kvh * P.head_dim) / 4u;
+            var d = 0.0;
+            for (var i = 0u; i < hd4; i++) {
+                d += dot(Q[q + i], KC[k + i]);
+            }
+            s = d * P.scale;
+        }
+        let m_new = max(r.m, reduce_max(t, s));
+        let e = select(0.0, exp(s - m_new), p < end);
+        weights[t] = e;
+        // Rescale what came before to the new max (nothing came before the first block).
+        let rescale = select(exp(r.m - m_new), 0.0, start == first);
+        r.l = r.l * rescale + reduce_sum(t, e); // its barriers also publish weights[]
+        let count = min(WG, end - start);
+        for (var i = 0u; i < 4u; i++) {
+            let dim = t + i * WG;
+            if (dim < P.head_dim) {
+                var a = r.acc[i] * rescale;
+                let v = start * kv_dim + kvh * P.head_dim + dim;
+                for (var j = 0u; j < count; j++) {
+                    a += weights[j] * VC[v + j * kv_dim];
+                }
+                r.acc[i] = a;
+            }
+        }
+        r.m = m_new;
+        workgroupBarrier(); // the next block overwrites weights[]
+    }
+    return r;
+}

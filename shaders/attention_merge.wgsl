@@ -1,0 +1,43 @@
+// Combines attention_split.wgsl's splits of each head: their sums rescaled to the largest max, added,
+// divided by the total weight. One workgroup per head, a thread per output dim.
+
+struct Params {
+    n_head: u32,
+    head_dim: u32,
+    n_split: u32,
+}
+
+@group(0) @binding(0) var<storage, read> parts: array<f32>;         // (n_head, n_split, head_dim + 2)
+@group(0) @binding(1) var<storage, read_write> O: array<f32>;       // (n_head, head_dim)
+@group(0) @binding(2) var<uniform> P: Params;
+
+override WG: u32 = 64u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let h = wg.x;
+    let width = P.head_dim + 2u;
+    let first = h * P.n_split * width;
+    var m = -3.0e38;
+    for (var s = 0u; s < P.n_split; s++) {
+        let at = first + s * width;
+        if (parts[at + P.head_dim + 1u] > 0.0) {
+            m = max(m, parts[at + P.head_dim]);
+        }
+    }
+    var l = 0.0;
+    for (var s = 0u; s < P.n_split; s++) {
+        let at = first + s * width;
+        l += parts[at + P.head_dim + 1u] * exp(parts[at + P.head_dim] - m);
+    }
+    for (var dim = t; dim < P.head_dim; dim += WG) {
+        var acc = 0.0;
+        for (var s = 0u; s < P.n_split; s++) {
+            let at = first + s * width;
+            if (parts[at + P.head_dim + 1u] > 0.0) {
+                acc += parts[at + dim] * exp(parts[at + P.head_dim] - m);
+            }
+        }
+        O[h * P.head_dim + dim] = acc / l;
+    }
+}

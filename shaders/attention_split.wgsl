@@ -1,0 +1,44 @@
+// Attention of one token's query split over the sequence (flash-decoding): with a long cache, one
+// workgroup per head leaves most of a GPU idle, so workgroup (h, s) takes split s of the keys and
+// writes its partial state; attention_merge.wgsl combines the splits. Needs step.wgsl, reduce.wgsl
+// and attend.wgsl.
+
+struct Params {
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32, // a multiple of 4, at most 4 * WG
+    scale: f32,
+    n_split: u32,
+}
+
+@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (q_stride), q first
+@group(0) @binding(1) var<storage, read> KC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(2) var<storage, read> VC: array<f32>;            // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(3) var<storage, read_write> parts: array<f32>;   // (n_head, n_split, head_dim + 2)
+@group(0) @binding(4) var<storage, read> step: Step;
+@group(0) @binding(5) var<uniform> P: Params;
+
+override WG: u32 = 64u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let h = wg.x;
+    let split = wg.y;
+    let n = step.pos + 1u;
+    // Whole blocks of WG keys per split, so that few splits are partly filled.
+    let per_split = ((n + P.n_split - 1u) / P.n_split + WG - 1u) / WG * WG;
+    let first = min(n, split * per_split);
+    let end = min(n, first + per_split);
+    let r = attend(h * (P.head_dim / 4u), h, first, end, t);
+    let out = (h * P.n_split + split) * (P.head_dim + 2u);
+    for (var i = 0u; i < 4u; i++) {
+        let dim = t + i * WG;
+        if (dim < P.head_dim) {
+            parts[out + dim] = r.acc[i];
+        }
+    }
+    if (t == 0u) {
+        parts[out + P.head_dim] = r.m;
+        parts[out + P.head_dim + 1u] = r.l; // 0 for a split with no keys
+    }
+}
