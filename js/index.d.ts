@@ -3,7 +3,7 @@
 /** Load progress. 'download': bytes read from the network or the cache (`cached` says which);
  * 'gpu': bytes in GPU memory; 'warning': something the user should know (`message`), the load goes on. */
 export interface LoadProgress {
-  phase: 'download' | 'gpu' | 'warning';
+  phase: 'download' | 'gpu' | 'tuning' | 'warning';
   loaded: number;
   total: number;
   cached?: boolean;
@@ -20,6 +20,10 @@ export interface LoadOptions {
    * finish_reason 'length' (a conversation that does not fit at all is refused); true drops the oldest
    * turns, keeping system messages and the last user message, and goes on. */
   dropOldTurns?: boolean;
+  /** After loading, time the model's matvec kernels on this adapter at every candidate shape and use
+   * the fastest (progress phase 'tuning'). The winners are kept in localStorage, by adapter, and every
+   * later load on the same adapter starts with them. Default false. */
+  tune?: boolean;
 }
 
 export type TextPart = { type: 'text'; text: string };
@@ -100,6 +104,8 @@ export interface EngineStats {
   dispatchesPerToken: number;
   submitsPerToken: number;
   weightBytesPerToken: number;
+  /** Matvec shapes that run with tuned kernel shapes on this adapter. */
+  tunedShapes: number;
   /** Of the last reply; null before the first. */
   tokensPerSecond: number | null;
   promptTokensPerSecond: number | null;

@@ -70,13 +70,38 @@ function abortError() {
   return new DOMException('the request was aborted', 'AbortError');
 }
 
+// Tuned kernel shapes, kept in localStorage as { adapter key: tuning } (JSON). Where there is no
+// localStorage (a worker, storage blocked), tuning lasts as long as the engine.
+const TUNING_KEY = 'wick-llm:tuning';
+
+function keptTuning() {
+  try {
+    return globalThis.localStorage?.getItem(TUNING_KEY) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function keepTuning(json) {
+  try {
+    const { adapter, tuning } = JSON.parse(json);
+    const all = JSON.parse(keptTuning() || '{}');
+    all[adapter] = tuning;
+    globalThis.localStorage?.setItem(TUNING_KEY, JSON.stringify(all));
+  } catch {
+    // Not kept: the next load starts from the defaults.
+  }
+}
+
 export class Wick {
   /**
    * Loads a model: a URL (read by range requests and cached) or a File / Blob. `onProgress` receives
    * `{ phase, loaded, total }`: phase 'download' (bytes from the network or the cache; `cached` says
-   * which), 'gpu' (bytes in GPU memory), 'warning' (with `message`, the load goes on).
+   * which), 'gpu' (bytes in GPU memory), 'tuning' (with `tune`), 'warning' (with `message`, the load
+   * goes on). `tune: true` times the model's matvec kernels at every candidate shape on this adapter
+   * and keeps the fastest, in localStorage by adapter, for every later load.
    */
-  static async load(source, { onProgress, signal, nCtx = 2048, dropOldTurns = false } = {}) {
+  static async load(source, { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = false } = {}) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
       throw new TypeError('Wick.load takes a model URL or a File / Blob');
     }
@@ -90,10 +115,11 @@ export class Wick {
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     const channel = new Channel(worker);
     try {
-      const stats = await channel.request(
-        { type: 'load', source: url, options: { nCtx, dropOldTurns } },
+      const { stats, tuned } = await channel.request(
+        { type: 'load', source: url, options: { nCtx, dropOldTurns, tune, tuning: keptTuning() } },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },
       );
+      if (tuned) keepTuning(tuned);
       return new Wick(channel, typeof source === 'string' ? url : source.name || 'local file', stats);
     } catch (e) {
       channel.close(e);

@@ -67,14 +67,20 @@ async function loadModel(id, { source, options }) {
             onWarning: (message) => progress('warning', 0, 0, { message }),
           })
         : fileReader(source, controller.signal);
-    const loaded = await load(reader, { nCtx: options.nCtx, dropOldTurns: options.dropOldTurns }, (loaded, total) =>
+    const { nCtx, dropOldTurns, tuning } = options;
+    const loaded = await load(reader, { nCtx, dropOldTurns, tuning }, (loaded, total) =>
       progress('gpu', loaded, total),
     );
     model?.free();
     model = loaded;
     const info = (await self.navigator.gpu.requestAdapter())?.info;
     adapterName = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ') || null;
-    post({ type: 'result', id, value: stats() });
+    let tuned = null;
+    if (options.tune) {
+      progress('tuning', 0, 0);
+      tuned = await model.tune();
+    }
+    post({ type: 'result', id, value: { stats: stats(), tuned } });
   } catch (e) {
     if (controller.signal.aborted) throw abortError();
     throw e;

@@ -271,16 +271,15 @@ impl Engine {
         Ok(totals)
     }
 
-    /// Times each matvec shape of the decode plan on this adapter at every candidate [workgroup,
-    /// threads per row] and returns the winners added to the GPU's tuning so far, with each shape's
-    /// time before and after. Plans made from then on (load the model again) use them; this engine's
-    /// do not change. The activations are overwritten on the way; the KV cache is not touched.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn tune(&mut self) -> Result<(crate::gpu::Tuning, Vec<Tuned>), Error> {
-        let gpu = &self.gpu;
-        let plan = &self.forward.decode;
+    /// Times each matvec shape of the decode plans on this adapter at every candidate [workgroup,
+    /// threads per row], and gives the winners to the GPU (for plans made from now on) and to this
+    /// engine's plans. Returns the GPU's tuning with them, and each shape's time before and after. The
+    /// activations are overwritten on the way; the KV cache is not touched.
+    pub async fn tune(&mut self) -> Result<(crate::gpu::Tuning, Vec<Tuned>), Error> {
+        let gpu = self.gpu.clone();
         let mut tuning = (*gpu.tuning()).clone();
         let mut report = Vec::new();
+        let plan = &self.forward.decode;
         for d in &plan.dispatches {
             let Some(shape) = d.matvec else { continue };
             if report.iter().any(|t: &Tuned| t.shape == shape) {
@@ -289,11 +288,9 @@ impl Engine {
             let current = tuning.matvec(&shape);
             let mut times = Vec::new();
             for candidate in shape.candidates() {
-                let (pipeline, bind_group, workgroups) = plan.reshaped(gpu, d, candidate);
-                times.push((
-                    candidate,
-                    time_dispatch(gpu, &pipeline, &bind_group, workgroups)?,
-                ));
+                let (pipeline, bind_group, workgroups) = plan.reshaped(&gpu, d, candidate);
+                let time = time_dispatch(&gpu, &pipeline, &bind_group, workgroups).await?;
+                times.push((candidate, time));
             }
             let before = times.iter().find(|(c, _)| *c == current).map(|&(_, t)| t);
             let (best, best_time) = *times.iter().min_by_key(|(_, t)| *t).expect("candidates");
@@ -303,6 +300,11 @@ impl Engine {
                 before: (current, before.unwrap_or(best_time)),
                 after: (best, best_time),
             });
+        }
+        gpu.set_tuning(tuning.clone());
+        self.forward.decode.retune(&gpu, &tuning);
+        if let Some((_, long)) = &mut self.forward.decode_long {
+            long.retune(&gpu, &tuning);
         }
         Ok((tuning, report))
     }
@@ -346,32 +348,34 @@ pub struct Tuned {
 
 /// The time of one dispatch: one submit of it alone warms up and says how many make about 2 ms (at
 /// most 20), then the best of 2 submits of that many back to back.
-#[cfg(not(target_arch = "wasm32"))]
-fn time_dispatch(
+async fn time_dispatch(
     gpu: &Gpu,
     pipeline: &wgpu::ComputePipeline,
     bind_group: &wgpu::BindGroup,
-    workgroups: [u32; 3],
+    [x, y, z]: [u32; 3],
 ) -> Result<Duration, Error> {
-    let submit = |reps: u32| -> Result<Duration, Error> {
+    let mut best = Duration::MAX;
+    let mut reps = 1;
+    for trial in 0..3 {
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, bind_group, &[]);
             for _ in 0..reps {
-                let [x, y, z] = workgroups;
                 pass.dispatch_workgroups(x, y, z);
             }
         }
         let start = Instant::now();
         gpu.queue.submit([enc.finish()]);
-        gpu.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Gpu(GpuError::Readback(e.to_string())))?;
-        Ok(start.elapsed() / reps)
-    };
-    let once = submit(1)?;
-    let reps = (Duration::from_millis(2).as_nanos() / once.as_nanos().max(1)).clamp(1, 20) as u32;
-    Ok(submit(reps)?.min(submit(reps)?))
+        gpu.finished().await?;
+        let each = start.elapsed() / reps;
+        if trial == 0 {
+            reps =
+                (Duration::from_millis(2).as_nanos() / each.as_nanos().max(1)).clamp(1, 20) as u32;
+        } else {
+            best = best.min(each);
+        }
+    }
+    Ok(best)
 }

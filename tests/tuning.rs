@@ -7,8 +7,9 @@ use pollster::FutureExt as _;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::FileSource;
 
-/// `Engine::tune` times every candidate of each matvec shape and keeps one of them; a model loaded
-/// with the winners gives the same logits as with the defaults, up to summation order.
+/// `Engine::tune` times every candidate of each matvec shape and keeps one of them; the tuned engine,
+/// and a model loaded afterwards on the same GPU, give the same logits as the defaults, up to
+/// summation order.
 #[test]
 fn tuning_keeps_the_numbers() {
     let Some(gpu) = gpu() else { return };
@@ -27,7 +28,7 @@ fn tuning_keeps_the_numbers() {
     let prompt = [1u32, 50, 300, 7, 99];
     let mut engine = load(&gpu);
     let want = engine.prefill(&prompt).block_on().unwrap();
-    let (tuning, report) = engine.tune().unwrap();
+    let (tuning, report) = engine.tune().block_on().unwrap();
     assert!(!report.is_empty());
     for t in &report {
         assert!(t.shape.candidates().contains(&t.after.0), "{t:?}");

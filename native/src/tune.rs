@@ -41,7 +41,7 @@ pub fn main(args: TuneArgs) -> Result<()> {
         batch: 1,
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;
-    let (tuning, report) = engine.tune()?;
+    let (tuning, report) = engine.tune().block_on()?;
     println!("| shape | was [wg, tpr] | µs | now [wg, tpr] | µs |");
     println!("| --- | --- | ---: | --- | ---: |");
     for t in &report {

@@ -181,6 +181,20 @@ impl Gpu {
         Ok(value)
     }
 
+    /// Waits until everything submitted so far has run. Natively it blocks on the device; in the
+    /// browser the future resolves when the page's event loop has run the queue's callback.
+    pub async fn finished(&self) -> Result<(), GpuError> {
+        let (done, signal) = oneshot::channel();
+        self.queue.on_submitted_work_done(move || done.send(()));
+        let failed = |e: String| self.alive().err().unwrap_or(GpuError::Readback(e));
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| failed(e.to_string()))?;
+        signal.await;
+        Ok(())
+    }
+
     /// Copies `len` bytes of `src` into host memory: one submit and a wait.
     pub async fn read_back(&self, src: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, GpuError> {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {

@@ -208,6 +208,23 @@ impl Plan {
         Ok(())
     }
 
+    /// Gives every matvec dispatch the shape `tuning` names for it (a new pipeline and bind group
+    /// where that changed); plans made from now on take the tuning from the Gpu.
+    pub fn retune(&mut self, gpu: &Gpu, tuning: &Tuning) {
+        let mut dispatches = std::mem::take(&mut self.dispatches);
+        for d in &mut dispatches {
+            let Some(matvec) = d.matvec else { continue };
+            let shape = tuning.matvec(&matvec);
+            if d.key != PipelineKey::matvec(matvec.ty, shape) {
+                let (pipeline, bind_group, workgroups) = self.reshaped(gpu, d, shape);
+                d.key = PipelineKey::matvec(matvec.ty, shape);
+                (d.pipeline, d.bind_group, d.workgroups) = (pipeline, bind_group, workgroups);
+            }
+        }
+        self.dispatches = dispatches;
+        self.tuning = Arc::new(tuning.clone());
+    }
+
     /// `d` (a matvec) as it would run with another [workgroup, threads per row]: its pipeline, bind
     /// group and workgroup counts. For timing candidates.
     pub fn reshaped(

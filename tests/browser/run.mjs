@@ -532,6 +532,38 @@ test('unload frees the engine; a new load works', async () => {
   assert.deepEqual(answer, { failed: true, tokens: 2 });
 });
 
+test('tune: kernel shapes are timed, kept by adapter and used by the next load; replies stay the same', async () => {
+  const result = await app.evaluate(async () => {
+    const { Wick } = await import('wick-llm');
+    localStorage.removeItem('wick-llm:tuning');
+    const body = { messages: [{ role: 'user', content: 'tell me' }], temperature: 0, max_tokens: 8 };
+    const run = async (options) => {
+      const phases = new Set();
+      const engine = await Wick.load('../tiny.gguf', { ...options, onProgress: (p) => phases.add(p.phase) });
+      const reply = await engine.chat.completions.create(body);
+      const stats = await engine.stats();
+      await engine.unload();
+      return { text: reply.choices[0].message.content, tuned: stats.tunedShapes, phases: [...phases] };
+    };
+    const before = await run({});
+    const tuning = await run({ tune: true });
+    const kept = JSON.parse(localStorage.getItem('wick-llm:tuning'));
+    const after = await run({});
+    localStorage.removeItem('wick-llm:tuning');
+    return { before, tuning, after, kept };
+  });
+  const { before, tuning, after, kept } = result;
+  assert.equal(before.tuned, 0);
+  assert.ok(tuning.tuned > 0, JSON.stringify(result));
+  assert.ok(tuning.phases.includes('tuning') && !after.phases.includes('tuning'));
+  assert.equal(after.tuned, tuning.tuned);
+  const adapters = Object.keys(kept);
+  assert.equal(adapters.length, 1);
+  assert.equal(Object.keys(kept[adapters[0]].matvec).length, tuning.tuned);
+  assert.equal(tuning.text, before.text);
+  assert.equal(after.text, before.text);
+});
+
 test('a lost GPU device is reported through the API; a new load works', async () => {
   // A copy of the installed package whose worker destroys its GPU device when asked to in a chat
   // message, as a GPU reset or the browser reclaiming the device would leave it.

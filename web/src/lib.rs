@@ -5,12 +5,13 @@
 use js_sys::{Function, Promise, Uint8Array};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 use wick::engine::LoadOptions;
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
-use wick::gpu::Gpu;
+use wick::gpu::{Gpu, Tuning};
 use wick::openai;
 use wick::sampler::Sampler;
 use wick::session::{FinishReason, Overflow, Session};
@@ -135,6 +136,8 @@ struct LoadRequest {
     /// When the conversation outgrows the context: drop the oldest turns and go on, instead of stopping.
     #[serde(default)]
     drop_old_turns: bool,
+    /// Kernel shapes kept from earlier tuning: JSON of { adapter key: Tuning }, as `Model.tune` gives.
+    tuning: Option<String>,
 }
 
 /// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
@@ -149,6 +152,13 @@ pub async fn load(
     let source = JsSource::new(reader)?;
     let gpu = Gpu::new().await.map_err(js_error)?;
     let adapter = gpu.describe();
+    // Kept tuning for another adapter, or in a shape this version cannot read, is no tuning.
+    let kept: Option<HashMap<String, Tuning>> = options
+        .tuning
+        .and_then(|json| serde_json::from_str(&json).ok());
+    if let Some(tuning) = kept.and_then(|mut all| all.remove(&gpu.adapter_key())) {
+        gpu.set_tuning(tuning);
+    }
     let load = LoadOptions {
         n_ctx: options.n_ctx.unwrap_or(LoadOptions::default().n_ctx),
         ..Default::default()
@@ -198,6 +208,8 @@ struct Stats {
     dispatches_per_token: u32,
     submits_per_token: u32,
     weight_bytes_per_token: u64,
+    /// Matvec shapes with tuned kernel shapes on this adapter.
+    tuned_shapes: usize,
     /// Of the last reply: tokens per second generating, and over the prompt.
     tokens_per_second: Option<f64>,
     prompt_tokens_per_second: Option<f64>,
@@ -300,6 +312,7 @@ impl Model {
             dispatches_per_token: engine.stats.dispatches_per_token,
             submits_per_token: engine.stats.submits_per_token,
             weight_bytes_per_token: engine.stats.weight_bytes_per_token,
+            tuned_shapes: engine.gpu.tuning().matvec.len(),
             tokens_per_second: last
                 .as_ref()
                 .and_then(|l| rate(l.completion_tokens, l.generate_ms)),
@@ -315,6 +328,22 @@ impl Model {
                 .byte_length() as f64,
         };
         Ok(serde_wasm_bindgen::to_value(&stats)?)
+    }
+
+    /// Times the model's matvec shapes on this adapter at every candidate kernel shape and uses the
+    /// fastest from now on. Resolves to JSON { adapter, tuning }: what `load` takes back as
+    /// `tuning` (under the adapter's key) to start tuned next time.
+    pub fn tune(&self) -> Promise {
+        let session = self.session.clone();
+        future_to_promise(async move {
+            let mut session = session
+                .try_borrow_mut()
+                .map_err(|_| js_error("the model is busy with another request"))?;
+            let engine = &mut session.engine;
+            let (tuning, _) = engine.tune().await.map_err(js_error)?;
+            let kept = serde_json::json!({ "adapter": engine.gpu.adapter_key(), "tuning": tuning });
+            Ok(JsValue::from_str(&kept.to_string()))
+        })
     }
 
     /// Forgets the cached conversation.
