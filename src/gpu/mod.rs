@@ -186,11 +186,14 @@ impl Gpu {
     pub async fn finished(&self) -> Result<(), GpuError> {
         let (done, signal) = oneshot::channel();
         self.queue.on_submitted_work_done(move || done.send(()));
-        let failed = |e: String| self.alive().err().unwrap_or(GpuError::Readback(e));
         #[cfg(not(target_arch = "wasm32"))]
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| {
+                self.alive()
+                    .err()
+                    .unwrap_or(GpuError::Readback(e.to_string()))
+            })?;
         signal.await;
         Ok(())
     }
