@@ -2,10 +2,10 @@
 """Random-weight llama GGUFs at the REAL dimensions of Llama 3.2 1B, for `wick bench`: what a token
 costs in dispatches and weight bytes at full size. The numbers the model computes are meaningless.
 
-Run from the repository root with a venv that has numpy and gguf (pip install numpy gguf):
+Run from the repository root with a Python that has numpy and gguf (pip install numpy gguf):
 
-    /work/venv-shape/bin/python scripts/make-llama-shape.py                  # Q4_0
-    /work/venv-shape/bin/python scripts/make-llama-shape.py --type Q8_0
+    python scripts/make-llama-shape.py                  # Q4_0
+    python scripts/make-llama-shape.py --type Q8_0
 
 Files go to models/shape/ (git ignores models/):
 - llama-3.2-1b.shape.<TYPE>.gguf   all 16 layers, 1,235,814,432 parameters (the real
@@ -22,10 +22,10 @@ How the files are written
 Tensor names, shapes and metadata keys are those llama.cpp's convert_hf_to_gguf.py (class LlamaModel)
 writes for a llama, as tests/goldens/make_random_llama.py writes them. Matrices are written directly in
 the chosen type: a block of 256 random rows per shape is quantized with gguf.quants.quantize and tiled
-to the full row count, and layers share the tiled arrays (the same approach as
-scripts/make-shape-model.py), so writing takes seconds and little memory. Norm gains are random per
-layer. The tokenizer is the 512-token byte-level gpt2 BPE of tests/goldens/make_random_llama.py (same
-seed, so the same tokens and merges; copied here so the script is self-contained), padded with UNUSED
+to the full row count, and layers share the tiled arrays (scripts/random_weights.py, which
+scripts/make-shape-model.py uses too), so writing takes seconds and little memory. Norm gains are
+random per layer. The tokenizer is the test models' 512-token byte-level gpt2 BPE
+(tests/goldens/random_vocab.py, same seed, so the same tokens and merges), padded with UNUSED
 "[PAD<i>]" tokens up to the real vocabulary size, so token_embd has the real shape (128256 x 2048).
 Embeddings are tied as in the real model: there is no output.weight, token_embd is also the head.
 
@@ -49,12 +49,17 @@ Metadata as the converter writes it: general.architecture llama, llama.block_cou
 import argparse
 import math
 import os
+import sys
 import time
 
 import gguf
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "goldens"))
+import random_vocab  # noqa: E402  (the test models' 512-token byte-level vocabulary)
+from random_weights import Weights  # noqa: E402
+
 ARCH = "llama"
 Q = gguf.GGMLQuantizationType
 FILE_TYPES = {"Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
@@ -67,54 +72,7 @@ M = dict(
     rope_scaling=dict(factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=8192),
 )
 
-# The tokenizer of tests/goldens/make_random_llama.py (its seed, so the same tokens and merges).
-VOCAB_SEED = 20240611
-N_BASE_VOCAB = 512
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable unicode character mapping."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
-def vocabulary(rng):
-    """256 byte tokens, 255 merges over letters and space-prefixed letters, then <|endoftext|>."""
-    b2u = bytes_to_unicode()
-    tokens = [b2u[b] for b in range(256)]
-    have = set(tokens)
-    space = b2u[ord(" ")]
-    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
-    merges = []
-
-    def merge(a, b):
-        if a + b not in have and len(merges) < 255:
-            merges.append(f"{a} {b}")
-            tokens.append(a + b)
-            have.add(a + b)
-
-    for c in letters:  # " a" .. " z"
-        merge(space, c)
-    pieces = letters + [space + c for c in letters]
-    while len(merges) < 255:  # random pairs of known pieces, so longer words grow out of earlier merges
-        a = pieces[rng.integers(len(pieces))]
-        b = letters[rng.integers(len(letters))]
-        if len(a) < 4:
-            before = len(merges)
-            merge(a, b)
-            if len(merges) > before:
-                pieces.append(a + b)
-    tokens.append("<|endoftext|>")
-    types = [gguf.TokenType.NORMAL] * (len(tokens) - 1) + [gguf.TokenType.CONTROL]
-    assert len(tokens) == N_BASE_VOCAB
-    return tokens, types, merges
+VOCAB_SEED = 20240611  # the test models' seed, so the same tokens and merges
 
 
 def rope_factors(m):
@@ -134,29 +92,6 @@ def rope_factors(m):
             smooth = (old / wavelen - low) / (high - low)
             out.append(1 / ((1 - smooth) / factor + smooth))
     return np.array(out, dtype=np.float32)
-
-
-class Weights:
-    """Quantized matrices made by tiling one quantized block of random rows; one array per shape and
-    scale, shared by every layer that asks for it."""
-
-    def __init__(self, qtype, rng):
-        self.qtype, self.rng, self.cache = qtype, rng, {}
-
-    def mat(self, shape, scale=1.0):
-        key = (tuple(shape), scale)
-        if key not in self.cache:
-            cols = shape[-1]
-            rows = math.prod(shape[:-1])
-            block = min(rows, 256)
-            x = (self.rng.standard_normal((block, cols)) * (scale / math.sqrt(cols))).astype(np.float32)
-            q = gguf.quants.quantize(x, self.qtype)  # (block, row_bytes) uint8
-            full = np.tile(q, (-(-rows // block), 1))[:rows]
-            self.cache[key] = np.ascontiguousarray(full).reshape(*shape[:-1], q.shape[-1])
-        return self.cache[key]
-
-    def norm(self, n):
-        return self.rng.uniform(0.6, 1.4, n).astype(np.float32)
 
 
 def build(m, qtype, rng):
@@ -184,7 +119,7 @@ def build(m, qtype, rng):
 def write(path, m, type_name, rng):
     qtype = Q[type_name]
     tensors = build(m, qtype, rng)
-    tokens, types, merges = vocabulary(np.random.default_rng(VOCAB_SEED))
+    tokens, types, merges = random_vocab.vocabulary(np.random.default_rng(VOCAB_SEED))
     eos = len(tokens) - 1  # <|endoftext|>, BOS and EOS as in make_random_llama.py
     tokens = tokens + [f"[PAD{i}]" for i in range(len(tokens), m["n_vocab"])]
     types = types + [gguf.TokenType.UNUSED] * (m["n_vocab"] - len(types))

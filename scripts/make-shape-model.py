@@ -4,9 +4,9 @@ costs in dispatches and weight bytes at full size. The numbers the model compute
 
 Run from the repository root with the venv that has numpy and gguf:
 
-    /work/venv-llama/bin/python scripts/make-shape-model.py                  # both models
-    /work/venv-llama/bin/python scripts/make-shape-model.py --model glm --layers 5
-    /work/venv-llama/bin/python scripts/make-shape-model.py --q4k            # also a Q4_K copy
+    python scripts/make-shape-model.py                  # both models
+    python scripts/make-shape-model.py --model glm --layers 5
+    python scripts/make-shape-model.py --q4k            # also a Q4_K copy
 
 Files go to models/shape/ (git ignores models/):
 - youtu-llm-2b.shape.Q8_0.gguf         Youtu-LLM 2B, all 32 layers (about 1.96B parameters, ~2.1 GB).
@@ -28,7 +28,7 @@ Matrices are written directly as Q8_0 (or Q4_0 with --type Q4_0): a block of 256
 shape is quantized with gguf.quants.quantize and tiled to the full row count, and layers share the
 tiled arrays, so writing takes seconds and little memory. Norm gains, the MoE router (ffn_gate_inp,
 kept F32 as llama.cpp keeps it) and exp_probs_b are fully random per layer, so routing varies.
-The tokenizer is the 512-token byte-level one of tests/goldens/make_random_llama.py, padded with
+The tokenizer is the 512-token byte-level one of tests/goldens/random_vocab.py, padded with
 UNUSED "[PAD<i>]" tokens up to the real vocabulary size, so token_embd/output have the real shape.
 
 Configurations and where each number comes from (looked up 2026-11-22)
@@ -79,10 +79,11 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "goldens"))
-import make_random_llama as rl  # noqa: E402  (its 512-token byte-level vocabulary)
+import random_vocab  # noqa: E402  (the test models' 512-token byte-level vocabulary)
+from random_weights import Weights  # noqa: E402
 
 ARCH = "deepseek2"
-VOCAB_SEED = 20240611  # make_random_llama.py's seed, so the same tokens and merges
+VOCAB_SEED = 20240611  # the test models' seed, so the same tokens and merges
 Q = gguf.GGMLQuantizationType
 
 MODELS = {
@@ -102,29 +103,6 @@ MODELS = {
         w_scale=1.8, probs_b=True, default_layers=3,
     ),
 }
-
-
-class Weights:
-    """Quantized matrices made by tiling one quantized block of random rows; one array per shape and
-    scale, shared by every layer that asks for it."""
-
-    def __init__(self, qtype, rng):
-        self.qtype, self.rng, self.cache = qtype, rng, {}
-
-    def mat(self, shape, scale=1.0):
-        key = (tuple(shape), scale)
-        if key not in self.cache:
-            cols = shape[-1]
-            rows = math.prod(shape[:-1])
-            block = min(rows, 256)
-            x = (self.rng.standard_normal((block, cols)) * (scale / math.sqrt(cols))).astype(np.float32)
-            q = gguf.quants.quantize(x, self.qtype)  # (block, row_bytes) uint8
-            full = np.tile(q, (-(-rows // block), 1))[:rows]
-            self.cache[key] = np.ascontiguousarray(full).reshape(*shape[:-1], q.shape[-1])
-        return self.cache[key]
-
-    def norm(self, n):
-        return self.rng.uniform(0.6, 1.4, n).astype(np.float32)
 
 
 def build(m, n_layer, qtype, rng):
@@ -171,7 +149,7 @@ def build(m, n_layer, qtype, rng):
 
 def write(path, m, n_layer, qtype, rng):
     tensors, n_dense = build(m, n_layer, qtype, rng)
-    tokens, types, merges = rl.vocabulary(np.random.default_rng(VOCAB_SEED))
+    tokens, types, merges = random_vocab.vocabulary(np.random.default_rng(VOCAB_SEED))
     eos = len(tokens) - 1  # <|endoftext|>
     tokens = tokens + [f"[PAD{i}]" for i in range(len(tokens), m["n_vocab"])]
     types = types + [gguf.TokenType.UNUSED] * (m["n_vocab"] - len(types))

@@ -286,25 +286,13 @@ fn rope_and_attention_against_cpu() {
         let got_kc = read_back_f32(&gpu, &kcb, kc.len()).block_on().unwrap();
         assert!(nmse(&got_kc, &kc) < 1e-10, "{label}: k cache");
 
-        let mut want = Vec::new();
-        for t in 0..n_tokens {
-            let n = pos as usize + t + 1;
-            for h in 0..n_head as usize {
-                let g = h / (n_head / n_kv_head) as usize;
-                let head_rows = |c: &[f32]| -> Vec<f32> {
-                    (0..n)
-                        .flat_map(|p| c[p * kv_dim + g * hd..p * kv_dim + (g + 1) * hd].to_vec())
-                        .collect()
-                };
-                let qh = &q_rot[t * q_len + h * hd..t * q_len + (h + 1) * hd];
-                want.extend(attention::reference(
-                    qh,
-                    &head_rows(&kc),
-                    &head_rows(&vc),
-                    hd,
-                ));
-            }
-        }
+        let heads = (n_head as usize, n_kv_head as usize, hd);
+        let want: Vec<f32> = (0..n_tokens)
+            .flat_map(|t| {
+                let n = pos as usize + t + 1;
+                attention_reference(&q_rot[t * q_len..(t + 1) * q_len], (&kc, &vc), n, heads)
+            })
+            .collect();
         let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
         assert!(e < 1e-9, "{label}: attention nmse {e}");
@@ -360,22 +348,8 @@ fn split_attention_against_cpu() {
             &parts,
         );
         run(&gpu, plan);
-        let mut want = Vec::new();
-        for h in 0..n_head as usize {
-            let g = h / (n_head / n_kv_head) as usize;
-            let head_rows = |c: &[f32]| -> Vec<f32> {
-                (0..n)
-                    .flat_map(|p| c[p * kv_dim + g * hd..p * kv_dim + (g + 1) * hd].to_vec())
-                    .collect()
-            };
-            let qh = &q[h * hd..(h + 1) * hd];
-            want.extend(attention::reference(
-                qh,
-                &head_rows(&kc),
-                &head_rows(&vc),
-                hd,
-            ));
-        }
+        let heads = (n_head as usize, n_kv_head as usize, hd);
+        let want = attention_reference(&q, (&kc, &vc), n, heads);
         let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
         assert!(e < 1e-9, "pos {pos}: nmse {e}");
@@ -410,4 +384,29 @@ fn matvec_every_tuning_candidate_against_cpu() {
             assert!(e < 1e-10, "{ty} {cols} at {candidate:?}: nmse {e}");
         }
     }
+}
+
+/// The CPU's grouped-query attention of one token's heads `q` (n_head * head_dim) over the first `n`
+/// positions of the caches (n_ctx, n_kv_head, head_dim).
+fn attention_reference(
+    q: &[f32],
+    (k_cache, v_cache): (&[f32], &[f32]),
+    n: usize,
+    (n_head, n_kv_head, head_dim): (usize, usize, usize),
+) -> Vec<f32> {
+    let kv_dim = n_kv_head * head_dim;
+    (0..n_head)
+        .flat_map(|h| {
+            let g = h / (n_head / n_kv_head);
+            let head_rows = |c: &[f32]| -> Vec<f32> {
+                (0..n)
+                    .flat_map(|p| {
+                        c[p * kv_dim + g * head_dim..p * kv_dim + (g + 1) * head_dim].to_vec()
+                    })
+                    .collect()
+            };
+            let qh = &q[h * head_dim..(h + 1) * head_dim];
+            attention::reference(qh, &head_rows(k_cache), &head_rows(v_cache), head_dim)
+        })
+        .collect()
 }

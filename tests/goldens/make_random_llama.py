@@ -46,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy_llama  # noqa: E402  (its loader and rope)
+from random_vocab import vocabulary  # noqa: E402
 
 SEED = 20240611
 N_EMBD, N_HEAD, N_HEAD_KV, N_FF, N_LAYER, N_VOCAB, N_CTX = 256, 4, 2, 768, 2, 512, 256
@@ -65,51 +66,6 @@ FILES = [
 ]
 ROLES = ["token_embd", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down", "output"]
 K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable unicode character mapping."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
-def vocabulary(rng):
-    """256 byte tokens, 255 merges over letters and space-prefixed letters, then <|endoftext|>."""
-    b2u = bytes_to_unicode()
-    tokens = [b2u[b] for b in range(256)]
-    have = set(tokens)
-    space = b2u[ord(" ")]
-    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
-    merges = []
-
-    def merge(a, b):
-        if a + b not in have and len(merges) < 255:
-            merges.append(f"{a} {b}")
-            tokens.append(a + b)
-            have.add(a + b)
-
-    for c in letters:  # " a" .. " z"
-        merge(space, c)
-    pieces = letters + [space + c for c in letters]
-    while len(merges) < 255:  # random pairs of known pieces, so longer words grow out of earlier merges
-        a = pieces[rng.integers(len(pieces))]
-        b = letters[rng.integers(len(letters))]
-        if len(a) < 4:
-            before = len(merges)
-            merge(a, b)
-            if len(merges) > before:
-                pieces.append(a + b)
-    tokens.append("<|endoftext|>")
-    types = [gguf.TokenType.NORMAL] * (len(tokens) - 1) + [gguf.TokenType.CONTROL]
-    assert len(tokens) == N_VOCAB
-    return tokens, types, merges
 
 
 def weights(rng):
