@@ -34,8 +34,7 @@ impl Default for LoadOptions {
 pub struct Stats {
     /// Of a decode step.
     pub dispatches_per_token: u32,
-    /// Of one prompt chunk's run (0 where prompts go one token at a time), and the tokens it takes.
-    pub dispatches_per_chunk: u32,
+    /// Prompt tokens per run (1 where prompts go one token at a time).
     pub chunk_tokens: u32,
     /// Dispatches in each transformer layer.
     pub dispatches_per_layer: Vec<u32>,
@@ -138,10 +137,6 @@ impl Engine {
         });
         let stats = Stats {
             dispatches_per_token: forward.decode.dispatches.len() as u32,
-            dispatches_per_chunk: forward
-                .prefill
-                .as_ref()
-                .map_or(0, |p| p.dispatches.len() as u32),
             chunk_tokens: forward.prefill.as_ref().map_or(1, |p| p.batch),
             dispatches_per_layer: forward.decode.dispatches_per_layer(),
             submits_per_token: 1,
@@ -235,36 +230,19 @@ impl Engine {
         Ok(logits)
     }
 
-    /// Times each dispatch of the plan on its own, `reps` times in one pass, at the current position
+    /// Times each dispatch of the decode plan on its own (`time_dispatch`), at the current position
     /// (nothing is cached: the KV cache row written is the next one). Returns each pipeline's name and
-    /// the summed time per token of its dispatches, slowest first. A profile, not a decode: the times
-    /// include one submit per dispatch.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn profile(&mut self, reps: u32) -> Result<Vec<(String, Duration)>, Error> {
+    /// the summed time per token of its dispatches, slowest first. A profile, not a decode.
+    pub async fn profile(&mut self) -> Result<Vec<(String, Duration)>, Error> {
         let gpu = &self.gpu;
         self.forward.step.write(gpu, self.pos, &[0]);
         let mut totals: Vec<(String, Duration)> = Vec::new();
         for d in &self.forward.decode.dispatches {
-            let mut enc = gpu.device.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&d.pipeline);
-                pass.set_bind_group(0, &d.bind_group, &[]);
-                for _ in 0..reps {
-                    let [x, y, z] = d.workgroups;
-                    pass.dispatch_workgroups(x, y, z);
-                }
-            }
-            let start = Instant::now();
-            gpu.queue.submit([enc.finish()]);
-            gpu.device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Gpu(crate::gpu::GpuError::Readback(e.to_string())))?;
-            let per_token = start.elapsed() / reps.max(1);
+            let time = time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups).await?;
             let name = d.key.name();
             match totals.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, t)) => *t += per_token,
-                None => totals.push((name, per_token)),
+                Some((_, t)) => *t += time,
+                None => totals.push((name, time)),
             }
         }
         totals.sort_by(|a, b| b.1.cmp(&a.1));

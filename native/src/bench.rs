@@ -106,9 +106,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
             samples_ns: Vec::new(),
             totals: Totals::default(),
         };
+        let mut counted_from = engine.stats.totals;
         for rep in 0..=args.reps {
             engine.rewind(0);
-            let before = engine.stats.totals;
             let start = Instant::now();
             if n_prompt > 0 {
                 let prompt: Vec<u32> = (0..n_prompt).map(token).collect();
@@ -124,18 +124,12 @@ pub fn main(args: BenchArgs) -> Result<()> {
                 }
             }
             // The first run warms up pipelines and caches and is not counted.
-            if rep > 0 {
-                m.samples_ns.push(start.elapsed().as_nanos() as u64);
-                let t = engine.stats.totals - before;
-                m.totals = Totals {
-                    time: m.totals.time + t.time,
-                    runs: m.totals.runs + t.runs,
-                    tokens: m.totals.tokens + t.tokens,
-                    dispatches: m.totals.dispatches + t.dispatches,
-                    weight_bytes: m.totals.weight_bytes + t.weight_bytes,
-                };
+            match rep {
+                0 => counted_from = engine.stats.totals,
+                _ => m.samples_ns.push(start.elapsed().as_nanos() as u64),
             }
         }
+        m.totals = engine.stats.totals - counted_from;
         tests.push(m);
     }
     if args.profile {
@@ -294,7 +288,7 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
 
 /// Each pipeline's share of a token, timed dispatch by dispatch (to stderr, beside the table).
 fn print_profile(engine: &mut Engine) -> Result<()> {
-    let times = engine.profile(5)?;
+    let times = engine.profile().block_on()?;
     let total: f64 = times.iter().map(|(_, t)| t.as_secs_f64()).sum();
     eprintln!(
         "per-token time by kernel, each dispatch alone ({:.2} ms in all):",
