@@ -1,23 +1,13 @@
-// Y = X W^T (+ Y when accumulating) for the tokens of a run: the prompt's matrix product, W packed.
-// A workgroup computes a tile of TM rows of W by TN tokens. Per 32-weight step along the rows, each of
-// its 64 threads dequantizes one row's chunk into workgroup memory (once for TN tokens, where a matvec
-// would do it once per token), the threads load the TN tokens' matching x, and then each thread
-// accumulates a 4-row by 4-token block of the tile from there.
-
-struct Params {
-    rows: u32,       // rows in this part of W
-    cols: u32,       // weights per row (a multiple of 32)
-    row_bytes: u32,  // bytes of one packed row
-    out_offset: u32, // index in a token's row of Y of this part's first row
-    accumulate: u32, // 1: Y += X W^T
-    out_stride: u32, // floats in a token's row of Y (all parts' rows)
-}
+// X W^T for the tokens of a run: the prompt's matrix product, W packed. A workgroup computes a tile of
+// TM rows of W by TN tokens. Per 32-weight step along the rows, each of its 64 threads dequantizes one
+// row's chunk into workgroup memory (once for TN tokens, where a matvec would do it once per token), the
+// threads load the TN tokens' matching x, and then each thread accumulates a 4-row by 4-token block of
+// the tile from there. The results go out in pairs of rows through the store file, which declares
+// Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. Needs step.wgsl.
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, cols / 4)
-@group(0) @binding(2) var<storage, read_write> Y: array<f32>;      // (batch, out_stride)
-@group(0) @binding(3) var<storage, read> step: Step;
-@group(0) @binding(4) var<uniform> P: Params;
+@group(0) @binding(2) var<storage, read> step: Step;
 
 override WG: u32 = 64u; // must be 64: the tile's shape below assumes it
 const TM: u32 = 64u;    // rows per tile: one per thread when dequantizing
@@ -77,13 +67,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         workgroupBarrier();
     }
 
-    for (var r = 0u; r < 4u; r++) {
+    // Rows my_rows + (0, 1) and + (2, 3) are pairs: the tile and each thread's block start even.
+    for (var r = 0u; r < 4u; r += 2u) {
         let row = row0 + my_rows + r;
         for (var n = 0u; n < 4u; n++) {
             let token = my_tokens + n;
             if (row < P.rows && token < tokens) {
-                let y = (token0 + token) * P.out_stride + P.out_offset + row;
-                Y[y] = select(0.0, Y[y], P.accumulate == 1u) + acc[r][n];
+                store_pair(token0 + token, row, acc[r][n], acc[r + 1u][n]);
             }
         }
     }

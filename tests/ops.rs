@@ -2,10 +2,10 @@
 
 mod common;
 
-use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, Rng};
+use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, RandomFile, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, Stacked};
+use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
 use wick::ops::rope::Rope;
 use wick::ops::{attention, embed, matvec, rms_norm, rope_kv, swiglu};
 
@@ -184,39 +184,69 @@ fn rms_norm_and_swiglu_against_cpu() {
     assert!(e < 1e-10, "swiglu nmse {e}");
 }
 
-/// RoPE (both orderings, with and without frequency factors) and the cache write for a run of tokens,
-/// then causal attention over a cache filled at random before them, against the CPU. Runs of 1 token
-/// and of 3 (each query sees the keys before it and its own, not the ones after), and a long run
-/// whose first query sees fewer keys than the kernel's block of 64 and whose last sees several blocks.
+/// The attention's projection fused with RoPE and the cache write (`rope_kv::push`), then causal
+/// attention over a cache filled at random before the run, against the CPU. q and k are one Q8_0
+/// tensor, uploaded in parts of whole heads, and v an F16 one beside it; 32 of each head's 48
+/// dimensions rotate, with and without frequency factors. Runs of 1 token (the pair matvec) and of 3
+/// and 140 (the matmul): each query sees the keys before it and its own, not the ones after, and the
+/// long run's first query sees fewer keys than attention's block of 64, its last several blocks.
 #[test]
-fn rope_and_attention_against_cpu() {
+fn projection_rope_and_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(31);
-    let (n_head, n_kv_head, head_dim, n_ctx) = (6u32, 2u32, 48u32, 217u32);
-    let kv_dim = (n_kv_head * head_dim) as usize;
-    let cases = [
-        (false, false, 70u32, 1usize),
-        (true, false, 70, 3),
-        (false, true, 150, 3),
-        (true, true, 5, 140),
-    ];
-    for (neox, with_factors, pos, n_tokens) in cases {
-        let rope = Rope {
-            n_rot: 32,
-            freq_base: 10000.0,
-            freq_scale: 0.5,
-            neox,
-            yarn: None,
-        };
-        let heads = rope_kv::Heads {
-            n_head,
-            n_kv_head,
-            head_dim,
-        };
-        let q = rng.vec(n_tokens * (n_head * head_dim) as usize);
-        let k = rng.vec(n_tokens * kv_dim);
-        let v = rng.vec(n_tokens * kv_dim);
-        let factors: Vec<f32> = (0..16).map(|i| 1.0 + i as f32 * 0.25).collect();
+    let (n_head, n_kv_head, head_dim, n_ctx, cols) = (6u32, 2u32, 48u32, 217u32, 64u32);
+    let (q_len, kv_dim) = (
+        (n_head * head_dim) as usize,
+        (n_kv_head * head_dim) as usize,
+    );
+    let heads = rope_kv::Heads {
+        n_head,
+        n_kv_head,
+        head_dim,
+    };
+    let f = RandomFile::new(
+        &[
+            (GgmlType::Q8_0, q_len as u32, cols),
+            (GgmlType::Q8_0, kv_dim as u32, cols),
+            (GgmlType::F16, kv_dim as u32, cols),
+        ],
+        &mut rng,
+    );
+    let upload = |infos: &[&wick::gguf::TensorInfo], max_part| {
+        GpuTensor::upload_stacked(&gpu, &f.header, &f.source, infos, max_part, &mut |_| {})
+            .block_on()
+            .unwrap()
+    };
+    // Room for 200 rows: 192, two of the 96-row groups q and k share.
+    let qk = upload(&[f.info(0), f.info(1)], 68 * 200 + 4);
+    assert_eq!(
+        qk.parts.iter().map(|p| p.rows).collect::<Vec<_>>(),
+        [192, 192]
+    );
+    let qkv = Stacked {
+        tensors: vec![
+            (qk, 0),
+            (upload(&[f.info(2)], 1 << 20), (q_len + kv_dim) as u32),
+        ],
+        rows: (q_len + 2 * kv_dim) as u32,
+    };
+    let w: Vec<f32> = f.deq.concat();
+    let rows = q_len + 2 * kv_dim;
+    let factors: Vec<f32> = (0..16).map(|i| 1.0 + i as f32 * 0.25).collect();
+    let rope = Rope {
+        n_rot: 32,
+        freq_base: 10000.0,
+        freq_scale: 0.5,
+        neox: false,
+        yarn: None,
+    };
+    for (with_factors, pos, n_tokens) in [
+        (false, 70u32, 1usize),
+        (true, 70, 1),
+        (false, 150, 3),
+        (true, 5, 140),
+    ] {
+        let x = rng.vec(n_tokens * cols as usize);
         // The cache before this run: positions < pos random, the rest zero.
         let mut kc = vec![0f32; n_ctx as usize * kv_dim];
         let mut vc = vec![0f32; n_ctx as usize * kv_dim];
@@ -224,34 +254,32 @@ fn rope_and_attention_against_cpu() {
             kc[i] = rng.f32();
             vc[i] = rng.f32();
         }
-        // Each token's q, k and v side by side in one row, as the stacked projection writes them.
-        let q_len = (n_head * head_dim) as usize;
-        let stride = q_len + 2 * kv_dim;
-        let qkv: Vec<f32> = (0..n_tokens)
-            .flat_map(|t| {
-                let mut row = q[t * q_len..(t + 1) * q_len].to_vec();
-                row.extend_from_slice(&k[t * kv_dim..(t + 1) * kv_dim]);
-                row.extend_from_slice(&v[t * kv_dim..(t + 1) * kv_dim]);
-                row
-            })
-            .collect();
-        let qkvb = f32_buffer(&gpu, &qkv);
         let (kcb, vcb) = (f32_buffer(&gpu, &kc), f32_buffer(&gpu, &vc));
         let fb = f32_buffer(&gpu, &factors);
-        let out = scratch_buffer(&gpu, "out", q.len() as u64 * 4)
-            .block_on()
-            .unwrap();
+        let scratch = |n: usize| {
+            scratch_buffer(&gpu, "out", n as u64 * 4)
+                .block_on()
+                .unwrap()
+        };
+        let (qb, out) = (scratch(n_tokens * q_len), scratch(n_tokens * q_len));
         let mut plan = plan_at(&gpu, pos, &vec![0; n_tokens]);
-        let bufs = rope_kv::RopeBuffers {
-            qkv: &qkvb,
+        let outputs = rope_kv::RopeBuffers {
+            q: &qb,
             k_cache: &kcb,
             v_cache: &vcb,
             factors: with_factors.then_some(&fb),
         };
-        rope_kv::push(&mut plan, &rope, heads, &bufs);
+        rope_kv::push(
+            &mut plan,
+            &qkv,
+            &f32_buffer(&gpu, &x),
+            &rope,
+            heads,
+            &outputs,
+        );
         let abufs = attention::AttentionBuffers {
-            q: &qkvb,
-            q_stride: stride as u32,
+            q: &qb,
+            q_stride: q_len as u32,
             k_cache: &kcb,
             v_cache: &vcb,
             out: &out,
@@ -259,32 +287,34 @@ fn rope_and_attention_against_cpu() {
         attention::push(&mut plan, n_head, n_kv_head, head_dim, &abufs);
         run(&gpu, plan);
 
-        // CPU: rotate each token's heads at its position, write the cache, attend causally.
-        let f = with_factors.then_some(&factors[..]);
+        // CPU: project, rotate each token's heads at its position, write the cache, attend causally.
+        let fs = with_factors.then_some(&factors[..]);
         let hd = head_dim as usize;
-        let mut q_rot = q.clone();
-        let mut k_rot = k.clone();
+        let mut q_rot = Vec::new();
         for t in 0..n_tokens {
             let p = pos + t as u32;
-            for h in q_rot[t * q_len..(t + 1) * q_len].chunks_mut(hd) {
-                rope.reference(h, p, f);
-            }
-            for h in k_rot[t * kv_dim..(t + 1) * kv_dim].chunks_mut(hd) {
-                rope.reference(h, p, f);
+            let mut y = vec![0f32; rows];
+            matvec::reference(
+                &w,
+                &x[t * cols as usize..(t + 1) * cols as usize],
+                &mut y,
+                false,
+            );
+            for h in y[..q_len + kv_dim].chunks_mut(hd) {
+                rope.reference(h, p, fs);
             }
             let at = p as usize * kv_dim;
-            kc[at..at + kv_dim].copy_from_slice(&k_rot[t * kv_dim..(t + 1) * kv_dim]);
-            vc[at..at + kv_dim].copy_from_slice(&v[t * kv_dim..(t + 1) * kv_dim]);
+            kc[at..at + kv_dim].copy_from_slice(&y[q_len..q_len + kv_dim]);
+            vc[at..at + kv_dim].copy_from_slice(&y[q_len + kv_dim..]);
+            q_rot.extend_from_slice(&y[..q_len]);
         }
-        let label = format!("neox={neox} factors={with_factors} pos={pos} tokens={n_tokens}");
-        let got_qkv = read_back_f32(&gpu, &qkvb, qkv.len()).block_on().unwrap();
-        let got_q: Vec<f32> = got_qkv
-            .chunks(stride)
-            .flat_map(|row| row[..q_len].to_vec())
-            .collect();
+        let label = format!("factors={with_factors} pos={pos} tokens={n_tokens}");
+        let got_q = read_back_f32(&gpu, &qb, q_rot.len()).block_on().unwrap();
         assert!(nmse(&got_q, &q_rot) < 1e-10, "{label}: rotated q");
         let got_kc = read_back_f32(&gpu, &kcb, kc.len()).block_on().unwrap();
         assert!(nmse(&got_kc, &kc) < 1e-10, "{label}: k cache");
+        let got_vc = read_back_f32(&gpu, &vcb, vc.len()).block_on().unwrap();
+        assert!(nmse(&got_vc, &vc) < 1e-10, "{label}: v cache");
 
         let heads = (n_head as usize, n_kv_head as usize, hd);
         let want: Vec<f32> = (0..n_tokens)
@@ -296,6 +326,138 @@ fn rope_and_attention_against_cpu() {
         let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
         assert!(e < 1e-9, "{label}: attention nmse {e}");
+    }
+}
+
+/// The SwiGLU block, x += down(silu(gate xn) * up xn), against the CPU, for one token (the pair
+/// matvec) and a run of 5 (the matmul): gate and up of every type interleaved in one tensor (h
+/// straight from their projection), split into parts of whole pairs; then gate and up of two types
+/// kept apart (swiglu.wgsl after them); then every kernel shape tuning may choose for the pairs.
+#[test]
+fn swiglu_block_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(64);
+    let n_ff = 64u32;
+    let interleave = |f: &RandomFile, max_part| {
+        let pair = [f.info(0), f.info(1)];
+        GpuTensor::upload_interleaved(&gpu, &f.header, &f.source, pair, max_part, &mut |_| {})
+            .block_on()
+            .unwrap()
+    };
+    for ty in GgmlType::ALL {
+        let cols = if ty.block_len() == 256 { 768 } else { 736 };
+        let f = RandomFile::new(&[(ty, n_ff, cols), (ty, n_ff, cols)], &mut rng);
+        // Room for 11 rows: parts of 10, five pairs.
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let w = interleave(&f, row_bytes * 11 + 4);
+        assert!(
+            w.parts.iter().all(|p| p.rows == 10 || p.first_row == 120),
+            "{ty}"
+        );
+        let gate_up = swiglu::GateUp::Interleaved(w);
+        check_swiglu_block(
+            &gpu,
+            &gate_up,
+            (&f.deq[0], &f.deq[1]),
+            cols,
+            &ty.to_string(),
+            &mut rng,
+        );
+    }
+
+    let cols = 768;
+    let f = RandomFile::new(
+        &[(GgmlType::Q4_K, n_ff, cols), (GgmlType::Q6_K, n_ff, cols)],
+        &mut rng,
+    );
+    let upload = |i: usize| {
+        GpuTensor::upload(&gpu, &f.header, &f.source, f.info(i), 1 << 20, &mut |_| {})
+            .block_on()
+            .unwrap()
+    };
+    let apart = swiglu::GateUp::Apart(Stacked {
+        tensors: vec![(upload(0), 0), (upload(1), n_ff)],
+        rows: 2 * n_ff,
+    });
+    check_swiglu_block(
+        &gpu,
+        &apart,
+        (&f.deq[0], &f.deq[1]),
+        cols,
+        "Q4_K and Q6_K apart",
+        &mut rng,
+    );
+
+    let f = RandomFile::new(
+        &[(GgmlType::Q4_K, n_ff, cols), (GgmlType::Q4_K, n_ff, cols)],
+        &mut rng,
+    );
+    let gate_up = swiglu::GateUp::Interleaved(interleave(&f, 1 << 20));
+    let shape = wick::gpu::MatvecShape {
+        kernel: wick::gpu::Kernel::MatvecPairs(wick::gpu::Store::SwiGlu),
+        ty: GgmlType::Q4_K,
+        cols,
+        rows: 2 * n_ff,
+    };
+    for candidate in shape.candidates() {
+        let mut tuning = wick::gpu::Tuning::default();
+        tuning.matvec.insert(shape.key(), candidate);
+        gpu.set_tuning(tuning);
+        let label = format!("Q4_K pairs at {candidate:?}");
+        check_swiglu_block(
+            &gpu,
+            &gate_up,
+            (&f.deq[0], &f.deq[1]),
+            cols,
+            &label,
+            &mut rng,
+        );
+    }
+    gpu.set_tuning(wick::gpu::Tuning::default());
+}
+
+/// `swiglu::push_ffn` with these gate and up (dequantized: `gate`, `up`) and a random Q8_0 down,
+/// against the CPU, for 1 token and for 5.
+fn check_swiglu_block(
+    gpu: &wick::gpu::Gpu,
+    gate_up: &swiglu::GateUp,
+    (gate, up): (&[f32], &[f32]),
+    cols: u32,
+    label: &str,
+    rng: &mut Rng,
+) {
+    let (n_ff, d) = (gate_up.n_ff(), cols as usize);
+    let (down, down_deq) = packed(gpu, GgmlType::Q8_0, cols, n_ff, 1 << 20, rng);
+    for n_tokens in [1usize, 5] {
+        let (xn, x0) = (rng.vec(n_tokens * d), rng.vec(n_tokens * d));
+        let x = f32_buffer(gpu, &x0);
+        let scratch = |n: u32| {
+            let bytes = n_tokens as u64 * n as u64 * 4;
+            scratch_buffer(gpu, "scratch", bytes).block_on().unwrap()
+        };
+        let (gate_up_out, hidden) = (scratch(2 * n_ff), scratch(n_ff));
+        let mut plan = plan_at(gpu, 0, &vec![0; n_tokens]);
+        let xn_buffer = f32_buffer(gpu, &xn);
+        swiglu::push_ffn(
+            &mut plan,
+            (gate_up, &down),
+            &xn_buffer,
+            (&gate_up_out, &hidden),
+            &x,
+        );
+        run(gpu, plan);
+        let mut want = x0.clone();
+        for t in 0..n_tokens {
+            let xn_t = &xn[t * d..(t + 1) * d];
+            let (mut g, mut u) = (vec![0f32; n_ff as usize], vec![0f32; n_ff as usize]);
+            matvec::reference(gate, xn_t, &mut g, false);
+            matvec::reference(up, xn_t, &mut u, false);
+            let h = swiglu::reference(&g, &u);
+            matvec::reference(&down_deq, &h, &mut want[t * d..(t + 1) * d], true);
+        }
+        let got = read_back_f32(gpu, &x, want.len()).block_on().unwrap();
+        let e = nmse(&got, &want);
+        assert!(e < 1e-10, "{label}, {n_tokens} tokens: nmse {e}");
     }
 }
 
@@ -365,7 +527,13 @@ fn matvec_every_tuning_candidate_against_cpu() {
     for (ty, cols) in [(GgmlType::Q4_K, 1024u32), (GgmlType::Q8_0, 160)] {
         let rows = 37;
         let (w, deq) = packed(&gpu, ty, rows, cols, 1 << 20, &mut rng);
-        let shape = wick::gpu::MatvecShape { ty, cols, rows };
+        let kernel = wick::gpu::Kernel::Matvec;
+        let shape = wick::gpu::MatvecShape {
+            kernel,
+            ty,
+            cols,
+            rows,
+        };
         let x = rng.vec(cols as usize);
         for candidate in shape.candidates() {
             let mut tuning = wick::gpu::Tuning::default();

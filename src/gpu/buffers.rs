@@ -71,6 +71,8 @@ impl Shape {
 enum Packed<'a> {
     /// Byte ranges of a source, one after the other: one tensor's, or several stacked.
     Source(&'a dyn ByteSource, Vec<std::ops::Range<u64>>),
+    /// Two tensors' rows of `row_bytes` bytes taken in turn: row 0 of each, then row 1 of each, ...
+    Interleaved(&'a dyn ByteSource, [std::ops::Range<u64>; 2], u64),
     /// Bytes made on the host.
     Host(&'a [u8]),
 }
@@ -94,6 +96,28 @@ impl Packed<'_> {
                         break;
                     }
                 }
+                Ok(())
+            }
+            Packed::Interleaved(source, [a, b], row_bytes) => {
+                // The pairs the bytes asked for touch: a run of rows of each tensor (two reads), then
+                // interleaved on the host.
+                let pair_bytes = 2 * row_bytes;
+                let first = offset / pair_bytes;
+                let end = (offset + buf.len() as u64).div_ceil(pair_bytes);
+                let run = ((end - first) * row_bytes) as usize;
+                let mut rows = vec![0u8; 2 * run];
+                let (rows_a, rows_b) = rows.split_at_mut(run);
+                source.read_at(a.start + first * row_bytes, rows_a).await?;
+                source.read_at(b.start + first * row_bytes, rows_b).await?;
+                let row = *row_bytes as usize;
+                let pairs: Vec<u8> = rows_a
+                    .chunks(row)
+                    .zip(rows_b.chunks(row))
+                    .flat_map(|(ra, rb)| ra.iter().chain(rb))
+                    .copied()
+                    .collect();
+                let skip = (offset - first * pair_bytes) as usize;
+                buf.copy_from_slice(&pairs[skip..skip + buf.len()]);
                 Ok(())
             }
             Packed::Host(bytes) => {
@@ -137,15 +161,39 @@ impl GpuTensor {
         let shape = Shape {
             name: names.join(" + "),
             rows: infos.iter().map(|i| i.rows()).sum(),
-            group_rows: if infos.len() == 1 {
-                first.group_rows
-            } else {
-                1
+            // Several matrices: groups of rows that divide each (for q, k and v, whole heads).
+            group_rows: match infos {
+                [_] => first.group_rows,
+                _ => infos.iter().map(|i| i.rows()).fold(0, gcd),
             },
             ..first
         };
         let ranges = infos.iter().map(|i| header.tensor_range(i)).collect();
         let packed = Packed::Source(source, ranges);
+        GpuTensor::stream(gpu, &shape, max_part, &packed, progress).await
+    }
+
+    /// Streams two tensors of one shape and type into one, their rows interleaved: a's row 0, b's row
+    /// 0, a's row 1, ... (gate and up, so that one kernel finds both rows of a pair side by side).
+    pub async fn upload_interleaved(
+        gpu: &Gpu,
+        header: &Header,
+        source: &dyn ByteSource,
+        [a, b]: [&TensorInfo; 2],
+        max_part: u64,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<GpuTensor, crate::Error> {
+        assert!(a.ty == b.ty && a.dims == b.dims);
+        let first = Shape::of(a);
+        let shape = Shape {
+            name: format!("{} + {}", a.name, b.name),
+            rows: 2 * first.rows,
+            group_rows: 2,
+            ..first
+        };
+        let row_bytes = a.ty.bytes_for(first.row_len).unwrap_or(0);
+        let ranges = [header.tensor_range(a), header.tensor_range(b)];
+        let packed = Packed::Interleaved(source, ranges, row_bytes);
         GpuTensor::stream(gpu, &shape, max_part, &packed, progress).await
     }
 
@@ -183,14 +231,20 @@ impl GpuTensor {
         if rows > u32::MAX as u64 || row_bytes > u32::MAX as u64 {
             return Err(too_large("the shape", rows.saturating_mul(row_bytes)).into());
         }
-        // Rows per part, keeping each part (padded to 4 bytes) within one binding, and whole groups
-        // (experts, heads) in one part where a group fits.
+        // Rows per part, keeping each part (padded to 4 bytes) within one binding, whole groups
+        // (experts, heads) in one part where a group fits, and else pairs of rows whole where groups
+        // are even (the kernels that fuse a projection with what follows take rows 2p and 2p + 1).
         let mut rows_per_part = (max_part.saturating_sub(4) / row_bytes).min(rows);
         if rows_per_part == 0 {
             return Err(too_large("one row", row_bytes).into());
         }
-        if rows_per_part >= shape.group_rows && rows_per_part < rows {
-            rows_per_part -= rows_per_part % shape.group_rows;
+        if rows_per_part < rows {
+            let whole = match shape.group_rows {
+                g if g <= rows_per_part => g,
+                g if g % 2 == 0 => 2,
+                _ => 1,
+            };
+            rows_per_part = (rows_per_part - rows_per_part % whole).max(1);
         }
         let mut parts = Vec::new();
         let mut first_row = 0u64;
@@ -240,6 +294,14 @@ impl GpuTensor {
     /// Bytes of weights a full matvec over this tensor reads.
     pub fn bytes(&self) -> u64 {
         self.rows as u64 * self.row_bytes as u64
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

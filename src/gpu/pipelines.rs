@@ -12,15 +12,15 @@ use std::sync::{Arc, Mutex};
 pub enum Kernel {
     /// y = W x (+ y), W packed, for one token; rows may read x in groups (per-head matrices).
     Matvec,
-    /// Y = X W^T (+ Y), W packed, for the tokens of a prompt's chunk.
-    Matmul,
+    /// W x for one token, two rows at a time, each pair stored as the `Store` says.
+    MatvecPairs(Store),
+    /// X W^T, W packed, for the tokens of a prompt's chunk, each pair of rows stored as the `Store` says.
+    Matmul(Store),
     /// Matvecs over the experts a router chose, by index.
     MatvecId,
     /// Rows of a packed table, dequantized.
     Embed,
     RmsNorm,
-    /// RoPE on q and k, then k and v into the cache.
-    RopeKv,
     /// Causal attention of the run's queries, a workgroup per head and token.
     Attention,
     /// One token's attention split over the sequence, and the merge of the splits.
@@ -36,19 +36,49 @@ pub enum Kernel {
     MlaAttention,
 }
 
+/// What the kernels that compute W's rows in pairs do with a pair (shaders/store_*.wgsl): the fusions
+/// of the projections with the step that follows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Store {
+    /// Both rows as they are (+ y, the residual add).
+    Rows,
+    /// silu(gate) * up, from gate's and up's rows interleaved.
+    SwiGlu,
+    /// q and k rotated by RoPE, k and v written into the cache.
+    RopeKv,
+}
+
+impl Store {
+    fn source(self) -> &'static str {
+        match self {
+            Store::Rows => include_str!("../../shaders/store_rows.wgsl"),
+            Store::SwiGlu => include_str!("../../shaders/store_swiglu.wgsl"),
+            Store::RopeKv => concat!(
+                include_str!("../../shaders/rope.wgsl"),
+                include_str!("../../shaders/store_rope_kv.wgsl")
+            ),
+        }
+    }
+}
+
 impl Kernel {
     /// The kernel's WGSL: the shared files it needs, then its body.
-    fn body(self) -> &'static str {
+    fn body(self) -> String {
         macro_rules! wgsl {
             ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
         }
-        match self {
+        let body = match self {
             Kernel::Matvec => wgsl!("row_dot.wgsl", "matvec.wgsl"),
-            Kernel::Matmul => wgsl!("step.wgsl", "matmul.wgsl"),
+            Kernel::MatvecPairs(store) => {
+                let body = wgsl!("step.wgsl", "row_dot.wgsl", "matvec_pairs.wgsl");
+                return [body, store.source()].concat();
+            }
+            Kernel::Matmul(store) => {
+                return [wgsl!("step.wgsl", "matmul.wgsl"), store.source()].concat();
+            }
             Kernel::MatvecId => wgsl!("row_dot.wgsl", "matvec_id.wgsl"),
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),
-            Kernel::RopeKv => wgsl!("step.wgsl", "rope.wgsl", "rope_kv.wgsl"),
             Kernel::Attention => wgsl!("step.wgsl", "reduce.wgsl", "attend.wgsl", "attention.wgsl"),
             Kernel::AttentionSplit => {
                 wgsl!(
@@ -70,7 +100,8 @@ impl Kernel {
                     "mla_attention.wgsl"
                 )
             }
-        }
+        };
+        body.to_string()
     }
 }
 
@@ -112,10 +143,15 @@ impl PipelineKey {
         }
     }
 
-    /// The matvec kernel for a weight type at [workgroup, threads per row].
-    pub fn matvec(ty: GgmlType, [workgroup, threads_per_row]: [u32; 2]) -> PipelineKey {
+    /// A matvec kernel (`Kernel::Matvec` or `Kernel::MatvecPairs`) for a weight type at [workgroup,
+    /// threads per row].
+    pub fn matvec(
+        kernel: Kernel,
+        ty: GgmlType,
+        [workgroup, threads_per_row]: [u32; 2],
+    ) -> PipelineKey {
         PipelineKey {
-            kernel: Kernel::Matvec,
+            kernel,
             ty: Some(ty),
             workgroup,
             threads_per_row: Some(threads_per_row),
@@ -148,7 +184,7 @@ impl PipelineKey {
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));
             src.push_str(dequant_source(ty));
         }
-        src.push_str(self.kernel.body());
+        src.push_str(&self.kernel.body());
         src
     }
 }

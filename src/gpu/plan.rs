@@ -137,11 +137,11 @@ impl Plan {
         self.push_shaped(key, buffers, params, workgroups, None);
     }
 
-    /// Adds a matvec dispatch (shaders/matvec.wgsl) of this shape, with the workgroup size and threads
-    /// per row the plan's tuning gives it.
+    /// Adds a matvec dispatch (shaders/matvec.wgsl or matvec_pairs.wgsl) of this shape, with the
+    /// workgroup size and threads per row the plan's tuning gives it, for each token of the run.
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
-        let key = PipelineKey::matvec(shape.ty, self.tuning.matvec(&shape));
-        let workgroups = matvec_workgroups(&shape, &key);
+        let key = PipelineKey::matvec(shape.kernel, shape.ty, self.tuning.matvec(&shape));
+        let workgroups = matvec_workgroups(&shape, &key, self.batch);
         self.push_shaped(key, buffers, params, workgroups, Some(shape));
     }
 
@@ -215,9 +215,10 @@ impl Plan {
         for d in &mut dispatches {
             let Some(matvec) = d.matvec else { continue };
             let shape = tuning.matvec(&matvec);
-            if d.key != PipelineKey::matvec(matvec.ty, shape) {
+            let key = PipelineKey::matvec(matvec.kernel, matvec.ty, shape);
+            if d.key != key {
                 let (pipeline, bind_group, workgroups) = self.reshaped(gpu, d, shape);
-                d.key = PipelineKey::matvec(matvec.ty, shape);
+                d.key = key;
                 (d.pipeline, d.bind_group, d.workgroups) = (pipeline, bind_group, workgroups);
             }
         }
@@ -234,11 +235,15 @@ impl Plan {
         shape: [u32; 2],
     ) -> (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]) {
         let matvec = d.matvec.expect("a matvec dispatch");
-        let key = PipelineKey::matvec(matvec.ty, shape);
+        let key = PipelineKey::matvec(matvec.kernel, matvec.ty, shape);
         let pipeline = gpu.pipelines.get(&gpu.device, key);
         let arena = self.arena_buffer.as_ref().expect("a finished plan");
         let bind_group = bind(gpu, &pipeline, &d.buffers, (arena, d.params));
-        (pipeline, bind_group, matvec_workgroups(&matvec, &key))
+        (
+            pipeline,
+            bind_group,
+            matvec_workgroups(&matvec, &key, self.batch),
+        )
     }
 
     /// Records every dispatch into `pass`.
@@ -282,10 +287,11 @@ fn bind(
     })
 }
 
-/// A matvec's workgroups: one per WG / TPR rows.
-fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey) -> [u32; 3] {
-    let rows_per_workgroup = key.workgroup / key.threads_per_row.expect("a matvec key");
-    grid(shape.rows.div_ceil(rows_per_workgroup))
+/// A matvec's workgroups: one per WG / TPR row slots, and a layer of them per token.
+fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey, tokens: u32) -> [u32; 3] {
+    let slots = key.workgroup / key.threads_per_row.expect("a matvec key");
+    let [x, y, _] = grid(shape.rows.div_ceil(shape.rows_per_slot() * slots));
+    [x, y, tokens]
 }
 
 /// Workgroup counts for `n` workgroups, folded into a second dimension past the 65535 limit.

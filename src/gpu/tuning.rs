@@ -2,6 +2,7 @@
 //! defaults serve every adapter; `Engine::tune` times the candidates on this one, and the winners,
 //! kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
 
+use super::{Kernel, Store};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -9,13 +10,16 @@ use std::collections::BTreeMap;
 /// Winners by shape.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tuning {
-    /// "TYPE COLSxROWS" (a matvec's weight type, row length and rows) to [workgroup, threads per row].
+    /// "TYPE COLSxROWS" (a matvec's weight type, row length and rows; then the store, for the kernels
+    /// that take rows in pairs) to [workgroup, threads per row].
     pub matvec: BTreeMap<String, [u32; 2]>,
 }
 
 /// What a matvec dispatch's shape is, for finding its winner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatvecShape {
+    /// `Kernel::Matvec` or `Kernel::MatvecPairs`.
+    pub kernel: Kernel,
     pub ty: GgmlType,
     pub cols: u32,
     pub rows: u32,
@@ -23,7 +27,21 @@ pub struct MatvecShape {
 
 impl MatvecShape {
     pub fn key(&self) -> String {
-        format!("{} {}x{}", self.ty, self.cols, self.rows)
+        let shape = format!("{} {}x{}", self.ty, self.cols, self.rows);
+        match self.kernel {
+            Kernel::MatvecPairs(Store::Rows) => shape + " pairs",
+            Kernel::MatvecPairs(Store::SwiGlu) => shape + " swiglu",
+            Kernel::MatvecPairs(Store::RopeKv) => shape + " rope_kv",
+            _ => shape,
+        }
+    }
+
+    /// Rows one row slot (TPR threads) of the kernel computes.
+    pub fn rows_per_slot(&self) -> u32 {
+        match self.kernel {
+            Kernel::MatvecPairs(_) => 2,
+            _ => 1,
+        }
     }
 
     pub fn default_threads_per_row(&self) -> u32 {

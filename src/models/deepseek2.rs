@@ -15,12 +15,13 @@
 
 use super::{Ends, Forward, Loader};
 use crate::gguf::GgmlType;
-use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, Stacked, StepInput};
+use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
 use crate::ops::matvec_id::{self, Experts, Output};
 use crate::ops::mla::{self, Mla};
 use crate::ops::moe_route::{self, Gating};
 use crate::ops::rope::{Rope, Yarn};
-use crate::ops::{embed, matvec, rms_norm, swiglu};
+use crate::ops::swiglu::{self, GateUp};
+use crate::ops::{embed, matvec, rms_norm};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -178,7 +179,7 @@ enum QueryWeights {
 
 enum FeedForward {
     Dense {
-        gate_up: Stacked,
+        gate_up: GateUp,
         down: GpuTensor,
     },
     Moe {
@@ -187,8 +188,8 @@ enum FeedForward {
         gate: GpuTensor,
         up: GpuTensor,
         down: GpuTensor,
-        /// The shared experts' gate and up, stacked, and their down.
-        shared: Option<(Stacked, GpuTensor)>,
+        /// The shared experts' gate and up, and their down.
+        shared: Option<(GateUp, GpuTensor)>,
     },
 }
 
@@ -233,7 +234,7 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
     let ffn = if i < c.n_dense_lead {
         FeedForward::Dense {
             gate_up: l
-                .stacked(&[name("ffn_gate"), name("ffn_up")], d, &[c.n_ff, c.n_ff])
+                .gate_up([&name("ffn_gate"), &name("ffn_up")], d, c.n_ff)
                 .await?,
             down: l.matrix(&name("ffn_down"), c.n_ff, d).await?,
         }
@@ -243,9 +244,9 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
         let bias_name = format!("blk.{i}.exp_probs_b.bias");
         let shared = if moe.n_shared > 0 {
             let fs = f * moe.n_shared;
-            let gate_up = [name("ffn_gate_shexp"), name("ffn_up_shexp")];
+            let gate_up = [&name("ffn_gate_shexp"), &name("ffn_up_shexp")];
             Some((
-                l.stacked(&gate_up, d, &[fs, fs]).await?,
+                l.gate_up(gate_up.map(|n| n.as_str()), d, fs).await?,
                 l.matrix(&name("ffn_down_shexp"), fs, d).await?,
             ))
         } else {

@@ -4,7 +4,8 @@
 use super::{Ends, Forward, Loader};
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Stacked, StepInput};
 use crate::ops::rope::Rope;
-use crate::ops::{attention, embed, matvec, rms_norm, rope_kv, swiglu};
+use crate::ops::swiglu::{self, GateUp};
+use crate::ops::{attention, embed, matvec, rms_norm, rope_kv};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -76,7 +77,7 @@ struct Block {
     attn_qkv: Stacked,       // attn_q, attn_k, attn_v: ((n_head + 2 n_kv_head) head_dim, n_embd)
     attn_output: GpuTensor,  // (n_embd, n_head * head_dim)
     ffn_norm: wgpu::Buffer,  // (n_embd)
-    ffn_gate_up: Stacked,    // ffn_gate, ffn_up: (2 n_ff, n_embd)
+    ffn_gate_up: GateUp,     // ffn_gate, ffn_up: (2 n_ff, n_embd)
     ffn_down: GpuTensor,     // (n_embd, n_ff)
     k_cache: wgpu::Buffer,   // (n_ctx, n_kv_head, head_dim)
     v_cache: wgpu::Buffer,   // (n_ctx, n_kv_head, head_dim)
@@ -100,9 +101,9 @@ enum Attention<'a> {
 struct Activations {
     x: wgpu::Buffer,       // (batch, n_embd) the residual stream
     xn: wgpu::Buffer,      // (batch, n_embd) normed
-    qkv: wgpu::Buffer,     // (batch, (n_head + 2 n_kv_head) head_dim)
+    q: wgpu::Buffer,       // (batch, n_head * head_dim), rotated (k and v go to the cache)
     attn: wgpu::Buffer,    // (batch, n_head * head_dim)
-    gate_up: wgpu::Buffer, // (batch, 2 n_ff)
+    gate_up: wgpu::Buffer, // (batch, 2 n_ff), where gate and up are kept apart
     hidden: wgpu::Buffer,  // (batch, n_ff)
 }
 
@@ -142,7 +143,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, batch: u32) -> Result<Forward,
             attn_output: l.matrix(&name("attn_output"), q_dim, d).await?,
             ffn_norm: l.vector(&name("ffn_norm"), d).await?,
             ffn_gate_up: l
-                .stacked(&names(&["ffn_gate", "ffn_up"]), d, &[c.n_ff, c.n_ff])
+                .gate_up([&name("ffn_gate"), &name("ffn_up")], d, c.n_ff)
                 .await?,
             ffn_down: l.matrix(&name("ffn_down"), c.n_ff, d).await?,
             k_cache: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), cache).await?,
@@ -155,7 +156,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, batch: u32) -> Result<Forward,
     let a = Activations {
         x: rows("x", d).await?,
         xn: rows("xn", d).await?,
-        qkv: rows("qkv", q_dim + 2 * kv_dim).await?,
+        q: rows("q", q_dim).await?,
         attn: rows("attn", q_dim).await?,
         gate_up: rows("gate_up", 2 * c.n_ff).await?,
         hidden: rows("hidden", c.n_ff).await?,
@@ -225,22 +226,21 @@ impl Model<'_> {
         for b in self.blocks {
             plan.layer_boundary();
             rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, c.n_embd, c.rms_eps);
-            matvec::push_stacked(plan, &b.attn_qkv, &a.xn, &a.qkv);
-            let caches = rope_kv::RopeBuffers {
-                qkv: &a.qkv,
-                k_cache: &b.k_cache,
-                v_cache: &b.v_cache,
-                factors: rope_freqs,
-            };
             let heads = rope_kv::Heads {
                 n_head: c.n_head,
                 n_kv_head: c.n_kv_head,
                 head_dim: c.head_dim,
             };
-            rope_kv::push(plan, &c.rope, heads, &caches);
+            let outputs = rope_kv::RopeBuffers {
+                q: &a.q,
+                k_cache: &b.k_cache,
+                v_cache: &b.v_cache,
+                factors: rope_freqs,
+            };
+            rope_kv::push(plan, &b.attn_qkv, &a.xn, &c.rope, heads, &outputs);
             let attn_buffers = attention::AttentionBuffers {
-                q: &a.qkv,
-                q_stride: b.attn_qkv.rows,
+                q: &a.q,
+                q_stride: c.n_head * c.head_dim,
                 k_cache: &b.k_cache,
                 v_cache: &b.v_cache,
                 out: &a.attn,

@@ -6,6 +6,7 @@ pub mod llama;
 
 use crate::gguf::{ByteSource, Header, TensorInfo};
 use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Plan, Stacked, StepInput};
+use crate::ops::swiglu::GateUp;
 use crate::Error;
 use std::sync::Arc;
 
@@ -214,19 +215,48 @@ impl<'a> Loader<'a> {
         })
     }
 
+    /// A SwiGLU block's gate and up matrices (`rows` rows of `cols` weights each): interleaved where
+    /// their types agree, stacked otherwise.
+    pub async fn gate_up(
+        &mut self,
+        [gate, up]: [&str; 2],
+        cols: u32,
+        rows: u32,
+    ) -> Result<GateUp, Error> {
+        let (g, u) = (
+            self.info(gate, &[cols, rows])?,
+            self.info(up, &[cols, rows])?,
+        );
+        if g.ty != u.ty {
+            let names = [gate.to_string(), up.to_string()];
+            return Ok(GateUp::Apart(
+                self.stacked(&names, cols, &[rows, rows]).await?,
+            ));
+        }
+        check_row_len(g)?;
+        let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
+        let tensor = GpuTensor::upload_interleaved(
+            &self.gpu,
+            self.header,
+            self.source,
+            [g, u],
+            self.gpu.max_binding(),
+            &mut |n| {
+                *done += n;
+                progress(*done, total);
+            },
+        )
+        .await?;
+        Ok(GateUp::Interleaved(tensor))
+    }
+
     async fn packed(&mut self, name: &str, shape: &[u32]) -> Result<GpuTensor, Error> {
         let t = self.info(name, shape)?;
         self.upload(&[t]).await
     }
 
     async fn upload(&mut self, infos: &[&TensorInfo]) -> Result<GpuTensor, Error> {
-        let cols = infos[0].row_len();
-        if cols % 32 != 0 {
-            return Err(Error::Model(format!(
-                "tensor {}: rows of {cols} weights are not a multiple of 32",
-                infos[0].name
-            )));
-        }
+        check_row_len(infos[0])?;
         let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
         let tensor = GpuTensor::upload_stacked(
             &self.gpu,
@@ -262,6 +292,18 @@ impl<'a> Loader<'a> {
         let data = self.host_f32(name, &[len]).await?;
         Ok(storage_buffer(&self.gpu, name, bytemuck::cast_slice(&data)))
     }
+}
+
+/// The kernels take rows in 32-weight chunks.
+fn check_row_len(info: &TensorInfo) -> Result<(), Error> {
+    let cols = info.row_len();
+    if cols % 32 != 0 {
+        return Err(Error::Model(format!(
+            "tensor {}: rows of {cols} weights are not a multiple of 32",
+            info.name
+        )));
+    }
+    Ok(())
 }
 
 /// The context length the model was trained for, where its metadata says.

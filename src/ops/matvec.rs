@@ -1,7 +1,9 @@
 //! y = W x on packed weights for each token of a run: shaders/matvec.wgsl for one token (decode), the
 //! tiled shaders/matmul.wgsl for a prompt's chunk, which dequantizes each weight once for 16 tokens.
+//! `push_pairs` is the way in for the fused projections: their kernels compute W's rows two at a time
+//! and hand each pair to a store (shaders/store_*.wgsl) that finishes the next step's work.
 
-use crate::gpu::{GpuTensor, Kernel, MatvecShape, PipelineKey, Plan, Stacked};
+use crate::gpu::{GpuTensor, Kernel, MatvecShape, PipelineKey, Plan, Stacked, Store, TensorPart};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -17,7 +19,7 @@ struct Params {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct MatmulParams {
+struct RowsParams {
     rows: u32,
     cols: u32,
     row_bytes: u32,
@@ -55,11 +57,8 @@ fn push_at(
         push_one(plan, w, x, (y, offset), accumulate, w.rows, 0);
         return;
     }
-    let key = PipelineKey::new(Kernel::Matmul, Some(w.ty));
-    let step = plan.step.clone();
-    let (tile_rows, tile_tokens) = MATMUL_TILE;
-    for part in &w.parts {
-        let p = MatmulParams {
+    let params = |part: &TensorPart| {
+        let p = RowsParams {
             rows: part.rows,
             cols: w.row_len,
             row_bytes: w.row_bytes,
@@ -67,17 +66,51 @@ fn push_at(
             accumulate: accumulate as u32,
             out_stride: stride,
         };
-        let workgroups = [
-            part.rows.div_ceil(tile_rows),
-            plan.batch.div_ceil(tile_tokens),
-            1,
-        ];
-        plan.push(
-            key,
-            &[&part.buffer, x, y, &step],
-            super::params(&p),
-            workgroups,
+        super::params(&p).to_vec()
+    };
+    push_pairs(plan, w, x, Store::Rows, &[y], params);
+}
+
+/// Adds W x for each token of the run, computed two rows at a time, each pair handed to `store`:
+/// shaders/matvec_pairs.wgsl for one token, the tiled matmul for more. `outputs` bind after W, x and
+/// the step input, and `params` gives each part of W its store's parameters (which begin with the
+/// part's rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
+pub fn push_pairs(
+    plan: &mut Plan,
+    w: &GpuTensor,
+    x: &wgpu::Buffer,
+    store: Store,
+    outputs: &[&wgpu::Buffer],
+    params: impl Fn(&TensorPart) -> Vec<u8>,
+) {
+    let step = plan.step.clone();
+    for part in &w.parts {
+        assert!(
+            store == Store::Rows || (part.first_row % 2 == 0 && part.rows % 2 == 0),
+            "{}: a part splits a pair of rows",
+            w.name
         );
+        let mut buffers = vec![&part.buffer, x, &step];
+        buffers.extend_from_slice(outputs);
+        let params = params(part);
+        if plan.batch == 1 {
+            let shape = MatvecShape {
+                kernel: Kernel::MatvecPairs(store),
+                ty: w.ty,
+                cols: w.row_len,
+                rows: part.rows,
+            };
+            plan.push_matvec(shape, &buffers, &params);
+        } else {
+            let (tile_rows, tile_tokens) = MATMUL_TILE;
+            let workgroups = [
+                part.rows.div_ceil(tile_rows),
+                plan.batch.div_ceil(tile_tokens),
+                1,
+            ];
+            let key = PipelineKey::new(Kernel::Matmul(store), Some(w.ty));
+            plan.push(key, &buffers, &params, workgroups);
+        }
     }
     plan.weight_bytes += w.bytes();
 }
@@ -112,6 +145,7 @@ fn push_one(
     for part in &w.parts {
         // Each part is its own shape: the tuned kernel shape for its rows.
         let shape = MatvecShape {
+            kernel: Kernel::Matvec,
             ty: w.ty,
             cols: w.row_len,
             rows: part.rows,

@@ -1,9 +1,11 @@
-//! RoPE on q and k, then k and v into the cache (shaders/rope_kv.wgsl).
+//! The attention's projection and what follows it, in one pass: q, k and v = W x (one stacked
+//! matrix), q and k rotated by RoPE at each token's position, q into its row and k and v into the
+//! cache at that position (the pair kernels ending in shaders/store_rope_kv.wgsl).
 
 use super::rope::{Rope, RopeParams};
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Plan, Stacked, Store, TensorPart};
 
-/// The heads the kernel rotates and caches.
+/// The heads the projection makes.
 #[derive(Clone, Copy, Debug)]
 pub struct Heads {
     pub n_head: u32,
@@ -15,17 +17,20 @@ pub struct Heads {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
     rope: RopeParams,
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    out_offset: u32,
     n_head: u32,
     n_kv_head: u32,
     head_dim: u32,
     has_factors: u32,
 }
 
-/// The cache and per-step inputs the kernel works on.
+/// Where the projection's results go.
 pub struct RopeBuffers<'a> {
-    /// (batch, (n_head + 2 n_kv_head) head_dim): each token's q, k and v side by side; q is rotated
-    /// in place.
-    pub qkv: &'a wgpu::Buffer,
+    /// (batch, n_head * head_dim): each token's q, rotated.
+    pub q: &'a wgpu::Buffer,
     /// (n_ctx, n_kv_head, head_dim)
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
@@ -33,22 +38,38 @@ pub struct RopeBuffers<'a> {
     pub factors: Option<&'a wgpu::Buffer>,
 }
 
-pub fn push(plan: &mut Plan, rope: &Rope, heads: Heads, b: &RopeBuffers) {
-    let p = Params {
-        rope: rope.params(),
-        n_head: heads.n_head,
-        n_kv_head: heads.n_kv_head,
-        head_dim: heads.head_dim,
-        has_factors: b.factors.is_some() as u32,
-    };
-    let threads = (heads.n_head + heads.n_kv_head) * heads.head_dim / 2;
+/// Adds the projection of x (batch, cols) through `qkv` (q's, k's and v's rows stacked), rotated and
+/// cached, for each token of the run.
+pub fn push(
+    plan: &mut Plan,
+    qkv: &Stacked,
+    x: &wgpu::Buffer,
+    rope: &Rope,
+    heads: Heads,
+    b: &RopeBuffers,
+) {
+    // The store rotates the pairs of rows (2i, 2i+1). A NeoX-ordered model would need its q and k
+    // rows reordered at load so that the dimensions it rotates together sit side by side.
+    assert!(!rope.neox, "the fused projection rotates adjacent pairs");
     // With no factors, the step buffer stands in for them: the binding must be there, unread.
     let step = plan.step.clone();
-    let factors = b.factors.unwrap_or(&step);
-    plan.push(
-        PipelineKey::new(Kernel::RopeKv, None),
-        &[b.qkv, b.k_cache, b.v_cache, factors, &step],
-        super::params(&p),
-        [threads.div_ceil(64), plan.batch, 1],
-    );
+    let outputs = [b.q, b.k_cache, b.v_cache, b.factors.unwrap_or(&step)];
+    for (w, offset) in &qkv.tensors {
+        assert!(offset % 2 == 0, "{}: its rows start inside a pair", w.name);
+        let params = |part: &TensorPart| {
+            let p = Params {
+                rope: rope.params(),
+                rows: part.rows,
+                cols: w.row_len,
+                row_bytes: w.row_bytes,
+                out_offset: offset + part.first_row,
+                n_head: heads.n_head,
+                n_kv_head: heads.n_kv_head,
+                head_dim: heads.head_dim,
+                has_factors: b.factors.is_some() as u32,
+            };
+            super::params(&p).to_vec()
+        };
+        super::matvec::push_pairs(plan, w, x, Store::RopeKv, &outputs, params);
+    }
 }

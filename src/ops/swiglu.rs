@@ -1,6 +1,9 @@
-//! h = silu(gate) * up (shaders/swiglu.wgsl), and the SwiGLU feed-forward block built on it.
+//! h = silu(gate) * up, and the SwiGLU feed-forward block built on it. Where gate and up share a type,
+//! their rows are interleaved at load and h comes straight out of their projection
+//! (shaders/store_swiglu.wgsl); otherwise, and for the experts' outputs, shaders/swiglu.wgsl makes h
+//! from gate's and up's outputs.
 
-use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan, Stacked};
+use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan, Stacked, Store, TensorPart};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -47,25 +50,63 @@ pub fn reference(g: &[f32], u: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// A SwiGLU feed-forward block added to the residual: x += down(silu(gate xn) * up xn). `gate_up`
-/// stacks gate's rows and then up's, written into `gate_up_out` (batch, 2 n_ff); `hidden`
-/// (batch, n_ff) is scratch.
+/// A SwiGLU block's gate and up projections, as loaded.
+pub enum GateUp {
+    /// Of one type, their rows interleaved (gate 0, up 0, gate 1, up 1, ...): one pass makes h.
+    Interleaved(GpuTensor),
+    /// Of two types, stacked: each writes its half of a (gate | up) row, then swiglu.wgsl makes h.
+    Apart(Stacked),
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct StoreParams {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    out_offset: u32,
+    out_stride: u32,
+}
+
+impl GateUp {
+    /// Values of h per token: n_ff.
+    pub fn n_ff(&self) -> u32 {
+        match self {
+            GateUp::Interleaved(w) => w.rows / 2,
+            GateUp::Apart(s) => s.rows / 2,
+        }
+    }
+}
+
+/// A SwiGLU feed-forward block added to the residual: x += down(silu(gate xn) * up xn). `gate_up_out`
+/// (batch, 2 n_ff) is scratch for gate and up kept apart, `hidden` (batch, n_ff) for h.
 pub fn push_ffn(
     plan: &mut Plan,
-    (gate_up, down): (&Stacked, &GpuTensor),
+    (gate_up, down): (&GateUp, &GpuTensor),
     xn: &wgpu::Buffer,
     (gate_up_out, hidden): (&wgpu::Buffer, &wgpu::Buffer),
     x: &wgpu::Buffer,
 ) {
-    let n_ff = gate_up.rows / 2;
-    super::matvec::push_stacked(plan, gate_up, xn, gate_up_out);
-    push_rows(
-        plan,
-        (gate_up_out, 0),
-        (gate_up_out, n_ff),
-        gate_up.rows,
-        hidden,
-        n_ff,
-    );
+    let n_ff = gate_up.n_ff();
+    match gate_up {
+        GateUp::Interleaved(w) => {
+            let params = |part: &TensorPart| {
+                let p = StoreParams {
+                    rows: part.rows,
+                    cols: w.row_len,
+                    row_bytes: w.row_bytes,
+                    out_offset: part.first_row / 2,
+                    out_stride: n_ff,
+                };
+                super::params(&p).to_vec()
+            };
+            super::matvec::push_pairs(plan, w, xn, Store::SwiGlu, &[hidden], params);
+        }
+        GateUp::Apart(stacked) => {
+            super::matvec::push_stacked(plan, stacked, xn, gate_up_out);
+            let (gate, up) = ((gate_up_out, 0), (gate_up_out, n_ff));
+            push_rows(plan, gate, up, 2 * n_ff, hidden, n_ff);
+        }
+    }
     super::matvec::push(plan, down, hidden, x, true);
 }

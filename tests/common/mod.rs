@@ -95,6 +95,59 @@ pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
     err / norm.max(1e-30)
 }
 
+/// Random matrices packed as their types, one after the other in an in-memory file (tensors "t0",
+/// "t1", ...), for the uploads that take several.
+pub struct RandomFile {
+    pub header: Header,
+    pub source: MemorySource,
+    /// Each matrix dequantized: the weights the GPU should see.
+    pub deq: Vec<Vec<f32>>,
+}
+
+impl RandomFile {
+    /// Matrices of (type, rows, cols).
+    pub fn new(matrices: &[(GgmlType, u32, u32)], rng: &mut Rng) -> RandomFile {
+        let (mut bytes, mut tensors, mut deq) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, &(ty, rows, cols)) in matrices.iter().enumerate() {
+            let w = rng.vec((rows * cols) as usize);
+            let mut packed = Vec::new();
+            quant::quantize(ty, &w, &mut packed).unwrap();
+            let mut d = vec![0f32; w.len()];
+            quant::dequantize(ty, &packed, &mut d).unwrap();
+            tensors.push(TensorInfo {
+                name: format!("t{i}"),
+                dims: vec![cols as u64, rows as u64],
+                ty,
+                offset: bytes.len() as u64,
+            });
+            bytes.extend_from_slice(&packed);
+            bytes.resize(bytes.len().next_multiple_of(32), 0);
+            deq.push(d);
+        }
+        let header = Header {
+            version: 3,
+            metadata: vec![],
+            tensors,
+            data_offset: 0,
+            alignment: 32,
+            file_len: bytes.len() as u64,
+        };
+        let source = MemorySource {
+            bytes,
+            name: "random".into(),
+        };
+        RandomFile {
+            header,
+            source,
+            deq,
+        }
+    }
+
+    pub fn info(&self, i: usize) -> &TensorInfo {
+        &self.header.tensors[i]
+    }
+}
+
 /// Packs a random (rows, cols) matrix as `ty` and uploads it in parts of at most `max_part` bytes.
 /// Returns the GPU tensor and the dequantized weights the GPU should see.
 pub fn packed(
@@ -105,33 +158,11 @@ pub fn packed(
     max_part: u64,
     rng: &mut Rng,
 ) -> (GpuTensor, Vec<f32>) {
-    let w = rng.vec((rows * cols) as usize);
-    let mut bytes = Vec::new();
-    quant::quantize(ty, &w, &mut bytes).unwrap();
-    let mut deq = vec![0f32; w.len()];
-    quant::dequantize(ty, &bytes, &mut deq).unwrap();
-    let info = TensorInfo {
-        name: format!("w_{ty}"),
-        dims: vec![cols as u64, rows as u64],
-        ty,
-        offset: 0,
-    };
-    let header = Header {
-        version: 3,
-        metadata: vec![],
-        tensors: vec![info.clone()],
-        data_offset: 0,
-        alignment: 32,
-        file_len: bytes.len() as u64,
-    };
-    let source = MemorySource {
-        bytes,
-        name: "random".into(),
-    };
-    let t = GpuTensor::upload(gpu, &header, &source, &info, max_part, &mut |_| {})
+    let mut f = RandomFile::new(&[(ty, rows, cols)], rng);
+    let t = GpuTensor::upload(gpu, &f.header, &f.source, f.info(0), max_part, &mut |_| {})
         .block_on()
         .unwrap();
-    (t, deq)
+    (t, f.deq.remove(0))
 }
 
 pub fn run(gpu: &Gpu, mut plan: Plan) {

@@ -1,0 +1,49 @@
+// W x for kernels that combine rows in pairs (2p, 2p+1): gate and up rows interleaved for SwiGLU, the
+// two dimensions RoPE rotates together. As matvec.wgsl otherwise: a workgroup of WG threads takes
+// WG / TPR pairs, and the TPR threads of a pair stride over its 32-weight chunks, here reading each x
+// once for both rows. One layer of workgroups (z) per token of the run. The store file declares
+// Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. Needs step.wgsl and
+// row_dot.wgsl.
+
+@group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
+@group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, cols / 4)
+@group(0) @binding(2) var<storage, read> step: Step;
+
+override WG: u32 = 64u;
+override TPR: u32 = 64u; // threads per pair, a power of two dividing WG
+
+// This thread's part of both rows' dot products with X from vec4 `x0`; the pair starts at byte `base`.
+fn pair_dot(base: u32, x0: u32, lane: u32) -> vec2<f32> {
+    var acc = vec2<f32>(0.0);
+    for (var c = lane; c < P.cols / 32u; c += TPR) {
+        let at = (c / SUBS) * BLOCK_BYTES;
+        let w0 = dequant32(base + at, c % SUBS);
+        let w1 = dequant32(base + P.row_bytes + at, c % SUBS);
+        for (var i = 0u; i < 8u; i++) {
+            let x = X[x0 + c * 8u + i];
+            acc += vec2<f32>(dot(w0[i], x), dot(w1[i], x));
+        }
+    }
+    return acc;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+    let token = wg.z;
+    if (token >= step.n_tokens) {
+        return;
+    }
+    let pair = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
+    let in_range = pair < P.rows / 2u;
+    var acc = vec2<f32>(0.0);
+    if (in_range) {
+        acc = pair_dot(2u * pair * P.row_bytes, token * (P.cols / 4u), t % TPR);
+    }
+    let a = row_sum(t, acc.x);
+    workgroupBarrier(); // every thread has read the first sum before the second overwrites it
+    let b = row_sum(t, acc.y);
+    if (t % TPR == 0u && in_range) {
+        store_pair(token, 2u * pair, a, b);
+    }
+}

@@ -1,0 +1,51 @@
+// The attention projection's store: W holds q's, k's and v's rows stacked, so a pair of rows is the two
+// dimensions (2i, 2i+1) of one head that RoPE rotates together. q and k are rotated at the token's
+// position (dimensions past n_rot pass through); q goes to the token's row of Q, k and v to the cache
+// at that position. Pairs of adjacent dimensions only: NeoX's ordering is not this kernel's. Needs
+// rope.wgsl.
+
+struct Params {
+    rope: Rope,
+    rows: u32,         // rows in this part of W
+    cols: u32,
+    row_bytes: u32,
+    out_offset: u32,   // index in a token's (q | k | v) row of this part's first row
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,
+    has_factors: u32,  // 1: divide each frequency by rope_freqs[i]
+}
+
+@group(0) @binding(3) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
+@group(0) @binding(4) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(5) var<storage, read_write> VC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(6) var<storage, read> factors: array<f32>;      // (n_rot / 2), or one unused value
+@group(0) @binding(7) var<uniform> P: Params;
+
+fn store_pair(token: u32, row: u32, a: f32, b: f32) {
+    let pos = step.pos + token;
+    let o = P.out_offset + row;
+    let q_dim = P.n_head * P.head_dim;
+    let kv_dim = P.n_kv_head * P.head_dim;
+    if (o >= q_dim + kv_dim) {
+        let c = pos * kv_dim + o - q_dim - kv_dim;
+        VC[c] = a;
+        VC[c + 1u] = b;
+        return;
+    }
+    var r = vec2<f32>(a, b);
+    let i = (o % P.head_dim) / 2u;
+    if (i < P.rope.n_rot / 2u) {
+        let cs = rope_cos_sin(P.rope, pos, i, select(1.0, factors[i], P.has_factors == 1u));
+        r = vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
+    }
+    if (o < q_dim) {
+        let q = token * q_dim + o;
+        Q[q] = r.x;
+        Q[q + 1u] = r.y;
+    } else {
+        let c = pos * kv_dim + o - q_dim;
+        KC[c] = r.x;
+        KC[c + 1u] = r.y;
+    }
+}
