@@ -235,7 +235,7 @@ impl Engine {
     /// the summed time per token of its dispatches, slowest first. A profile, not a decode.
     pub async fn profile(&mut self) -> Result<Vec<(String, Duration)>, Error> {
         let gpu = &self.gpu;
-        self.forward.step.write(gpu, self.pos, &[0]);
+        self.write_scratch_step();
         let mut totals: Vec<(String, Duration)> = Vec::new();
         for d in &self.forward.decode.dispatches {
             let time = time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups).await?;
@@ -249,12 +249,21 @@ impl Engine {
         Ok(totals)
     }
 
+    /// Points the step input at the next position, for runs of single dispatches (a profile, tuning):
+    /// the one cache row they write is one the next step writes again. A full cache's last row is
+    /// taken instead, which no later step reads without writing it first.
+    fn write_scratch_step(&self) {
+        let pos = self.pos.min(self.n_ctx - 1);
+        self.forward.step.write(&self.gpu, pos, &[0]);
+    }
+
     /// Times each matvec shape of the decode plans on this adapter at every candidate [workgroup,
     /// threads per row], and gives the winners to the GPU (for plans made from now on) and to this
     /// engine's plans. Returns the GPU's tuning with them, and each shape's time before and after. The
-    /// activations are overwritten on the way; the KV cache is not touched.
+    /// activations are overwritten on the way; of the KV cache, only the next row.
     pub async fn tune(&mut self) -> Result<(crate::gpu::Tuning, Vec<Tuned>), Error> {
         let gpu = self.gpu.clone();
+        self.write_scratch_step();
         let mut tuning = (*gpu.tuning()).clone();
         let mut report = Vec::new();
         let plan = &self.forward.decode;
