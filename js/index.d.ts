@@ -20,9 +20,10 @@ export interface LoadOptions {
    * finish_reason 'length' (a conversation that does not fit at all is refused); true drops the oldest
    * turns, keeping system messages and the last user message, and goes on. */
   dropOldTurns?: boolean;
-  /** After loading, time the model's matvec kernels on this adapter at every candidate shape and use
-   * the fastest (progress phase 'tuning'). The winners are kept in localStorage, by adapter, and every
-   * later load on the same adapter starts with them. Default false. */
+  /** After loading, time the model's matvec shapes that this adapter has no winners for yet at every
+   * candidate kernel shape and use the fastest (progress phase 'tuning'): once per shape. The winners
+   * are kept in localStorage, by adapter, and every later load on the same adapter starts with them.
+   * Default true; false runs the kept or default shapes. */
   tune?: boolean;
 }
 
@@ -106,6 +107,8 @@ export interface EngineStats {
   weightBytesPerToken: number;
   /** Matvec shapes that run with tuned kernel shapes on this adapter. */
   tunedShapes: number;
+  /** This model's matvec shapes with no tuned kernel shape on this adapter (after `tune: false`). */
+  untunedShapes: number;
   /** Of the last reply; null before the first. */
   tokensPerSecond: number | null;
   promptTokensPerSecond: number | null;

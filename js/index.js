@@ -97,11 +97,12 @@ export class Wick {
   /**
    * Loads a model: a URL (read by range requests and cached) or a File / Blob. `onProgress` receives
    * `{ phase, loaded, total }`: phase 'download' (bytes from the network or the cache; `cached` says
-   * which), 'gpu' (bytes in GPU memory), 'tuning' (with `tune`), 'warning' (with `message`, the load
-   * goes on). `tune: true` times the model's matvec kernels at every candidate shape on this adapter
-   * and keeps the fastest, in localStorage by adapter, for every later load.
+   * which), 'gpu' (bytes in GPU memory), 'tuning' (timing kernel shapes), 'warning' (with `message`,
+   * the load goes on). Unless `tune` is false, the model's matvec shapes that this adapter has no
+   * winners for yet are timed at every candidate kernel shape, once, and the fastest kept in
+   * localStorage by adapter for every later load; `tune: false` runs the kept or default shapes.
    */
-  static async load(source, { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = false } = {}) {
+  static async load(source, { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = true } = {}) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
       throw new TypeError('Wick.load takes a model URL or a File / Blob');
     }

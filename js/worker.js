@@ -75,8 +75,9 @@ async function loadModel(id, { source, options }) {
     model = loaded;
     const info = (await self.navigator.gpu.requestAdapter())?.info;
     adapterName = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ') || null;
+    // Tuning once per shape: only a model with shapes this adapter has no winners for is timed.
     let tuned = null;
-    if (options.tune) {
+    if (options.tune && stats().untunedShapes > 0) {
       progress('tuning', 0, 0);
       tuned = await model.tune();
     }

@@ -11,6 +11,8 @@ scripts/fetch-model.sh
 export WICK_TEST_PYTHON=${WICK_TEST_PYTHON:-$(scripts/test-python.sh)}
 [ "$(uname)" = Linux ] && export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
+# The CLI tunes new kernel shapes once and keeps them; the tests start from none and keep nothing.
+export WICK_TUNING=${WICK_TUNING:-$(mktemp -d)/tuning.json}
 chmod 700 "$XDG_RUNTIME_DIR"
 
 status=0

@@ -2,7 +2,7 @@
 //! pass and one submit), and the counters that say what a token costs.
 
 use crate::gguf::{read_header, ByteSource, Header};
-use crate::gpu::{map_and_copy, Gpu, GpuError};
+use crate::gpu::{map_and_copy, Gpu, GpuError, MatvecShape, Tuning};
 use crate::models::{self, Forward, Loader};
 use crate::Error;
 use std::sync::Arc;
@@ -257,19 +257,37 @@ impl Engine {
         self.forward.step.write(&self.gpu, pos, &[0]);
     }
 
-    /// Times each matvec shape of the decode plans on this adapter at every candidate [workgroup,
-    /// threads per row], and gives the winners to the GPU (for plans made from now on) and to this
-    /// engine's plans. Returns the GPU's tuning with them, and each shape's time before and after. The
-    /// activations are overwritten on the way; of the KV cache, only the next row.
-    pub async fn tune(&mut self) -> Result<(crate::gpu::Tuning, Vec<Tuned>), Error> {
+    /// The decode step's matvec shapes the GPU's tuning has no winner for.
+    pub fn untuned_shapes(&self) -> Vec<MatvecShape> {
+        let tuning = self.gpu.tuning();
+        let mut shapes: Vec<MatvecShape> = Vec::new();
+        for d in &self.forward.decode.dispatches {
+            match d.matvec {
+                Some(s) if !tuning.matvec.contains_key(&s.key()) && !shapes.contains(&s) => {
+                    shapes.push(s)
+                }
+                _ => {}
+            }
+        }
+        shapes
+    }
+
+    /// Times matvec shapes of the decode step on this adapter at every candidate [workgroup,
+    /// threads per row] (`TuneShapes` says which shapes), and gives the winners to the GPU (for plans
+    /// made from now on) and to this engine's plans. Returns the GPU's tuning with them, and each
+    /// timed shape's time before and after. The activations are overwritten on the way; of the KV
+    /// cache, only the next row.
+    pub async fn tune(&mut self, which: TuneShapes) -> Result<(Tuning, Vec<Tuned>), Error> {
         let gpu = self.gpu.clone();
         self.write_scratch_step();
+        let untuned = self.untuned_shapes();
         let mut tuning = (*gpu.tuning()).clone();
         let mut report = Vec::new();
         let plan = &self.forward.decode;
         for d in &plan.dispatches {
             let Some(shape) = d.matvec else { continue };
-            if report.iter().any(|t: &Tuned| t.shape == shape) {
+            let timed = report.iter().any(|t: &Tuned| t.shape == shape);
+            if timed || (which == TuneShapes::New && !untuned.contains(&shape)) {
                 continue;
             }
             let current = tuning.matvec(&shape);
@@ -324,11 +342,20 @@ impl Engine {
     }
 }
 
+/// Which shapes `Engine::tune` times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TuneShapes {
+    /// Every shape of the model, again where it has a winner already.
+    All,
+    /// Only the shapes with no winner yet: tuning once per shape.
+    New,
+}
+
 /// One matvec shape's tuning: [workgroup, threads per row] and the time of one dispatch, as it was
 /// and as it is best.
 #[derive(Clone, Debug)]
 pub struct Tuned {
-    pub shape: crate::gpu::MatvecShape,
+    pub shape: MatvecShape,
     pub before: ([u32; 2], Duration),
     pub after: ([u32; 2], Duration),
 }

@@ -44,6 +44,7 @@ async function loadModel(source) {
   const onProgress = ({ phase, loaded, total, cached, message }) => {
     if (phase === 'warning') return showError(message);
     if (phase === 'download') [downloaded, fromCache] = [loaded, cached];
+    if (phase === 'tuning') $('progress-text').textContent += ' · timing kernels on this GPU (once)';
     if (phase !== 'gpu') return;
     const seconds = (performance.now() - started) / 1000;
     $('progress').value = total ? loaded / total : 0;

@@ -92,6 +92,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
     };
     let mut engine =
         Engine::load(gpu.clone(), source.as_ref(), &options, &mut |_, _| {}).block_on()?;
+    crate::tune::tune_new_shapes(&mut engine)?;
     // Token ids spread over the vocabulary, as llama-bench feeds random tokens.
     let n_vocab = engine.n_vocab();
     let token = |i: u32| (i.wrapping_mul(2_654_435_761) >> 7) % n_vocab;
@@ -143,6 +144,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         backend: format!("{:?}", gpu.info.backend),
         peak,
         batch: engine.stats.chunk_tokens,
+        tuned: engine.untuned_shapes().is_empty(),
     };
     match args.output {
         Format::Json => print_json(&tests, &model, &context, &engine)?,
@@ -157,6 +159,8 @@ struct Context {
     backend: String,
     peak: Option<f64>,
     batch: u32,
+    /// Every matvec ran with its tuned kernel shape (not the defaults).
+    tuned: bool,
 }
 
 /// The model as llama-bench names it.
@@ -232,6 +236,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "peak_gbps": c.peak,
                 "peak_percent": c.peak.map(|p| 100.0 * gbps / p),
                 "dispatches_per_layer": s.dispatches_per_layer,
+                "kernels_tuned": c.tuned,
             })
         })
         .collect();
@@ -248,14 +253,15 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         None => "peak unknown (--peak-gbps)".into(),
     };
     println!(
-        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}",
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes",
         model.filename,
         model.model_type(),
         model.size as f64 / 1e6,
         c.adapter,
         c.backend,
         c.batch,
-        per_layer.join(", ")
+        per_layer.join(", "),
+        if c.tuned { "tuned" } else { "default" }
     );
     println!();
     println!("| test | t/s | ms/token | dispatches/token | submits/token | weight MB/token | weight GB/s | % of peak |");

@@ -26,7 +26,7 @@ pub fn open_source(model: &Option<String>) -> Result<Box<dyn ByteSource>> {
     Ok(Box::new(file))
 }
 
-/// The GPU, with the kernel shapes `wick tune` kept for it.
+/// The GPU, with the kernel shapes tuning kept for it.
 pub fn gpu() -> Result<Arc<Gpu>> {
     let gpu = pollster::block_on(Gpu::new())?;
     let tuned = crate::tune::apply_stored(&gpu);
@@ -64,7 +64,8 @@ pub fn session(args: &ModelArgs) -> Result<Session> {
     })
     .block_on();
     bar.finish_and_clear();
-    let session = session.with_context(|| format!("cannot load {}", source.describe()))?;
+    let mut session = session.with_context(|| format!("cannot load {}", source.describe()))?;
+    crate::tune::tune_new_shapes(&mut session.engine)?;
     let s = &session.engine.stats;
     eprintln!(
         "wick: loaded {} in {:.2} s: {} dispatches and {} submit per token, {:.1} MB of weights per token, context {}",

@@ -1,6 +1,7 @@
-//! `wick tune`: times each matvec shape of a model's decode step at every candidate kernel shape on
-//! this adapter, keeps the winners in the tuning file, and prints what changed. Every later command on
-//! the same adapter and driver uses them (`WICK_TUNING=off` leaves them out).
+//! Kernel-shape tuning kept in a file. Every command that loads a model times the matvec shapes this
+//! adapter has no winners for yet, once (`tune_new_shapes`); `wick tune` times all of a model's shapes
+//! again and prints what changed. Every later command on the same adapter and driver uses the winners
+//! (`WICK_TUNING=off` leaves them out and times nothing).
 
 use crate::load;
 use anyhow::{Context, Result};
@@ -8,7 +9,7 @@ use clap::Args;
 use pollster::FutureExt as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use wick::engine::{Engine, LoadOptions};
+use wick::engine::{Engine, LoadOptions, TuneShapes};
 use wick::gpu::{Gpu, Tuning};
 
 #[derive(Args)]
@@ -41,7 +42,7 @@ pub fn main(args: TuneArgs) -> Result<()> {
         batch: 1,
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;
-    let (tuning, report) = engine.tune().block_on()?;
+    let (tuning, report) = engine.tune(TuneShapes::All).block_on()?;
     println!("| shape | was [wg, tpr] | µs | now [wg, tpr] | µs |");
     println!("| --- | --- | ---: | --- | ---: |");
     for t in &report {
@@ -59,6 +60,34 @@ pub fn main(args: TuneArgs) -> Result<()> {
     eprintln!(
         "wick: kept {} shapes for {adapter} in {}",
         report.len(),
+        path.display()
+    );
+    Ok(())
+}
+
+/// Times the engine's matvec shapes that have no winner on this adapter yet and keeps the winners in
+/// the tuning file: what makes tuning happen once per shape. Nothing where tuning is off.
+pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
+    let Some(path) = tuning_path() else {
+        return Ok(());
+    };
+    let new = engine.untuned_shapes().len();
+    if new == 0 {
+        return Ok(());
+    }
+    eprintln!(
+        "wick: timing {new} new kernel shapes on this adapter (once; WICK_TUNING=off skips this)"
+    );
+    let start = std::time::Instant::now();
+    let (tuning, _) = engine.tune(TuneShapes::New).block_on()?;
+    let adapter = engine.gpu.adapter_key();
+    // Read again: another command may have kept shapes of its own since this one started.
+    let mut all = read_all(&path);
+    all.entry(adapter).or_default().matvec.extend(tuning.matvec);
+    write_all(&path, &all)?;
+    eprintln!(
+        "wick: tuned in {:.1} s, kept in {}",
+        start.elapsed().as_secs_f64(),
         path.display()
     );
     Ok(())

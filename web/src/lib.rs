@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
-use wick::engine::LoadOptions;
+use wick::engine::{LoadOptions, TuneShapes};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::{Gpu, Tuning};
 use wick::openai;
@@ -210,6 +210,8 @@ struct Stats {
     weight_bytes_per_token: u64,
     /// Matvec shapes with tuned kernel shapes on this adapter.
     tuned_shapes: usize,
+    /// This model's matvec shapes with none yet: what `tune` would time.
+    untuned_shapes: usize,
     /// Of the last reply: tokens per second generating, and over the prompt.
     tokens_per_second: Option<f64>,
     prompt_tokens_per_second: Option<f64>,
@@ -313,6 +315,7 @@ impl Model {
             submits_per_token: engine.stats.submits_per_token,
             weight_bytes_per_token: engine.stats.weight_bytes_per_token,
             tuned_shapes: engine.gpu.tuning().matvec.len(),
+            untuned_shapes: engine.untuned_shapes().len(),
             tokens_per_second: last
                 .as_ref()
                 .and_then(|l| rate(l.completion_tokens, l.generate_ms)),
@@ -330,9 +333,9 @@ impl Model {
         Ok(serde_wasm_bindgen::to_value(&stats)?)
     }
 
-    /// Times the model's matvec shapes on this adapter at every candidate kernel shape and uses the
-    /// fastest from now on. Resolves to JSON { adapter, tuning }: what `load` takes back as
-    /// `tuning` (under the adapter's key) to start tuned next time.
+    /// Times the model's matvec shapes that have no winner on this adapter yet at every candidate
+    /// kernel shape, and uses the fastest from now on. Resolves to JSON { adapter, tuning }: what
+    /// `load` takes back as `tuning` (under the adapter's key) to start tuned next time.
     pub fn tune(&self) -> Promise {
         let session = self.session.clone();
         future_to_promise(async move {
@@ -340,7 +343,7 @@ impl Model {
                 .try_borrow_mut()
                 .map_err(|_| js_error("the model is busy with another request"))?;
             let engine = &mut session.engine;
-            let (tuning, _) = engine.tune().await.map_err(js_error)?;
+            let (tuning, _) = engine.tune(TuneShapes::New).await.map_err(js_error)?;
             let kept = serde_json::json!({ "adapter": engine.gpu.adapter_key(), "tuning": tuning });
             Ok(JsValue::from_str(&kept.to_string()))
         })
