@@ -4,7 +4,7 @@
 // - per slot: Y[s * rows + r] = dot(W[e_s * rows + r], x_s), for gate and up;
 // - combine: Y[r] += sum over s of weight_s * dot(W[e_s * rows + r], x_s), for down, into the residual.
 // A tensor split into parts is dispatched once per part; rows of experts outside the part are skipped.
-// Needs row_dot.wgsl.
+// Needs row_dot.wgsl and a row_sum file.
 
 struct Params {
     rows: u32,           // rows of one expert

@@ -2,8 +2,8 @@
 // two dimensions RoPE rotates together. As matvec.wgsl otherwise: a workgroup of WG threads takes
 // WG / TPR pairs, and the TPR threads of a pair stride over its 32-weight chunks, here reading each x
 // once for both rows. One layer of workgroups (z) per token of the run. The store file declares
-// Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. Needs step.wgsl and
-// row_dot.wgsl.
+// Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. Needs step.wgsl,
+// row_dot.wgsl and a row_sum file.
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, cols / 4)
@@ -40,10 +40,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (in_range) {
         acc = pair_dot(2u * pair * P.row_bytes, token * (P.cols / 4u), t % TPR);
     }
-    let a = row_sum(t, acc.x);
-    workgroupBarrier(); // every thread has read the first sum before the second overwrites it
-    let b = row_sum(t, acc.y);
+    let sum = pair_sum(t, acc);
     if (t % TPR == 0u && in_range) {
-        store_pair(token, 2u * pair, a, b);
+        store_pair(token, 2u * pair, sum.x, sum.y);
     }
 }

@@ -2,7 +2,7 @@
 //! pass and one submit), and the counters that say what a token costs.
 
 use crate::gguf::{read_header, ByteSource, Header};
-use crate::gpu::{map_and_copy, Gpu, GpuError, MatvecShape, Tuning};
+use crate::gpu::{map_and_copy, Gpu, GpuError, MatvecKernel, MatvecShape, Tuning};
 use crate::models::{self, Forward, Loader};
 use crate::Error;
 use std::sync::Arc;
@@ -272,9 +272,9 @@ impl Engine {
         shapes
     }
 
-    /// Times matvec shapes of the decode step on this adapter at every candidate [workgroup,
-    /// threads per row] (`TuneShapes` says which shapes), and gives the winners to the GPU (for plans
-    /// made from now on) and to this engine's plans. Returns the GPU's tuning with them, and each
+    /// Times matvec shapes of the decode step on this adapter at every candidate kernel shape
+    /// (`TuneShapes` says which shapes), and gives the winners to the GPU (for plans made from now on)
+    /// and to this engine's plans. Returns the GPU's tuning with them, and each
     /// timed shape's time before and after. The activations are overwritten on the way; of the KV
     /// cache, only the next row.
     pub async fn tune(&mut self, which: TuneShapes) -> Result<(Tuning, Vec<Tuned>), Error> {
@@ -292,7 +292,7 @@ impl Engine {
             }
             let current = tuning.matvec(&shape);
             let mut times = Vec::new();
-            for candidate in shape.candidates() {
+            for candidate in shape.candidates(gpu.subgroup_size) {
                 let (pipeline, bind_group, workgroups) = plan.reshaped(&gpu, d, candidate);
                 let time = time_dispatch(&gpu, &pipeline, &bind_group, workgroups).await?;
                 times.push((candidate, time));
@@ -351,13 +351,13 @@ pub enum TuneShapes {
     New,
 }
 
-/// One matvec shape's tuning: [workgroup, threads per row] and the time of one dispatch, as it was
-/// and as it is best.
+/// One matvec shape's tuning: its kernel shape and the time of one dispatch, as it was and as it is
+/// best.
 #[derive(Clone, Debug)]
 pub struct Tuned {
     pub shape: MatvecShape,
-    pub before: ([u32; 2], Duration),
-    pub after: ([u32; 2], Duration),
+    pub before: (MatvecKernel, Duration),
+    pub after: (MatvecKernel, Duration),
 }
 
 /// The time of one dispatch: one submit of it alone warms up and says how many make about 2 ms (at

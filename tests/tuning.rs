@@ -33,7 +33,10 @@ fn tuning_keeps_the_numbers() {
     assert_eq!(report.iter().map(|t| t.shape).collect::<Vec<_>>(), untuned);
     assert!(untuned.len() >= 4, "{untuned:?}"); // q/k/v, output, gate/up, down, head
     for t in &report {
-        assert!(t.shape.candidates().contains(&t.after.0), "{t:?}");
+        assert!(
+            t.shape.candidates(gpu.subgroup_size).contains(&t.after.0),
+            "{t:?}"
+        );
         assert!(t.after.1 <= t.before.1, "{t:?}");
         assert_eq!(tuning.matvec.get(&t.shape.key()), Some(&t.after.0));
     }

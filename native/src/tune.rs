@@ -43,11 +43,11 @@ pub fn main(args: TuneArgs) -> Result<()> {
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;
     let (tuning, report) = engine.tune(TuneShapes::All).block_on()?;
-    println!("| shape | was [wg, tpr] | µs | now [wg, tpr] | µs |");
+    println!("| shape | was | µs | now | µs |");
     println!("| --- | --- | ---: | --- | ---: |");
     for t in &report {
         println!(
-            "| matvec {} | {:?} | {:.1} | {:?} | {:.1} |",
+            "| matvec {} | {} | {:.1} | {} | {:.1} |",
             t.shape.key(),
             t.before.0,
             t.before.1.as_secs_f64() * 1e6,

@@ -11,7 +11,7 @@ pub use buffers::{
 };
 pub use pipelines::{Kernel, PipelineKey, Pipelines, Store};
 pub use plan::{grid, Dispatch, Plan, StepInput, UniformArena};
-pub use tuning::{default_threads_per_row, MatvecShape, Tuning};
+pub use tuning::{default_threads_per_row, MatvecKernel, MatvecShape, Tuning};
 
 use std::sync::Arc;
 
@@ -53,6 +53,9 @@ pub struct Gpu {
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
+    /// The fewest lanes a subgroup has, where kernels may use subgroup operations (natively, on
+    /// adapters with them; WebGPU's subgroups are not wgpu's yet).
+    pub subgroup_size: Option<u32>,
     pub pipelines: Pipelines,
     /// Why the device was lost (a GPU reset, a driver crash, the browser reclaiming it), once it was.
     lost: Arc<std::sync::Mutex<Option<String>>>,
@@ -82,10 +85,12 @@ impl Gpu {
             .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
         let info = adapter.get_info();
         let limits = choose(adapter.limits());
+        let features = adapter.features() & wgpu::Features::SUBGROUP;
+        let subgroup_size = (!features.is_empty()).then_some(info.subgroup_min_size);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wick"),
-                required_features: wgpu::Features::empty(),
+                required_features: features,
                 required_limits: limits.clone(),
                 experimental_features: wgpu::ExperimentalFeatures::disabled(),
                 memory_hints: wgpu::MemoryHints::Performance,
@@ -105,6 +110,7 @@ impl Gpu {
             queue,
             info,
             limits,
+            subgroup_size,
             pipelines,
             lost,
             tuning: Default::default(),
@@ -119,7 +125,12 @@ impl Gpu {
             .clone()
     }
 
-    pub fn set_tuning(&self, tuning: Tuning) {
+    /// Sets the kernel shapes plans made from now on use; any that sum by subgroups are left out
+    /// where this device has none.
+    pub fn set_tuning(&self, mut tuning: Tuning) {
+        if self.subgroup_size.is_none() {
+            tuning.matvec.retain(|_, k| !k.subgroup_sum);
+        }
         *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tuning);
     }
 

@@ -3,6 +3,7 @@
 //! A kernel that reads packed weights is `bytes.wgsl` + the type's dequant file + the kernel body: every
 //! dequant file defines the same constants and `dequant32`, so one body serves every quant type.
 
+use super::MatvecKernel;
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -62,21 +63,22 @@ impl Store {
 }
 
 impl Kernel {
-    /// The kernel's WGSL: the shared files it needs, then its body.
-    fn body(self) -> String {
+    /// The kernel's WGSL: the shared files it needs, then its body. Kernels that sum rows over
+    /// threads take `row_sum`, the file that does it.
+    fn body(self, row_sum: &str) -> String {
         macro_rules! wgsl {
             ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
         }
         let body = match self {
-            Kernel::Matvec => wgsl!("row_dot.wgsl", "matvec.wgsl"),
+            Kernel::Matvec => return [wgsl!("row_dot.wgsl", "matvec.wgsl"), row_sum].concat(),
             Kernel::MatvecPairs(store) => {
                 let body = wgsl!("step.wgsl", "row_dot.wgsl", "matvec_pairs.wgsl");
-                return [body, store.source()].concat();
+                return [body, row_sum, store.source()].concat();
             }
             Kernel::Matmul(store) => {
                 return [wgsl!("step.wgsl", "matmul.wgsl"), store.source()].concat();
             }
-            Kernel::MatvecId => wgsl!("row_dot.wgsl", "matvec_id.wgsl"),
+            Kernel::MatvecId => return [wgsl!("row_dot.wgsl", "matvec_id.wgsl"), row_sum].concat(),
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),
             Kernel::Attention => wgsl!("step.wgsl", "reduce.wgsl", "attend.wgsl", "attention.wgsl"),
@@ -131,6 +133,8 @@ pub struct PipelineKey {
     pub workgroup: u32,
     /// Threads that share one row, for kernels that take rows (the `TPR` override constant).
     pub threads_per_row: Option<u32>,
+    /// Those threads sum by subgroup shuffles rather than through workgroup memory.
+    pub subgroup_sum: bool,
 }
 
 impl PipelineKey {
@@ -140,21 +144,18 @@ impl PipelineKey {
             ty,
             workgroup: 64,
             threads_per_row: None,
+            subgroup_sum: false,
         }
     }
 
-    /// A matvec kernel (`Kernel::Matvec` or `Kernel::MatvecPairs`) for a weight type at [workgroup,
-    /// threads per row].
-    pub fn matvec(
-        kernel: Kernel,
-        ty: GgmlType,
-        [workgroup, threads_per_row]: [u32; 2],
-    ) -> PipelineKey {
+    /// A matvec kernel (`Kernel::Matvec` or `Kernel::MatvecPairs`) for a weight type, shaped.
+    pub fn matvec(kernel: Kernel, ty: GgmlType, shape: MatvecKernel) -> PipelineKey {
         PipelineKey {
             kernel,
             ty: Some(ty),
-            workgroup,
-            threads_per_row: Some(threads_per_row),
+            workgroup: shape.workgroup,
+            threads_per_row: Some(shape.threads_per_row),
+            subgroup_sum: shape.subgroup_sum,
         }
     }
 
@@ -166,6 +167,9 @@ impl PipelineKey {
         }
         if let Some(tpr) = self.threads_per_row {
             name += &format!(" wg{} tpr{tpr}", self.workgroup);
+        }
+        if self.subgroup_sum {
+            name += " subgroup";
         }
         name
     }
@@ -184,7 +188,11 @@ impl PipelineKey {
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));
             src.push_str(dequant_source(ty));
         }
-        src.push_str(&self.kernel.body());
+        let row_sum = match self.subgroup_sum {
+            false => include_str!("../../shaders/row_sum.wgsl"),
+            true => include_str!("../../shaders/row_sum_subgroup.wgsl"),
+        };
+        src.push_str(&self.kernel.body(row_sum));
         src
     }
 }

@@ -6,7 +6,7 @@
 //! single compute pass. What changes from run to run (the position and the tokens) is in the plan's
 //! `StepInput`, written before each submit.
 
-use super::{Gpu, GpuError, MatvecShape, PipelineKey, Tuning};
+use super::{Gpu, GpuError, MatvecKernel, MatvecShape, PipelineKey, Tuning};
 use std::sync::Arc;
 
 /// The inputs of one run, as shaders/step.wgsl reads them: { pos, n_tokens, tokens[batch] }.
@@ -226,13 +226,13 @@ impl Plan {
         self.tuning = Arc::new(tuning.clone());
     }
 
-    /// `d` (a matvec) as it would run with another [workgroup, threads per row]: its pipeline, bind
-    /// group and workgroup counts. For timing candidates.
+    /// `d` (a matvec) as it would run with another kernel shape: its pipeline, bind group and
+    /// workgroup counts. For timing candidates.
     pub fn reshaped(
         &self,
         gpu: &Gpu,
         d: &Dispatch,
-        shape: [u32; 2],
+        shape: MatvecKernel,
     ) -> (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]) {
         let matvec = d.matvec.expect("a matvec dispatch");
         let key = PipelineKey::matvec(matvec.kernel, matvec.ty, shape);

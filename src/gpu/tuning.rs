@@ -1,6 +1,6 @@
-//! Kernel shapes per adapter: the workgroup size and threads per row each matvec shape runs with. The
-//! defaults serve every adapter; `Engine::tune` times the candidates on this one, and the winners,
-//! kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
+//! Kernel shapes per adapter: the workgroup size, threads per row and reduction each matvec shape runs
+//! with. The defaults serve every adapter; `Engine::tune` times the candidates on this one, and the
+//! winners, kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
 
 use super::{Kernel, Store};
 use crate::gguf::GgmlType;
@@ -11,8 +11,39 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tuning {
     /// "TYPE COLSxROWS" (a matvec's weight type, row length and rows; then the store, for the kernels
-    /// that take rows in pairs) to [workgroup, threads per row].
-    pub matvec: BTreeMap<String, [u32; 2]>,
+    /// that take rows in pairs) to its kernel shape.
+    pub matvec: BTreeMap<String, MatvecKernel>,
+}
+
+/// How a matvec kernel runs: its override constants, and how a row's threads sum their parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MatvecKernel {
+    pub workgroup: u32,
+    pub threads_per_row: u32,
+    /// By subgroup shuffles (shaders/row_sum_subgroup.wgsl) rather than through workgroup memory.
+    pub subgroup_sum: bool,
+}
+
+impl MatvecKernel {
+    /// The shape unless tuned: workgroup memory, which every adapter has.
+    pub fn default_for(cols: u32) -> MatvecKernel {
+        MatvecKernel {
+            workgroup: 64,
+            threads_per_row: default_threads_per_row(cols),
+            subgroup_sum: false,
+        }
+    }
+}
+
+impl std::fmt::Display for MatvecKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let sum = if self.subgroup_sum {
+            "subgroup"
+        } else {
+            "shared"
+        };
+        write!(f, "wg{} tpr{} {sum}", self.workgroup, self.threads_per_row)
+    }
 }
 
 /// What a matvec dispatch's shape is, for finding its winner.
@@ -44,19 +75,25 @@ impl MatvecShape {
         }
     }
 
-    pub fn default_threads_per_row(&self) -> u32 {
-        default_threads_per_row(self.cols)
-    }
-
     /// The candidates `Engine::tune` times: workgroups of 64 to 256 threads, 4 to 64 threads per row
-    /// (no more than the row has 32-weight chunks).
-    pub fn candidates(&self) -> Vec<[u32; 2]> {
-        let most = self.default_threads_per_row();
-        let mut c = vec![[64, most]]; // the default comes first
+    /// (no more than the row has 32-weight chunks), each summing through workgroup memory and, where
+    /// the adapter's subgroups (`subgroup_size` lanes at least) hold a row's threads, by shuffles.
+    pub fn candidates(&self, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
+        let default = MatvecKernel::default_for(self.cols);
+        let most = default.threads_per_row;
+        let mut c = vec![default]; // the default comes first
         for workgroup in [64, 128, 256] {
-            for tpr in [4, 8, 16, 32, 64] {
-                if tpr <= most && [workgroup, tpr] != c[0] {
-                    c.push([workgroup, tpr]);
+            for threads_per_row in [4, 8, 16, 32, 64].into_iter().filter(|&t| t <= most) {
+                for subgroup_sum in [false, true] {
+                    let k = MatvecKernel {
+                        workgroup,
+                        threads_per_row,
+                        subgroup_sum,
+                    };
+                    let fits = !subgroup_sum || subgroup_size.is_some_and(|s| threads_per_row <= s);
+                    if fits && k != default {
+                        c.push(k);
+                    }
                 }
             }
         }
@@ -72,11 +109,11 @@ pub fn default_threads_per_row(cols: u32) -> u32 {
 }
 
 impl Tuning {
-    /// [workgroup, threads per row] for a matvec shape: the winner, or the default.
-    pub fn matvec(&self, shape: &MatvecShape) -> [u32; 2] {
+    /// The kernel shape for a matvec shape: the winner, or the default.
+    pub fn matvec(&self, shape: &MatvecShape) -> MatvecKernel {
         self.matvec
             .get(&shape.key())
             .copied()
-            .unwrap_or([64, shape.default_threads_per_row()])
+            .unwrap_or(MatvecKernel::default_for(shape.cols))
     }
 }
