@@ -281,6 +281,15 @@ impl Engine {
         let gpu = self.gpu.clone();
         self.write_scratch_step();
         let untuned = self.untuned_shapes();
+        let nothing_to_time = which == TuneShapes::New && untuned.is_empty();
+        let subgroup_size = match gpu.subgroup_size {
+            Some(lanes)
+                if !nothing_to_time && crate::ops::matvec::subgroup_sums_work(&gpu).await? =>
+            {
+                Some(lanes)
+            }
+            _ => None,
+        };
         let mut tuning = (*gpu.tuning()).clone();
         let mut report = Vec::new();
         let plan = &self.forward.decode;
@@ -292,7 +301,7 @@ impl Engine {
             }
             let current = tuning.matvec(&shape);
             let mut times = Vec::new();
-            for candidate in shape.candidates(gpu.subgroup_size) {
+            for candidate in shape.candidates(subgroup_size) {
                 let (pipeline, bind_group, workgroups) = plan.reshaped(&gpu, d, candidate);
                 let time = time_dispatch(&gpu, &pipeline, &bind_group, workgroups).await?;
                 times.push((candidate, time));

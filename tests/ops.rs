@@ -518,11 +518,15 @@ fn split_attention_against_cpu() {
     }
 }
 
-/// Every kernel shape tuning may choose for a matvec ([workgroup, threads per row]) computes the same
-/// product as the CPU.
+/// Every kernel shape tuning may choose for a matvec (workgroup, threads per row, and subgroup sums
+/// where the adapter has subgroups) computes the same product as the CPU.
 #[test]
 fn matvec_every_tuning_candidate_against_cpu() {
     let Some(gpu) = gpu() else { return };
+    // The check that lets tuning offer subgroup sums passes where the sums below are right.
+    if gpu.subgroup_size.is_some() {
+        assert!(matvec::subgroup_sums_work(&gpu).block_on().unwrap());
+    }
     let mut rng = Rng(99);
     for (ty, cols) in [(GgmlType::Q4_K, 1024u32), (GgmlType::Q8_0, 160)] {
         let rows = 37;

@@ -138,7 +138,7 @@ impl Plan {
     }
 
     /// Adds a matvec dispatch (shaders/matvec.wgsl or matvec_pairs.wgsl) of this shape, with the
-    /// workgroup size and threads per row the plan's tuning gives it, for each token of the run.
+    /// kernel shape the plan's tuning gives it, for each token of the run.
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
         let key = PipelineKey::matvec(shape.kernel, shape.ty, self.tuning.matvec(&shape));
         let workgroups = matvec_workgroups(&shape, &key, self.batch);

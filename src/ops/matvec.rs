@@ -3,7 +3,11 @@
 //! `push_pairs` is the way in for the fused projections: their kernels compute W's rows two at a time
 //! and hand each pair to a store (shaders/store_*.wgsl) that finishes the next step's work.
 
-use crate::gpu::{GpuTensor, Kernel, MatvecShape, PipelineKey, Plan, Stacked, Store, TensorPart};
+use crate::gguf::GgmlType;
+use crate::gpu::{
+    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Kernel, MatvecShape,
+    PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -73,8 +77,8 @@ fn push_at(
 
 /// Adds W x for each token of the run, computed two rows at a time, each pair handed to `store`:
 /// shaders/matvec_pairs.wgsl for one token, the tiled matmul for more. `outputs` bind after W, x and
-/// the step input, and `params` gives each part of W its store's parameters (which begin with the
-/// part's rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
+/// the step input, and `params` gives each part of W its store's parameters (which hold the part's
+/// rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
 pub fn push_pairs(
     plan: &mut Plan,
     w: &GpuTensor,
@@ -162,6 +166,52 @@ fn push_one(
         plan.push_matvec(shape, &[&part.buffer, x, y], super::params(&p));
     }
     plan.weight_bytes += w.bytes();
+}
+
+/// Whether the subgroup sums (shaders/row_sum_subgroup.wgsl) give the right numbers on this device at
+/// every shape tuning may give them. They take a row's threads to be neighbouring lanes of one
+/// subgroup, as 1-D workgroups are laid out in practice but no specification promises, so tuning
+/// offers them only where this says so. An F32 matrix of small whole numbers, whose sums are exact
+/// in any order, against the CPU.
+pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
+    let (rows, cols) = (64u32, 2048u32); // rows long enough for every threads-per-row candidate
+    let small =
+        |i: u32, m: u32| ((i.wrapping_mul(2_654_435_761) >> 16) % m) as f32 - (m / 2) as f32;
+    let w: Vec<f32> = (0..rows * cols).map(|i| small(i, 9)).collect();
+    let x: Vec<f32> = (0..cols).map(|i| small(i + 7, 5)).collect();
+    let mut want = vec![0f32; rows as usize];
+    reference(&w, &x, &mut want, false);
+
+    let shape = Shape {
+        name: "subgroup check".into(),
+        ty: GgmlType::F32,
+        row_len: cols as u64,
+        rows: rows as u64,
+        group_rows: 1,
+    };
+    let w = GpuTensor::from_host(gpu, &shape, bytemuck::cast_slice(&w)).await?;
+    let x = storage_buffer(gpu, "subgroup check x", bytemuck::cast_slice(&x));
+    let y = scratch_buffer(gpu, "subgroup check y", rows as u64 * 4).await?;
+    let step = StepInput::new(gpu, 1);
+    let mut plan = Plan::new(gpu, &step, 1);
+    push(&mut plan, &w, &x, &y, false);
+    plan.finish(gpu).await?;
+    let matvec = plan.dispatches[0].matvec.expect("a matvec");
+    for kernel in matvec.candidates(gpu.subgroup_size) {
+        if !kernel.subgroup_sum {
+            continue;
+        }
+        let mut tuning = Tuning::default();
+        tuning.matvec.insert(matvec.key(), kernel);
+        plan.retune(gpu, &tuning);
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        plan.record(&mut enc.begin_compute_pass(&Default::default()));
+        gpu.queue.submit([enc.finish()]);
+        if read_back_f32(gpu, &y, rows as usize).await? != want {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// CPU reference: `w` is (rows, cols) already dequantized.
