@@ -49,16 +49,13 @@ Metadata as the converter writes it: general.architecture llama, llama.block_cou
 import argparse
 import math
 import os
-import sys
 import time
 
 import gguf
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "goldens"))
-import random_vocab  # noqa: E402  (the test models' 512-token byte-level vocabulary)
-from random_weights import Weights  # noqa: E402
+from random_weights import Weights, add_vocabulary, write_tensors  # noqa: E402
 
 ARCH = "llama"
 Q = gguf.GGMLQuantizationType
@@ -72,7 +69,6 @@ M = dict(
     rope_scaling=dict(factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=8192),
 )
 
-VOCAB_SEED = 20240611  # the test models' seed, so the same tokens and merges
 
 
 def rope_factors(m):
@@ -119,10 +115,6 @@ def build(m, qtype, rng):
 def write(path, m, type_name, rng):
     qtype = Q[type_name]
     tensors = build(m, qtype, rng)
-    tokens, types, merges = random_vocab.vocabulary(np.random.default_rng(VOCAB_SEED))
-    eos = len(tokens) - 1  # <|endoftext|>, BOS and EOS as in make_random_llama.py
-    tokens = tokens + [f"[PAD{i}]" for i in range(len(tokens), m["n_vocab"])]
-    types = types + [gguf.TokenType.UNUSED] * (m["n_vocab"] - len(types))
 
     wr = gguf.GGUFWriter(path, ARCH)
     wr.add_name(m["title"])
@@ -139,29 +131,8 @@ def write(path, m, type_name, rng):
     wr.add_rope_dimension_count(m["head_dim"])
     wr.add_rope_freq_base(m["rope_base"])
     wr.add_layer_norm_rms_eps(m["rms_eps"])
-    wr.add_vocab_size(m["n_vocab"])
-    wr.add_tokenizer_model("gpt2")
-    wr.add_tokenizer_pre("default")
-    wr.add_token_list(tokens)
-    wr.add_token_types(types)
-    wr.add_token_merges(merges)
-    wr.add_bos_token_id(eos)
-    wr.add_eos_token_id(eos)
-    wr.add_add_bos_token(False)
-    for name, (arr, raw) in tensors.items():
-        if raw is None:
-            wr.add_tensor(name, arr)
-        else:
-            wr.add_tensor(name, arr, raw_dtype=raw)
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
-    n_params = sum(
-        math.prod(gguf.quants.quant_shape_from_byte_shape(a.shape, r)) if r is not None else a.size
-        for a, r in tensors.values()
-    )
-    return n_params
+    add_vocabulary(wr, m["n_vocab"], bos=True)
+    return write_tensors(wr, tensors)
 
 
 def main():

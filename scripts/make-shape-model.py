@@ -78,12 +78,9 @@ import gguf
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "goldens"))
-import random_vocab  # noqa: E402  (the test models' 512-token byte-level vocabulary)
-from random_weights import Weights  # noqa: E402
+from random_weights import Weights, add_vocabulary, write_tensors  # noqa: E402
 
 ARCH = "deepseek2"
-VOCAB_SEED = 20240611  # the test models' seed, so the same tokens and merges
 Q = gguf.GGMLQuantizationType
 
 MODELS = {
@@ -149,10 +146,6 @@ def build(m, n_layer, qtype, rng):
 
 def write(path, m, n_layer, qtype, rng):
     tensors, n_dense = build(m, n_layer, qtype, rng)
-    tokens, types, merges = random_vocab.vocabulary(np.random.default_rng(VOCAB_SEED))
-    eos = len(tokens) - 1  # <|endoftext|>
-    tokens = tokens + [f"[PAD{i}]" for i in range(len(tokens), m["n_vocab"])]
-    types = types + [gguf.TokenType.UNUSED] * (m["n_vocab"] - len(types))
 
     wr = gguf.GGUFWriter(path, ARCH)
     wr.add_name(m["title"] + (f", {n_layer} of {m['n_layer']} layers" if n_layer != m["n_layer"] else ""))
@@ -182,28 +175,8 @@ def write(path, m, n_layer, qtype, rng):
         wr.add_expert_weights_scale(m["w_scale"])
         wr.add_expert_weights_norm(m["norm_w"])
         wr.add_expert_gating_func(gguf.ExpertGatingFuncType(m["gating"]))
-    wr.add_vocab_size(m["n_vocab"])
-    wr.add_tokenizer_model("gpt2")
-    wr.add_tokenizer_pre("default")
-    wr.add_token_list(tokens)
-    wr.add_token_types(types)
-    wr.add_token_merges(merges)
-    wr.add_eos_token_id(eos)
-    wr.add_add_bos_token(False)
-    for name, (arr, raw) in tensors.items():
-        if raw is None:
-            wr.add_tensor(name, arr)
-        else:
-            wr.add_tensor(name, arr, raw_dtype=raw)
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
-    n_params = sum(
-        math.prod(gguf.quants.quant_shape_from_byte_shape(a.shape, r)) if r is not None else a.size
-        for a, r in tensors.values()
-    )
-    return n_params
+    add_vocabulary(wr, m["n_vocab"])
+    return write_tensors(wr, tensors)
 
 
 def main():
