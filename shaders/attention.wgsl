@@ -8,10 +8,9 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32, // a multiple of 4, at most 4 * WG
     scale: f32,
-    q_stride: u32, // vec4s per token row of Q (q may share its rows with k and v)
 }
 
-@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, q_stride), q first
+@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)
 @group(0) @binding(2) var<storage, read> VC: array<f32>;            // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;       // (batch, n_head, head_dim)
@@ -27,7 +26,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (token >= step.n_tokens) {
         return;
     }
-    let q = token * P.q_stride + h * (P.head_dim / 4u);
+    let q = (token * P.n_head + h) * (P.head_dim / 4u);
     let r = attend(q, h, 0u, step.pos + token + 1u, t);
     let o = (token * P.n_head + h) * P.head_dim;
     for (var i = 0u; i < 4u; i++) {

@@ -11,7 +11,7 @@ struct Params {
     n_split: u32,
 }
 
-@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (q_stride), q first
+@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)
 @group(0) @binding(2) var<storage, read> VC: array<f32>;            // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(3) var<storage, read_write> parts: array<f32>;   // (n_head, n_split, head_dim + 2)

@@ -274,9 +274,9 @@ impl Engine {
 
     /// Times matvec shapes of the decode step on this adapter at every candidate kernel shape
     /// (`TuneShapes` says which shapes), and gives the winners to the GPU (for plans made from now on)
-    /// and to this engine's plans. Returns the GPU's tuning with them, and each
-    /// timed shape's time before and after. The activations are overwritten on the way; of the KV
-    /// cache, only the next row.
+    /// and to this engine's plans. Returns the GPU's tuning with them, and each timed shape's time
+    /// before and after. The activations are overwritten on the way; of the KV cache, only the next
+    /// row.
     pub async fn tune(&mut self, which: TuneShapes) -> Result<(Tuning, Vec<Tuned>), Error> {
         let gpu = self.gpu.clone();
         self.write_scratch_step();

@@ -3,10 +3,10 @@
 
 mod common;
 
-use common::model_path;
+use common::{model_path, options};
 use pollster::FutureExt as _;
 use std::sync::Arc;
-use wick::engine::{Engine, LoadOptions};
+use wick::engine::Engine;
 use wick::gguf::FileSource;
 use wick::gpu::Gpu;
 
@@ -25,16 +25,7 @@ fn gpu_limited_to(bytes: u32) -> Option<Arc<Gpu>> {
 
 fn load(gpu: Arc<Gpu>) -> Result<Engine, wick::Error> {
     let source = FileSource::open(model_path()).unwrap();
-    Engine::load(
-        gpu,
-        &source,
-        &LoadOptions {
-            n_ctx: 16,
-            ..Default::default()
-        },
-        &mut |_, _| {},
-    )
-    .block_on()
+    Engine::load(gpu, &source, &options(16), &mut |_, _| {}).block_on()
 }
 
 #[test]
@@ -76,15 +67,9 @@ fn a_load_that_fails_halfway_leaves_nothing_on_the_gpu() {
     let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
     let empty = gpu.memory();
     let mut loaded = 0;
-    let err = Engine::load(
-        gpu.clone(),
-        &source,
-        &LoadOptions {
-            n_ctx: 256,
-            ..Default::default()
-        },
-        &mut |done, _| loaded = done,
-    )
+    let err = Engine::load(gpu.clone(), &source, &options(256), &mut |done, _| {
+        loaded = done
+    })
     .block_on()
     .err()
     .expect("a 64 KiB limit cannot hold the cache")

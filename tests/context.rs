@@ -4,11 +4,11 @@
 mod common;
 
 use common::fidelity::{check_greedy, Tolerance};
-use common::{gpu, greedy, model_path, tiny_chat_session};
+use common::{gpu, greedy, model_path, options, tiny_chat_session};
 use pollster::FutureExt as _;
 use serde_json::Value;
 use wick::chat_template::ChatMessage;
-use wick::engine::{Engine, LoadOptions};
+use wick::engine::Engine;
 use wick::gguf::FileSource;
 use wick::session::{FinishReason, Overflow, Session};
 use wick::Error;
@@ -42,17 +42,9 @@ fn decoding_to_a_full_context_matches_llama_cpp_and_stops_there() {
     let source = FileSource::open(model_path()).unwrap();
 
     // Teacher-forced on llama.cpp's tokens until every position of the context is used.
-    let mut engine = Engine::load(
-        gpu.clone(),
-        &source,
-        &LoadOptions {
-            n_ctx,
-            ..Default::default()
-        },
-        &mut |_, _| {},
-    )
-    .block_on()
-    .unwrap();
+    let mut engine = Engine::load(gpu.clone(), &source, &options(n_ctx), &mut |_, _| {})
+        .block_on()
+        .unwrap();
     let steps = record["steps"].as_array_mut().unwrap();
     steps.truncate(n_ctx as usize - prompt.len() + 1);
     let agreement = check_greedy(&mut engine, &record, LLAMA_CPP);
@@ -66,17 +58,9 @@ fn decoding_to_a_full_context_matches_llama_cpp_and_stops_there() {
     drop(engine);
 
     // Generation ends with the last token the context can give logits for.
-    let mut session = Session::load(
-        gpu,
-        &source,
-        &LoadOptions {
-            n_ctx,
-            ..Default::default()
-        },
-        &mut |_, _| {},
-    )
-    .block_on()
-    .unwrap();
+    let mut session = Session::load(gpu, &source, &options(n_ctx), &mut |_, _| {})
+        .block_on()
+        .unwrap();
     let reply = session
         .complete(&prompt, 1000, &[], &mut greedy(), &mut |_| true)
         .block_on()

@@ -279,7 +279,6 @@ fn projection_rope_and_attention_against_cpu() {
         );
         let abufs = attention::AttentionBuffers {
             q: &qb,
-            q_stride: q_len as u32,
             k_cache: &kcb,
             v_cache: &vcb,
             out: &out,
@@ -497,7 +496,6 @@ fn split_attention_against_cpu() {
         let mut plan = plan_at(&gpu, pos, &[0]);
         let b = attention::AttentionBuffers {
             q: &qb,
-            q_stride: n_head * head_dim,
             k_cache: &kcb,
             v_cache: &vcb,
             out: &out,

@@ -5,10 +5,9 @@
 
 mod common;
 
-use common::{gpu, model_path};
+use common::{gpu, model_path, options};
 use pollster::FutureExt as _;
 use serde_json::Value;
-use wick::engine::LoadOptions;
 use wick::gguf::FileSource;
 use wick::session::Session;
 
@@ -28,17 +27,9 @@ fn check(chunks: Option<usize>) {
         })
         .expect("a golden for this run");
     let source = FileSource::open(model_path()).unwrap();
-    let mut session = Session::load(
-        gpu,
-        &source,
-        &LoadOptions {
-            n_ctx,
-            ..Default::default()
-        },
-        &mut |_, _| {},
-    )
-    .block_on()
-    .unwrap();
+    let mut session = Session::load(gpu, &source, &options(n_ctx), &mut |_, _| {})
+        .block_on()
+        .unwrap();
     let text = include_str!("data/perplexity.txt");
     let result = wick::perplexity::perplexity(
         &mut session.engine,

@@ -8,12 +8,12 @@
 mod common;
 
 use common::fidelity::{check_greedy, Agreement, Tolerance};
-use common::{gpu, model_path};
+use common::{gpu, model_path, options};
 use pollster::FutureExt as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use wick::engine::{Engine, LoadOptions};
+use wick::engine::Engine;
 use wick::gguf::{read_header, FileSource, GgmlType};
 use wick::quantize::quantize_model;
 
@@ -77,10 +77,7 @@ fn requantized_models_decode_as_in_llama_cpp() {
         let mut engine = Engine::load(
             gpu.clone(),
             &FileSource::open(&path).unwrap(),
-            &LoadOptions {
-                n_ctx: 64,
-                ..Default::default()
-            },
+            &options(64),
             &mut |_, _| {},
         )
         .block_on()

@@ -240,7 +240,6 @@ impl Model<'_> {
             rope_kv::push(plan, &b.attn_qkv, &a.xn, &c.rope, heads, &outputs);
             let attn_buffers = attention::AttentionBuffers {
                 q: &a.q,
-                q_stride: c.n_head * c.head_dim,
                 k_cache: &b.k_cache,
                 v_cache: &b.v_cache,
                 out: &a.attn,

@@ -11,7 +11,6 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32,
     scale: f32,
-    q_stride: u32,
 }
 
 /// The kernel keeps each thread's share of a head's output in registers: 4 values for each of its
@@ -19,9 +18,8 @@ struct Params {
 pub const MAX_HEAD_DIM: u32 = 256;
 
 pub struct AttentionBuffers<'a> {
-    /// (batch, q_stride): each token's (n_head, head_dim) query first
+    /// (batch, n_head, head_dim)
     pub q: &'a wgpu::Buffer,
-    pub q_stride: u32,
     /// (n_ctx, n_kv_head, head_dim), written up to each query's position
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
@@ -32,13 +30,12 @@ pub struct AttentionBuffers<'a> {
 /// Adds attention for each token of the run: token t, at position pos + t, attends to positions
 /// 0..=pos + t. head_dim must be a multiple of 4, at most `MAX_HEAD_DIM`.
 pub fn push(plan: &mut Plan, n_head: u32, n_kv_head: u32, head_dim: u32, b: &AttentionBuffers) {
-    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM && b.q_stride % 4 == 0);
+    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM);
     let p = Params {
         n_head,
         n_kv_head,
         head_dim,
         scale: 1.0 / (head_dim as f32).sqrt(),
-        q_stride: b.q_stride / 4,
     };
     let step = plan.step.clone();
     plan.push(

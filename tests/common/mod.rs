@@ -28,11 +28,16 @@ pub fn tiny_chat_session(gpu: Arc<Gpu>, n_ctx: u32) -> Result<wick::session::Ses
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
     let source = wick::gguf::FileSource::open(path).unwrap();
-    let options = wick::engine::LoadOptions {
+    let options = options(n_ctx);
+    wick::session::Session::load(gpu, &source, &options, &mut |_, _| {}).block_on()
+}
+
+/// Load options for a context of `n_ctx` positions, the rest as a user gets them.
+pub fn options(n_ctx: u32) -> wick::engine::LoadOptions {
+    wick::engine::LoadOptions {
         n_ctx,
         ..Default::default()
-    };
-    wick::session::Session::load(gpu, &source, &options, &mut |_, _| {}).block_on()
+    }
 }
 
 /// A plan for one run of `tokens` at positions pos, pos + 1, ... (kernels that read no token get any).

@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use wick::engine::{Engine, LoadOptions};
+use wick::engine::Engine;
 use wick::gguf::{read_header, FileSource};
 use wick::gpu::Gpu;
 use wick::tokenizer::Tokenizer;
@@ -100,17 +100,9 @@ pub fn check_all(
         );
 
         let source = FileSource::open(&path).unwrap();
-        let mut engine = Engine::load(
-            gpu.clone(),
-            &source,
-            &LoadOptions {
-                n_ctx: 64,
-                ..Default::default()
-            },
-            &mut |_, _| {},
-        )
-        .block_on()
-        .unwrap();
+        let mut engine = Engine::load(gpu.clone(), &source, &super::options(64), &mut |_, _| {})
+            .block_on()
+            .unwrap();
         let tokens = ids(&record["teacher_ids"]);
         let (want_llama, want_f32) = (rows(&record["teacher_logits"]), rows(&record["f32_logits"]));
         let (mut err_llama, mut err_f32) = (0f32, 0f32);
