@@ -11,6 +11,11 @@ struct Attended {
     acc: array<f32, 4>,
 }
 
+// The first key a query at position end - 1 sees: the last `window` keys, or all where window is 0.
+fn first_key(end: u32, window: u32) -> u32 {
+    return select(0u, end - min(end, window), window > 0u);
+}
+
 var<workgroup> weights: array<f32, 256>; // a block's exp(score - max), one per key
 
 // Head h's query at vec4 `q` over keys [first, end) of the cache.

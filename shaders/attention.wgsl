@@ -1,4 +1,5 @@
-// Attention of each query of the run over the cache up to its own position (causal), grouped-query:
+// Attention of each query of the run over the cache up to its own position (causal; within the last
+// `window` positions on a sliding-window layer), grouped-query:
 // one workgroup per (q head, token), reading kv head h / (n_head / n_kv_head). No score row is stored
 // (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token. Needs
 // step.wgsl, reduce.wgsl and attend.wgsl.
@@ -8,6 +9,7 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32, // a multiple of 4, at most 4 * WG
     scale: f32,
+    window: u32,   // keys a query sees, its own included; 0: all before it
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
@@ -27,7 +29,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         return;
     }
     let q = (token * P.n_head + h) * (P.head_dim / 4u);
-    let r = attend(q, h, 0u, step.pos + token + 1u, t);
+    let end = step.pos + token + 1u;
+    let r = attend(q, h, first_key(end, P.window), end, t);
     let o = (token * P.n_head + h) * P.head_dim;
     for (var i = 0u; i < 4u; i++) {
         let dim = t + i * WG;

@@ -9,6 +9,7 @@ struct Params {
     head_dim: u32, // a multiple of 4, at most 4 * WG
     scale: f32,
     n_split: u32,
+    window: u32,   // keys the query sees, its own included; 0: all before it
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (n_head, head_dim / 4)
@@ -25,9 +26,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let h = wg.x;
     let split = wg.y;
     let n = step.pos + 1u;
+    let seen = first_key(n, P.window);
     // Whole blocks of WG keys per split, so that few splits are partly filled.
-    let per_split = ((n + P.n_split - 1u) / P.n_split + WG - 1u) / WG * WG;
-    let first = min(n, split * per_split);
+    let per_split = ((n - seen + P.n_split - 1u) / P.n_split + WG - 1u) / WG * WG;
+    let first = min(n, seen + split * per_split);
     let end = min(n, first + per_split);
     let r = attend(h * (P.head_dim / 4u), h, first, end, t);
     let out = (h * P.n_split + split) * (P.head_dim + 2u);

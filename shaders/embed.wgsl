@@ -1,4 +1,4 @@
-// Row t of out = the row of a packed embedding table for the run's token t, dequantized. Dispatched
+// Row t of out = the row of a packed embedding table for the run's token t, dequantized and scaled. Dispatched
 // once per part of the table; only the part holding the token writes. Needs step.wgsl.
 
 struct Params {
@@ -6,6 +6,7 @@ struct Params {
     cols: u32,      // weights per row (a multiple of 32)
     row_bytes: u32,
     first_row: u32, // the table row this part starts at
+    scale: f32,     // Gemma's sqrt(n_embd); 1 elsewhere
 }
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
@@ -31,6 +32,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = dequant32(base + (c / SUBS) * BLOCK_BYTES, c % SUBS);
     let y = t * (P.cols / 4u) + c * 8u;
     for (var i = 0u; i < 8u; i++) {
-        Y[y + i] = w[i];
+        Y[y + i] = w[i] * P.scale;
     }
 }

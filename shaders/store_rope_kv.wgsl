@@ -1,8 +1,8 @@
 // The attention projection's store: W holds q's, k's and v's rows stacked, so a pair of rows is the two
-// dimensions (2i, 2i+1) of one head that RoPE rotates together. q and k are rotated at the token's
+// dimensions (2i, 2i+1) of one head that RoPE rotates together (a NeoX-ordered model's q and k rows
+// were reordered at load to make it so). The bias is added, q and k are rotated at the token's
 // position (dimensions past n_rot pass through); q goes to the token's row of Q, k and v to the cache
-// at that position. Pairs of adjacent dimensions only: NeoX's ordering is not this kernel's. Needs
-// rope.wgsl.
+// at that position. Needs rope.wgsl.
 
 struct Params {
     rope: Rope,
@@ -14,17 +14,25 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32,
     has_factors: u32,  // 1: divide each frequency by rope_freqs[i]
+    has_bias: u32,     // 1: add bias[o] to row o of (q | k | v)
 }
 
 @group(0) @binding(3) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
 @group(0) @binding(4) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(5) var<storage, read_write> VC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(6) var<storage, read> factors: array<f32>;      // (n_rot / 2), or one unused value
-@group(0) @binding(7) var<uniform> P: Params;
+@group(0) @binding(7) var<storage, read> bias: array<f32>;         // (q | k | v rows), or one unused value
+@group(0) @binding(8) var<uniform> P: Params;
 
-fn store_pair(token: u32, row: u32, a: f32, b: f32) {
+fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
     let pos = step.pos + token;
     let o = P.out_offset + row;
+    var a = a_raw;
+    var b = b_raw;
+    if (P.has_bias == 1u) {
+        a += bias[o];
+        b += bias[o + 1u];
+    }
     let q_dim = P.n_head * P.head_dim;
     let kv_dim = P.n_kv_head * P.head_dim;
     if (o >= q_dim + kv_dim) {

@@ -63,6 +63,53 @@ impl Default for Limits {
     }
 }
 
+/// Where a model's chat template comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The file's own (`tokenizer.chat_template`).
+    File,
+    /// The file has none: its family's standard format, as llama.cpp builds it in (named so).
+    Family(&'static str),
+}
+
+/// Gemma's turns as llama.cpp's built-in `gemma` template writes them: `<start_of_turn>user` /
+/// `<start_of_turn>model`, contents trimmed, system messages (Gemma has no system role) joined into
+/// the first user turn after a blank line.
+const GEMMA: &str = r#"{%- set ns = namespace(system='') -%}
+{%- for m in messages -%}
+  {%- if m.role == 'system' -%}
+    {%- set ns.system = ns.system + (m.content | trim) -%}
+  {%- else -%}
+    {%- set role = 'model' if m.role == 'assistant' else m.role -%}
+    {{- '<start_of_turn>' + role + '
+' -}}
+    {%- if ns.system and role != 'model' -%}
+      {{- ns.system + '
+
+' -}}
+      {%- set ns.system = '' -%}
+    {%- endif -%}
+    {{- (m.content | trim) + '<end_of_turn>
+' -}}
+  {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+  {{- '<start_of_turn>model
+' -}}
+{%- endif -%}"#;
+
+/// The chat template a model is rendered with: its file's, else its family's standard format where
+/// there is one (Gemma files often ship without one); None where neither is known.
+pub fn of_model(h: &crate::gguf::Header) -> Option<(&str, Origin)> {
+    if let Some(t) = h.get_str("tokenizer.chat_template") {
+        return Some((t, Origin::File));
+    }
+    match h.architecture()? {
+        "gemma" | "gemma2" | "gemma3" => Some((GEMMA, Origin::Family("gemma"))),
+        _ => None,
+    }
+}
+
 /// Renders `template` for `messages` with the default limits. `add_generation_prompt` appends the header
 /// that opens the assistant's reply; `bos_token`/`eos_token` are the texts templates may refer to.
 pub fn render(

@@ -85,13 +85,12 @@ impl Session {
 
     /// Renders a conversation with the model's chat template, ready for the assistant's turn.
     pub fn chat_prompt(&self, messages: &[ChatMessage]) -> Result<String, Error> {
-        let template = self
-            .engine
-            .header
-            .get_str("tokenizer.chat_template")
-            .ok_or_else(|| {
-                Error::Model("the model has no chat template (tokenizer.chat_template)".into())
-            })?;
+        let (template, _) = chat_template::of_model(&self.engine.header).ok_or_else(|| {
+            Error::Model(
+                "the model has no chat template (tokenizer.chat_template), nor its family a standard one"
+                    .into(),
+            )
+        })?;
         let piece = |id: Option<u32>| {
             id.map(|i| String::from_utf8_lossy(self.tokenizer.token_piece(i)).into_owned())
         };

@@ -5,7 +5,7 @@
 //!   prompts and four chat-templated ones. Its CPU path quantizes activations to 8 bits, so its logits
 //!   sit a few tenths away from exact f32 math; the tolerance is loose.
 //! - an f32 numpy forward pass over the `gguf` package's dequantized weights
-//!   (tests/goldens/numpy_llama.py, goldens in tests/goldens/numpy/): the same math as Wick's kernels,
+//!   (tests/goldens/numpy_dense.py, goldens in tests/goldens/numpy/): the same math as Wick's kernels,
 //!   so the tolerance is tight.
 
 mod common;

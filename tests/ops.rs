@@ -6,8 +6,9 @@ use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, Random
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
+use wick::ops::glu::{self, Activation};
 use wick::ops::rope::Rope;
-use wick::ops::{attention, embed, matvec, rms_norm, rope_kv, swiglu};
+use wick::ops::{attention, embed, matvec, rms_norm, rope_kv};
 
 #[test]
 fn matvec_every_type_against_cpu() {
@@ -125,8 +126,10 @@ fn embed_every_type_against_cpu() {
         let out = scratch_buffer(&gpu, "out", (tokens.len() * cols as usize) as u64 * 4)
             .block_on()
             .unwrap();
+        // Gemma's scale, sqrt(640), on the odd types.
+        let scale = if ty as u32 % 2 == 1 { 25.298221 } else { 1.0 };
         let mut plan = plan_at(&gpu, 0, &tokens);
-        embed::push(&mut plan, &table, &out);
+        embed::push(&mut plan, &table, &out, scale);
         run(&gpu, plan);
         let got = read_back_f32(&gpu, &out, tokens.len() * cols as usize)
             .block_on()
@@ -134,6 +137,7 @@ fn embed_every_type_against_cpu() {
         let want: Vec<f32> = tokens
             .iter()
             .flat_map(|&t| deq[(t * cols) as usize..((t + 1) * cols) as usize].to_vec())
+            .map(|v| v * scale)
             .collect();
         assert_eq!(got, want, "{ty} tokens {tokens:?}");
     }
@@ -163,25 +167,22 @@ fn rms_norm_and_swiglu_against_cpu() {
     );
     assert!(e < 1e-10, "rms_norm nmse {e}");
 
-    let g: Vec<f32> = rng.vec(n * rows).iter().map(|v| v * 8.0).collect();
+    // Gates far out on both sides, where GELU's tanh saturates.
+    let g: Vec<f32> = rng.vec(n * rows).iter().map(|v| v * 30.0).collect();
     let u = rng.vec(n * rows);
-    let h = scratch_buffer(&gpu, "h", (n * rows) as u64 * 4)
-        .block_on()
-        .unwrap();
-    let mut plan = plan_at(&gpu, 0, &[0; 3]);
-    swiglu::push(
-        &mut plan,
-        &f32_buffer(&gpu, &g),
-        &f32_buffer(&gpu, &u),
-        &h,
-        n as u32,
-    );
-    run(&gpu, plan);
-    let e = nmse(
-        &read_back_f32(&gpu, &h, n * rows).block_on().unwrap(),
-        &swiglu::reference(&g, &u),
-    );
-    assert!(e < 1e-10, "swiglu nmse {e}");
+    for act in [Activation::Silu, Activation::GeluTanh] {
+        let h = scratch_buffer(&gpu, "h", (n * rows) as u64 * 4)
+            .block_on()
+            .unwrap();
+        let mut plan = plan_at(&gpu, 0, &[0; 3]);
+        let (gb, ub) = (f32_buffer(&gpu, &g), f32_buffer(&gpu, &u));
+        glu::push(&mut plan, act, &gb, &ub, &h, n as u32);
+        run(&gpu, plan);
+        let got = read_back_f32(&gpu, &h, n * rows).block_on().unwrap();
+        assert!(got.iter().all(|v| v.is_finite()), "{act:?}: not finite");
+        let e = nmse(&got, &glu::reference(act, &g, &u));
+        assert!(e < 1e-10, "{act:?} nmse {e}");
+    }
 }
 
 /// The attention's projection fused with RoPE and the cache write (`rope_kv::push`), then causal
@@ -271,7 +272,7 @@ fn projection_rope_and_attention_against_cpu() {
         };
         rope_kv::push(
             &mut plan,
-            &qkv,
+            (&qkv, None),
             &f32_buffer(&gpu, &x),
             &rope,
             heads,
@@ -283,7 +284,8 @@ fn projection_rope_and_attention_against_cpu() {
             v_cache: &vcb,
             out: &out,
         };
-        attention::push(&mut plan, n_head, n_kv_head, head_dim, &abufs);
+        let shape = attention::Shape::causal(n_head, n_kv_head, head_dim);
+        attention::push(&mut plan, shape, &abufs);
         run(&gpu, plan);
 
         // CPU: project, rotate each token's heads at its position, write the cache, attend causally.
@@ -353,7 +355,7 @@ fn swiglu_block_against_cpu() {
             w.parts.iter().all(|p| p.rows == 10 || p.first_row == 120),
             "{ty}"
         );
-        let gate_up = swiglu::GateUp::Interleaved(w);
+        let gate_up = glu::GateUp::Interleaved(w);
         check_swiglu_block(
             &gpu,
             &gate_up,
@@ -374,7 +376,7 @@ fn swiglu_block_against_cpu() {
             .block_on()
             .unwrap()
     };
-    let apart = swiglu::GateUp::Apart(Stacked {
+    let apart = glu::GateUp::Apart(Stacked {
         tensors: vec![(upload(0), 0), (upload(1), n_ff)],
         rows: 2 * n_ff,
     });
@@ -391,9 +393,9 @@ fn swiglu_block_against_cpu() {
         &[(GgmlType::Q4_K, n_ff, cols), (GgmlType::Q4_K, n_ff, cols)],
         &mut rng,
     );
-    let gate_up = swiglu::GateUp::Interleaved(interleave(&f, 1 << 20));
+    let gate_up = glu::GateUp::Interleaved(interleave(&f, 1 << 20));
     let shape = wick::gpu::MatvecShape {
-        kernel: wick::gpu::Kernel::MatvecPairs(wick::gpu::Store::SwiGlu),
+        kernel: wick::gpu::Kernel::MatvecPairs(wick::gpu::Store::Glu(Activation::Silu)),
         ty: GgmlType::Q4_K,
         cols,
         rows: 2 * n_ff,
@@ -415,11 +417,11 @@ fn swiglu_block_against_cpu() {
     gpu.set_tuning(wick::gpu::Tuning::default());
 }
 
-/// `swiglu::push_ffn` with these gate and up (dequantized: `gate`, `up`) and a random Q8_0 down,
+/// `glu::push_ffn` with these gate and up (dequantized: `gate`, `up`) and a random Q8_0 down,
 /// against the CPU, for 1 token and for 5.
 fn check_swiglu_block(
     gpu: &wick::gpu::Gpu,
-    gate_up: &swiglu::GateUp,
+    gate_up: &glu::GateUp,
     (gate, up): (&[f32], &[f32]),
     cols: u32,
     label: &str,
@@ -437,12 +439,13 @@ fn check_swiglu_block(
         let (gate_up_out, hidden) = (scratch(2 * n_ff), scratch(n_ff));
         let mut plan = plan_at(gpu, 0, &vec![0; n_tokens]);
         let xn_buffer = f32_buffer(gpu, &xn);
-        swiglu::push_ffn(
+        glu::push_ffn(
             &mut plan,
+            Activation::Silu,
             (gate_up, &down),
             &xn_buffer,
             (&gate_up_out, &hidden),
-            &x,
+            (&x, true),
         );
         run(gpu, plan);
         let mut want = x0.clone();
@@ -451,7 +454,7 @@ fn check_swiglu_block(
             let (mut g, mut u) = (vec![0f32; n_ff as usize], vec![0f32; n_ff as usize]);
             matvec::reference(gate, xn_t, &mut g, false);
             matvec::reference(up, xn_t, &mut u, false);
-            let h = swiglu::reference(&g, &u);
+            let h = glu::reference(Activation::Silu, &g, &u);
             matvec::reference(&down_deq, &h, &mut want[t * d..(t + 1) * d], true);
         }
         let got = read_back_f32(gpu, &x, want.len()).block_on().unwrap();
@@ -502,7 +505,7 @@ fn split_attention_against_cpu() {
         };
         attention::push_split(
             &mut plan,
-            (n_head, n_kv_head, head_dim),
+            attention::Shape::causal(n_head, n_kv_head, head_dim),
             n_split,
             &b,
             &parts,

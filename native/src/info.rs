@@ -47,6 +47,19 @@ pub fn main(args: InfoArgs) -> Result<()> {
         h.version
     );
     println!("architecture: {}", h.architecture().unwrap_or("(none)"));
+    match wick::models::describe(&h) {
+        Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
+        Err(e) => println!("  not runnable: {e}"),
+    }
+    println!(
+        "chat template: {}",
+        match wick::chat_template::of_model(&h) {
+            Some((_, wick::chat_template::Origin::File)) => "the file's own".to_string(),
+            Some((_, wick::chat_template::Origin::Family(f))) =>
+                format!("none in the file; {f}'s standard format (as llama.cpp builds it in)"),
+            None => "none (chat needs one; run takes raw prompts)".to_string(),
+        }
+    );
     println!("metadata:");
     for (k, v) in &h.metadata {
         println!("  {k} = {}", show(v));

@@ -67,9 +67,14 @@ impl Shape {
     }
 }
 
+/// Bytes of a source a read may take beyond what it asked for, to take several near pieces (rows in a
+/// new order) in one read.
+const READ_SLACK: u64 = 256 << 10;
+
 /// Where a tensor's packed bytes come from.
 enum Packed<'a> {
-    /// Byte ranges of a source, one after the other: one tensor's, or several stacked.
+    /// Byte ranges of a source, one after the other: one tensor's, several stacked, or a tensor's
+    /// rows in a new order.
     Source(&'a dyn ByteSource, Vec<std::ops::Range<u64>>),
     /// Two tensors' rows of `row_bytes` bytes taken in turn: row 0 of each, then row 1 of each, ...
     Interleaved(&'a dyn ByteSource, [std::ops::Range<u64>; 2], u64),
@@ -78,23 +83,56 @@ enum Packed<'a> {
 }
 
 impl Packed<'_> {
-    async fn read(&self, mut offset: u64, mut buf: &mut [u8]) -> Result<(), crate::Error> {
+    async fn read(&self, mut offset: u64, buf: &mut [u8]) -> Result<(), crate::Error> {
         match self {
             Packed::Source(source, ranges) => {
+                // The pieces of the ranges that fill buf: (source offset, length).
+                let mut pieces = Vec::new();
+                let mut want = buf.len() as u64;
                 for range in ranges {
                     let len = range.end - range.start;
                     if offset >= len {
                         offset -= len;
                         continue;
                     }
-                    let n = (len - offset).min(buf.len() as u64) as usize;
-                    let (now, rest) = buf.split_at_mut(n);
-                    source.read_at(range.start + offset, now).await?;
-                    buf = rest;
+                    let n = (len - offset).min(want);
+                    pieces.push((range.start + offset, n));
+                    want -= n;
                     offset = 0;
-                    if buf.is_empty() {
+                    if want == 0 {
                         break;
                     }
+                }
+                // Runs of pieces that lie near each other in the source are one read each.
+                let mut at = 0usize;
+                let mut first = 0;
+                while first < pieces.len() {
+                    let (mut lo, mut hi, mut bytes) = (u64::MAX, 0, 0);
+                    let mut end = first;
+                    while end < pieces.len() {
+                        let (start, n) = pieces[end];
+                        let (new_lo, new_hi) = (lo.min(start), hi.max(start + n));
+                        if end > first && new_hi - new_lo > bytes + n + READ_SLACK {
+                            break;
+                        }
+                        (lo, hi, bytes) = (new_lo, new_hi, bytes + n);
+                        end += 1;
+                    }
+                    if end == first + 1 {
+                        let n = pieces[first].1 as usize;
+                        source.read_at(lo, &mut buf[at..at + n]).await?;
+                        at += n;
+                    } else {
+                        let mut span = vec![0u8; (hi - lo) as usize];
+                        source.read_at(lo, &mut span).await?;
+                        for &(start, n) in &pieces[first..end] {
+                            let from = (start - lo) as usize;
+                            buf[at..at + n as usize]
+                                .copy_from_slice(&span[from..from + n as usize]);
+                            at += n as usize;
+                        }
+                    }
+                    first = end;
                 }
                 Ok(())
             }
@@ -153,6 +191,21 @@ impl GpuTensor {
         max_part: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
+        let infos: Vec<_> = infos.iter().map(|&i| (i, None)).collect();
+        GpuTensor::upload_reordered(gpu, header, source, &infos, max_part, progress).await
+    }
+
+    /// As `upload_stacked`, with the rows of a tensor that comes with an order taken in that order:
+    /// its row r is the file's row `order[r]`.
+    pub async fn upload_reordered(
+        gpu: &Gpu,
+        header: &Header,
+        source: &dyn ByteSource,
+        tensors: &[(&TensorInfo, Option<&[u32]>)],
+        max_part: u64,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<GpuTensor, crate::Error> {
+        let infos: Vec<&TensorInfo> = tensors.iter().map(|(i, _)| *i).collect();
         let first = Shape::of(infos[0]);
         assert!(infos
             .iter()
@@ -162,13 +215,32 @@ impl GpuTensor {
             name: names.join(" + "),
             rows: infos.iter().map(|i| i.rows()).sum(),
             // Several matrices: groups of rows that divide each (for q, k and v, whole heads).
-            group_rows: match infos {
+            group_rows: match infos.as_slice() {
                 [_] => first.group_rows,
                 _ => infos.iter().map(|i| i.rows()).fold(0, gcd),
             },
             ..first
         };
-        let ranges = infos.iter().map(|i| header.tensor_range(i)).collect();
+        let row_bytes = first.ty.bytes_for(first.row_len).unwrap_or(0);
+        let mut ranges = Vec::new();
+        for (info, order) in tensors {
+            let range = header.tensor_range(info);
+            match order {
+                None => ranges.push(range),
+                Some(order) => {
+                    assert_eq!(
+                        order.len() as u64,
+                        info.rows(),
+                        "{}: one row each",
+                        info.name
+                    );
+                    ranges.extend(order.iter().map(|&r| {
+                        let start = range.start + r as u64 * row_bytes;
+                        start..start + row_bytes
+                    }));
+                }
+            }
+        }
         let packed = Packed::Source(source, ranges);
         GpuTensor::stream(gpu, &shape, max_part, &packed, progress).await
     }

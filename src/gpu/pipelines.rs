@@ -27,8 +27,12 @@ pub enum Kernel {
     /// One token's attention split over the sequence, and the merge of the splits.
     AttentionSplit,
     AttentionMerge,
-    /// h = silu(gate) * up
-    SwiGlu,
+    /// h = activation(gate) * up
+    Glu(Activation),
+    /// q and k normed per head and rotated, k and v written into the cache.
+    HeadNormRopeKv,
+    /// x += rmsnorm(t) * w, then the next norm of x.
+    NormAddNorm,
     /// A mixture-of-experts router: probabilities, top-k, weights.
     MoeRoute,
     /// MLA's cache row: the latent normed, the rope part rotated.
@@ -43,21 +47,53 @@ pub enum Kernel {
 pub enum Store {
     /// Both rows as they are (+ y, the residual add).
     Rows,
-    /// silu(gate) * up, from gate's and up's rows interleaved.
-    SwiGlu,
+    /// activation(gate) * up, from gate's and up's rows interleaved.
+    Glu(Activation),
     /// q and k rotated by RoPE, k and v written into the cache.
     RopeKv,
 }
 
-impl Store {
+/// A gated feed-forward block's activation of the gate (shaders/activation/*.wgsl define `activation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activation {
+    /// SwiGLU: silu(x) = x * sigmoid(x).
+    Silu,
+    /// GeGLU: GELU, tanh approximation.
+    GeluTanh,
+}
+
+impl Activation {
     fn source(self) -> &'static str {
         match self {
-            Store::Rows => include_str!("../../shaders/store_rows.wgsl"),
-            Store::SwiGlu => include_str!("../../shaders/store_swiglu.wgsl"),
+            Activation::Silu => include_str!("../../shaders/activation/silu.wgsl"),
+            Activation::GeluTanh => include_str!("../../shaders/activation/gelu.wgsl"),
+        }
+    }
+
+    /// CPU reference.
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            Activation::Silu => x / (1.0 + (-x).exp()),
+            Activation::GeluTanh => {
+                let u = 0.797_884_6 * x * (1.0 + 0.044715 * x * x);
+                0.5 * x * (1.0 + u.tanh())
+            }
+        }
+    }
+}
+
+impl Store {
+    fn source(self) -> String {
+        match self {
+            Store::Rows => include_str!("../../shaders/store_rows.wgsl").into(),
+            Store::Glu(act) => {
+                [act.source(), include_str!("../../shaders/store_glu.wgsl")].concat()
+            }
             Store::RopeKv => concat!(
                 include_str!("../../shaders/rope.wgsl"),
                 include_str!("../../shaders/store_rope_kv.wgsl")
-            ),
+            )
+            .into(),
         }
     }
 }
@@ -73,10 +109,10 @@ impl Kernel {
             Kernel::Matvec => return [wgsl!("row_dot.wgsl", "matvec.wgsl"), row_sum].concat(),
             Kernel::MatvecPairs(store) => {
                 let body = wgsl!("step.wgsl", "row_dot.wgsl", "matvec_pairs.wgsl");
-                return [body, row_sum, store.source()].concat();
+                return [body, row_sum, &store.source()].concat();
             }
             Kernel::Matmul(store) => {
-                return [wgsl!("step.wgsl", "matmul.wgsl"), store.source()].concat();
+                return [wgsl!("step.wgsl", "matmul.wgsl"), &store.source()].concat();
             }
             Kernel::MatvecId => return [wgsl!("row_dot.wgsl", "matvec_id.wgsl"), row_sum].concat(),
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
@@ -91,7 +127,16 @@ impl Kernel {
                 )
             }
             Kernel::AttentionMerge => wgsl!("attention_merge.wgsl"),
-            Kernel::SwiGlu => wgsl!("step.wgsl", "swiglu.wgsl"),
+            Kernel::Glu(act) => return [act.source(), wgsl!("step.wgsl", "glu.wgsl")].concat(),
+            Kernel::HeadNormRopeKv => {
+                wgsl!(
+                    "step.wgsl",
+                    "rope.wgsl",
+                    "reduce.wgsl",
+                    "head_norm_rope_kv.wgsl"
+                )
+            }
+            Kernel::NormAddNorm => wgsl!("step.wgsl", "reduce.wgsl", "norm_add_norm.wgsl"),
             Kernel::MoeRoute => wgsl!("moe_route.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {

@@ -2,7 +2,7 @@
 //! with. The defaults serve every adapter; `Engine::tune` times the candidates on this one, and the
 //! winners, kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
 
-use super::{Kernel, Store};
+use super::{Activation, Kernel, Store};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -61,7 +61,8 @@ impl MatvecShape {
         let shape = format!("{} {}x{}", self.ty, self.cols, self.rows);
         match self.kernel {
             Kernel::MatvecPairs(Store::Rows) => shape + " pairs",
-            Kernel::MatvecPairs(Store::SwiGlu) => shape + " swiglu",
+            Kernel::MatvecPairs(Store::Glu(Activation::Silu)) => shape + " swiglu",
+            Kernel::MatvecPairs(Store::Glu(Activation::GeluTanh)) => shape + " geglu",
             Kernel::MatvecPairs(Store::RopeKv) => shape + " rope_kv",
             _ => shape,
         }

@@ -16,11 +16,11 @@
 use super::{Ends, Forward, Loader};
 use crate::gguf::GgmlType;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
+use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::matvec_id::{self, Experts, Output};
 use crate::ops::mla::{self, Mla};
 use crate::ops::moe_route::{self, Gating};
 use crate::ops::rope::{Rope, Yarn};
-use crate::ops::swiglu::{self, GateUp};
 use crate::ops::{embed, matvec, rms_norm};
 use crate::Error;
 
@@ -360,7 +360,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
 
     // MLA's kernels take one token at a time, so this model has a decode plan only.
     let mut plan = Plan::new(&gpu, &step, 1);
-    embed::push(&mut plan, &ends.token_embd, &x);
+    embed::push(&mut plan, &ends.token_embd, &x, 1.0);
     for b in &blocks {
         plan.layer_boundary();
         rms_norm::push(&mut plan, &x, &b.attn_norm, &xn, d, c.rms_eps);
@@ -404,7 +404,14 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
         rms_norm::push(&mut plan, &x, &b.ffn_norm, &xn, d, c.rms_eps);
         match &b.ffn {
             FeedForward::Dense { gate_up: gu, down } => {
-                swiglu::push_ffn(&mut plan, (gu, down), &xn, (&gate_up, &hidden), &x);
+                glu::push_ffn(
+                    &mut plan,
+                    Activation::Silu,
+                    (gu, down),
+                    &xn,
+                    (&gate_up, &hidden),
+                    (&x, true),
+                );
             }
             FeedForward::Moe {
                 router,
@@ -430,7 +437,14 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
                 };
                 matvec_id::push(&mut plan, g, &experts, &xn, 0, &gate, Output::PerSlot);
                 matvec_id::push(&mut plan, u, &experts, &xn, 0, &up, Output::PerSlot);
-                swiglu::push(&mut plan, &gate, &up, &hidden, n_used * n_ff_expert);
+                glu::push(
+                    &mut plan,
+                    Activation::Silu,
+                    &gate,
+                    &up,
+                    &hidden,
+                    n_used * n_ff_expert,
+                );
                 let down_experts = Experts { rows: d, ..experts };
                 matvec_id::push(
                     &mut plan,
@@ -442,7 +456,14 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
                     Output::WeightedSum,
                 );
                 if let Some((gu, down)) = shared {
-                    swiglu::push_ffn(&mut plan, (gu, down), &xn, (&gate_up, &hidden), &x);
+                    glu::push_ffn(
+                        &mut plan,
+                        Activation::Silu,
+                        (gu, down),
+                        &xn,
+                        (&gate_up, &hidden),
+                        (&x, true),
+                    );
                 }
             }
         }

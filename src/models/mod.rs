@@ -2,16 +2,29 @@
 //! the plans of its runs. What they share is here: the loader and what a loaded model hands back.
 
 pub mod deepseek2;
+pub mod dense;
+pub mod gemma3;
 pub mod llama;
+pub mod qwen2;
 
 use crate::gguf::{ByteSource, Header, TensorInfo};
 use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Plan, Stacked, StepInput};
-use crate::ops::swiglu::GateUp;
+use crate::ops::glu::GateUp;
 use crate::Error;
 use std::sync::Arc;
 
 /// The architectures Wick runs.
-pub const ARCHITECTURES: &[&str] = &["llama", "deepseek2"];
+pub const ARCHITECTURES: &[&str] = &["llama", "qwen2", "gemma3", "deepseek2"];
+
+/// The families that run on the dense block, each with what sets it apart.
+fn dense_family(arch: &str) -> Option<dense::FamilyOf> {
+    match arch {
+        "llama" => Some(llama::family),
+        "qwen2" => Some(qwen2::family),
+        "gemma3" => Some(gemma3::family),
+        _ => None,
+    }
+}
 
 /// A loaded model: the plans of its runs and the buffers they talk through.
 pub struct Forward {
@@ -62,6 +75,11 @@ impl Ends {
     ) {
         let n_embd = self.token_embd.row_len;
         crate::ops::rms_norm::push(plan, x, &self.output_norm, xn, n_embd, eps);
+        self.push_head(plan, xn, logits);
+    }
+
+    /// The logits of `xn` (n_embd), already normed by output_norm.
+    pub fn push_head(&self, plan: &mut Plan, xn: &wgpu::Buffer, logits: &wgpu::Buffer) {
         let head = self.output.as_ref().unwrap_or(&self.token_embd);
         crate::ops::matvec::push(plan, head, xn, logits, false);
     }
@@ -70,43 +88,45 @@ impl Ends {
 /// Loads the model the header describes, with prompts read `batch` tokens at a time where the
 /// architecture can.
 pub async fn load(loader: &mut Loader<'_>, n_ctx: u32, batch: u32) -> Result<Forward, Error> {
-    match loader.arch.as_str() {
-        "llama" => llama::load(loader, n_ctx, batch).await,
-        "deepseek2" => deepseek2::load(loader, n_ctx).await,
-        other => Err(Error::UnsupportedArchitecture(other.to_string())),
+    let arch = loader.arch.clone();
+    match (dense_family(&arch), arch.as_str()) {
+        (Some(family), _) => dense::load(loader, family, n_ctx, batch).await,
+        (None, "deepseek2") => deepseek2::load(loader, n_ctx).await,
+        _ => Err(Error::UnsupportedArchitecture(arch)),
     }
 }
 
-/// Streams tensors from the source into the GPU, checking each against the shape the model expects.
-pub struct Loader<'a> {
-    pub gpu: Arc<Gpu>,
-    pub header: &'a Header,
-    pub source: &'a dyn ByteSource,
-    pub arch: String,
-    pub progress: &'a mut dyn FnMut(u64, u64),
-    done: u64,
-    total: u64,
+/// What the engine does with the model the header describes, in a few lines (`wick info`); an
+/// architecture it does not run is an error, as at load.
+pub fn describe(header: &Header) -> Result<Vec<String>, Error> {
+    let meta = Meta::new(header)?;
+    match (dense_family(&meta.arch), meta.arch.as_str()) {
+        (Some(family), _) => {
+            let c = dense::Config::from_meta(&meta)?;
+            Ok(family(&meta, &c)?.describe(&c))
+        }
+        (None, "deepseek2") => Ok(vec![
+            "Multi-head Latent Attention in absorbed form over one latent cache; mixture-of-experts read by index on the GPU; prompts one token at a time".into(),
+        ]),
+        _ => Err(Error::UnsupportedArchitecture(meta.arch)),
+    }
 }
 
-impl<'a> Loader<'a> {
-    pub fn new(
-        gpu: Arc<Gpu>,
-        header: &'a Header,
-        source: &'a dyn ByteSource,
-        progress: &'a mut dyn FnMut(u64, u64),
-    ) -> Result<Loader<'a>, Error> {
+/// A model's metadata, read under its architecture's prefix: what configs are made from, with or
+/// without a GPU (`wick info` reads it from the header alone).
+pub struct Meta<'a> {
+    pub header: &'a Header,
+    pub arch: String,
+}
+
+impl<'a> Meta<'a> {
+    pub fn new(header: &'a Header) -> Result<Meta<'a>, Error> {
         let arch = header
             .architecture()
             .ok_or_else(|| Error::Model("general.architecture is missing".into()))?;
-        let total = header.tensors.iter().map(|t| t.bytes()).sum();
-        Ok(Loader {
-            gpu,
+        Ok(Meta {
             header,
-            source,
             arch: arch.to_string(),
-            progress,
-            done: 0,
-            total,
         })
     }
 
@@ -156,8 +176,50 @@ impl<'a> Loader<'a> {
         self.header.get_str(&self.key(key))
     }
 
+    pub fn has(&self, name: &str) -> bool {
+        self.header.tensor(name).is_some()
+    }
+}
+
+/// Streams tensors from the source into the GPU, checking each against the shape the model expects.
+/// Its metadata is at hand through `Meta`.
+pub struct Loader<'a> {
+    pub gpu: Arc<Gpu>,
+    pub meta: Meta<'a>,
+    pub source: &'a dyn ByteSource,
+    pub progress: &'a mut dyn FnMut(u64, u64),
+    done: u64,
+    total: u64,
+}
+
+impl<'a> std::ops::Deref for Loader<'a> {
+    type Target = Meta<'a>;
+    fn deref(&self) -> &Meta<'a> {
+        &self.meta
+    }
+}
+
+impl<'a> Loader<'a> {
+    pub fn new(
+        gpu: Arc<Gpu>,
+        header: &'a Header,
+        source: &'a dyn ByteSource,
+        progress: &'a mut dyn FnMut(u64, u64),
+    ) -> Result<Loader<'a>, Error> {
+        let total = header.tensors.iter().map(|t| t.bytes()).sum();
+        Ok(Loader {
+            gpu,
+            meta: Meta::new(header)?,
+            source,
+            progress,
+            done: 0,
+            total,
+        })
+    }
+
     fn info(&self, name: &str, shape: &[u32]) -> Result<&'a TensorInfo, Error> {
         let t = self
+            .meta
             .header
             .tensor(name)
             .ok_or_else(|| Error::Model(format!("tensor {name} is missing")))?;
@@ -196,14 +258,28 @@ impl<'a> Loader<'a> {
         cols: u32,
         rows: &[u32],
     ) -> Result<Stacked, Error> {
+        self.stacked_reordered(names, cols, rows, &vec![None; names.len()])
+            .await
+    }
+
+    /// As `stacked`, with the rows of a matrix that comes with an order taken in that order: its row
+    /// r is the file's row `order[r]`.
+    pub async fn stacked_reordered(
+        &mut self,
+        names: &[String],
+        cols: u32,
+        rows: &[u32],
+        orders: &[Option<&[u32]>],
+    ) -> Result<Stacked, Error> {
         let infos = names
             .iter()
             .zip(rows)
-            .map(|(name, &r)| self.info(name, &[cols, r]))
+            .zip(orders)
+            .map(|((name, &r), &order)| Ok((self.info(name, &[cols, r])?, order)))
             .collect::<Result<Vec<_>, Error>>()?;
         let mut tensors = Vec::new();
         let mut offset = 0;
-        for run in infos.chunk_by(|a, b| a.ty == b.ty) {
+        for run in infos.chunk_by(|a, b| a.0.ty == b.0.ty) {
             let tensor = self.upload(run).await?;
             let rows = tensor.rows;
             tensors.push((tensor, offset));
@@ -237,7 +313,7 @@ impl<'a> Loader<'a> {
         let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
         let tensor = GpuTensor::upload_interleaved(
             &self.gpu,
-            self.header,
+            self.meta.header,
             self.source,
             [g, u],
             self.gpu.max_binding(),
@@ -252,15 +328,18 @@ impl<'a> Loader<'a> {
 
     async fn packed(&mut self, name: &str, shape: &[u32]) -> Result<GpuTensor, Error> {
         let t = self.info(name, shape)?;
-        self.upload(&[t]).await
+        self.upload(&[(t, None)]).await
     }
 
-    async fn upload(&mut self, infos: &[&TensorInfo]) -> Result<GpuTensor, Error> {
-        check_row_len(infos[0])?;
+    async fn upload(
+        &mut self,
+        infos: &[(&TensorInfo, Option<&[u32]>)],
+    ) -> Result<GpuTensor, Error> {
+        check_row_len(infos[0].0)?;
         let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
-        let tensor = GpuTensor::upload_stacked(
+        let tensor = GpuTensor::upload_reordered(
             &self.gpu,
-            self.header,
+            self.meta.header,
             self.source,
             infos,
             self.gpu.max_binding(),
@@ -277,14 +356,10 @@ impl<'a> Loader<'a> {
     /// from at load).
     pub async fn host_f32(&mut self, name: &str, shape: &[u32]) -> Result<Vec<f32>, Error> {
         let t = self.info(name, shape)?;
-        let data = read_f32(self.header, self.source, t).await?;
+        let data = read_f32(self.meta.header, self.source, t).await?;
         self.done += t.bytes();
         (self.progress)(self.done, self.total);
         Ok(data)
-    }
-
-    pub fn has(&self, name: &str) -> bool {
-        self.header.tensor(name).is_some()
     }
 
     /// A small vector (norm weights, rope factors, biases), as f32.

@@ -11,6 +11,33 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32,
     scale: f32,
+    window: u32,
+}
+
+/// The heads attention runs over and how it scores keys.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub n_head: u32,
+    pub n_kv_head: u32,
+    /// A multiple of 4, at most `MAX_HEAD_DIM`.
+    pub head_dim: u32,
+    /// Scores are q.k times this (1 / sqrt(head_dim) in most models).
+    pub scale: f32,
+    /// Keys a query sees, its own included (a sliding-window layer); 0: all before it.
+    pub window: u32,
+}
+
+impl Shape {
+    /// Every key before the query, scored by 1 / sqrt(head_dim).
+    pub fn causal(n_head: u32, n_kv_head: u32, head_dim: u32) -> Shape {
+        Shape {
+            n_head,
+            n_kv_head,
+            head_dim,
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            window: 0,
+        }
+    }
 }
 
 /// The kernel keeps each thread's share of a head's output in registers: 4 values for each of its
@@ -28,21 +55,22 @@ pub struct AttentionBuffers<'a> {
 }
 
 /// Adds attention for each token of the run: token t, at position pos + t, attends to positions
-/// 0..=pos + t. head_dim must be a multiple of 4, at most `MAX_HEAD_DIM`.
-pub fn push(plan: &mut Plan, n_head: u32, n_kv_head: u32, head_dim: u32, b: &AttentionBuffers) {
-    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM);
+/// 0..=pos + t (the last `window` of them on a sliding-window layer).
+pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
+    assert!(s.head_dim % 4 == 0 && s.head_dim <= MAX_HEAD_DIM);
     let p = Params {
-        n_head,
-        n_kv_head,
-        head_dim,
-        scale: 1.0 / (head_dim as f32).sqrt(),
+        n_head: s.n_head,
+        n_kv_head: s.n_kv_head,
+        head_dim: s.head_dim,
+        scale: s.scale,
+        window: s.window,
     };
     let step = plan.step.clone();
     plan.push(
         PipelineKey::new(Kernel::Attention, None),
         &[b.q, b.k_cache, b.v_cache, b.out, &step],
         super::params(&p),
-        [n_head, plan.batch, 1],
+        [s.n_head, plan.batch, 1],
     );
 }
 
@@ -54,6 +82,7 @@ struct SplitParams {
     head_dim: u32,
     scale: f32,
     n_split: u32,
+    window: u32,
 }
 
 #[repr(C)]
@@ -73,18 +102,22 @@ pub fn split_scratch_bytes(n_head: u32, head_dim: u32, n_split: u32) -> u64 {
 /// head, then merged: two dispatches. `parts` holds `split_scratch_bytes`.
 pub fn push_split(
     plan: &mut Plan,
-    (n_head, n_kv_head, head_dim): (u32, u32, u32),
+    s: Shape,
     n_split: u32,
     b: &AttentionBuffers,
     parts: &wgpu::Buffer,
 ) {
+    let Shape {
+        n_head, head_dim, ..
+    } = s;
     assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM && plan.batch == 1);
     let p = SplitParams {
         n_head,
-        n_kv_head,
+        n_kv_head: s.n_kv_head,
         head_dim,
-        scale: 1.0 / (head_dim as f32).sqrt(),
+        scale: s.scale,
         n_split,
+        window: s.window,
     };
     let step = plan.step.clone();
     plan.push(
@@ -106,10 +139,15 @@ pub fn push_split(
     );
 }
 
-/// CPU reference for one query head over `n` cached positions. k, v: (n, head_dim) for its kv head.
+/// CPU reference for one query head over `n` cached positions, scoring by 1 / sqrt(head_dim). k, v:
+/// (n, head_dim) for its kv head.
 pub fn reference(q: &[f32], k: &[f32], v: &[f32], head_dim: usize) -> Vec<f32> {
+    reference_scaled(q, k, v, head_dim, 1.0 / (head_dim as f32).sqrt())
+}
+
+/// As `reference`, scoring by `scale`.
+pub fn reference_scaled(q: &[f32], k: &[f32], v: &[f32], head_dim: usize, scale: f32) -> Vec<f32> {
     let n = k.len() / head_dim;
-    let scale = 1.0 / (head_dim as f32).sqrt();
     let scores: Vec<f32> = (0..n)
         .map(|p| {
             q.iter()

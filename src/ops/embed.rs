@@ -9,10 +9,11 @@ struct Params {
     cols: u32,
     row_bytes: u32,
     first_row: u32,
+    scale: f32,
 }
 
-/// Adds `out[t] = table[token t]` to the plan. out: (batch, table.row_len) f32.
-pub fn push(plan: &mut Plan, table: &GpuTensor, out: &wgpu::Buffer) {
+/// Adds `out[t] = table[token t] * scale` to the plan. out: (batch, table.row_len) f32.
+pub fn push(plan: &mut Plan, table: &GpuTensor, out: &wgpu::Buffer, scale: f32) {
     let step = plan.step.clone();
     let threads = table.row_len / 32;
     for part in &table.parts {
@@ -21,6 +22,7 @@ pub fn push(plan: &mut Plan, table: &GpuTensor, out: &wgpu::Buffer) {
             cols: table.row_len,
             row_bytes: table.row_bytes,
             first_row: part.first_row,
+            scale,
         };
         plan.push(
             PipelineKey::new(Kernel::Embed, Some(table.ty)),

@@ -2,14 +2,16 @@
 
 pub mod attention;
 pub mod embed;
+pub mod glu;
+pub mod head_norm_rope_kv;
 pub mod matvec;
 pub mod matvec_id;
 pub mod mla;
 pub mod moe_route;
+pub mod norm_add_norm;
 pub mod rms_norm;
 pub mod rope;
 pub mod rope_kv;
-pub mod swiglu;
 
 /// Bytes of a uniform parameter block.
 pub(crate) fn params<T: bytemuck::Pod>(p: &T) -> &[u8] {

@@ -41,6 +41,18 @@ impl Yarn {
     }
 }
 
+/// For a head of `head_dim` rows of which the first `n_rot` rotate in NeoX order (i with i + n_rot/2),
+/// the order that puts each rotating pair side by side: row 2i takes row i, row 2i + 1 takes row
+/// i + n_rot/2, the rows past n_rot stay. Rotating adjacent pairs of rows so reordered is NeoX's
+/// rotation of the rows as they were.
+pub fn neox_as_adjacent(head_dim: u32, n_rot: u32) -> Vec<u32> {
+    let half = n_rot / 2;
+    (0..half)
+        .flat_map(|i| [i, i + half])
+        .chain(n_rot..head_dim)
+        .collect()
+}
+
 /// `Rope` as the shaders' `struct Rope` lays it out.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

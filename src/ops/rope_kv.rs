@@ -25,6 +25,7 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32,
     has_factors: u32,
+    has_bias: u32,
 }
 
 /// Where the projection's results go.
@@ -38,22 +39,24 @@ pub struct RopeBuffers<'a> {
     pub factors: Option<&'a wgpu::Buffer>,
 }
 
-/// Adds the projection of x (batch, cols) through `qkv` (q's, k's and v's rows stacked), rotated and
-/// cached, for each token of the run.
+/// Adds the projection of x (batch, cols) through `qkv` (q's, k's and v's rows stacked), plus `bias`
+/// (q's, k's and v's, stacked alike) where the model has one, rotated and cached, for each token of
+/// the run.
 pub fn push(
     plan: &mut Plan,
-    qkv: &Stacked,
+    (qkv, bias): (&Stacked, Option<&wgpu::Buffer>),
     x: &wgpu::Buffer,
     rope: &Rope,
     heads: Heads,
     b: &RopeBuffers,
 ) {
-    // The store rotates the pairs of rows (2i, 2i+1). A NeoX-ordered model would need its q and k
-    // rows reordered at load so that the dimensions it rotates together sit side by side.
+    // The store rotates the pairs of rows (2i, 2i+1). A NeoX-ordered model has its q and k rows
+    // reordered at load so that the dimensions it rotates together sit side by side.
     assert!(!rope.neox, "the fused projection rotates adjacent pairs");
-    // With no factors, the step buffer stands in for them: the binding must be there, unread.
+    // What a model lacks, the step buffer stands in for: the binding must be there, unread.
     let step = plan.step.clone();
-    let outputs = [b.q, b.k_cache, b.v_cache, b.factors.unwrap_or(&step)];
+    let (factors, bias_or_step) = (b.factors.unwrap_or(&step), bias.unwrap_or(&step));
+    let outputs = [b.q, b.k_cache, b.v_cache, factors, bias_or_step];
     for (w, offset) in &qkv.tensors {
         assert!(offset % 2 == 0, "{}: its rows start inside a pair", w.name);
         let params = |part: &TensorPart| {
@@ -67,6 +70,7 @@ pub fn push(
                 n_kv_head: heads.n_kv_head,
                 head_dim: heads.head_dim,
                 has_factors: b.factors.is_some() as u32,
+                has_bias: bias.is_some() as u32,
             };
             super::params(&p).to_vec()
         };

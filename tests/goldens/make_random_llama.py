@@ -45,7 +45,7 @@ import llama_cpp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import numpy_llama  # noqa: E402  (its loader and rope)
+import numpy_dense  # noqa: E402  (its loader and rope)
 from random_vocab import vocabulary  # noqa: E402
 
 SEED = 20240611
@@ -151,7 +151,7 @@ def top(logits, k):
 def f32_forward(path, ids):
     """Teacher-forced logits of an f32 forward pass (numpy, float64 accumulation) over the `gguf` package's
     dequantized weights: the math Wick's kernels do, without llama.cpp's 8-bit activation rounding."""
-    meta, w = numpy_llama.load(path)
+    meta, w = numpy_dense.load(path)
     n_layer, n_head = meta["llama.block_count"], meta["llama.attention.head_count"]
     n_kv, eps = meta["llama.attention.head_count_kv"], meta["llama.attention.layer_norm_rms_epsilon"]
     base, hd = meta["llama.rope.freq_base"], meta["llama.embedding_length"] // n_head
@@ -164,8 +164,8 @@ def f32_forward(path, ids):
         for l in range(n_layer):
             p = f"blk.{l}."
             h = norm(x, w[p + "attn_norm.weight"])
-            q = numpy_llama.rope((w[p + "attn_q.weight"] @ h).reshape(n_head, hd), pos, base, hd)
-            kc[l].append(numpy_llama.rope((w[p + "attn_k.weight"] @ h).reshape(n_kv, hd), pos, base, hd))
+            q = numpy_dense.rope((w[p + "attn_q.weight"] @ h).reshape(n_head, hd), pos, base, hd)
+            kc[l].append(numpy_dense.rope((w[p + "attn_k.weight"] @ h).reshape(n_kv, hd), pos, base, hd))
             vc[l].append((w[p + "attn_v.weight"] @ h).reshape(n_kv, hd))
             K, V = np.stack(kc[l]), np.stack(vc[l])
             o = np.zeros((n_head, hd))

@@ -1,8 +1,9 @@
-//! h = silu(gate) * up, and the SwiGLU feed-forward block built on it. Where gate and up share a type,
-//! their rows are interleaved at load and h comes straight out of their projection
-//! (shaders/store_swiglu.wgsl); otherwise, and for the experts' outputs, shaders/swiglu.wgsl makes h
-//! from gate's and up's outputs.
+//! h = activation(gate) * up, and the gated feed-forward block built on it (SwiGLU with silu, GeGLU with
+//! GELU). Where gate and up share a type, their rows are interleaved at load and h comes straight out
+//! of their projection (shaders/store_glu.wgsl); otherwise, and for the experts' outputs,
+//! shaders/glu.wgsl makes h from gate's and up's outputs.
 
+pub use crate::gpu::Activation;
 use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan, Stacked, Store, TensorPart};
 
 #[repr(C)]
@@ -14,19 +15,26 @@ struct Params {
     stride: u32,
 }
 
-/// Adds `h = silu(g) * u` to the plan for each token row. g, u, h: (batch, n) f32.
-pub fn push(plan: &mut Plan, g: &wgpu::Buffer, u: &wgpu::Buffer, h: &wgpu::Buffer, n: u32) {
-    push_rows(plan, (g, 0), (u, 0), n, h, n);
+/// Adds `h = act(g) * u` to the plan for each token row. g, u, h: (batch, n) f32.
+pub fn push(
+    plan: &mut Plan,
+    act: Activation,
+    g: &wgpu::Buffer,
+    u: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    n: u32,
+) {
+    push_rows(plan, act, (g, 0), (u, 0), n, (h, n));
 }
 
 /// As `push`, reading g and u from rows of `stride` values, each from its own offset.
 fn push_rows(
     plan: &mut Plan,
+    act: Activation,
     (g, g_offset): (&wgpu::Buffer, u32),
     (u, u_offset): (&wgpu::Buffer, u32),
     stride: u32,
-    h: &wgpu::Buffer,
-    n: u32,
+    (h, n): (&wgpu::Buffer, u32),
 ) {
     let step = plan.step.clone();
     let p = Params {
@@ -36,25 +44,22 @@ fn push_rows(
         stride,
     };
     plan.push(
-        PipelineKey::new(Kernel::SwiGlu, None),
+        PipelineKey::new(Kernel::Glu(act), None),
         &[g, u, h, &step],
         super::params(&p),
         [n.div_ceil(64), plan.batch, 1],
     );
 }
 
-pub fn reference(g: &[f32], u: &[f32]) -> Vec<f32> {
-    g.iter()
-        .zip(u)
-        .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
-        .collect()
+pub fn reference(act: Activation, g: &[f32], u: &[f32]) -> Vec<f32> {
+    g.iter().zip(u).map(|(g, u)| act.apply(*g) * u).collect()
 }
 
-/// A SwiGLU block's gate and up projections, as loaded.
+/// A gated block's gate and up projections, as loaded.
 pub enum GateUp {
     /// Of one type, their rows interleaved (gate 0, up 0, gate 1, up 1, ...): one pass makes h.
     Interleaved(GpuTensor),
-    /// Of two types, stacked: each writes its half of a (gate | up) row, then swiglu.wgsl makes h.
+    /// Of two types, stacked: each writes its half of a (gate | up) row, then glu.wgsl makes h.
     Apart(Stacked),
 }
 
@@ -78,14 +83,16 @@ impl GateUp {
     }
 }
 
-/// A SwiGLU feed-forward block added to the residual: x += down(silu(gate xn) * up xn). `gate_up_out`
-/// (batch, 2 n_ff) is scratch for gate and up kept apart, `hidden` (batch, n_ff) for h.
+/// A gated feed-forward block: y = down(act(gate xn) * up xn), added to y when `accumulate` (the
+/// residual add). `gate_up_out` (batch, 2 n_ff) is scratch for gate and up kept apart, `hidden`
+/// (batch, n_ff) for h.
 pub fn push_ffn(
     plan: &mut Plan,
+    act: Activation,
     (gate_up, down): (&GateUp, &GpuTensor),
     xn: &wgpu::Buffer,
     (gate_up_out, hidden): (&wgpu::Buffer, &wgpu::Buffer),
-    x: &wgpu::Buffer,
+    (y, accumulate): (&wgpu::Buffer, bool),
 ) {
     let n_ff = gate_up.n_ff();
     match gate_up {
@@ -100,13 +107,13 @@ pub fn push_ffn(
                 };
                 super::params(&p).to_vec()
             };
-            super::matvec::push_pairs(plan, w, xn, Store::SwiGlu, &[hidden], params);
+            super::matvec::push_pairs(plan, w, xn, Store::Glu(act), &[hidden], params);
         }
         GateUp::Apart(stacked) => {
             super::matvec::push_stacked(plan, stacked, xn, gate_up_out);
             let (gate, up) = ((gate_up_out, 0), (gate_up_out, n_ff));
-            push_rows(plan, gate, up, 2 * n_ff, hidden, n_ff);
+            push_rows(plan, act, gate, up, 2 * n_ff, (hidden, n_ff));
         }
     }
-    super::matvec::push(plan, down, hidden, x, true);
+    super::matvec::push(plan, down, hidden, y, accumulate);
 }

@@ -1,6 +1,6 @@
-// h = silu(gate) * up, for each token row of the run. Gate and up may be two halves of one buffer
+// h = activation(gate) * up, for each token row of the run. Gate and up may be two halves of one buffer
 // (one stacked matrix made both), bound twice: each has its own offset into rows of `stride` values.
-// Needs step.wgsl.
+// Needs step.wgsl and an activation file.
 
 struct Params {
     n: u32,        // values per token row of h
@@ -21,7 +21,6 @@ override WG: u32 = 64u;
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < P.n && gid.y < step.n_tokens) {
         let row = gid.y * P.stride + gid.x;
-        let g = G[row + P.g_offset];
-        H[gid.y * P.n + gid.x] = g / (1.0 + exp(-g)) * U[row + P.u_offset];
+        H[gid.y * P.n + gid.x] = activation(G[row + P.g_offset]) * U[row + P.u_offset];
     }
 }

@@ -1,0 +1,81 @@
+// What follows the attention projection in models that RMS-norm q and k per head (Gemma 3, Qwen 3):
+// each head of q and k normed over its head_dim and scaled by its norm weights, then rotated at the
+// token's position, q into the token's row of Q and k into the cache; v's heads copied into the cache.
+// One workgroup per (head, token), heads counted over q's, k's and v's. Pairs (2i, 2i+1) rotate
+// together: a NeoX-ordered model's q and k rows, and its norm weights, were reordered at load so.
+// Needs step.wgsl, rope.wgsl and reduce.wgsl.
+
+struct Params {
+    rope: Rope,
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,     // even, at most 2 * WG * PAIRS
+    eps: f32,
+    has_factors: u32,  // 1: divide each frequency by rope_freqs[i]
+}
+
+@group(0) @binding(0) var<storage, read> QKV: array<f32>;          // (batch, (n_head + 2 n_kv_head) head_dim)
+@group(0) @binding(1) var<storage, read> norms: array<f32>;        // (2, head_dim): q's weights, then k's
+@group(0) @binding(2) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
+@group(0) @binding(3) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(4) var<storage, read_write> VC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(5) var<storage, read> factors: array<f32>;      // (n_rot / 2), or one unused value
+@group(0) @binding(6) var<storage, read> step: Step;
+@group(0) @binding(7) var<uniform> P: Params;
+
+override WG: u32 = 64u;
+const PAIRS: u32 = 4u; // pairs per thread: heads of up to 512 dimensions
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let head = wg.x;
+    let token = wg.y;
+    if (token >= step.n_tokens) {
+        return;
+    }
+    let pos = step.pos + token;
+    let hd = P.head_dim;
+    let q_dim = P.n_head * hd;
+    let kv_dim = P.n_kv_head * hd;
+    let row = token * (q_dim + 2u * kv_dim) + head * hd;
+    if (head >= P.n_head + P.n_kv_head) { // a v head: as it is
+        let c = pos * kv_dim + (head - P.n_head - P.n_kv_head) * hd;
+        for (var d = t; d < hd; d += WG) {
+            VC[c + d] = QKV[row + d];
+        }
+        return;
+    }
+    var x: array<vec2<f32>, PAIRS>;
+    var sum = 0.0;
+    for (var j = 0u; j < PAIRS; j++) {
+        let i = t + j * WG;
+        if (i < hd / 2u) {
+            x[j] = vec2<f32>(QKV[row + 2u * i], QKV[row + 2u * i + 1u]);
+            sum += dot(x[j], x[j]);
+        }
+    }
+    let scale = inverseSqrt(reduce_sum(t, sum) / f32(hd) + P.eps);
+    let is_q = head < P.n_head;
+    let w = select(hd, 0u, is_q);
+    for (var j = 0u; j < PAIRS; j++) {
+        let i = t + j * WG;
+        if (i >= hd / 2u) {
+            continue;
+        }
+        let a = x[j].x * scale * norms[w + 2u * i];
+        let b = x[j].y * scale * norms[w + 2u * i + 1u];
+        var r = vec2<f32>(a, b);
+        if (i < P.rope.n_rot / 2u) {
+            let cs = rope_cos_sin(P.rope, pos, i, select(1.0, factors[i], P.has_factors == 1u));
+            r = vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
+        }
+        let o = select(pos * kv_dim + (head - P.n_head) * hd, token * q_dim + head * hd, is_q) + 2u * i;
+        if (is_q) {
+            Q[o] = r.x;
+            Q[o + 1u] = r.y;
+        } else {
+            KC[o] = r.x;
+            KC[o + 1u] = r.y;
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! The qwen2 architecture (Qwen 2 and 2.5): llama's block with biases on q, k and v (loaded wherever a
+//! file has them) and RoPE in NeoX order.
+
+use super::dense::{Config, Family};
+use super::Meta;
+use crate::Error;
+
+pub fn family(_: &Meta, c: &Config) -> Result<Family, Error> {
+    Ok(Family {
+        rope_neox: true,
+        ..Family::llama(c)
+    })
+}

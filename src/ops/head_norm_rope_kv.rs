@@ -1,0 +1,51 @@
+//! After the attention projection of models that RMS-norm q and k per head (Gemma 3, Qwen 3): each
+//! head normed and rotated, q into its row and k and v into the cache (shaders/head_norm_rope_kv.wgsl).
+//! The projection itself writes q, k and v side by side (matvec::push_stacked).
+
+use super::rope::{Rope, RopeParams};
+use super::rope_kv::{Heads, RopeBuffers};
+use crate::gpu::{Kernel, PipelineKey, Plan};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rope: RopeParams,
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,
+    eps: f32,
+    has_factors: u32,
+}
+
+/// Heads of up to this many dimensions (64 threads, 4 pairs each).
+pub const MAX_HEAD_DIM: u32 = 512;
+
+/// Adds the norms, rotations and cache writes for each token of the run. qkv: (batch, (n_head + 2
+/// n_kv_head) head_dim), each token's q, k and v; norms: (2, head_dim), q's weights then k's.
+pub fn push(
+    plan: &mut Plan,
+    qkv: &wgpu::Buffer,
+    norms: &wgpu::Buffer,
+    (rope, eps): (&Rope, f32),
+    heads: Heads,
+    b: &RopeBuffers,
+) {
+    assert!(heads.head_dim % 2 == 0 && heads.head_dim <= MAX_HEAD_DIM);
+    let step = plan.step.clone();
+    let p = Params {
+        rope: rope.params(),
+        n_head: heads.n_head,
+        n_kv_head: heads.n_kv_head,
+        head_dim: heads.head_dim,
+        eps,
+        has_factors: b.factors.is_some() as u32,
+    };
+    // With no factors, the step buffer stands in for them: the binding must be there, unread.
+    let factors = b.factors.unwrap_or(&step);
+    plan.push(
+        PipelineKey::new(Kernel::HeadNormRopeKv, None),
+        &[qkv, norms, b.q, b.k_cache, b.v_cache, factors, &step],
+        super::params(&p),
+        [heads.n_head + 2 * heads.n_kv_head, plan.batch, 1],
+    );
+}
