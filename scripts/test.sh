@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/fetch-model.sh
+scripts/fetch-model.sh all # the default model, and the Gemma 3 and Qwen2.5 files tests/families.rs reads
 export WICK_TEST_PYTHON=${WICK_TEST_PYTHON:-$(scripts/test-python.sh)}
 [ "$(uname)" = Linux ] && export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}

@@ -104,8 +104,17 @@ pub fn of_model(h: &crate::gguf::Header) -> Option<(&str, Origin)> {
     if let Some(t) = h.get_str("tokenizer.chat_template") {
         return Some((t, Origin::File));
     }
-    match h.architecture()? {
-        "gemma" | "gemma2" | "gemma3" => Some((GEMMA, Origin::Family("gemma"))),
+    let family = match h.architecture()? {
+        "gemma" | "gemma2" | "gemma3" => "gemma",
+        _ => return None,
+    };
+    Some((family_template(family)?, Origin::Family(family)))
+}
+
+/// A family's standard format, by the name llama.cpp gives its built-in template.
+pub fn family_template(family: &str) -> Option<&'static str> {
+    match family {
+        "gemma" => Some(GEMMA),
         _ => None,
     }
 }

@@ -20,6 +20,28 @@ fn messages(v: &Json) -> Vec<ChatMessage> {
         .collect()
 }
 
+/// The formats given to files without a template render as llama.cpp's built-in ones do (goldens by
+/// llama_chat_apply_template, in builtins.json).
+#[test]
+fn family_formats_render_as_llama_cpp_builds_them_in() {
+    let goldens: Json =
+        serde_json::from_str(&std::fs::read_to_string(dir().join("builtins.json")).unwrap())
+            .unwrap();
+    for t in goldens.as_array().unwrap() {
+        let name = t["builtin"].as_str().unwrap();
+        let source = wick::chat_template::family_template(name).unwrap();
+        for (i, case) in t["cases"].as_array().unwrap().iter().enumerate() {
+            let gen = case["add_generation_prompt"].as_bool().unwrap();
+            let got = render(source, &messages(&case["messages"]), gen, "<bos>", "<eos>");
+            assert_eq!(
+                got.unwrap(),
+                case["output"].as_str().unwrap(),
+                "{name} case {i}"
+            );
+        }
+    }
+}
+
 #[test]
 fn templates_render_as_jinja2_does() {
     let goldens: Json =

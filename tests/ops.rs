@@ -465,7 +465,9 @@ fn check_swiglu_block(
 
 /// One token's attention split over the sequence and merged (flash-decoding), against the CPU: at
 /// position 0 (one key, four splits empty), 150 (three splits used, the last partly) and 600 (all
-/// five, several blocks each).
+/// five, several blocks each); then at 600 again on a sliding-window layer (the last 300 keys, and the
+/// last 37, which leaves four splits empty) scored by Gemma 3 27B's scale, and through the whole-head
+/// kernel alike.
 #[test]
 fn split_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -473,7 +475,19 @@ fn split_attention_against_cpu() {
     let (n_head, n_kv_head, head_dim, n_ctx, n_split) = (8u32, 2u32, 64u32, 640u32, 5u32);
     let kv_dim = (n_kv_head * head_dim) as usize;
     let hd = head_dim as usize;
-    for pos in [0u32, 150, 600] {
+    let whole = attention::Shape::causal(n_head, n_kv_head, head_dim);
+    let windowed = |window| attention::Shape {
+        scale: 1.0 / 168f32.sqrt(),
+        window,
+        ..whole
+    };
+    for (pos, shape) in [
+        (0u32, whole),
+        (150, whole),
+        (600, whole),
+        (600, windowed(300)),
+        (600, windowed(37)),
+    ] {
         let n = pos as usize + 1;
         let q: Vec<f32> = rng
             .vec(hd * n_head as usize)
@@ -503,19 +517,37 @@ fn split_attention_against_cpu() {
             v_cache: &vcb,
             out: &out,
         };
-        attention::push_split(
-            &mut plan,
-            attention::Shape::causal(n_head, n_kv_head, head_dim),
-            n_split,
-            &b,
-            &parts,
-        );
+        attention::push_split(&mut plan, shape, n_split, &b, &parts);
         run(&gpu, plan);
         let heads = (n_head as usize, n_kv_head as usize, hd);
-        let want = attention_reference(&q, (&kc, &vc), n, heads);
+        let first = match shape.window {
+            0 => 0,
+            w => n.saturating_sub(w as usize),
+        };
+        let want = attention_reference_from(&q, (&kc, &vc), (first, n), heads, shape.scale);
         let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
-        assert!(e < 1e-9, "pos {pos}: nmse {e}");
+        assert!(
+            e < 1e-9,
+            "pos {pos} window {}: split nmse {e}",
+            shape.window
+        );
+
+        let whole_out = scratch_buffer(&gpu, "out", q.len() as u64 * 4)
+            .block_on()
+            .unwrap();
+        let mut plan = plan_at(&gpu, pos, &[0]);
+        let b = attention::AttentionBuffers {
+            out: &whole_out,
+            ..b
+        };
+        attention::push(&mut plan, shape, &b);
+        run(&gpu, plan);
+        let got = read_back_f32(&gpu, &whole_out, want.len())
+            .block_on()
+            .unwrap();
+        let e = nmse(&got, &want);
+        assert!(e < 1e-9, "pos {pos} window {}: nmse {e}", shape.window);
     }
 }
 
@@ -563,23 +595,36 @@ fn matvec_every_tuning_candidate_against_cpu() {
 /// positions of the caches (n_ctx, n_kv_head, head_dim).
 fn attention_reference(
     q: &[f32],
-    (k_cache, v_cache): (&[f32], &[f32]),
+    caches: (&[f32], &[f32]),
     n: usize,
+    heads: (usize, usize, usize),
+) -> Vec<f32> {
+    let scale = 1.0 / (heads.2 as f32).sqrt();
+    attention_reference_from(q, caches, (0, n), heads, scale)
+}
+
+/// As `attention_reference` over positions first..n, scoring by `scale`.
+fn attention_reference_from(
+    q: &[f32],
+    (k_cache, v_cache): (&[f32], &[f32]),
+    (first, n): (usize, usize),
     (n_head, n_kv_head, head_dim): (usize, usize, usize),
+    scale: f32,
 ) -> Vec<f32> {
     let kv_dim = n_kv_head * head_dim;
     (0..n_head)
         .flat_map(|h| {
             let g = h / (n_head / n_kv_head);
             let head_rows = |c: &[f32]| -> Vec<f32> {
-                (0..n)
+                (first..n)
                     .flat_map(|p| {
                         c[p * kv_dim + g * head_dim..p * kv_dim + (g + 1) * head_dim].to_vec()
                     })
                     .collect()
             };
             let qh = &q[h * head_dim..(h + 1) * head_dim];
-            attention::reference(qh, &head_rows(k_cache), &head_rows(v_cache), head_dim)
+            let (k, v) = (head_rows(k_cache), head_rows(v_cache));
+            attention::reference_scaled(qh, &k, &v, head_dim, scale)
         })
         .collect()
 }

@@ -15,12 +15,14 @@ import { serve } from '../../scripts/serve-web.mjs';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MODEL = 'models/SmolLM2-135M-Instruct.Q4_1.gguf';
 const TINY = 'tests/data/random-llama-chat.gguf';
+const GEMMA = 'models/gemma-3-270m-q4_k_m.gguf';
 const WORK = join(ROOT, 'target/browser-test');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
 for (const [path, hint] of [
   ['pkg/wick_web_bg.wasm', 'run `npm run build`'],
   [MODEL, 'run scripts/fetch-model.sh'],
+  [GEMMA, 'run scripts/fetch-model.sh gemma3'],
   [CHROMIUM, "install Debian's chromium"],
 ]) {
   if (!existsSync(join(ROOT, path)) && !existsSync(path)) {
@@ -635,13 +637,30 @@ test('the package bundled by Vite loads a model and answers', async () => {
   assert.ok(wasm.length && wasm.every((p) => p.includes('/vite-app/dist/assets/')), `wasm from ${wasm}`);
 });
 
+test("Gemma 3 270M (gemma3, no template in the file) answers in the package as the native engine does", async () => {
+  const content = 'Name a color.';
+  const page = app ?? (await openPage('/target/browser-test/app/'));
+  const reply = await page.evaluate(async (content) => {
+    const { Wick } = await import('wick-llm');
+    const engine = await Wick.load('/models/gemma-3-270m-q4_k_m.gguf', { tune: false, nCtx: 512 });
+    const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: 4 };
+    const answer = await engine.chat.completions.create(body);
+    const stats = await engine.stats();
+    await engine.unload();
+    return { text: answer.choices[0].message.content, stats };
+  }, content);
+  assert.equal(reply.text, await nativeReply(content, 4, GEMMA));
+  assert.ok(reply.text.length > 0);
+});
+
 // ---- Native reference --------------------------------------------------------------------------------
 
 /** The native engine's greedy reply to one user message, through `wick serve`'s chat API. */
-async function nativeReply(content, maxTokens) {
+async function nativeReply(content, maxTokens, model = MODEL) {
   const wick = join(ROOT, 'target/release/wick');
   if (!existsSync(wick)) throw new Error('target/release/wick is missing: cargo build --release -p wick-cli');
-  const child = spawn(wick, ['serve', '-m', join(ROOT, MODEL), '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = ['serve', '-m', join(ROOT, model), '--port', '0', '-c', '512'];
+  const child = spawn(wick, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, WICK_TUNING: 'off' } });
   try {
     const url = await new Promise((done, fail) => {
       let out = '';

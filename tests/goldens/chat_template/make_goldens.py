@@ -7,8 +7,10 @@ Run from the repository root with a venv that has jinja2 and gguf:
     python tests/goldens/chat_template/make_goldens.py
 
 Reads the *.jinja templates beside this script, plus SmolLM2's template from the model file (written
-beside them as smollm2.jinja), renders each for a few conversations, and writes goldens.json: per case the
-output, or the message of the exception the template raised.
+beside them as smollm2.jinja; qwen2.5.jinja is Qwen2.5-Coder-0.5B-Instruct's, copied from its file), renders
+each for a few conversations, and writes goldens.json: per case the output, or the message of the exception
+the template raised. With llama-cpp-python installed it also writes builtins.json: llama.cpp's built-in
+formats (BUILTINS) applied to the same conversations.
 """
 import glob
 import json
@@ -30,7 +32,12 @@ TOKENS = {
     "deepseek-r1-style": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "mistral-instruct": ("<s>", "</s>"),
     "python-methods": ("<s>", "</s>"),
+    "qwen2.5": ("<|endoftext|>", "<|im_end|>"),
 }
+
+# Formats llama.cpp builds in for files without a template, rendered by llama.cpp itself
+# (llama_chat_apply_template) when llama-cpp-python is at hand.
+BUILTINS = ["gemma"]
 
 CONVERSATIONS = [
     ([("user", "Hello!")], True),
@@ -86,6 +93,34 @@ def main():
         out.append({"template": name, "cases": cases})
         print(name, [("ok" if "output" in c else "raised" if "raised" in c else "error") for c in cases])
     with open(os.path.join(HERE, "goldens.json"), "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    builtins()
+
+
+def builtins():
+    try:
+        import ctypes
+
+        import llama_cpp
+    except ImportError:
+        print("llama-cpp-python is not installed: builtins.json left as it is")
+        return
+    out = []
+    for name in BUILTINS:
+        cases = []
+        for conv, gen in CONVERSATIONS:
+            msgs = (llama_cpp.llama_chat_message * max(1, len(conv)))()
+            keep = []
+            for i, (role, content) in enumerate(conv):
+                keep.append((role.encode(), content.encode()))
+                msgs[i].role, msgs[i].content = keep[-1]
+            buf = ctypes.create_string_buffer(1 << 16)
+            n = llama_cpp.llama_chat_apply_template(name.encode(), msgs, len(conv), gen, buf, len(buf))
+            messages = [{"role": r, "content": c} for r, c in conv]
+            cases.append({"messages": messages, "add_generation_prompt": gen, "output": buf.raw[:n].decode()})
+        out.append({"builtin": name, "cases": cases})
+    with open(os.path.join(HERE, "builtins.json"), "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")
 
