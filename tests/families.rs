@@ -15,11 +15,17 @@ use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource};
 use wick::tokenizer::Tokenizer;
 
-/// llama.cpp's 8-bit activations put its logits a few tenths from exact math (more on Gemma's large
-/// logits); Wick is held to the f32 reference tightly.
-const LLAMA_CPP: Tolerance = Tolerance {
-    logit: 1.5,
-    clear_gap: 1.5,
+/// llama.cpp's 8-bit activations put its logits up to 0.4 from exact math on Qwen2.5-Coder's
+/// prompts. On Gemma 3 they move further: at step 8 of the haiku prompt, where every logit is near 0,
+/// llama.cpp has token 85731 at 0.84 where the f32 reference and Wick both have -1.04. Wick is held
+/// to the f32 reference tightly on every step llama.cpp was asked for.
+const QWEN_LLAMA_CPP: Tolerance = Tolerance {
+    logit: 1.0,
+    clear_gap: 1.0,
+};
+const GEMMA_LLAMA_CPP: Tolerance = Tolerance {
+    logit: 2.5,
+    clear_gap: 2.0,
 };
 const F32: Tolerance = Tolerance {
     logit: 0.03,
@@ -46,7 +52,7 @@ fn golden(name: &str) -> Value {
 }
 
 /// Everything the golden holds, on the file it names.
-fn check_family(golden_name: &str) {
+fn check_family(golden_name: &str, llama_cpp: Tolerance) {
     let g = golden(golden_name);
     let path = model(g["model"].as_str().unwrap());
     let bytes = std::fs::read(&path).unwrap();
@@ -83,7 +89,7 @@ fn check_family(golden_name: &str) {
     let mut engine = Engine::load(gpu, &source, &options, &mut |_, _| {})
         .block_on()
         .unwrap();
-    for (key, tolerance) in [("f32", F32), ("llama_cpp", LLAMA_CPP)] {
+    for (key, tolerance) in [("f32", F32), ("llama_cpp", llama_cpp)] {
         let mut total = Agreement::default();
         for record in g[key].as_array().unwrap() {
             total.add(&check_greedy(&mut engine, record, tolerance));
@@ -98,10 +104,42 @@ fn check_family(golden_name: &str) {
 
 #[test]
 fn qwen2_matches_llama_cpp_and_f32() {
-    check_family("qwen2.5-coder-0.5b-q4_k_m");
+    check_family("qwen2.5-coder-0.5b-q4_k_m", QWEN_LLAMA_CPP);
 }
 
 #[test]
 fn gemma3_matches_llama_cpp_and_f32() {
-    check_family("gemma-3-270m-q4_k_m");
+    check_family("gemma-3-270m-q4_k_m", GEMMA_LLAMA_CPP);
+}
+
+/// A family the dense block does not know (here qwen3: the tiny llama file relabelled) is refused at
+/// load and by `models::describe` with the error that names the architectures Wick runs.
+#[test]
+fn an_unsupported_architecture_is_refused_by_name() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let mut bytes = std::fs::read(path).unwrap();
+    let key = b"general.architecture";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    // The value: a string type (8, u32), its length (u64) and the bytes.
+    assert_eq!(&bytes[at..at + 4], &8u32.to_le_bytes());
+    assert_eq!(&bytes[at + 12..at + 17], b"llama");
+    bytes[at + 12..at + 17].copy_from_slice(b"qwen3");
+    let source = wick::gguf::MemorySource {
+        bytes,
+        name: "relabelled".into(),
+    };
+    let header = read_header(&source).block_on().unwrap();
+    let want =
+        "architecture \"qwen3\" is not supported (Wick runs: llama, qwen2, gemma3, deepseek2)";
+    assert_eq!(
+        wick::models::describe(&header).unwrap_err().to_string(),
+        want
+    );
+    let Some(gpu) = gpu() else { return };
+    let err = Engine::load(gpu, &source, &LoadOptions::default(), &mut |_, _| {})
+        .block_on()
+        .err()
+        .expect("qwen3 is refused");
+    assert_eq!(err.to_string(), want);
 }
