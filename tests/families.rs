@@ -16,15 +16,16 @@ use wick::gguf::{read_header, FileSource};
 use wick::tokenizer::Tokenizer;
 
 /// llama.cpp's 8-bit activations put its logits up to 0.4 from exact math on Qwen2.5-Coder's
-/// prompts. On Gemma 3 they move further: at step 8 of the haiku prompt, where every logit is near 0,
-/// llama.cpp has token 85731 at 0.84 where the f32 reference and Wick both have -1.04. Wick is held
-/// to the f32 reference tightly on every step llama.cpp was asked for.
+/// prompts. On Gemma 3 they move further, mostly together, on the flat steps where this base model
+/// rambles after a chat turn: at step 8 of the haiku prompt llama.cpp has token 85731 at 0.84 where
+/// the f32 reference and Wick both have -1.04; at step 15 of the colors prompt 21186 at -7.37 where
+/// both have -10.07 (its top logit -4.84, exact -6.98). Wick is held to the f32 reference tightly.
 const QWEN_LLAMA_CPP: Tolerance = Tolerance {
     logit: 1.0,
     clear_gap: 1.0,
 };
 const GEMMA_LLAMA_CPP: Tolerance = Tolerance {
-    logit: 2.5,
+    logit: 3.5,
     clear_gap: 2.0,
 };
 const F32: Tolerance = Tolerance {

@@ -26,7 +26,7 @@ import llama_cpp
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAX_NEW, F32_NEW, TOP_K = 24, 24, 8
+MAX_NEW, F32_NEW, TOP_K = 24, 8, 8
 
 QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 MODELS = {
@@ -106,7 +106,7 @@ def main():
         for r in records:
             print(name, repr(r["prompt"][-30:]), "->", repr(r["text"][:60]), flush=True)
         tokenize = [{"text": t, "ids": llm.tokenize(t.encode(), add_bos=False, special=False)} for t in TOKENIZE]
-        f32_records = [f32(path, r) for r in records]
+        f32_records = [f32(path, r) for r in records[:1] + records[2:4]]
         out = {
             "model": os.path.basename(path),
             "model_sha256": sha,
