@@ -6,7 +6,7 @@ use super::{Ends, Forward, Loader, Meta};
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked, StepInput};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::rope::{self, Rope};
-use crate::ops::{attention, embed, head_norm_rope_kv, matvec, norm_add_norm, rms_norm, rope_kv};
+use crate::ops::{attention, embed, head_norm_rope_kv, matvec, rms_norm, rope_kv};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -481,7 +481,7 @@ impl Model<'_> {
             match (&b.post_attention_norm, &a.sublayer) {
                 (Some(post), Some(t)) => {
                     matvec::push(plan, &b.attn_output, &a.attn, t, false);
-                    norm_add_norm::push(plan, (t, post), &a.x, (&b.ffn_norm, &a.xn), d, eps);
+                    rms_norm::push_add_norm(plan, (t, post), &a.x, (&b.ffn_norm, &a.xn), d, eps);
                 }
                 _ => {
                     matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
@@ -499,7 +499,7 @@ impl Model<'_> {
                         Some(next) => &next.attn_norm,
                         None => &self.ends.output_norm,
                     };
-                    norm_add_norm::push(plan, (t, post), &a.x, (next, &a.xn), d, eps);
+                    rms_norm::push_add_norm(plan, (t, post), &a.x, (next, &a.xn), d, eps);
                 }
                 _ => glu::push_ffn(plan, f.activation, ffn, &a.xn, scratch, (&a.x, true)),
             }

@@ -8,7 +8,6 @@ pub mod matvec;
 pub mod matvec_id;
 pub mod mla;
 pub mod moe_route;
-pub mod norm_add_norm;
 pub mod rms_norm;
 pub mod rope;
 pub mod rope_kv;

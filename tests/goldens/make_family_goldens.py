@@ -23,10 +23,12 @@ import subprocess
 import sys
 
 import llama_cpp
-import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_generation_goldens import greedy  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAX_NEW, F32_NEW, TOP_K = 24, 8, 8
+MAX_NEW, F32_NEW = 24, 8
 
 QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 MODELS = {
@@ -57,29 +59,6 @@ TOKENIZE = [
 ]
 
 
-def top(logits, k):
-    idx = np.argsort(-logits, kind="stable")[:k]
-    return [[int(i), round(float(logits[i]), 4)] for i in idx]
-
-
-def greedy(llm, vocab, prompt):
-    ids = llm.tokenize(prompt.encode(), add_bos=True, special=True)
-    llm.reset()
-    llm.eval(ids)
-    steps = []
-    for _ in range(MAX_NEW):
-        logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
-        best = top(logits, TOP_K)
-        tok = best[0][0]
-        steps.append({"id": tok, "logit": best[0][1], "gap": round(best[0][1] - best[1][1], 4), "top": best})
-        if llama_cpp.llama_vocab_is_eog(vocab, tok):
-            break
-        llm.eval([tok])
-    gen = [s["id"] for s in steps]
-    text = llm.detokenize(gen, special=True).decode("utf-8", errors="replace")
-    return {"prompt": prompt, "prompt_ids": ids, "gen_ids": gen, "steps": steps, "text": text}
-
-
 def f32(path, record):
     out = subprocess.run(
         [sys.executable, os.path.join(HERE, "numpy_dense.py"), path, str(F32_NEW)]
@@ -102,7 +81,7 @@ def main():
         llm = llama_cpp.Llama(model_path=path, n_ctx=512, logits_all=True, n_threads=2, seed=0, verbose=False)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         prompts = RAW_PROMPTS + [chat(q) for q in CHAT_QUESTIONS]
-        records = [greedy(llm, vocab, p) for p in prompts]
+        records = [greedy(llm, vocab, p, add_bos=True, max_new=MAX_NEW) for p in prompts]
         for r in records:
             print(name, repr(r["prompt"][-30:]), "->", repr(r["text"][:60]), flush=True)
         tokenize = [{"text": t, "ids": llm.tokenize(t.encode(), add_bos=False, special=False)} for t in TOKENIZE]

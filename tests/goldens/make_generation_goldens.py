@@ -44,12 +44,13 @@ def top(logits, k):
     return [[int(i), round(float(logits[i]), 4)] for i in idx]
 
 
-def greedy(llm, vocab, prompt):
-    ids = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+def greedy(llm, vocab, prompt, add_bos=False, max_new=MAX_NEW):
+    """add_bos: a BOS first where the model's add_bos_token says so (llama.cpp's add_special)."""
+    ids = llm.tokenize(prompt.encode(), add_bos=add_bos, special=True)
     llm.reset()
     llm.eval(ids)
     steps = []
-    for _ in range(MAX_NEW):
+    for _ in range(max_new):
         logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
         best = top(logits, TOP_K)
         tok = best[0][0]
