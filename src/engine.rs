@@ -14,6 +14,9 @@ pub struct LoadOptions {
     pub n_ctx: u32,
     /// Prompt tokens per run where the architecture batches them (1: one at a time, like decoding).
     pub batch: u32,
+    /// Also build the plan that scores every token of a chunk (`Engine::log_probs`, perplexity): it
+    /// keeps a row of logits per token of the chunk (batch x n_vocab floats) on the GPU.
+    pub scoring: bool,
 }
 
 /// Prompt tokens per run unless told otherwise: enough that the matmul tiles (16 tokens) fill up and
@@ -25,6 +28,7 @@ impl Default for LoadOptions {
         LoadOptions {
             n_ctx: 2048,
             batch: DEFAULT_BATCH,
+            scoring: false,
         }
     }
 }
@@ -112,26 +116,28 @@ impl Engine {
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
         let batch = options.batch.min(n_ctx);
-        let forward = models::load(&mut loader, n_ctx, batch).await.map_err(|e| {
-            // The tensors loaded so far are dropped with the error, but the queue still holds the
-            // writes that filled them (and so the buffers) until its next submit: flush it now.
-            gpu.queue.submit([]);
-            #[cfg(not(target_arch = "wasm32"))]
-            let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
-            match e {
-                Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
-                    Error::DoesNotFit {
-                        adapter: gpu.describe(),
-                        weight_bytes: header.tensors.iter().map(|t| t.bytes()).sum(),
-                        source: e,
+        let forward = models::load(&mut loader, n_ctx, batch, options.scoring)
+            .await
+            .map_err(|e| {
+                // The tensors loaded so far are dropped with the error, but the queue still holds the
+                // writes that filled them (and so the buffers) until its next submit: flush it now.
+                gpu.queue.submit([]);
+                #[cfg(not(target_arch = "wasm32"))]
+                let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+                match e {
+                    Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
+                        Error::DoesNotFit {
+                            adapter: gpu.describe(),
+                            weight_bytes: header.tensors.iter().map(|t| t.bytes()).sum(),
+                            source: e,
+                        }
                     }
+                    e => e,
                 }
-                e => e,
-            }
-        })?;
+            })?;
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),
-            size: forward.n_vocab as u64 * 4,
+            size: forward.n_vocab.max(batch) as u64 * 4,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -175,51 +181,66 @@ impl Engine {
     /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
     /// the last need none, and then nothing waits for the GPU).
     pub async fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {
-        self.run(false, &[token], want_logits).await
+        self.run(Run::Decode { want_logits }, &[token]).await
     }
 
     /// Checks a run of `tokens` at the next position, writes its inputs, and records and submits one
-    /// pass of the decode plan (one token) or the prefill plan (a chunk), then reads the logits back.
-    async fn run(
-        &mut self,
-        prefill: bool,
-        tokens: &[u32],
-        want_logits: bool,
-    ) -> Result<Option<Vec<f32>>, Error> {
+    /// pass of the plan `run` names, then reads back what it says.
+    async fn run(&mut self, run: Run, tokens: &[u32]) -> Result<Option<Vec<f32>>, Error> {
         self.gpu.alive()?;
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
         let n_vocab = self.forward.n_vocab;
-        if let Some(&token) = tokens.iter().find(|&&t| t >= n_vocab) {
+        let next = match run {
+            Run::Score { next } => Some(next),
+            _ => None,
+        };
+        if let Some(&token) = tokens.iter().chain(&next).find(|&&t| t >= n_vocab) {
             return Err(Error::BadToken { token, n_vocab });
         }
         let start = Instant::now();
         let gpu = &self.gpu;
-        let plan = match (prefill, &self.forward.decode_long) {
-            (true, _) => self.forward.prefill.as_ref().expect("a prefill plan"),
-            (false, Some((from, long))) if self.pos >= *from => long,
-            (false, _) => &self.forward.decode,
+        let f = &self.forward;
+        let (plan, read_back) = match (run, &f.decode_long) {
+            (Run::Prefill, _) => (f.prefill.as_ref().expect("a prefill plan"), None),
+            (Run::Score { .. }, _) => {
+                let score = f.score.as_ref().expect("a scoring plan");
+                let bytes = tokens.len() as u64 * 4;
+                (&score.plan, Some((&score.log_probs, bytes)))
+            }
+            (Run::Decode { want_logits }, long) => {
+                let plan = match long {
+                    Some((from, long)) if self.pos >= *from => long,
+                    _ => &f.decode,
+                };
+                (plan, want_logits.then_some((&f.logits, n_vocab as u64 * 4)))
+            }
         };
         let (dispatches, weight_bytes) = (plan.dispatches.len(), plan.weight_bytes);
-        self.forward.step.write(gpu, self.pos, tokens);
+        match next {
+            Some(next) => f.step.write_followed(gpu, self.pos, tokens, next),
+            None => f.step.write(gpu, self.pos, tokens),
+        }
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             plan.record(&mut pass);
         }
-        let bytes = n_vocab as u64 * 4;
-        if want_logits {
-            enc.copy_buffer_to_buffer(&self.forward.logits, 0, &self.staging, 0, bytes);
+        if let Some((buffer, bytes)) = read_back {
+            enc.copy_buffer_to_buffer(buffer, 0, &self.staging, 0, bytes);
         }
         gpu.queue.submit([enc.finish()]);
         self.pos += tokens.len() as u32;
-        let logits = if want_logits {
-            let raw = map_and_copy(gpu, &self.staging, bytes).await?;
-            Some(bytemuck::pod_collect_to_vec(&raw))
-        } else {
-            let _ = gpu.device.poll(wgpu::PollType::Poll);
-            None
+        let values = match read_back {
+            Some((_, bytes)) => {
+                let raw = map_and_copy(gpu, &self.staging, bytes).await?;
+                Some(bytemuck::pod_collect_to_vec(&raw))
+            }
+            None => {
+                let _ = gpu.device.poll(wgpu::PollType::Poll);
+                None
+            }
         };
         let t = &mut self.stats.totals;
         t.runs += 1;
@@ -227,7 +248,7 @@ impl Engine {
         t.dispatches += dispatches as u64;
         t.weight_bytes += weight_bytes;
         t.time += start.elapsed();
-        Ok(logits)
+        Ok(values)
     }
 
     /// Times each dispatch of the decode plan on its own (`time_dispatch`), at the current position
@@ -332,23 +353,73 @@ impl Engine {
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
-        match self.forward.prefill.as_ref().map(|p| p.batch) {
-            Some(batch) => {
-                for chunk in rest.chunks(batch as usize) {
-                    self.run(true, chunk, false).await?;
-                }
-            }
-            None => {
-                for &t in rest {
-                    self.step(t, false).await?;
-                }
-            }
-        }
+        self.feed(rest).await?;
         Ok(self
             .step(*last, true)
             .await?
             .expect("logits were asked for"))
     }
+
+    /// Runs `tokens` into the cache, a chunk per run where the model has a prefill plan, and reads
+    /// nothing back.
+    pub async fn feed(&mut self, tokens: &[u32]) -> Result<(), Error> {
+        match self.forward.prefill.as_ref().map(|p| p.batch) {
+            Some(batch) => {
+                for chunk in tokens.chunks(batch as usize) {
+                    self.run(Run::Prefill, chunk).await?;
+                }
+            }
+            None => {
+                for &t in tokens {
+                    self.step(t, false).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `tokens` and returns, for each, the log-probability the model gives the token after it:
+    /// the next of `tokens`, and `next` after the last. Where the engine was loaded for scoring
+    /// (`LoadOptions::scoring`), a chunk per run through the scoring plan, which reads back one number
+    /// per token; elsewhere a decode step per token, its logits read back and reduced here.
+    pub async fn log_probs(&mut self, tokens: &[u32], next: u32) -> Result<Vec<f64>, Error> {
+        let successors = tokens.iter().skip(1).chain([&next]);
+        let mut out = Vec::with_capacity(tokens.len());
+        match self.forward.score.as_ref().map(|s| s.plan.batch) {
+            Some(batch) => {
+                for (i, chunk) in tokens.chunks(batch as usize).enumerate() {
+                    let end = i * batch as usize + chunk.len();
+                    let after = tokens.get(end).copied().unwrap_or(next);
+                    let values = self.run(Run::Score { next: after }, chunk).await?;
+                    out.extend(
+                        values
+                            .expect("a scoring run reads back")
+                            .iter()
+                            .map(|&v| v as f64),
+                    );
+                }
+            }
+            None => {
+                for (&t, &successor) in tokens.iter().zip(successors) {
+                    let logits = self.step(t, true).await?.expect("logits were asked for");
+                    out.push(crate::ops::log_prob::reference(&logits, successor as usize));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Which plan a run records, and what it reads back.
+#[derive(Clone, Copy)]
+enum Run {
+    /// One token through the decode plan, its logits read back if asked for.
+    Decode { want_logits: bool },
+    /// A prompt chunk through the prefill plan; nothing read back.
+    Prefill,
+    /// A chunk through the scoring plan, `next` the token after its last; each token's
+    /// log-probability of its successor read back.
+    Score { next: u32 },
 }
 
 /// Which shapes `Engine::tune` times.

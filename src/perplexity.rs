@@ -3,7 +3,8 @@
 //! The text (less one final newline, as llama-perplexity reads a file) is tokenized with BOS where the
 //! model adds one and cut into chunks of `n_ctx` tokens; each chunk runs from an empty cache with its
 //! first token replaced by BOS (where the model adds one), and only its second half is scored, so every
-//! scored token sees at least `n_ctx / 2` tokens of context.
+//! scored token sees at least `n_ctx / 2` tokens of context. The first half goes in as a prompt does;
+//! the second through `Engine::log_probs`, batched on the GPU where the engine was loaded for scoring.
 
 use crate::engine::Engine;
 use crate::tokenizer::Tokenizer;
@@ -56,12 +57,12 @@ pub async fn perplexity(
             chunk[0] = bos;
         }
         engine.rewind(0);
-        for (j, &t) in chunk[..n_ctx - 1].iter().enumerate() {
-            if let Some(logits) = engine.step(t, j >= first).await? {
-                nll -= log_softmax_at(&logits, chunk[j + 1] as usize);
-                count += 1;
-            }
-        }
+        engine.feed(&chunk[..first]).await?;
+        let scored = engine
+            .log_probs(&chunk[first..n_ctx - 1], chunk[n_ctx - 1])
+            .await?;
+        nll -= scored.iter().sum::<f64>();
+        count += scored.len();
         let ppl = (nll / count as f64).exp();
         per_chunk.push(ppl);
         on_chunk(c, ppl);
@@ -71,11 +72,4 @@ pub async fn perplexity(
         text_tokens: tokens.len(),
         scored_tokens: count,
     })
-}
-
-/// log softmax(logits)[i], in f64.
-fn log_softmax_at(logits: &[f32], i: usize) -> f64 {
-    let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let sum: f64 = logits.iter().map(|&l| (l as f64 - max).exp()).sum();
-    logits[i] as f64 - max - sum.ln()
 }

@@ -1,7 +1,9 @@
 //! The real qwen2 and gemma3 files (`scripts/fetch-model.sh gemma3 qwen2.5-coder`): greedy decoding on
 //! the GPU against llama.cpp and against an f32 numpy reference (tests/goldens/families/, made by
-//! tests/goldens/make_family_goldens.py) by the near-tie method (tests/common/fidelity.rs), and their
-//! tokenizers (Gemma's SentencePiece, Qwen2's BPE) against llama.cpp's.
+//! tests/goldens/make_family_goldens.py) by the near-tie method (tests/common/fidelity.rs), their
+//! tokenizers (Gemma's SentencePiece, Qwen2's BPE) against llama.cpp's, and their perplexity on
+//! tests/data/perplexity.txt against the f32 reference's by the same method
+//! (tests/goldens/make_family_perplexity.py).
 
 mod common;
 
@@ -13,6 +15,7 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource};
+use wick::session::Session;
 use wick::tokenizer::Tokenizer;
 
 /// llama.cpp's 8-bit activations put its logits up to 0.4 from exact math on Qwen2.5-Coder's
@@ -103,6 +106,47 @@ fn check_family(golden_name: &str, llama_cpp: Tolerance) {
     }
 }
 
+/// The perplexity of the golden's text over its first `chunks` (all it holds: None), scored as `wick
+/// perplexity` does, against the f32 reference's: within 0.1%.
+fn check_perplexity(golden_name: &str, chunks: Option<usize>) {
+    let g = golden(&format!("{golden_name}-perplexity"));
+    let source = FileSource::open(model(g["model"].as_str().unwrap())).unwrap();
+    let Some(gpu) = gpu() else { return };
+    let options = LoadOptions {
+        n_ctx: g["n_ctx"].as_u64().unwrap() as u32,
+        scoring: true,
+        ..Default::default()
+    };
+    let mut session = Session::load(gpu, &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let text = include_str!("data/perplexity.txt");
+    let result = wick::perplexity::perplexity(
+        &mut session.engine,
+        &session.tokenizer,
+        text,
+        chunks,
+        &mut |_, _| {},
+    )
+    .block_on()
+    .unwrap();
+    assert_eq!(result.text_tokens as u64, g["n_tokens"].as_u64().unwrap());
+    let chunks = result.per_chunk.len();
+    let at = |key: &str| g[key]["per_chunk_ppl"][chunks - 1].as_f64().unwrap();
+    let (f32, llama_cpp) = (at("f32"), at("llama_cpp"));
+    let diff = result.value() / f32 - 1.0;
+    eprintln!(
+        "{golden_name}: PPL {:.4} over {chunks} chunks, f32 {f32:.4} ({:+.3}%), llama.cpp's CPU {llama_cpp:.4}",
+        result.value(),
+        diff * 100.0
+    );
+    assert!(
+        diff.abs() < 1e-3,
+        "{:+.3}% from the f32 reference",
+        diff * 100.0
+    );
+}
+
 #[test]
 fn qwen2_matches_llama_cpp_and_f32() {
     check_family("qwen2.5-coder-0.5b-q4_k_m", QWEN_LLAMA_CPP);
@@ -111,6 +155,30 @@ fn qwen2_matches_llama_cpp_and_f32() {
 #[test]
 fn gemma3_matches_llama_cpp_and_f32() {
     check_family("gemma-3-270m-q4_k_m", GEMMA_LLAMA_CPP);
+}
+
+// Two chunks of 128 in CI (about 45 s for Qwen, 25 s for Gemma on lavapipe); the whole text (11 chunks)
+// on demand: `cargo test --release --test families -- --ignored`.
+#[test]
+fn qwen2_perplexity_matches_f32() {
+    check_perplexity("qwen2.5-coder-0.5b-q4_k_m", Some(2));
+}
+
+#[test]
+fn gemma3_perplexity_matches_f32() {
+    check_perplexity("gemma-3-270m-q4_k_m", Some(2));
+}
+
+#[test]
+#[ignore = "the whole text: about 4 minutes on lavapipe"]
+fn qwen2_perplexity_of_the_whole_text_matches_f32() {
+    check_perplexity("qwen2.5-coder-0.5b-q4_k_m", None);
+}
+
+#[test]
+#[ignore = "the whole text: about 2 minutes on lavapipe"]
+fn gemma3_perplexity_of_the_whole_text_matches_f32() {
+    check_perplexity("gemma-3-270m-q4_k_m", None);
 }
 
 /// A family the dense block does not know (here qwen3: the tiny llama file relabelled) is refused at

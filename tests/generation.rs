@@ -38,7 +38,11 @@ fn engine() -> Option<Engine> {
 fn engine_with_batch(batch: u32) -> Option<Engine> {
     let gpu = gpu()?;
     let source = FileSource::open(model_path()).unwrap();
-    let options = LoadOptions { n_ctx: 160, batch };
+    let options = LoadOptions {
+        n_ctx: 160,
+        batch,
+        ..Default::default()
+    };
     Some(
         Engine::load(gpu, &source, &options, &mut |_, _| {})
             .block_on()

@@ -5,10 +5,10 @@ mod common;
 use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, RandomFile, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
+use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Plan, Stacked, StepInput};
 use wick::ops::glu::{self, Activation};
 use wick::ops::rope::Rope;
-use wick::ops::{attention, embed, matvec, rms_norm, rope_kv};
+use wick::ops::{attention, embed, log_prob, matvec, rms_norm, rope_kv};
 
 #[test]
 fn matvec_every_type_against_cpu() {
@@ -183,6 +183,43 @@ fn rms_norm_and_swiglu_against_cpu() {
         let e = nmse(&got, &glu::reference(act, &g, &u));
         assert!(e < 1e-10, "{act:?} nmse {e}");
     }
+}
+
+/// Each token's log-probability of its successor from its row of logits, against the CPU's in f64:
+/// rows of Qwen's vocabulary with logits spread as a model's are (one far above the rest, so the sum
+/// of the exponentials is dominated by few), the successor of the run's last token taken from after
+/// the run, and a run shorter than the plan's batch (its spare row untouched).
+#[test]
+fn token_log_probs_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(11);
+    let (n_vocab, batch) = (151_936usize, 4usize);
+    let mut logits: Vec<f32> = rng.vec(n_vocab * batch).iter().map(|v| v * 12.0).collect();
+    logits[2 * n_vocab + 77] = 40.0;
+    let tokens = [5u32, 77, 151_935];
+    let next = 9;
+    let step = StepInput::new(&gpu, batch as u32);
+    step.write_followed(&gpu, 0, &tokens, next);
+    let mut plan = Plan::new(&gpu, &step, batch as u32);
+    let out = scratch_buffer(&gpu, "out", batch as u64 * 4)
+        .block_on()
+        .unwrap();
+    gpu.queue
+        .write_buffer(&out, 0, bytemuck::cast_slice(&[7.0f32; 4]));
+    log_prob::push(&mut plan, &f32_buffer(&gpu, &logits), &out, n_vocab as u32);
+    run(&gpu, plan);
+    let got = read_back_f32(&gpu, &out, batch).block_on().unwrap();
+    let successors = [77usize, 151_935, 9];
+    for (t, &s) in successors.iter().enumerate() {
+        let want = log_prob::reference(&logits[t * n_vocab..(t + 1) * n_vocab], s);
+        let err = (got[t] as f64 - want).abs();
+        assert!(
+            err < 1e-4 * want.abs().max(1.0),
+            "row {t}: {} vs {want}",
+            got[t]
+        );
+    }
+    assert_eq!(got[3], 7.0, "a row beyond the run was written");
 }
 
 /// The attention's projection fused with RoPE and the cache write (`rope_kv::push`), then causal

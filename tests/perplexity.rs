@@ -1,13 +1,14 @@
 //! `wick perplexity`'s method against llama-perplexity's, computed over llama.cpp's logits
 //! (tests/goldens/make_perplexity_golden.py, tests/goldens/smollm2-perplexity.json) on the same file and
-//! text: within 0.5%. CI scores the first two chunks of 128 tokens; the whole text is
-//! `cargo test --release --test perplexity -- --ignored`.
+//! text: within 0.5%, over the first two chunks of 128 tokens and over the whole text. And the batched
+//! scoring that perplexity runs on against one decode step per token with its logits read back.
 
 mod common;
 
-use common::{gpu, model_path, options};
+use common::{gpu, model_path};
 use pollster::FutureExt as _;
 use serde_json::Value;
+use wick::engine::LoadOptions;
 use wick::gguf::FileSource;
 use wick::session::Session;
 
@@ -27,7 +28,12 @@ fn check(chunks: Option<usize>) {
         })
         .expect("a golden for this run");
     let source = FileSource::open(model_path()).unwrap();
-    let mut session = Session::load(gpu, &source, &options(n_ctx), &mut |_, _| {})
+    let options = LoadOptions {
+        n_ctx,
+        scoring: true,
+        ..Default::default()
+    };
+    let mut session = Session::load(gpu, &source, &options, &mut |_, _| {})
         .block_on()
         .unwrap();
     let text = include_str!("data/perplexity.txt");
@@ -65,7 +71,48 @@ fn perplexity_of_two_chunks_matches_llama_cpp() {
 }
 
 #[test]
-#[ignore = "the whole text: about 20 minutes on lavapipe"]
 fn perplexity_of_the_whole_text_matches_llama_cpp() {
     check(None);
+}
+
+/// `Engine::log_probs` through the scoring plan (chunks of 48 tokens: runs of 48 and a short one,
+/// each scored token's successor in the run or after it) against decode steps with the logits read
+/// back and reduced on the CPU in f64, over 100 tokens of the text after a prompt of 20.
+#[test]
+fn batched_scoring_equals_one_token_steps() {
+    let Some(gpu) = gpu() else { return };
+    let source = FileSource::open(model_path()).unwrap();
+    let options = LoadOptions {
+        n_ctx: 128,
+        batch: 48,
+        scoring: true,
+    };
+    let mut session = Session::load(gpu, &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let tokens = session
+        .tokenizer
+        .encode(include_str!("data/perplexity.txt"), false);
+    let (prompt, scored, next) = (&tokens[..20], &tokens[20..120], tokens[120]);
+    let engine = &mut session.engine;
+    engine.feed(prompt).block_on().unwrap();
+    let batched = engine.log_probs(scored, next).block_on().unwrap();
+    engine.rewind(0);
+    engine.feed(prompt).block_on().unwrap();
+    let successors = scored.iter().skip(1).chain([&next]);
+    let mut worst = 0f64;
+    let (mut nll_batched, mut nll_steps) = (0.0, 0.0);
+    for ((&t, &s), &b) in scored.iter().zip(successors).zip(&batched) {
+        let logits = engine.step(t, true).block_on().unwrap().unwrap();
+        let want = wick::ops::log_prob::reference(&logits, s as usize);
+        worst = worst.max((b - want).abs());
+        nll_batched -= b;
+        nll_steps -= want;
+    }
+    assert_eq!(batched.len(), scored.len());
+    let ppl = |nll: f64| (nll / scored.len() as f64).exp();
+    let rel = ppl(nll_batched) / ppl(nll_steps) - 1.0;
+    eprintln!("worst token {worst:.2e}, perplexity {rel:+.2e} relative");
+    assert!(worst < 2e-3, "a token's log-probability is {worst} off");
+    assert!(rel.abs() < 1e-4, "perplexity {rel:+.2e} relative");
 }

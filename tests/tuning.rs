@@ -19,6 +19,7 @@ fn tuning_keeps_the_numbers() {
     let options = LoadOptions {
         n_ctx: 32,
         batch: 1,
+        ..Default::default()
     };
     let load = |gpu: &std::sync::Arc<wick::gpu::Gpu>| {
         Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})

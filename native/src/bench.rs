@@ -89,6 +89,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let options = LoadOptions {
         n_ctx,
         batch: args.batch,
+        ..Default::default()
     };
     let mut engine =
         Engine::load(gpu.clone(), source.as_ref(), &options, &mut |_, _| {}).block_on()?;

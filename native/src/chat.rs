@@ -27,7 +27,7 @@ pub struct ChatArgs {
 }
 
 pub fn main(args: ChatArgs) -> Result<()> {
-    let mut session = load::session(&args.model)?;
+    let mut session = load::session(&args.model, false)?;
     let mut sampler = args.sampling.sampler();
     let overflow = if args.drop_old_turns {
         Overflow::DropOldestTurns

@@ -49,7 +49,9 @@ pub fn progress_bar(what: &str) -> ProgressBar {
     bar
 }
 
-pub fn session(args: &ModelArgs) -> Result<Session> {
+/// Loads the model for a session; `scoring` also builds the plan that scores prompt chunks
+/// (perplexity).
+pub fn session(args: &ModelArgs, scoring: bool) -> Result<Session> {
     let source = open_source(&args.model)?;
     let gpu = gpu()?;
     let bar = progress_bar("loading");
@@ -57,6 +59,7 @@ pub fn session(args: &ModelArgs) -> Result<Session> {
     let options = LoadOptions {
         n_ctx: args.ctx_size,
         batch: args.batch_size,
+        scoring,
     };
     let session = Session::load(gpu, source.as_ref(), &options, &mut |done, total| {
         bar.set_length(total);

@@ -40,6 +40,7 @@ pub fn main(args: TuneArgs) -> Result<()> {
     let options = LoadOptions {
         n_ctx: 64,
         batch: 1,
+        ..Default::default()
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;
     let (tuning, report) = engine.tune(TuneShapes::All).block_on()?;

@@ -35,6 +35,8 @@ pub enum Kernel {
     NormAddNorm,
     /// A mixture-of-experts router: probabilities, top-k, weights.
     MoeRoute,
+    /// The log-probability of each token's successor, from its row of logits.
+    TokenLogProb,
     /// MLA's cache row: the latent normed, the rope part rotated.
     MlaKv,
     /// MLA in absorbed form, in the latent space.
@@ -138,6 +140,7 @@ impl Kernel {
             }
             Kernel::NormAddNorm => wgsl!("step.wgsl", "reduce.wgsl", "norm_add_norm.wgsl"),
             Kernel::MoeRoute => wgsl!("moe_route.wgsl"),
+            Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {
                 wgsl!(

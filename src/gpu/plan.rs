@@ -20,7 +20,8 @@ impl StepInput {
     pub fn new(gpu: &Gpu, batch: u32) -> StepInput {
         assert!(batch > 0);
         StepInput {
-            buffer: super::storage_buffer(gpu, "step", &vec![0u8; 8 + 4 * batch as usize]),
+            // The tokens, and one more: the token after the run's last, for runs that score.
+            buffer: super::storage_buffer(gpu, "step", &vec![0u8; 8 + 4 * (batch as usize + 1)]),
             batch,
         }
     }
@@ -34,9 +35,20 @@ impl StepInput {
 
     /// Sets the next run: `tokens` (at most `batch`) at positions pos, pos + 1, ...
     pub fn write(&self, gpu: &Gpu, pos: u32, tokens: &[u32]) {
+        self.write_words(gpu, pos, tokens, &[]);
+    }
+
+    /// As `write`, with the token that follows the run's last after them (at `tokens[n_tokens]`), for
+    /// plans that score each token's successor.
+    pub fn write_followed(&self, gpu: &Gpu, pos: u32, tokens: &[u32], next: u32) {
+        self.write_words(gpu, pos, tokens, &[next]);
+    }
+
+    fn write_words(&self, gpu: &Gpu, pos: u32, tokens: &[u32], after: &[u32]) {
         assert!(!tokens.is_empty() && tokens.len() <= self.batch as usize);
         let mut words = vec![pos, tokens.len() as u32];
         words.extend_from_slice(tokens);
+        words.extend_from_slice(after);
         gpu.queue
             .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&words));
     }

@@ -475,6 +475,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
         decode: plan,
         decode_long: None,
         prefill: None,
+        score: None,
         step,
         logits,
         n_vocab: c.n_vocab,

@@ -2,11 +2,11 @@
 //! grouped-query KV cache, a gated feed-forward block, tied or separate output head. What differs from
 //! family to family is named data, a `Family`, which each family's own file makes from its metadata.
 
-use super::{Ends, Forward, Loader, Meta};
+use super::{Ends, Forward, Loader, Meta, Score};
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked, StepInput};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::rope::{self, Rope};
-use crate::ops::{attention, embed, head_norm_rope_kv, matvec, rms_norm, rope_kv};
+use crate::ops::{attention, embed, head_norm_rope_kv, log_prob, matvec, rms_norm, rope_kv};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -225,12 +225,13 @@ struct Activations {
 }
 
 /// Loads the weights, allocates the cache and activations for `n_ctx` positions and prompt chunks of
-/// `batch` tokens, and builds the decode and prefill plans.
+/// `batch` tokens, and builds the decode and prefill plans, and the scoring plan where `scoring`.
 pub async fn load(
     l: &mut Loader<'_>,
     family_of: FamilyOf,
     n_ctx: u32,
     batch: u32,
+    scoring: bool,
 ) -> Result<Forward, Error> {
     let c = Config::from_meta(l)?;
     let f = family_of(l, &c)?;
@@ -386,14 +387,15 @@ pub async fn load(
         ends: &ends,
         a: &a,
     };
+    let push_logits = |plan: &mut Plan, logits: &wgpu::Buffer| match f.post_norms {
+        // The last layer's post-norm already normed x with output_norm.
+        true => ends.push_head(plan, &a.xn, logits),
+        false => ends.push_logits(plan, &a.x, &a.xn, logits, c.rms_eps),
+    };
     let decode_plan = |attention: Attention| {
         let mut plan = Plan::new(&gpu, &step, 1);
         model.push_layers(&mut plan, attention);
-        match f.post_norms {
-            // The last layer's post-norm already normed x with output_norm.
-            true => ends.push_head(&mut plan, &a.xn, &logits),
-            false => ends.push_logits(&mut plan, &a.x, &a.xn, &logits, c.rms_eps),
-        }
+        push_logits(&mut plan, &logits);
         plan
     };
     let mut decode = decode_plan(Attention::Whole);
@@ -417,10 +419,28 @@ pub async fn load(
             Some(plan)
         }
     };
+    let score = match scoring {
+        false => None,
+        true => {
+            // As many tokens as the prompt batch, or as one binding of their logits holds.
+            let rows_fit = gpu.max_binding() / (c.n_vocab as u64 * 4);
+            let rows = (batch as u64).min(rows_fit).max(1) as u32;
+            let row_logits = rows as u64 * c.n_vocab as u64 * 4;
+            let row_logits = scratch_buffer(&gpu, "logits of each token", row_logits).await?;
+            let log_probs = scratch_buffer(&gpu, "log-probabilities", rows as u64 * 4).await?;
+            let mut plan = Plan::new(&gpu, &step, rows);
+            model.push_layers(&mut plan, Attention::Whole);
+            push_logits(&mut plan, &row_logits);
+            log_prob::push(&mut plan, &row_logits, &log_probs, c.n_vocab);
+            plan.finish(&gpu).await?;
+            Some(Score { plan, log_probs })
+        }
+    };
     Ok(Forward {
         decode,
         decode_long,
         prefill,
+        score,
         step,
         logits,
         n_vocab: c.n_vocab,

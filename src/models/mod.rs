@@ -36,12 +36,23 @@ pub struct Forward {
     /// Up to `step.batch` tokens of a prompt through the layers, filling the KV cache; no logits.
     /// None where the architecture's kernels take one token at a time.
     pub prefill: Option<Plan>,
+    /// Up to `plan.batch` tokens through the layers and the head, each scored by the log-probability of
+    /// its successor. Only where the load asked for it (perplexity), since it holds a row of logits per
+    /// token; None where the architecture's kernels take one token at a time.
+    pub score: Option<Score>,
     /// The position and tokens of the next run, written before each submit.
     pub step: StepInput,
     /// (n_vocab) f32, written by the step.
     pub logits: wgpu::Buffer,
     pub n_vocab: u32,
     pub n_ctx_train: u32,
+}
+
+/// A run that scores its tokens (`Forward::score`).
+pub struct Score {
+    pub plan: Plan,
+    /// (plan.batch) f32: log softmax(logits of token t)[token t + 1].
+    pub log_probs: wgpu::Buffer,
 }
 
 /// What every architecture here has around its layers: the token table, the final norm and the output
@@ -86,11 +97,16 @@ impl Ends {
 }
 
 /// Loads the model the header describes, with prompts read `batch` tokens at a time where the
-/// architecture can.
-pub async fn load(loader: &mut Loader<'_>, n_ctx: u32, batch: u32) -> Result<Forward, Error> {
+/// architecture can, and a plan that scores them where `scoring` asks for one.
+pub async fn load(
+    loader: &mut Loader<'_>,
+    n_ctx: u32,
+    batch: u32,
+    scoring: bool,
+) -> Result<Forward, Error> {
     let arch = loader.arch.clone();
     match (dense_family(&arch), arch.as_str()) {
-        (Some(family), _) => dense::load(loader, family, n_ctx, batch).await,
+        (Some(family), _) => dense::load(loader, family, n_ctx, batch, scoring).await,
         (None, "deepseek2") => deepseek2::load(loader, n_ctx).await,
         _ => Err(Error::UnsupportedArchitecture(arch)),
     }

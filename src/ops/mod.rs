@@ -4,6 +4,7 @@ pub mod attention;
 pub mod embed;
 pub mod glu;
 pub mod head_norm_rope_kv;
+pub mod log_prob;
 pub mod matvec;
 pub mod matvec_id;
 pub mod mla;

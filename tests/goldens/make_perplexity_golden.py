@@ -68,30 +68,47 @@ def nll_at(logits, tok):
     return -(float(np.float32(logits[tok] - max_logit)) - np.log(sum_exp))
 
 
-def perplexity(path, text, n_ctx):
-    """Returns (n_tokens, the running perplexity after each of all the chunks)."""
-    llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ctx, logits_all=True, n_threads=2, seed=0,
-                          verbose=False)
-    vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    add_bos = llama_cpp.llama_vocab_get_add_bos(vocab)
-    assert not llama_cpp.llama_vocab_get_add_eos(vocab)
-    tokens = llm.tokenize(text, add_bos=True, special=False)  # add_bos here is llama_tokenize's add_special
+def running_perplexity(tokens, n_ctx, bos, chunk_logits):
+    """llama-perplexity's loop over `tokens`: chunks of n_ctx, each starting with `bos` where it is not None,
+    their second halves scored by `chunk_logits(chunk)` ((n_ctx, n_vocab) logits of every position, from an
+    empty cache). Returns the running perplexity after each chunk."""
     if len(tokens) < 2 * n_ctx:
         sys.exit(f"{len(tokens)} tokens: llama-perplexity needs at least {2 * n_ctx} for n_ctx {n_ctx}")
     first = n_ctx // 2
     nll, count, running = 0.0, 0, []
     for i in range(len(tokens) // n_ctx):
         chunk = list(tokens[i * n_ctx:(i + 1) * n_ctx])
-        if add_bos:
-            chunk[0] = llama_cpp.llama_vocab_bos(vocab)
-        llm.reset()
-        llm.eval(chunk)
-        scores = np.asarray(llm.scores[:n_ctx], dtype=np.float32)
+        if bos is not None:
+            chunk[0] = bos
+        scores = np.asarray(chunk_logits(chunk), dtype=np.float32)
         for j in range(first, n_ctx - 1):
             nll += nll_at(scores[j], chunk[j + 1])
             count += 1
         running.append(float(np.exp(nll / count)))
-    return len(tokens), running
+    return running
+
+
+def text_tokens(llm, text):
+    """The text's tokens as llama-perplexity has them, and the BOS it puts first in each chunk (or None)."""
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    assert not llama_cpp.llama_vocab_get_add_eos(vocab)
+    tokens = llm.tokenize(text, add_bos=True, special=False)  # add_bos here is llama_tokenize's add_special
+    bos = llama_cpp.llama_vocab_bos(vocab) if llama_cpp.llama_vocab_get_add_bos(vocab) else None
+    return tokens, bos
+
+
+def perplexity(path, text, n_ctx):
+    """Returns (n_tokens, the running perplexity after each of all the chunks), by llama.cpp's logits."""
+    llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ctx, logits_all=True, n_threads=2, seed=0,
+                          verbose=False)
+    tokens, bos = text_tokens(llm, text)
+
+    def chunk_logits(chunk):
+        llm.reset()
+        llm.eval(chunk)
+        return llm.scores[:n_ctx]
+
+    return len(tokens), running_perplexity(tokens, n_ctx, bos, chunk_logits)
 
 
 def main():

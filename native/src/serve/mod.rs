@@ -33,7 +33,7 @@ pub struct ServeArgs {
 }
 
 pub fn main(args: ServeArgs) -> Result<()> {
-    let session = load::session(&args.model)?;
+    let session = load::session(&args.model, false)?;
     let model_id = model_id(&args.model);
     let has_key = args.api_key.is_some();
     let state = routes::State::new(worker::start(session), model_id.clone(), args.api_key);
