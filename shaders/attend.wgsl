@@ -1,7 +1,7 @@
 // What both attention kernels share: one query head over a range of cached keys, with a running max
 // and sum (online softmax). The keys go by in blocks of WG, one per thread; each thread keeps 4 output
 // dims (t, t + WG, ...), so head_dim is at most 4 * WG. The kernel declares Q, KC, VC, P (with
-// n_head, n_kv_head, head_dim, scale) and WG; needs reduce.wgsl. Call from uniform control flow.
+// n_head, n_kv_head, head_dim, scale, softcap) and WG; needs reduce.wgsl. Call from uniform control flow.
 
 // The state after some keys: the max score m, the sum l of exp(score - m), and this thread's dims of
 // the sum of exp(score - m) * v.
@@ -35,6 +35,10 @@ fn attend(q: u32, h: u32, first: u32, end: u32, t: u32) -> Attended {
                 d += dot(Q[q + i], KC[k + i]);
             }
             s = d * P.scale;
+            if (P.softcap > 0.0) {
+                // tanh of a clamped argument: some backends compute tanh by exp, which overflows.
+                s = P.softcap * tanh(clamp(s / P.softcap, -20.0, 20.0));
+            }
         }
         let m_new = max(r.m, reduce_max(t, s));
         let e = select(0.0, exp(s - m_new), p < end);

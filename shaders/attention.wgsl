@@ -10,6 +10,7 @@ struct Params {
     head_dim: u32, // a multiple of 4, at most 4 * WG
     scale: f32,
     window: u32,   // keys a query sees, its own included; 0: all before it
+    softcap: f32,  // scores soft-capped at this (Gemma 2); 0: not
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)

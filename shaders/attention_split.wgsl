@@ -10,6 +10,7 @@ struct Params {
     scale: f32,
     n_split: u32,
     window: u32,   // keys the query sees, its own included; 0: all before it
+    softcap: f32,  // scores soft-capped at this (Gemma 2); 0: not
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (n_head, head_dim / 4)

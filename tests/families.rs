@@ -181,7 +181,7 @@ fn gemma3_perplexity_of_the_whole_text_matches_f32() {
     check_perplexity("gemma-3-270m-q4_k_m", None);
 }
 
-/// A family the dense block does not know (here qwen3: the tiny llama file relabelled) is refused at
+/// A family the dense block does not know (here mamba: the tiny llama file relabelled) is refused at
 /// load and by `models::describe` with the error that names the architectures Wick runs.
 #[test]
 fn an_unsupported_architecture_is_refused_by_name() {
@@ -193,14 +193,14 @@ fn an_unsupported_architecture_is_refused_by_name() {
     // The value: a string type (8, u32), its length (u64) and the bytes.
     assert_eq!(&bytes[at..at + 4], &8u32.to_le_bytes());
     assert_eq!(&bytes[at + 12..at + 17], b"llama");
-    bytes[at + 12..at + 17].copy_from_slice(b"qwen3");
+    bytes[at + 12..at + 17].copy_from_slice(b"mamba");
     let source = wick::gguf::MemorySource {
         bytes,
         name: "relabelled".into(),
     };
     let header = read_header(&source).block_on().unwrap();
     let want =
-        "architecture \"qwen3\" is not supported (Wick runs: llama, qwen2, gemma3, deepseek2)";
+        "architecture \"mamba\" is not supported (Wick runs: llama, qwen2, qwen3, gemma2, gemma3, phi3, deepseek2)";
     assert_eq!(
         wick::models::describe(&header).unwrap_err().to_string(),
         want
@@ -209,6 +209,6 @@ fn an_unsupported_architecture_is_refused_by_name() {
     let err = Engine::load(gpu, &source, &LoadOptions::default(), &mut |_, _| {})
         .block_on()
         .err()
-        .expect("qwen3 is refused");
+        .expect("mamba is refused");
     assert_eq!(err.to_string(), want);
 }

@@ -8,7 +8,7 @@ use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Plan, Stacked, StepInput};
 use wick::ops::glu::{self, Activation};
 use wick::ops::rope::Rope;
-use wick::ops::{attention, embed, log_prob, matvec, rms_norm, rope_kv};
+use wick::ops::{attention, embed, log_prob, matvec, rms_norm, rope_kv, softcap};
 
 #[test]
 fn matvec_every_type_against_cpu() {
@@ -183,6 +183,24 @@ fn rms_norm_and_swiglu_against_cpu() {
         let e = nmse(&got, &glu::reference(act, &g, &u));
         assert!(e < 1e-10, "{act:?} nmse {e}");
     }
+}
+
+/// Soft-capping in place, on values far past the cap on both sides (where tanh saturates) and near 0, for
+/// the run's rows only.
+#[test]
+fn softcap_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(5);
+    let (n, rows) = (1000usize, 3usize);
+    let x: Vec<f32> = rng.vec(n * rows).iter().map(|v| v * 1000.0).collect();
+    let xb = f32_buffer(&gpu, &x);
+    let mut plan = plan_at(&gpu, 0, &[0; 3]);
+    softcap::push(&mut plan, &xb, n as u32, 30.0);
+    run(&gpu, plan);
+    let got = read_back_f32(&gpu, &xb, n * rows).block_on().unwrap();
+    assert!(got.iter().all(|v| v.is_finite() && v.abs() <= 30.0));
+    let e = nmse(&got, &softcap::reference(&x, 30.0));
+    assert!(e < 1e-10, "softcap nmse {e}");
 }
 
 /// Each token's log-probability of its successor from its row of logits, against the CPU's in f64:
@@ -503,8 +521,8 @@ fn check_swiglu_block(
 /// One token's attention split over the sequence and merged (flash-decoding), against the CPU: at
 /// position 0 (one key, four splits empty), 150 (three splits used, the last partly) and 600 (all
 /// five, several blocks each); then at 600 again on a sliding-window layer (the last 300 keys, and the
-/// last 37, which leaves four splits empty) scored by Gemma 3 27B's scale, and through the whole-head
-/// kernel alike.
+/// last 37, which leaves four splits empty) scored by Gemma 3 27B's scale, then with scores soft-capped
+/// at 2 (Gemma 2), and through the whole-head kernel alike.
 #[test]
 fn split_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -524,6 +542,13 @@ fn split_attention_against_cpu() {
         (600, whole),
         (600, windowed(300)),
         (600, windowed(37)),
+        (
+            600,
+            attention::Shape {
+                softcap: 2.0,
+                ..windowed(300)
+            },
+        ),
     ] {
         let n = pos as usize + 1;
         let q: Vec<f32> = rng
@@ -561,7 +586,8 @@ fn split_attention_against_cpu() {
             0 => 0,
             w => n.saturating_sub(w as usize),
         };
-        let want = attention_reference_from(&q, (&kc, &vc), (first, n), heads, shape.scale);
+        let scoring = (shape.scale, shape.softcap);
+        let want = attention_reference_from(&q, (&kc, &vc), (first, n), heads, scoring);
         let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
         assert!(
@@ -637,7 +663,7 @@ fn attention_reference(
     heads: (usize, usize, usize),
 ) -> Vec<f32> {
     let scale = 1.0 / (heads.2 as f32).sqrt();
-    attention_reference_from(q, caches, (0, n), heads, scale)
+    attention_reference_from(q, caches, (0, n), heads, (scale, 0.0))
 }
 
 /// As `attention_reference` over positions first..n, scoring by `scale`.
@@ -646,7 +672,7 @@ fn attention_reference_from(
     (k_cache, v_cache): (&[f32], &[f32]),
     (first, n): (usize, usize),
     (n_head, n_kv_head, head_dim): (usize, usize, usize),
-    scale: f32,
+    scoring: (f32, f32),
 ) -> Vec<f32> {
     let kv_dim = n_kv_head * head_dim;
     (0..n_head)
@@ -661,7 +687,7 @@ fn attention_reference_from(
             };
             let qh = &q[h * head_dim..(h + 1) * head_dim];
             let (k, v) = (head_rows(k_cache), head_rows(v_cache));
-            attention::reference_scaled(qh, &k, &v, head_dim, scale)
+            attention::reference_scored(qh, &k, &v, head_dim, scoring)
         })
         .collect()
 }

@@ -37,6 +37,8 @@ pub enum Kernel {
     MoeRoute,
     /// The log-probability of each token's successor, from its row of logits.
     TokenLogProb,
+    /// x = cap * tanh(x / cap), in place.
+    Softcap,
     /// MLA's cache row: the latent normed, the rope part rotated.
     MlaKv,
     /// MLA in absorbed form, in the latent space.
@@ -141,6 +143,7 @@ impl Kernel {
             Kernel::NormAddNorm => wgsl!("step.wgsl", "reduce.wgsl", "norm_add_norm.wgsl"),
             Kernel::MoeRoute => wgsl!("moe_route.wgsl"),
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
+            Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {
                 wgsl!(

@@ -6,7 +6,9 @@ use super::{Ends, Forward, Loader, Meta, Score};
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked, StepInput};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::rope::{self, Rope};
-use crate::ops::{attention, embed, head_norm_rope_kv, log_prob, matvec, rms_norm, rope_kv};
+use crate::ops::{
+    attention, embed, head_norm_rope_kv, log_prob, matvec, rms_norm, rope_kv, softcap,
+};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -24,6 +26,8 @@ pub struct Config {
     pub rope: Rope,
     /// The context length the model was trained for.
     pub n_ctx_train: u32,
+    /// The tensor of per-pair RoPE frequency divisors, where the file has one (Llama 3's rope_freqs).
+    pub rope_factors: Option<String>,
 }
 
 impl Config {
@@ -75,6 +79,9 @@ impl Config {
                 yarn: None,
             },
             n_ctx_train: m.meta_u32_or("context_length", 4096)?,
+            rope_factors: m
+                .has("rope_freqs.weight")
+                .then(|| "rope_freqs.weight".to_string()),
         })
     }
 }
@@ -105,6 +112,11 @@ pub struct Family {
     pub embd_scale: f32,
     /// Attention scores are q.k times this.
     pub attn_scale: f32,
+    /// Attention scores, then the final logits, are soft-capped (cap * tanh(x / cap)) at these; 0: not.
+    pub attn_softcap: f32,
+    pub final_softcap: f32,
+    /// The tensor of per-pair RoPE frequency divisors every layer applies, if any.
+    pub rope_factors: Option<String>,
     /// Per layer, its RoPE and window.
     pub layers: Vec<LayerAttention>,
 }
@@ -120,6 +132,9 @@ impl Family {
             rope_neox: false,
             embd_scale: 1.0,
             attn_scale: 1.0 / (c.head_dim as f32).sqrt(),
+            attn_softcap: 0.0,
+            final_softcap: 0.0,
+            rope_factors: c.rope_factors.clone(),
             layers: vec![
                 LayerAttention {
                     rope: c.rope,
@@ -155,6 +170,22 @@ impl Family {
             "RoPE over {} dims in {order}; attention scale {:.5}; embeddings x {:.4}",
             c.rope.n_rot, self.attn_scale, self.embd_scale
         ));
+        if let Some(factors) = &self.rope_factors {
+            let magnitude = self.layers.first().and_then(|l| l.rope.yarn);
+            lines.push(match magnitude {
+                Some(y) => format!(
+                    "RoPE frequencies divided by {factors}, the rotation scaled by {}",
+                    y.attn_factor
+                ),
+                None => format!("RoPE frequencies divided by {factors}"),
+            });
+        }
+        if self.attn_softcap > 0.0 || self.final_softcap > 0.0 {
+            lines.push(format!(
+                "soft-capping: attention scores at {}, final logits at {} (0: none)",
+                self.attn_softcap, self.final_softcap
+            ));
+        }
         let windowed = self.layers.iter().filter(|l| l.window > 0).count();
         let base = |l: &LayerAttention| l.rope.freq_base;
         match self.layers.iter().find(|l| l.window > 0) {
@@ -177,8 +208,9 @@ impl Family {
     }
 }
 
-/// Makes a family's `Family` from its metadata and config.
-pub type FamilyOf = fn(&Meta, &Config) -> Result<Family, Error>;
+/// Makes a family's `Family` from its metadata and config, for a context of `n_ctx` positions (Phi-3
+/// picks its RoPE factors by it).
+pub type FamilyOf = fn(&Meta, &Config, u32) -> Result<Family, Error>;
 
 /// One transformer block's weights, named as in GGUF.
 struct Block {
@@ -234,7 +266,7 @@ pub async fn load(
     scoring: bool,
 ) -> Result<Forward, Error> {
     let c = Config::from_meta(l)?;
-    let f = family_of(l, &c)?;
+    let f = family_of(l, &c, n_ctx)?;
     let (d, q_dim, kv_dim) = (c.n_embd, c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
     if c.head_dim % 4 != 0 || c.head_dim > attention::MAX_HEAD_DIM {
         return Err(Error::Model(format!(
@@ -253,9 +285,9 @@ pub async fn load(
     let gpu = l.gpu.clone();
 
     let ends = Ends::load(l, d, c.n_vocab).await?;
-    let rope_freqs = match l.has("rope_freqs.weight") {
-        true => Some(l.vector("rope_freqs.weight", c.rope.n_rot / 2).await?),
-        false => None,
+    let rope_freqs = match &f.rope_factors {
+        Some(name) => Some(l.vector(name, c.rope.n_rot / 2).await?),
+        None => None,
     };
     // Where NeoX pairs live apart, the rows of q and k each head takes, in adjacent-pair order.
     let head_order = f
@@ -281,14 +313,31 @@ pub async fn load(
         let optional = |t: &str| f.post_norms.then(|| name(t));
         let cache = (n_ctx as u64) * kv_dim as u64 * 4;
         let attn_norm = l.vector(&name("attn_norm"), d).await?;
-        let attn_qkv = l
-            .stacked_reordered(
-                &names(&["attn_q", "attn_k", "attn_v"]),
-                d,
-                &[q_dim, kv_dim, kv_dim],
-                &[q_order.as_deref(), k_order.as_deref(), None],
-            )
-            .await?;
+        let attn_qkv = match l.has(&name("attn_qkv")) {
+            // q, k and v in one matrix (Phi-3): one order over all its rows.
+            true => {
+                let order: Option<Vec<u32>> =
+                    q_order.as_ref().zip(k_order.as_ref()).map(|(q, k)| {
+                        let (k, v) = (
+                            k.iter().map(|r| r + q_dim),
+                            q_dim + kv_dim..q_dim + 2 * kv_dim,
+                        );
+                        q.iter().copied().chain(k).chain(v).collect()
+                    });
+                let rows = q_dim + 2 * kv_dim;
+                l.stacked_reordered(&[name("attn_qkv")], d, &[rows], &[order.as_deref()])
+                    .await?
+            }
+            false => {
+                l.stacked_reordered(
+                    &names(&["attn_q", "attn_k", "attn_v"]),
+                    d,
+                    &[q_dim, kv_dim, kv_dim],
+                    &[q_order.as_deref(), k_order.as_deref(), None],
+                )
+                .await?
+            }
+        };
         let attn_qkv_bias = match l.has(&format!("blk.{i}.attn_q.bias")) {
             false => None,
             true => {
@@ -329,9 +378,14 @@ pub async fn load(
             None => None,
         };
         let ffn_norm = l.vector(&name("ffn_norm"), d).await?;
-        let ffn_gate_up = l
-            .gate_up([&name("ffn_gate"), &name("ffn_up")], d, c.n_ff)
-            .await?;
+        let ffn_gate_up = match l.has(&name("ffn_gate")) {
+            true => {
+                l.gate_up([&name("ffn_gate"), &name("ffn_up")], d, c.n_ff)
+                    .await?
+            }
+            // Gate and up in one matrix, gate first (Phi-3).
+            false => l.gate_up_fused(&name("ffn_up"), d, c.n_ff).await?,
+        };
         let ffn_down = l.matrix(&name("ffn_down"), c.n_ff, d).await?;
         let post_ffw_norm = match optional("post_ffw_norm") {
             Some(n) => Some(l.vector(&n, d).await?),
@@ -387,10 +441,15 @@ pub async fn load(
         ends: &ends,
         a: &a,
     };
-    let push_logits = |plan: &mut Plan, logits: &wgpu::Buffer| match f.post_norms {
-        // The last layer's post-norm already normed x with output_norm.
-        true => ends.push_head(plan, &a.xn, logits),
-        false => ends.push_logits(plan, &a.x, &a.xn, logits, c.rms_eps),
+    let push_logits = |plan: &mut Plan, logits: &wgpu::Buffer| {
+        match f.post_norms {
+            // The last layer's post-norm already normed x with output_norm.
+            true => ends.push_head(plan, &a.xn, logits),
+            false => ends.push_logits(plan, &a.x, &a.xn, logits, c.rms_eps),
+        }
+        if f.final_softcap > 0.0 {
+            softcap::push(plan, logits, c.n_vocab, f.final_softcap);
+        }
     };
     let decode_plan = |attention: Attention| {
         let mut plan = Plan::new(&gpu, &step, 1);
@@ -454,7 +513,7 @@ fn refuse_unsupported(m: &Meta, c: &Config) -> Result<(), Error> {
     let mut names = vec!["output.bias".to_string()];
     for i in 0..c.n_layer {
         for t in [
-            "attn_qkv.weight",
+            "attn_qkv.bias",
             "attn_output.bias",
             "ffn_up.bias",
             "ffn_down.bias",
@@ -564,6 +623,7 @@ impl Model<'_> {
             head_dim: c.head_dim,
             scale: self.f.attn_scale,
             window: layer.window,
+            softcap: self.f.attn_softcap,
         };
         let buffers = attention::AttentionBuffers {
             q: &a.q,

@@ -5,6 +5,6 @@ use super::dense::{Config, Family};
 use super::Meta;
 use crate::Error;
 
-pub fn family(_: &Meta, c: &Config) -> Result<Family, Error> {
+pub fn family(_: &Meta, c: &Config, _n_ctx: u32) -> Result<Family, Error> {
     Ok(Family::llama(c))
 }

@@ -3,9 +3,13 @@
 
 pub mod deepseek2;
 pub mod dense;
+mod gemma;
+pub mod gemma2;
 pub mod gemma3;
 pub mod llama;
+pub mod phi3;
 pub mod qwen2;
+pub mod qwen3;
 
 use crate::gguf::{ByteSource, Header, TensorInfo};
 use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Plan, Stacked, StepInput};
@@ -14,13 +18,24 @@ use crate::Error;
 use std::sync::Arc;
 
 /// The architectures Wick runs.
-pub const ARCHITECTURES: &[&str] = &["llama", "qwen2", "gemma3", "deepseek2"];
+pub const ARCHITECTURES: &[&str] = &[
+    "llama",
+    "qwen2",
+    "qwen3",
+    "gemma2",
+    "gemma3",
+    "phi3",
+    "deepseek2",
+];
 
 /// The families that run on the dense block, each with what sets it apart.
 fn dense_family(arch: &str) -> Option<dense::FamilyOf> {
     match arch {
         "llama" => Some(llama::family),
         "qwen2" => Some(qwen2::family),
+        "qwen3" => Some(qwen3::family),
+        "phi3" => Some(phi3::family),
+        "gemma2" => Some(gemma2::family),
         "gemma3" => Some(gemma3::family),
         _ => None,
     }
@@ -119,7 +134,9 @@ pub fn describe(header: &Header) -> Result<Vec<String>, Error> {
     match (dense_family(&meta.arch), meta.arch.as_str()) {
         (Some(family), _) => {
             let c = dense::Config::from_meta(&meta)?;
-            Ok(family(&meta, &c)?.describe(&c))
+            // As a load with the default context would run it.
+            let n_ctx = crate::engine::LoadOptions::default().n_ctx.min(c.n_ctx_train);
+            Ok(family(&meta, &c, n_ctx)?.describe(&c))
         }
         (None, "deepseek2") => Ok(vec![
             "Multi-head Latent Attention in absorbed form over one latent cache; mixture-of-experts read by index on the GPU; prompts one token at a time".into(),
@@ -340,6 +357,21 @@ impl<'a> Loader<'a> {
         )
         .await?;
         Ok(GateUp::Interleaved(tensor))
+    }
+
+    /// A gated feed-forward block's gate and up as one matrix of `2 rows` rows, gate's first (Phi-3's
+    /// ffn_up), loaded with their rows interleaved as `gate_up` interleaves two.
+    pub async fn gate_up_fused(
+        &mut self,
+        name: &str,
+        cols: u32,
+        rows: u32,
+    ) -> Result<GateUp, Error> {
+        let t = self.info(name, &[cols, 2 * rows])?;
+        let order: Vec<u32> = (0..rows).flat_map(|r| [r, rows + r]).collect();
+        Ok(GateUp::Interleaved(
+            self.upload(&[(t, Some(&order))]).await?,
+        ))
     }
 
     async fn packed(&mut self, name: &str, shape: &[u32]) -> Result<GpuTensor, Error> {

@@ -12,6 +12,7 @@ struct Params {
     head_dim: u32,
     scale: f32,
     window: u32,
+    softcap: f32,
 }
 
 /// The heads attention runs over and how it scores keys.
@@ -25,6 +26,8 @@ pub struct Shape {
     pub scale: f32,
     /// Keys a query sees, its own included (a sliding-window layer); 0: all before it.
     pub window: u32,
+    /// Scores are soft-capped, cap * tanh(score / cap), after scaling (Gemma 2); 0: not.
+    pub softcap: f32,
 }
 
 impl Shape {
@@ -36,6 +39,7 @@ impl Shape {
             head_dim,
             scale: 1.0 / (head_dim as f32).sqrt(),
             window: 0,
+            softcap: 0.0,
         }
     }
 }
@@ -64,6 +68,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         head_dim: s.head_dim,
         scale: s.scale,
         window: s.window,
+        softcap: s.softcap,
     };
     let step = plan.step.clone();
     plan.push(
@@ -83,6 +88,7 @@ struct SplitParams {
     scale: f32,
     n_split: u32,
     window: u32,
+    softcap: f32,
 }
 
 #[repr(C)]
@@ -118,6 +124,7 @@ pub fn push_split(
         scale: s.scale,
         n_split,
         window: s.window,
+        softcap: s.softcap,
     };
     let step = plan.step.clone();
     plan.push(
@@ -142,11 +149,17 @@ pub fn push_split(
 /// CPU reference for one query head over `n` cached positions, scoring by 1 / sqrt(head_dim). k, v:
 /// (n, head_dim) for its kv head.
 pub fn reference(q: &[f32], k: &[f32], v: &[f32], head_dim: usize) -> Vec<f32> {
-    reference_scaled(q, k, v, head_dim, 1.0 / (head_dim as f32).sqrt())
+    reference_scored(q, k, v, head_dim, (1.0 / (head_dim as f32).sqrt(), 0.0))
 }
 
-/// As `reference`, scoring by `scale`.
-pub fn reference_scaled(q: &[f32], k: &[f32], v: &[f32], head_dim: usize, scale: f32) -> Vec<f32> {
+/// As `reference`, scoring by `scale` and soft-capping the scores at `softcap` (0: not).
+pub fn reference_scored(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    head_dim: usize,
+    (scale, softcap): (f32, f32),
+) -> Vec<f32> {
     let n = k.len() / head_dim;
     let scores: Vec<f32> = (0..n)
         .map(|p| {
@@ -155,6 +168,10 @@ pub fn reference_scaled(q: &[f32], k: &[f32], v: &[f32], head_dim: usize, scale:
                 .map(|(a, b)| a * b)
                 .sum::<f32>()
                 * scale
+        })
+        .map(|s| match softcap {
+            0.0 => s,
+            cap => cap * (s / cap).tanh(),
         })
         .collect();
     let max = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);

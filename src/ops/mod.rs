@@ -12,6 +12,7 @@ pub mod moe_route;
 pub mod rms_norm;
 pub mod rope;
 pub mod rope_kv;
+pub mod softcap;
 
 /// Bytes of a uniform parameter block.
 pub(crate) fn params<T: bytemuck::Pod>(p: &T) -> &[u8] {
