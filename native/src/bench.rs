@@ -94,6 +94,14 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let mut engine =
         Engine::load(gpu.clone(), source.as_ref(), &options, &mut |_, _| {}).block_on()?;
     crate::tune::tune_new_shapes(&mut engine)?;
+    let batch = engine.stats.chunk_tokens;
+    if batch < args.batch && args.n_prompt > 0 {
+        eprintln!(
+            "wick: prompt batch {batch}, not {}: a batch holds at most the context, here {} tokens (-p + -n)",
+            args.batch,
+            engine.n_ctx()
+        );
+    }
     // Token ids spread over the vocabulary, as llama-bench feeds random tokens.
     let n_vocab = engine.n_vocab();
     let token = |i: u32| (i.wrapping_mul(2_654_435_761) >> 7) % n_vocab;

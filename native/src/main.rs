@@ -108,6 +108,7 @@ fn main() {
     if !matches!(cli.command, Command::Serve(_)) {
         exit_quietly_on_closed_stdout();
     }
+    give_display_clients_a_runtime_dir();
     let result = match cli.command {
         Command::Run(a) => run::main(a),
         Command::Chat(a) => chat::main(a),
@@ -121,6 +122,36 @@ fn main() {
     if let Err(e) = result {
         eprintln!("error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// On a Linux machine without a session (a server, a container, CI), XDG_RUNTIME_DIR is unset and the
+/// Vulkan stack's display clients, which Wick never uses, print "error: XDG_RUNTIME_DIR is invalid or
+/// not set" when the GPU is opened: an error that is none. Point it at a private folder of this user's
+/// (as a login session would) where it is unset or unusable; a valid one is left alone.
+fn give_display_clients_a_runtime_dir() {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+        let usable = |dir: &std::path::Path| {
+            std::fs::metadata(dir).is_ok_and(|m| {
+                // SAFETY: getuid has no preconditions.
+                m.is_dir()
+                    && m.uid() == unsafe { libc::getuid() }
+                    && m.permissions().mode() & 0o077 == 0
+            })
+        };
+        if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| usable(d.as_ref())) {
+            return;
+        }
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let dir = std::env::temp_dir().join(format!("wick-runtime-{uid}"));
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        if usable(&dir) {
+            // SAFETY: set at startup, before any other thread exists.
+            unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+        }
     }
 }
 

@@ -1,0 +1,24 @@
+//! A command on a headless machine prints nothing that reads as an error when nothing is wrong: without
+//! XDG_RUNTIME_DIR the Vulkan stack's display clients complain unless Wick gives them a folder.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn no_false_errors_without_a_runtime_dir() {
+    if std::env::var("CI").is_err() && pollster::block_on(wick::gpu::Gpu::new()).is_err() {
+        eprintln!("skipped: no GPU adapter");
+        return;
+    }
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/random-llama-chat.gguf");
+    let out = Command::new(env!("CARGO_BIN_EXE_wick"))
+        .args(["run", "-m", model.to_str().unwrap(), "-p", "hi", "-n", "2"])
+        .args(["--temp", "0", "-c", "64"])
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("WICK_TUNING", "off")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "wick run failed:\n{stderr}");
+    assert!(!stderr.to_lowercase().contains("error"), "{stderr}");
+}
