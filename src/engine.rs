@@ -2,7 +2,9 @@
 //! pass and one submit), and the counters that say what a token costs.
 
 use crate::gguf::{read_header, ByteSource, Header};
-use crate::gpu::{map_and_copy, Gpu, GpuError, MatvecKernel, MatvecShape, Tuning};
+use crate::gpu::{
+    map_and_copy, scratch_buffer, Gpu, GpuError, MatvecKernel, MatvecShape, Plan, Tuning,
+};
 use crate::models::{self, Forward, Loader};
 use crate::Error;
 use std::sync::Arc;
@@ -76,7 +78,11 @@ pub struct Engine {
     pub gpu: Arc<Gpu>,
     pub header: Header,
     forward: Forward,
-    /// (n_vocab) f32, mapped to read the logits.
+    /// After a decode step, the index of its largest logit into `greedy_choice`: what a greedy step
+    /// reads back instead of the logits.
+    greedy: Plan,
+    greedy_choice: wgpu::Buffer,
+    /// Mapped to read back the logits (n_vocab f32), or what else a run reads.
     staging: wgpu::Buffer,
     n_ctx: u32,
     pos: u32,
@@ -141,6 +147,15 @@ impl Engine {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let greedy_choice = scratch_buffer(&gpu, "greedy choice", 4).await?;
+        let mut greedy = Plan::new(&gpu, &forward.step, 1);
+        crate::ops::argmax::push(
+            &mut greedy,
+            &forward.logits,
+            &greedy_choice,
+            forward.n_vocab,
+        );
+        greedy.finish(&gpu).await?;
         let stats = Stats {
             dispatches_per_token: forward.decode.dispatches.len() as u32,
             chunk_tokens: forward.prefill.as_ref().map_or(1, |p| p.batch),
@@ -153,6 +168,8 @@ impl Engine {
             gpu,
             header,
             forward,
+            greedy,
+            greedy_choice,
             staging,
             n_ctx,
             pos: 0,
@@ -181,12 +198,23 @@ impl Engine {
     /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
     /// the last need none, and then nothing waits for the GPU).
     pub async fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {
-        self.run(Run::Decode { want_logits }, &[token]).await
+        let read = match want_logits {
+            true => Read::Logits,
+            false => Read::Nothing,
+        };
+        Ok(self.run(Run::Decode(read), &[token]).await?.map(cast))
+    }
+
+    /// Runs one token at the next position and returns the index of its largest logit (the first of
+    /// equals): a greedy step, which reads back 4 bytes rather than the logits.
+    pub async fn step_greedy(&mut self, token: u32) -> Result<u32, Error> {
+        let read = self.run(Run::Decode(Read::Greedy), &[token]).await?;
+        Ok(cast(read.expect("the choice was asked for"))[0])
     }
 
     /// Checks a run of `tokens` at the next position, writes its inputs, and records and submits one
-    /// pass of the plan `run` names, then reads back what it says.
-    async fn run(&mut self, run: Run, tokens: &[u32]) -> Result<Option<Vec<f32>>, Error> {
+    /// pass of the plan `run` names, then reads back what it says (as bytes).
+    async fn run(&mut self, run: Run, tokens: &[u32]) -> Result<Option<Vec<u8>>, Error> {
         self.gpu.alive()?;
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
@@ -209,15 +237,22 @@ impl Engine {
                 let bytes = tokens.len() as u64 * 4;
                 (&score.plan, Some((&score.log_probs, bytes)))
             }
-            (Run::Decode { want_logits }, long) => {
+            (Run::Decode(read), long) => {
                 let plan = match long {
                     Some((from, long)) if self.pos >= *from => long,
                     _ => &f.decode,
                 };
-                (plan, want_logits.then_some((&f.logits, n_vocab as u64 * 4)))
+                let read_back = match read {
+                    Read::Nothing => None,
+                    Read::Logits => Some((&f.logits, n_vocab as u64 * 4)),
+                    Read::Greedy => Some((&self.greedy_choice, 4)),
+                };
+                (plan, read_back)
             }
         };
-        let (dispatches, weight_bytes) = (plan.dispatches.len(), plan.weight_bytes);
+        let greedy = matches!(run, Run::Decode(Read::Greedy)).then_some(&self.greedy);
+        let dispatches = plan.dispatches.len() + greedy.map_or(0, |g| g.dispatches.len());
+        let weight_bytes = plan.weight_bytes;
         match next {
             Some(next) => f.step.write_followed(gpu, self.pos, tokens, next),
             None => f.step.write(gpu, self.pos, tokens),
@@ -226,6 +261,9 @@ impl Engine {
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             plan.record(&mut pass);
+            if let Some(greedy) = greedy {
+                greedy.record(&mut pass);
+            }
         }
         if let Some((buffer, bytes)) = read_back {
             enc.copy_buffer_to_buffer(buffer, 0, &self.staging, 0, bytes);
@@ -233,10 +271,7 @@ impl Engine {
         gpu.queue.submit([enc.finish()]);
         self.pos += tokens.len() as u32;
         let values = match read_back {
-            Some((_, bytes)) => {
-                let raw = map_and_copy(gpu, &self.staging, bytes).await?;
-                Some(bytemuck::pod_collect_to_vec(&raw))
-            }
+            Some((_, bytes)) => Some(map_and_copy(gpu, &self.staging, bytes).await?),
             None => {
                 let _ = gpu.device.poll(wgpu::PollType::Poll);
                 None
@@ -391,12 +426,8 @@ impl Engine {
                     let end = i * batch as usize + chunk.len();
                     let after = tokens.get(end).copied().unwrap_or(next);
                     let values = self.run(Run::Score { next: after }, chunk).await?;
-                    out.extend(
-                        values
-                            .expect("a scoring run reads back")
-                            .iter()
-                            .map(|&v| v as f64),
-                    );
+                    let values: Vec<f32> = cast(values.expect("a scoring run reads back"));
+                    out.extend(values.iter().map(|&v| v as f64));
                 }
             }
             None => {
@@ -413,13 +444,27 @@ impl Engine {
 /// Which plan a run records, and what it reads back.
 #[derive(Clone, Copy)]
 enum Run {
-    /// One token through the decode plan, its logits read back if asked for.
-    Decode { want_logits: bool },
+    /// One token through the decode plan.
+    Decode(Read),
     /// A prompt chunk through the prefill plan; nothing read back.
     Prefill,
     /// A chunk through the scoring plan, `next` the token after its last; each token's
     /// log-probability of its successor read back.
     Score { next: u32 },
+}
+
+/// What a decode step reads back.
+#[derive(Clone, Copy)]
+enum Read {
+    Nothing,
+    Logits,
+    /// The index of the largest logit, computed after the step in the same pass.
+    Greedy,
+}
+
+/// Bytes read back, as the values they hold.
+fn cast<T: bytemuck::Pod>(bytes: Vec<u8>) -> Vec<T> {
+    bytemuck::pod_collect_to_vec(&bytes)
 }
 
 /// Which shapes `Engine::tune` times.

@@ -58,6 +58,12 @@ impl Sampler {
         (x >> 40) as f32 / (1u64 << 24) as f32
     }
 
+    /// Whether `sample` takes the largest logit and nothing else: then a step's largest logit, found on
+    /// the GPU, is all it needs (`Engine::step_greedy`).
+    pub fn is_greedy(&self) -> bool {
+        self.config.temperature <= 0.0 && self.config.repeat_penalty == 1.0
+    }
+
     /// Picks a token. `history` holds the tokens so far, for the repetition penalty.
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
         let c = self.config.clone();

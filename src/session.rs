@@ -142,7 +142,8 @@ impl Session {
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Completion, Error> {
         let start = Instant::now();
-        let (mut logits, processed) = self.feed(prompt).await?;
+        let (logits, processed) = self.feed(prompt).await?;
+        let mut next = Next::Logits(logits);
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let mut decoder = StreamDecoder::default();
@@ -154,7 +155,10 @@ impl Session {
             if tokens.len() >= max_tokens {
                 break FinishReason::Length;
             }
-            let id = sampler.sample(&logits, &self.cached);
+            let id = match next {
+                Next::Logits(logits) => sampler.sample(&logits, &self.cached),
+                Next::Chosen(id) => id,
+            };
             if self.tokenizer.is_end_of_generation(id) {
                 break FinishReason::Stop;
             }
@@ -171,11 +175,13 @@ impl Session {
             if self.engine.pos() >= self.engine.n_ctx() {
                 break FinishReason::ContextFull;
             }
-            logits = self
-                .engine
-                .step(id, true)
-                .await?
-                .expect("logits were asked for");
+            next = match sampler.is_greedy() {
+                true => Next::Chosen(self.engine.step_greedy(id).await?),
+                false => {
+                    let logits = self.engine.step(id, true).await?;
+                    Next::Logits(logits.expect("logits were asked for"))
+                }
+            };
             self.cached.push(id);
         };
         if !stopped_by_string {
@@ -272,4 +278,10 @@ fn drop_oldest_turn(messages: &mut Vec<ChatMessage>) -> bool {
         keep
     });
     true
+}
+
+/// What the next token is picked from: a step's logits, or the token the GPU already picked (greedy).
+enum Next {
+    Logits(Vec<f32>),
+    Chosen(u32),
 }

@@ -8,7 +8,7 @@ use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Plan, Stacked, StepInput};
 use wick::ops::glu::{self, Activation};
 use wick::ops::rope::Rope;
-use wick::ops::{attention, embed, log_prob, matvec, rms_norm, rope_kv, softcap};
+use wick::ops::{argmax, attention, embed, log_prob, matvec, rms_norm, rope_kv, softcap};
 
 #[test]
 fn matvec_every_type_against_cpu() {
@@ -183,6 +183,39 @@ fn rms_norm_and_swiglu_against_cpu() {
         let e = nmse(&got, &glu::reference(act, &g, &u));
         assert!(e < 1e-10, "{act:?} nmse {e}");
     }
+}
+
+/// Each row's largest value, the first of equals as the CPU's argmax picks it: rows of Gemma's vocabulary
+/// with the maximum tied at two places (in different threads' strides and in one thread's), at the
+/// last index, and a row of -inf only (index 0).
+#[test]
+fn argmax_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(3);
+    let (n, rows) = (262_144usize, 4usize);
+    let mut x = rng.vec(n * rows);
+    x[1000] = 5.0;
+    x[70_001] = 5.0; // tied, later: not chosen
+    x[n + 333] = 7.0;
+    x[n + 333 + 256] = 7.0; // tied in the same thread's stride
+    x[3 * n - 1] = 9.0;
+    x[3 * n..].fill(f32::NEG_INFINITY);
+    let xb = f32_buffer(&gpu, &x);
+    let out = scratch_buffer(&gpu, "out", rows as u64 * 4)
+        .block_on()
+        .unwrap();
+    let mut plan = plan_at(&gpu, 0, &[0; 4]);
+    argmax::push(&mut plan, &xb, &out, n as u32);
+    run(&gpu, plan);
+    let got: Vec<u32> = read_back_f32(&gpu, &out, rows)
+        .block_on()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let want: Vec<u32> = x.chunks(n).map(wick::sampler::argmax).collect();
+    assert_eq!(want, [1000, 333, n as u32 - 1, 0]);
+    assert_eq!(got, want);
 }
 
 /// Soft-capping in place, on values far past the cap on both sides (where tanh saturates) and near 0, for

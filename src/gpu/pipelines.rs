@@ -39,6 +39,8 @@ pub enum Kernel {
     TokenLogProb,
     /// x = cap * tanh(x / cap), in place.
     Softcap,
+    /// The index of each row's largest value.
+    Argmax,
     /// MLA's cache row: the latent normed, the rope part rotated.
     MlaKv,
     /// MLA in absorbed form, in the latent space.
@@ -144,6 +146,7 @@ impl Kernel {
             Kernel::MoeRoute => wgsl!("moe_route.wgsl"),
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),
+            Kernel::Argmax => wgsl!("step.wgsl", "argmax.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {
                 wgsl!(

@@ -1,5 +1,6 @@
 //! One file per op family, beside its shader: the dispatch it adds to a plan and a plain CPU reference.
 
+pub mod argmax;
 pub mod attention;
 pub mod embed;
 pub mod glu;

@@ -1,0 +1,25 @@
+//! Greedy decoding's choice on the GPU (shaders/argmax.wgsl): each token row's largest value, the first
+//! of equals, so a greedy step reads back 4 bytes instead of its row of n_vocab logits.
+
+use crate::gpu::{Kernel, PipelineKey, Plan};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+}
+
+/// Adds `out[t] = argmax(x[t])` to the plan for each token row. x: (batch, n) f32; out: (batch) u32.
+pub fn push(plan: &mut Plan, x: &wgpu::Buffer, out: &wgpu::Buffer, n: u32) {
+    let key = PipelineKey {
+        workgroup: 256,
+        ..PipelineKey::new(Kernel::Argmax, None)
+    };
+    let step = plan.step.clone();
+    plan.push(
+        key,
+        &[x, &step, out],
+        super::params(&Params { n }),
+        [1, plan.batch, 1],
+    );
+}
