@@ -7,6 +7,6 @@ scripts/install-deps.sh
 echo "wick: fetching the default model (97 MB, once)" >&2
 scripts/fetch-model.sh
 [ "$(uname)" = Linux ] && export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
-echo "wick: building the CLI (the first time: about 8 minutes on 2 cores)" >&2
+echo "wick: building the CLI (the first time: 5 to 8 minutes on 2 cores)" >&2
 cargo build --release -p wick-cli
 exec target/release/wick chat "$@"

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v node >/dev/null || { echo "Node.js (18 or newer) is needed" >&2; exit 1; }
-echo "wick: building the browser engine (the first time: the wasm target, wasm-bindgen-cli and a wasm build, about 15 minutes on 2 cores)" >&2
+echo "wick: building the browser engine (the first time: the wasm target, wasm-bindgen-cli and a wasm build, 10 to 15 minutes on 2 cores)" >&2
 scripts/build-web.sh
 echo "wick: fetching the default model (97 MB, once)" >&2
 scripts/fetch-model.sh
