@@ -40,14 +40,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy_dense  # noqa: E402
+from make_random_llama import N_TEACHER, goldens  # noqa: E402  (llama.cpp's goldens, as for the llama files)
 from random_vocab import N_VOCAB, vocabulary  # noqa: E402
 
 SEED = 20261124
 N_EMBD, N_HEAD, N_HEAD_KV, HEAD_DIM, N_FF, N_LAYER, N_CTX_TRAIN = 128, 4, 2, 32, 256, 2, 256
 N_CTX = 64  # the context llama.cpp runs with here, and the test (tests/common/mod.rs options(64))
 RMS_EPS = 1e-6
-N_TEACHER, N_PROMPT, N_GEN, TOP_K = 24, 8, 12, 4
-TOKENIZE_TEXT = " the cat sat on a mat, then 42 dogs ran away!\n"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "data")
@@ -161,32 +160,6 @@ def family_file(path, family, rng):
     wr.close()
 
 
-def top(logits, k):
-    idx = np.argsort(-logits, kind="stable")[:k]
-    return [[int(i), round(float(logits[i]), 4)] for i in idx]
-
-
-def goldens(path, teacher_ids):
-    llm = llama_cpp.Llama(model_path=path, n_ctx=N_CTX, logits_all=True, n_threads=2, seed=0, verbose=False)
-    assert llm.n_vocab() == N_VOCAB
-    llm.reset()
-    llm.eval(teacher_ids)
-    teacher = [[round(float(x), 4) for x in np.asarray(llm.scores[i], dtype=np.float32)]
-               for i in range(len(teacher_ids))]
-    tokenized = llm.tokenize(TOKENIZE_TEXT.encode(), add_bos=False, special=False)
-    prompt = teacher_ids[:N_PROMPT]
-    llm.reset()
-    llm.eval(prompt)
-    steps = []
-    for _ in range(N_GEN):
-        logits = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float32)
-        best = top(logits, TOP_K)
-        steps.append({"id": best[0][0], "gap": round(best[0][1] - best[1][1], 4), "top": best})
-        llm.eval([best[0][0]])
-    del llm
-    return teacher, {"prompt_ids": prompt, "steps": steps}, {"text": TOKENIZE_TEXT, "ids": tokenized}
-
-
 def main():
     rng = np.random.default_rng(SEED)
     records = []
@@ -195,7 +168,7 @@ def main():
         path = os.path.join(ROOT, rel)
         family_file(path, family, rng)
         teacher_ids = [N_VOCAB - 1] + [int(x) for x in rng.integers(0, N_VOCAB - 1, N_TEACHER - 1)]
-        teacher, greedy, tokenized = goldens(path, teacher_ids)
+        teacher, greedy, tokenized = goldens(path, teacher_ids, n_ctx=N_CTX)
         meta, w = numpy_dense.load(path)
         ref = numpy_dense.forward(meta, w, teacher_ids, n_ctx=N_CTX)
         err = np.abs(ref - np.array(teacher))

@@ -182,8 +182,10 @@ def f32_forward(path, ids):
     return np.array(out)
 
 
-def goldens(path, teacher_ids):
-    llm = llama_cpp.Llama(model_path=path, n_ctx=N_CTX, logits_all=True, n_threads=2, seed=0, verbose=False)
+def goldens(path, teacher_ids, n_ctx=N_CTX):
+    """llama.cpp's teacher-forced logits of `teacher_ids`, its greedy continuation of their first N_PROMPT,
+    and its tokenization of TOKENIZE_TEXT, at a context of `n_ctx`."""
+    llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, logits_all=True, n_threads=2, seed=0, verbose=False)
     assert llm.n_vocab() == N_VOCAB
     llm.reset()
     llm.eval(teacher_ids)
