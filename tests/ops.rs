@@ -5,10 +5,10 @@ mod common;
 use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, RandomFile, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Plan, Stacked, StepInput};
+use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
 use wick::ops::glu::{self, Activation};
 use wick::ops::rope::Rope;
-use wick::ops::{argmax, attention, embed, log_prob, matvec, rms_norm, rope_kv, softcap};
+use wick::ops::{attention, embed, matvec, rms_norm, rope_kv};
 
 #[test]
 fn matvec_every_type_against_cpu() {
@@ -183,94 +183,6 @@ fn rms_norm_and_swiglu_against_cpu() {
         let e = nmse(&got, &glu::reference(act, &g, &u));
         assert!(e < 1e-10, "{act:?} nmse {e}");
     }
-}
-
-/// Each row's largest value, the first of equals as the CPU's argmax picks it: rows of Gemma's vocabulary
-/// with the maximum tied at two places (in different threads' strides and in one thread's), at the
-/// last index, and a row of -inf only (index 0).
-#[test]
-fn argmax_against_cpu() {
-    let Some(gpu) = gpu() else { return };
-    let mut rng = Rng(3);
-    let (n, rows) = (262_144usize, 4usize);
-    let mut x = rng.vec(n * rows);
-    x[1000] = 5.0;
-    x[70_001] = 5.0; // tied, later: not chosen
-    x[n + 333] = 7.0;
-    x[n + 333 + 256] = 7.0; // tied in the same thread's stride
-    x[3 * n - 1] = 9.0;
-    x[3 * n..].fill(f32::NEG_INFINITY);
-    let xb = f32_buffer(&gpu, &x);
-    let out = scratch_buffer(&gpu, "out", rows as u64 * 4)
-        .block_on()
-        .unwrap();
-    let mut plan = plan_at(&gpu, 0, &[0; 4]);
-    argmax::push(&mut plan, &xb, &out, n as u32);
-    run(&gpu, plan);
-    let got: Vec<u32> = read_back_f32(&gpu, &out, rows)
-        .block_on()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
-    let want: Vec<u32> = x.chunks(n).map(wick::sampler::argmax).collect();
-    assert_eq!(want, [1000, 333, n as u32 - 1, 0]);
-    assert_eq!(got, want);
-}
-
-/// Soft-capping in place, on values far past the cap on both sides (where tanh saturates) and near 0, for
-/// the run's rows only.
-#[test]
-fn softcap_against_cpu() {
-    let Some(gpu) = gpu() else { return };
-    let mut rng = Rng(5);
-    let (n, rows) = (1000usize, 3usize);
-    let x: Vec<f32> = rng.vec(n * rows).iter().map(|v| v * 1000.0).collect();
-    let xb = f32_buffer(&gpu, &x);
-    let mut plan = plan_at(&gpu, 0, &[0; 3]);
-    softcap::push(&mut plan, &xb, n as u32, 30.0);
-    run(&gpu, plan);
-    let got = read_back_f32(&gpu, &xb, n * rows).block_on().unwrap();
-    assert!(got.iter().all(|v| v.is_finite() && v.abs() <= 30.0));
-    let e = nmse(&got, &softcap::reference(&x, 30.0));
-    assert!(e < 1e-10, "softcap nmse {e}");
-}
-
-/// Each token's log-probability of its successor from its row of logits, against the CPU's in f64:
-/// rows of Qwen's vocabulary with logits spread as a model's are (one far above the rest, so the sum
-/// of the exponentials is dominated by few), the successor of the run's last token taken from after
-/// the run, and a run shorter than the plan's batch (its spare row untouched).
-#[test]
-fn token_log_probs_against_cpu() {
-    let Some(gpu) = gpu() else { return };
-    let mut rng = Rng(11);
-    let (n_vocab, batch) = (151_936usize, 4usize);
-    let mut logits: Vec<f32> = rng.vec(n_vocab * batch).iter().map(|v| v * 12.0).collect();
-    logits[2 * n_vocab + 77] = 40.0;
-    let tokens = [5u32, 77, 151_935];
-    let next = 9;
-    let step = StepInput::new(&gpu, batch as u32);
-    step.write_followed(&gpu, 0, &tokens, next);
-    let mut plan = Plan::new(&gpu, &step, batch as u32);
-    let out = scratch_buffer(&gpu, "out", batch as u64 * 4)
-        .block_on()
-        .unwrap();
-    gpu.queue
-        .write_buffer(&out, 0, bytemuck::cast_slice(&[7.0f32; 4]));
-    log_prob::push(&mut plan, &f32_buffer(&gpu, &logits), &out, n_vocab as u32);
-    run(&gpu, plan);
-    let got = read_back_f32(&gpu, &out, batch).block_on().unwrap();
-    let successors = [77usize, 151_935, 9];
-    for (t, &s) in successors.iter().enumerate() {
-        let want = log_prob::reference(&logits[t * n_vocab..(t + 1) * n_vocab], s);
-        let err = (got[t] as f64 - want).abs();
-        assert!(
-            err < 1e-4 * want.abs().max(1.0),
-            "row {t}: {} vs {want}",
-            got[t]
-        );
-    }
-    assert_eq!(got[3], 7.0, "a row beyond the run was written");
 }
 
 /// The attention's projection fused with RoPE and the cache write (`rope_kv::push`), then causal
