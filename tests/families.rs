@@ -8,14 +8,13 @@
 mod common;
 
 use common::fidelity::{check_greedy, ids, Agreement, Tolerance};
-use common::gpu;
+use common::{gpu, text_perplexity};
 use pollster::FutureExt as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource};
-use wick::session::Session;
 use wick::tokenizer::Tokenizer;
 
 /// llama.cpp's 8-bit activations put its logits up to 0.4 from exact math on Qwen2.5-Coder's
@@ -112,24 +111,8 @@ fn check_perplexity(golden_name: &str, chunks: Option<usize>) {
     let g = golden(&format!("{golden_name}-perplexity"));
     let source = FileSource::open(model(g["model"].as_str().unwrap())).unwrap();
     let Some(gpu) = gpu() else { return };
-    let options = LoadOptions {
-        n_ctx: g["n_ctx"].as_u64().unwrap() as u32,
-        scoring: true,
-        ..Default::default()
-    };
-    let mut session = Session::load(gpu, &source, &options, &mut |_, _| {})
-        .block_on()
-        .unwrap();
-    let text = include_str!("data/perplexity.txt");
-    let result = wick::perplexity::perplexity(
-        &mut session.engine,
-        &session.tokenizer,
-        text,
-        chunks,
-        &mut |_, _| {},
-    )
-    .block_on()
-    .unwrap();
+    let n_ctx = g["n_ctx"].as_u64().unwrap() as u32;
+    let result = text_perplexity(gpu, &source, n_ctx, chunks);
     assert_eq!(result.text_tokens as u64, g["n_tokens"].as_u64().unwrap());
     let chunks = result.per_chunk.len();
     let at = |key: &str| g[key]["per_chunk_ppl"][chunks - 1].as_f64().unwrap();

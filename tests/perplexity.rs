@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{gpu, model_path};
+use common::{gpu, model_path, text_perplexity};
 use pollster::FutureExt as _;
 use serde_json::Value;
 use wick::engine::LoadOptions;
@@ -28,24 +28,7 @@ fn check(chunks: Option<usize>) {
         })
         .expect("a golden for this run");
     let source = FileSource::open(model_path()).unwrap();
-    let options = LoadOptions {
-        n_ctx,
-        scoring: true,
-        ..Default::default()
-    };
-    let mut session = Session::load(gpu, &source, &options, &mut |_, _| {})
-        .block_on()
-        .unwrap();
-    let text = include_str!("data/perplexity.txt");
-    let result = wick::perplexity::perplexity(
-        &mut session.engine,
-        &session.tokenizer,
-        text,
-        chunks,
-        &mut |_, _| {},
-    )
-    .block_on()
-    .unwrap();
+    let result = text_perplexity(gpu, &source, n_ctx, chunks);
     let want = record["ppl"].as_f64().unwrap();
     let diff = result.value() / want - 1.0;
     eprintln!(

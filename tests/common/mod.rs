@@ -32,6 +32,29 @@ pub fn tiny_chat_session(gpu: Arc<Gpu>, n_ctx: u32) -> Result<wick::session::Ses
     wick::session::Session::load(gpu, &source, &options, &mut |_, _| {}).block_on()
 }
 
+/// `wick perplexity`'s score of tests/data/perplexity.txt on `source` at a context (chunk) of `n_ctx`,
+/// over at most `chunks` chunks (all: None), loaded for batched scoring as the command loads.
+pub fn text_perplexity(
+    gpu: Arc<Gpu>,
+    source: &dyn wick::gguf::ByteSource,
+    n_ctx: u32,
+    chunks: Option<usize>,
+) -> wick::perplexity::Perplexity {
+    let options = wick::engine::LoadOptions {
+        n_ctx,
+        scoring: true,
+        ..Default::default()
+    };
+    let mut session = wick::session::Session::load(gpu, source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let text = include_str!("../data/perplexity.txt");
+    let engine = &mut session.engine;
+    wick::perplexity::perplexity(engine, &session.tokenizer, text, chunks, &mut |_, _| {})
+        .block_on()
+        .unwrap()
+}
+
 /// Load options for a context of `n_ctx` positions, the rest as a user gets them.
 pub fn options(n_ctx: u32) -> wick::engine::LoadOptions {
     wick::engine::LoadOptions {
