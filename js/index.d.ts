@@ -1,12 +1,17 @@
 // Types of wick-llm: GGUF language models on the user's GPU (WebGPU), with the OpenAI client's chat API.
 
-/** Load progress. 'download': bytes read from the network or the cache (`cached` says which);
- * 'gpu': bytes in GPU memory; 'warning': something the user should know (`message`), the load goes on. */
+/** Load progress, in this order. 'download': bytes of the file, each counted once (`fromCache` of them
+ * came from the browser's cache, the rest from the network); 'gpu': bytes in GPU memory; 'warning':
+ * something the user should know (`message`), the load goes on. After `Wick.load` resolves, 'tuning':
+ * candidate kernel shapes timed (`loaded`) of those to time (`total`), and matvec shapes done
+ * (`shapesDone`) of `shapes`. */
 export interface LoadProgress {
   phase: 'download' | 'gpu' | 'tuning' | 'warning';
   loaded: number;
   total: number;
-  cached?: boolean;
+  fromCache?: number;
+  shapes?: number;
+  shapesDone?: number;
   message?: string;
 }
 
@@ -20,10 +25,11 @@ export interface LoadOptions {
    * finish_reason 'length' (a conversation that does not fit at all is refused); true drops the oldest
    * turns, keeping system messages and the last user message, and goes on. */
   dropOldTurns?: boolean;
-  /** After loading, time the model's matvec shapes that this adapter has no winners for yet at every
-   * candidate kernel shape and use the fastest (progress phase 'tuning'): once per shape. The winners
-   * are kept in localStorage, by adapter, and every later load on the same adapter starts with them.
-   * Default true; false runs the kept or default shapes. */
+  /** Once loaded, time the model's matvec shapes that this adapter has no winners for yet at every
+   * candidate kernel shape and use the fastest (progress phase 'tuning'): once per shape, in the
+   * engine's idle moments (between requests, a candidate at a time, never during one), the largest
+   * matrices first. The winners are kept in localStorage, by adapter, and every later load on the same
+   * adapter starts with them. Default true; false runs the kept or default shapes. */
   tune?: boolean;
 }
 
@@ -107,7 +113,8 @@ export interface EngineStats {
   weightBytesPerToken: number;
   /** Matvec shapes that run with tuned kernel shapes on this adapter. */
   tunedShapes: number;
-  /** This model's matvec shapes with no tuned kernel shape on this adapter (after `tune: false`). */
+  /** This model's matvec shapes with no tuned kernel shape on this adapter yet (tuning is under way, was
+   * stopped, or `tune: false`). */
   untunedShapes: number;
   /** Of the last reply; null before the first. */
   tokensPerSecond: number | null;
@@ -117,6 +124,13 @@ export interface EngineStats {
   lastPromptProcessed: number | null;
   /** The worker's wasm heap, which never holds the model. */
   wasmMemoryBytes: number;
+}
+
+export interface TuningResult {
+  finished: boolean;
+  stopped: boolean;
+  /** Why tuning ended early, where it failed (the next request reports a lost device itself). */
+  error?: string;
 }
 
 export interface CachedModel {
@@ -136,6 +150,8 @@ export declare class Wick {
 
   /** The model's URL or file name. */
   readonly model: string;
+  /** The engine's figures as the load left them (`stats()` asks again, after the work under way). */
+  readonly info: EngineStats;
   readonly chat: {
     completions: {
       create(body: ChatCompletionRequest & { stream: true }, options?: RequestOptions): Promise<AsyncIterable<ChatCompletionChunk>>;
@@ -144,6 +160,11 @@ export declare class Wick {
     };
   };
   stats(): Promise<EngineStats>;
+  /** Settles when tuning ends: every shape timed (`finished`), or stopped (`stopTuning`, an unload).
+   * Resolved at once where there was nothing to tune. */
+  readonly tuned: Promise<TuningResult>;
+  /** Stops tuning after the candidate being timed; shapes already tuned keep their winners. */
+  stopTuning(): Promise<TuningResult>;
   /** Frees the GPU memory and ends the engine's worker; later calls reject. */
   unload(): Promise<void>;
 }

@@ -95,12 +95,16 @@ function keepTuning(json) {
 
 export class Wick {
   /**
-   * Loads a model: a URL (read by range requests and cached) or a File / Blob. `onProgress` receives
-   * `{ phase, loaded, total }`: phase 'download' (bytes from the network or the cache; `cached` says
-   * which), 'gpu' (bytes in GPU memory), 'tuning' (timing kernel shapes), 'warning' (with `message`,
-   * the load goes on). Unless `tune` is false, the model's matvec shapes that this adapter has no
-   * winners for yet are timed at every candidate kernel shape, once, and the fastest kept in
-   * localStorage by adapter for every later load; `tune: false` runs the kept or default shapes.
+   * Loads a model: a URL (read by range requests and cached) or a File / Blob, and resolves once its
+   * weights are in GPU memory. `onProgress` receives `{ phase, loaded, total }`: phase 'download'
+   * (bytes of the file, each counted once; `fromCache` of them came from the browser's cache), 'gpu'
+   * (bytes in GPU memory), 'warning' (with `message`; the load goes on), then, after `load` has
+   * resolved, 'tuning' (candidate kernel shapes timed of those to time, with `shapes` and
+   * `shapesDone`). Unless `tune` is false, the model's matvec shapes this adapter has no winners for
+   * yet are timed in the engine's idle moments: between requests, never during one, a candidate at a
+   * time, the largest matrices first. Each winner is used from then on and kept in localStorage by
+   * adapter for every later load. `engine.tuned` says when tuning ends; `engine.stopTuning()` skips
+   * the rest.
    */
   static async load(source, { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = true } = {}) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
@@ -115,17 +119,19 @@ export class Wick {
     const url = typeof source === 'string' ? new URL(source, location.href).href : source;
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     const channel = new Channel(worker);
+    let stats;
     try {
-      const { stats, tuned } = await channel.request(
-        { type: 'load', source: url, options: { nCtx, dropOldTurns, tune, tuning: keptTuning() } },
+      stats = await channel.request(
+        { type: 'load', source: url, options: { nCtx, dropOldTurns, tuning: keptTuning() } },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },
       );
-      if (tuned) keepTuning(tuned);
-      return new Wick(channel, typeof source === 'string' ? url : source.name || 'local file', stats);
     } catch (e) {
       channel.close(e);
       throw e;
     }
+    const engine = new Wick(channel, typeof source === 'string' ? url : source.name || 'local file', stats);
+    if (tune && stats.untunedShapes > 0) engine.#tuneWhenIdle(onProgress);
+    return engine;
   }
 
   /** Cached models: [{ url, size, cachedBytes, saved }]. */
@@ -137,11 +143,37 @@ export class Wick {
     return deleteCachedModel(url);
   }
 
+  #stopTuning = null;
+
   constructor(channel, model, info) {
     this.channel = channel;
     this.model = model;
     this.info = info;
     this.chat = { completions: { create: (body, options) => this.#create(body, options) } };
+    /** Resolves to { finished, stopped } when tuning ends (at once where there is none to do). */
+    this.tuned = Promise.resolve({ finished: true, stopped: false });
+  }
+
+  #tuneWhenIdle(onProgress) {
+    const stop = new AbortController();
+    this.#stopTuning = () => stop.abort();
+    const onEvent = (e) => {
+      if (e.type !== 'progress') return;
+      const { tuning, ...event } = e.event;
+      if (tuning) keepTuning(tuning);
+      onProgress?.(event);
+    };
+    this.tuned = this.channel.request({ type: 'tune' }, { signal: stop.signal, onEvent }).then(
+      (result) => result,
+      // Unloaded, or the device failed (the next request says so): tuning is an optimization.
+      (e) => ({ finished: false, stopped: true, error: e.message }),
+    );
+  }
+
+  /** Stops tuning after the candidate being timed; the shapes tuned so far keep their winners. */
+  stopTuning() {
+    this.#stopTuning?.();
+    return this.tuned;
   }
 
   /** What a token costs and how fast the last reply went: tok/s, dispatches per token, the adapter. */

@@ -33,8 +33,10 @@ export function fileReader(file, signal) {
 }
 
 /**
- * A reader over a URL. `onDownload(loaded, total)` hears of bytes that arrived from the network or the
- * cache; `onWarning(message)` of trouble that does not stop the load (a full cache).
+ * A reader over a URL. `onDownload(loaded, total, fromCache)` hears of the file's bytes as they arrive,
+ * each byte once (a piece read again later is not counted again): `loaded` in all, `fromCache` of them
+ * from the browser's cache rather than the network. `onWarning(message)` hears of trouble that does
+ * not stop the load (a full cache).
  */
 export async function urlReader(url, { signal, onDownload = () => {}, onWarning = () => {} } = {}) {
   const probe = await rangeFetch(url, 0, 0, signal);
@@ -48,15 +50,23 @@ export async function urlReader(url, { signal, onDownload = () => {}, onWarning 
   // rather than dropped once passed; one still on its way is never dropped (it would be fetched twice).
   const chunks = new Map();
   const chunkCount = Math.ceil(size / CHUNK);
+  const counted = new Set(); // chunks whose bytes are in `loaded`
   let loaded = 0;
+  let fromCache = 0;
+  const arrived = (index, bytes, cached) => {
+    if (counted.has(index)) return;
+    counted.add(index);
+    loaded += bytes;
+    if (cached) fromCache += bytes;
+    onDownload(loaded, size, fromCache);
+  };
 
   const fetchChunk = async (index) => {
     const start = index * CHUNK;
     const end = Math.min(size, start + CHUNK) - 1;
     const cached = await cache.get(index);
     if (cached && cached.length === end - start + 1) {
-      loaded += cached.length;
-      onDownload(loaded, size, true);
+      arrived(index, cached.length, true);
       return cached;
     }
     const response = await rangeFetch(url, start, end, signal);
@@ -64,8 +74,7 @@ export async function urlReader(url, { signal, onDownload = () => {}, onWarning 
     if (bytes.length !== end - start + 1) {
       throw new SourceError(`${url}: asked for bytes ${start}-${end}, got ${bytes.length} bytes`);
     }
-    loaded += bytes.length;
-    onDownload(loaded, size, false);
+    arrived(index, bytes.length, false);
     await cache.put(index, bytes);
     return bytes;
   };

@@ -1,5 +1,7 @@
 // The engine's thread: the page talks to it by messages, so loading and generating never block the page.
 // Requests run one at a time in arrival order; an abort stops the one it names, queued or running.
+// Tuning runs in the gaps: one candidate kernel shape per turn of the queue, so a request that arrives
+// meanwhile waits for at most one timing, and never shares the GPU with one.
 
 import init, { load } from '../pkg/wick_web.js';
 import { fileReader, urlReader } from './sources.js';
@@ -9,6 +11,7 @@ let adapterName = null; // as the browser names the adapter (wgpu's web backend 
 let queue = Promise.resolve();
 const aborted = new Set();
 const loads = new Map(); // load id -> AbortController
+let tuning = null; // { id, model, stopped }: the tuning request of the loaded model
 
 const ready = init({ module_or_path: new URL('../pkg/wick_web_bg.wasm', import.meta.url) });
 
@@ -21,11 +24,20 @@ self.onmessage = ({ data }) => {
   if (type === 'abort') {
     aborted.add(id);
     loads.get(id)?.abort();
+    if (tuning?.id === id) tuning.stopped = true;
     return;
   }
+  if (type === 'tune') return tuneWhenIdle(id);
   // Everything else waits its turn.
-  queue = queue.then(() => handle(data).catch((e) => fail(id, e)));
+  inTurn(() => handle(data)).catch((e) => fail(id, e));
 };
+
+/** Runs `job` after everything queued before it; resolves to what it returns. */
+function inTurn(job) {
+  const turn = queue.then(job);
+  queue = turn.catch(() => {});
+  return turn;
+}
 
 async function handle({ type, id, ...data }) {
   if (aborted.has(id)) {
@@ -43,6 +55,7 @@ async function handle({ type, id, ...data }) {
       model?.free();
       model = null;
       return post({ type: 'result', id, value: null });
+
     default:
       throw new Error(`unknown request ${type}`);
   }
@@ -63,7 +76,7 @@ async function loadModel(id, { source, options }) {
       typeof source === 'string'
         ? await urlReader(source, {
             signal: controller.signal,
-            onDownload: (loaded, total, cached) => progress('download', loaded, total, { cached }),
+            onDownload: (loaded, total, fromCache) => progress('download', loaded, total, { fromCache }),
             onWarning: (message) => progress('warning', 0, 0, { message }),
           })
         : fileReader(source, controller.signal);
@@ -75,18 +88,40 @@ async function loadModel(id, { source, options }) {
     model = loaded;
     const info = (await self.navigator.gpu.requestAdapter())?.info;
     adapterName = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ') || null;
-    // Tuning once per shape: only a model with shapes this adapter has no winners for is timed.
-    let tuned = null;
-    if (options.tune && stats().untunedShapes > 0) {
-      progress('tuning', 0, 0);
-      tuned = await model.tune();
-    }
-    post({ type: 'result', id, value: { stats: stats(), tuned } });
+    post({ type: 'result', id, value: stats() });
   } catch (e) {
     if (controller.signal.aborted) throw abortError();
     throw e;
   } finally {
     loads.delete(id);
+    aborted.delete(id);
+  }
+}
+
+/**
+ * Times the loaded model's untuned kernel shapes, a candidate per turn of the queue, posting each step
+ * as a 'tuning' progress event ({ loaded: candidates timed, total, shapes, shapesDone, tuning: the
+ * winners so far once a shape is done }). Ends when every shape is timed, when aborted, or when the
+ * model is unloaded or replaced; a shape cut short keeps the kernel shape it had.
+ */
+async function tuneWhenIdle(id) {
+  const job = { id, model, stopped: false };
+  if (tuning) tuning.stopped = true;
+  tuning = job;
+  let last = null;
+  try {
+    while (!last?.finished) {
+      const step = await inTurn(() => (job.stopped || model !== job.model ? null : job.model.tuneStep()));
+      if (!step) break;
+      last = step;
+      const { timed, candidates, ...rest } = step;
+      post({ type: 'progress', id, event: { phase: 'tuning', loaded: timed, total: candidates, ...rest } });
+    }
+    post({ type: 'result', id, value: { finished: Boolean(last?.finished), stopped: job.stopped } });
+  } catch (e) {
+    fail(id, e);
+  } finally {
+    if (tuning === job) tuning = null;
     aborted.delete(id);
   }
 }

@@ -2,13 +2,14 @@
 //! pass and one submit), and the counters that say what a token costs.
 
 use crate::gguf::{read_header, ByteSource, Header};
-use crate::gpu::{
-    map_and_copy, scratch_buffer, Gpu, GpuError, MatvecKernel, MatvecShape, Plan, Tuning,
-};
+use crate::gpu::{map_and_copy, scratch_buffer, Gpu, GpuError, Plan};
 use crate::models::{self, Forward, Loader};
 use crate::Error;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
+
+mod tune;
+pub use tune::{TuneShapes, Tuned, Tuner};
 
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -313,72 +314,6 @@ impl Engine {
         self.forward.step.write(&self.gpu, pos, &[0]);
     }
 
-    /// The decode step's matvec shapes the GPU's tuning has no winner for.
-    pub fn untuned_shapes(&self) -> Vec<MatvecShape> {
-        let tuning = self.gpu.tuning();
-        let mut shapes: Vec<MatvecShape> = Vec::new();
-        for d in &self.forward.decode.dispatches {
-            match d.matvec {
-                Some(s) if !tuning.matvec.contains_key(&s.key()) && !shapes.contains(&s) => {
-                    shapes.push(s)
-                }
-                _ => {}
-            }
-        }
-        shapes
-    }
-
-    /// Times matvec shapes of the decode step on this adapter at every candidate kernel shape
-    /// (`TuneShapes` says which shapes), and gives the winners to the GPU (for plans made from now on)
-    /// and to this engine's plans. Returns the GPU's tuning with them, and each timed shape's time
-    /// before and after. The activations are overwritten on the way; of the KV cache, only the next
-    /// row.
-    pub async fn tune(&mut self, which: TuneShapes) -> Result<(Tuning, Vec<Tuned>), Error> {
-        let gpu = self.gpu.clone();
-        self.write_scratch_step();
-        let untuned = self.untuned_shapes();
-        let nothing_to_time = which == TuneShapes::New && untuned.is_empty();
-        let subgroup_size = match gpu.subgroup_size {
-            Some(lanes)
-                if !nothing_to_time && crate::ops::matvec::subgroup_sums_work(&gpu).await? =>
-            {
-                Some(lanes)
-            }
-            _ => None,
-        };
-        let mut tuning = (*gpu.tuning()).clone();
-        let mut report = Vec::new();
-        let plan = &self.forward.decode;
-        for d in &plan.dispatches {
-            let Some(shape) = d.matvec else { continue };
-            let timed = report.iter().any(|t: &Tuned| t.shape == shape);
-            if timed || (which == TuneShapes::New && !untuned.contains(&shape)) {
-                continue;
-            }
-            let current = tuning.matvec(&shape);
-            let mut times = Vec::new();
-            for candidate in shape.candidates(subgroup_size) {
-                let (pipeline, bind_group, workgroups) = plan.reshaped(&gpu, d, candidate);
-                let time = time_dispatch(&gpu, &pipeline, &bind_group, workgroups).await?;
-                times.push((candidate, time));
-            }
-            let before = times.iter().find(|(c, _)| *c == current).map(|&(_, t)| t);
-            let (best, best_time) = *times.iter().min_by_key(|(_, t)| *t).expect("candidates");
-            tuning.matvec.insert(shape.key(), best);
-            report.push(Tuned {
-                shape,
-                before: (current, before.unwrap_or(best_time)),
-                after: (best, best_time),
-            });
-        }
-        gpu.set_tuning(tuning.clone());
-        self.forward.decode.retune(&gpu, &tuning);
-        if let Some((_, long)) = &mut self.forward.decode_long {
-            long.retune(&gpu, &tuning);
-        }
-        Ok((tuning, report))
-    }
-
     /// Runs `tokens` and returns the logits after the last one. All but the last go through the prefill
     /// plan a chunk per run, where the model has one; the last is a decode step, which ends in the logits.
     pub async fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
@@ -467,54 +402,47 @@ fn cast<T: bytemuck::Pod>(bytes: Vec<u8>) -> Vec<T> {
     bytemuck::pod_collect_to_vec(&bytes)
 }
 
-/// Which shapes `Engine::tune` times.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TuneShapes {
-    /// Every shape of the model, again where it has a winner already.
-    All,
-    /// Only the shapes with no winner yet: tuning once per shape.
-    New,
-}
-
-/// One matvec shape's tuning: its kernel shape and the time of one dispatch, as it was and as it is
-/// best.
-#[derive(Clone, Debug)]
-pub struct Tuned {
-    pub shape: MatvecShape,
-    pub before: (MatvecKernel, Duration),
-    pub after: (MatvecKernel, Duration),
-}
-
-/// The time of one dispatch: one submit of it alone warms up and says how many make about 2 ms (at
-/// most 20), then the best of 2 submits of that many back to back.
+/// The time of one dispatch. A one-workgroup dispatch first pays what a first use costs (compiling
+/// the pipeline, where the driver waits for its first use); one full dispatch then says how long it
+/// takes. From 100 ms up (a CPU emulating a GPU, in the browser or lavapipe) that is the answer: a
+/// second run would cost as much and change little. Below, the best of 2 submits of as many
+/// dispatches as make about 2 ms (at most 20), back to back.
 async fn time_dispatch(
     gpu: &Gpu,
     pipeline: &wgpu::ComputePipeline,
     bind_group: &wgpu::BindGroup,
-    [x, y, z]: [u32; 3],
+    workgroups: [u32; 3],
 ) -> Result<Duration, Error> {
-    let mut best = Duration::MAX;
-    let mut reps = 1;
-    for trial in 0..3 {
-        let mut enc = gpu.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, bind_group, &[]);
-            for _ in 0..reps {
-                pass.dispatch_workgroups(x, y, z);
-            }
-        }
-        let start = Instant::now();
-        gpu.queue.submit([enc.finish()]);
-        gpu.finished().await?;
-        let each = start.elapsed() / reps;
-        if trial == 0 {
-            reps =
-                (Duration::from_millis(2).as_nanos() / each.as_nanos().max(1)).clamp(1, 20) as u32;
-        } else {
-            best = best.min(each);
+    time_submit(gpu, pipeline, bind_group, [1, 1, 1], 1).await?;
+    let each = time_submit(gpu, pipeline, bind_group, workgroups, 1).await?;
+    if each >= Duration::from_millis(100) {
+        return Ok(each);
+    }
+    let reps = (Duration::from_millis(2).as_nanos() / each.as_nanos().max(1)).clamp(1, 20) as u32;
+    let first = time_submit(gpu, pipeline, bind_group, workgroups, reps).await?;
+    let second = time_submit(gpu, pipeline, bind_group, workgroups, reps).await?;
+    Ok(first.min(second))
+}
+
+/// The time per dispatch of one submit of `reps` dispatches back to back.
+async fn time_submit(
+    gpu: &Gpu,
+    pipeline: &wgpu::ComputePipeline,
+    bind_group: &wgpu::BindGroup,
+    [x, y, z]: [u32; 3],
+    reps: u32,
+) -> Result<Duration, Error> {
+    let mut enc = gpu.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind_group, &[]);
+        for _ in 0..reps {
+            pass.dispatch_workgroups(x, y, z);
         }
     }
-    Ok(best)
+    let start = Instant::now();
+    gpu.queue.submit([enc.finish()]);
+    gpu.finished().await?;
+    Ok(start.elapsed() / reps)
 }

@@ -31,7 +31,12 @@ fn tuning_keeps_the_numbers() {
     let want = engine.prefill(&prompt).block_on().unwrap();
     let untuned = engine.untuned_shapes();
     let (tuning, report) = engine.tune(TuneShapes::New).block_on().unwrap();
-    assert_eq!(report.iter().map(|t| t.shape).collect::<Vec<_>>(), untuned);
+    let timed: Vec<_> = report.iter().map(|t| t.shape).collect();
+    assert_eq!(timed.len(), untuned.len());
+    assert!(untuned.iter().all(|s| timed.contains(s)), "{timed:?}");
+    // The largest matrices first: a tuning cut short has the winners that matter most.
+    let size = |s: &wick::gpu::MatvecShape| s.rows as u64 * s.cols as u64;
+    assert!(timed.windows(2).all(|w| size(&w[0]) >= size(&w[1])), "{timed:?}");
     assert!(untuned.len() >= 4, "{untuned:?}"); // q/k/v, output, gate/up, down, head
     for t in &report {
         assert!(
@@ -56,4 +61,54 @@ fn tuning_keeps_the_numbers() {
         .map(|(a, b)| (a - b).abs())
         .fold(0f32, f32::max);
     assert!(diff < 1e-3, "tuned logits differ by {diff}");
+}
+
+/// Tuning a candidate at a time between decode steps, as the browser's worker does when idle, leaves
+/// the conversation as it was: the tokens after it get the logits an untuned engine gives them (up to
+/// summation order), and each shape's winner is in use from its last candidate on.
+#[test]
+fn tuning_between_steps_keeps_the_conversation() {
+    let Some(gpu) = gpu() else { return };
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let source = FileSource::open(path).unwrap();
+    let options = LoadOptions {
+        n_ctx: 32,
+        batch: 1,
+        ..Default::default()
+    };
+    let load = |gpu: std::sync::Arc<wick::gpu::Gpu>| {
+        Engine::load(gpu, &source, &options, &mut |_, _| {})
+            .block_on()
+            .unwrap()
+    };
+    let (prompt, next) = ([1u32, 50, 300, 7], [99u32, 12, 5]);
+    // Tuning is per Gpu: the plain engine has one of its own.
+    let mut plain = load(common::gpu().unwrap());
+    plain.prefill(&prompt).block_on().unwrap();
+    let mut tuned = load(gpu.clone());
+    tuned.prefill(&prompt).block_on().unwrap();
+    let mut tuner = tuned.tuner(TuneShapes::All).block_on().unwrap();
+    let mut steps = 0;
+    for &t in &next {
+        // A few candidates, then a token.
+        for _ in 0..7 {
+            if tuned.tune_step(&mut tuner).block_on().unwrap() {
+                steps += 1;
+            }
+        }
+        let want = plain.step(t, true).block_on().unwrap().unwrap();
+        let got = tuned.step(t, true).block_on().unwrap().unwrap();
+        let diff = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-3, "after {steps} tuning steps, logits differ by {diff}");
+    }
+    assert_eq!(tuner.timed, steps);
+    for t in tuner.tuned() {
+        assert_eq!(gpu.tuning().matvec.get(&t.shape.key()), Some(&t.after.0));
+    }
+    assert!(!tuner.tuned().is_empty(), "{} candidates timed, no shape finished", tuner.timed);
 }

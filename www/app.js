@@ -38,25 +38,30 @@ async function loadModel(source) {
     engine = null;
   }
   $('progress-box').hidden = false;
+  $('tuning-box').hidden = true;
   const started = performance.now();
-  let downloaded = 0;
-  let fromCache = false;
-  const onProgress = ({ phase, loaded, total, cached, message }) => {
-    if (phase === 'warning') return showError(message);
-    if (phase === 'download') [downloaded, fromCache] = [loaded, cached];
-    if (phase === 'tuning') $('progress-text').textContent += ' · timing kernels on this GPU (once)';
-    if (phase !== 'gpu') return;
-    const seconds = (performance.now() - started) / 1000;
-    $('progress').value = total ? loaded / total : 0;
-    $('progress-text').textContent =
-      `${megabytes(loaded)} of ${megabytes(total)} in GPU memory` +
-      (downloaded ? ` · ${megabytes(downloaded / seconds)}/s${fromCache ? ' (from cache)' : ''}` : '');
+  // The file's bytes arrive a few pieces ahead of the GPU upload: one line says both.
+  let download = '';
+  let gpu = '';
+  const show = () => ($('progress-text').textContent = [download, gpu].filter(Boolean).join(' · '));
+  const onProgress = (p) => {
+    if (p.phase === 'warning') return showError(p.message);
+    if (p.phase === 'tuning') return showTuning(p);
+    if (p.phase === 'download') download = downloadText(p, (performance.now() - started) / 1000);
+    if (p.phase === 'gpu') {
+      gpu = `${megabytes(p.loaded)} of ${megabytes(p.total)} in GPU memory`;
+      $('progress').value = p.total ? p.loaded / p.total : 0;
+    }
+    show();
   };
   try {
-    engine = await Wick.load(source, { onProgress, signal: loading.signal });
+    const loaded = await Wick.load(source, { onProgress, signal: loading.signal });
+    engine = loaded;
+    tuningStarted = performance.now();
+    loaded.tuned.then((result) => showTuned(result, loaded));
     window.wickEngine = engine; // for the console
-    const stats = await engine.stats();
-    $('adapter').textContent = `${engine.model.split('/').pop()} on ${stats.adapter}`;
+    // The figures of the load itself: stats() would wait for the tuning step under way.
+    $('adapter').textContent = `${engine.model.split('/').pop()} on ${engine.info.adapter}`;
     $('progress-text').textContent += ' · ready';
     $('prompt').placeholder = 'Write a message';
     history = [];
@@ -70,6 +75,38 @@ async function loadModel(source) {
     setBusy();
     listCached();
   }
+}
+
+/** Where the file's bytes came from, truthfully: the network, this browser's cache, or some of each. */
+function downloadText({ loaded, total, fromCache }, seconds) {
+  const from =
+    fromCache === loaded
+      ? "from this browser's cache"
+      : fromCache
+        ? `${megabytes(fromCache)} from this browser's cache, the rest downloaded`
+        : 'downloaded';
+  return `${megabytes(loaded)} of ${megabytes(total)} ${from} · ${megabytes(loaded / seconds)}/s`;
+}
+
+// Tuning times kernel shapes for this GPU while the engine is idle (between replies), once per shape.
+let tuningStarted = 0;
+
+function showTuning({ loaded, total, shapes, shapesDone }) {
+  $('tuning-box').hidden = false;
+  $('skip-tuning').disabled = false;
+  $('tuning-progress').value = total ? loaded / total : 0;
+  $('tuning-text').textContent =
+    `timing kernel shapes for this GPU between replies (once): ${loaded} of ${total} ` +
+    `(${shapesDone} of ${shapes} shapes done)`;
+}
+
+function showTuned({ finished }, tuned) {
+  if (tuned !== engine || $('tuning-box').hidden) return;
+  $('skip-tuning').disabled = true;
+  const seconds = ((performance.now() - tuningStarted) / 1000).toFixed(0);
+  $('tuning-text').textContent = finished
+    ? `kernel shapes tuned for this GPU in ${seconds} s, kept for next time`
+    : 'tuning skipped: the shapes not yet timed run with their defaults (it resumes on the next load)';
 }
 
 function addMessage(role, text) {
@@ -152,6 +189,7 @@ $('url-form').onsubmit = (e) => {
 $('load-default').onclick = () => loadModel(DEFAULT_MODEL);
 $('model-file').onchange = () => $('model-file').files[0] && loadModel($('model-file').files[0]);
 $('cancel-load').onclick = () => loading?.abort();
+$('skip-tuning').onclick = () => engine?.stopTuning();
 $('prompt-form').onsubmit = (e) => {
   e.preventDefault();
   const text = $('prompt').value.trim();

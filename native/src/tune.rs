@@ -6,6 +6,7 @@
 use crate::load;
 use anyhow::{Context, Result};
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -80,7 +81,19 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
         "wick: timing {new} new kernel shapes on this adapter (once; WICK_TUNING=off skips this)"
     );
     let start = std::time::Instant::now();
-    let (tuning, _) = engine.tune(TuneShapes::New).block_on()?;
+    let mut tuner = engine.tuner(TuneShapes::New).block_on()?;
+    let bar = ProgressBar::new(tuner.candidates as u64);
+    bar.set_style(
+        ProgressStyle::with_template("tuning [{bar:30}] {pos}/{len} candidates, {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    while engine.tune_step(&mut tuner).block_on()? {
+        bar.set_position(tuner.timed as u64);
+        bar.set_message(format!("{} of {} shapes", tuner.tuned().len(), tuner.shapes));
+    }
+    bar.finish_and_clear();
+    let tuning = (*engine.gpu.tuning()).clone();
     let adapter = engine.gpu.adapter_key();
     // Read again: another command may have kept shapes of its own since this one started.
     let mut all = read_all(&path);

@@ -168,12 +168,47 @@ async function loadOnPage(page, pick) {
   return { status: await page.textContent('#status'), progress: await page.textContent('#progress-text') };
 }
 
+/** Records when the page's progress lines change: window.timeline gets [seconds since now, id, text]. */
+async function watchProgress(page) {
+  await page.evaluate(() => {
+    const t0 = performance.now();
+    window.timeline = [];
+    for (const id of ['progress-text', 'tuning-text']) {
+      const node = document.getElementById(id);
+      const note = () => window.timeline.push([(performance.now() - t0) / 1000, id, node.textContent]);
+      new MutationObserver(note).observe(node, { childList: true, characterData: true, subtree: true });
+    }
+  });
+}
+
+/** The first moment a progress line matched `pattern`, in seconds since `watchProgress`. */
+const firstSeen = (timeline, id, pattern) => timeline.find(([, i, text]) => i === id && pattern.test(text))?.[0];
+
 test('the chat page loads SmolLM2 by range requests, never the whole file, into GPU memory', async () => {
   chatPage = await openPage('/www/');
   responses.length = 0;
+  await watchProgress(chatPage);
   const { status, progress } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
   assert.equal(status, '');
   assert.match(progress, /96\.6 MB of 96\.6 MB in GPU memory/);
+  // A first visit: every byte came from the network, and the page says so.
+  assert.match(progress, /98\.4 MB of 98\.4 MB downloaded/);
+  assert.doesNotMatch(progress, /cache/);
+  // Tuning comes after the model is ready, with its own progress.
+  await chatPage.waitForFunction(() => /timing kernel shapes/.test(document.querySelector('#tuning-text').textContent));
+  const timeline = await chatPage.evaluate(() => window.timeline);
+  const seen = (id, pattern) => firstSeen(timeline, id, pattern);
+  const [downloaded, uploaded, ready, tuning] = [
+    seen('progress-text', /98\.4 MB of 98\.4 MB downloaded/),
+    seen('progress-text', /96\.6 MB of 96\.6 MB in GPU memory/),
+    seen('progress-text', /ready/),
+    seen('tuning-text', /timing kernel shapes/),
+  ];
+  assert.ok(downloaded <= uploaded && uploaded <= ready && ready <= tuning + 1, JSON.stringify(timeline.slice(-4)));
+  console.log(
+    `    first load: downloaded at ${downloaded.toFixed(1)} s, in GPU memory at ${uploaded.toFixed(1)} s, ` +
+      `ready at ${ready.toFixed(1)} s; tuning from ${tuning.toFixed(1)} s, between replies`,
+  );
   const size = modelBytes.length;
   const model = responses.filter((r) => r.url.endsWith(MODEL));
   assert.ok(model.length >= 12, `${model.length} model requests`);
@@ -209,26 +244,67 @@ test("a greedy reply on the page equals the native engine's (wick serve)", async
     });
     window.replyWatch.observe(out, { subtree: true, childList: true, characterData: true });
   });
+  // Tuning is under way (the test above saw it start): the reply goes first, tuning waits.
+  const sent = Date.now();
   await chatPage.click('#send');
   await chatPage.waitForFunction(() => !document.querySelector('#stop').disabled);
+  await chatPage.waitForFunction(() => document.querySelector('.message.assistant:last-child')?.textContent);
+  const firstToken = (Date.now() - sent) / 1000;
   await chatPage.waitForFunction(() => document.querySelector('#stop').disabled);
   const reply = await chatPage.textContent('.message.assistant:last-child');
-  console.log(`    page: ${JSON.stringify(reply)}; native: ${JSON.stringify(native)}`);
+  console.log(
+    `    page: ${JSON.stringify(reply)}; native: ${JSON.stringify(native)}; ` +
+      `first token ${firstToken.toFixed(1)} s after sending, reply in ${((Date.now() - sent) / 1000).toFixed(1)} s`,
+  );
   assert.equal(reply, native);
   const pieces = await chatPage.evaluate(() => {
     window.replyWatch.disconnect();
     return window.replyTexts.size;
   });
   assert.ok(pieces > 2, 'the reply arrived in pieces');
-  assert.match(await chatPage.textContent('#toks'), /tok\/s/);
+  // The figures come once the tuning step under way has ended.
+  await chatPage.waitForFunction(() => /tok\/s/.test(document.querySelector('#toks').textContent));
 });
 
-test('a reload reads the model from the cache, not the network', async () => {
+/** The page's tuning line as numbers: shapes done and shapes in all. */
+async function tuningShapes(page) {
+  const text = await page.textContent('#tuning-text');
+  const m = /\((\d+) of (\d+) shapes done\)/.exec(text);
+  return m ? { done: Number(m[1]), of: Number(m[2]) } : null;
+}
+
+let shapesLeft = null; // after the skip below: the shapes a reload still has to tune
+
+test('tuning goes on between replies; Skip stops it and keeps the shapes already done', async () => {
+  await chatPage.waitForFunction(() => /\([1-9]\d* of \d+ shapes done\)/.test(document.querySelector('#tuning-text').textContent));
+  await chatPage.click('#skip-tuning');
+  await chatPage.waitForFunction(() => /tuning skipped/.test(document.querySelector('#tuning-text').textContent));
+  const kept = await chatPage.evaluate(() => JSON.parse(localStorage.getItem('wick-llm:tuning')));
+  const shapes = Object.values(kept).map((t) => Object.keys(t.matvec).length);
+  const stats = await chatPage.evaluate(() => window.wickEngine.stats());
+  assert.equal(shapes.length, 1);
+  assert.equal(shapes[0], stats.tunedShapes);
+  assert.ok(stats.tunedShapes >= 1 && stats.untunedShapes >= 1, JSON.stringify(stats));
+  shapesLeft = stats.untunedShapes;
+  console.log(`    skipped with ${stats.tunedShapes} shapes tuned and ${stats.untunedShapes} left`);
+});
+
+test('a reload reads the model from the cache, not the network, and tunes only the shapes left', async () => {
   responses.length = 0;
   await chatPage.reload();
+  await watchProgress(chatPage);
   const { status, progress } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
   assert.equal(status, '');
-  assert.match(progress, /from cache/);
+  assert.match(progress, /98\.4 MB of 98\.4 MB from this browser's cache/);
+  const timeline = await chatPage.evaluate(() => window.timeline);
+  const texts = timeline.filter(([, id]) => id === 'progress-text').map(([, , text]) => text);
+  assert.ok(texts.every((t) => !/downloaded/.test(t)), 'no byte is said to come from the network');
+  if (shapesLeft !== null) {
+    await chatPage.waitForFunction(() => /shapes done/.test(document.querySelector('#tuning-text').textContent));
+    assert.equal((await tuningShapes(chatPage)).of, shapesLeft);
+  }
+  // The rest of the tests do not need this page's tuning, which would share the CPU with them.
+  await chatPage.evaluate(() => window.wickEngine.stopTuning());
   const downloaded = responses.filter((r) => r.url.endsWith(MODEL) && r.length > 1);
   assert.deepEqual(downloaded, [], 'only the 1-byte probe goes to the server');
   const listed = await chatPage.textContent('#cached-list');
@@ -392,7 +468,7 @@ test('the installed package loads a model and answers plain and streamed', async
     return { phases: [...phases], plain, chunks, stats: await engine.stats() };
   });
   const { plain, chunks } = result;
-  assert.deepEqual(result.phases.sort(), ['download', 'gpu']);
+  assert.deepEqual(result.phases.filter((p) => p !== 'tuning').sort(), ['download', 'gpu']);
   assert.equal(plain.object, 'chat.completion');
   assert.equal(plain.choices[0].message.role, 'assistant');
   assert.equal(plain.choices[0].finish_reason, 'length');
@@ -404,6 +480,61 @@ test('the installed package loads a model and answers plain and streamed', async
   assert.equal(chunks.at(-2).choices[0].finish_reason, 'length');
   assert.deepEqual(chunks.at(-1).usage, plain.usage);
   assert.ok(result.stats.dispatchesPerToken > 0);
+});
+
+test('load progress comes in order (download, GPU, then tuning), each byte counted once, cache flags true', async () => {
+  const { state, url } = steered;
+  state.files['/phases.gguf'] = { bytes: modelBytes, etag: '"phases-1"' };
+  state.log.length = 0;
+  const result = await app.evaluate(async (modelUrl) => {
+    const { Wick } = await import('wick-llm');
+    const load = async (options) => {
+      const events = [];
+      let loaded = false;
+      let firstTuning;
+      const tuningStarted = new Promise((resolve) => (firstTuning = resolve));
+      const onProgress = (p) => {
+        events.push({ ...p, afterLoad: loaded });
+        if (p.phase === 'tuning') firstTuning();
+      };
+      const engine = await Wick.load(modelUrl, { nCtx: 256, onProgress, ...options });
+      loaded = true;
+      let tuned = null;
+      if (options.tune !== false) {
+        await tuningStarted;
+        tuned = await engine.stopTuning();
+      }
+      await engine.unload();
+      return { events, tuned };
+    };
+    localStorage.removeItem('wick-llm:tuning');
+    const first = await load({});
+    const second = await load({ tune: false });
+    localStorage.removeItem('wick-llm:tuning');
+    return { first, second };
+  }, `${url}/phases.gguf`);
+  const size = modelBytes.length;
+  const check = ({ events }, fromCache) => {
+    const phases = events.map((e) => e.phase).filter((p, i, all) => p !== all[i - 1]);
+    assert.equal(phases[0], 'download', phases.join());
+    const download = events.filter((e) => e.phase === 'download');
+    const gpu = events.filter((e) => e.phase === 'gpu');
+    const lastUpload = events.lastIndexOf(gpu.at(-1));
+    assert.ok(events.indexOf(gpu[0]) > events.indexOf(download[0]));
+    assert.ok(events.slice(0, lastUpload + 1).every((e) => !e.afterLoad && e.phase !== 'tuning'));
+    assert.ok(events.slice(lastUpload + 1).every((e) => e.afterLoad && e.phase === 'tuning'));
+    assert.ok(download.every((e, i) => i === 0 || e.loaded > download[i - 1].loaded), 'each byte counted once');
+    assert.equal(download.at(-1).loaded, size);
+    assert.ok(download.every((e) => e.total === size && e.fromCache === (fromCache ? e.loaded : 0)));
+    assert.equal(gpu.at(-1).loaded, gpu.at(-1).total);
+    return events.filter((e) => e.phase === 'tuning');
+  };
+  const tuning = check(result.first, false);
+  assert.ok(tuning.length >= 1 && tuning.every((e) => e.total > 0 && e.loaded <= e.total && e.shapes >= 4));
+  assert.deepEqual(result.first.tuned, { finished: false, stopped: true });
+  assert.deepEqual(check(result.second, true), []);
+  const fetched = state.log.filter((r) => r.path === '/phases.gguf' && r.end > r.start);
+  assert.equal(fetched.reduce((n, r) => n + r.end - r.start + 1, 0), size, 'the second load fetched nothing');
 });
 
 test('abort stops a reply; the engine answers the next request', async () => {
@@ -538,6 +669,7 @@ test('tune: kernel shapes are timed once, kept by adapter and used by the next l
     const run = async (options) => {
       const phases = new Set();
       const engine = await Wick.load('../tiny.gguf', { ...options, onProgress: (p) => phases.add(p.phase) });
+      await engine.tuned;
       const reply = await engine.chat.completions.create(body);
       const stats = await engine.stats();
       await engine.unload();

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
-use wick::engine::{LoadOptions, TuneShapes};
+use wick::engine::{LoadOptions, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::{Gpu, Tuning};
 use wick::openai;
@@ -136,7 +136,7 @@ struct LoadRequest {
     /// When the conversation outgrows the context: drop the oldest turns and go on, instead of stopping.
     #[serde(default)]
     drop_old_turns: bool,
-    /// Kernel shapes kept from earlier tuning: JSON of { adapter key: Tuning }, as `Model.tune` gives.
+    /// Kernel shapes kept from earlier tuning: JSON of { adapter key: Tuning }, as `Model.tuneStep` gives.
     tuning: Option<String>,
 }
 
@@ -182,6 +182,7 @@ pub async fn load(
         },
         adapter,
         last: Rc::new(RefCell::new(None)),
+        tuner: Rc::new(RefCell::new(None)),
     })
 }
 
@@ -229,6 +230,19 @@ pub struct Model {
     overflow: Overflow,
     adapter: String,
     last: Rc<RefCell<Option<ChatResult>>>,
+    /// The tuning under way, from the first `tune_step` on.
+    tuner: Rc<RefCell<Option<Tuner>>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TuneStep {
+    shapes: usize,
+    shapes_done: usize,
+    candidates: usize,
+    timed: usize,
+    finished: bool,
+    tuning: Option<String>,
 }
 
 #[wasm_bindgen]
@@ -333,19 +347,52 @@ impl Model {
         Ok(serde_wasm_bindgen::to_value(&stats)?)
     }
 
-    /// Times the model's matvec shapes that have no winner on this adapter yet at every candidate
-    /// kernel shape, and uses the fastest from now on. Resolves to JSON { adapter, tuning }: what
-    /// `load` takes back as `tuning` (under the adapter's key) to start tuned next time.
-    pub fn tune(&self) -> Promise {
+    /// Times one more candidate kernel shape for the model's matvec shapes that have no winner on
+    /// this adapter yet, the largest matrices first (the first call only lists them); a shape's
+    /// winner is used from its last candidate on. Resolves to { shapes, shapesDone, candidates, timed, finished, tuning }: `tuning` is JSON
+    /// { adapter, tuning }, what `load` takes back (under the adapter's key) to start tuned next time,
+    /// when this step finished a shape, else null. The caller runs steps when it has nothing else to
+    /// do: each takes one candidate's timing, so a request waits for at most that.
+    #[wasm_bindgen(js_name = tuneStep)]
+    pub fn tune_step(&self) -> Promise {
         let session = self.session.clone();
+        let tuner = self.tuner.clone();
         future_to_promise(async move {
             let mut session = session
                 .try_borrow_mut()
                 .map_err(|_| js_error("the model is busy with another request"))?;
             let engine = &mut session.engine;
-            let (tuning, _) = engine.tune(TuneShapes::New).await.map_err(js_error)?;
-            let kept = serde_json::json!({ "adapter": engine.gpu.adapter_key(), "tuning": tuning });
-            Ok(JsValue::from_str(&kept.to_string()))
+            let mut tuner = tuner.borrow_mut();
+            let shapes_before;
+            match tuner.as_mut() {
+                // The first step only says what there is to time, so progress shows from the start.
+                None => {
+                    *tuner = Some(engine.tuner(TuneShapes::New).await.map_err(js_error)?);
+                    shapes_before = 0;
+                }
+                Some(tuner) => {
+                    shapes_before = tuner.tuned().len();
+                    engine.tune_step(tuner).await.map_err(js_error)?;
+                }
+            }
+            let tuner = tuner.as_mut().expect("a tuner");
+            let shapes_done = tuner.tuned().len();
+            let tuning = (shapes_done > shapes_before).then(|| {
+                let kept = serde_json::json!({
+                    "adapter": engine.gpu.adapter_key(),
+                    "tuning": *engine.gpu.tuning(),
+                });
+                kept.to_string()
+            });
+            let step = TuneStep {
+                shapes: tuner.shapes,
+                shapes_done,
+                candidates: tuner.candidates,
+                timed: tuner.timed,
+                finished: tuner.finished(),
+                tuning,
+            };
+            Ok(serde_wasm_bindgen::to_value(&step)?)
         })
     }
 
