@@ -36,7 +36,10 @@ fn tuning_keeps_the_numbers() {
     assert!(untuned.iter().all(|s| timed.contains(s)), "{timed:?}");
     // The largest matrices first: a tuning cut short has the winners that matter most.
     let size = |s: &wick::gpu::MatvecShape| s.rows as u64 * s.cols as u64;
-    assert!(timed.windows(2).all(|w| size(&w[0]) >= size(&w[1])), "{timed:?}");
+    assert!(
+        timed.windows(2).all(|w| size(&w[0]) >= size(&w[1])),
+        "{timed:?}"
+    );
     assert!(untuned.len() >= 4, "{untuned:?}"); // q/k/v, output, gate/up, down, head
     for t in &report {
         assert!(
@@ -104,11 +107,18 @@ fn tuning_between_steps_keeps_the_conversation() {
             .zip(&want)
             .map(|(a, b)| (a - b).abs())
             .fold(0f32, f32::max);
-        assert!(diff < 1e-3, "after {steps} tuning steps, logits differ by {diff}");
+        assert!(
+            diff < 1e-3,
+            "after {steps} tuning steps, logits differ by {diff}"
+        );
     }
     assert_eq!(tuner.timed, steps);
     for t in tuner.tuned() {
         assert_eq!(gpu.tuning().matvec.get(&t.shape.key()), Some(&t.after.0));
     }
-    assert!(!tuner.tuned().is_empty(), "{} candidates timed, no shape finished", tuner.timed);
+    assert!(
+        !tuner.tuned().is_empty(),
+        "{} candidates timed, no shape finished",
+        tuner.timed
+    );
 }

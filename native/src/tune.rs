@@ -90,7 +90,11 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
     );
     while engine.tune_step(&mut tuner).block_on()? {
         bar.set_position(tuner.timed as u64);
-        bar.set_message(format!("{} of {} shapes", tuner.tuned().len(), tuner.shapes));
+        bar.set_message(format!(
+            "{} of {} shapes",
+            tuner.tuned().len(),
+            tuner.shapes
+        ));
     }
     bar.finish_and_clear();
     let tuning = (*engine.gpu.tuning()).clone();

@@ -71,7 +71,13 @@ impl Engine {
     /// The decode step's matvec shapes, each once, in plan order.
     fn matvec_shapes(&self) -> Vec<MatvecShape> {
         let mut shapes: Vec<MatvecShape> = Vec::new();
-        for shape in self.forward.decode.dispatches.iter().filter_map(|d| d.matvec) {
+        for shape in self
+            .forward
+            .decode
+            .dispatches
+            .iter()
+            .filter_map(|d| d.matvec)
+        {
             if !shapes.contains(&shape) {
                 shapes.push(shape);
             }
@@ -89,7 +95,8 @@ impl Engine {
         shapes.sort_by_key(|s| std::cmp::Reverse(s.cols as u64 * s.rows as u64));
         let subgroup_size = match self.gpu.subgroup_size {
             Some(lanes)
-                if !shapes.is_empty() && crate::ops::matvec::subgroup_sums_work(&self.gpu).await? =>
+                if !shapes.is_empty()
+                    && crate::ops::matvec::subgroup_sums_work(&self.gpu).await? =>
             {
                 Some(lanes)
             }
