@@ -46,6 +46,12 @@ export interface ChatCompletionRequest {
   temperature?: number;
   /** 0 to 1. Default 1. */
   top_p?: number;
+  /** llama.cpp's server's fields. top_k: the k most likely tokens only (0, the default: all); from 1
+   * to 64 they are found on the GPU and only they are read back. min_p: 0 to 1 (default 0).
+   * repeat_penalty: over the last 64 tokens (default 1, none). */
+  top_k?: number;
+  min_p?: number;
+  repeat_penalty?: number;
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   seed?: number;
@@ -122,6 +128,10 @@ export interface EngineStats {
   /** The last prompt's tokens, and how many of them were run (the rest came from earlier turns). */
   lastPromptTokens: number | null;
   lastPromptProcessed: number | null;
+  /** Of the last reply: bytes copied back from the GPU per token for the sampler (the top-k
+   * candidates, 8 bytes each; the greedy choice, 4; or the whole row of logits where the sampler
+   * needs it: top_k 0 or above 64). */
+  readBackBytesPerToken: number | null;
   /** The worker's wasm heap, which never holds the model. */
   wasmMemoryBytes: number;
 }

@@ -59,6 +59,8 @@ pub struct Totals {
     pub tokens: u64,
     pub dispatches: u64,
     pub weight_bytes: u64,
+    /// Bytes copied back from the GPU.
+    pub read_bytes: u64,
     pub time: Duration,
 }
 
@@ -70,6 +72,7 @@ impl std::ops::Sub for Totals {
             tokens: self.tokens - earlier.tokens,
             dispatches: self.dispatches - earlier.dispatches,
             weight_bytes: self.weight_bytes - earlier.weight_bytes,
+            read_bytes: self.read_bytes - earlier.read_bytes,
             time: self.time - earlier.time,
         }
     }
@@ -83,6 +86,10 @@ pub struct Engine {
     /// reads back instead of the logits.
     greedy: Plan,
     greedy_choice: wgpu::Buffer,
+    /// After a decode step, the sampler's candidates: the repetition penalty, then the top k logits
+    /// with their ids (`step_candidates`).
+    sample: Plan,
+    candidates: crate::ops::top_k::Candidates,
     /// Mapped to read back the logits (n_vocab f32), or what else a run reads.
     staging: wgpu::Buffer,
     n_ctx: u32,
@@ -144,7 +151,7 @@ impl Engine {
             })?;
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),
-            size: forward.n_vocab.max(batch) as u64 * 4,
+            size: (forward.n_vocab.max(batch) as u64 * 4).max(crate::ops::top_k::K_MAX as u64 * 8),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -157,6 +164,10 @@ impl Engine {
             forward.n_vocab,
         );
         greedy.finish(&gpu).await?;
+        let mut sample = Plan::new(&gpu, &forward.step, 1);
+        let candidates =
+            crate::ops::top_k::push(&mut sample, &gpu, &forward.logits, forward.n_vocab).await?;
+        sample.finish(&gpu).await?;
         let stats = Stats {
             dispatches_per_token: forward.decode.dispatches.len() as u32,
             chunk_tokens: forward.prefill.as_ref().map_or(1, |p| p.batch),
@@ -171,6 +182,8 @@ impl Engine {
             forward,
             greedy,
             greedy_choice,
+            sample,
+            candidates,
             staging,
             n_ctx,
             pos: 0,
@@ -213,6 +226,27 @@ impl Engine {
         Ok(cast(read.expect("the choice was asked for"))[0])
     }
 
+    /// Runs one token at the next position and returns the sampler's candidates after it, as `pick`
+    /// asks: the repetition penalty applied, then the k largest logits as (id, logit), largest first
+    /// (the smaller id first among equals; non-finite logits are never candidates). Reads back 8 bytes
+    /// a candidate rather than the logits.
+    pub async fn step_candidates(
+        &mut self,
+        token: u32,
+        pick: &crate::ops::top_k::Pick,
+    ) -> Result<Vec<(u32, f32)>, Error> {
+        assert!(pick.k() >= 1, "at least one candidate");
+        let gpu = &self.gpu;
+        gpu.queue
+            .write_buffer(&self.candidates.pick, 0, bytemuck::bytes_of(pick));
+        let read = self
+            .run(Run::Decode(Read::Candidates(pick.k())), &[token])
+            .await?;
+        Ok(crate::ops::top_k::candidates(
+            &read.expect("the candidates were asked for"),
+        ))
+    }
+
     /// Checks a run of `tokens` at the next position, writes its inputs, and records and submits one
     /// pass of the plan `run` names, then reads back what it says (as bytes).
     async fn run(&mut self, run: Run, tokens: &[u32]) -> Result<Option<Vec<u8>>, Error> {
@@ -247,12 +281,18 @@ impl Engine {
                     Read::Nothing => None,
                     Read::Logits => Some((&f.logits, n_vocab as u64 * 4)),
                     Read::Greedy => Some((&self.greedy_choice, 4)),
+                    Read::Candidates(k) => Some((&self.candidates.result, k as u64 * 8)),
                 };
                 (plan, read_back)
             }
         };
-        let greedy = matches!(run, Run::Decode(Read::Greedy)).then_some(&self.greedy);
-        let dispatches = plan.dispatches.len() + greedy.map_or(0, |g| g.dispatches.len());
+        // What runs after the step, in the same pass, to reduce the logits for the sampler.
+        let after = match run {
+            Run::Decode(Read::Greedy) => Some(&self.greedy),
+            Run::Decode(Read::Candidates(_)) => Some(&self.sample),
+            _ => None,
+        };
+        let dispatches = plan.dispatches.len() + after.map_or(0, |p| p.dispatches.len());
         let weight_bytes = plan.weight_bytes;
         match next {
             Some(next) => f.step.write_followed(gpu, self.pos, tokens, next),
@@ -262,10 +302,11 @@ impl Engine {
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             plan.record(&mut pass);
-            if let Some(greedy) = greedy {
-                greedy.record(&mut pass);
+            if let Some(after) = after {
+                after.record(&mut pass);
             }
         }
+        let read_bytes = read_back.map_or(0, |(_, bytes)| bytes);
         if let Some((buffer, bytes)) = read_back {
             enc.copy_buffer_to_buffer(buffer, 0, &self.staging, 0, bytes);
         }
@@ -283,6 +324,7 @@ impl Engine {
         t.tokens += tokens.len() as u64;
         t.dispatches += dispatches as u64;
         t.weight_bytes += weight_bytes;
+        t.read_bytes += read_bytes;
         t.time += start.elapsed();
         Ok(values)
     }
@@ -395,6 +437,8 @@ enum Read {
     Logits,
     /// The index of the largest logit, computed after the step in the same pass.
     Greedy,
+    /// The sampler's k candidates, computed after the step in the same pass.
+    Candidates(u32),
 }
 
 /// Bytes read back, as the values they hold.

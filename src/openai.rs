@@ -26,6 +26,11 @@ pub struct CompletionRequest {
 pub struct Sampling {
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
+    /// Beyond OpenAI's fields, as llama.cpp's server takes them: top-k (0: none, the default),
+    /// min-p (0 unless given) and the repetition penalty over the last 64 tokens (1: none).
+    pub top_k: Option<u32>,
+    pub min_p: Option<f32>,
+    pub repeat_penalty: Option<f32>,
     pub max_tokens: Option<u32>,
     pub max_completion_tokens: Option<u32>,
     pub seed: Option<u64>,
@@ -177,6 +182,17 @@ impl Settings {
         if !(0.0..=1.0).contains(&top_p) {
             return Err(invalid("top_p must be between 0 and 1", "top_p"));
         }
+        let min_p = s.min_p.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&min_p) {
+            return Err(invalid("min_p must be between 0 and 1", "min_p"));
+        }
+        let repeat_penalty = s.repeat_penalty.unwrap_or(1.0);
+        if !(repeat_penalty > 0.0 && repeat_penalty.is_finite()) {
+            return Err(invalid(
+                "repeat_penalty must be a positive number",
+                "repeat_penalty",
+            ));
+        }
         if s.n.is_some_and(|n| n != 1) {
             return Err(invalid("only n = 1 is supported", "n"));
         }
@@ -191,11 +207,11 @@ impl Settings {
         Ok(Settings {
             sampler: SamplerConfig {
                 temperature,
-                top_k: 0,
+                top_k: s.top_k.unwrap_or(0) as usize,
                 top_p,
-                min_p: 0.0,
-                repeat_penalty: 1.0,
-                repeat_last_n: 0,
+                min_p,
+                repeat_penalty,
+                repeat_last_n: 64,
                 seed: s.seed.unwrap_or(default_seed),
             },
             max_tokens: max_tokens.map(|n| n as usize),
@@ -203,5 +219,37 @@ impl Settings {
             stream: s.stream,
             include_usage: s.stream_options.is_some_and(|o| o.include_usage),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(json: &str) -> Result<Settings, InvalidRequest> {
+        let request: ChatRequest = serde_json::from_str(json).unwrap();
+        Settings::from(request.sampling, 1)
+    }
+
+    #[test]
+    fn llama_cpp_sampling_fields_reach_the_sampler() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let plain = settings(&format!("{{{messages}}}")).unwrap().sampler;
+        assert_eq!(
+            (plain.top_k, plain.min_p, plain.repeat_penalty),
+            (0, 0.0, 1.0)
+        );
+        let json = format!(r#"{{{messages}, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}}"#);
+        let s = settings(&json).unwrap().sampler;
+        assert_eq!((s.top_k, s.min_p, s.repeat_penalty), (40, 0.05, 1.1));
+        for (field, value) in [
+            ("min_p", "1.5"),
+            ("repeat_penalty", "0"),
+            ("repeat_penalty", "-1"),
+        ] {
+            let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
+            let e = settings(&json).err().expect("refused");
+            assert_eq!(e.param, field, "{}", e.message);
+        }
     }
 }

@@ -1,5 +1,9 @@
 //! Choosing the next token from logits: greedy, or temperature with top-k, top-p and min-p, a repetition
 //! penalty and a seeded generator, in llama.cpp's order (penalties, top-k, top-p, min-p, temperature).
+//! The first steps, up to top-k, usually run on the GPU after the decode step (`Needs`): then only the
+//! k candidates come back, and the rest runs here on them.
+
+use crate::ops::top_k::{K_MAX, PENALIZED_MAX};
 
 /// Sampling settings; `temperature <= 0` means greedy.
 #[derive(Clone, Debug)]
@@ -58,29 +62,55 @@ impl Sampler {
         (x >> 40) as f32 / (1u64 << 24) as f32
     }
 
-    /// Whether `sample` takes the largest logit and nothing else: then a step's largest logit, found on
-    /// the GPU, is all it needs (`Engine::step_greedy`).
-    pub fn is_greedy(&self) -> bool {
-        self.config.temperature <= 0.0 && self.config.repeat_penalty == 1.0
+    /// What a decode step must hand this sampler: the largest logit's index (greedy, found on the
+    /// GPU), the top k candidates after the penalty (found on the GPU, for k up to
+    /// `top_k::K_MAX`), or the whole row of logits (a top-k of 0 or above K_MAX, or a penalty over
+    /// more recent tokens than the GPU takes), sampled here.
+    pub fn needs(&self) -> Needs {
+        let c = &self.config;
+        let penalized = c.repeat_penalty != 1.0;
+        if penalized && c.repeat_last_n > PENALIZED_MAX {
+            return Needs::Logits;
+        }
+        if c.temperature <= 0.0 {
+            return match penalized {
+                true => Needs::Candidates(1),
+                false => Needs::Largest,
+            };
+        }
+        match c.top_k {
+            k @ 1.. if k <= K_MAX as usize => Needs::Candidates(k as u32),
+            _ => Needs::Logits,
+        }
     }
 
-    /// Picks a token. `history` holds the tokens so far, for the repetition penalty.
+    /// The tokens the repetition penalty applies to: each token of the last `repeat_last_n` of
+    /// `history` once, in order of first appearance; none without a penalty.
+    pub fn penalized(&self, history: &[u32]) -> Vec<u32> {
+        let c = &self.config;
+        if c.repeat_penalty == 1.0 {
+            return Vec::new();
+        }
+        let start = history.len().saturating_sub(c.repeat_last_n);
+        let mut seen = std::collections::HashSet::new();
+        history[start..]
+            .iter()
+            .copied()
+            .filter(|&t| seen.insert(t))
+            .collect()
+    }
+
+    /// Picks a token from all the logits. `history` holds the tokens so far, for the repetition penalty.
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
         let c = self.config.clone();
         let mut logits = logits.to_vec();
-        if c.repeat_penalty != 1.0 {
-            let start = history.len().saturating_sub(c.repeat_last_n);
-            let mut seen = std::collections::HashSet::new();
-            for &t in &history[start..] {
-                if let Some(l) = logits.get_mut(t as usize) {
-                    if seen.insert(t) {
-                        *l = if *l > 0.0 {
-                            *l / c.repeat_penalty
-                        } else {
-                            *l * c.repeat_penalty
-                        };
-                    }
-                }
+        for t in self.penalized(history) {
+            if let Some(l) = logits.get_mut(t as usize) {
+                *l = if *l > 0.0 {
+                    *l / c.repeat_penalty
+                } else {
+                    *l * c.repeat_penalty
+                };
             }
         }
         if c.temperature <= 0.0 {
@@ -92,12 +122,27 @@ impl Sampler {
             .filter(|(_, l)| l.is_finite())
             .map(|(i, &l)| (i as u32, l))
             .collect();
-        if cand.is_empty() {
-            return 0;
-        }
         cand.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         if c.top_k > 0 {
             cand.truncate(c.top_k);
+        }
+        self.choose(cand)
+    }
+
+    /// Picks a token from the candidates a step found on the GPU (`Needs::Candidates`): the top k
+    /// logits after the penalty, largest first. The same choice `sample` makes from all the logits.
+    pub fn pick_from(&mut self, candidates: &[(u32, f32)]) -> u32 {
+        match self.config.temperature <= 0.0 {
+            true => candidates.first().map_or(0, |&(id, _)| id),
+            false => self.choose(candidates.to_vec()),
+        }
+    }
+
+    /// Top-p, min-p and temperature over candidates sorted largest first, then a draw.
+    fn choose(&mut self, mut cand: Vec<(u32, f32)>) -> u32 {
+        let c = self.config.clone();
+        if cand.is_empty() {
+            return 0;
         }
         let probs = softmax(&cand, 1.0);
         if c.top_p < 1.0 {
@@ -123,6 +168,14 @@ impl Sampler {
         }
         cand[cand.len() - 1].0
     }
+}
+
+/// What a decode step reads back for the sampler (`Sampler::needs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    Largest,
+    Candidates(u32),
+    Logits,
 }
 
 /// The index of the largest logit (the first of equals).

@@ -5,7 +5,8 @@ use crate::chat_template::{self, ChatMessage};
 use crate::engine::{Engine, LoadOptions};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
-use crate::sampler::Sampler;
+use crate::ops::top_k::Pick;
+use crate::sampler::{Needs, Sampler};
 use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use crate::Error;
@@ -47,6 +48,8 @@ pub struct Completion {
     pub prompt_processed: usize,
     pub prompt_time: Duration,
     pub gen_time: Duration,
+    /// Bytes the steps copied back from the GPU for the sampler.
+    pub read_back_bytes: u64,
 }
 
 pub struct Session {
@@ -105,12 +108,13 @@ impl Session {
         self.engine.rewind(0);
     }
 
-    /// Brings the cache to hold `prompt`, reusing the longest prefix it already holds, and returns the
-    /// logits after the last prompt token and how many tokens were processed.
-    async fn feed(&mut self, prompt: &[u32]) -> Result<(Vec<f32>, usize), Error> {
-        if prompt.is_empty() {
+    /// Brings the cache to hold all of `prompt` but its last token, reusing the longest prefix it
+    /// already holds, and returns that last token (the step that runs it picks the first reply token)
+    /// and how many tokens it leaves to process, the last one included.
+    async fn feed(&mut self, prompt: &[u32]) -> Result<(u32, usize), Error> {
+        let Some((&last, _)) = prompt.split_last() else {
             return Err(Error::Model("the prompt is empty".into()));
-        }
+        };
         if prompt.len() > self.engine.n_ctx() as usize {
             return Err(Error::ContextFull(self.engine.n_ctx()));
         }
@@ -120,14 +124,41 @@ impl Session {
             .zip(prompt)
             .take_while(|(a, b)| a == b)
             .count();
-        // The last prompt token is always run again: its logits are needed.
+        // The last prompt token is always run again: the next token is picked from its logits.
         let keep = common.min(prompt.len() - 1);
         self.engine.rewind(keep as u32);
         self.cached.truncate(keep);
-        let rest = &prompt[keep..];
-        let logits = self.engine.prefill(rest).await?;
+        let rest = &prompt[keep..prompt.len() - 1];
+        self.engine.feed(rest).await?;
         self.cached.extend_from_slice(rest);
-        Ok((logits, rest.len()))
+        Ok((last, rest.len() + 1))
+    }
+
+    /// Runs `token` at the next position and picks the token after it, reading back what the
+    /// sampler needs: the GPU's choice (greedy), its top candidates, or the logits.
+    async fn step(&mut self, token: u32, sampler: &mut Sampler) -> Result<u32, Error> {
+        // The tokens the repetition penalty looks at: the last ones cached, and this one.
+        let from = self
+            .cached
+            .len()
+            .saturating_sub(sampler.config.repeat_last_n);
+        let history = || [&self.cached[from..], &[token]].concat();
+        let next = match sampler.needs() {
+            Needs::Largest => self.engine.step_greedy(token).await?,
+            Needs::Candidates(k) => {
+                let penalized = sampler.penalized(&history());
+                let pick = Pick::new(k, sampler.config.repeat_penalty, &penalized);
+                let candidates = self.engine.step_candidates(token, &pick).await?;
+                sampler.pick_from(&candidates)
+            }
+            Needs::Logits => {
+                let history = history();
+                let logits = self.engine.step(token, true).await?;
+                sampler.sample(&logits.expect("logits were asked for"), &history)
+            }
+        };
+        self.cached.push(token);
+        Ok(next)
     }
 
     /// Generates after `prompt` until an end-of-generation token, one of the `stop` strings (which is not
@@ -142,8 +173,9 @@ impl Session {
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Completion, Error> {
         let start = Instant::now();
-        let (logits, processed) = self.feed(prompt).await?;
-        let mut next = Next::Logits(logits);
+        let read_before = self.engine.stats.totals.read_bytes;
+        let (last, processed) = self.feed(prompt).await?;
+        let mut id = self.step(last, sampler).await?;
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let mut decoder = StreamDecoder::default();
@@ -155,10 +187,6 @@ impl Session {
             if tokens.len() >= max_tokens {
                 break FinishReason::Length;
             }
-            let id = match next {
-                Next::Logits(logits) => sampler.sample(&logits, &self.cached),
-                Next::Chosen(id) => id,
-            };
             if self.tokenizer.is_end_of_generation(id) {
                 break FinishReason::Stop;
             }
@@ -175,14 +203,7 @@ impl Session {
             if self.engine.pos() >= self.engine.n_ctx() {
                 break FinishReason::ContextFull;
             }
-            next = match sampler.is_greedy() {
-                true => Next::Chosen(self.engine.step_greedy(id).await?),
-                false => {
-                    let logits = self.engine.step(id, true).await?;
-                    Next::Logits(logits.expect("logits were asked for"))
-                }
-            };
-            self.cached.push(id);
+            id = self.step(id, sampler).await?;
         };
         if !stopped_by_string {
             let (tail, _) = stops.push(&decoder.finish());
@@ -200,6 +221,7 @@ impl Session {
             prompt_processed: processed,
             prompt_time,
             gen_time: gen_start.elapsed(),
+            read_back_bytes: self.engine.stats.totals.read_bytes - read_before,
         })
     }
 
@@ -225,6 +247,7 @@ impl Session {
             prompt_processed: 0,
             prompt_time: Duration::ZERO,
             gen_time: Duration::ZERO,
+            read_back_bytes: 0,
         };
         loop {
             let mut prompt = self.tokenize_prompt(&self.chat_prompt(messages)?);
@@ -250,6 +273,7 @@ impl Session {
             reply.prompt_processed += part.prompt_processed;
             reply.prompt_time += part.prompt_time;
             reply.gen_time += part.gen_time;
+            reply.read_back_bytes += part.read_back_bytes;
             reply.finish = part.finish;
             let go_on = part.finish == FinishReason::ContextFull
                 && overflow == Overflow::DropOldestTurns
@@ -278,10 +302,4 @@ fn drop_oldest_turn(messages: &mut Vec<ChatMessage>) -> bool {
         keep
     });
     true
-}
-
-/// What the next token is picked from: a step's logits, or the token the GPU already picked (greedy).
-enum Next {
-    Logits(Vec<f32>),
-    Chosen(u32),
 }

@@ -1,12 +1,12 @@
 //! The kernels that work on rows of logits after the head, against the CPU: greedy's argmax, Gemma 2's
-//! final soft-cap, and perplexity's log-probability of each token's successor.
+//! final soft-cap, perplexity's log-probability of each token's successor, and the sampler's top-k.
 
 mod common;
 
 use common::{f32_buffer, gpu, nmse, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gpu::{read_back_f32, scratch_buffer, Plan, StepInput};
-use wick::ops::{argmax, log_prob, softcap};
+use wick::ops::{argmax, log_prob, softcap, top_k};
 
 /// Each row's largest value, the first of equals as the CPU's argmax picks it: rows of Gemma's vocabulary
 /// with the maximum tied at two places (in different threads' strides and in one thread's), at the
@@ -94,4 +94,61 @@ fn token_log_probs_against_cpu() {
         );
     }
     assert_eq!(got[3], 7.0, "a row beyond the run was written");
+}
+
+/// The sampler's candidates (`top_k`): after the repetition penalty, the k largest finite logits with
+/// their ids, largest first, the smaller id first among equals, as the CPU picks them. Vocabularies of
+/// the tiny test model, SmolLM2, Qwen and Gemma (one to three levels), k of 1, 40 and 64; ties within
+/// a slice and across slices, NaN and infinities, and penalized tokens of both signs.
+#[test]
+fn top_k_candidates_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(17);
+    for (n, k) in [
+        (512usize, 64u32),
+        (49_152, 40),
+        (151_936, 64),
+        (262_144, 1),
+        (262_144, 64),
+    ] {
+        let mut logits: Vec<f32> = rng.vec(n).iter().map(|v| v * 8.0).collect();
+        for i in (3..n).step_by(n / 16) {
+            logits[i] = 9.5; // tied, in different slices
+        }
+        logits[1] = 9.5; // tied with them, in the first thread's values
+        logits[2] = 12.0; // the largest, penalized below 9.5
+        logits[4] = -0.5; // penalized further down
+        logits[n - 1] = 11.0;
+        logits[100] = f32::NAN;
+        logits[101] = f32::INFINITY;
+        logits[102] = f32::NEG_INFINITY;
+        let pick = top_k::Pick::new(k, 1.3, &[2, 4, 50]);
+        let xb = f32_buffer(&gpu, &logits);
+        let mut plan = plan_at(&gpu, 0, &[0]);
+        let candidates = top_k::push(&mut plan, &gpu, &xb, n as u32)
+            .block_on()
+            .unwrap();
+        gpu.queue
+            .write_buffer(&candidates.pick, 0, bytemuck::bytes_of(&pick));
+        run(&gpu, plan);
+        let words = read_back_f32(&gpu, &candidates.result, 2 * k as usize)
+            .block_on()
+            .unwrap();
+        let bytes: Vec<u8> = words.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let got = top_k::candidates(&bytes);
+        let want = top_k::reference(&logits, &pick);
+        assert_eq!(want.len(), k as usize);
+        let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
+        assert_eq!(ids(&got), ids(&want), "n {n}, k {k}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g.1 - w.1).abs() <= 1e-6 * w.1.abs(),
+                "n {n}: {g:?} against {w:?}"
+            );
+        }
+        if k > 1 {
+            assert_eq!(want[0].0, n as u32 - 1); // 11.0, the penalized 12.0 fell to 9.23
+            assert_eq!(want[1].0, 1); // the first of the tied 9.5s
+        }
+    }
 }

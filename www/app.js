@@ -132,6 +132,8 @@ async function send(text) {
         messages: [...(system ? [{ role: 'system', content: system }] : []), ...history],
         temperature: Number($('temperature').value),
         top_p: Number($('top-p').value),
+        // llama.cpp's server's field: the top 40 are found on the GPU, and only they come back.
+        top_k: 40,
         max_tokens: Number($('max-tokens').value),
         stream: true,
       },

@@ -8,11 +8,23 @@ use pollster::FutureExt as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use wick::engine::{Engine, LoadOptions, Totals};
 use wick::gguf::Header;
+use wick::ops::top_k::Pick;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
     Md,
     Json,
+}
+
+/// What each generated token reads back from the GPU.
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum Read {
+    /// The whole row of logits, picked from on the CPU (as llama-bench's decode copies them back)
+    Logits,
+    /// The largest logit's index, found on the GPU (greedy)
+    Choice,
+    /// The top 40 logits with their ids, found on the GPU (the default sampler's top-k)
+    Candidates,
 }
 
 #[derive(Args)]
@@ -40,6 +52,9 @@ pub struct BenchArgs {
     /// Also time each kernel on its own and print where a token's time goes
     #[arg(long)]
     profile: bool,
+    /// What each generated token reads back
+    #[arg(long, value_enum, default_value = "logits")]
+    read: Read,
 }
 
 /// One test's measurements: the wall time of each counted repetition and what its runs cost.
@@ -126,11 +141,17 @@ pub fn main(args: BenchArgs) -> Result<()> {
             } else {
                 let mut t = token(1);
                 for _ in 0..n_gen {
-                    let logits = engine
-                        .step(t, true)
-                        .block_on()?
-                        .expect("logits were asked for");
-                    t = wick::sampler::argmax(&logits);
+                    t = match args.read {
+                        Read::Logits => {
+                            let logits = engine.step(t, true).block_on()?;
+                            wick::sampler::argmax(&logits.expect("logits were asked for"))
+                        }
+                        Read::Choice => engine.step_greedy(t).block_on()?,
+                        Read::Candidates => {
+                            let pick = Pick::new(40, 1.0, &[]);
+                            engine.step_candidates(t, &pick).block_on()?[0].0
+                        }
+                    };
                 }
             }
             // The first run warms up pipelines and caches and is not counted.
@@ -241,6 +262,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "dispatches_per_token": m.per_token(m.totals.dispatches),
                 "submits_per_token": m.per_token(m.totals.runs),
                 "weight_bytes_per_token": m.per_token(m.totals.weight_bytes),
+                "read_bytes_per_token": m.per_token(m.totals.read_bytes),
                 "weight_gbps": gbps,
                 "peak_gbps": c.peak,
                 "peak_percent": c.peak.map(|p| 100.0 * gbps / p),
@@ -273,8 +295,8 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         if c.tuned { "tuned" } else { "default" }
     );
     println!();
-    println!("| test | t/s | ms/token | dispatches/token | submits/token | weight MB/token | weight GB/s | % of peak |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| test | t/s | ms/token | dispatches/token | submits/token | weight MB/token | read back KB/token | weight GB/s | % of peak |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for m in tests {
         let (avg, sd) = mean_sd(&m.samples_ts());
         let gbps = m.gbps();
@@ -282,12 +304,13 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
             .peak
             .map_or("-".into(), |p| format!("{:.1}", 100.0 * gbps / p));
         println!(
-            "| {} | {avg:.2} ± {sd:.2} | {:.2} | {:.1} | {:.3} | {:.2} | {gbps:.2} | {percent} |",
+            "| {} | {avg:.2} ± {sd:.2} | {:.2} | {:.1} | {:.3} | {:.2} | {:.3} | {gbps:.2} | {percent} |",
             m.name(),
             1e3 / avg,
             m.per_token(m.totals.dispatches),
             m.per_token(m.totals.runs),
             m.per_token(m.totals.weight_bytes) / 1e6,
+            m.per_token(m.totals.read_bytes) / 1e3,
         );
     }
     for m in tests.iter().filter(|m| m.n_prompt > 0) {

@@ -41,6 +41,10 @@ pub enum Kernel {
     Softcap,
     /// The index of each row's largest value.
     Argmax,
+    /// The repetition penalty on the logits of the sampler's recent tokens, in place.
+    Penalize,
+    /// One level of the sampler's top-k: each slice's k largest values with their ids.
+    TopK,
     /// MLA's cache row: the latent normed, the rope part rotated.
     MlaKv,
     /// MLA in absorbed form, in the latent space.
@@ -147,6 +151,8 @@ impl Kernel {
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),
             Kernel::Argmax => wgsl!("step.wgsl", "argmax.wgsl"),
+            Kernel::Penalize => wgsl!("pick.wgsl", "penalize.wgsl"),
+            Kernel::TopK => wgsl!("pick.wgsl", "top_k.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {
                 wgsl!(

@@ -14,6 +14,7 @@ pub mod rms_norm;
 pub mod rope;
 pub mod rope_kv;
 pub mod softcap;
+pub mod top_k;
 
 /// Bytes of a uniform parameter block.
 pub(crate) fn params<T: bytemuck::Pod>(p: &T) -> &[u8] {

@@ -482,6 +482,26 @@ test('the installed package loads a model and answers plain and streamed', async
   assert.ok(result.stats.dispatchesPerToken > 0);
 });
 
+test('a reply reads back its greedy choice, its top-k candidates, or without top_k the row of logits', async () => {
+  const perToken = await app.evaluate(async () => {
+    const engine = window.engine;
+    const ask = async (sampling) => {
+      await engine.chat.completions.create({ messages: [{ role: 'user', content: 'hello' }], max_tokens: 4, ...sampling });
+      return (await engine.stats()).readBackBytesPerToken;
+    };
+    return {
+      greedy: await ask({ temperature: 0 }),
+      topK: await ask({ temperature: 0.8, top_k: 40, seed: 1 }),
+      row: await ask({ temperature: 0.8, seed: 1 }),
+    };
+  });
+  console.log(`    bytes read back per token: ${JSON.stringify(perToken)}`);
+  // A reply that ends early (an end-of-generation token) ran one more step than it has tokens.
+  assert.ok(perToken.greedy >= 4 && perToken.greedy <= 8, JSON.stringify(perToken));
+  assert.ok(perToken.topK >= 320 && perToken.topK <= 640, JSON.stringify(perToken));
+  assert.ok(perToken.row >= 512 * 4, JSON.stringify(perToken));
+});
+
 test('load progress comes in order (download, GPU, then tuning), each byte counted once, cache flags true', async () => {
   const { state, url } = steered;
   state.files['/phases.gguf'] = { bytes: modelBytes, etag: '"phases-1"' };

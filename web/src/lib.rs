@@ -198,6 +198,8 @@ struct ChatResult {
     prompt_processed: usize,
     prompt_ms: f64,
     generate_ms: f64,
+    /// Bytes the reply's steps copied back from the GPU for the sampler.
+    read_back_bytes: u64,
 }
 
 #[derive(Serialize)]
@@ -219,6 +221,9 @@ struct Stats {
     /// Of the last request: its prompt's tokens, and how many were run (the rest were cached).
     last_prompt_tokens: Option<usize>,
     last_prompt_processed: Option<usize>,
+    /// Of the last reply: bytes copied back from the GPU per token, for the sampler (the top
+    /// candidates, the greedy choice, or a whole row of logits where the sampler needs it).
+    read_back_bytes_per_token: Option<f64>,
     /// The wasm heap: it holds one piece of a tensor at a time, never the model.
     wasm_memory_bytes: f64,
 }
@@ -304,6 +309,7 @@ impl Model {
                 prompt_processed: completion.prompt_processed,
                 prompt_ms: completion.prompt_time.as_secs_f64() * 1e3,
                 generate_ms: completion.gen_time.as_secs_f64() * 1e3,
+                read_back_bytes: completion.read_back_bytes,
                 text: completion.text,
             };
             let value = serde_wasm_bindgen::to_value(&result)?;
@@ -338,6 +344,9 @@ impl Model {
                 .and_then(|l| rate(l.prompt_processed, l.prompt_ms)),
             last_prompt_tokens: last.as_ref().map(|l| l.prompt_tokens),
             last_prompt_processed: last.as_ref().map(|l| l.prompt_processed),
+            read_back_bytes_per_token: last
+                .as_ref()
+                .map(|l| l.read_back_bytes as f64 / l.completion_tokens.max(1) as f64),
             wasm_memory_bytes: wasm_bindgen::memory()
                 .unchecked_into::<js_sys::WebAssembly::Memory>()
                 .buffer()

@@ -1,0 +1,27 @@
+// The repetition penalty, in place, on the logits of the tokens the sampler names (each once, as
+// llama.cpp applies it): a positive logit divided by the penalty, a negative one multiplied. A thread
+// per token. Needs pick.wgsl.
+
+struct Params {
+    n: u32, // logits
+}
+
+@group(0) @binding(0) var<storage, read_write> logits: array<f32>;
+@group(0) @binding(1) var<storage, read> pick: Pick;
+@group(0) @binding(2) var<uniform> P: Params;
+
+override WG: u32 = 64u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= pick.n_penalized) {
+        return;
+    }
+    let t = pick.penalized[i];
+    if (t >= P.n) {
+        return;
+    }
+    let l = logits[t];
+    logits[t] = select(l * pick.penalty, l / pick.penalty, l > 0.0);
+}

@@ -1,0 +1,145 @@
+//! The sampler's candidates on the GPU (shaders/penalize.wgsl, shaders/top_k.wgsl): the repetition
+//! penalty on the logits of the recent tokens, then the k largest logits with their ids, largest first,
+//! so a sampled step reads back k pairs (8 bytes each) instead of its row of n_vocab logits.
+
+use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuError, Kernel, PipelineKey, Plan};
+
+/// The most candidates the GPU picks (a level's slots per slice).
+pub const K_MAX: u32 = 64;
+/// The most distinct tokens the penalty takes (shaders/pick.wgsl).
+pub const PENALIZED_MAX: usize = 256;
+/// Inputs per workgroup of a level: 128 threads, 16 values each.
+const SLICE: u32 = 128 * 16;
+/// A slot id that holds no candidate.
+const NONE: u32 = u32::MAX;
+
+/// What the sampler asks of one step (shaders/pick.wgsl), written before the step.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Pick {
+    k: u32,
+    n_penalized: u32,
+    penalty: f32,
+    _pad: u32,
+    penalized: [u32; PENALIZED_MAX],
+}
+
+impl Pick {
+    /// `k` candidates (at most K_MAX) after dividing the positive logits of `penalized` (distinct
+    /// tokens, at most PENALIZED_MAX) by `penalty` and multiplying the negative ones.
+    pub fn new(k: u32, penalty: f32, penalized: &[u32]) -> Pick {
+        assert!(k <= K_MAX && penalized.len() <= PENALIZED_MAX);
+        let mut pick = Pick {
+            k,
+            n_penalized: penalized.len() as u32,
+            penalty,
+            _pad: 0,
+            penalized: [0; PENALIZED_MAX],
+        };
+        pick.penalized[..penalized.len()].copy_from_slice(penalized);
+        pick
+    }
+
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+}
+
+/// The buffers of the candidates plan: what the sampler asks, and where the last level writes.
+pub struct Candidates {
+    pub pick: wgpu::Buffer,
+    /// (value f32, id u32) pairs, the first `k` read back.
+    pub result: wgpu::Buffer,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PenalizeParams {
+    n: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct LevelParams {
+    n: u32,
+    from_logits: u32,
+}
+
+/// Adds to the plan the penalty on `logits` (one row of n_vocab) and the levels of the top-k, each a
+/// slice of the level before per workgroup (2 levels for 49k logits, 3 for 262k).
+pub async fn push(
+    plan: &mut Plan,
+    gpu: &Gpu,
+    logits: &wgpu::Buffer,
+    n_vocab: u32,
+) -> Result<Candidates, GpuError> {
+    let pick = storage_buffer(
+        gpu,
+        "sampler pick",
+        bytemuck::bytes_of(&Pick::new(0, 1.0, &[])),
+    );
+    let slots = n_vocab.div_ceil(SLICE) as u64 * K_MAX as u64 * 8;
+    let mut src = scratch_buffer(gpu, "top-k candidates", slots).await?;
+    let mut dst = scratch_buffer(gpu, "top-k candidates", slots).await?;
+    let penalize = PipelineKey::new(Kernel::Penalize, None);
+    plan.push(
+        penalize,
+        &[logits, &pick],
+        super::params(&PenalizeParams { n: n_vocab }),
+        [(PENALIZED_MAX as u32).div_ceil(64), 1, 1],
+    );
+    let level = PipelineKey {
+        workgroup: 128,
+        ..PipelineKey::new(Kernel::TopK, None)
+    };
+    let (mut n, mut from_logits) = (n_vocab, 1);
+    loop {
+        let slices = n.div_ceil(SLICE);
+        plan.push(
+            level,
+            &[logits, &src, &pick, &dst],
+            super::params(&LevelParams { n, from_logits }),
+            [slices, 1, 1],
+        );
+        if slices == 1 {
+            return Ok(Candidates { pick, result: dst });
+        }
+        n = slices * K_MAX;
+        from_logits = 0;
+        std::mem::swap(&mut src, &mut dst);
+    }
+}
+
+/// The candidates read back: (id, logit) pairs, largest first, without the empty slots.
+pub fn candidates(bytes: &[u8]) -> Vec<(u32, f32)> {
+    let words: Vec<u32> = bytemuck::pod_collect_to_vec(bytes);
+    words
+        .chunks_exact(2)
+        .filter(|pair| pair[1] != NONE)
+        .map(|pair| (pair[1], f32::from_bits(pair[0])))
+        .collect()
+}
+
+/// CPU reference: the penalty as the sampler applies it, then the k largest finite logits, largest
+/// first, the smaller id first among equals.
+pub fn reference(logits: &[f32], pick: &Pick) -> Vec<(u32, f32)> {
+    let mut logits = logits.to_vec();
+    for &t in &pick.penalized[..pick.n_penalized as usize] {
+        if let Some(l) = logits.get_mut(t as usize) {
+            *l = if *l > 0.0 {
+                *l / pick.penalty
+            } else {
+                *l * pick.penalty
+            };
+        }
+    }
+    let mut all: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.is_finite())
+        .map(|(i, &l)| (i as u32, l))
+        .collect();
+    all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    all.truncate(pick.k as usize);
+    all
+}

@@ -1,0 +1,155 @@
+//! Sampling on the GPU: a sampled step reads back the top k candidates after the repetition penalty
+//! (`Engine::step_candidates`), and the sampler finishes on them. Checked against the CPU sampler over
+//! the full row of logits: the same candidates at every step of a reply, the same tokens for the same
+//! seed, and the same distribution over independent seeds.
+
+mod common;
+
+use common::{gpu, tiny_chat_session};
+use pollster::FutureExt as _;
+use std::collections::BTreeMap;
+use wick::ops::top_k::{self, Pick};
+use wick::sampler::{Needs, Sampler, SamplerConfig};
+
+fn config(seed: u64) -> SamplerConfig {
+    SamplerConfig {
+        temperature: 1.0,
+        top_k: 40,
+        top_p: 0.95,
+        min_p: 0.02,
+        repeat_penalty: 1.5,
+        repeat_last_n: 64,
+        seed,
+    }
+}
+
+/// Along a sampled reply, each step's candidates equal the CPU's top-k of that step's logits after the
+/// penalty over the tokens so far, and a step reads back 8 bytes per candidate.
+#[test]
+fn candidates_equal_the_cpu_top_k_along_a_reply() {
+    let Some(gpu) = gpu() else { return };
+    let mut session = tiny_chat_session(gpu, 64).unwrap();
+    let engine = &mut session.engine;
+    let mut sampler = Sampler::new(config(7));
+    let Needs::Candidates(k) = sampler.needs() else {
+        panic!("top-k 40 runs on the GPU")
+    };
+    let mut history = vec![1u32];
+    for pos in 0..40 {
+        let token = *history.last().unwrap();
+        let logits = engine.step(token, true).block_on().unwrap().unwrap();
+        engine.rewind(pos);
+        let pick = Pick::new(
+            k,
+            sampler.config.repeat_penalty,
+            &sampler.penalized(&history),
+        );
+        let read_before = engine.stats.totals.read_bytes;
+        let got = engine.step_candidates(token, &pick).block_on().unwrap();
+        assert_eq!(engine.stats.totals.read_bytes - read_before, k as u64 * 8);
+        let want = top_k::reference(&logits, &pick);
+        let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
+        assert_eq!(ids(&got), ids(&want), "position {pos}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g.1 - w.1).abs() <= 1e-6 * w.1.abs().max(1.0),
+                "{g:?} against {w:?}"
+            );
+        }
+        history.push(sampler.pick_from(&got));
+    }
+}
+
+/// The first token of a reply sampled through `Session::complete` (the GPU's candidates) against the
+/// CPU sampler over the step's full logits: the same token for the same seed, and the distribution
+/// of 400 replies against the CPU's over 100 000 draws (a chi-square test at p = 0.001).
+#[test]
+fn sampled_tokens_follow_the_cpu_samplers_distribution() {
+    let Some(gpu) = gpu() else { return };
+    let mut session = tiny_chat_session(gpu, 64).unwrap();
+    // A prompt that holds the tokens the model favours after it, so the penalty matters: the text,
+    // with the favourites after it added at its start until they stay the favourites.
+    let mut prompt = session.tokenize_prompt("a few words to start with");
+    for _ in 0..4 {
+        session.engine.rewind(0);
+        let logits = session.engine.prefill(&prompt).block_on().unwrap();
+        let mut top: Vec<u32> = (0..logits.len() as u32).collect();
+        top.sort_by(|&a, &b| logits[b as usize].total_cmp(&logits[a as usize]));
+        prompt.splice(
+            0..0,
+            top[..3]
+                .iter()
+                .copied()
+                .filter(|t| !prompt.contains(t))
+                .collect::<Vec<_>>(),
+        );
+    }
+    session.engine.rewind(0);
+    let logits = session.engine.prefill(&prompt).block_on().unwrap();
+    let end = u32::MAX; // an end-of-generation token, which a reply does not return
+    let on_cpu = |session: &wick::session::Session, seed| {
+        let id = Sampler::new(config(seed)).sample(&logits, &prompt);
+        match session.tokenizer.is_end_of_generation(id) {
+            true => end,
+            false => id,
+        }
+    };
+    let draws = 100_000u64;
+    let mut cpu = BTreeMap::new();
+    for seed in 0..draws {
+        *cpu.entry(on_cpu(&session, 1 << 40 | seed)).or_insert(0.0) += 1.0 / draws as f64;
+    }
+    let n = 400u64;
+    let (mut same, mut counts) = (0, BTreeMap::new());
+    for seed in 0..n {
+        let mut sampler = Sampler::new(config(seed));
+        let reply = session
+            .complete(&prompt, 1, &[], &mut sampler, &mut |_| true)
+            .block_on()
+            .unwrap();
+        let id = reply.tokens.first().copied().unwrap_or(end);
+        same += (id == on_cpu(&session, seed)) as u64;
+        *counts.entry(id).or_insert(0u64) += 1;
+    }
+    // Equal seeds draw the same token: the candidates and the draws are the same.
+    assert!(
+        same >= n * 99 / 100,
+        "{same} of {n} seeds drew the same token"
+    );
+    // Tokens expected fewer than 5 times share one bin.
+    let mut bins: Vec<(f64, f64)> = Vec::new();
+    let mut rare = (0.0, 0.0);
+    for (id, &p) in &cpu {
+        let seen = *counts.get(id).unwrap_or(&0) as f64;
+        match p * (n as f64) < 5.0 {
+            true => rare = (rare.0 + seen, rare.1 + p * n as f64),
+            false => bins.push((seen, p * n as f64)),
+        }
+    }
+    let unexpected: u64 = counts
+        .iter()
+        .filter(|(id, _)| !cpu.contains_key(id))
+        .map(|(_, c)| c)
+        .sum();
+    rare.0 += unexpected as f64;
+    bins.push(rare);
+    let chi2: f64 = bins
+        .iter()
+        .map(|(seen, want)| (seen - want).powi(2) / want.max(1e-9))
+        .sum();
+    let df = bins.len() - 1;
+    let critical = chi2_critical_0001(df);
+    eprintln!("{same} of {n} seeds drew the same token; chi2 {chi2:.1}, {df} degrees of freedom (critical {critical:.1})");
+    assert!(df >= 5, "the reply's first token should vary: {counts:?}");
+    assert!(
+        chi2 < critical,
+        "chi2 {chi2:.1} >= {critical:.1}: {counts:?} against {cpu:?}"
+    );
+}
+
+/// The chi-square distribution's 0.999 quantile (Wilson and Hilferty's approximation).
+fn chi2_critical_0001(df: usize) -> f64 {
+    let k = df as f64;
+    let z = 3.090; // the normal's 0.999 quantile
+    k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3)
+}
