@@ -55,7 +55,6 @@ async function handle({ type, id, ...data }) {
       model?.free();
       model = null;
       return post({ type: 'result', id, value: null });
-
     default:
       throw new Error(`unknown request ${type}`);
   }
