@@ -102,29 +102,18 @@ impl Sampler {
 
     /// Picks a token from all the logits. `history` holds the tokens so far, for the repetition penalty.
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
-        let c = self.config.clone();
         let mut logits = logits.to_vec();
-        for t in self.penalized(history) {
-            if let Some(l) = logits.get_mut(t as usize) {
-                *l = if *l > 0.0 {
-                    *l / c.repeat_penalty
-                } else {
-                    *l * c.repeat_penalty
-                };
-            }
-        }
-        if c.temperature <= 0.0 {
+        penalize(
+            &mut logits,
+            &self.penalized(history),
+            self.config.repeat_penalty,
+        );
+        if self.config.temperature <= 0.0 {
             return argmax(&logits);
         }
-        let mut cand: Vec<(u32, f32)> = logits
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.is_finite())
-            .map(|(i, &l)| (i as u32, l))
-            .collect();
-        cand.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        if c.top_k > 0 {
-            cand.truncate(c.top_k);
+        let mut cand = ranked(&logits);
+        if self.config.top_k > 0 {
+            cand.truncate(self.config.top_k);
         }
         self.choose(cand)
     }
@@ -176,6 +165,29 @@ pub enum Needs {
     Largest,
     Candidates(u32),
     Logits,
+}
+
+/// The repetition penalty, as llama.cpp applies it: each of `tokens`' positive logits divided by
+/// `penalty`, negative ones multiplied. (shaders/penalize.wgsl does the same on the GPU.)
+pub fn penalize(logits: &mut [f32], tokens: &[u32], penalty: f32) {
+    for &t in tokens {
+        if let Some(l) = logits.get_mut(t as usize) {
+            *l = if *l > 0.0 { *l / penalty } else { *l * penalty };
+        }
+    }
+}
+
+/// The finite logits as (id, logit), largest first, the smaller id first among equals: the order
+/// top-k takes them in.
+pub fn ranked(logits: &[f32]) -> Vec<(u32, f32)> {
+    let mut all: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.is_finite())
+        .map(|(i, &l)| (i as u32, l))
+        .collect();
+    all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    all
 }
 
 /// The index of the largest logit (the first of equals).

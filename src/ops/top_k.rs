@@ -120,26 +120,12 @@ pub fn candidates(bytes: &[u8]) -> Vec<(u32, f32)> {
         .collect()
 }
 
-/// CPU reference: the penalty as the sampler applies it, then the k largest finite logits, largest
-/// first, the smaller id first among equals.
+/// CPU reference: the sampler's own penalty and ranking over the whole row, cut at k.
 pub fn reference(logits: &[f32], pick: &Pick) -> Vec<(u32, f32)> {
     let mut logits = logits.to_vec();
-    for &t in &pick.penalized[..pick.n_penalized as usize] {
-        if let Some(l) = logits.get_mut(t as usize) {
-            *l = if *l > 0.0 {
-                *l / pick.penalty
-            } else {
-                *l * pick.penalty
-            };
-        }
-    }
-    let mut all: Vec<(u32, f32)> = logits
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.is_finite())
-        .map(|(i, &l)| (i as u32, l))
-        .collect();
-    all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let penalized = &pick.penalized[..pick.n_penalized as usize];
+    crate::sampler::penalize(&mut logits, penalized, pick.penalty);
+    let mut all = crate::sampler::ranked(&logits);
     all.truncate(pick.k as usize);
     all
 }
