@@ -4,15 +4,13 @@ mod common;
 
 use common::gpu;
 use pollster::FutureExt as _;
+use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions, TuneShapes};
 use wick::gguf::FileSource;
+use wick::gpu::Gpu;
 
-/// `Engine::tune` times every candidate of each matvec shape with no winner yet and keeps one of
-/// them, once per shape; the tuned engine, and a model loaded afterwards on the same GPU, give the
-/// same logits as the defaults, up to summation order.
-#[test]
-fn tuning_keeps_the_numbers() {
-    let Some(gpu) = gpu() else { return };
+/// The tiny random-weight llama, one token per run, on `gpu`.
+fn load(gpu: &Arc<Gpu>) -> Engine {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
     let source = FileSource::open(path).unwrap();
@@ -21,11 +19,17 @@ fn tuning_keeps_the_numbers() {
         batch: 1,
         ..Default::default()
     };
-    let load = |gpu: &std::sync::Arc<wick::gpu::Gpu>| {
-        Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
-            .block_on()
-            .unwrap()
-    };
+    Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap()
+}
+
+/// `Engine::tune` times every candidate of each matvec shape with no winner yet and keeps one of
+/// them, once per shape; the tuned engine, and a model loaded afterwards on the same GPU, give the
+/// same logits as the defaults, up to summation order.
+#[test]
+fn tuning_keeps_the_numbers() {
+    let Some(gpu) = gpu() else { return };
     let prompt = [1u32, 50, 300, 7, 99];
     let mut engine = load(&gpu);
     let want = engine.prefill(&prompt).block_on().unwrap();
@@ -72,24 +76,11 @@ fn tuning_keeps_the_numbers() {
 #[test]
 fn tuning_between_steps_keeps_the_conversation() {
     let Some(gpu) = gpu() else { return };
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let source = FileSource::open(path).unwrap();
-    let options = LoadOptions {
-        n_ctx: 32,
-        batch: 1,
-        ..Default::default()
-    };
-    let load = |gpu: std::sync::Arc<wick::gpu::Gpu>| {
-        Engine::load(gpu, &source, &options, &mut |_, _| {})
-            .block_on()
-            .unwrap()
-    };
     let (prompt, next) = ([1u32, 50, 300, 7], [99u32, 12, 5]);
     // Tuning is per Gpu: the plain engine has one of its own.
-    let mut plain = load(common::gpu().unwrap());
+    let mut plain = load(&common::gpu().unwrap());
     plain.prefill(&prompt).block_on().unwrap();
-    let mut tuned = load(gpu.clone());
+    let mut tuned = load(&gpu);
     tuned.prefill(&prompt).block_on().unwrap();
     let mut tuner = tuned.tuner(TuneShapes::All).block_on().unwrap();
     let mut steps = 0;
