@@ -1,7 +1,18 @@
-// What both attention kernels share: one query head over a range of cached keys, with a running max
+// What the attention kernels share: one query head over a range of cached keys, with a running max
 // and sum (online softmax). The keys go by in blocks of WG, one per thread; each thread keeps 4 output
-// dims (t, t + WG, ...), so head_dim is at most 4 * WG. The kernel declares Q, KC, VC, P (with
-// n_head, n_kv_head, head_dim, scale, softcap) and WG; needs reduce.wgsl. Call from uniform control flow.
+// dims (t, t + WG, ...), so a value is at most 4 * WG floats. The kernel declares Q, KC, VC (which may
+// be one buffer bound twice), P (with scale and softcap) and WG; needs reduce.wgsl. Call from uniform
+// control flow.
+
+// Where a query's keys and values lie in a cache row. Grouped-query attention: a row holds every kv
+// head's key (KC) or value (VC), and key and value have the head's size. Multi-head Latent Attention:
+// one cache row is the key (latent then rope part) and its first kv_lora floats the value.
+struct Keys {
+    row: u32,       // floats per cache row
+    offset: u32,    // where this head's key and value start in a row
+    key_len: u32,   // a multiple of 4
+    value_len: u32, // at most 4 * WG
+}
 
 // The state after some keys: the max score m, the sum l of exp(score - m), and this thread's dims of
 // the sum of exp(score - m) * v.
@@ -18,20 +29,18 @@ fn first_key(end: u32, window: u32) -> u32 {
 
 var<workgroup> weights: array<f32, 256>; // a block's exp(score - max), one per key
 
-// Head h's query at vec4 `q` over keys [first, end) of the cache.
-fn attend(q: u32, h: u32, first: u32, end: u32, t: u32) -> Attended {
-    let kvh = h / (P.n_head / P.n_kv_head);
-    let hd4 = P.head_dim / 4u;
-    let kv_dim = P.n_kv_head * P.head_dim;
+// The query at vec4 `q` of Q over keys [first, end) of the cache.
+fn attend(q: u32, keys: Keys, first: u32, end: u32, t: u32) -> Attended {
+    let k4 = keys.key_len / 4u;
     var r: Attended;
     r.m = -3.0e38;
     for (var start = first; start < end; start += WG) {
         let p = start + t;
         var s = -3.0e38;
         if (p < end) {
-            let k = (p * kv_dim + kvh * P.head_dim) / 4u;
+            let k = (p * keys.row + keys.offset) / 4u;
             var d = 0.0;
-            for (var i = 0u; i < hd4; i++) {
+            for (var i = 0u; i < k4; i++) {
                 d += dot(Q[q + i], KC[k + i]);
             }
             s = d * P.scale;
@@ -49,11 +58,11 @@ fn attend(q: u32, h: u32, first: u32, end: u32, t: u32) -> Attended {
         let count = min(WG, end - start);
         for (var i = 0u; i < 4u; i++) {
             let dim = t + i * WG;
-            if (dim < P.head_dim) {
+            if (dim < keys.value_len) {
                 var a = r.acc[i] * rescale;
-                let v = start * kv_dim + kvh * P.head_dim + dim;
+                let v = start * keys.row + keys.offset + dim;
                 for (var j = 0u; j < count; j++) {
-                    a += weights[j] * VC[v + j * kv_dim];
+                    a += weights[j] * VC[v + j * keys.row];
                 }
                 r.acc[i] = a;
             }

@@ -2,7 +2,7 @@
 // `window` positions on a sliding-window layer), grouped-query:
 // one workgroup per (q head, token), reading kv head h / (n_head / n_kv_head). No score row is stored
 // (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token. Needs
-// step.wgsl, reduce.wgsl and attend.wgsl.
+// step.wgsl, reduce.wgsl, attend.wgsl and head_keys.wgsl.
 
 struct Params {
     n_head: u32,
@@ -31,7 +31,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     let q = (token * P.n_head + h) * (P.head_dim / 4u);
     let end = step.pos + token + 1u;
-    let r = attend(q, h, first_key(end, P.window), end, t);
+    let r = attend(q, head_keys(h), first_key(end, P.window), end, t);
     let o = (token * P.n_head + h) * P.head_dim;
     for (var i = 0u; i < 4u; i++) {
         let dim = t + i * WG;

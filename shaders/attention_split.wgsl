@@ -1,7 +1,7 @@
 // Attention of one token's query split over the sequence (flash-decoding): with a long cache, one
 // workgroup per head leaves most of a GPU idle, so workgroup (h, s) takes split s of the keys and
-// writes its partial state; attention_merge.wgsl combines the splits. Needs step.wgsl, reduce.wgsl
-// and attend.wgsl.
+// writes its partial state; attention_merge.wgsl combines the splits. Needs step.wgsl, reduce.wgsl,
+// attend.wgsl and head_keys.wgsl.
 
 struct Params {
     n_head: u32,
@@ -32,7 +32,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let per_split = ((n - seen + P.n_split - 1u) / P.n_split + WG - 1u) / WG * WG;
     let first = min(n, seen + split * per_split);
     let end = min(n, first + per_split);
-    let r = attend(h * (P.head_dim / 4u), h, first, end, t);
+    let r = attend(h * (P.head_dim / 4u), head_keys(h), first, end, t);
     let out = (h * P.n_split + split) * (P.head_dim + 2u);
     for (var i = 0u; i < 4u; i++) {
         let dim = t + i * WG;

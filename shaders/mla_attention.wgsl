@@ -1,81 +1,67 @@
-// Multi-head Latent Attention in absorbed form, one workgroup per head: the head's query, already
-// projected into the latent space (QA, by k_b), and its rope part (rotated here) attend over the one
-// cache of latent rows; the output stays in the latent space (v_b takes it out). Scores live in a
-// scratch row per head. Needs step.wgsl, rope.wgsl and reduce.wgsl.
+// Multi-head Latent Attention in absorbed form, which is multi-query attention over the latent cache:
+// a head's query is its no-rope part taken into the latent space (QA, by k_b) followed by its rope
+// part, rotated here at the token's position; every head's key is a whole cache row (normed latent,
+// rotated rope part) and its value the row's latent. One workgroup per (head, token) of the run, each
+// over the cache up to its own position (causal), by attend.wgsl's online softmax, so no scores are
+// stored. The output stays in the latent space (v_b takes it out). Needs step.wgsl, rope.wgsl,
+// reduce.wgsl and attend.wgsl.
 
-const MAX_ROPE: u32 = 128u;
+const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)
 
 struct Params {
     rope: Rope,
     n_head: u32,
     kv_lora: u32,
-    q_stride: u32,   // floats per head in Q
-    q_rope: u32,     // where the rope part starts in a head of Q
-    n_ctx: u32,
+    q_stride: u32,   // floats per head in QR
+    q_rope: u32,     // where the rope part starts in a head of QR
     scale: f32,
+    softcap: f32,    // always 0: no soft-capping
 }
 
-@group(0) @binding(0) var<storage, read> QA: array<f32>;             // (n_head, kv_lora)
-@group(0) @binding(1) var<storage, read> Q: array<f32>;              // (n_head, q_stride)
-@group(0) @binding(2) var<storage, read> C: array<f32>;              // (n_ctx, kv_lora + n_rot)
-@group(0) @binding(3) var<storage, read_write> scores: array<f32>;   // (n_head, n_ctx)
-@group(0) @binding(4) var<storage, read_write> O: array<f32>;        // (n_head, kv_lora)
+@group(0) @binding(0) var<storage, read> QA: array<f32>;         // (batch, n_head, kv_lora)
+@group(0) @binding(1) var<storage, read> QR: array<f32>;         // (batch, n_head, q_stride)
+@group(0) @binding(2) var<storage, read> KC: array<vec4<f32>>;   // the cache, (n_ctx, kv_lora + n_rot)
+@group(0) @binding(3) var<storage, read> VC: array<f32>;         // the same cache
+@group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora)
 @group(0) @binding(5) var<storage, read> step: Step;
 @group(0) @binding(6) var<uniform> P: Params;
 
-override WG: u32 = 64u;
-var<workgroup> q_rot: array<f32, MAX_ROPE>;
+override WG: u32 = 128u;
+var<workgroup> Q: array<vec4<f32>, MAX_KEY / 4u>; // this head's whole query: latent, then rope part
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let h = wg.x;
-    let n = step.pos + 1u;
-    let n_rot = P.rope.n_rot;
-    let width = P.kv_lora + n_rot;
-    let qa = h * P.kv_lora;
-    let row = h * P.n_ctx;
-
-    let q = h * P.q_stride + P.q_rope;
-    for (var i = t; i < n_rot / 2u; i += WG) {
+    let token = wg.y;
+    if (token >= step.n_tokens) {
+        return;
+    }
+    let pos = step.pos + token;
+    let head = token * P.n_head + h;
+    for (var i = t; i < P.kv_lora / 4u; i += WG) {
+        let a = head * P.kv_lora + 4u * i;
+        Q[i] = vec4<f32>(QA[a], QA[a + 1u], QA[a + 2u], QA[a + 3u]);
+    }
+    let q = head * P.q_stride + P.q_rope;
+    for (var i = t; i < P.rope.n_rot / 2u; i += WG) {
         let j = rope_pair(P.rope, i);
-        let cs = rope_cos_sin(P.rope, step.pos, i, 1.0);
-        let x0 = Q[q + j.x];
-        let x1 = Q[q + j.y];
-        q_rot[j.x] = x0 * cs.x - x1 * cs.y;
-        q_rot[j.y] = x0 * cs.y + x1 * cs.x;
+        let cs = rope_cos_sin(P.rope, pos, i, 1.0);
+        let x0 = QR[q + j.x];
+        let x1 = QR[q + j.y];
+        let a = P.kv_lora + j.x;
+        let b = P.kv_lora + j.y;
+        Q[a / 4u][a % 4u] = x0 * cs.x - x1 * cs.y;
+        Q[b / 4u][b % 4u] = x0 * cs.y + x1 * cs.x;
     }
     workgroupBarrier();
 
-    var m = -3.0e38;
-    for (var p = t; p < n; p += WG) {
-        let c = p * width;
-        var s = 0.0;
-        for (var d = 0u; d < P.kv_lora; d++) {
-            s += QA[qa + d] * C[c + d];
+    let width = P.kv_lora + P.rope.n_rot;
+    let r = attend(0u, Keys(width, 0u, width, P.kv_lora), 0u, pos + 1u, t);
+    let o = head * P.kv_lora;
+    for (var i = 0u; i < 4u; i++) {
+        let dim = t + i * WG;
+        if (dim < P.kv_lora) {
+            O[o + dim] = r.acc[i] / r.l;
         }
-        for (var d = 0u; d < n_rot; d++) {
-            s += q_rot[d] * C[c + P.kv_lora + d];
-        }
-        s *= P.scale;
-        scores[row + p] = s;
-        m = max(m, s);
-    }
-    m = reduce_max(t, m);
-
-    var sum = 0.0;
-    for (var p = t; p < n; p += WG) {
-        let e = exp(scores[row + p] - m);
-        scores[row + p] = e;
-        sum += e;
-    }
-    sum = reduce_sum(t, sum);
-    storageBarrier();
-
-    for (var d = t; d < P.kv_lora; d += WG) {
-        var acc = 0.0;
-        for (var p = 0u; p < n; p++) {
-            acc += scores[row + p] * C[p * width + d];
-        }
-        O[qa + d] = acc / sum;
     }
 }

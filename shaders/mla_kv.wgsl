@@ -1,7 +1,7 @@
-// Multi-head Latent Attention's cache write: the step's compressed kv (kv_lora latent values, then the
-// shared rope part) becomes one cache row: the latent RMS-normed, the rope part rotated. The latent is
-// both MLA's key (with the rope part) and its value. One workgroup. Needs step.wgsl, rope.wgsl
-// and reduce.wgsl.
+// Multi-head Latent Attention's cache write: each token's compressed kv (kv_lora latent values, then the
+// shared rope part) becomes its cache row: the latent RMS-normed, the rope part rotated at the token's
+// position. The latent is both MLA's key (with the rope part) and its value. One workgroup per token of
+// the run. Needs step.wgsl, rope.wgsl and reduce.wgsl.
 
 struct Params {
     rope: Rope,
@@ -9,7 +9,7 @@ struct Params {
     eps: f32,
 }
 
-@group(0) @binding(0) var<storage, read> KV: array<f32>;            // (kv_lora + n_rot)
+@group(0) @binding(0) var<storage, read> KV: array<f32>;            // (batch, kv_lora + n_rot)
 @group(0) @binding(1) var<storage, read> Wn: array<f32>;            // (kv_lora)
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;       // (n_ctx, kv_lora + n_rot)
 @group(0) @binding(3) var<storage, read> step: Step;
@@ -18,22 +18,28 @@ struct Params {
 override WG: u32 = 64u;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) t: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let token = wg.x;
+    if (token >= step.n_tokens) {
+        return;
+    }
+    let pos = step.pos + token;
     let width = P.kv_lora + P.rope.n_rot;
-    let row = step.pos * width;
+    let kv = token * width;
+    let row = pos * width;
     var sum = 0.0;
     for (var i = t; i < P.kv_lora; i += WG) {
-        sum += KV[i] * KV[i];
+        sum += KV[kv + i] * KV[kv + i];
     }
     let scale = inverseSqrt(reduce_sum(t, sum) / f32(P.kv_lora) + P.eps);
     for (var i = t; i < P.kv_lora; i += WG) {
-        C[row + i] = KV[i] * scale * Wn[i];
+        C[row + i] = KV[kv + i] * scale * Wn[i];
     }
     for (var i = t; i < P.rope.n_rot / 2u; i += WG) {
         let j = rope_pair(P.rope, i) + P.kv_lora;
-        let cs = rope_cos_sin(P.rope, step.pos, i, 1.0);
-        let x0 = KV[j.x];
-        let x1 = KV[j.y];
+        let cs = rope_cos_sin(P.rope, pos, i, 1.0);
+        let x0 = KV[kv + j.x];
+        let x1 = KV[kv + j.y];
         C[row + j.x] = x0 * cs.x - x1 * cs.y;
         C[row + j.y] = x0 * cs.y + x1 * cs.x;
     }

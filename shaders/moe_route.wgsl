@@ -1,7 +1,8 @@
 // The router of a mixture-of-experts layer: from the router's logits, each expert's probability
 // (softmax, or sigmoid), the top n_used by probability plus an optional selection bias (the bias picks,
 // it does not weigh), their weights (optionally normalized to sum 1, then scaled). Writes the chosen
-// ids, then their weights as f32 bits, for matvec_id.wgsl. Tiny work: one thread.
+// ids, then their weights as f32 bits, for matvec_id.wgsl. Tiny work: one thread per token of the
+// run. Needs step.wgsl.
 
 const MAX_EXPERTS: u32 = 256u;
 
@@ -14,27 +15,34 @@ struct Params {
     has_bias: u32,
 }
 
-@group(0) @binding(0) var<storage, read> logits: array<f32>;       // (n_expert)
+@group(0) @binding(0) var<storage, read> logits: array<f32>;       // (batch, n_expert)
 @group(0) @binding(1) var<storage, read> bias: array<f32>;         // (n_expert), or unused
-@group(0) @binding(2) var<storage, read_write> route: array<u32>;  // (n_used) ids, (n_used) weights
-@group(0) @binding(3) var<uniform> P: Params;
+@group(0) @binding(2) var<storage, read_write> route: array<u32>;  // (batch, n_used ids, n_used weights)
+@group(0) @binding(3) var<storage, read> step: Step;
+@group(0) @binding(4) var<uniform> P: Params;
 
 override WG: u32 = 1u;
 
 @compute @workgroup_size(1)
-fn main() {
+fn main(@builtin(workgroup_id) wg: vec3<u32>) {
+    let token = wg.x;
+    if (token >= step.n_tokens) {
+        return;
+    }
+    let l0 = token * P.n_expert;
+    let r0 = token * 2u * P.n_used;
     var prob: array<f32, MAX_EXPERTS>;
     var taken: array<bool, MAX_EXPERTS>;
     var top = -3.0e38;
     for (var e = 0u; e < P.n_expert; e++) {
-        top = max(top, logits[e]);
+        top = max(top, logits[l0 + e]);
     }
     var sum = 0.0;
     for (var e = 0u; e < P.n_expert; e++) {
         if (P.sigmoid == 1u) {
-            prob[e] = 1.0 / (1.0 + exp(-logits[e]));
+            prob[e] = 1.0 / (1.0 + exp(-logits[l0 + e]));
         } else {
-            prob[e] = exp(logits[e] - top);
+            prob[e] = exp(logits[l0 + e] - top);
             sum += prob[e];
         }
         taken[e] = false;
@@ -56,11 +64,11 @@ fn main() {
             }
         }
         taken[best] = true;
-        route[s] = best;
+        route[r0 + s] = best;
         total += prob[best];
     }
     let norm = select(1.0, 1.0 / max(total, 6.103515625e-5), P.normalize == 1u);
     for (var s = 0u; s < P.n_used; s++) {
-        route[P.n_used + s] = bitcast<u32>(prob[route[s]] * norm * P.scale);
+        route[r0 + P.n_used + s] = bitcast<u32>(prob[route[r0 + s]] * norm * P.scale);
     }
 }

@@ -197,13 +197,15 @@ fn router_and_expert_matvecs_against_cpu() {
     }
 }
 
-/// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU, against the naive form
-/// on the CPU: every head's keys and values decompressed from the latent cache.
+/// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU for a run of three
+/// tokens, against the naive form on the CPU, causal: every head's keys and values decompressed from the
+/// latent cache up to each token's own position.
 #[test]
 fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(23);
     let (n_head, kv_lora, q_nope, n_rot, v_dim, n_ctx) = (3u32, 64u32, 32u32, 16u32, 24u32, 40u32);
+    let (pos, n_tokens) = (29u32, 3usize);
     for neox in [false, true] {
         let rope = Rope {
             n_rot,
@@ -220,16 +222,16 @@ fn absorbed_mla_equals_the_naive_form() {
             rope,
             scale: 0.3,
         };
-        let pos = 29u32;
         let width = m.cache_width() as usize;
+        let q_dim = (n_head * m.q_stride()) as usize;
         // The cache before: rows < pos already normed and rotated (random), the rest zero.
         let mut cache = vec![0f32; n_ctx as usize * width];
         for v in &mut cache[..pos as usize * width] {
             *v = rng.f32();
         }
-        let kv = rng.vec(width);
+        let kv = rng.vec(n_tokens * width);
         let norm = rng.vec(kv_lora as usize);
-        let q = rng.vec((n_head * m.q_stride()) as usize);
+        let q = rng.vec(n_tokens * q_dim);
         let (k_b, k_b_deq) = packed(
             &gpu,
             GgmlType::F16,
@@ -249,19 +251,15 @@ fn absorbed_mla_equals_the_naive_form() {
 
         let cache_buffer = f32_buffer(&gpu, &cache);
         let q_buffer = f32_buffer(&gpu, &q);
-        let q_latent = scratch_buffer(&gpu, "q_latent", (n_head * kv_lora) as u64 * 4)
-            .block_on()
-            .unwrap();
-        let scores = scratch_buffer(&gpu, "scores", (n_head * n_ctx) as u64 * 4)
-            .block_on()
-            .unwrap();
-        let latent_out = scratch_buffer(&gpu, "latent_out", (n_head * kv_lora) as u64 * 4)
-            .block_on()
-            .unwrap();
-        let out = scratch_buffer(&gpu, "out", (n_head * v_dim) as u64 * 4)
-            .block_on()
-            .unwrap();
-        let mut plan = plan_at(&gpu, pos, &[0]);
+        let rows = |label: &str, n: u32| {
+            scratch_buffer(&gpu, label, (n_tokens as u32 * n) as u64 * 4)
+                .block_on()
+                .unwrap()
+        };
+        let q_latent = rows("q_latent", n_head * kv_lora);
+        let latent_out = rows("latent_out", n_head * kv_lora);
+        let out = rows("out", n_head * v_dim);
+        let mut plan = plan_at(&gpu, pos, &vec![0; n_tokens]);
         mla::push_kv(
             &mut plan,
             &m,
@@ -283,34 +281,42 @@ fn absorbed_mla_equals_the_naive_form() {
             q_latent: &q_latent,
             q: &q_buffer,
             cache: &cache_buffer,
-            scores: &scores,
             out: &latent_out,
         };
-        mla::push_attention(&mut plan, &m, n_ctx, &b);
+        mla::push_attention(&mut plan, &m, &b);
         matvec::push_grouped(&mut plan, &v_b, &latent_out, &out, false, v_dim, kv_lora);
         run(&gpu, plan);
 
-        // CPU: the cache row, the rotated query, the naive attention.
+        // CPU: the cache rows, each token's rotated query, the naive attention up to its position.
         let l = kv_lora as usize;
-        let mut row = rms_norm::reference(&kv[..l], &norm, 1e-6);
-        let mut pe = kv[l..].to_vec();
-        rope.reference(&mut pe, pos, None);
-        row.extend(pe);
-        let at = pos as usize * width;
-        cache[at..at + width].copy_from_slice(&row);
+        let got_out = read_back_f32(&gpu, &out, n_tokens * (n_head * v_dim) as usize)
+            .block_on()
+            .unwrap();
+        for t in 0..n_tokens {
+            let at_pos = pos + t as u32;
+            let kv_t = &kv[t * width..(t + 1) * width];
+            let mut row = rms_norm::reference(&kv_t[..l], &norm, 1e-6);
+            let mut pe = kv_t[l..].to_vec();
+            rope.reference(&mut pe, at_pos, None);
+            row.extend(pe);
+            let at = at_pos as usize * width;
+            cache[at..at + width].copy_from_slice(&row);
+        }
         let got_cache = read_back_f32(&gpu, &cache_buffer, cache.len())
             .block_on()
             .unwrap();
-        assert!(nmse(&got_cache, &cache) < 1e-10, "neox={neox}: cache row");
-        let mut q_rot = q.clone();
-        for h in q_rot.chunks_mut(m.q_stride() as usize) {
-            rope.reference(&mut h[q_nope as usize..], pos, None);
+        assert!(nmse(&got_cache, &cache) < 1e-10, "neox={neox}: cache rows");
+        for t in 0..n_tokens {
+            let at_pos = pos + t as u32;
+            let mut q_rot = q[t * q_dim..(t + 1) * q_dim].to_vec();
+            for h in q_rot.chunks_mut(m.q_stride() as usize) {
+                rope.reference(&mut h[q_nope as usize..], at_pos, None);
+            }
+            let end = (at_pos as usize + 1) * width;
+            let want = mla::reference_naive(&m, &q_rot, &cache[..end], &k_b_deq, &v_b_deq);
+            let got = &got_out[t * want.len()..(t + 1) * want.len()];
+            let e = nmse(got, &want);
+            assert!(e < 1e-9, "neox={neox}, token {t}: attention nmse {e}");
         }
-        let want = mla::reference_naive(&m, &q_rot, &cache[..at + width], &k_b_deq, &v_b_deq);
-        let e = nmse(
-            &read_back_f32(&gpu, &out, want.len()).block_on().unwrap(),
-            &want,
-        );
-        assert!(e < 1e-9, "neox={neox}: attention nmse {e}");
     }
 }

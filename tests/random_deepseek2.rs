@@ -27,3 +27,79 @@ fn random_deepseek2_models_match_references() {
     let reports = check_all(&gpu, &golden, TOL_F32, LLAMA_CPP);
     assert_eq!(reports.len(), 5);
 }
+
+/// A prompt read in chunks (the prefill plan: MLA's projections and attention and the experts over
+/// several tokens at once, the experts grouped by the tokens routed to them) leaves the cache one token
+/// at a time leaves: the logits after it are the f32 reference's and the one-token path's, and the
+/// greedy tokens that follow are the one-token path's. Chunks of 5 tokens cross the chunk boundary
+/// several times and end on a partial chunk. The scoring plan's log-probabilities at every position
+/// are the f32 reference's.
+#[test]
+fn chunked_prompts_equal_one_token_at_a_time() {
+    use pollster::FutureExt as _;
+    use wick::engine::{Engine, LoadOptions};
+    use wick::gguf::FileSource;
+    let Some(gpu) = gpu() else { return };
+    let golden: serde_json::Value =
+        serde_json::from_str(include_str!("goldens/random-deepseek2.json")).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let load = |file: &str, batch: u32, scoring: bool| {
+        let options = LoadOptions {
+            n_ctx: 64,
+            batch,
+            scoring,
+        };
+        let source = FileSource::open(root.join(file)).unwrap();
+        Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+            .block_on()
+            .unwrap()
+    };
+    let greedy = |engine: &mut Engine, first: u32| {
+        let mut tokens = vec![first];
+        for _ in 0..8 {
+            let last = *tokens.last().unwrap();
+            tokens.push(engine.step_greedy(last).block_on().unwrap());
+        }
+        tokens
+    };
+    for record in golden["records"].as_array().unwrap() {
+        let file = record["file"].as_str().unwrap();
+        let ids = common::fidelity::ids(&record["teacher_ids"]);
+        let f32_logits: Vec<Vec<f32>> =
+            serde_json::from_value(record["f32_logits"].clone()).unwrap();
+        let last = ids.len() - 1;
+
+        let mut one = load(file, 1, false);
+        let want = one.prefill(&ids).block_on().unwrap();
+        let mut chunked = load(file, 5, false);
+        let got = chunked.prefill(&ids).block_on().unwrap();
+        let off = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max)
+        };
+        let (e_one, e_f32) = (off(&got, &want), off(&got, &f32_logits[last]));
+        eprintln!("{file}: chunked logits off the one-token path's by {e_one:.2e}, the f32 reference's by {e_f32:.2e}");
+        assert!(e_one < 1e-3 && e_f32 < TOL_F32, "{file}: chunked logits");
+        let first = wick::sampler::argmax(&want);
+        assert_eq!(
+            greedy(&mut chunked, first),
+            greedy(&mut one, first),
+            "{file}: greedy"
+        );
+
+        let mut scoring = load(file, 7, true);
+        let log_probs = scoring
+            .log_probs(&ids[..last], ids[last])
+            .block_on()
+            .unwrap();
+        for (pos, lp) in log_probs.iter().enumerate() {
+            let want = wick::ops::log_prob::reference(&f32_logits[pos], ids[pos + 1] as usize);
+            assert!(
+                (lp - want).abs() < 0.01,
+                "{file} position {pos}: log-probability {lp}, the f32 reference's {want}"
+            );
+        }
+    }
+}

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 /// The kernels Wick dispatches, one per WGSL body in `shaders/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
-    /// y = W x (+ y), W packed, for one token; rows may read x in groups (per-head matrices).
+    /// y = W x (+ y), W packed, for each token of the run; rows may read x in groups (per-head
+    /// matrices).
     Matvec,
     /// W x for one token, two rows at a time, each pair stored as the `Store` says.
     MatvecPairs(Store),
@@ -33,8 +34,14 @@ pub enum Kernel {
     HeadNormRopeKv,
     /// x += rmsnorm(t) * w, then the next norm of x.
     NormAddNorm,
-    /// A mixture-of-experts router: probabilities, top-k, weights.
+    /// A mixture-of-experts router: probabilities, top-k, weights, for each token of the run.
     MoeRoute,
+    /// The run's (token, slot) pairs listed by the expert they were routed to.
+    MoeGroup,
+    /// X W_e^T over the experts' lists: a chunk's experts, each read once for its tokens.
+    MatmulId,
+    /// Each token's experts' outputs summed by weight into the residual.
+    MoeCombine,
     /// The log-probability of each token's successor, from its row of logits.
     TokenLogProb,
     /// x = cap * tanh(x / cap), in place.
@@ -47,7 +54,7 @@ pub enum Kernel {
     TopK,
     /// MLA's cache row: the latent normed, the rope part rotated.
     MlaKv,
-    /// MLA in absorbed form, in the latent space.
+    /// MLA in absorbed form, in the latent space, a workgroup per head and token.
     MlaAttention,
 }
 
@@ -116,23 +123,35 @@ impl Kernel {
             ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
         }
         let body = match self {
-            Kernel::Matvec => return [wgsl!("row_dot.wgsl", "matvec.wgsl"), row_sum].concat(),
+            Kernel::Matvec => {
+                return [wgsl!("step.wgsl", "row_dot.wgsl", "matvec.wgsl"), row_sum].concat()
+            }
             Kernel::MatvecPairs(store) => {
                 let body = wgsl!("step.wgsl", "row_dot.wgsl", "matvec_pairs.wgsl");
                 return [body, row_sum, &store.source()].concat();
             }
             Kernel::Matmul(store) => {
-                return [wgsl!("step.wgsl", "matmul.wgsl"), &store.source()].concat();
+                let body = wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul.wgsl");
+                return [body, &store.source()].concat();
             }
             Kernel::MatvecId => return [wgsl!("row_dot.wgsl", "matvec_id.wgsl"), row_sum].concat(),
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),
-            Kernel::Attention => wgsl!("step.wgsl", "reduce.wgsl", "attend.wgsl", "attention.wgsl"),
+            Kernel::Attention => {
+                wgsl!(
+                    "step.wgsl",
+                    "reduce.wgsl",
+                    "attend.wgsl",
+                    "head_keys.wgsl",
+                    "attention.wgsl"
+                )
+            }
             Kernel::AttentionSplit => {
                 wgsl!(
                     "step.wgsl",
                     "reduce.wgsl",
                     "attend.wgsl",
+                    "head_keys.wgsl",
                     "attention_split.wgsl"
                 )
             }
@@ -147,7 +166,10 @@ impl Kernel {
                 )
             }
             Kernel::NormAddNorm => wgsl!("step.wgsl", "reduce.wgsl", "norm_add_norm.wgsl"),
-            Kernel::MoeRoute => wgsl!("moe_route.wgsl"),
+            Kernel::MoeRoute => wgsl!("step.wgsl", "moe_route.wgsl"),
+            Kernel::MoeGroup => wgsl!("step.wgsl", "moe_group.wgsl"),
+            Kernel::MatmulId => wgsl!("matmul_tile.wgsl", "matmul_id.wgsl"),
+            Kernel::MoeCombine => wgsl!("step.wgsl", "moe_combine.wgsl"),
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),
             Kernel::Argmax => wgsl!("step.wgsl", "argmax.wgsl"),
@@ -159,6 +181,7 @@ impl Kernel {
                     "step.wgsl",
                     "rope.wgsl",
                     "reduce.wgsl",
+                    "attend.wgsl",
                     "mla_attention.wgsl"
                 )
             }

@@ -13,15 +13,15 @@
 //! stacked expert tensors, and their outputs are summed by weight into the residual with the shared
 //! experts'.
 
-use super::{Ends, Forward, Loader};
+use super::{Ends, Forward, Loader, Score};
 use crate::gguf::GgmlType;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
 use crate::ops::glu::{self, Activation, GateUp};
-use crate::ops::matvec_id::{self, Experts, Output};
 use crate::ops::mla::{self, Mla};
+use crate::ops::moe::{self, ExpertWeights, MoeBuffers, MoeShape};
 use crate::ops::moe_route::{self, Gating};
 use crate::ops::rope::{Rope, Yarn};
-use crate::ops::{embed, matvec, rms_norm};
+use crate::ops::{embed, log_prob, matvec, rms_norm};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -63,12 +63,18 @@ impl Config {
             0 => l.meta_u32("attention.value_length")?,
             v => v,
         };
-        if key_length <= n_rot || n_rot % 2 != 0 || n_rot > 128 {
+        if key_length <= n_rot || n_rot % 4 != 0 || n_rot > 128 {
             return Err(Error::Model(format!(
                 "a key of {key_length} with {n_rot} rope dimensions is not supported"
             )));
         }
         let q_nope = key_length - n_rot;
+        if kv_lora > mla::MAX_KV_LORA {
+            return Err(Error::Model(format!(
+                "a kv_lora_rank of {kv_lora} is more than the {} the attention kernel holds",
+                mla::MAX_KV_LORA
+            )));
+        }
         for (what, v) in [
             ("kv_lora_rank", kv_lora),
             ("the no-rope key", q_nope),
@@ -320,8 +326,35 @@ async fn split_kv_b(l: &mut Loader<'_>, m: &Mla, i: u32) -> Result<(GpuTensor, G
     ))
 }
 
-/// Loads the weights, allocates the caches and activations for `n_ctx` positions, and builds the plan.
-pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
+/// The activations, f32, a row per token of the run.
+struct Activations {
+    x: wgpu::Buffer,             // (batch, n_embd) the residual stream
+    xn: wgpu::Buffer,            // (batch, n_embd) normed
+    q_low: wgpu::Buffer,         // (batch, q_lora) the query's bottleneck
+    q_low_normed: wgpu::Buffer,  // (batch, q_lora)
+    q: wgpu::Buffer,             // (batch, n_head, q_stride)
+    kv: wgpu::Buffer,            // (batch, kv_lora + n_rot) the compressed kv
+    q_latent: wgpu::Buffer,      // (batch, n_head, kv_lora) the no-rope query through k_b
+    attn_latent: wgpu::Buffer,   // (batch, n_head, kv_lora) attention's output, in the latent space
+    attn: wgpu::Buffer,          // (batch, n_head * v_dim)
+    gate_up: wgpu::Buffer,       // (batch, 2 n_hidden) a dense block's gate and up, where apart
+    gate: wgpu::Buffer,          // (batch, n_hidden) the experts' gate per slot
+    up: wgpu::Buffer,            // (batch, n_hidden)
+    hidden: wgpu::Buffer,        // (batch, n_hidden)
+    router_logits: wgpu::Buffer, // (batch, n_expert)
+    route: wgpu::Buffer,         // (batch, 2 n_used)
+    groups: wgpu::Buffer,        // the chunk's tokens by expert
+    expert_out: wgpu::Buffer,    // (batch, n_used, n_embd) each slot's down, before the sum
+}
+
+/// Loads the weights, allocates the caches for `n_ctx` positions and the activations for `batch`
+/// tokens, and builds the decode and prefill plans, and the scoring plan where `scoring`.
+pub async fn load(
+    l: &mut Loader<'_>,
+    n_ctx: u32,
+    batch: u32,
+    scoring: bool,
+) -> Result<Forward, Error> {
     let c = Config::from_loader(l)?;
     let m = c.mla;
     let d = c.n_embd;
@@ -333,152 +366,196 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32) -> Result<Forward, Error> {
         blocks.push(load_block(l, &c, i, n_ctx).await?);
     }
 
-    // Activations, f32.
-    let f32s = |label: &'static str, n: u32| scratch_buffer(&gpu, label, n.max(1) as u64 * 4);
-    let x = f32s("x", d).await?;
-    let xn = f32s("xn", d).await?;
-    let q_low = f32s("q_low", c.q_lora).await?;
-    let q_low_n = f32s("q_low_normed", c.q_lora).await?;
-    let q = f32s("q", m.n_head * m.q_stride()).await?;
-    let kv = f32s("kv", m.cache_width()).await?;
-    let q_latent = f32s("q_latent", m.n_head * m.kv_lora).await?;
-    let attn_latent = f32s("attn_latent", m.n_head * m.kv_lora).await?;
-    let attn = f32s("attn", m.n_head * m.v_dim).await?;
-    let scores = scratch_buffer(&gpu, "scores", m.n_head as u64 * n_ctx as u64 * 4).await?;
-    let (n_used, n_ff_expert, n_shared_ff) = c.moe.map_or((0, 0, 0), |e| {
-        (e.gating.n_used, e.n_ff_expert, e.n_ff_expert * e.n_shared)
+    let rows = |label: &'static str, n: u32| {
+        scratch_buffer(&gpu, label, batch as u64 * n.max(1) as u64 * 4)
+    };
+    let (n_expert, n_used, n_ff_expert, n_shared_ff) = c.moe.map_or((1, 1, 0, 0), |e| {
+        let g = e.gating;
+        (
+            g.n_expert,
+            g.n_used,
+            e.n_ff_expert,
+            e.n_ff_expert * e.n_shared,
+        )
     });
     let n_hidden = c.n_ff.max(n_used * n_ff_expert).max(n_shared_ff);
-    let gate = f32s("gate", n_hidden).await?;
-    let up = f32s("up", n_hidden).await?;
-    let hidden = f32s("hidden", n_hidden).await?;
-    let gate_up = f32s("gate_up", 2 * n_hidden).await?; // the stacked gate and up's output
-    let router_logits = f32s("router_logits", c.moe.map_or(1, |e| e.gating.n_expert)).await?;
-    let route = f32s("route", 2 * n_used.max(1)).await?;
-    let logits = f32s("logits", c.n_vocab).await?;
-    let step = StepInput::new(&gpu, 1);
+    let a = Activations {
+        x: rows("x", d).await?,
+        xn: rows("xn", d).await?,
+        q_low: rows("q_low", c.q_lora).await?,
+        q_low_normed: rows("q_low_normed", c.q_lora).await?,
+        q: rows("q", m.n_head * m.q_stride()).await?,
+        kv: rows("kv", m.cache_width()).await?,
+        q_latent: rows("q_latent", m.n_head * m.kv_lora).await?,
+        attn_latent: rows("attn_latent", m.n_head * m.kv_lora).await?,
+        attn: rows("attn", m.n_head * m.v_dim).await?,
+        gate_up: rows("gate_up", 2 * n_hidden).await?,
+        gate: rows("gate", n_hidden).await?,
+        up: rows("up", n_hidden).await?,
+        hidden: rows("hidden", n_hidden).await?,
+        router_logits: rows("router_logits", n_expert).await?,
+        route: rows("route", 2 * n_used).await?,
+        groups: scratch_buffer(&gpu, "expert groups", moe::groups_len(n_expert, batch) * 4).await?,
+        expert_out: match (c.moe, batch) {
+            (Some(_), 2..) => rows("expert_out", n_used * d).await?,
+            _ => scratch_buffer(&gpu, "expert_out", 4).await?,
+        },
+    };
+    let logits = scratch_buffer(&gpu, "logits", c.n_vocab as u64 * 4).await?;
+    let step = StepInput::new(&gpu, batch);
+    let model = Model {
+        c: &c,
+        blocks: &blocks,
+        ends: &ends,
+        a: &a,
+    };
 
-    // MLA's kernels take one token at a time, so this model has a decode plan only.
-    let mut plan = Plan::new(&gpu, &step, 1);
-    embed::push(&mut plan, &ends.token_embd, &x, 1.0);
-    for b in &blocks {
-        plan.layer_boundary();
-        rms_norm::push(&mut plan, &x, &b.attn_norm, &xn, d, c.rms_eps);
-        match &b.q {
-            QueryWeights::Direct(w) => matvec::push(&mut plan, w, &xn, &q, false),
-            QueryWeights::LowRank { a, a_norm, b: wb } => {
-                matvec::push(&mut plan, a, &xn, &q_low, false);
-                rms_norm::push(&mut plan, &q_low, a_norm, &q_low_n, c.q_lora, c.rms_eps);
-                matvec::push(&mut plan, wb, &q_low_n, &q, false);
-            }
+    let mut decode = Plan::new(&gpu, &step, 1);
+    model.push_layers(&mut decode);
+    ends.push_logits(&mut decode, &a.x, &a.xn, &logits, c.rms_eps);
+    decode.finish(&gpu).await?;
+    let prefill = match batch {
+        1 => None,
+        _ => {
+            let mut plan = Plan::new(&gpu, &step, batch);
+            model.push_layers(&mut plan);
+            plan.finish(&gpu).await?;
+            Some(plan)
         }
-        matvec::push(&mut plan, &b.kv_a, &xn, &kv, false);
-        mla::push_kv(&mut plan, &m, &kv, &b.kv_a_norm, c.rms_eps, &b.cache);
-        matvec::push_grouped(
-            &mut plan,
-            &b.k_b,
-            &q,
-            &q_latent,
-            false,
-            m.kv_lora,
-            m.q_stride(),
-        );
-        let buffers = mla::AttentionBuffers {
-            q_latent: &q_latent,
-            q: &q,
-            cache: &b.cache,
-            scores: &scores,
-            out: &attn_latent,
-        };
-        mla::push_attention(&mut plan, &m, n_ctx, &buffers);
-        matvec::push_grouped(
-            &mut plan,
-            &b.v_b,
-            &attn_latent,
-            &attn,
-            false,
-            m.v_dim,
-            m.kv_lora,
-        );
-        matvec::push(&mut plan, &b.attn_output, &attn, &x, true);
-        rms_norm::push(&mut plan, &x, &b.ffn_norm, &xn, d, c.rms_eps);
-        match &b.ffn {
-            FeedForward::Dense { gate_up: gu, down } => {
-                glu::push_ffn(
-                    &mut plan,
-                    Activation::Silu,
-                    (gu, down),
-                    &xn,
-                    (&gate_up, &hidden),
-                    (&x, true),
-                );
-            }
-            FeedForward::Moe {
-                router,
-                bias,
-                gate: g,
-                up: u,
-                down,
-                shared,
-            } => {
-                let moe = c.moe.expect("MoE layers come with an MoE config");
-                matvec::push(&mut plan, router, &xn, &router_logits, false);
-                moe_route::push(
-                    &mut plan,
-                    &moe.gating,
-                    &router_logits,
-                    bias.as_ref(),
-                    &route,
-                );
-                let experts = Experts {
-                    rows: moe.n_ff_expert,
-                    n_slots: moe.gating.n_used,
-                    route: &route,
-                };
-                matvec_id::push(&mut plan, g, &experts, &xn, 0, &gate, Output::PerSlot);
-                matvec_id::push(&mut plan, u, &experts, &xn, 0, &up, Output::PerSlot);
-                glu::push(
-                    &mut plan,
-                    Activation::Silu,
-                    &gate,
-                    &up,
-                    &hidden,
-                    n_used * n_ff_expert,
-                );
-                let down_experts = Experts { rows: d, ..experts };
-                matvec_id::push(
-                    &mut plan,
-                    down,
-                    &down_experts,
-                    &hidden,
-                    n_ff_expert,
-                    &x,
-                    Output::WeightedSum,
-                );
-                if let Some((gu, down)) = shared {
-                    glu::push_ffn(
-                        &mut plan,
-                        Activation::Silu,
-                        (gu, down),
-                        &xn,
-                        (&gate_up, &hidden),
-                        (&x, true),
-                    );
-                }
-            }
+    };
+    let score = match scoring {
+        false => None,
+        true => {
+            // As many tokens as the prompt batch, or as one binding of their logits holds.
+            let rows_fit = gpu.max_binding() / (c.n_vocab as u64 * 4);
+            let rows = (batch as u64).min(rows_fit).max(1) as u32;
+            let row_logits = rows as u64 * c.n_vocab as u64 * 4;
+            let row_logits = scratch_buffer(&gpu, "logits of each token", row_logits).await?;
+            let log_probs = scratch_buffer(&gpu, "log-probabilities", rows as u64 * 4).await?;
+            let mut plan = Plan::new(&gpu, &step, rows);
+            model.push_layers(&mut plan);
+            ends.push_logits(&mut plan, &a.x, &a.xn, &row_logits, c.rms_eps);
+            log_prob::push(&mut plan, &row_logits, &log_probs, c.n_vocab);
+            plan.finish(&gpu).await?;
+            Some(Score { plan, log_probs })
         }
-    }
-    plan.layer_boundary();
-    ends.push_logits(&mut plan, &x, &xn, &logits, c.rms_eps);
-    plan.finish(&gpu).await?;
+    };
     Ok(Forward {
-        decode: plan,
+        decode,
         decode_long: None,
-        prefill: None,
-        score: None,
+        prefill,
+        score,
         step,
         logits,
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
     })
+}
+
+/// What the plans are made of.
+struct Model<'a> {
+    c: &'a Config,
+    blocks: &'a [Block],
+    ends: &'a Ends,
+    a: &'a Activations,
+}
+
+impl Model<'_> {
+    /// The embedding lookup and every layer, for each token of the run.
+    fn push_layers(&self, plan: &mut Plan) {
+        let (c, a) = (self.c, self.a);
+        let (d, eps) = (c.n_embd, c.rms_eps);
+        embed::push(plan, &self.ends.token_embd, &a.x, 1.0);
+        for b in self.blocks {
+            plan.layer_boundary();
+            rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, d, eps);
+            self.push_attention(plan, b);
+            matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
+            rms_norm::push(plan, &a.x, &b.ffn_norm, &a.xn, d, eps);
+            self.push_feed_forward(plan, &b.ffn);
+        }
+        plan.layer_boundary();
+    }
+
+    /// The query and the compressed kv from xn, the cache row, attention in the latent space, and its
+    /// output out of it into `attn`.
+    fn push_attention(&self, plan: &mut Plan, b: &Block) {
+        let (c, a) = (self.c, self.a);
+        let m = &c.mla;
+        match &b.q {
+            QueryWeights::Direct(w) => matvec::push(plan, w, &a.xn, &a.q, false),
+            QueryWeights::LowRank {
+                a: wa,
+                a_norm,
+                b: wb,
+            } => {
+                matvec::push(plan, wa, &a.xn, &a.q_low, false);
+                rms_norm::push(plan, &a.q_low, a_norm, &a.q_low_normed, c.q_lora, c.rms_eps);
+                matvec::push(plan, wb, &a.q_low_normed, &a.q, false);
+            }
+        }
+        matvec::push(plan, &b.kv_a, &a.xn, &a.kv, false);
+        mla::push_kv(plan, m, &a.kv, &b.kv_a_norm, c.rms_eps, &b.cache);
+        let (lora, q_stride) = (m.kv_lora, m.q_stride());
+        matvec::push_grouped(plan, &b.k_b, &a.q, &a.q_latent, false, lora, q_stride);
+        let buffers = mla::AttentionBuffers {
+            q_latent: &a.q_latent,
+            q: &a.q,
+            cache: &b.cache,
+            out: &a.attn_latent,
+        };
+        mla::push_attention(plan, m, &buffers);
+        matvec::push_grouped(plan, &b.v_b, &a.attn_latent, &a.attn, false, m.v_dim, lora);
+    }
+
+    /// The feed-forward block from xn, added into x.
+    fn push_feed_forward(&self, plan: &mut Plan, ffn: &FeedForward) {
+        let (c, a) = (self.c, self.a);
+        let scratch = (&a.gate_up, &a.hidden);
+        match ffn {
+            FeedForward::Dense { gate_up, down } => {
+                glu::push_ffn(
+                    plan,
+                    Activation::Silu,
+                    (gate_up, down),
+                    &a.xn,
+                    scratch,
+                    (&a.x, true),
+                );
+            }
+            FeedForward::Moe {
+                router,
+                bias,
+                gate,
+                up,
+                down,
+                shared,
+            } => {
+                let e = c.moe.expect("MoE layers come with an MoE config");
+                matvec::push(plan, router, &a.xn, &a.router_logits, false);
+                moe_route::push(plan, &e.gating, &a.router_logits, bias.as_ref(), &a.route);
+                let shape = MoeShape {
+                    n_expert: e.gating.n_expert,
+                    n_used: e.gating.n_used,
+                    n_embd: c.n_embd,
+                    n_ff: e.n_ff_expert,
+                    activation: Activation::Silu,
+                };
+                let weights = ExpertWeights { gate, up, down };
+                let buffers = MoeBuffers {
+                    route: &a.route,
+                    groups: &a.groups,
+                    gate: &a.gate,
+                    up: &a.up,
+                    hidden: &a.hidden,
+                    out: &a.expert_out,
+                };
+                moe::push(plan, shape, &weights, &a.xn, &buffers, &a.x);
+                if let Some((gate_up, down)) = shared {
+                    let ffn = (gate_up, down);
+                    glu::push_ffn(plan, Activation::Silu, ffn, &a.xn, scratch, (&a.x, true));
+                }
+            }
+        }
+    }
 }

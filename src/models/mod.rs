@@ -49,11 +49,11 @@ pub struct Forward {
     /// a long cache needs to keep a large GPU busy. None where the context never gets that long.
     pub decode_long: Option<(u32, Plan)>,
     /// Up to `step.batch` tokens of a prompt through the layers, filling the KV cache; no logits.
-    /// None where the architecture's kernels take one token at a time.
+    /// None where the load asked for one token at a time.
     pub prefill: Option<Plan>,
     /// Up to `plan.batch` tokens through the layers and the head, each scored by the log-probability of
     /// its successor. Only where the load asked for it (perplexity), since it holds a row of logits per
-    /// token; None where the architecture's kernels take one token at a time.
+    /// token.
     pub score: Option<Score>,
     /// The position and tokens of the next run, written before each submit.
     pub step: StepInput,
@@ -122,7 +122,7 @@ pub async fn load(
     let arch = loader.arch.clone();
     match (dense_family(&arch), arch.as_str()) {
         (Some(family), _) => dense::load(loader, family, n_ctx, batch, scoring).await,
-        (None, "deepseek2") => deepseek2::load(loader, n_ctx).await,
+        (None, "deepseek2") => deepseek2::load(loader, n_ctx, batch, scoring).await,
         _ => Err(Error::UnsupportedArchitecture(arch)),
     }
 }
@@ -139,7 +139,7 @@ pub fn describe(header: &Header) -> Result<Vec<String>, Error> {
             Ok(family(&meta, &c, n_ctx)?.describe(&c))
         }
         (None, "deepseek2") => Ok(vec![
-            "Multi-head Latent Attention in absorbed form over one latent cache; mixture-of-experts read by index on the GPU; prompts one token at a time".into(),
+            "Multi-head Latent Attention in absorbed form over one latent cache; mixture-of-experts read by index on the GPU for a token, grouped by expert for a prompt's chunk".into(),
         ]),
         _ => Err(Error::UnsupportedArchitecture(meta.arch)),
     }

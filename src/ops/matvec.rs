@@ -19,6 +19,8 @@ struct Params {
     accumulate: u32,
     group_rows: u32,
     group_stride: u32,
+    x_stride: u32,
+    y_stride: u32,
 }
 
 #[repr(C)]
@@ -58,7 +60,13 @@ fn push_at(
     accumulate: bool,
 ) {
     if plan.batch == 1 {
-        push_one(plan, w, x, (y, offset), accumulate, w.rows, 0);
+        let layout = Layout {
+            group_rows: w.rows,
+            group_stride: 0,
+            x_stride: w.row_len,
+            y_stride: stride,
+        };
+        push_one(plan, w, x, (y, offset), accumulate, layout);
         return;
     }
     let params = |part: &TensorPart| {
@@ -119,9 +127,10 @@ pub fn push_pairs(
     plan.weight_bytes += w.bytes();
 }
 
-/// As `push` for one token, with W's rows in groups of `group_rows` that each read their own x: group g
-/// reads x from float g * `group_stride` (a multiple of 4). Per-head matrices stacked in one tensor
-/// work so.
+/// As `push`, with W's rows in groups of `group_rows` that each read their own x: group g reads x
+/// from float g * `group_stride` (a multiple of 4) of the token's row. Per-head matrices stacked in one
+/// tensor work so. x: (batch, groups * group_stride), y: (batch, W.rows). Each token reads W again (the
+/// matvec kernel, not the tiled matmul): meant for small matrices, which stay in cache between tokens.
 pub fn push_grouped(
     plan: &mut Plan,
     w: &GpuTensor,
@@ -131,7 +140,23 @@ pub fn push_grouped(
     group_rows: u32,
     group_stride: u32,
 ) {
-    push_one(plan, w, x, (y, 0), accumulate, group_rows, group_stride);
+    assert!(w.rows % group_rows == 0, "{}: a group splits", w.name);
+    let x_stride = w.rows / group_rows * group_stride;
+    let layout = Layout {
+        group_rows,
+        group_stride,
+        x_stride,
+        y_stride: w.rows,
+    };
+    push_one(plan, w, x, (y, 0), accumulate, layout);
+}
+
+/// How the matvec kernel finds each row's x and each token's rows, in floats.
+struct Layout {
+    group_rows: u32,
+    group_stride: u32,
+    x_stride: u32,
+    y_stride: u32,
 }
 
 /// The matvec kernel's dispatches; W's rows land in y from index `offset`.
@@ -141,11 +166,16 @@ fn push_one(
     x: &wgpu::Buffer,
     (y, offset): (&wgpu::Buffer, u32),
     accumulate: bool,
-    group_rows: u32,
-    group_stride: u32,
+    layout: Layout,
 ) {
-    assert!(group_stride % 4 == 0 && group_rows > 0);
-    assert_eq!(plan.batch, 1, "the matvec kernel runs one token");
+    let Layout {
+        group_rows,
+        group_stride,
+        x_stride,
+        y_stride,
+    } = layout;
+    assert!(group_stride % 4 == 0 && x_stride % 4 == 0 && group_rows > 0);
+    let step = plan.step.clone();
     for part in &w.parts {
         // Each part is its own shape: the tuned kernel shape for its rows.
         let shape = MatvecShape {
@@ -162,8 +192,10 @@ fn push_one(
             accumulate: accumulate as u32,
             group_rows,
             group_stride: group_stride / 4,
+            x_stride: x_stride / 4,
+            y_stride,
         };
-        plan.push_matvec(shape, &[&part.buffer, x, y], super::params(&p));
+        plan.push_matvec(shape, &[&part.buffer, x, y, &step], super::params(&p));
     }
     plan.weight_bytes += w.bytes();
 }

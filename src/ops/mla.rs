@@ -1,7 +1,10 @@
 //! Multi-head Latent Attention (DeepSeek-V2) in absorbed form: the cache write (shaders/mla_kv.wgsl) and
-//! attention in the latent space (shaders/mla_attention.wgsl). Each position caches kv_lora latent values
-//! and n_rot rope values, once for all heads; k_b takes each head's query into the latent space before
-//! attention and v_b takes its output out after it (matvec::push_grouped).
+//! attention in the latent space (shaders/mla_attention.wgsl), for each token of the run. Each position
+//! caches kv_lora latent values and n_rot rope values, once for all heads; k_b takes each head's query
+//! into the latent space before attention and v_b takes its output out after it
+//! (matvec::push_grouped). In that form MLA is multi-query attention whose key is a cache row and whose
+//! value is the row's latent, so it runs on the grouped-query kernels' online softmax
+//! (shaders/attend.wgsl).
 
 use super::rope::{Rope, RopeParams};
 use crate::gpu::{Kernel, PipelineKey, Plan};
@@ -48,13 +51,15 @@ struct AttentionParams {
     kv_lora: u32,
     q_stride: u32,
     q_rope: u32,
-    n_ctx: u32,
     scale: f32,
-    _pad: [u32; 2],
+    softcap: f32,
 }
 
-/// Adds the cache write of the step's compressed kv (kv_lora + n_rot): latent normed by `norm`, rope
-/// part rotated, into row `pos` of `cache`.
+/// The largest latent the attention kernel takes: 4 values for each of its 128 threads.
+pub const MAX_KV_LORA: u32 = 512;
+
+/// Adds the cache write of each token's compressed kv ((batch, kv_lora + n_rot)): latent normed by
+/// `norm`, rope part rotated, into the token's row of `cache`.
 pub fn push_kv(
     plan: &mut Plan,
     m: &Mla,
@@ -73,29 +78,33 @@ pub fn push_kv(
         workgroup: 256,
         ..PipelineKey::new(Kernel::MlaKv, None)
     };
-    assert_eq!(plan.batch, 1, "MLA runs one token at a time");
     let step = plan.step.clone();
-    plan.push(key, &[kv, norm, cache, &step], super::params(&p), [1, 1, 1]);
+    plan.push(
+        key,
+        &[kv, norm, cache, &step],
+        super::params(&p),
+        [plan.batch, 1, 1],
+    );
 }
 
 /// The buffers attention reads and writes.
 pub struct AttentionBuffers<'a> {
-    /// (n_head, kv_lora): each head's no-rope query through k_b.
+    /// (batch, n_head, kv_lora): each head's no-rope query through k_b.
     pub q_latent: &'a wgpu::Buffer,
-    /// (n_head, q_stride): the query; its rope part is rotated as it is read.
+    /// (batch, n_head, q_stride): the query; its rope part is rotated as it is read.
     pub q: &'a wgpu::Buffer,
     /// (n_ctx, kv_lora + n_rot)
     pub cache: &'a wgpu::Buffer,
-    /// (n_head, n_ctx) scratch
-    pub scores: &'a wgpu::Buffer,
-    /// (n_head, kv_lora)
+    /// (batch, n_head, kv_lora)
     pub out: &'a wgpu::Buffer,
 }
 
-pub fn push_attention(plan: &mut Plan, m: &Mla, n_ctx: u32, b: &AttentionBuffers) {
+/// Adds attention for each token of the run: token t, at position pos + t, attends to positions
+/// 0..=pos + t.
+pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
     assert!(
-        m.rope.n_rot <= 128,
-        "the kernel holds at most 128 rope values"
+        m.kv_lora <= MAX_KV_LORA && m.rope.n_rot <= 128 && m.rope.n_rot % 4 == 0,
+        "the kernel holds a latent of at most {MAX_KV_LORA} and at most 128 rope values, in vec4s"
     );
     let p = AttentionParams {
         rope: m.rope.params(),
@@ -103,17 +112,19 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, n_ctx: u32, b: &AttentionBuffers
         kv_lora: m.kv_lora,
         q_stride: m.q_stride(),
         q_rope: m.q_nope,
-        n_ctx,
         scale: m.scale,
-        _pad: [0; 2],
+        softcap: 0.0,
     };
-    assert_eq!(plan.batch, 1, "MLA runs one token at a time");
     let step = plan.step.clone();
+    let key = PipelineKey {
+        workgroup: 128,
+        ..PipelineKey::new(Kernel::MlaAttention, None)
+    };
     plan.push(
-        PipelineKey::new(Kernel::MlaAttention, None),
-        &[b.q_latent, b.q, b.cache, b.scores, b.out, &step],
+        key,
+        &[b.q_latent, b.q, b.cache, b.cache, b.out, &step],
         super::params(&p),
-        [m.n_head, 1, 1],
+        [m.n_head, plan.batch, 1],
     );
 }
 

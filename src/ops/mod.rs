@@ -9,6 +9,7 @@ pub mod log_prob;
 pub mod matvec;
 pub mod matvec_id;
 pub mod mla;
+pub mod moe;
 pub mod moe_route;
 pub mod rms_norm;
 pub mod rope;

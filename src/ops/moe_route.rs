@@ -29,8 +29,8 @@ struct Params {
     has_bias: u32,
 }
 
-/// Adds the router: `logits` (n_expert) and an optional selection `bias` (n_expert) into `route`
-/// ((n_used) ids, then (n_used) f32 weights).
+/// Adds the router for each token of the run: `logits` (batch, n_expert) and an optional selection
+/// `bias` (n_expert) into `route` (batch, (n_used) ids then (n_used) f32 weights).
 pub fn push(
     plan: &mut Plan,
     g: &Gating,
@@ -47,14 +47,15 @@ pub fn push(
         scale: g.scale,
         has_bias: bias.is_some() as u32,
     };
+    let step = plan.step.clone();
     plan.push(
         PipelineKey {
             workgroup: 1,
             ..PipelineKey::new(Kernel::MoeRoute, None)
         },
-        &[logits, bias.unwrap_or(logits), route],
+        &[logits, bias.unwrap_or(logits), route, &step],
         super::params(&p),
-        [1, 1, 1],
+        [plan.batch, 1, 1],
     );
 }
 

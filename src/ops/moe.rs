@@ -1,0 +1,187 @@
+//! A mixture-of-experts feed-forward block after its router (ops::moe_route): the chosen experts' gate
+//! and up, the gated activation, down, and the sum of their outputs by weight into the residual. One
+//! token reads its experts by index (shaders/matvec_id.wgsl). A prompt's chunk first lists its tokens by
+//! the expert they were routed to (shaders/moe_group.wgsl), then runs each expert once over its list as a
+//! tiled matrix product (shaders/matmul_id.wgsl), so an expert's weights are dequantized once for up to
+//! 16 of its tokens rather than once per token, and sums at the end (shaders/moe_combine.wgsl).
+
+use super::glu::{self, Activation};
+use super::matvec_id::{self, Experts, Output};
+use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan};
+
+/// The stacked experts' matrices: n_expert * n_ff rows of n_embd (gate, up), n_expert * n_embd rows of
+/// n_ff (down).
+pub struct ExpertWeights<'a> {
+    pub gate: &'a GpuTensor,
+    pub up: &'a GpuTensor,
+    pub down: &'a GpuTensor,
+}
+
+/// What the block reads and writes, each with a row per token of the run.
+pub struct MoeBuffers<'a> {
+    /// (batch, n_used ids then n_used f32 weights), as moe_route writes it.
+    pub route: &'a wgpu::Buffer,
+    /// `groups_len` u32: each expert's tokens (a run of more than one token).
+    pub groups: &'a wgpu::Buffer,
+    /// (batch, n_used * n_ff) each: gate's and up's outputs per slot, and the activation.
+    pub gate: &'a wgpu::Buffer,
+    pub up: &'a wgpu::Buffer,
+    pub hidden: &'a wgpu::Buffer,
+    /// (batch, n_used * n_embd): each slot's down output before the sum (a run of more than one
+    /// token).
+    pub out: &'a wgpu::Buffer,
+}
+
+/// The shape of the block.
+#[derive(Clone, Copy, Debug)]
+pub struct MoeShape {
+    pub n_expert: u32,
+    pub n_used: u32,
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub activation: Activation,
+}
+
+/// u32s of the expert lists of a run of `batch` tokens: a count per expert, then a list per expert.
+pub fn groups_len(n_expert: u32, batch: u32) -> u64 {
+    n_expert as u64 * (1 + batch as u64)
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct GroupParams {
+    n_expert: u32,
+    n_used: u32,
+    max_items: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MatmulIdParams {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    first_row: u32,
+    part_rows: u32,
+    n_expert: u32,
+    n_used: u32,
+    max_items: u32,
+    x_per_item: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct CombineParams {
+    n: u32,
+    n_used: u32,
+}
+
+/// Adds the experts' block for each token of the run: from `xn` (batch, n_embd), normed, into the
+/// residual `x` (batch, n_embd), which it adds to.
+pub fn push(
+    plan: &mut Plan,
+    s: MoeShape,
+    w: &ExpertWeights,
+    xn: &wgpu::Buffer,
+    b: &MoeBuffers,
+    x: &wgpu::Buffer,
+) {
+    let n_hidden = s.n_used * s.n_ff;
+    if plan.batch == 1 {
+        let experts = Experts {
+            rows: s.n_ff,
+            n_slots: s.n_used,
+            route: b.route,
+        };
+        matvec_id::push(plan, w.gate, &experts, xn, 0, b.gate, Output::PerSlot);
+        matvec_id::push(plan, w.up, &experts, xn, 0, b.up, Output::PerSlot);
+        glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
+        let down = Experts {
+            rows: s.n_embd,
+            ..experts
+        };
+        matvec_id::push(
+            plan,
+            w.down,
+            &down,
+            b.hidden,
+            s.n_ff,
+            x,
+            Output::WeightedSum,
+        );
+        return;
+    }
+    let step = plan.step.clone();
+    let p = GroupParams {
+        n_expert: s.n_expert,
+        n_used: s.n_used,
+        max_items: plan.batch,
+    };
+    let key = PipelineKey {
+        workgroup: 256,
+        ..PipelineKey::new(Kernel::MoeGroup, None)
+    };
+    plan.push(
+        key,
+        &[b.route, b.groups, &step],
+        super::params(&p),
+        [1, 1, 1],
+    );
+    push_by_expert(plan, &s, (w.gate, s.n_ff), (xn, false), b.groups, b.gate);
+    push_by_expert(plan, &s, (w.up, s.n_ff), (xn, false), b.groups, b.up);
+    glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
+    push_by_expert(
+        plan,
+        &s,
+        (w.down, s.n_embd),
+        (b.hidden, true),
+        b.groups,
+        b.out,
+    );
+    let p = CombineParams {
+        n: s.n_embd,
+        n_used: s.n_used,
+    };
+    plan.push(
+        PipelineKey::new(Kernel::MoeCombine, None),
+        &[b.out, b.route, x, &step],
+        super::params(&p),
+        [s.n_embd.div_ceil(64), plan.batch, 1],
+    );
+}
+
+/// Each expert's matrix (`rows` rows of it in the stacked tensor) over its listed items, y: (items,
+/// rows). x has a row per token, or per item where `per_item`.
+fn push_by_expert(
+    plan: &mut Plan,
+    s: &MoeShape,
+    (w, rows): (&GpuTensor, u32),
+    (x, per_item): (&wgpu::Buffer, bool),
+    groups: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+) {
+    let key = PipelineKey::new(Kernel::MatmulId, Some(w.ty));
+    for part in &w.parts {
+        let p = MatmulIdParams {
+            rows,
+            cols: w.row_len,
+            row_bytes: w.row_bytes,
+            first_row: part.first_row,
+            part_rows: part.rows,
+            n_expert: s.n_expert,
+            n_used: s.n_used,
+            max_items: plan.batch,
+            x_per_item: per_item as u32,
+        };
+        let workgroups = [rows.div_ceil(64), plan.batch.div_ceil(16), s.n_expert];
+        plan.push(
+            key,
+            &[&part.buffer, x, groups, y],
+            super::params(&p),
+            workgroups,
+        );
+    }
+    // A chunk reads at most every expert, and no more experts than its tokens chose.
+    let read = s.n_expert.min(plan.batch * s.n_used) as u64;
+    plan.weight_bytes += w.bytes() * read / s.n_expert as u64;
+}
