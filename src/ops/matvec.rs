@@ -224,7 +224,7 @@ pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     let w = GpuTensor::from_host(gpu, &shape, bytemuck::cast_slice(&w)).await?;
     let x = storage_buffer(gpu, "subgroup check x", bytemuck::cast_slice(&x));
     let y = scratch_buffer(gpu, "subgroup check y", rows as u64 * 4).await?;
-    let step = StepInput::new(gpu, 1);
+    let step = StepInput::with(gpu, 0, &[0]);
     let mut plan = Plan::new(gpu, &step, 1);
     push(&mut plan, &w, &x, &y, false);
     plan.finish(gpu).await?;
