@@ -1,9 +1,8 @@
 // y[row] = dot(W[row], x) (+ y[row] when accumulating: the residual add), W packed.
 // A workgroup of WG threads takes WG / TPR rows; the TPR threads of a row stride over its 32-weight chunks.
 // Rows may come in groups that each read their own slice of x (per-head matrices stacked in one tensor,
-// as MLA's k_b and v_b): row r reads x from vec4 (r / group_rows) * group_stride. One layer of
-// workgroups (z) per token of the run, each with its own row of X and of Y. Needs step.wgsl,
-// row_dot.wgsl and a row_sum file.
+// as MLA's k_b and v_b): row r reads x from vec4 (r / group_rows) * group_stride. Needs row_dot.wgsl
+// and a row_sum file.
 
 struct Params {
     rows: u32,         // rows in this part of W
@@ -13,15 +12,12 @@ struct Params {
     accumulate: u32,   // 1: y += W x
     group_rows: u32,   // rows that share one slice of x
     group_stride: u32, // vec4s between the slices of consecutive groups (0: one x for all)
-    x_stride: u32,     // vec4s in a token's row of X
-    y_stride: u32,     // floats in a token's row of Y
 }
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
-@group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, x_stride)
-@group(0) @binding(2) var<storage, read_write> Y: array<f32>;      // (batch, y_stride)
-@group(0) @binding(3) var<storage, read> step: Step;
-@group(0) @binding(4) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> Y: array<f32>;      // (out_offset + rows)
+@group(0) @binding(3) var<uniform> P: Params;
 
 override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per row, a power of two dividing WG
@@ -29,20 +25,14 @@ override TPR: u32 = 64u; // threads per row, a power of two dividing WG
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let token = wg.z;
-    if (token >= step.n_tokens) {
-        return;
-    }
     let row = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
     let o = P.out_offset + row;
     var acc = 0.0;
     if (row < P.rows) {
-        let x0 = token * P.x_stride + (o / P.group_rows) * P.group_stride;
-        acc = row_dot(row * P.row_bytes, x0, P.cols, t % TPR);
+        acc = row_dot(row * P.row_bytes, (o / P.group_rows) * P.group_stride, P.cols, t % TPR);
     }
     let total = row_sum(t, acc);
-    let y = token * P.y_stride + o;
     if (t % TPR == 0u && row < P.rows) {
-        Y[y] = select(0.0, Y[y], P.accumulate == 1u) + total;
+        Y[o] = select(0.0, Y[o], P.accumulate == 1u) + total;
     }
 }

@@ -78,6 +78,15 @@ impl std::ops::Sub for Totals {
     }
 }
 
+/// The plan `Engine::profile` times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profiled {
+    /// One token's decode step.
+    Decode,
+    /// One full chunk of a prompt.
+    Prefill,
+}
+
 pub struct Engine {
     pub gpu: Arc<Gpu>,
     pub header: Header,
@@ -329,14 +338,22 @@ impl Engine {
         Ok(values)
     }
 
-    /// Times each dispatch of the decode plan on its own (`time_dispatch`), at the current position
-    /// (nothing is cached: the KV cache row written is the next one). Returns each pipeline's name and
-    /// the summed time per token of its dispatches, slowest first. A profile, not a decode.
-    pub async fn profile(&mut self) -> Result<Vec<(String, Duration)>, Error> {
+    /// Times each dispatch of a plan on its own (`time_dispatch`): the decode plan for one token, or
+    /// the prefill plan for a whole chunk, at the current position (nothing is cached: the KV cache rows
+    /// written are the next ones). Returns each pipeline's name and the summed time of its dispatches
+    /// per run, slowest first; empty where the model has no prefill plan. A profile, not a run.
+    pub async fn profile(&mut self, plan: Profiled) -> Result<Vec<(String, Duration)>, Error> {
         let gpu = &self.gpu;
-        self.write_scratch_step();
+        let plan = match plan {
+            Profiled::Decode => &self.forward.decode,
+            Profiled::Prefill => match &self.forward.prefill {
+                Some(prefill) => prefill,
+                None => return Ok(Vec::new()),
+            },
+        };
+        self.write_scratch_step(plan.batch);
         let mut totals: Vec<(String, Duration)> = Vec::new();
-        for d in &self.forward.decode.dispatches {
+        for d in &plan.dispatches {
             let time = time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups).await?;
             let name = d.key.name();
             match totals.iter_mut().find(|(n, _)| *n == name) {
@@ -348,12 +365,14 @@ impl Engine {
         Ok(totals)
     }
 
-    /// Points the step input at the next position, for runs of single dispatches (a profile, tuning):
-    /// the one cache row they write is one the next step writes again. A full cache's last row is
-    /// taken instead, which no later step reads without writing it first.
-    fn write_scratch_step(&self) {
-        let pos = self.pos.min(self.n_ctx - 1);
-        self.forward.step.write(&self.gpu, pos, &[0]);
+    /// Points the step input at the next position with `n` tokens, for runs of single dispatches (a
+    /// profile, tuning): the cache rows they write are ones later steps write again. Near a full cache
+    /// its last rows are taken instead, which no later step reads without writing them first.
+    fn write_scratch_step(&self, n: u32) {
+        let pos = self.pos.min(self.n_ctx - n);
+        self.forward
+            .step
+            .write(&self.gpu, pos, &vec![0; n as usize]);
     }
 
     /// Runs `tokens` and returns the logits after the last one. All but the last go through the prefill

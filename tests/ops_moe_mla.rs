@@ -8,12 +8,17 @@ use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer};
+use wick::ops::glu::{self, Activation};
 use wick::ops::matvec_id::{self, Experts, Output};
 use wick::ops::mla::{self, Mla};
+use wick::ops::moe::{self, ExpertWeights, MoeBuffers, MoeShape};
 use wick::ops::moe_route::{self, Gating};
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
 
+/// Per-head matrices over each head's slice of x, split into parts (50 rows each, so a part boundary
+/// falls inside a head): one token by the matvec kernel, a run of 19 tokens (two token tiles, the
+/// second partial) by the grouped matmul.
 #[test]
 fn grouped_matvec_reads_each_groups_x() {
     let Some(gpu) = gpu() else { return };
@@ -22,36 +27,34 @@ fn grouped_matvec_reads_each_groups_x() {
     let (heads, rows, cols, stride) = (3u32, 40u32, 64u32, 72u32);
     let (w, deq) = packed(&gpu, GgmlType::Q8_0, heads * rows, cols, 68 * 50, &mut rng);
     assert!(w.parts.len() > 1);
-    let x = rng.vec((heads * stride) as usize);
-    let y = scratch_buffer(&gpu, "y", (heads * rows) as u64 * 4)
-        .block_on()
-        .unwrap();
-    let mut plan = one_token_plan(&gpu);
-    matvec::push_grouped(
-        &mut plan,
-        &w,
-        &f32_buffer(&gpu, &x),
-        &y,
-        false,
-        rows,
-        stride,
-    );
-    run(&gpu, plan);
-    let mut want = vec![0f32; (heads * rows) as usize];
-    for h in 0..heads as usize {
+    for n_tokens in [1usize, 19] {
+        let x = rng.vec(n_tokens * (heads * stride) as usize);
+        let y = scratch_buffer(&gpu, "y", (n_tokens as u32 * heads * rows) as u64 * 4)
+            .block_on()
+            .unwrap();
+        let mut plan = plan_at(&gpu, 0, &vec![0; n_tokens]);
+        let xb = f32_buffer(&gpu, &x);
+        matvec::push_grouped(&mut plan, &w, &xb, &y, false, rows, stride);
+        run(&gpu, plan);
         let (r, c, s) = (rows as usize, cols as usize, stride as usize);
-        matvec::reference(
-            &deq[h * r * c..(h + 1) * r * c],
-            &x[h * s..h * s + c],
-            &mut want[h * r..(h + 1) * r],
-            false,
+        let mut want = vec![0f32; n_tokens * heads as usize * r];
+        for (t, want) in want.chunks_mut(heads as usize * r).enumerate() {
+            let x = &x[t * heads as usize * s..];
+            for h in 0..heads as usize {
+                matvec::reference(
+                    &deq[h * r * c..(h + 1) * r * c],
+                    &x[h * s..h * s + c],
+                    &mut want[h * r..(h + 1) * r],
+                    false,
+                );
+            }
+        }
+        let e = nmse(
+            &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
+            &want,
         );
+        assert!(e < 1e-10, "{n_tokens} tokens: nmse {e}");
     }
-    let e = nmse(
-        &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
-        &want,
-    );
-    assert!(e < 1e-10, "nmse {e}");
 }
 
 #[test]
@@ -194,6 +197,112 @@ fn router_and_expert_matvecs_against_cpu() {
             );
             assert!(e < 1e-10, "{ty} weighted sum: nmse {e}");
         }
+    }
+}
+
+/// The experts' block over a run of 21 tokens (each expert's list in tiles of 16, the second partial),
+/// grouped by expert, with the stacked tensors split into parts of 80 rows (part boundaries inside
+/// experts and inside row tiles): the router per token, gate, up, SwiGLU, down and the weighted sum into
+/// the residual, against the CPU token by token.
+#[test]
+fn experts_block_over_a_chunk_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(17);
+    let (n_expert, n_used, d, n_ff, n_tokens) = (8u32, 3u32, 256u32, 256u32, 21usize);
+    let g = Gating {
+        n_expert,
+        n_used,
+        sigmoid: true,
+        normalize: true,
+        scale: 2.5,
+    };
+    for ty in [GgmlType::Q4_K, GgmlType::Q8_0] {
+        let part = ty.bytes_for(d as u64).unwrap() * 80 + 4;
+        let (gate, gate_deq) = packed(&gpu, ty, n_expert * n_ff, d, part, &mut rng);
+        let (up, up_deq) = packed(&gpu, ty, n_expert * n_ff, d, part, &mut rng);
+        let (down, down_deq) = packed(&gpu, ty, n_expert * d, n_ff, part, &mut rng);
+        assert!(gate.parts.len() > 4 && down.parts.len() > 4);
+        let logits: Vec<f32> = rng
+            .vec(n_tokens * n_expert as usize)
+            .iter()
+            .map(|v| v * 3.0)
+            .collect();
+        let xn = rng.vec(n_tokens * d as usize);
+        let x0 = rng.vec(n_tokens * d as usize);
+
+        let rows = |label: &str, n: u32| {
+            scratch_buffer(&gpu, label, (n_tokens as u32 * n) as u64 * 4)
+                .block_on()
+                .unwrap()
+        };
+        let route = rows("route", 2 * n_used);
+        let groups = scratch_buffer(
+            &gpu,
+            "groups",
+            moe::groups_len(n_expert, n_tokens as u32) * 4,
+        )
+        .block_on()
+        .unwrap();
+        let (gate_out, up_out, hidden) = (
+            rows("gate", n_used * n_ff),
+            rows("up", n_used * n_ff),
+            rows("hidden", n_used * n_ff),
+        );
+        let out = rows("out", n_used * d);
+        let x = f32_buffer(&gpu, &x0);
+        let mut plan = plan_at(&gpu, 0, &vec![0; n_tokens]);
+        moe_route::push(&mut plan, &g, &f32_buffer(&gpu, &logits), None, &route);
+        let shape = MoeShape {
+            n_expert,
+            n_used,
+            n_embd: d,
+            n_ff,
+            activation: Activation::Silu,
+        };
+        let weights = ExpertWeights {
+            gate: &gate,
+            up: &up,
+            down: &down,
+        };
+        let buffers = MoeBuffers {
+            route: &route,
+            groups: &groups,
+            gate: &gate_out,
+            up: &up_out,
+            hidden: &hidden,
+            out: &out,
+        };
+        moe::push(
+            &mut plan,
+            shape,
+            &weights,
+            &f32_buffer(&gpu, &xn),
+            &buffers,
+            &x,
+        );
+        run(&gpu, plan);
+
+        let mut want = x0.clone();
+        let (d, f, u) = (d as usize, n_ff as usize, n_used as usize);
+        for t in 0..n_tokens {
+            let (ids, w) = moe_route::reference(
+                &g,
+                &logits[t * n_expert as usize..][..n_expert as usize],
+                None,
+            );
+            let x_t = &xn[t * d..(t + 1) * d];
+            let (mut gs, mut us) = (vec![0f32; u * f], vec![0f32; u * f]);
+            matvec_id::reference(&gate_deq, d, (&ids, &w), x_t, 0, &mut gs, Output::PerSlot);
+            matvec_id::reference(&up_deq, d, (&ids, &w), x_t, 0, &mut us, Output::PerSlot);
+            let h = glu::reference(Activation::Silu, &gs, &us);
+            let want_t = &mut want[t * d..(t + 1) * d];
+            matvec_id::reference(&down_deq, f, (&ids, &w), &h, f, want_t, Output::WeightedSum);
+        }
+        let e = nmse(
+            &read_back_f32(&gpu, &x, want.len()).block_on().unwrap(),
+            &want,
+        );
+        assert!(e < 1e-10, "{ty}: nmse {e}");
     }
 }
 

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use pollster::FutureExt as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-use wick::engine::{Engine, LoadOptions, Totals};
+use wick::engine::{Engine, LoadOptions, Profiled, Totals};
 use wick::gguf::Header;
 use wick::ops::top_k::Pick;
 
@@ -164,7 +164,10 @@ pub fn main(args: BenchArgs) -> Result<()> {
         tests.push(m);
     }
     if args.profile {
-        print_profile(&mut engine)?;
+        print_profile(&mut engine, Profiled::Decode)?;
+        if args.n_prompt > 0 {
+            print_profile(&mut engine, Profiled::Prefill)?;
+        }
     }
     let adapter = gpu.info.name.clone();
     let peak = args.peak_gbps.or_else(|| peak::known_gbps(&adapter));
@@ -324,12 +327,20 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
     }
 }
 
-/// Each pipeline's share of a token, timed dispatch by dispatch (to stderr, beside the table).
-fn print_profile(engine: &mut Engine) -> Result<()> {
-    let times = engine.profile().block_on()?;
+/// Each pipeline's share of a decode step or of a prompt's chunk, timed dispatch by dispatch (to
+/// stderr, beside the table).
+fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
+    let times = engine.profile(plan).block_on()?;
+    if times.is_empty() {
+        return Ok(());
+    }
     let total: f64 = times.iter().map(|(_, t)| t.as_secs_f64()).sum();
+    let run = match plan {
+        Profiled::Decode => "a decode step".to_string(),
+        Profiled::Prefill => format!("a chunk of {} prompt tokens", engine.stats.chunk_tokens),
+    };
     eprintln!(
-        "per-token time by kernel, each dispatch alone ({:.2} ms in all):",
+        "time of {run} by kernel, each dispatch alone ({:.2} ms in all):",
         total * 1e3
     );
     for (name, t) in times {

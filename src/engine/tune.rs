@@ -135,7 +135,7 @@ impl Engine {
         }
         let timing = tuner.current.as_mut().expect("a shape being timed");
         let candidate = timing.left.pop().expect("a shape with candidates left");
-        self.write_scratch_step();
+        self.write_scratch_step(1);
         let plan = &self.forward.decode;
         let d = plan
             .dispatches

@@ -11,8 +11,7 @@ use std::sync::{Arc, Mutex};
 /// The kernels Wick dispatches, one per WGSL body in `shaders/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
-    /// y = W x (+ y), W packed, for each token of the run; rows may read x in groups (per-head
-    /// matrices).
+    /// y = W x (+ y), W packed, for one token; rows may read x in groups (per-head matrices).
     Matvec,
     /// W x for one token, two rows at a time, each pair stored as the `Store` says.
     MatvecPairs(Store),
@@ -40,6 +39,8 @@ pub enum Kernel {
     MoeGroup,
     /// X W_e^T over the experts' lists: a chunk's experts, each read once for its tokens.
     MatmulId,
+    /// X W^T for the tokens of a run, W's rows in groups that each read their own slice of x.
+    MatmulGrouped,
     /// Each token's experts' outputs summed by weight into the residual.
     MoeCombine,
     /// The log-probability of each token's successor, from its row of logits.
@@ -123,9 +124,7 @@ impl Kernel {
             ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
         }
         let body = match self {
-            Kernel::Matvec => {
-                return [wgsl!("step.wgsl", "row_dot.wgsl", "matvec.wgsl"), row_sum].concat()
-            }
+            Kernel::Matvec => return [wgsl!("row_dot.wgsl", "matvec.wgsl"), row_sum].concat(),
             Kernel::MatvecPairs(store) => {
                 let body = wgsl!("step.wgsl", "row_dot.wgsl", "matvec_pairs.wgsl");
                 return [body, row_sum, &store.source()].concat();
@@ -169,6 +168,7 @@ impl Kernel {
             Kernel::MoeRoute => wgsl!("step.wgsl", "moe_route.wgsl"),
             Kernel::MoeGroup => wgsl!("step.wgsl", "moe_group.wgsl"),
             Kernel::MatmulId => wgsl!("matmul_tile.wgsl", "matmul_id.wgsl"),
+            Kernel::MatmulGrouped => wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul_grouped.wgsl"),
             Kernel::MoeCombine => wgsl!("step.wgsl", "moe_combine.wgsl"),
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),

@@ -19,8 +19,6 @@ struct Params {
     accumulate: u32,
     group_rows: u32,
     group_stride: u32,
-    x_stride: u32,
-    y_stride: u32,
 }
 
 #[repr(C)]
@@ -34,7 +32,20 @@ struct RowsParams {
     out_stride: u32,
 }
 
-/// Rows and tokens of W x X^T one matmul workgroup computes (TM, TN in shaders/matmul.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct GroupedParams {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    first_row: u32,
+    part_rows: u32,
+    group_stride: u32,
+    x_stride: u32,
+    y_stride: u32,
+}
+
+/// Rows and tokens of W x X^T one matmul workgroup computes (TM, TN in shaders/matmul_tile.wgsl).
 const MATMUL_TILE: (u32, u32) = (64, 16);
 
 /// Adds `y = W x` (or `y += W x` when `accumulate`) for each token row of the run, one dispatch per
@@ -60,13 +71,7 @@ fn push_at(
     accumulate: bool,
 ) {
     if plan.batch == 1 {
-        let layout = Layout {
-            group_rows: w.rows,
-            group_stride: 0,
-            x_stride: w.row_len,
-            y_stride: stride,
-        };
-        push_one(plan, w, x, (y, offset), accumulate, layout);
+        push_one(plan, w, x, (y, offset), accumulate, w.rows, 0);
         return;
     }
     let params = |part: &TensorPart| {
@@ -129,8 +134,8 @@ pub fn push_pairs(
 
 /// As `push`, with W's rows in groups of `group_rows` that each read their own x: group g reads x
 /// from float g * `group_stride` (a multiple of 4) of the token's row. Per-head matrices stacked in one
-/// tensor work so. x: (batch, groups * group_stride), y: (batch, W.rows). Each token reads W again (the
-/// matvec kernel, not the tiled matmul): meant for small matrices, which stay in cache between tokens.
+/// tensor work so. x: (batch, groups * group_stride), y: (batch, W.rows). One token goes through the
+/// matvec kernel, more through shaders/matmul_grouped.wgsl, tiled as the matmul.
 pub fn push_grouped(
     plan: &mut Plan,
     w: &GpuTensor,
@@ -140,23 +145,40 @@ pub fn push_grouped(
     group_rows: u32,
     group_stride: u32,
 ) {
-    assert!(w.rows % group_rows == 0, "{}: a group splits", w.name);
-    let x_stride = w.rows / group_rows * group_stride;
-    let layout = Layout {
-        group_rows,
-        group_stride,
-        x_stride,
-        y_stride: w.rows,
-    };
-    push_one(plan, w, x, (y, 0), accumulate, layout);
-}
-
-/// How the matvec kernel finds each row's x and each token's rows, in floats.
-struct Layout {
-    group_rows: u32,
-    group_stride: u32,
-    x_stride: u32,
-    y_stride: u32,
+    if plan.batch == 1 {
+        push_one(plan, w, x, (y, 0), accumulate, group_rows, group_stride);
+        return;
+    }
+    assert!(!accumulate, "the grouped matmul writes y");
+    assert!(group_stride % 4 == 0 && w.rows % group_rows == 0);
+    let groups = w.rows / group_rows;
+    let key = PipelineKey::new(Kernel::MatmulGrouped, Some(w.ty));
+    let step = plan.step.clone();
+    for part in &w.parts {
+        let p = GroupedParams {
+            rows: group_rows,
+            cols: w.row_len,
+            row_bytes: w.row_bytes,
+            first_row: part.first_row,
+            part_rows: part.rows,
+            group_stride: group_stride / 4,
+            x_stride: groups * group_stride / 4,
+            y_stride: w.rows,
+        };
+        let (tile_rows, tile_tokens) = MATMUL_TILE;
+        let workgroups = [
+            group_rows.div_ceil(tile_rows),
+            plan.batch.div_ceil(tile_tokens),
+            groups,
+        ];
+        plan.push(
+            key,
+            &[&part.buffer, x, &step, y],
+            super::params(&p),
+            workgroups,
+        );
+    }
+    plan.weight_bytes += w.bytes();
 }
 
 /// The matvec kernel's dispatches; W's rows land in y from index `offset`.
@@ -166,16 +188,11 @@ fn push_one(
     x: &wgpu::Buffer,
     (y, offset): (&wgpu::Buffer, u32),
     accumulate: bool,
-    layout: Layout,
+    group_rows: u32,
+    group_stride: u32,
 ) {
-    let Layout {
-        group_rows,
-        group_stride,
-        x_stride,
-        y_stride,
-    } = layout;
-    assert!(group_stride % 4 == 0 && x_stride % 4 == 0 && group_rows > 0);
-    let step = plan.step.clone();
+    assert!(group_stride % 4 == 0 && group_rows > 0);
+    assert_eq!(plan.batch, 1, "the matvec kernel runs one token");
     for part in &w.parts {
         // Each part is its own shape: the tuned kernel shape for its rows.
         let shape = MatvecShape {
@@ -192,10 +209,8 @@ fn push_one(
             accumulate: accumulate as u32,
             group_rows,
             group_stride: group_stride / 4,
-            x_stride: x_stride / 4,
-            y_stride,
         };
-        plan.push_matvec(shape, &[&part.buffer, x, y, &step], super::params(&p));
+        plan.push_matvec(shape, &[&part.buffer, x, y], super::params(&p));
     }
     plan.weight_bytes += w.bytes();
 }
