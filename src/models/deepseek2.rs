@@ -9,9 +9,11 @@
 //! attn_kv_b get k_b and v_b derived from it once at load, in f16.
 //!
 //! MoE layers: a router (ffn_gate_inp) chooses n_used experts by softmax or sigmoid probability (plus
-//! exp_probs_b for choosing only); the chosen experts' gate, up and down run by index straight from the
-//! stacked expert tensors, and their outputs are summed by weight into the residual with the shared
-//! experts'.
+//! exp_probs_b for choosing only); the chosen experts' gate, up and down run straight from the stacked
+//! expert tensors (by index for one token, grouped by expert for a prompt's chunk: ops::moe), and their
+//! outputs are summed by weight into the residual with the shared experts'.
+//!
+//! Every run, a decode step or a prompt's chunk, goes through the same layers (`Model::push_layers`).
 
 use super::{Ends, Forward, Loader, Score};
 use crate::gguf::GgmlType;
