@@ -184,7 +184,7 @@ impl Session {
         let mut text = String::new();
         let mut stopped_by_string = false;
         let finish = loop {
-            if tokens.len() >= max_tokens {
+            if max_tokens == 0 {
                 break FinishReason::Length;
             }
             if self.tokenizer.is_end_of_generation(id) {
@@ -199,6 +199,10 @@ impl Session {
             if stopped {
                 stopped_by_string = true;
                 break FinishReason::Stop;
+            }
+            // The last token allowed is not run: nothing would read what comes after it.
+            if tokens.len() >= max_tokens {
+                break FinishReason::Length;
             }
             if self.engine.pos() >= self.engine.n_ctx() {
                 break FinishReason::ContextFull;

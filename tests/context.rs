@@ -69,6 +69,27 @@ fn decoding_to_a_full_context_matches_llama_cpp_and_stops_there() {
     assert_eq!(reply.tokens.len(), n_ctx as usize - prompt.len() + 1);
 }
 
+/// A reply cut at max_tokens runs its prompt and one step per token after the first, and no step
+/// for the token after the last.
+#[test]
+fn a_reply_cut_at_max_tokens_runs_nothing_past_it() {
+    let Some(gpu) = gpu() else { return };
+    let source = FileSource::open(model_path()).unwrap();
+    let mut session = Session::load(gpu, &source, &options(64), &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let prompt = session.tokenize_prompt("The capital of France is");
+    let before = session.engine.stats.totals.tokens;
+    let reply = session
+        .complete(&prompt, 5, &[], &mut greedy(), &mut |_| true)
+        .block_on()
+        .unwrap();
+    assert_eq!(reply.finish, FinishReason::Length);
+    assert_eq!(reply.tokens.len(), 5);
+    let run = session.engine.stats.totals.tokens - before;
+    assert_eq!(run as usize, prompt.len() + 4, "tokens run");
+}
+
 fn tiny_session(n_ctx: u32) -> Option<Session> {
     Some(tiny_chat_session(gpu()?, n_ctx).unwrap())
 }
