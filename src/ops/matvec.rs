@@ -150,7 +150,7 @@ pub fn push_grouped(
         return;
     }
     assert!(!accumulate, "the grouped matmul writes y");
-    assert!(group_stride % 4 == 0 && w.rows % group_rows == 0);
+    assert!(group_stride.is_multiple_of(4) && w.rows.is_multiple_of(group_rows));
     let groups = w.rows / group_rows;
     let key = PipelineKey::new(Kernel::MatmulGrouped, Some(w.ty));
     let step = plan.step.clone();

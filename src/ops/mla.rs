@@ -103,7 +103,7 @@ pub struct AttentionBuffers<'a> {
 /// 0..=pos + t.
 pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
     assert!(
-        m.kv_lora <= MAX_KV_LORA && m.rope.n_rot <= 128 && m.rope.n_rot % 4 == 0,
+        m.kv_lora <= MAX_KV_LORA && m.rope.n_rot <= 128 && m.rope.n_rot.is_multiple_of(4),
         "the kernel holds a latent of at most {MAX_KV_LORA} and at most 128 rope values, in vec4s"
     );
     let p = AttentionParams {
