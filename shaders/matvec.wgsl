@@ -1,7 +1,8 @@
 // y[row] = dot(W[row], x) (+ y[row] when accumulating: the residual add), W packed.
-// A workgroup of WG threads takes WG / TPR rows; the TPR threads of a row stride over its 32-weight chunks.
+// A workgroup of WG threads takes WG / TPR rows; the TPR threads of a row split it as the row_dot file says
+// (by 32-weight chunks, or for the K-quants by whole blocks).
 // Rows may come in groups that each read their own slice of x (per-head matrices stacked in one tensor,
-// as MLA's k_b and v_b): row r reads x from vec4 (r / group_rows) * group_stride. Needs row_dot.wgsl
+// as MLA's k_b and v_b): row r reads x from vec4 (r / group_rows) * group_stride. Needs a row_dot file
 // and a row_sum file.
 
 struct Params {

@@ -1,9 +1,9 @@
 // W x for kernels that combine rows in pairs (2p, 2p+1): gate and up rows interleaved for SwiGLU, the
 // two dimensions RoPE rotates together. As matvec.wgsl otherwise: a workgroup of WG threads takes
-// WG / TPR pairs, and the TPR threads of a pair stride over its 32-weight chunks, here reading each x
+// WG / TPR pairs, and the TPR threads of a pair split its row as the row_dot file says, reading each x
 // once for both rows. One layer of workgroups (z) per token of the run. The store file declares
 // Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. Needs step.wgsl,
-// row_dot.wgsl and a row_sum file.
+// a row_dot file and a row_sum file.
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, cols / 4)
@@ -11,21 +11,6 @@
 
 override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per pair, a power of two dividing WG
-
-// This thread's part of both rows' dot products with X from vec4 `x0`; the pair starts at byte `base`.
-fn pair_dot(base: u32, x0: u32, lane: u32) -> vec2<f32> {
-    var acc = vec2<f32>(0.0);
-    for (var c = lane; c < P.cols / 32u; c += TPR) {
-        let at = (c / SUBS) * BLOCK_BYTES;
-        let w0 = dequant32(base + at, c % SUBS);
-        let w1 = dequant32(base + P.row_bytes + at, c % SUBS);
-        for (var i = 0u; i < 8u; i++) {
-            let x = X[x0 + c * 8u + i];
-            acc += vec2<f32>(dot(w0[i], x), dot(w1[i], x));
-        }
-    }
-    return acc;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -38,7 +23,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let in_range = pair < P.rows / 2u;
     var acc = vec2<f32>(0.0);
     if (in_range) {
-        acc = pair_dot(2u * pair * P.row_bytes, token * (P.cols / 4u), t % TPR);
+        acc = pair_dot(2u * pair * P.row_bytes, P.row_bytes, token * (P.cols / 4u), P.cols, t % TPR);
     }
     let sum = pair_sum(t, acc);
     if (t % TPR == 0u && in_range) {

@@ -1,16 +1,34 @@
-// What the matvec kernels share: one packed row's dot product with X, split over the TPR threads of a
-// row. The kernel declares X, TPR and WG; the dequant file gives BLOCK_LEN, BLOCK_BYTES and dequant32.
-// The threads' parts are summed by row_sum, from row_sum.wgsl or row_sum_subgroup.wgsl.
+// What the matvec kernels share: one packed row's dot product with X (or a pair of rows' with the same
+// X), split over the TPR threads of a row. The kernel declares X, TPR and WG; the dequant file gives
+// BLOCK_LEN, BLOCK_BYTES and dequant32. The threads' parts are summed by row_sum or pair_sum, from
+// row_sum.wgsl or row_sum_subgroup.wgsl. This file splits a row by 32-weight chunks: thread `lane`
+// takes chunks lane, lane + TPR, ...; row_dot_blocks.wgsl is the same functions by whole blocks.
 
 const SUBS: u32 = BLOCK_LEN / 32u;
 
-// This thread's part of dot(W row at byte `base`, X from vec4 `x0`): chunks lane, lane + TPR, ...
+// This thread's part of dot(W row at byte `base`, X from vec4 `x0`).
 fn row_dot(base: u32, x0: u32, cols: u32, lane: u32) -> f32 {
     var acc = 0.0;
     for (var c = lane; c < cols / 32u; c += TPR) {
         let w = dequant32(base + (c / SUBS) * BLOCK_BYTES, c % SUBS);
         for (var i = 0u; i < 8u; i++) {
             acc += dot(w[i], X[x0 + c * 8u + i]);
+        }
+    }
+    return acc;
+}
+
+// This thread's part of the dot products of the rows at bytes `base` and `base + row_bytes` with the
+// same X, each x read once for both.
+fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f32> {
+    var acc = vec2<f32>(0.0);
+    for (var c = lane; c < cols / 32u; c += TPR) {
+        let at = (c / SUBS) * BLOCK_BYTES;
+        let w0 = dequant32(base + at, c % SUBS);
+        let w1 = dequant32(base + row_bytes + at, c % SUBS);
+        for (var i = 0u; i < 8u; i++) {
+            let x = X[x0 + c * 8u + i];
+            acc += vec2<f32>(dot(w0[i], x), dot(w1[i], x));
         }
     }
     return acc;

@@ -389,30 +389,30 @@ fn swiglu_block_against_cpu() {
         &mut rng,
     );
 
-    let f = RandomFile::new(
-        &[(GgmlType::Q4_K, n_ff, cols), (GgmlType::Q4_K, n_ff, cols)],
-        &mut rng,
-    );
-    let gate_up = glu::GateUp::Interleaved(interleave(&f, 1 << 20));
-    let shape = wick::gpu::MatvecShape {
-        kernel: wick::gpu::Kernel::MatvecPairs(wick::gpu::Store::Glu(Activation::Silu)),
-        ty: GgmlType::Q4_K,
-        cols,
-        rows: 2 * n_ff,
-    };
-    for candidate in shape.candidates(gpu.subgroup_size) {
-        let mut tuning = wick::gpu::Tuning::default();
-        tuning.matvec.insert(shape.key(), candidate);
-        gpu.set_tuning(tuning);
-        let label = format!("Q4_K pairs at {candidate}");
-        check_swiglu_block(
-            &gpu,
-            &gate_up,
-            (&f.deq[0], &f.deq[1]),
+    // Every kernel shape, by chunks and by blocks; Q6_K's 210-byte blocks are not word aligned.
+    for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
+        let f = RandomFile::new(&[(ty, n_ff, cols), (ty, n_ff, cols)], &mut rng);
+        let gate_up = glu::GateUp::Interleaved(interleave(&f, 1 << 20));
+        let shape = wick::gpu::MatvecShape {
+            kernel: wick::gpu::Kernel::MatvecPairs(wick::gpu::Store::Glu(Activation::Silu)),
+            ty,
             cols,
-            &label,
-            &mut rng,
-        );
+            rows: 2 * n_ff,
+        };
+        for candidate in shape.candidates(gpu.subgroup_size) {
+            let mut tuning = wick::gpu::Tuning::default();
+            tuning.matvec.insert(shape.key(), candidate);
+            gpu.set_tuning(tuning);
+            let label = format!("{ty} pairs at {candidate}");
+            check_swiglu_block(
+                &gpu,
+                &gate_up,
+                (&f.deq[0], &f.deq[1]),
+                cols,
+                &label,
+                &mut rng,
+            );
+        }
     }
     gpu.set_tuning(wick::gpu::Tuning::default());
 }
@@ -559,8 +559,9 @@ fn split_attention_against_cpu() {
     }
 }
 
-/// Every kernel shape tuning may choose for a matvec (workgroup, threads per row, and subgroup sums
-/// where the adapter has subgroups) computes the same product as the CPU.
+/// Every kernel shape tuning may choose for a matvec (workgroup, threads per row, subgroup sums where
+/// the adapter has subgroups, and for the K-quants a split by blocks) computes the same product as the
+/// CPU. Q6_K's rows of 5 blocks put every other block and row off word alignment.
 #[test]
 fn matvec_every_tuning_candidate_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -569,7 +570,13 @@ fn matvec_every_tuning_candidate_against_cpu() {
         assert!(matvec::subgroup_sums_work(&gpu).block_on().unwrap());
     }
     let mut rng = Rng(99);
-    for (ty, cols) in [(GgmlType::Q4_K, 1024u32), (GgmlType::Q8_0, 160)] {
+    let types = [
+        (GgmlType::Q4_K, 1024u32),
+        (GgmlType::Q5_K, 768),
+        (GgmlType::Q6_K, 1280),
+        (GgmlType::Q8_0, 160),
+    ];
+    for (ty, cols) in types {
         let rows = 37;
         let (w, deq) = packed(&gpu, ty, rows, cols, 1 << 20, &mut rng);
         let kernel = wick::gpu::Kernel::Matvec;

@@ -11,8 +11,37 @@ fn w_u32(addr: u32) -> u32 {
     return (W[word] >> shift) | (W[word + 1u] << (32u - shift));
 }
 
+// Four or eight consecutive words from any byte address, in one load more than words: where the address
+// is not word aligned, w_u32 would take two loads for each.
+fn w_words4(addr: u32) -> array<u32, 4> {
+    let word = addr >> 2u;
+    let shift = (addr & 3u) * 8u;
+    var out: array<u32, 4>;
+    var next = W[word];
+    for (var i = 0u; i < 4u; i++) {
+        let cur = next;
+        next = W[word + i + 1u];
+        out[i] = select(cur, (cur >> shift) | (next << (32u - shift)), shift != 0u);
+    }
+    return out;
+}
+
+fn w_words8(addr: u32) -> array<u32, 8> {
+    let word = addr >> 2u;
+    let shift = (addr & 3u) * 8u;
+    var out: array<u32, 8>;
+    var next = W[word];
+    for (var i = 0u; i < 8u; i++) {
+        let cur = next;
+        next = W[word + i + 1u];
+        out[i] = select(cur, (cur >> shift) | (next << (32u - shift)), shift != 0u);
+    }
+    return out;
+}
+
+// At an even address (every f16 of every block type is): one load.
 fn w_u16(addr: u32) -> u32 {
-    return w_u32(addr) & 0xffffu;
+    return (W[addr >> 2u] >> ((addr & 2u) * 8u)) & 0xffffu;
 }
 
 fn w_u8(addr: u32) -> u32 {
@@ -52,16 +81,36 @@ fn byte_crumbs(word: u32, shift: u32) -> vec4<f32> {
     return vec4<f32>(f32(b & 3u), f32((b >> 8u) & 3u), f32((b >> 16u) & 3u), f32(b >> 24u));
 }
 
-fn w_i8(addr: u32) -> f32 {
-    return f32(i32(w_u8(addr) << 24u) >> 24u);
+// Q4_K's and Q5_K's header: d and dmin, and each sub-block's 6-bit scale and min, a byte each (sub-blocks
+// 0-3, then 4-7), kept packed until used. From the block at `b` (word aligned): d and dmin, then 12
+// bytes where byte j < 4 holds scale j in its low 6 bits, byte j + 4 min j, and byte j + 8 the low
+// nibbles of scale j + 4 and min j + 4, whose top two bits are the top bits of bytes j and j + 4.
+struct KScales {
+    d: vec2<f32>,
+    scales: vec2<u32>,
+    mins: vec2<u32>,
 }
 
-// Q4_K and Q5_K: the 6-bit scale and min of sub-block j from the 12 packed bytes at `s`.
-fn scale_min_k4(s: u32, j: u32) -> vec2<f32> {
-    if (j < 4u) {
-        return vec2<f32>(f32(w_u8(s + j) & 63u), f32(w_u8(s + j + 4u) & 63u));
-    }
-    let sc = (w_u8(s + j + 4u) & 0xfu) | ((w_u8(s + j - 4u) >> 6u) << 4u);
-    let m = (w_u8(s + j + 4u) >> 4u) | ((w_u8(s + j) >> 6u) << 4u);
-    return vec2<f32>(f32(sc), f32(m));
+fn scales_mins_k4(b: u32) -> KScales {
+    let i = b / 4u;
+    let s0 = W[i + 1u];
+    let s1 = W[i + 2u];
+    let s2 = W[i + 3u];
+    let scale_hi = (s2 & 0x0f0f0f0fu) | ((s0 >> 2u) & 0x30303030u);
+    let min_hi = ((s2 >> 4u) & 0x0f0f0f0fu) | ((s1 >> 2u) & 0x30303030u);
+    return KScales(
+        unpack2x16float(W[i]),
+        vec2<u32>(s0 & 0x3f3f3f3fu, scale_hi),
+        vec2<u32>(s1 & 0x3f3f3f3fu, min_hi),
+    );
+}
+
+// d * scale of sub-block `sub`.
+fn k_scale(k: KScales, sub: u32) -> f32 {
+    return k.d.x * f32((k.scales[sub / 4u] >> (8u * (sub % 4u))) & 0xffu);
+}
+
+// dmin * min of sub-block `sub`.
+fn k_min(k: KScales, sub: u32) -> f32 {
+    return k.d.y * f32((k.mins[sub / 4u] >> (8u * (sub % 4u))) & 0xffu);
 }

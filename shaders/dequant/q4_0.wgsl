@@ -5,11 +5,11 @@ const BLOCK_BYTES: u32 = 18u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let d = w_f16(b);
+    let qs = w_words4(b + 2u);
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 4u; i++) {
-        let q = w_u32(b + 2u + 4u * i);
-        out[i] = (nibbles(q, 0u) - 8.0) * d;
-        out[i + 4u] = (nibbles(q, 4u) - 8.0) * d;
+        out[i] = (nibbles(qs[i], 0u) - 8.0) * d;
+        out[i + 4u] = (nibbles(qs[i], 4u) - 8.0) * d;
     }
     return out;
 }

@@ -6,9 +6,10 @@ const BLOCK_BYTES: u32 = 22u;
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let d = w_f16(b);
     let qh = w_u32(b + 2u);
+    let qs = w_words4(b + 6u);
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 4u; i++) {
-        let q = w_u32(b + 6u + 4u * i);
+        let q = qs[i];
         out[i] = (nibbles(q, 0u) + 16.0 * bits4(qh, 4u * i) - 16.0) * d;
         out[i + 4u] = (nibbles(q, 4u) + 16.0 * bits4(qh, 16u + 4u * i) - 16.0) * d;
     }

@@ -4,9 +4,10 @@ const BLOCK_BYTES: u32 = 34u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let d = w_f16(b);
+    let q = w_words8(b + 2u);
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 8u; i++) {
-        out[i] = sbytes(w_u32(b + 2u + 4u * i)) * d;
+        out[i] = sbytes(q[i]) * d;
     }
     return out;
 }

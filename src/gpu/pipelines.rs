@@ -117,23 +117,23 @@ impl Store {
 }
 
 impl Kernel {
-    /// The kernel's WGSL: the shared files it needs, then its body. Kernels that sum rows over
-    /// threads take `row_sum`, the file that does it.
-    fn body(self, row_sum: &str) -> String {
+    /// The kernel's WGSL: the shared files it needs, then its body. Kernels that split rows over
+    /// threads take `row_dot` and `row_sum`, the files that split them and sum their parts.
+    fn body(self, row_dot: &str, row_sum: &str) -> String {
         macro_rules! wgsl {
             ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
         }
         let body = match self {
-            Kernel::Matvec => return [wgsl!("row_dot.wgsl", "matvec.wgsl"), row_sum].concat(),
+            Kernel::Matvec => return [row_dot, wgsl!("matvec.wgsl"), row_sum].concat(),
             Kernel::MatvecPairs(store) => {
-                let body = wgsl!("step.wgsl", "row_dot.wgsl", "matvec_pairs.wgsl");
-                return [body, row_sum, &store.source()].concat();
+                let body = wgsl!("matvec_pairs.wgsl");
+                return [wgsl!("step.wgsl"), row_dot, body, row_sum, &store.source()].concat();
             }
             Kernel::Matmul(store) => {
                 let body = wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul.wgsl");
                 return [body, &store.source()].concat();
             }
-            Kernel::MatvecId => return [wgsl!("row_dot.wgsl", "matvec_id.wgsl"), row_sum].concat(),
+            Kernel::MatvecId => return [row_dot, wgsl!("matvec_id.wgsl"), row_sum].concat(),
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),
             Kernel::Attention => {
@@ -207,6 +207,12 @@ fn dequant_source(ty: GgmlType) -> &'static str {
     }
 }
 
+/// Whether the type's dequant file has a block form (`block_at`, `block_dequant32`) for
+/// shaders/row_dot_blocks.wgsl: the K-quants, whose headers are worth decoding once per block.
+pub fn has_block_form(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K)
+}
+
 /// Identifies one compiled pipeline: the kernel, the weight type it reads (if any) and its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PipelineKey {
@@ -218,6 +224,8 @@ pub struct PipelineKey {
     pub threads_per_row: Option<u32>,
     /// Those threads sum by subgroup shuffles rather than through workgroup memory.
     pub subgroup_sum: bool,
+    /// Those threads split a row by whole blocks rather than by 32-weight chunks.
+    pub blocks: bool,
 }
 
 impl PipelineKey {
@@ -228,6 +236,7 @@ impl PipelineKey {
             workgroup: 64,
             threads_per_row: None,
             subgroup_sum: false,
+            blocks: false,
         }
     }
 
@@ -239,6 +248,7 @@ impl PipelineKey {
             workgroup: shape.workgroup,
             threads_per_row: Some(shape.threads_per_row),
             subgroup_sum: shape.subgroup_sum,
+            blocks: shape.blocks,
         }
     }
 
@@ -253,6 +263,9 @@ impl PipelineKey {
         }
         if self.subgroup_sum {
             name += " subgroup";
+        }
+        if self.blocks {
+            name += " blocks";
         }
         name
     }
@@ -275,7 +288,11 @@ impl PipelineKey {
             false => include_str!("../../shaders/row_sum.wgsl"),
             true => include_str!("../../shaders/row_sum_subgroup.wgsl"),
         };
-        src.push_str(&self.kernel.body(row_sum));
+        let row_dot = match self.blocks {
+            false => include_str!("../../shaders/row_dot.wgsl"),
+            true => include_str!("../../shaders/row_dot_blocks.wgsl"),
+        };
+        src.push_str(&self.kernel.body(row_dot, row_sum));
         src
     }
 }

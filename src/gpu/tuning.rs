@@ -2,6 +2,7 @@
 //! with. The defaults serve every adapter; `Engine::tune` times the candidates on this one, and the
 //! winners, kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
 
+use super::pipelines::has_block_form;
 use super::{Activation, Kernel, Store};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,10 @@ pub struct MatvecKernel {
     pub threads_per_row: u32,
     /// By subgroup shuffles (shaders/row_sum_subgroup.wgsl) rather than through workgroup memory.
     pub subgroup_sum: bool,
+    /// A row's threads split it by whole blocks (shaders/row_dot_blocks.wgsl), each block's header read
+    /// once, rather than by 32-weight chunks. For the types with a block form.
+    #[serde(default)]
+    pub blocks: bool,
 }
 
 impl MatvecKernel {
@@ -31,6 +36,7 @@ impl MatvecKernel {
             workgroup: 64,
             threads_per_row: default_threads_per_row(cols),
             subgroup_sum: false,
+            blocks: false,
         }
     }
 }
@@ -42,7 +48,11 @@ impl std::fmt::Display for MatvecKernel {
         } else {
             "shared"
         };
-        write!(f, "wg{} tpr{} {sum}", self.workgroup, self.threads_per_row)
+        write!(f, "wg{} tpr{} {sum}", self.workgroup, self.threads_per_row)?;
+        if self.blocks {
+            write!(f, " blocks")?;
+        }
+        Ok(())
     }
 }
 
@@ -79,17 +89,31 @@ impl MatvecShape {
     /// The candidates `Engine::tune` times: workgroups of 64 to 256 threads, 4 to 64 threads per row
     /// (no more than the row has 32-weight chunks), each summing through workgroup memory and, where
     /// the adapter's subgroups (`subgroup_size` lanes at least) hold a row's threads, by shuffles.
+    /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
+    /// than the row has blocks.
     pub fn candidates(&self, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
         let default = MatvecKernel::default_for(self.cols);
-        let most = default.threads_per_row;
+        let chunks = default.threads_per_row;
+        let blocks = match has_block_form(self.ty) {
+            true => self.cols / self.ty.block_len() as u32,
+            false => 0,
+        };
         let mut c = vec![default]; // the default comes first
         for workgroup in [64, 128, 256] {
-            for threads_per_row in [4, 8, 16, 32, 64].into_iter().filter(|&t| t <= most) {
+            let by_chunks = [4, 8, 16, 32, 64].into_iter().filter(|&t| t <= chunks);
+            let by_blocks = [1, 2, 4, 8, 16, 32, 64]
+                .into_iter()
+                .filter(|&t| t <= blocks);
+            let splits = by_chunks
+                .map(|t| (t, false))
+                .chain(by_blocks.map(|t| (t, true)));
+            for (threads_per_row, blocks) in splits {
                 for subgroup_sum in [false, true] {
                     let k = MatvecKernel {
                         workgroup,
                         threads_per_row,
                         subgroup_sum,
+                        blocks,
                     };
                     let fits = !subgroup_sum || subgroup_size.is_some_and(|s| threads_per_row <= s);
                     if fits && k != default {

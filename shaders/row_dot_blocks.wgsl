@@ -1,0 +1,42 @@
+// row_dot.wgsl's functions with a row split by whole blocks: thread `lane` takes blocks lane,
+// lane + TPR, ..., reads each block's header once (the dequant file's block_at) and dequantizes its
+// sub-blocks from it (block_dequant32). For the K-quants, whose 256-weight blocks carry scales that the
+// 32-weight form decodes again for every chunk. Needs TPR <= the row's blocks to keep every thread busy.
+
+const SUBS: u32 = BLOCK_LEN / 32u;
+
+fn row_dot(base: u32, x0: u32, cols: u32, lane: u32) -> f32 {
+    var acc = 0.0;
+    for (var blk = lane; blk < cols / BLOCK_LEN; blk += TPR) {
+        let b = base + blk * BLOCK_BYTES;
+        let k = block_at(b);
+        for (var sub = 0u; sub < SUBS; sub++) {
+            let w = block_dequant32(k, b, sub);
+            let xs = x0 + (blk * SUBS + sub) * 8u;
+            for (var i = 0u; i < 8u; i++) {
+                acc += dot(w[i], X[xs + i]);
+            }
+        }
+    }
+    return acc;
+}
+
+fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f32> {
+    var acc = vec2<f32>(0.0);
+    for (var blk = lane; blk < cols / BLOCK_LEN; blk += TPR) {
+        let b0 = base + blk * BLOCK_BYTES;
+        let b1 = b0 + row_bytes;
+        let k0 = block_at(b0);
+        let k1 = block_at(b1);
+        for (var sub = 0u; sub < SUBS; sub++) {
+            let w0 = block_dequant32(k0, b0, sub);
+            let w1 = block_dequant32(k1, b1, sub);
+            let xs = x0 + (blk * SUBS + sub) * 8u;
+            for (var i = 0u; i < 8u; i++) {
+                let x = X[xs + i];
+                acc += vec2<f32>(dot(w0[i], x), dot(w1[i], x));
+            }
+        }
+    }
+    return acc;
+}
