@@ -31,6 +31,10 @@ export interface LoadOptions {
    * matrices first. The winners are kept in localStorage, by adapter, and every later load on the same
    * adapter starts with them. Default true; false runs the kept or default shapes. */
   tune?: boolean;
+  /** 'core' (the default) takes a core WebGPU adapter, or a compatibility-mode one where the browser
+   * offers only that (OpenGL ES / D3D11 class devices); 'compatibility' takes a compatibility-mode
+   * adapter even where a core one exists. `stats().featureLevel` says which the engine runs on. */
+  featureLevel?: 'core' | 'compatibility';
 }
 
 export type TextPart = { type: 'text'; text: string };
@@ -111,7 +115,9 @@ export interface RequestOptions {
 }
 
 export interface EngineStats {
+  /** As the browser names it, with the feature level: "(WebGPU)" or "(WebGPU compatibility mode)". */
   adapter: string;
+  featureLevel: 'core' | 'compatibility';
   architecture: string;
   nCtx: number;
   dispatchesPerToken: number;

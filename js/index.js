@@ -104,9 +104,13 @@ export class Wick {
    * yet are timed in the engine's idle moments: between requests, never during one, a candidate at a
    * time, the largest matrices first. Each winner is used from then on and kept in localStorage by
    * adapter for every later load. `engine.tuned` says when tuning ends; `engine.stopTuning()` skips
-   * the rest.
+   * the rest. `featureLevel` 'compatibility' takes a WebGPU compatibility-mode adapter even where a
+   * core one exists; by default core is taken, and compatibility mode where the browser offers only it.
    */
-  static async load(source, { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = true } = {}) {
+  static async load(
+    source,
+    { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = true, featureLevel = 'core' } = {},
+  ) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
       throw new TypeError('Wick.load takes a model URL or a File / Blob');
     }
@@ -116,13 +120,16 @@ export class Wick {
           '(Chrome or Edge 113+, Safari 26+, or Firefox 141+ on Windows), on a secure (https or localhost) page',
       );
     }
+    if (featureLevel !== 'core' && featureLevel !== 'compatibility') {
+      throw new TypeError(`featureLevel is 'core' or 'compatibility', not ${JSON.stringify(featureLevel)}`);
+    }
     const url = typeof source === 'string' ? new URL(source, location.href).href : source;
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     const channel = new Channel(worker);
     let stats;
     try {
       stats = await channel.request(
-        { type: 'load', source: url, options: { nCtx, dropOldTurns, tuning: keptTuning() } },
+        { type: 'load', source: url, options: { nCtx, dropOldTurns, featureLevel, tuning: keptTuning() } },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },
       );
     } catch (e) {

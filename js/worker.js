@@ -8,10 +8,14 @@ import { fileReader, urlReader } from './sources.js';
 
 let model = null;
 let adapterName = null; // as the browser names the adapter (wgpu's web backend cannot), read at load
+let featureLevel = null; // 'core' or 'compatibility': the WebGPU adapter the engine runs on
 let queue = Promise.resolve();
 const aborted = new Set();
 const loads = new Map(); // load id -> AbortController
 let tuning = null; // { id, model, stopped }: the tuning request of the loaded model
+
+// The browser's own adapter request, before chooseFeatureLevel answers wgpu's.
+const requestAdapter = self.navigator.gpu?.requestAdapter.bind(self.navigator.gpu);
 
 const ready = init({ module_or_path: new URL('../pkg/wick_web_bg.wasm', import.meta.url) });
 
@@ -80,11 +84,13 @@ async function loadModel(id, { source, options }) {
           })
         : fileReader(source, controller.signal);
     const { nCtx, dropOldTurns, tuning } = options;
+    const level = await chooseFeatureLevel(options.featureLevel);
     const loaded = await load(reader, { nCtx, dropOldTurns, tuning }, (loaded, total) =>
       progress('gpu', loaded, total),
     );
     model?.free();
     model = loaded;
+    featureLevel = level;
     const info = (await self.navigator.gpu.requestAdapter())?.info;
     adapterName = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ') || null;
     post({ type: 'result', id, value: stats() });
@@ -95,6 +101,20 @@ async function loadModel(id, { source, options }) {
     loads.delete(id);
     aborted.delete(id);
   }
+}
+
+/**
+ * Makes the adapter requests that follow (wgpu's among them) ask for `wanted`, or for compatibility
+ * mode where the browser offers no core adapter; returns the level chosen. wgpu's web backend requests
+ * adapters without a feature level, which gives core WebGPU only, and wgpu has no option for it; the
+ * engine needs nothing compatibility mode lacks (no textures, and the limits it asks for are the
+ * adapter's own), so answering wgpu's request here is all it takes.
+ */
+async function chooseFeatureLevel(wanted) {
+  let level = wanted;
+  if (level === 'core' && !(await requestAdapter({ featureLevel: 'core' }))) level = 'compatibility';
+  self.navigator.gpu.requestAdapter = (options = {}) => requestAdapter({ ...options, featureLevel: level });
+  return level;
 }
 
 /**
@@ -140,10 +160,11 @@ async function chat(id, body) {
   }
 }
 
-/** The engine's figures, with the adapter as the browser names it. */
+/** The engine's figures, with the adapter as the browser names it and the feature level. */
 function stats() {
   const figures = model.stats();
-  return { ...figures, adapter: adapterName ? `${adapterName} (WebGPU)` : figures.adapter };
+  const mode = featureLevel === 'compatibility' ? 'WebGPU compatibility mode' : 'WebGPU';
+  return { ...figures, featureLevel, adapter: adapterName ? `${adapterName} (${mode})` : figures.adapter };
 }
 
 function abortError() {

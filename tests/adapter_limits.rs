@@ -89,3 +89,36 @@ fn a_load_that_fails_halfway_leaves_nothing_on_the_gpu() {
         "what the load allocated is freed: {after:?}, before the load {empty:?}"
     );
 }
+
+/// Wick's kernels bind up to `STORAGE_BUFFERS_PER_KERNEL` storage buffers (compatibility-mode WebGPU
+/// guarantees only 4): an adapter that grants that many runs a prompt's chunk and decode steps, and one
+/// that grants fewer is refused by name when the GPU is opened, before any pipeline fails validation.
+#[test]
+fn storage_buffers_per_kernel_are_checked_when_the_gpu_opens() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let needed = wick::gpu::STORAGE_BUFFERS_PER_KERNEL;
+    let granting = |n: u32| {
+        pollster::block_on(Gpu::with_limits(|l| wgpu::Limits {
+            max_storage_buffers_per_shader_stage: n,
+            ..l
+        }))
+    };
+    let err = granting(needed - 1).err().expect("too few").to_string();
+    assert!(
+        err.contains(&format!("allows {} storage buffers", needed - 1)),
+        "{err}"
+    );
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let source = FileSource::open(path).unwrap();
+    let gpu = granting(needed).unwrap();
+    let mut engine = Engine::load(gpu, &source, &options(64), &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let logits = engine.prefill(&[1, 50, 300, 7, 99]).block_on().unwrap();
+    assert!(logits.iter().all(|x| x.is_finite()));
+    let next = engine.step(3, true).block_on().unwrap().unwrap();
+    assert!(next.iter().all(|x| x.is_finite()));
+}

@@ -22,6 +22,8 @@ pub enum GpuError {
     NoAdapter(String),
     #[error("the GPU device could not be created: {0}")]
     NoDevice(String),
+    #[error("this adapter allows {granted} storage buffers per shader stage; Wick's kernels bind up to {}", STORAGE_BUFFERS_PER_KERNEL)]
+    TooFewStorageBuffers { granted: u32 },
     #[error("{what} needs {bytes} bytes of GPU memory in one buffer, more than this adapter's limit of {limit} bytes")]
     TooLarge {
         what: String,
@@ -37,6 +39,11 @@ pub enum GpuError {
     #[error("the GPU device was lost ({0}); load the model again")]
     Lost(String),
 }
+
+/// The most storage buffers one of Wick's kernels binds: the fused q/k/v projection (weights, x, the
+/// step input, q, both caches, RoPE's factors, the bias). Core WebGPU guarantees 8; compatibility mode
+/// only 4, though adapters grant more (lavapipe through OpenGL ES: 16).
+pub const STORAGE_BUFFERS_PER_KERNEL: u32 = 8;
 
 /// Live GPU objects of a device: a leak shows as growth between two readings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -85,6 +92,10 @@ impl Gpu {
             .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
         let info = adapter.get_info();
         let limits = choose(adapter.limits());
+        let granted = limits.max_storage_buffers_per_shader_stage;
+        if granted < STORAGE_BUFFERS_PER_KERNEL {
+            return Err(GpuError::TooFewStorageBuffers { granted });
+        }
         let features = adapter.features() & wgpu::Features::SUBGROUP;
         let subgroup_size = (!features.is_empty()).then_some(info.subgroup_min_size);
         let (device, queue) = adapter

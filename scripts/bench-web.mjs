@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// Decode speed in the browser: loads a model through the package in headless Chromium and times
+// replies that read back the greedy choice, the top-k candidates, or the whole row of logits. Prints a
+// markdown table: per round and readback, tokens, decode tok/s and ms/token (from the package's
+// stats), and bytes read back per token. WebGPU is core mode on SwiftShader unless --compat: then
+// compatibility mode on Dawn's OpenGL ES backend over ANGLE over Vulkan (here lavapipe, the adapter
+// native Wick uses). Default kernel shapes (no tuning). Needs `npm run build` (pkg/) and the model.
+// Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat]
+
+import { chromium } from 'playwright-core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve } from './serve-web.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args.splice(i, 2)[1] : fallback;
+};
+const tokens = Number(option('--tokens', 6));
+const rounds = Number(option('--rounds', 2));
+const prompt = option('--prompt', 'Hi');
+const compat = args.includes('--compat');
+if (compat) args.splice(args.indexOf('--compat'), 1);
+if (args.length !== 1) {
+  console.error('usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT]');
+  process.exit(2);
+}
+const model = '/' + relative(ROOT, resolve(args[0]));
+
+const server = await serve({ root: ROOT, port: 0 });
+const base = `http://127.0.0.1:${server.address().port}`;
+const profile = mkdtempSync(join(tmpdir(), 'wick-bench-'));
+const context = await chromium.launchPersistentContext(profile, {
+  headless: true,
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: [
+    '--no-sandbox',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--enable-unsafe-webgpu',
+    '--enable-webgpu-developer-features', // fills adapter.info
+    ...(compat ? ['--use-angle=vulkan', '--use-webgpu-adapter=opengles'] : []),
+  ],
+});
+context.setDefaultTimeout(3_600_000);
+const page = await context.newPage();
+page.on('console', (m) => m.type() === 'error' && console.error(`console: ${m.text()}`));
+// A page of an app that imports the package from this repository.
+await page.route(`${base}/bench.html`, (route) =>
+  route.fulfill({
+    contentType: 'text/html',
+    body: `<!doctype html><script type="importmap">{ "imports": { "wick-llm": "/js/index.js" } }</script>`,
+  }),
+);
+await page.goto(`${base}/bench.html`);
+
+const readbacks = [
+  ['choice (greedy)', { temperature: 0 }],
+  ['candidates (top_k 40)', { temperature: 0.8, top_k: 40, seed: 1 }],
+  ['logits (no top_k)', { temperature: 0.8, seed: 1 }],
+];
+const { adapter, rows } = await page.evaluate(
+  async ({ model, tokens, rounds, prompt, readbacks, featureLevel }) => {
+    const { Wick } = await import('wick-llm');
+    const engine = await Wick.load(model, { tune: false, nCtx: 512, featureLevel });
+    const rows = [];
+    for (let round = 1; round <= rounds; round++) {
+      for (const [name, sampling] of readbacks) {
+        const body = { messages: [{ role: 'user', content: prompt }], max_tokens: tokens, ...sampling };
+        const reply = await engine.chat.completions.create(body);
+        const s = await engine.stats();
+        rows.push({ round, name, tokens: reply.usage.completion_tokens, tps: s.tokensPerSecond, bytes: s.readBackBytesPerToken });
+      }
+    }
+    const { adapter } = await engine.stats();
+    await engine.unload();
+    return { adapter, rows };
+  },
+  { model, tokens, rounds, prompt, readbacks, featureLevel: compat ? 'compatibility' : 'core' },
+);
+
+console.log(`${model} in headless Chromium on ${adapter}, default kernel shapes, "${prompt}", ${tokens} tokens at most\n`);
+console.log('| round | read back | tokens | decode tok/s | ms/token | bytes back/token |');
+console.log('| ---: | --- | ---: | ---: | ---: | ---: |');
+for (const r of rows) {
+  console.log(`| ${r.round} | ${r.name} | ${r.tokens} | ${r.tps.toFixed(3)} | ${(1000 / r.tps).toFixed(0)} | ${r.bytes} |`);
+}
+await context.close();
+server.close();
+rmSync(profile, { recursive: true, force: true });
