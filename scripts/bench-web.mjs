@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Decode speed in the browser: loads a model through the package in headless Chromium and times
 // replies that read back the greedy choice, the top-k candidates, or the whole row of logits. Prints a
-// markdown table: per round and readback, tokens, decode tok/s and ms/token (from the package's
-// stats), and bytes read back per token. WebGPU is core mode on SwiftShader unless --compat: then
+// markdown table: per round and readback, the prompt's tokens run and their rate, tokens, decode tok/s
+// and ms/token (from the package's stats), and bytes read back per token. WebGPU is core mode on SwiftShader unless --compat: then
 // compatibility mode on Dawn's OpenGL ES backend over ANGLE over Vulkan (here lavapipe, the adapter
 // native Wick uses). Default kernel shapes (no tuning). Needs `npm run build` (pkg/) and the model.
 // Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat]
@@ -73,7 +73,15 @@ const { adapter, rows } = await page.evaluate(
         const body = { messages: [{ role: 'user', content: prompt }], max_tokens: tokens, ...sampling };
         const reply = await engine.chat.completions.create(body);
         const s = await engine.stats();
-        rows.push({ round, name, tokens: reply.usage.completion_tokens, tps: s.tokensPerSecond, bytes: s.readBackBytesPerToken });
+        rows.push({
+          round,
+          name,
+          prompt: s.lastPromptProcessed,
+          promptTps: s.promptTokensPerSecond,
+          tokens: reply.usage.completion_tokens,
+          tps: s.tokensPerSecond,
+          bytes: s.readBackBytesPerToken,
+        });
       }
     }
     const { adapter } = await engine.stats();
@@ -84,10 +92,11 @@ const { adapter, rows } = await page.evaluate(
 );
 
 console.log(`${model} in headless Chromium on ${adapter}, default kernel shapes, "${prompt}", ${tokens} tokens at most\n`);
-console.log('| round | read back | tokens | decode tok/s | ms/token | bytes back/token |');
-console.log('| ---: | --- | ---: | ---: | ---: | ---: |');
+console.log('| round | read back | prompt tokens run | prompt tok/s | tokens | decode tok/s | ms/token | bytes back/token |');
+console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
-  console.log(`| ${r.round} | ${r.name} | ${r.tokens} | ${r.tps.toFixed(3)} | ${(1000 / r.tps).toFixed(0)} | ${r.bytes} |`);
+  const cells = [r.round, r.name, r.prompt, r.promptTps?.toFixed(2) ?? '-', r.tokens, r.tps.toFixed(3)];
+  console.log(`| ${cells.join(' | ')} | ${(1000 / r.tps).toFixed(0)} | ${r.bytes.toFixed(0)} |`);
 }
 await context.close();
 server.close();

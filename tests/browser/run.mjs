@@ -126,6 +126,11 @@ const context = await chromium.launchPersistentContext(profile, {
     '--no-first-run',
     '--disable-quic',
     '--enable-unsafe-webgpu',
+    '--enable-webgpu-developer-features', // fills adapter.info
+    // Core WebGPU stays on SwiftShader; compatibility mode gets Dawn's OpenGL ES backend on ANGLE over
+    // Vulkan, which here is lavapipe, the adapter the native tests run on.
+    '--use-angle=vulkan',
+    '--use-webgpu-adapter=opengles',
   ],
 });
 context.setDefaultTimeout(600_000);
@@ -803,6 +808,25 @@ test("Gemma 3 270M (gemma3, no template in the file) answers in the package as t
   }, content);
   assert.equal(reply.text, await nativeReply(content, 4, GEMMA));
   assert.ok(reply.text.length > 0);
+});
+
+test('on a compatibility-mode WebGPU adapter the default model replies as the native engine does', async () => {
+  const content = 'What is 2+2?';
+  const page = app ?? (await openPage('/target/browser-test/app/'));
+  const result = await page.evaluate(async (content) => {
+    const { Wick } = await import('wick-llm');
+    const options = { tune: false, nCtx: 512, featureLevel: 'compatibility' };
+    const engine = await Wick.load('/models/SmolLM2-135M-Instruct.Q4_1.gguf', options);
+    const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: 12 };
+    const answer = await engine.chat.completions.create(body);
+    const stats = await engine.stats();
+    await engine.unload();
+    return { text: answer.choices[0].message.content, stats };
+  }, content);
+  console.log(`    on ${result.stats.adapter}: ${result.stats.tokensPerSecond.toFixed(2)} tok/s`);
+  assert.equal(result.stats.featureLevel, 'compatibility');
+  assert.match(result.stats.adapter, /\(WebGPU compatibility mode\)$/);
+  assert.equal(result.text, await nativeReply(content, 12));
 });
 
 // ---- Native reference --------------------------------------------------------------------------------
