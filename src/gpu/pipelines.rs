@@ -1,7 +1,9 @@
 //! Compute pipelines, built from plain WGSL files by concatenation and cached by a typed key.
 //!
 //! A kernel that reads packed weights is `bytes.wgsl` + the type's dequant file + the kernel body: every
-//! dequant file defines the same constants and `dequant32`, so one body serves every quant type.
+//! dequant file defines the same constants and `dequant32`, so one body serves every quant type. The
+//! K-quant files also define a block form (`block_at`, `block_dequant32`): a block's header read once
+//! for its eight sub-blocks, which `row_dot_blocks.wgsl` splits rows by.
 
 use super::MatvecKernel;
 use crate::gguf::GgmlType;
