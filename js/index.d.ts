@@ -176,6 +176,9 @@ export declare class Wick {
     };
   };
   stats(): Promise<EngineStats>;
+  /** Times each GPU dispatch of a decode step or of a prompt's chunk on its own: [kernel, ms per run]
+   * pairs, slowest first (empty for 'prefill' where the model has no prefill plan). */
+  profile(plan?: 'decode' | 'prefill'): Promise<[string, number][]>;
   /** Settles when tuning ends: every shape timed (`finished`), or stopped (`stopTuning`, an unload).
    * Resolved at once where there was nothing to tune. */
   readonly tuned: Promise<TuningResult>;

@@ -188,6 +188,15 @@ export class Wick {
     return this.channel.request({ type: 'stats' });
   }
 
+  /**
+   * Times each GPU dispatch of a decode step ('decode') or of a prompt's chunk ('prefill') on its own,
+   * after the work under way: resolves to [[kernel, ms per run], ...], slowest first. A profile, for
+   * seeing where a step's time goes; it writes only KV cache rows later steps write again.
+   */
+  profile(plan = 'decode') {
+    return this.channel.request({ type: 'profile', plan });
+  }
+
   /** Frees the GPU memory and ends the worker. */
   async unload() {
     await this.channel.request({ type: 'unload' }).catch(() => {});

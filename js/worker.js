@@ -55,6 +55,9 @@ async function handle({ type, id, ...data }) {
       return chat(id, data.body);
     case 'stats':
       return post({ type: 'result', id, value: model ? stats() : null });
+    case 'profile':
+      if (!model) throw new Error('no model is loaded');
+      return post({ type: 'result', id, value: await model.profile(data.plan) });
     case 'unload':
       model?.free();
       model = null;

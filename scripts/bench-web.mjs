@@ -4,8 +4,9 @@
 // markdown table: per round and readback, the prompt's tokens run and their rate, tokens, decode tok/s
 // and ms/token (from the package's stats), and bytes read back per token. WebGPU is core mode on SwiftShader unless --compat: then
 // compatibility mode on Dawn's OpenGL ES backend over ANGLE over Vulkan (here lavapipe, the adapter
-// native Wick uses). Default kernel shapes (no tuning). Needs `npm run build` (pkg/) and the model.
-// Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat]
+// native Wick uses). Default kernel shapes (no tuning). --profile then times each kernel of a decode
+// step alone, as `wick bench --profile` does natively. Needs `npm run build` (pkg/) and the model.
+// Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile]
 
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,8 +24,9 @@ const option = (name, fallback) => {
 const tokens = Number(option('--tokens', 6));
 const rounds = Number(option('--rounds', 2));
 const prompt = option('--prompt', 'Hi');
-const compat = args.includes('--compat');
-if (compat) args.splice(args.indexOf('--compat'), 1);
+const flag = (name) => args.includes(name) && args.splice(args.indexOf(name), 1).length > 0;
+const compat = flag('--compat');
+const profiled = flag('--profile');
 if (args.length !== 1) {
   console.error('usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT]');
   process.exit(2);
@@ -33,8 +35,8 @@ const model = '/' + relative(ROOT, resolve(args[0]));
 
 const server = await serve({ root: ROOT, port: 0 });
 const base = `http://127.0.0.1:${server.address().port}`;
-const profile = mkdtempSync(join(tmpdir(), 'wick-bench-'));
-const context = await chromium.launchPersistentContext(profile, {
+const browserProfile = mkdtempSync(join(tmpdir(), 'wick-bench-'));
+const context = await chromium.launchPersistentContext(browserProfile, {
   headless: true,
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: [
@@ -63,8 +65,8 @@ const readbacks = [
   ['candidates (top_k 40)', { temperature: 0.8, top_k: 40, seed: 1 }],
   ['logits (no top_k)', { temperature: 0.8, seed: 1 }],
 ];
-const { adapter, rows } = await page.evaluate(
-  async ({ model, tokens, rounds, prompt, readbacks, featureLevel }) => {
+const { adapter, rows, profile } = await page.evaluate(
+  async ({ model, tokens, rounds, prompt, readbacks, featureLevel, profiled }) => {
     const { Wick } = await import('wick-llm');
     const engine = await Wick.load(model, { tune: false, nCtx: 512, featureLevel });
     const rows = [];
@@ -85,10 +87,11 @@ const { adapter, rows } = await page.evaluate(
       }
     }
     const { adapter } = await engine.stats();
+    const profile = profiled ? await engine.profile('decode') : null;
     await engine.unload();
-    return { adapter, rows };
+    return { adapter, rows, profile };
   },
-  { model, tokens, rounds, prompt, readbacks, featureLevel: compat ? 'compatibility' : 'core' },
+  { model, tokens, rounds, prompt, readbacks, featureLevel: compat ? 'compatibility' : 'core', profiled },
 );
 
 console.log(`${model} in headless Chromium on ${adapter}, default kernel shapes, "${prompt}", ${tokens} tokens at most\n`);
@@ -98,6 +101,13 @@ for (const r of rows) {
   const cells = [r.round, r.name, r.prompt, r.promptTps?.toFixed(2) ?? '-', r.tokens, r.tps.toFixed(3)];
   console.log(`| ${cells.join(' | ')} | ${(1000 / r.tps).toFixed(0)} | ${r.bytes.toFixed(0)} |`);
 }
+if (profile) {
+  const total = profile.reduce((sum, [, ms]) => sum + ms, 0);
+  console.log(`\ntime of a decode step by kernel, each dispatch alone (${total.toFixed(2)} ms in all):`);
+  for (const [name, ms] of profile) {
+    console.log(`  ${name.padEnd(48)} ${ms.toFixed(3).padStart(9)} ms ${((100 * ms) / total).toFixed(1).padStart(5)}%`);
+  }
+}
 await context.close();
 server.close();
-rmSync(profile, { recursive: true, force: true });
+rmSync(browserProfile, { recursive: true, force: true });

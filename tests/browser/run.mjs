@@ -820,10 +820,15 @@ test('on a compatibility-mode WebGPU adapter the default model replies as the na
     const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: 12 };
     const answer = await engine.chat.completions.create(body);
     const stats = await engine.stats();
+    const profile = await engine.profile('decode');
     await engine.unload();
-    return { text: answer.choices[0].message.content, stats };
+    return { text: answer.choices[0].message.content, stats, profile };
   }, content);
-  console.log(`    on ${result.stats.adapter}: ${result.stats.tokensPerSecond.toFixed(2)} tok/s`);
+  const kernelMs = result.profile.reduce((sum, [, ms]) => sum + ms, 0);
+  const stepMs = 1000 / result.stats.tokensPerSecond;
+  console.log(`    on ${result.stats.adapter}: ${stepMs.toFixed(0)} ms a token; its dispatches timed one at a time, ${kernelMs.toFixed(0)} ms`);
+  assert.ok(result.profile.some(([name]) => name.startsWith('matvecpairs')), JSON.stringify(result.profile));
+  assert.ok(result.profile.every(([, ms]) => ms > 0), JSON.stringify(result.profile));
   assert.equal(result.stats.featureLevel, 'compatibility');
   assert.match(result.stats.adapter, /\(WebGPU compatibility mode\)$/);
   assert.equal(result.text, await nativeReply(content, 12));

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
-use wick::engine::{LoadOptions, TuneShapes, Tuner};
+use wick::engine::{LoadOptions, Profiled, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::{Gpu, Tuning};
 use wick::openai;
@@ -402,6 +402,29 @@ impl Model {
                 tuning,
             };
             Ok(serde_wasm_bindgen::to_value(&step)?)
+        })
+    }
+
+    /// Times each dispatch of the decode plan (`which` "decode") or of a prompt's chunk ("prefill") on
+    /// its own, as `wick bench --profile` does natively: resolves to [[kernel, ms per run], ...],
+    /// slowest first. For comparing the kernels' own time with a whole step's.
+    pub fn profile(&self, which: String) -> Promise {
+        let session = self.session.clone();
+        future_to_promise(async move {
+            let plan = match which.as_str() {
+                "decode" => Profiled::Decode,
+                "prefill" => Profiled::Prefill,
+                _ => return Err(js_error("profile takes 'decode' or 'prefill'")),
+            };
+            let mut session = session
+                .try_borrow_mut()
+                .map_err(|_| js_error("the model is busy with another request"))?;
+            let times = session.engine.profile(plan).await.map_err(js_error)?;
+            let rows: Vec<(String, f64)> = times
+                .into_iter()
+                .map(|(name, time)| (name, time.as_secs_f64() * 1e3))
+                .collect();
+            Ok(serde_wasm_bindgen::to_value(&rows)?)
         })
     }
 
