@@ -12,31 +12,33 @@ fn w_u32(addr: u32) -> u32 {
 }
 
 // Four or eight consecutive words from any byte address, in one load more than words: where the address
-// is not word aligned, w_u32 would take two loads for each.
+// is not word aligned, w_u32 would take two loads for each. Each load serves two neighbouring words.
 fn w_words4(addr: u32) -> array<u32, 4> {
-    let word = addr >> 2u;
-    let shift = (addr & 3u) * 8u;
     var out: array<u32, 4>;
-    var next = W[word];
+    var next = W[addr >> 2u];
     for (var i = 0u; i < 4u; i++) {
         let cur = next;
-        next = W[word + i + 1u];
-        out[i] = select(cur, (cur >> shift) | (next << (32u - shift)), shift != 0u);
+        next = W[(addr >> 2u) + i + 1u];
+        out[i] = funnel(cur, next, addr);
     }
     return out;
 }
 
 fn w_words8(addr: u32) -> array<u32, 8> {
-    let word = addr >> 2u;
-    let shift = (addr & 3u) * 8u;
     var out: array<u32, 8>;
-    var next = W[word];
+    var next = W[addr >> 2u];
     for (var i = 0u; i < 8u; i++) {
         let cur = next;
-        next = W[word + i + 1u];
-        out[i] = select(cur, (cur >> shift) | (next << (32u - shift)), shift != 0u);
+        next = W[(addr >> 2u) + i + 1u];
+        out[i] = funnel(cur, next, addr);
     }
     return out;
+}
+
+// The word at byte `addr` from the aligned words `cur` and `next` that hold it.
+fn funnel(cur: u32, next: u32, addr: u32) -> u32 {
+    let shift = (addr & 3u) * 8u;
+    return select(cur, (cur >> shift) | (next << (32u - shift)), shift != 0u);
 }
 
 // At an even address (every f16 of every block type is): one load.

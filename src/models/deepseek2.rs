@@ -15,7 +15,7 @@
 //!
 //! Every run, a decode step or a prompt's chunk, goes through the same layers (`Model::push_layers`).
 
-use super::{Ends, Forward, Loader, Score};
+use super::{Ends, Forward, Loader};
 use crate::gguf::GgmlType;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
 use crate::ops::glu::{self, Activation, GateUp};
@@ -23,7 +23,7 @@ use crate::ops::mla::{self, Mla};
 use crate::ops::moe::{self, ExpertWeights, MoeBuffers, MoeShape};
 use crate::ops::moe_route::{self, Gating};
 use crate::ops::rope::{Rope, Yarn};
-use crate::ops::{embed, log_prob, matvec, rms_norm};
+use crate::ops::{embed, matvec, rms_norm};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -416,32 +416,15 @@ pub async fn load(
     model.push_layers(&mut decode);
     ends.push_logits(&mut decode, &a.x, &a.xn, &logits, c.rms_eps);
     decode.finish(&gpu).await?;
-    let prefill = match batch {
-        1 => None,
-        _ => {
-            let mut plan = Plan::new(&gpu, &step, batch);
-            model.push_layers(&mut plan);
-            plan.finish(&gpu).await?;
-            Some(plan)
-        }
-    };
-    let score = match scoring {
-        false => None,
-        true => {
-            // As many tokens as the prompt batch, or as one binding of their logits holds.
-            let rows_fit = gpu.max_binding() / (c.n_vocab as u64 * 4);
-            let rows = (batch as u64).min(rows_fit).max(1) as u32;
-            let row_logits = rows as u64 * c.n_vocab as u64 * 4;
-            let row_logits = scratch_buffer(&gpu, "logits of each token", row_logits).await?;
-            let log_probs = scratch_buffer(&gpu, "log-probabilities", rows as u64 * 4).await?;
-            let mut plan = Plan::new(&gpu, &step, rows);
-            model.push_layers(&mut plan);
-            ends.push_logits(&mut plan, &a.x, &a.xn, &row_logits, c.rms_eps);
-            log_prob::push(&mut plan, &row_logits, &log_probs, c.n_vocab);
-            plan.finish(&gpu).await?;
-            Some(Score { plan, log_probs })
-        }
-    };
+    let (prefill, score) = super::prompt_plans(
+        &gpu,
+        &step,
+        (batch, scoring),
+        c.n_vocab,
+        |plan| model.push_layers(plan),
+        |plan, logits| ends.push_logits(plan, &a.x, &a.xn, logits, c.rms_eps),
+    )
+    .await?;
     Ok(Forward {
         decode,
         decode_long: None,

@@ -2,13 +2,11 @@
 //! grouped-query KV cache, a gated feed-forward block, tied or separate output head. What differs from
 //! family to family is named data, a `Family`, which each family's own file makes from its metadata.
 
-use super::{Ends, Forward, Loader, Meta, Score};
+use super::{Ends, Forward, Loader, Meta};
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked, StepInput};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::rope::{self, Rope};
-use crate::ops::{
-    attention, embed, head_norm_rope_kv, log_prob, matvec, rms_norm, rope_kv, softcap,
-};
+use crate::ops::{attention, embed, head_norm_rope_kv, matvec, rms_norm, rope_kv, softcap};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -469,32 +467,15 @@ pub async fn load(
             Some((SPLIT_ATTENTION_FROM, plan))
         }
     };
-    let prefill = match batch {
-        1 => None,
-        _ => {
-            let mut plan = Plan::new(&gpu, &step, batch);
-            model.push_layers(&mut plan, Attention::Whole);
-            plan.finish(&gpu).await?;
-            Some(plan)
-        }
-    };
-    let score = match scoring {
-        false => None,
-        true => {
-            // As many tokens as the prompt batch, or as one binding of their logits holds.
-            let rows_fit = gpu.max_binding() / (c.n_vocab as u64 * 4);
-            let rows = (batch as u64).min(rows_fit).max(1) as u32;
-            let row_logits = rows as u64 * c.n_vocab as u64 * 4;
-            let row_logits = scratch_buffer(&gpu, "logits of each token", row_logits).await?;
-            let log_probs = scratch_buffer(&gpu, "log-probabilities", rows as u64 * 4).await?;
-            let mut plan = Plan::new(&gpu, &step, rows);
-            model.push_layers(&mut plan, Attention::Whole);
-            push_logits(&mut plan, &row_logits);
-            log_prob::push(&mut plan, &row_logits, &log_probs, c.n_vocab);
-            plan.finish(&gpu).await?;
-            Some(Score { plan, log_probs })
-        }
-    };
+    let (prefill, score) = super::prompt_plans(
+        &gpu,
+        &step,
+        (batch, scoring),
+        c.n_vocab,
+        |plan| model.push_layers(plan, Attention::Whole),
+        push_logits,
+    )
+    .await?;
     Ok(Forward {
         decode,
         decode_long,

@@ -12,7 +12,9 @@ pub mod qwen2;
 pub mod qwen3;
 
 use crate::gguf::{ByteSource, Header, TensorInfo};
-use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Plan, Stacked, StepInput};
+use crate::gpu::{
+    read_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan, Stacked, StepInput,
+};
 use crate::ops::glu::GateUp;
 use crate::Error;
 use std::sync::Arc;
@@ -68,6 +70,47 @@ pub struct Score {
     pub plan: Plan,
     /// (plan.batch) f32: log softmax(logits of token t)[token t + 1].
     pub log_probs: wgpu::Buffer,
+}
+
+/// `Forward::prefill` and `Forward::score`, which every architecture makes the same way from its
+/// layers (`push_layers` adds them for a plan's tokens) and its head (`push_logits` writes each
+/// token's logits into the buffer it is given): a prompt's chunk when `batch` > 1, and the scoring
+/// run when asked for.
+pub async fn prompt_plans(
+    gpu: &Gpu,
+    step: &StepInput,
+    (batch, scoring): (u32, bool),
+    n_vocab: u32,
+    push_layers: impl Fn(&mut Plan),
+    push_logits: impl Fn(&mut Plan, &wgpu::Buffer),
+) -> Result<(Option<Plan>, Option<Score>), Error> {
+    let prefill = match batch {
+        1 => None,
+        _ => {
+            let mut plan = Plan::new(gpu, step, batch);
+            push_layers(&mut plan);
+            plan.finish(gpu).await?;
+            Some(plan)
+        }
+    };
+    let score = match scoring {
+        false => None,
+        true => {
+            // As many tokens as the prompt batch, or as one binding of their logits holds.
+            let rows_fit = gpu.max_binding() / (n_vocab as u64 * 4);
+            let rows = (batch as u64).min(rows_fit).max(1) as u32;
+            let row_logits = rows as u64 * n_vocab as u64 * 4;
+            let row_logits = scratch_buffer(gpu, "logits of each token", row_logits).await?;
+            let log_probs = scratch_buffer(gpu, "log-probabilities", rows as u64 * 4).await?;
+            let mut plan = Plan::new(gpu, step, rows);
+            push_layers(&mut plan);
+            push_logits(&mut plan, &row_logits);
+            crate::ops::log_prob::push(&mut plan, &row_logits, &log_probs, n_vocab);
+            plan.finish(gpu).await?;
+            Some(Score { plan, log_probs })
+        }
+    };
+    Ok((prefill, score))
 }
 
 /// What every architecture here has around its layers: the token table, the final norm and the output
