@@ -138,8 +138,28 @@ export interface EngineStats {
    * candidates, 8 bytes each; the greedy choice, 4; or the whole row of logits where the sampler
    * needs it: top_k 0 or above 64). */
   readBackBytesPerToken: number | null;
+  /** Of the last reply: a generating step's wall time in parts, in ms. */
+  stepMs: StepMs | null;
   /** The worker's wasm heap, which never holds the model. */
   wasmMemoryBytes: number;
+}
+
+export interface StepMs {
+  /** Writing the step's inputs and recording its GPU pass. */
+  record: number;
+  /** The submit call. */
+  submit: number;
+  /** From the submit to the values read back: the GPU's work, then the map. */
+  wait: number;
+  /** Everything else between two steps: sampling, detokenizing, streaming the text to the page. */
+  other: number;
+}
+
+export interface Profile {
+  /** [kernel, ms per run] pairs, slowest first; each dispatch timed on its own. */
+  kernels: [string, number][];
+  /** The whole plan per run, its runs back to back in one submit (no readback, no work between). */
+  wholeMs: number;
 }
 
 export interface TuningResult {
@@ -176,9 +196,9 @@ export declare class Wick {
     };
   };
   stats(): Promise<EngineStats>;
-  /** Times each GPU dispatch of a decode step or of a prompt's chunk on its own: [kernel, ms per run]
-   * pairs, slowest first (empty for 'prefill' where the model has no prefill plan). */
-  profile(plan?: 'decode' | 'prefill'): Promise<[string, number][]>;
+  /** Times a decode step or a prompt's chunk on the GPU, kernel by kernel and whole (null for
+   * 'prefill' where the model has no prefill plan). */
+  profile(plan?: 'decode' | 'prefill'): Promise<Profile | null>;
   /** Settles when tuning ends: every shape timed (`finished`), or stopped (`stopTuning`, an unload).
    * Resolved at once where there was nothing to tune. */
   readonly tuned: Promise<TuningResult>;

@@ -189,9 +189,11 @@ export class Wick {
   }
 
   /**
-   * Times each GPU dispatch of a decode step ('decode') or of a prompt's chunk ('prefill') on its own,
-   * after the work under way: resolves to [[kernel, ms per run], ...], slowest first. A profile, for
-   * seeing where a step's time goes; it writes only KV cache rows later steps write again.
+   * Times a decode step ('decode') or a prompt's chunk ('prefill') on the GPU, after the work under
+   * way: resolves to { kernels: [[kernel, ms per run], ...] slowest first, each dispatch timed on its
+   * own; wholeMs: the whole plan, its runs back to back in one submit }, or null for 'prefill' where the
+   * model has no prefill plan. A profile, for seeing where a step's time goes; it writes only KV cache
+   * rows later steps write again.
    */
   profile(plan = 'decode') {
     return this.channel.request({ type: 'profile', plan });

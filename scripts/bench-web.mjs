@@ -2,10 +2,11 @@
 // Decode speed in the browser: loads a model through the package in headless Chromium and times
 // replies that read back the greedy choice, the top-k candidates, or the whole row of logits. Prints a
 // markdown table: per round and readback, the prompt's tokens run and their rate, tokens, decode tok/s
-// and ms/token (from the package's stats), and bytes read back per token. WebGPU is core mode on SwiftShader unless --compat: then
+// and ms/token (from the package's stats), a step's parts (recording, submitting, waiting for the GPU
+// and the readback, and the rest: sampling, detokenizing, messages), and bytes read back per token. WebGPU is core mode on SwiftShader unless --compat: then
 // compatibility mode on Dawn's OpenGL ES backend over ANGLE over Vulkan (here lavapipe, the adapter
 // native Wick uses). Default kernel shapes (no tuning). --profile then times each kernel of a decode
-// step alone, as `wick bench --profile` does natively. Needs `npm run build` (pkg/) and the model.
+// step alone and the whole plan without readback, as `wick bench --profile` does natively. Needs `npm run build` (pkg/) and the model.
 // Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile]
 
 import { chromium } from 'playwright-core';
@@ -83,6 +84,7 @@ const { adapter, rows, profile } = await page.evaluate(
           tokens: reply.usage.completion_tokens,
           tps: s.tokensPerSecond,
           bytes: s.readBackBytesPerToken,
+          step: s.stepMs,
         });
       }
     }
@@ -95,18 +97,21 @@ const { adapter, rows, profile } = await page.evaluate(
 );
 
 console.log(`${model} in headless Chromium on ${adapter}, default kernel shapes, "${prompt}", ${tokens} tokens at most\n`);
-console.log('| round | read back | prompt tokens run | prompt tok/s | tokens | decode tok/s | ms/token | bytes back/token |');
-console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| round | read back | prompt tokens run | prompt tok/s | tokens | decode tok/s | ms/token | record | submit | wait | other | bytes back/token |');
+console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
-  const cells = [r.round, r.name, r.prompt, r.promptTps?.toFixed(2) ?? '-', r.tokens, r.tps.toFixed(3)];
-  console.log(`| ${cells.join(' | ')} | ${(1000 / r.tps).toFixed(0)} | ${r.bytes.toFixed(0)} |`);
+  const cells = [r.round, r.name, r.prompt, r.promptTps?.toFixed(2) ?? '-', r.tokens, r.tps?.toFixed(3) ?? '-', r.tps ? (1000 / r.tps).toFixed(0) : '-'];
+  const parts = ['record', 'submit', 'wait', 'other'].map((p) => r.step?.[p].toFixed(2) ?? '-');
+  console.log(`| ${[...cells, ...parts].join(' | ')} | ${r.bytes.toFixed(0)} |`);
 }
+console.log('\nrecord, submit, wait, other: ms per decode step after the prompt (see StepMs in index.d.ts)');
 if (profile) {
-  const total = profile.reduce((sum, [, ms]) => sum + ms, 0);
+  const total = profile.kernels.reduce((sum, [, ms]) => sum + ms, 0);
   console.log(`\ntime of a decode step by kernel, each dispatch alone (${total.toFixed(2)} ms in all):`);
-  for (const [name, ms] of profile) {
+  for (const [name, ms] of profile.kernels) {
     console.log(`  ${name.padEnd(48)} ${ms.toFixed(3).padStart(9)} ms ${((100 * ms) / total).toFixed(1).padStart(5)}%`);
   }
+  console.log(`  the whole plan, its runs back to back in one submit: ${profile.wholeMs.toFixed(2)} ms a run`);
 }
 await context.close();
 server.close();

@@ -11,7 +11,6 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32,     // even, at most 2 * WG * PAIRS
     eps: f32,
-    has_factors: u32,  // 1: divide each frequency by rope_freqs[i]
 }
 
 @group(0) @binding(0) var<storage, read> QKV: array<f32>;          // (batch, (n_head + 2 n_kv_head) head_dim)
@@ -19,7 +18,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
 @group(0) @binding(3) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(4) var<storage, read_write> VC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
-@group(0) @binding(5) var<storage, read> factors: array<f32>;      // (n_rot / 2), or one unused value
+@group(0) @binding(5) var<storage, read> freqs: array<f32>;        // (n_rot / 2) each pair's frequency
 @group(0) @binding(6) var<storage, read> step: Step;
 @group(0) @binding(7) var<uniform> P: Params;
 
@@ -66,7 +65,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let b = x[j].y * scale * norms[w + 2u * i + 1u];
         var r = vec2<f32>(a, b);
         if (i < P.rope.n_rot / 2u) {
-            let cs = rope_cos_sin(P.rope, pos, i, select(1.0, factors[i], P.has_factors == 1u));
+            let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
             r = vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
         }
         let o = select(pos * kv_dim + (head - P.n_head) * hd, token * q_dim + head * hd, is_q) + 2u * i;

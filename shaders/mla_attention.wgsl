@@ -23,8 +23,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> KC: array<vec4<f32>>;   // the cache, (n_ctx, kv_lora + n_rot)
 @group(0) @binding(3) var<storage, read> VC: array<f32>;         // the same cache
 @group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora)
-@group(0) @binding(5) var<storage, read> step: Step;
-@group(0) @binding(6) var<uniform> P: Params;
+@group(0) @binding(5) var<storage, read> freqs: array<f32>;      // (n_rot / 2) each pair's frequency
+@group(0) @binding(6) var<storage, read> step: Step;
+@group(0) @binding(7) var<uniform> P: Params;
 
 override WG: u32 = 128u;
 var<workgroup> Q: array<vec4<f32>, MAX_KEY / 4u>; // this head's whole query: latent, then rope part
@@ -45,7 +46,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let q = head * P.q_stride + P.q_rope;
     for (var i = t; i < P.rope.n_rot / 2u; i += WG) {
         let j = rope_pair(P.rope, i);
-        let cs = rope_cos_sin(P.rope, pos, i, 1.0);
+        let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
         let x0 = QR[q + j.x];
         let x1 = QR[q + j.y];
         let a = P.kv_lora + j.x;

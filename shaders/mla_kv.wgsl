@@ -12,8 +12,9 @@ struct Params {
 @group(0) @binding(0) var<storage, read> KV: array<f32>;            // (batch, kv_lora + n_rot)
 @group(0) @binding(1) var<storage, read> Wn: array<f32>;            // (kv_lora)
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;       // (n_ctx, kv_lora + n_rot)
-@group(0) @binding(3) var<storage, read> step: Step;
-@group(0) @binding(4) var<uniform> P: Params;
+@group(0) @binding(3) var<storage, read> freqs: array<f32>;         // (n_rot / 2) each pair's frequency
+@group(0) @binding(4) var<storage, read> step: Step;
+@group(0) @binding(5) var<uniform> P: Params;
 
 override WG: u32 = 64u;
 
@@ -37,7 +38,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     for (var i = t; i < P.rope.n_rot / 2u; i += WG) {
         let j = rope_pair(P.rope, i) + P.kv_lora;
-        let cs = rope_cos_sin(P.rope, pos, i, 1.0);
+        let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
         let x0 = KV[kv + j.x];
         let x1 = KV[kv + j.y];
         C[row + j.x] = x0 * cs.x - x1 * cs.y;

@@ -1,11 +1,13 @@
 // Rotary position angles, shared by the kernels that rotate. Plain RoPE, linear scaling (freq_scale) and
 // YaRN (ext_factor > 0: each pair's angle mixes the interpolated and the original angle by a ramp over
-// corr_low..corr_high, and the magnitude grows by 0.1 ln(1 / freq_scale)), as ggml computes them.
+// corr_low..corr_high, and the magnitude grows by 0.1 ln(1 / freq_scale)), as ggml computes them. Each
+// pair's frequency (freq_base^(-2i / n_rot) over its divisor) comes from a buffer computed at load:
+// a pow per pair here cost some GPU routes (Dawn's OpenGL ES backend on ANGLE) 2 ms a dispatch.
 
 struct Rope {
     n_rot: u32,        // dimensions rotated, from the first
     neox: u32,         // 1: rotate (i, i + n_rot/2); 0: rotate (2i, 2i+1)
-    freq_base: f32,
+    pad: u32,          // a struct in a uniform takes 32 bytes here, not 28
     freq_scale: f32,   // 1 / the scaling factor
     ext_factor: f32,   // YaRN's extrapolation mix; 0: off
     attn_factor: f32,  // magnitude of (cos, sin)
@@ -13,9 +15,9 @@ struct Rope {
     corr_high: f32,
 }
 
-// (cos, sin) times the magnitude for pair i at position pos; `divisor` is the pair's frequency factor.
-fn rope_cos_sin(r: Rope, pos: u32, i: u32, divisor: f32) -> vec2<f32> {
-    let extrapolated = f32(pos) * pow(r.freq_base, -2.0 * f32(i) / f32(r.n_rot)) / divisor;
+// (cos, sin) times the magnitude for pair i, of frequency `freq`, at position pos.
+fn rope_cos_sin(r: Rope, pos: u32, i: u32, freq: f32) -> vec2<f32> {
+    let extrapolated = f32(pos) * freq;
     let interpolated = r.freq_scale * extrapolated;
     var theta = interpolated;
     var magnitude = r.attn_factor;

@@ -13,14 +13,13 @@ struct Params {
     n_head: u32,
     n_kv_head: u32,
     head_dim: u32,
-    has_factors: u32,  // 1: divide each frequency by rope_freqs[i]
     has_bias: u32,     // 1: add bias[o] to row o of (q | k | v)
 }
 
 @group(0) @binding(3) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
 @group(0) @binding(4) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(5) var<storage, read_write> VC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
-@group(0) @binding(6) var<storage, read> factors: array<f32>;      // (n_rot / 2), or one unused value
+@group(0) @binding(6) var<storage, read> freqs: array<f32>;        // (n_rot / 2) each pair's frequency
 @group(0) @binding(7) var<storage, read> bias: array<f32>;         // (q | k | v rows), or one unused value
 @group(0) @binding(8) var<uniform> P: Params;
 
@@ -44,7 +43,7 @@ fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
     var r = vec2<f32>(a, b);
     let i = (o % P.head_dim) / 2u;
     if (i < P.rope.n_rot / 2u) {
-        let cs = rope_cos_sin(P.rope, pos, i, select(1.0, factors[i], P.has_factors == 1u));
+        let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
         r = vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
     }
     if (o < q_dim) {

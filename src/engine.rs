@@ -61,7 +61,30 @@ pub struct Totals {
     pub weight_bytes: u64,
     /// Bytes copied back from the GPU.
     pub read_bytes: u64,
+    /// Wall time, call to result, and the three parts of it: writing the inputs and recording the
+    /// pass, the submit call, and from the submit's return to the values read back (the GPU's work,
+    /// then the map and copy; a run that reads nothing back only polls).
     pub time: Duration,
+    pub record: Duration,
+    pub submit: Duration,
+    pub wait: Duration,
+}
+
+impl std::ops::Add for Totals {
+    type Output = Totals;
+    fn add(self, more: Totals) -> Totals {
+        Totals {
+            runs: self.runs + more.runs,
+            tokens: self.tokens + more.tokens,
+            dispatches: self.dispatches + more.dispatches,
+            weight_bytes: self.weight_bytes + more.weight_bytes,
+            read_bytes: self.read_bytes + more.read_bytes,
+            time: self.time + more.time,
+            record: self.record + more.record,
+            submit: self.submit + more.submit,
+            wait: self.wait + more.wait,
+        }
+    }
 }
 
 impl std::ops::Sub for Totals {
@@ -74,9 +97,28 @@ impl std::ops::Sub for Totals {
             weight_bytes: self.weight_bytes - earlier.weight_bytes,
             read_bytes: self.read_bytes - earlier.read_bytes,
             time: self.time - earlier.time,
+            record: self.record - earlier.record,
+            submit: self.submit - earlier.submit,
+            wait: self.wait - earlier.wait,
         }
     }
 }
+
+/// What `Engine::profile` found.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    /// Each pipeline's name and the summed time of its dispatches per run, slowest first; each
+    /// dispatch timed alone, repeated in one submit so that the submit's own cost spreads thin.
+    pub kernels: Vec<(String, Duration)>,
+    /// The whole plan per run, its runs recorded back to back in one pass and one submit.
+    pub whole: Duration,
+}
+
+/// Runs of a whole plan `Engine::profile` submits together.
+const PLAN_RUNS: u32 = 4;
+/// How long the dispatches of one profiled kernel's submit run together, at least: a submit costs
+/// 2-3 ms in a browser (through its GPU process), which this spreads over as many dispatches.
+const PROFILE_BATCH: Duration = Duration::from_millis(20);
 
 /// The plan `Engine::profile` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,6 +345,7 @@ impl Engine {
         };
         let dispatches = plan.dispatches.len() + after.map_or(0, |p| p.dispatches.len());
         let weight_bytes = plan.weight_bytes;
+        let record_start = Instant::now();
         match next {
             Some(next) => f.step.write_followed(gpu, self.pos, tokens, next),
             None => f.step.write(gpu, self.pos, tokens),
@@ -319,7 +362,10 @@ impl Engine {
         if let Some((buffer, bytes)) = read_back {
             enc.copy_buffer_to_buffer(buffer, 0, &self.staging, 0, bytes);
         }
-        gpu.queue.submit([enc.finish()]);
+        let commands = enc.finish();
+        let submit_start = Instant::now();
+        gpu.queue.submit([commands]);
+        let wait_start = Instant::now();
         self.pos += tokens.len() as u32;
         let values = match read_back {
             Some((_, bytes)) => Some(map_and_copy(gpu, &self.staging, bytes).await?),
@@ -335,34 +381,50 @@ impl Engine {
         t.weight_bytes += weight_bytes;
         t.read_bytes += read_bytes;
         t.time += start.elapsed();
+        t.record += submit_start - record_start;
+        t.submit += wait_start - submit_start;
+        t.wait += wait_start.elapsed();
         Ok(values)
     }
 
-    /// Times each dispatch of a plan on its own (`time_dispatch`): the decode plan for one token, or
-    /// the prefill plan for a whole chunk, at the current position (nothing is cached: the KV cache rows
-    /// written are the next ones). Returns each pipeline's name and the summed time of its dispatches
-    /// per run, slowest first; empty where the model has no prefill plan. A profile, not a run.
-    pub async fn profile(&mut self, plan: Profiled) -> Result<Vec<(String, Duration)>, Error> {
+    /// Times a plan on the GPU: the decode plan for one token, or the prefill plan for a whole chunk,
+    /// at the current position (nothing is cached: the KV cache rows written are the next ones); `None`
+    /// where the model has no prefill plan. A profile, not a run.
+    pub async fn profile(&mut self, plan: Profiled) -> Result<Option<Profile>, Error> {
         let gpu = &self.gpu;
         let plan = match plan {
             Profiled::Decode => &self.forward.decode,
             Profiled::Prefill => match &self.forward.prefill {
                 Some(prefill) => prefill,
-                None => return Ok(Vec::new()),
+                None => return Ok(None),
             },
         };
         self.write_scratch_step(plan.batch);
-        let mut totals: Vec<(String, Duration)> = Vec::new();
+        let mut kernels: Vec<(String, Duration)> = Vec::new();
         for d in &plan.dispatches {
-            let time = time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups).await?;
+            let time = time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups, PROFILE_BATCH)
+                .await?;
             let name = d.key.name();
-            match totals.iter_mut().find(|(n, _)| *n == name) {
+            match kernels.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, t)) => *t += time,
-                None => totals.push((name, time)),
+                None => kernels.push((name, time)),
             }
         }
-        totals.sort_by(|a, b| b.1.cmp(&a.1));
-        Ok(totals)
+        kernels.sort_by(|a, b| b.1.cmp(&a.1));
+        // The whole plan, PLAN_RUNS times in one submit and one wait: what a step costs the GPU
+        // without its readback and the CPU's work between steps.
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            for _ in 0..PLAN_RUNS {
+                plan.record(&mut pass);
+            }
+        }
+        let start = Instant::now();
+        gpu.queue.submit([enc.finish()]);
+        gpu.finished().await?;
+        let whole = start.elapsed() / PLAN_RUNS;
+        Ok(Some(Profile { kernels, whole }))
     }
 
     /// Points the step input at the next position with `n` tokens, for runs of single dispatches (a
@@ -466,28 +528,32 @@ fn cast<T: bytemuck::Pod>(bytes: Vec<u8>) -> Vec<T> {
 }
 
 /// The time of one dispatch. A one-workgroup dispatch first pays what a first use costs (compiling
-/// the pipeline, where the driver waits for its first use); one full dispatch then says how long it
-/// takes. From 100 ms up (a CPU emulating a GPU, in the browser or lavapipe) that is the answer: a
-/// second run would cost as much and change little. Below, the best of 2 submits of as many
-/// dispatches as make about 2 ms (at most 20), back to back.
+/// the pipeline, where the driver waits for its first use); a second says what a submit costs with next
+/// to no work (under 0.1 ms natively, 2-3 ms in a browser, through its GPU process). One full dispatch
+/// then says about how long it takes. From 100 ms up (a CPU emulating a GPU) that is the answer: a
+/// second run would cost as much and change little. Below, the best of 2 submits of as many dispatches
+/// as make about `batch` (at most 50), back to back, less the cost of a submit.
 async fn time_dispatch(
     gpu: &Gpu,
     pipeline: &wgpu::ComputePipeline,
     bind_group: &wgpu::BindGroup,
     workgroups: [u32; 3],
+    batch: Duration,
 ) -> Result<Duration, Error> {
-    time_submit(gpu, pipeline, bind_group, [1, 1, 1], 1).await?;
-    let each = time_submit(gpu, pipeline, bind_group, workgroups, 1).await?;
-    if each >= Duration::from_millis(100) {
-        return Ok(each);
+    let submit = |workgroups, reps| time_submit(gpu, pipeline, bind_group, workgroups, reps);
+    submit([1, 1, 1], 1).await?;
+    let empty = submit([1, 1, 1], 1).await?;
+    let one = submit(workgroups, 1).await?;
+    if one >= Duration::from_millis(100) {
+        return Ok(one);
     }
-    let reps = (Duration::from_millis(2).as_nanos() / each.as_nanos().max(1)).clamp(1, 20) as u32;
-    let first = time_submit(gpu, pipeline, bind_group, workgroups, reps).await?;
-    let second = time_submit(gpu, pipeline, bind_group, workgroups, reps).await?;
-    Ok(first.min(second))
+    let reps = (batch.as_nanos() / one.as_nanos().max(1)).clamp(1, 50) as u32;
+    let many = submit(workgroups, reps).await?.min(submit(workgroups, reps).await?);
+    // Noise can take the submit's cost past a dispatch that costs next to nothing.
+    Ok(many.saturating_sub(empty).max(many / 100) / reps)
 }
 
-/// The time per dispatch of one submit of `reps` dispatches back to back.
+/// The time of one submit of `reps` dispatches back to back, to their end.
 async fn time_submit(
     gpu: &Gpu,
     pipeline: &wgpu::ComputePipeline,
@@ -507,5 +573,5 @@ async fn time_submit(
     let start = Instant::now();
     gpu.queue.submit([enc.finish()]);
     gpu.finished().await?;
-    Ok(start.elapsed() / reps)
+    Ok(start.elapsed())
 }

@@ -2,7 +2,7 @@
 //! the cache of the turns already processed.
 
 use crate::chat_template::{self, ChatMessage};
-use crate::engine::{Engine, LoadOptions};
+use crate::engine::{Engine, LoadOptions, Totals};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::ops::top_k::Pick;
@@ -50,6 +50,9 @@ pub struct Completion {
     pub gen_time: Duration,
     /// Bytes the steps copied back from the GPU for the sampler.
     pub read_back_bytes: u64,
+    /// What the engine's runs while generating (after the prompt) cost: set against `gen_time`, what
+    /// the time between steps went to.
+    pub gen_steps: Totals,
 }
 
 pub struct Session {
@@ -178,6 +181,7 @@ impl Session {
         let mut id = self.step(last, sampler).await?;
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
+        let totals_before = self.engine.stats.totals;
         let mut decoder = StreamDecoder::default();
         let mut stops = StopStrings::new(stop);
         let mut tokens = Vec::new();
@@ -226,6 +230,7 @@ impl Session {
             prompt_time,
             gen_time: gen_start.elapsed(),
             read_back_bytes: self.engine.stats.totals.read_bytes - read_before,
+            gen_steps: self.engine.stats.totals - totals_before,
         })
     }
 
@@ -252,6 +257,7 @@ impl Session {
             prompt_time: Duration::ZERO,
             gen_time: Duration::ZERO,
             read_back_bytes: 0,
+            gen_steps: Totals::default(),
         };
         loop {
             let mut prompt = self.tokenize_prompt(&self.chat_prompt(messages)?);
@@ -278,6 +284,7 @@ impl Session {
             reply.prompt_time += part.prompt_time;
             reply.gen_time += part.gen_time;
             reply.read_back_bytes += part.read_back_bytes;
+            reply.gen_steps = reply.gen_steps + part.gen_steps;
             reply.finish = part.finish;
             let go_on = part.finish == FinishReason::ContextFull
                 && overflow == Overflow::DropOldestTurns

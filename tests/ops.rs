@@ -256,7 +256,7 @@ fn projection_rope_and_attention_against_cpu() {
             vc[i] = rng.f32();
         }
         let (kcb, vcb) = (f32_buffer(&gpu, &kc), f32_buffer(&gpu, &vc));
-        let fb = f32_buffer(&gpu, &factors);
+        let fb = rope.freqs_buffer(&gpu, with_factors.then_some(&factors[..]));
         let scratch = |n: usize| {
             scratch_buffer(&gpu, "out", n as u64 * 4)
                 .block_on()
@@ -268,7 +268,7 @@ fn projection_rope_and_attention_against_cpu() {
             q: &qb,
             k_cache: &kcb,
             v_cache: &vcb,
-            factors: with_factors.then_some(&fb),
+            freqs: &fb,
         };
         rope_kv::push(
             &mut plan,

@@ -369,12 +369,13 @@ fn absorbed_mla_equals_the_naive_form() {
         let latent_out = rows("latent_out", n_head * kv_lora);
         let out = rows("out", n_head * v_dim);
         let mut plan = plan_at(&gpu, pos, &vec![0; n_tokens]);
+        let freqs = m.rope.freqs_buffer(&gpu, None);
         mla::push_kv(
             &mut plan,
             &m,
             &f32_buffer(&gpu, &kv),
-            &f32_buffer(&gpu, &norm),
-            1e-6,
+            (&f32_buffer(&gpu, &norm), 1e-6),
+            &freqs,
             &cache_buffer,
         );
         matvec::push_grouped(
@@ -390,6 +391,7 @@ fn absorbed_mla_equals_the_naive_form() {
             q_latent: &q_latent,
             q: &q_buffer,
             cache: &cache_buffer,
+            freqs: &freqs,
             out: &latent_out,
         };
         mla::push_attention(&mut plan, &m, &b);

@@ -91,6 +91,13 @@ impl Measured {
     }
 
     /// Weight bytes read per second of wall time.
+    /// Milliseconds per run recording the pass, submitting it, and waiting for its result.
+    fn phases_ms(&self) -> [f64; 3] {
+        let t = &self.totals;
+        let runs = t.runs.max(1) as f64;
+        [t.record, t.submit, t.wait].map(|d| d.as_secs_f64() * 1e3 / runs)
+    }
+
     fn gbps(&self) -> f64 {
         let seconds = self.samples_ns.iter().sum::<u64>() as f64 / 1e9;
         self.totals.weight_bytes as f64 / seconds / 1e9
@@ -266,6 +273,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "submits_per_token": m.per_token(m.totals.runs),
                 "weight_bytes_per_token": m.per_token(m.totals.weight_bytes),
                 "read_bytes_per_token": m.per_token(m.totals.read_bytes),
+                "record_submit_wait_ms_per_run": m.phases_ms(),
                 "weight_gbps": gbps,
                 "peak_gbps": c.peak,
                 "peak_percent": c.peak.map(|p| 100.0 * gbps / p),
@@ -316,6 +324,16 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
             m.per_token(m.totals.read_bytes) / 1e3,
         );
     }
+    for m in tests.iter().filter(|m| m.n_gen > 0) {
+        let [record, submit, wait] = m.phases_ms();
+        let (avg, _) = mean_sd(&m.samples_ts());
+        println!();
+        println!(
+            "a decode step: {record:.2} ms recording, {submit:.2} ms submitting, {wait:.2} ms waiting \
+             for the GPU and the readback, {:.2} ms outside the engine",
+            1e3 / avg - record - submit - wait
+        );
+    }
     for m in tests.iter().filter(|m| m.n_prompt > 0) {
         let ms: Vec<f64> = m.samples_ns.iter().map(|&ns| ns as f64 / 1e6).collect();
         let (avg, sd) = mean_sd(&ms);
@@ -330,11 +348,10 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
 /// Each pipeline's share of a decode step or of a prompt's chunk, timed dispatch by dispatch (to
 /// stderr, beside the table).
 fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
-    let times = engine.profile(plan).block_on()?;
-    if times.is_empty() {
+    let Some(profile) = engine.profile(plan).block_on()? else {
         return Ok(());
-    }
-    let total: f64 = times.iter().map(|(_, t)| t.as_secs_f64()).sum();
+    };
+    let total: f64 = profile.kernels.iter().map(|(_, t)| t.as_secs_f64()).sum();
     let run = match plan {
         Profiled::Decode => "a decode step".to_string(),
         Profiled::Prefill => format!("a chunk of {} prompt tokens", engine.stats.chunk_tokens),
@@ -343,7 +360,7 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
         "time of {run} by kernel, each dispatch alone ({:.2} ms in all):",
         total * 1e3
     );
-    for (name, t) in times {
+    for (name, t) in profile.kernels {
         let ms = t.as_secs_f64() * 1e3;
         eprintln!(
             "  {:<28} {:>9.3} ms {:>5.1}%",
@@ -352,5 +369,9 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
             100.0 * ms / (total * 1e3)
         );
     }
+    eprintln!(
+        "  the whole plan, its runs back to back in one submit: {:.2} ms a run",
+        profile.whole.as_secs_f64() * 1e3
+    );
     Ok(())
 }

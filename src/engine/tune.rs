@@ -10,6 +10,9 @@ use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
 
+/// How long the dispatches of one candidate's timing submit run together, at least.
+const TUNE_BATCH: Duration = Duration::from_millis(2);
+
 /// Which shapes `Engine::tune` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TuneShapes {
@@ -143,7 +146,7 @@ impl Engine {
             .find(|d| d.matvec == Some(timing.shape))
             .expect("a shape of the decode plan");
         let (pipeline, bind_group, workgroups) = plan.reshaped(&self.gpu, d, candidate);
-        let time = time_dispatch(&self.gpu, &pipeline, &bind_group, workgroups).await?;
+        let time = time_dispatch(&self.gpu, &pipeline, &bind_group, workgroups, TUNE_BATCH).await?;
         timing.times.push((candidate, time));
         tuner.timed += 1;
         if timing.left.is_empty() {

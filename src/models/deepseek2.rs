@@ -405,9 +405,11 @@ pub async fn load(
     };
     let logits = scratch_buffer(&gpu, "logits", c.n_vocab as u64 * 4).await?;
     let step = StepInput::new(&gpu, batch);
+    let rope_freqs = c.mla.rope.freqs_buffer(&gpu, None);
     let model = Model {
         c: &c,
         blocks: &blocks,
+        rope_freqs: &rope_freqs,
         ends: &ends,
         a: &a,
     };
@@ -441,6 +443,8 @@ pub async fn load(
 struct Model<'a> {
     c: &'a Config,
     blocks: &'a [Block],
+    /// Each rope pair's frequency.
+    rope_freqs: &'a wgpu::Buffer,
     ends: &'a Ends,
     a: &'a Activations,
 }
@@ -480,13 +484,15 @@ impl Model<'_> {
             }
         }
         matvec::push(plan, &b.kv_a, &a.xn, &a.kv, false);
-        mla::push_kv(plan, m, &a.kv, &b.kv_a_norm, c.rms_eps, &b.cache);
+        let norm = (&b.kv_a_norm, c.rms_eps);
+        mla::push_kv(plan, m, &a.kv, norm, self.rope_freqs, &b.cache);
         let (lora, q_stride) = (m.kv_lora, m.q_stride());
         matvec::push_grouped(plan, &b.k_b, &a.q, &a.q_latent, false, lora, q_stride);
         let buffers = mla::AttentionBuffers {
             q_latent: &a.q_latent,
             q: &a.q,
             cache: &b.cache,
+            freqs: self.rope_freqs,
             out: &a.attn_latent,
         };
         mla::push_attention(plan, m, &buffers);

@@ -222,6 +222,7 @@ struct Block {
     ffn_gate_up: GateUp,                 // ffn_gate, ffn_up: (2 n_ff, n_embd)
     ffn_down: GpuTensor,                 // (n_embd, n_ff)
     post_ffw_norm: Option<wgpu::Buffer>, // (n_embd)
+    rope_freqs: wgpu::Buffer,            // (n_rot / 2) each rope pair's frequency in this layer
     k_cache: wgpu::Buffer,               // (n_ctx, n_kv_head, head_dim)
     v_cache: wgpu::Buffer,               // (n_ctx, n_kv_head, head_dim)
 }
@@ -283,10 +284,26 @@ pub async fn load(
     let gpu = l.gpu.clone();
 
     let ends = Ends::load(l, d, c.n_vocab).await?;
-    let rope_freqs = match &f.rope_factors {
-        Some(name) => Some(l.vector(name, c.rope.n_rot / 2).await?),
+    let rope_factors = match &f.rope_factors {
+        Some(name) => Some(l.host_f32(name, &[c.rope.n_rot / 2]).await?),
         None => None,
     };
+    // Each layer's rope pairs' frequencies: one buffer for the layers that share them (Gemma 3's
+    // local and global layers have two).
+    let mut made: Vec<(Vec<f32>, wgpu::Buffer)> = Vec::new();
+    let mut layer_freqs = Vec::with_capacity(f.layers.len());
+    for layer in &f.layers {
+        let freqs = layer.rope.freqs(rope_factors.as_deref());
+        let at = match made.iter().position(|(known, _)| *known == freqs) {
+            Some(at) => at,
+            None => {
+                let buffer = storage_buffer(&gpu, "rope freqs", bytemuck::cast_slice(&freqs));
+                made.push((freqs, buffer));
+                made.len() - 1
+            }
+        };
+        layer_freqs.push(made[at].1.clone());
+    }
     // Where NeoX pairs live apart, the rows of q and k each head takes, in adjacent-pair order.
     let head_order = f
         .rope_neox
@@ -405,6 +422,7 @@ pub async fn load(
             ffn_gate_up,
             ffn_down,
             post_ffw_norm,
+            rope_freqs: layer_freqs[i as usize].clone(),
             k_cache: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), cache).await?,
             v_cache: scratch_buffer(&gpu, &format!("blk.{i}.v_cache"), cache).await?,
         });
@@ -435,7 +453,6 @@ pub async fn load(
         c: &c,
         f: &f,
         blocks: &blocks,
-        rope_freqs: rope_freqs.as_ref(),
         ends: &ends,
         a: &a,
     };
@@ -516,7 +533,6 @@ struct Model<'a> {
     c: &'a Config,
     f: &'a Family,
     blocks: &'a [Block],
-    rope_freqs: Option<&'a wgpu::Buffer>,
     ends: &'a Ends,
     a: &'a Activations,
 }
@@ -585,7 +601,7 @@ impl Model<'_> {
             q: &a.q,
             k_cache: &b.k_cache,
             v_cache: &b.v_cache,
-            factors: self.rope_freqs,
+            freqs: &b.rope_freqs,
         };
         match (&b.attn_qk_norm, &a.qkv) {
             (Some(norms), Some(qkv)) => {

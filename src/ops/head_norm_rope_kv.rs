@@ -14,7 +14,6 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32,
     eps: f32,
-    has_factors: u32,
 }
 
 /// Heads of up to this many dimensions (64 threads, 4 pairs each).
@@ -38,13 +37,10 @@ pub fn push(
         n_kv_head: heads.n_kv_head,
         head_dim: heads.head_dim,
         eps,
-        has_factors: b.factors.is_some() as u32,
     };
-    // With no factors, the step buffer stands in for them: the binding must be there, unread.
-    let factors = b.factors.unwrap_or(&step);
     plan.push(
         PipelineKey::new(Kernel::HeadNormRopeKv, None),
-        &[qkv, norms, b.q, b.k_cache, b.v_cache, factors, &step],
+        &[qkv, norms, b.q, b.k_cache, b.v_cache, b.freqs, &step],
         super::params(&p),
         [heads.n_head + 2 * heads.n_kv_head, plan.batch, 1],
     );

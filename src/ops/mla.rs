@@ -59,13 +59,14 @@ struct AttentionParams {
 pub const MAX_KV_LORA: u32 = 512;
 
 /// Adds the cache write of each token's compressed kv ((batch, kv_lora + n_rot)): latent normed by
-/// `norm`, rope part rotated, into the token's row of `cache`.
+/// `norm`, rope part rotated by the pairs' frequencies in `freqs` (`Rope::freqs_buffer`), into the
+/// token's row of `cache`.
 pub fn push_kv(
     plan: &mut Plan,
     m: &Mla,
     kv: &wgpu::Buffer,
-    norm: &wgpu::Buffer,
-    eps: f32,
+    (norm, eps): (&wgpu::Buffer, f32),
+    freqs: &wgpu::Buffer,
     cache: &wgpu::Buffer,
 ) {
     let p = KvParams {
@@ -81,7 +82,7 @@ pub fn push_kv(
     let step = plan.step.clone();
     plan.push(
         key,
-        &[kv, norm, cache, &step],
+        &[kv, norm, cache, freqs, &step],
         super::params(&p),
         [plan.batch, 1, 1],
     );
@@ -95,6 +96,8 @@ pub struct AttentionBuffers<'a> {
     pub q: &'a wgpu::Buffer,
     /// (n_ctx, kv_lora + n_rot)
     pub cache: &'a wgpu::Buffer,
+    /// (n_rot / 2) each rope pair's frequency (`Rope::freqs_buffer`).
+    pub freqs: &'a wgpu::Buffer,
     /// (batch, n_head, kv_lora)
     pub out: &'a wgpu::Buffer,
 }
@@ -122,7 +125,7 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
     };
     plan.push(
         key,
-        &[b.q_latent, b.q, b.cache, b.cache, b.out, &step],
+        &[b.q_latent, b.q, b.cache, b.cache, b.out, b.freqs, &step],
         super::params(&p),
         [m.n_head, plan.batch, 1],
     );

@@ -1,5 +1,8 @@
 //! How a model rotates queries and keys (shaders/rope.wgsl): plain RoPE, linear scaling and YaRN, as
-//! ggml computes the angles. Kernels that rotate take a `Rope` in their parameters.
+//! ggml computes the angles. Kernels that rotate take a `Rope` in their parameters and its pairs'
+//! frequencies (`Rope::freqs_buffer`) in a buffer.
+
+use crate::gpu::{storage_buffer, Gpu};
 
 /// RoPE settings, from a model's metadata.
 #[derive(Clone, Copy, Debug)]
@@ -59,7 +62,7 @@ pub fn neox_as_adjacent(head_dim: u32, n_rot: u32) -> Vec<u32> {
 pub struct RopeParams {
     n_rot: u32,
     neox: u32,
-    freq_base: f32,
+    pad: u32,
     freq_scale: f32,
     ext_factor: f32,
     attn_factor: f32,
@@ -78,13 +81,31 @@ impl Rope {
         RopeParams {
             n_rot: self.n_rot,
             neox: self.neox as u32,
-            freq_base: self.freq_base,
+            pad: 0,
             freq_scale: self.freq_scale,
             ext_factor: yarn.ext_factor,
             attn_factor: yarn.attn_factor,
             corr_low: yarn.corr_low,
             corr_high: yarn.corr_high,
         }
+    }
+
+    /// Each pair's frequency, the angle it turns per position: freq_base^(-2i / n_rot) over the pair's
+    /// divisor in `factors` (Llama 3's rope_freqs), where the model has them. The kernels read these
+    /// rather than raise freq_base to a power per pair (see shaders/rope.wgsl).
+    pub fn freqs(&self, factors: Option<&[f32]>) -> Vec<f32> {
+        (0..(self.n_rot / 2) as usize)
+            .map(|i| {
+                let divisor = factors.map_or(1.0, |f| f[i] as f64);
+                let freq = (self.freq_base as f64).powf(-2.0 * i as f64 / self.n_rot as f64);
+                (freq / divisor) as f32
+            })
+            .collect()
+    }
+
+    /// The buffer of `freqs` the kernels that rotate by this RoPE bind.
+    pub fn freqs_buffer(&self, gpu: &Gpu, factors: Option<&[f32]>) -> wgpu::Buffer {
+        storage_buffer(gpu, "rope freqs", bytemuck::cast_slice(&self.freqs(factors)))
     }
 
     /// CPU reference: rotates the first `n_rot` dimensions of one head in place at position `pos`.

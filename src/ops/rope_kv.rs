@@ -24,7 +24,6 @@ struct Params {
     n_head: u32,
     n_kv_head: u32,
     head_dim: u32,
-    has_factors: u32,
     has_bias: u32,
 }
 
@@ -35,8 +34,8 @@ pub struct RopeBuffers<'a> {
     /// (n_ctx, n_kv_head, head_dim)
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
-    /// (n_rot / 2) frequency divisors, when the model has them.
-    pub factors: Option<&'a wgpu::Buffer>,
+    /// (n_rot / 2) each pair's frequency (`Rope::freqs_buffer`).
+    pub freqs: &'a wgpu::Buffer,
 }
 
 /// Adds the projection of x (batch, cols) through `qkv` (q's, k's and v's rows stacked), plus `bias`
@@ -55,8 +54,8 @@ pub fn push(
     assert!(!rope.neox, "the fused projection rotates adjacent pairs");
     // What a model lacks, the step buffer stands in for: the binding must be there, unread.
     let step = plan.step.clone();
-    let (factors, bias_or_step) = (b.factors.unwrap_or(&step), bias.unwrap_or(&step));
-    let outputs = [b.q, b.k_cache, b.v_cache, factors, bias_or_step];
+    let bias_or_step = bias.unwrap_or(&step);
+    let outputs = [b.q, b.k_cache, b.v_cache, b.freqs, bias_or_step];
     for (w, offset) in &qkv.tensors {
         assert!(offset % 2 == 0, "{}: its rows start inside a pair", w.name);
         let params = |part: &TensorPart| {
@@ -69,7 +68,6 @@ pub fn push(
                 n_head: heads.n_head,
                 n_kv_head: heads.n_kv_head,
                 head_dim: heads.head_dim,
-                has_factors: b.factors.is_some() as u32,
                 has_bias: bias.is_some() as u32,
             };
             super::params(&p).to_vec()

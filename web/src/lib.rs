@@ -200,6 +200,43 @@ struct ChatResult {
     generate_ms: f64,
     /// Bytes the reply's steps copied back from the GPU for the sampler.
     read_back_bytes: u64,
+    /// Where a generating step's time went; none where the reply ran no step after its prompt.
+    step_ms: Option<StepMs>,
+}
+
+/// `Model::profile`'s answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProfileMs {
+    kernels: Vec<(String, f64)>,
+    whole_ms: f64,
+}
+
+/// A decode step's wall time in parts, in milliseconds, averaged over a reply's steps after its prompt.
+#[derive(Serialize, Clone, Copy)]
+#[serde(rename_all = "camelCase")]
+struct StepMs {
+    /// Writing the step's inputs and recording its pass.
+    record: f64,
+    /// The submit call (in a browser it hands the commands to the GPU process).
+    submit: f64,
+    /// From the submit to the values read back: the GPU's work, then the map.
+    wait: f64,
+    /// Everything else between two steps: sampling, detokenizing, streaming the text to the page.
+    other: f64,
+}
+
+impl StepMs {
+    fn of(steps: &wick::engine::Totals, gen_time: std::time::Duration) -> Option<StepMs> {
+        let runs = steps.runs as f64;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 / runs;
+        (steps.runs > 0).then(|| StepMs {
+            record: ms(steps.record),
+            submit: ms(steps.submit),
+            wait: ms(steps.wait),
+            other: ms(gen_time) - ms(steps.time),
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -224,6 +261,8 @@ struct Stats {
     /// Of the last reply: bytes copied back from the GPU per token, for the sampler (the top
     /// candidates, the greedy choice, or a whole row of logits where the sampler needs it).
     read_back_bytes_per_token: Option<f64>,
+    /// Of the last reply: where a generating step's time went.
+    step_ms: Option<StepMs>,
     /// The wasm heap: it holds one piece of a tensor at a time, never the model.
     wasm_memory_bytes: f64,
 }
@@ -310,6 +349,7 @@ impl Model {
                 prompt_ms: completion.prompt_time.as_secs_f64() * 1e3,
                 generate_ms: completion.gen_time.as_secs_f64() * 1e3,
                 read_back_bytes: completion.read_back_bytes,
+                step_ms: StepMs::of(&completion.gen_steps, completion.gen_time),
                 text: completion.text,
             };
             let value = serde_wasm_bindgen::to_value(&result)?;
@@ -347,6 +387,7 @@ impl Model {
             read_back_bytes_per_token: last
                 .as_ref()
                 .map(|l| l.read_back_bytes as f64 / l.completion_tokens.max(1) as f64),
+            step_ms: last.as_ref().and_then(|l| l.step_ms),
             wasm_memory_bytes: wasm_bindgen::memory()
                 .unchecked_into::<js_sys::WebAssembly::Memory>()
                 .buffer()
@@ -405,9 +446,10 @@ impl Model {
         })
     }
 
-    /// Times each dispatch of the decode plan (`which` "decode") or of a prompt's chunk ("prefill") on
-    /// its own, as `wick bench --profile` does natively: resolves to [[kernel, ms per run], ...],
-    /// slowest first. For comparing the kernels' own time with a whole step's.
+    /// Times the decode plan (`which` "decode") or a prompt's chunk ("prefill") on the GPU, as `wick
+    /// bench --profile` does natively: resolves to { kernels: [[kernel, ms per run], ...] slowest
+    /// first, each dispatch timed alone; wholeMs: the whole plan, its runs back to back in one submit },
+    /// or null where the model has no prefill plan. For comparing the GPU's time with a whole step's.
     pub fn profile(&self, which: String) -> Promise {
         let session = self.session.clone();
         future_to_promise(async move {
@@ -419,12 +461,20 @@ impl Model {
             let mut session = session
                 .try_borrow_mut()
                 .map_err(|_| js_error("the model is busy with another request"))?;
-            let times = session.engine.profile(plan).await.map_err(js_error)?;
-            let rows: Vec<(String, f64)> = times
+            let Some(profile) = session.engine.profile(plan).await.map_err(js_error)? else {
+                return Ok(JsValue::NULL);
+            };
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            let kernels: Vec<(String, f64)> = profile
+                .kernels
                 .into_iter()
-                .map(|(name, time)| (name, time.as_secs_f64() * 1e3))
+                .map(|(name, time)| (name, ms(time)))
                 .collect();
-            Ok(serde_wasm_bindgen::to_value(&rows)?)
+            let value = ProfileMs {
+                kernels,
+                whole_ms: ms(profile.whole),
+            };
+            Ok(serde_wasm_bindgen::to_value(&value)?)
         })
     }
 
