@@ -108,7 +108,7 @@ impl std::ops::Sub for Totals {
 #[derive(Clone, Debug)]
 pub struct Profile {
     /// Each pipeline's name and the summed time of its dispatches per run, slowest first; each
-    /// dispatch timed alone, repeated in one submit so that the submit's own cost spreads thin.
+    /// dispatch timed alone, less a submit's own cost (`time_dispatch`).
     pub kernels: Vec<(String, Duration)>,
     /// The whole plan per run, its runs recorded back to back in one pass and one submit.
     pub whole: Duration,
