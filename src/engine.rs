@@ -402,8 +402,8 @@ impl Engine {
         self.write_scratch_step(plan.batch);
         let mut kernels: Vec<(String, Duration)> = Vec::new();
         for d in &plan.dispatches {
-            let time = time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups, PROFILE_BATCH)
-                .await?;
+            let time =
+                time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups, PROFILE_BATCH).await?;
             let name = d.key.name();
             match kernels.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, t)) => *t += time,
@@ -548,7 +548,9 @@ async fn time_dispatch(
         return Ok(one);
     }
     let reps = (batch.as_nanos() / one.as_nanos().max(1)).clamp(1, 50) as u32;
-    let many = submit(workgroups, reps).await?.min(submit(workgroups, reps).await?);
+    let many = submit(workgroups, reps)
+        .await?
+        .min(submit(workgroups, reps).await?);
     // Noise can take the submit's cost past a dispatch that costs next to nothing.
     Ok(many.saturating_sub(empty).max(many / 100) / reps)
 }

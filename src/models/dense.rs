@@ -288,22 +288,8 @@ pub async fn load(
         Some(name) => Some(l.host_f32(name, &[c.rope.n_rot / 2]).await?),
         None => None,
     };
-    // Each layer's rope pairs' frequencies: one buffer for the layers that share them (Gemma 3's
-    // local and global layers have two).
-    let mut made: Vec<(Vec<f32>, wgpu::Buffer)> = Vec::new();
-    let mut layer_freqs = Vec::with_capacity(f.layers.len());
-    for layer in &f.layers {
-        let freqs = layer.rope.freqs(rope_factors.as_deref());
-        let at = match made.iter().position(|(known, _)| *known == freqs) {
-            Some(at) => at,
-            None => {
-                let buffer = storage_buffer(&gpu, "rope freqs", bytemuck::cast_slice(&freqs));
-                made.push((freqs, buffer));
-                made.len() - 1
-            }
-        };
-        layer_freqs.push(made[at].1.clone());
-    }
+    let layer_ropes: Vec<Rope> = f.layers.iter().map(|layer| layer.rope).collect();
+    let layer_freqs = rope::freqs_buffers(&gpu, &layer_ropes, rope_factors.as_deref());
     // Where NeoX pairs live apart, the rows of q and k each head takes, in adjacent-pair order.
     let head_order = f
         .rope_neox

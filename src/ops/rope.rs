@@ -56,6 +56,27 @@ pub fn neox_as_adjacent(head_dim: u32, n_rot: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The `freqs_buffer` of each of `ropes` (a model's layers), one buffer for those whose frequencies
+/// agree (Gemma 3's local and global layers make two).
+pub fn freqs_buffers(gpu: &Gpu, ropes: &[Rope], factors: Option<&[f32]>) -> Vec<wgpu::Buffer> {
+    let mut made: Vec<(Vec<f32>, wgpu::Buffer)> = Vec::new();
+    ropes
+        .iter()
+        .map(|rope| {
+            let freqs = rope.freqs(factors);
+            let at = match made.iter().position(|(known, _)| *known == freqs) {
+                Some(at) => at,
+                None => {
+                    let buffer = storage_buffer(gpu, "rope freqs", bytemuck::cast_slice(&freqs));
+                    made.push((freqs, buffer));
+                    made.len() - 1
+                }
+            };
+            made[at].1.clone()
+        })
+        .collect()
+}
+
 /// `Rope` as the shaders' `struct Rope` lays it out.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -105,7 +126,7 @@ impl Rope {
 
     /// The buffer of `freqs` the kernels that rotate by this RoPE bind.
     pub fn freqs_buffer(&self, gpu: &Gpu, factors: Option<&[f32]>) -> wgpu::Buffer {
-        storage_buffer(gpu, "rope freqs", bytemuck::cast_slice(&self.freqs(factors)))
+        freqs_buffers(gpu, &[*self], factors).remove(0)
     }
 
     /// CPU reference: rotates the first `n_rot` dimensions of one head in place at position `pos`.
