@@ -4,6 +4,9 @@
 import { Wick } from 'wick-llm';
 
 const DEFAULT_MODEL = new URL('../models/SmolLM2-135M-Instruct.Q4_1.gguf', location.href).href;
+// `?featureLevel=compatibility` takes a WebGPU compatibility-mode adapter even where a core one exists
+// (the package falls back to one by itself where the browser offers only that).
+const FEATURE_LEVEL = new URLSearchParams(location.search).get('featureLevel') || 'core';
 const $ = (id) => document.getElementById(id);
 
 let engine = null;
@@ -55,7 +58,7 @@ async function loadModel(source) {
     show();
   };
   try {
-    const loaded = await Wick.load(source, { onProgress, signal: loading.signal });
+    const loaded = await Wick.load(source, { onProgress, signal: loading.signal, featureLevel: FEATURE_LEVEL });
     engine = loaded;
     tuningStarted = performance.now();
     loaded.tuned.then((result) => showTuned(result, loaded));

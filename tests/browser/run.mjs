@@ -1,5 +1,8 @@
-// Browser tests: the chat page and the npm package in headless Chromium, WebGPU on SwiftShader (a CPU
-// adapter: these prove correctness, not speed). Needs `npm run build` (pkg/) and the default model.
+// Browser tests: the chat page and the npm package in headless Chromium. Most run on WebGPU's
+// compatibility mode, which here is lavapipe (the CPU Vulkan device the native tests use) through Dawn's
+// OpenGL ES backend on ANGLE; the tests named "core" run on core WebGPU, which here is SwiftShader, a
+// slower CPU adapter. Both prove correctness, not speed. Each test says the adapters it ran on.
+// Needs `npm run build` (pkg/) and the default model.
 // Usage: node tests/browser/run.mjs [regular expression that picks tests by name]
 
 import { chromium } from 'playwright-core';
@@ -18,6 +21,8 @@ const TINY = 'tests/data/random-llama-chat.gguf';
 const GEMMA = 'models/gemma-3-270m-q4_k_m.gguf';
 const WORK = join(ROOT, 'target/browser-test');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+// Load options for the bulk of the tests: a compatibility-mode adapter, 3-4x faster here than core's.
+const COMPAT = { featureLevel: 'compatibility' };
 
 for (const [path, hint] of [
   ['pkg/wick_web_bg.wasm', 'run `npm run build`'],
@@ -159,6 +164,12 @@ async function openPage(path) {
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
 
+/** The adapters the running test loaded models on, said after its name. */
+const adaptersUsed = new Set();
+const ranOn = (stats) => adaptersUsed.add(`${/llvmpipe|SwiftShader/.exec(stats.adapter)?.[0] ?? stats.adapter} (${stats.featureLevel})`);
+/** The chat page's engine's figures (its adapter among them). */
+const pageStats = (page) => page.evaluate(() => window.wickEngine.stats());
+
 // ---- The chat page ----------------------------------------------------------------------------------
 
 let chatPage;
@@ -189,8 +200,15 @@ async function watchProgress(page) {
 /** The first moment a progress line matched `pattern`, in seconds since `watchProgress`. */
 const firstSeen = (timeline, id, pattern) => timeline.find(([, i, text]) => i === id && pattern.test(text))?.[0];
 
+/** Waits until a progress line has matched `pattern` since `watchProgress` (it may have moved on); its text. */
+async function seenOnPage(page, id, pattern) {
+  const seen = (args) => window.timeline.find(([, i, text]) => i === args.id && new RegExp(args.pattern).test(text));
+  await page.waitForFunction(seen, { id, pattern: pattern.source });
+  return (await page.evaluate(seen, { id, pattern: pattern.source }))[2];
+}
+
 test('the chat page loads SmolLM2 by range requests, never the whole file, into GPU memory', async () => {
-  chatPage = await openPage('/www/');
+  chatPage = await openPage('/www/?featureLevel=compatibility');
   responses.length = 0;
   await watchProgress(chatPage);
   const { status, progress } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
@@ -200,7 +218,7 @@ test('the chat page loads SmolLM2 by range requests, never the whole file, into 
   assert.match(progress, /98\.4 MB of 98\.4 MB downloaded/);
   assert.doesNotMatch(progress, /cache/);
   // Tuning comes after the model is ready, with its own progress.
-  await chatPage.waitForFunction(() => /timing kernel shapes/.test(document.querySelector('#tuning-text').textContent));
+  await seenOnPage(chatPage, 'tuning-text', /timing kernel shapes/);
   const timeline = await chatPage.evaluate(() => window.timeline);
   const seen = (id, pattern) => firstSeen(timeline, id, pattern);
   const [downloaded, uploaded, ready, tuning] = [
@@ -223,7 +241,9 @@ test('the chat page loads SmolLM2 by range requests, never the whole file, into 
   }
   const ranges = model.map((r) => r.range);
   assert.equal(new Set(ranges).size, ranges.length, `a range fetched twice: ${ranges}`);
-  const stats = await chatPage.evaluate(() => window.wickEngine.stats());
+  const stats = await pageStats(chatPage);
+  ranOn(stats);
+  assert.equal(stats.featureLevel, 'compatibility');
   console.log(
     `    ${model.length} range requests; wasm memory ${(stats.wasmMemoryBytes / 1e6).toFixed(1)} MB for a ` +
       `${(size / 1e6).toFixed(1)} MB model; ${stats.dispatchesPerToken} dispatches per token on ${stats.adapter}`,
@@ -231,62 +251,22 @@ test('the chat page loads SmolLM2 by range requests, never the whole file, into 
   assert.ok(stats.wasmMemoryBytes < size / 2, `wasm memory ${stats.wasmMemoryBytes}`);
 });
 
-test("a greedy reply on the page equals the native engine's (wick serve)", async () => {
-  const question = 'What is 2+2?';
-  const native = await nativeReply(question, 8);
-  await chatPage.click('#settings summary');
-  await chatPage.fill('#temperature', '0');
-  await chatPage.fill('#max-tokens', '8');
-  await chatPage.fill('#system', '');
-  await chatPage.fill('#prompt', question);
-  // Every text the reply shows on its way, counted once it has ended.
-  await chatPage.evaluate(() => {
-    const out = document.querySelector('#transcript');
-    window.replyTexts = new Set();
-    window.replyWatch = new MutationObserver(() => {
-      const last = out.querySelector('.message.assistant:last-child');
-      if (last) window.replyTexts.add(last.textContent);
-    });
-    window.replyWatch.observe(out, { subtree: true, childList: true, characterData: true });
-  });
-  // Tuning is under way (the test above saw it start): the reply goes first, tuning waits.
-  const sent = Date.now();
-  await chatPage.click('#send');
-  await chatPage.waitForFunction(() => !document.querySelector('#stop').disabled);
-  await chatPage.waitForFunction(() => document.querySelector('.message.assistant:last-child')?.textContent);
-  const firstToken = (Date.now() - sent) / 1000;
-  await chatPage.waitForFunction(() => document.querySelector('#stop').disabled);
-  const reply = await chatPage.textContent('.message.assistant:last-child');
-  console.log(
-    `    page: ${JSON.stringify(reply)}; native: ${JSON.stringify(native)}; ` +
-      `first token ${firstToken.toFixed(1)} s after sending, reply in ${((Date.now() - sent) / 1000).toFixed(1)} s`,
-  );
-  assert.equal(reply, native);
-  const pieces = await chatPage.evaluate(() => {
-    window.replyWatch.disconnect();
-    return window.replyTexts.size;
-  });
-  assert.ok(pieces > 2, 'the reply arrived in pieces');
-  // The figures come once the tuning step under way has ended.
-  await chatPage.waitForFunction(() => /tok\/s/.test(document.querySelector('#toks').textContent));
-});
-
-/** The page's tuning line as numbers: shapes done and shapes in all. */
-async function tuningShapes(page) {
-  const text = await page.textContent('#tuning-text');
+/** A tuning line's numbers: shapes done and shapes in all. */
+function tuningShapes(text) {
   const m = /\((\d+) of (\d+) shapes done\)/.exec(text);
   return m ? { done: Number(m[1]), of: Number(m[2]) } : null;
 }
 
 let shapesLeft = null; // after the skip below: the shapes a reload still has to tune
 
-test('tuning goes on between replies; Skip stops it and keeps the shapes already done', async () => {
-  await chatPage.waitForFunction(() => /\([1-9]\d* of \d+ shapes done\)/.test(document.querySelector('#tuning-text').textContent));
+test('tuning goes on after the load; Skip stops it and keeps the shapes already done', async () => {
+  await seenOnPage(chatPage, 'tuning-text', /\([1-9]\d* of \d+ shapes done\)/);
   await chatPage.click('#skip-tuning');
   await chatPage.waitForFunction(() => /tuning skipped/.test(document.querySelector('#tuning-text').textContent));
   const kept = await chatPage.evaluate(() => JSON.parse(localStorage.getItem('wick-llm:tuning')));
   const shapes = Object.values(kept).map((t) => Object.keys(t.matvec).length);
-  const stats = await chatPage.evaluate(() => window.wickEngine.stats());
+  const stats = await pageStats(chatPage);
+  ranOn(stats);
   assert.equal(shapes.length, 1);
   assert.equal(shapes[0], stats.tunedShapes);
   assert.ok(stats.tunedShapes >= 1 && stats.untunedShapes >= 1, JSON.stringify(stats));
@@ -305,15 +285,56 @@ test('a reload reads the model from the cache, not the network, and tunes only t
   const texts = timeline.filter(([, id]) => id === 'progress-text').map(([, , text]) => text);
   assert.ok(texts.every((t) => !/downloaded/.test(t)), 'no byte is said to come from the network');
   if (shapesLeft !== null) {
-    await chatPage.waitForFunction(() => /shapes done/.test(document.querySelector('#tuning-text').textContent));
-    assert.equal((await tuningShapes(chatPage)).of, shapesLeft);
+    assert.equal(tuningShapes(await seenOnPage(chatPage, 'tuning-text', /shapes done/)).of, shapesLeft);
   }
-  // The rest of the tests do not need this page's tuning, which would share the CPU with them.
-  await chatPage.evaluate(() => window.wickEngine.stopTuning());
+  ranOn(await pageStats(chatPage));
   const downloaded = responses.filter((r) => r.url.endsWith(MODEL) && r.length > 1);
   assert.deepEqual(downloaded, [], 'only the 1-byte probe goes to the server');
   const listed = await chatPage.textContent('#cached-list');
   assert.match(listed, /SmolLM2-135M-Instruct\.Q4_1\.gguf · 98\.4 MB of 98\.4 MB/);
+});
+
+test("a greedy reply on the page equals the native engine's (wick serve), tuning waiting for it", async () => {
+  const question = 'What is 2+2?';
+  const native = await nativeReply(question, 8);
+  await chatPage.click('#settings summary');
+  await chatPage.fill('#temperature', '0');
+  await chatPage.fill('#max-tokens', '8');
+  await chatPage.fill('#system', '');
+  await chatPage.fill('#prompt', question);
+  // Every text the reply shows on its way, counted once it has ended.
+  await chatPage.evaluate(() => {
+    const out = document.querySelector('#transcript');
+    window.replyTexts = new Set();
+    window.replyWatch = new MutationObserver(() => {
+      const last = out.querySelector('.message.assistant:last-child');
+      if (last) window.replyTexts.add(last.textContent);
+    });
+    window.replyWatch.observe(out, { subtree: true, childList: true, characterData: true });
+  });
+  // Tuning the shapes left is under way (the test above saw it start): the reply goes first, tuning waits.
+  const sent = Date.now();
+  await chatPage.click('#send');
+  await chatPage.waitForFunction(() => !document.querySelector('#stop').disabled);
+  await chatPage.waitForFunction(() => document.querySelector('.message.assistant:last-child')?.textContent);
+  const firstToken = (Date.now() - sent) / 1000;
+  await chatPage.waitForFunction(() => document.querySelector('#stop').disabled);
+  const reply = await chatPage.textContent('.message.assistant:last-child');
+  console.log(
+    `    page: ${JSON.stringify(reply)}; native: ${JSON.stringify(native)}; ` +
+      `first token ${firstToken.toFixed(1)} s after sending, reply in ${((Date.now() - sent) / 1000).toFixed(1)} s`,
+  );
+  assert.equal(reply, native);
+  const pieces = await chatPage.evaluate(() => {
+    window.replyWatch.disconnect();
+    return window.replyTexts.size;
+  });
+  assert.ok(pieces > 2, 'the reply arrived in pieces');
+  ranOn(await pageStats(chatPage));
+  // The figures come once the tuning step under way has ended.
+  await chatPage.waitForFunction(() => /tok\/s/.test(document.querySelector('#toks').textContent));
+  // The rest of the tests do not need this page's tuning, which would share the CPU with them.
+  await chatPage.evaluate(() => window.wickEngine.stopTuning());
 });
 
 test('an interrupted download resumes where it stopped', async () => {
@@ -335,6 +356,7 @@ test('an interrupted download resumes where it stopped', async () => {
   const starts = refetched.map((r) => r.start);
   assert.equal(new Set(starts).size, starts.length, `a range fetched twice: ${starts}`);
   assert.ok(Math.min(...starts) >= half - (8 << 20), `${starts}`);
+  ranOn(await pageStats(chatPage));
 });
 
 test('a file that changed on the server (new ETag) is downloaded again', async () => {
@@ -352,6 +374,7 @@ test('a file that changed on the server (new ETag) is downloaded again', async (
   assert.equal(await fetched(), 0, 'the second reads the cache');
   state.files['/changing.gguf'].etag = '"v2"';
   assert.equal(await fetched(), 1, 'a new ETag downloads again');
+  ranOn(await pageStats(chatPage));
 });
 
 test('a full storage quota is reported and the load goes on', async () => {
@@ -366,6 +389,7 @@ test('a full storage quota is reported and the load goes on', async () => {
     const status = await chatPage.textContent('#status');
     console.log(`    ${status}`);
     assert.match(status, /storage is full/);
+    ranOn(await pageStats(chatPage));
   } finally {
     await cdp.send('Storage.overrideQuotaForOrigin', { origin: base });
   }
@@ -401,6 +425,7 @@ test('cancelling a load halfway leaves the page usable', async () => {
   }
   const { status } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
   assert.equal(status, '');
+  ranOn(await pageStats(chatPage));
 });
 
 test('a local .gguf file loads and answers on the page', async () => {
@@ -413,7 +438,8 @@ test('a local .gguf file loads and answers on the page', async () => {
   await chatPage.fill('#prompt', 'hello');
   await chatPage.click('#send');
   await chatPage.waitForFunction(() => !document.querySelector('#send').disabled);
-  const stats = await chatPage.evaluate(() => window.wickEngine.stats());
+  const stats = await pageStats(chatPage);
+  ranOn(stats);
   assert.ok(stats.lastPromptTokens > 0 && stats.tokensPerSecond > 0, JSON.stringify(stats));
 });
 
@@ -453,13 +479,15 @@ test('no WebGPU: the page and the API say so', async () => {
 // ---- The package, unbundled, as a user installs it ---------------------------------------------------
 
 let app;
+/** The figures of the engine the package tests share (window.engine, loaded by the first of them). */
+const appStats = () => app.evaluate(() => window.engine.stats());
 
 test('the installed package loads a model and answers plain and streamed', async () => {
   app = await openPage('/target/browser-test/app/');
-  const result = await app.evaluate(async () => {
+  const result = await app.evaluate(async (adapter) => {
     const { Wick } = await import('wick-llm');
     const phases = new Set();
-    const engine = await Wick.load('../tiny.gguf', { onProgress: (p) => phases.add(p.phase) });
+    const engine = await Wick.load('../tiny.gguf', { ...adapter, onProgress: (p) => phases.add(p.phase) });
     window.engine = engine;
     const body = { messages: [{ role: 'user', content: 'hello there' }], temperature: 0, max_tokens: 6 };
     const plain = await engine.chat.completions.create(body);
@@ -471,7 +499,8 @@ test('the installed package loads a model and answers plain and streamed', async
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     return { phases: [...phases], plain, chunks, stats: await engine.stats() };
-  });
+  }, COMPAT);
+  ranOn(result.stats);
   const { plain, chunks } = result;
   assert.deepEqual(result.phases.filter((p) => p !== 'tuning').sort(), ['download', 'gpu']);
   assert.equal(plain.object, 'chat.completion');
@@ -505,13 +534,14 @@ test('a reply reads back its greedy choice, its top-k candidates, or without top
   assert.ok(perToken.greedy >= 4 && perToken.greedy <= 8, JSON.stringify(perToken));
   assert.ok(perToken.topK >= 320 && perToken.topK <= 640, JSON.stringify(perToken));
   assert.ok(perToken.row >= 512 * 4, JSON.stringify(perToken));
+  ranOn(await appStats());
 });
 
 test('load progress comes in order (download, GPU, then tuning), each byte counted once, cache flags true', async () => {
   const { state, url } = steered;
   state.files['/phases.gguf'] = { bytes: modelBytes, etag: '"phases-1"' };
   state.log.length = 0;
-  const result = await app.evaluate(async (modelUrl) => {
+  const result = await app.evaluate(async ({ modelUrl, adapter }) => {
     const { Wick } = await import('wick-llm');
     const load = async (options) => {
       const events = [];
@@ -522,22 +552,24 @@ test('load progress comes in order (download, GPU, then tuning), each byte count
         events.push({ ...p, afterLoad: loaded });
         if (p.phase === 'tuning') firstTuning();
       };
-      const engine = await Wick.load(modelUrl, { nCtx: 256, onProgress, ...options });
+      const engine = await Wick.load(modelUrl, { nCtx: 256, onProgress, ...adapter, ...options });
       loaded = true;
+      const stats = await engine.stats();
       let tuned = null;
       if (options.tune !== false) {
         await tuningStarted;
         tuned = await engine.stopTuning();
       }
       await engine.unload();
-      return { events, tuned };
+      return { events, tuned, stats };
     };
     localStorage.removeItem('wick-llm:tuning');
     const first = await load({});
     const second = await load({ tune: false });
     localStorage.removeItem('wick-llm:tuning');
     return { first, second };
-  }, `${url}/phases.gguf`);
+  }, { modelUrl: `${url}/phases.gguf`, adapter: COMPAT });
+  for (const load of [result.first, result.second]) ranOn(load.stats);
   const size = modelBytes.length;
   const check = ({ events }, fromCache) => {
     const phases = events.map((e) => e.phase).filter((p, i, all) => p !== all[i - 1]);
@@ -589,6 +621,7 @@ test('abort stops a reply; the engine answers the next request', async () => {
   assert.equal(result.error, 'AbortError');
   assert.ok(result.pieces >= 3 && result.pieces < 200);
   assert.equal(result.next, 3);
+  ranOn(await appStats());
 });
 
 test('multi-turn chat reuses the cached turns', async () => {
@@ -603,6 +636,7 @@ test('multi-turn chat reuses the cached turns', async () => {
   });
   // The second prompt starts with the whole first one, which the cache still holds.
   assert.ok(processed.prompt - processed.processed >= processed.first, JSON.stringify(processed));
+  ranOn(await appStats());
 });
 
 test('two requests at once are queued, never interleaved', async () => {
@@ -615,10 +649,11 @@ test('two requests at once are queued, never interleaved', async () => {
     return { together, apart };
   });
   assert.deepEqual(together, apart);
+  ranOn(await appStats());
 });
 
 test('a full context ends the reply with length, or drops the oldest turns with dropOldTurns', async () => {
-  const result = await app.evaluate(async () => {
+  const result = await app.evaluate(async (adapter) => {
     const { Wick } = await import('wick-llm');
     const conversation = [
       { role: 'user', content: 'one two three four five six seven eight' },
@@ -629,19 +664,22 @@ test('a full context ends the reply with length, or drops the oldest turns with 
       engine.chat.completions
         .create({ messages, temperature: 0, max_tokens: 60 })
         .then((r) => ({ finish: r.choices[0].finish_reason, tokens: r.usage.completion_tokens }), (e) => e.message);
-    const probe = await Wick.load('../tiny.gguf', { nCtx: 256 });
+    const probe = await Wick.load('../tiny.gguf', { ...adapter, nCtx: 256 });
     const { usage } = await probe.chat.completions.create({ messages: conversation, max_tokens: 1 });
+    const stats = await probe.stats();
     await probe.unload();
     const nCtx = usage.prompt_tokens + 10;
-    const stopping = await Wick.load('../tiny.gguf', { nCtx });
+    const stopping = await Wick.load('../tiny.gguf', { ...adapter, nCtx });
     const stopped = await ask(stopping, conversation);
     const tooLong = await ask(stopping, [...conversation, ...conversation, ...conversation]);
     await stopping.unload();
-    const dropping = await Wick.load('../tiny.gguf', { nCtx, dropOldTurns: true });
+    const dropping = await Wick.load('../tiny.gguf', { ...adapter, nCtx, dropOldTurns: true });
     const dropped = await ask(dropping, [...conversation, ...conversation, ...conversation]);
     await dropping.unload();
-    return { nCtx, stopped, tooLong, dropped };
-  });
+    return { nCtx, stopped, tooLong, dropped, stats };
+  }, COMPAT);
+  ranOn(result.stats);
+  delete result.stats;
   console.log(`    ${JSON.stringify(result)}`);
   assert.equal(result.stopped.finish, 'length');
   assert.ok(result.stopped.tokens < 60, 'the context, not max_tokens, ended it');
@@ -674,32 +712,35 @@ test('bad requests are refused with a clear message', async () => {
 });
 
 test('unload frees the engine; a new load works', async () => {
-  const answer = await app.evaluate(async () => {
+  const { stats, ...answer } = await app.evaluate(async (adapter) => {
     const { Wick } = await import('wick-llm');
     await window.engine.unload();
     const failed = await window.engine.stats().then(() => false, () => true);
-    const engine = await Wick.load('../tiny.gguf');
+    const engine = await Wick.load('../tiny.gguf', adapter);
     const r = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const stats = await engine.stats();
     await engine.unload();
-    return { failed, tokens: r.usage.completion_tokens };
-  });
+    return { failed, tokens: r.usage.completion_tokens, stats };
+  }, COMPAT);
+  ranOn(stats);
   assert.deepEqual(answer, { failed: true, tokens: 2 });
 });
 
 test('tune: kernel shapes are timed once, kept by adapter and used by the next load; replies stay the same', async () => {
-  const result = await app.evaluate(async () => {
+  const result = await app.evaluate(async (adapter) => {
     const { Wick } = await import('wick-llm');
     localStorage.removeItem('wick-llm:tuning');
     const body = { messages: [{ role: 'user', content: 'tell me' }], temperature: 0, max_tokens: 8 };
     const run = async (options) => {
       const phases = new Set();
-      const engine = await Wick.load('../tiny.gguf', { ...options, onProgress: (p) => phases.add(p.phase) });
+      const engine = await Wick.load('../tiny.gguf', { ...adapter, ...options, onProgress: (p) => phases.add(p.phase) });
       await engine.tuned;
       const reply = await engine.chat.completions.create(body);
       const stats = await engine.stats();
       await engine.unload();
       const { tunedShapes: tuned, untunedShapes: untuned } = stats;
-      return { text: reply.choices[0].message.content, tuned, untuned, phases: [...phases] };
+      const text = reply.choices[0].message.content;
+      return { text, tuned, untuned, phases: [...phases], adapter: stats.adapter, featureLevel: stats.featureLevel };
     };
     const before = await run({ tune: false });
     const tuning = await run({});
@@ -707,8 +748,9 @@ test('tune: kernel shapes are timed once, kept by adapter and used by the next l
     const after = await run({});
     localStorage.removeItem('wick-llm:tuning');
     return { before, tuning, after, kept };
-  });
+  }, COMPAT);
   const { before, tuning, after, kept } = result;
+  ranOn(after);
   assert.equal(before.tuned, 0);
   assert.ok(before.untuned > 0 && tuning.untuned === 0 && after.untuned === 0, JSON.stringify(result));
   assert.equal(tuning.tuned, before.untuned);
@@ -739,22 +781,24 @@ GPUAdapter.prototype.requestDevice = async function (...args) {
 `;
   writeFileSync(worker, hook + readFileSync(worker, 'utf8'));
   const page = await openPage('/target/browser-test/lost/');
-  const result = await page.evaluate(async () => {
+  const result = await page.evaluate(async (adapter) => {
     const { Wick } = await import('wick-llm');
     const ask = (engine, content) =>
       engine.chat.completions
         .create({ messages: [{ role: 'user', content }], max_tokens: 2 })
         .then((r) => r.usage.completion_tokens, (e) => e.message);
-    const engine = await Wick.load('../tiny.gguf');
+    const engine = await Wick.load('../tiny.gguf', adapter);
     const before = await ask(engine, 'hi');
     const lost = await ask(engine, 'lose the device');
     const after = await ask(engine, 'hi');
     await engine.unload();
-    const fresh = await Wick.load('../tiny.gguf');
+    const fresh = await Wick.load('../tiny.gguf', adapter);
     const again = await ask(fresh, 'hi');
+    const stats = await fresh.stats();
     await fresh.unload();
-    return { before, lost, after, again };
-  });
+    return { before, lost, after, again, stats };
+  }, COMPAT);
+  ranOn(result.stats);
   await page.close();
   console.log(`    ${result.lost}`);
   assert.equal(result.before, 2);
@@ -763,7 +807,7 @@ GPUAdapter.prototype.requestDevice = async function (...args) {
   assert.equal(result.again, 2);
 });
 
-test('the package bundled by Vite loads a model and answers', async () => {
+test('the package bundled by Vite loads a model and answers (core WebGPU, the default)', async () => {
   // A Vite app that depends on the installed package: its worker and .wasm must come out as assets.
   const appRoot = join(WORK, 'vite-app');
   mkdirSync(join(appRoot, 'node_modules'), { recursive: true });
@@ -784,10 +828,13 @@ test('the package bundled by Vite loads a model and answers', async () => {
     await new Promise((done) => (window.Wick ? done() : addEventListener('load', done)));
     const engine = await window.Wick.load('../../tiny.gguf');
     const r = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
+    const stats = await engine.stats();
     await engine.unload();
-    return r;
+    return { ...r, stats };
   });
   await page.close();
+  ranOn(reply.stats);
+  assert.equal(reply.stats.featureLevel, 'core');
   context.off('request', onRequest);
   assert.equal(reply.usage.completion_tokens, 3);
   const wasm = seen.filter((p) => p.endsWith('.wasm'));
@@ -797,45 +844,59 @@ test('the package bundled by Vite loads a model and answers', async () => {
 test("Gemma 3 270M (gemma3, no template in the file) answers in the package as the native engine does", async () => {
   const content = 'Name a color.';
   const page = app ?? (await openPage('/target/browser-test/app/'));
-  const reply = await page.evaluate(async (content) => {
+  const reply = await page.evaluate(async ({ content, adapter }) => {
     const { Wick } = await import('wick-llm');
-    const engine = await Wick.load('/models/gemma-3-270m-q4_k_m.gguf', { tune: false, nCtx: 512 });
+    const engine = await Wick.load('/models/gemma-3-270m-q4_k_m.gguf', { ...adapter, tune: false, nCtx: 512 });
     const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: 4 };
     const answer = await engine.chat.completions.create(body);
     const stats = await engine.stats();
     await engine.unload();
     return { text: answer.choices[0].message.content, stats };
-  }, content);
+  }, { content, adapter: COMPAT });
+  ranOn(reply.stats);
   assert.equal(reply.text, await nativeReply(content, 4, GEMMA));
   assert.ok(reply.text.length > 0);
 });
 
-test('on a compatibility-mode WebGPU adapter the default model replies as the native engine does', async () => {
-  const content = 'What is 2+2?';
-  const page = app ?? (await openPage('/target/browser-test/app/'));
-  const result = await page.evaluate(async (content) => {
-    const { Wick } = await import('wick-llm');
-    const options = { tune: false, nCtx: 512, featureLevel: 'compatibility' };
-    const engine = await Wick.load('/models/SmolLM2-135M-Instruct.Q4_1.gguf', options);
-    const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: 12 };
-    const answer = await engine.chat.completions.create(body);
-    const stats = await engine.stats();
-    const profile = await engine.profile('decode');
-    await engine.unload();
-    return { text: answer.choices[0].message.content, stats, profile };
-  }, content);
-  const { kernels, wholeMs } = result.profile;
-  const kernelMs = kernels.reduce((sum, [, ms]) => sum + ms, 0);
-  const { record, submit, wait, other } = result.stats.stepMs;
-  const parts = `${record.toFixed(1)} recording, ${submit.toFixed(1)} submitting, ${wait.toFixed(0)} waiting, ${other.toFixed(1)} between`;
-  console.log(`    on ${result.stats.adapter}: ${(1000 / result.stats.tokensPerSecond).toFixed(0)} ms a token (${parts}); the plan alone ${wholeMs.toFixed(0)} ms, its dispatches one at a time ${kernelMs.toFixed(0)} ms`);
-  assert.ok(kernels.some(([name]) => name.startsWith('matvecpairs')), JSON.stringify(kernels));
-  assert.ok(kernels.every(([, ms]) => ms > 0), JSON.stringify(kernels));
-  assert.ok(wholeMs > 0 && wait > 0 && record > 0, JSON.stringify(result));
-  assert.equal(result.stats.featureLevel, 'compatibility');
-  assert.match(result.stats.adapter, /\(WebGPU compatibility mode\)$/);
-  assert.equal(result.text, await nativeReply(content, 12));
-});
+// The default model on each kind of adapter, greedy against native, with where a step's time goes.
+// Core mode (SwiftShader here) is several times slower: a shorter reply, and no kernel profile.
+for (const [featureLevel, where, maxTokens] of [
+  ['compatibility', 'a compatibility-mode WebGPU adapter', 12],
+  ['core', 'core WebGPU', 6],
+]) {
+  test(`on ${where} the default model replies as the native engine does`, async () => {
+    const content = 'What is 2+2?';
+    const page = app ?? (await openPage('/target/browser-test/app/'));
+    const result = await page.evaluate(async ({ content, featureLevel, maxTokens }) => {
+      const { Wick } = await import('wick-llm');
+      const options = { tune: false, nCtx: 512, featureLevel };
+      const engine = await Wick.load('/models/SmolLM2-135M-Instruct.Q4_1.gguf', options);
+      const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: maxTokens };
+      const answer = await engine.chat.completions.create(body);
+      const stats = await engine.stats();
+      const profile = featureLevel === 'core' ? null : await engine.profile('decode');
+      await engine.unload();
+      return { text: answer.choices[0].message.content, stats, profile };
+    }, { content, featureLevel, maxTokens });
+    ranOn(result.stats);
+    const { record, submit, wait, other } = result.stats.stepMs;
+    const parts = `${record.toFixed(1)} recording, ${submit.toFixed(1)} submitting, ${wait.toFixed(0)} waiting, ${other.toFixed(1)} between`;
+    let line = `${(1000 / result.stats.tokensPerSecond).toFixed(0)} ms a token (${parts})`;
+    assert.ok(wait > 0 && record > 0, JSON.stringify(result));
+    if (result.profile) {
+      const { kernels, wholeMs } = result.profile;
+      const kernelMs = kernels.reduce((sum, [, ms]) => sum + ms, 0);
+      line += `; the plan alone ${wholeMs.toFixed(0)} ms, its dispatches one at a time ${kernelMs.toFixed(0)} ms`;
+      assert.ok(kernels.some(([name]) => name.startsWith('matvecpairs')), JSON.stringify(kernels));
+      assert.ok(kernels.every(([, ms]) => ms > 0) && wholeMs > 0, JSON.stringify(kernels));
+    }
+    console.log(`    ${line}`);
+    assert.equal(result.stats.featureLevel, featureLevel);
+    const mode = featureLevel === 'core' ? '(WebGPU)' : '(WebGPU compatibility mode)';
+    assert.ok(result.stats.adapter.endsWith(mode), result.stats.adapter);
+    assert.equal(result.text, await nativeReply(content, maxTokens));
+  });
+}
 
 // ---- Native reference --------------------------------------------------------------------------------
 
@@ -877,12 +938,17 @@ for (const { name, fn } of tests) {
   // The first test loads the chat page that later page tests use.
   if (filter && !new RegExp(filter).test(name) && tests[0].name !== name) continue;
   const start = Date.now();
+  adaptersUsed.clear();
+  const took = () => {
+    const on = adaptersUsed.size ? `, on ${[...adaptersUsed].join(' and ')}` : '';
+    return `(${((Date.now() - start) / 1000).toFixed(1)} s${on})`;
+  };
   try {
     await fn();
-    console.log(`ok   ${name} (${((Date.now() - start) / 1000).toFixed(1)} s)`);
+    console.log(`ok   ${name} ${took()}`);
   } catch (e) {
     failed++;
-    console.log(`FAIL ${name} (${((Date.now() - start) / 1000).toFixed(1)} s)\n    ${e.stack || e}`);
+    console.log(`FAIL ${name} ${took()}\n    ${e.stack || e}`);
   }
 }
 await context.close();
