@@ -68,6 +68,9 @@ pub struct Totals {
     pub record: Duration,
     pub submit: Duration,
     pub wait: Duration,
+    /// Outside the runs: the grammar's work between steps (each step's mask of allowed tokens, and
+    /// moving past the token picked), where a reply is constrained.
+    pub mask: Duration,
 }
 
 impl std::ops::Add for Totals {
@@ -83,6 +86,7 @@ impl std::ops::Add for Totals {
             record: self.record + more.record,
             submit: self.submit + more.submit,
             wait: self.wait + more.wait,
+            mask: self.mask + more.mask,
         }
     }
 }
@@ -100,6 +104,7 @@ impl std::ops::Sub for Totals {
             record: self.record - earlier.record,
             submit: self.submit - earlier.submit,
             wait: self.wait - earlier.wait,
+            mask: self.mask - earlier.mask,
         }
     }
 }

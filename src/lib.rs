@@ -9,6 +9,7 @@ pub mod chat_template;
 pub mod engine;
 pub mod gguf;
 pub mod gpu;
+pub mod grammar;
 pub mod models;
 pub mod openai;
 pub mod ops;
@@ -46,6 +47,8 @@ pub enum Error {
     },
     #[error("the context is full ({0} tokens)")]
     ContextFull(u32),
+    #[error(transparent)]
+    Grammar(#[from] grammar::GrammarError),
     #[error("token id {token} is outside the vocabulary of {n_vocab}")]
     BadToken { token: u32, n_vocab: u32 },
 }

@@ -1,11 +1,14 @@
 //! OpenAI's request shapes, as clients send them, and the one place they are checked: `wick serve`
 //! and the browser package both hand the request body here. Unknown fields are ignored (clients send
-//! extras); a known field with the wrong type fails to parse; a value out of range is an
-//! `InvalidRequest` naming the field.
+//! extras), except those that would change the answer where Wick cannot honour them: those are an
+//! `InvalidRequest` naming the field, as is a value out of range; a known field with the wrong type
+//! fails to parse.
 
 use crate::chat_template::ChatMessage;
+use crate::grammar::Grammar;
 use crate::sampler::SamplerConfig;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Deserialize)]
 pub struct ChatRequest {
@@ -39,7 +42,48 @@ pub struct Sampling {
     #[serde(default)]
     pub stream: bool,
     pub stream_options: Option<StreamOptions>,
+    pub response_format: Option<ResponseFormat>,
+    /// Every other field, for the check that refuses those that would change the answer.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
+
+/// What the reply must be: free text, any JSON object, or JSON matching a schema.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    Text,
+    JsonObject,
+    JsonSchema { json_schema: JsonSchemaFormat },
+}
+
+#[derive(Deserialize)]
+pub struct JsonSchemaFormat {
+    pub name: String,
+    /// Absent: any JSON value is allowed, as OpenAI reads it.
+    pub schema: Option<serde_json::Value>,
+    /// Wick always keeps to the schema, strict or not.
+    pub strict: Option<bool>,
+}
+
+/// Fields OpenAI takes that would change the answer and Wick does not honour yet, refused by name.
+/// A field whose value is its default (null, false, 0, an empty list) asks for nothing and passes.
+const NOT_HONOURED: &[&str] = &[
+    "tools",
+    "tool_choice",
+    "functions",
+    "function_call",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "presence_penalty",
+    "frequency_penalty",
+    "audio",
+    "modalities",
+    "prediction",
+    "web_search_options",
+    "reasoning_effort",
+];
 
 #[derive(Deserialize)]
 pub struct StreamOptions {
@@ -162,6 +206,8 @@ impl Content {
 /// A request's sampling settings, checked and defaulted as OpenAI does.
 pub struct Settings {
     pub sampler: SamplerConfig,
+    /// What the reply must match, if anything.
+    pub grammar: Option<Grammar>,
     pub max_tokens: Option<usize>,
     pub stop: Vec<String>,
     pub stream: bool,
@@ -204,7 +250,23 @@ impl Settings {
         if stop.len() > 4 {
             return Err(invalid("at most 4 stop sequences", "stop"));
         }
+        for &field in NOT_HONOURED {
+            if s.other.get(field).is_some_and(asks_for_something) {
+                return Err(invalid(
+                    format!("{field} is not supported by this server"),
+                    field,
+                ));
+            }
+        }
+        let grammar = match s.response_format {
+            None | Some(ResponseFormat::Text) => None,
+            Some(ResponseFormat::JsonObject) => Some(Grammar::JsonObject),
+            Some(ResponseFormat::JsonSchema { json_schema }) => Some(Grammar::JsonSchema(
+                json_schema.schema.unwrap_or(serde_json::json!({})),
+            )),
+        };
         Ok(Settings {
+            grammar,
             sampler: SamplerConfig {
                 temperature,
                 top_k: s.top_k.unwrap_or(0) as usize,
@@ -219,6 +281,18 @@ impl Settings {
             stream: s.stream,
             include_usage: s.stream_options.is_some_and(|o| o.include_usage),
         })
+    }
+}
+
+/// Whether a field's value asks for anything: not null, false, zero or empty.
+fn asks_for_something(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Null | Value::Bool(false) => false,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::Array(a) => !a.is_empty(),
+        Value::String(s) => s != "none",
+        _ => true,
     }
 }
 

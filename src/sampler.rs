@@ -3,6 +3,7 @@
 //! The first steps, up to top-k, usually run on the GPU after the decode step (`Needs`): then only the
 //! k candidates come back, and the rest runs here on them.
 
+use crate::grammar::Constraint;
 use crate::ops::top_k::{K_MAX, PENALIZED_MAX};
 
 /// Sampling settings; `temperature <= 0` means greedy.
@@ -43,6 +44,8 @@ impl SamplerConfig {
 
 pub struct Sampler {
     pub config: SamplerConfig,
+    /// A grammar the reply must match: it masks the logits before every other step.
+    pub constraint: Option<Constraint>,
     rng: u64,
 }
 
@@ -50,7 +53,11 @@ impl Sampler {
     pub fn new(config: SamplerConfig) -> Sampler {
         // splitmix64 of the seed, so seeds 0 and 1 start far apart.
         let rng = config.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        Sampler { config, rng }
+        Sampler {
+            config,
+            constraint: None,
+            rng,
+        }
     }
 
     /// A uniform number in [0, 1) (xorshift64*).
@@ -64,10 +71,13 @@ impl Sampler {
 
     /// What a decode step must hand this sampler: the largest logit's index (greedy, found on the
     /// GPU), the top k candidates after the penalty (found on the GPU, for k up to
-    /// `top_k::K_MAX`), or the whole row of logits (a top-k of 0 or above K_MAX, or a penalty over
-    /// more recent tokens than the GPU takes), sampled here.
+    /// `top_k::K_MAX`), or the whole row of logits (a top-k of 0 or above K_MAX, a penalty over
+    /// more recent tokens than the GPU takes, or a grammar to mask them with), sampled here.
     pub fn needs(&self) -> Needs {
         let c = &self.config;
+        if self.constraint.is_some() {
+            return Needs::Logits;
+        }
         let penalized = c.repeat_penalty != 1.0;
         if penalized && c.repeat_last_n > PENALIZED_MAX {
             return Needs::Logits;

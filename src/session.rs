@@ -5,6 +5,7 @@ use crate::chat_template::{self, ChatMessage};
 use crate::engine::{Engine, LoadOptions, Totals};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
+use crate::grammar::{Constraint, Grammar, Vocabulary};
 use crate::ops::top_k::Pick;
 use crate::sampler::{Needs, Sampler};
 use crate::stop::StopStrings;
@@ -57,9 +58,11 @@ pub struct Completion {
 
 pub struct Session {
     pub engine: Engine,
-    pub tokenizer: Tokenizer,
+    pub tokenizer: Arc<Tokenizer>,
     /// The tokens whose keys and values sit in the cache, in order.
     cached: Vec<u32>,
+    /// The vocabulary as grammars see it, made by the first reply that has one.
+    grammar_vocabulary: Option<Vocabulary>,
 }
 
 impl Session {
@@ -74,9 +77,20 @@ impl Session {
         let engine = Engine::load_with_header(gpu, header, source, options, progress).await?;
         Ok(Session {
             engine,
-            tokenizer,
+            tokenizer: Arc::new(tokenizer),
             cached: Vec::new(),
+            grammar_vocabulary: None,
         })
+    }
+
+    /// A constraint for a sampler: the reply must match `grammar`. Refused, saying why, where the
+    /// grammar does not parse or uses what the grammar engine does not take.
+    pub fn constraint(&mut self, grammar: &Grammar) -> Result<Constraint, Error> {
+        let vocabulary = match &mut self.grammar_vocabulary {
+            Some(v) => v,
+            none => none.insert(Vocabulary::new(&self.tokenizer)?),
+        };
+        Ok(Constraint::new(vocabulary, &self.tokenizer, grammar)?)
     }
 
     /// Tokenizes a prompt as given, special tokens parsed, with BOS where the model wants one.
@@ -156,11 +170,22 @@ impl Session {
             }
             Needs::Logits => {
                 let history = history();
-                let logits = self.engine.step(token, true).await?;
-                sampler.sample(&logits.expect("logits were asked for"), &history)
+                let mut logits = self.engine.step(token, true).await?;
+                let logits = logits.as_mut().expect("logits were asked for");
+                if let Some(constraint) = &mut sampler.constraint {
+                    let start = Instant::now();
+                    constraint.mask(logits)?;
+                    self.engine.stats.totals.mask += start.elapsed();
+                }
+                sampler.sample(logits, &history)
             }
         };
         self.cached.push(token);
+        if let Some(constraint) = &mut sampler.constraint {
+            let start = Instant::now();
+            constraint.accept(next)?;
+            self.engine.stats.totals.mask += start.elapsed();
+        }
         Ok(next)
     }
 
@@ -202,6 +227,10 @@ impl Session {
             }
             if stopped {
                 stopped_by_string = true;
+                break FinishReason::Stop;
+            }
+            // A grammar that can take nothing more ends the reply without another step.
+            if sampler.constraint.as_ref().is_some_and(|c| c.is_finished()) {
                 break FinishReason::Stop;
             }
             // The last token allowed is not run: nothing would read what comes after it.

@@ -313,6 +313,12 @@ impl Model {
                 .map_err(|_| js_error("the model is busy with another request"))?;
             let n_ctx = session.engine.n_ctx() as usize;
             let mut sampler = Sampler::new(settings.sampler);
+            if let Some(grammar) = &settings.grammar {
+                let constraint = session
+                    .constraint(grammar)
+                    .map_err(|e| bad_request(format!("the response format cannot be used: {e}")))?;
+                sampler.constraint = Some(constraint);
+            }
             let max_tokens = settings.max_tokens.unwrap_or(n_ctx);
             let mut on_text = |piece: &str| {
                 let go_on = on_text.call1(&JsValue::NULL, &JsValue::from_str(piece));

@@ -122,6 +122,7 @@ async fn run(
         max_tokens: settings.max_tokens,
         stop: settings.stop,
         sampler: settings.sampler,
+        grammar: settings.grammar,
         events,
     };
     state.jobs.try_send(job).map_err(|e| ApiError {

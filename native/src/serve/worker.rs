@@ -6,6 +6,7 @@ use super::openai::ApiError;
 use pollster::FutureExt as _;
 use tokio::sync::mpsc;
 use wick::chat_template::ChatMessage;
+use wick::grammar::Grammar;
 use wick::openai::Usage;
 use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::{FinishReason, Session};
@@ -24,6 +25,8 @@ pub struct Job {
     pub max_tokens: Option<usize>,
     pub stop: Vec<String>,
     pub sampler: SamplerConfig,
+    /// What the reply must match (a JSON schema, any JSON object), if anything.
+    pub grammar: Option<Grammar>,
     pub events: mpsc::Sender<Event>,
 }
 
@@ -89,11 +92,20 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
             )
         });
     }
+    let mut sampler = Sampler::new(job.sampler);
+    if let Some(grammar) = &job.grammar {
+        let constraint = session.constraint(grammar).map_err(|e| {
+            ApiError::invalid(
+                format!("the response format cannot be used: {e}"),
+                "response_format",
+            )
+        })?;
+        sampler.constraint = Some(constraint);
+    }
     if job.events.blocking_send(Event::Started).is_err() {
         return Err(ApiError::invalid("the client left", "messages"));
     }
     let max_tokens = job.max_tokens.unwrap_or(n_ctx);
-    let mut sampler = Sampler::new(job.sampler);
     let events = &job.events;
     let completion = session
         .complete(&prompt, max_tokens, &job.stop, &mut sampler, &mut |text| {

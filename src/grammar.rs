@@ -1,0 +1,170 @@
+//! Constrained decoding: at each step only the tokens that keep the output inside a grammar (a JSON
+//! schema, any JSON object, or a Lark grammar) may be sampled. llguidance computes each step's set of
+//! allowed tokens from a trie of the model's token bytes; the sampler masks the rest out of the logits
+//! before any other sampling step, and an end-of-generation token is allowed where the grammar can end.
+
+use crate::tokenizer::{TokenKind, Tokenizer};
+use llguidance::api::TopLevelGrammar;
+use llguidance::toktrie::{SimpleVob, TokEnv, TokRxInfo, TokTrie, TokenizerEnv};
+use llguidance::{JsonCompileOptions, Matcher, ParserFactory};
+use std::sync::Arc;
+
+/// What a reply must match.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Grammar {
+    /// Any JSON object (OpenAI's `json_object`).
+    JsonObject,
+    /// JSON matching this schema.
+    JsonSchema(serde_json::Value),
+    /// A grammar in llguidance's Lark syntax.
+    Lark(String),
+}
+
+/// A grammar that cannot be used: its text does not parse, or it uses what llguidance does not take.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct GrammarError(pub String);
+
+/// The model's vocabulary as llguidance sees it, built once per model (a trie over every token).
+pub struct Vocabulary {
+    factory: ParserFactory,
+}
+
+impl Vocabulary {
+    pub fn new(tokenizer: &Arc<Tokenizer>) -> Result<Vocabulary, GrammarError> {
+        let env: TokEnv = Arc::new(TokenizerBytes::new(tokenizer.clone()));
+        let mut factory =
+            ParserFactory::new_simple(&env).map_err(|e| GrammarError(e.to_string()))?;
+        factory.set_stderr_log_level(0);
+        Ok(Vocabulary { factory })
+    }
+}
+
+/// A grammar being matched, token by token.
+pub struct Constraint {
+    matcher: Matcher,
+    /// The model's end-of-generation tokens, all allowed where the grammar lets its trie's EOS through.
+    end_of_generation: Vec<u32>,
+    eos: u32,
+}
+
+impl Constraint {
+    pub fn new(
+        vocabulary: &Vocabulary,
+        tokenizer: &Tokenizer,
+        grammar: &Grammar,
+    ) -> Result<Constraint, GrammarError> {
+        let top = match grammar {
+            Grammar::JsonObject => json_schema(serde_json::json!({ "type": "object" })),
+            Grammar::JsonSchema(schema) => json_schema(schema.clone()),
+            Grammar::Lark(text) => TopLevelGrammar::from_lark(text.clone()),
+        };
+        let parser = vocabulary.factory.create_parser(top);
+        let matcher = Matcher::new(parser);
+        if let Some(e) = matcher.get_error() {
+            return Err(GrammarError(e));
+        }
+        let eos = vocabulary.factory.tok_env().tok_trie().eos_token();
+        Ok(Constraint {
+            matcher,
+            end_of_generation: tokenizer.end_of_generation_ids().to_vec(),
+            eos,
+        })
+    }
+
+    /// Sets the logits of the tokens the grammar does not allow next to -inf.
+    pub fn mask(&mut self, logits: &mut [f32]) -> Result<(), GrammarError> {
+        let allowed = self.allowed()?;
+        let end_allowed = allowed.is_allowed(self.eos);
+        for (id, logit) in logits.iter_mut().enumerate() {
+            let id = id as u32;
+            let ok = match self.end_of_generation.contains(&id) {
+                true => end_allowed,
+                false => id < allowed.len() as u32 && allowed.is_allowed(id),
+            };
+            if !ok {
+                *logit = f32::NEG_INFINITY;
+            }
+        }
+        Ok(())
+    }
+
+    fn allowed(&mut self) -> Result<SimpleVob, GrammarError> {
+        self.matcher
+            .compute_mask_or_eos()
+            .map_err(|e| GrammarError(e.to_string()))
+    }
+
+    /// Moves the grammar past the token sampled.
+    pub fn accept(&mut self, token: u32) -> Result<(), GrammarError> {
+        let token = match self.end_of_generation.contains(&token) {
+            true => self.eos,
+            false => token,
+        };
+        self.matcher
+            .consume_token(token)
+            .map_err(|e| GrammarError(e.to_string()))
+    }
+
+    /// Nothing more can follow: the reply is complete.
+    pub fn is_finished(&self) -> bool {
+        self.matcher.is_stopped()
+    }
+}
+
+/// A schema's grammar with JSON written compactly (`{"a":1,"b":[2,3]}`): with free whitespace a small
+/// model may write newlines until the token budget runs out.
+fn json_schema(mut schema: serde_json::Value) -> TopLevelGrammar {
+    if let Some(object) = schema.as_object_mut() {
+        if !object.contains_key("x-guidance") {
+            let options = JsonCompileOptions {
+                whitespace_flexible: false,
+                item_separator: ", ".into(),
+                key_separator: ": ".into(),
+                ..Default::default()
+            };
+            options.apply_to(&mut schema);
+        }
+    }
+    TopLevelGrammar::from_json_schema(schema)
+}
+
+/// Each token's bytes, control tokens marked as special so that no grammar spells them out as text.
+struct TokenizerBytes {
+    trie: TokTrie,
+    tokenizer: Arc<Tokenizer>,
+}
+
+impl TokenizerBytes {
+    fn new(tokenizer: Arc<Tokenizer>) -> TokenizerBytes {
+        let n = tokenizer.vocab_size();
+        let words: Vec<Vec<u8>> = (0..n as u32)
+            .map(|id| match tokenizer.token_kind(id) {
+                Some(TokenKind::Normal | TokenKind::Byte | TokenKind::UserDefined) => {
+                    tokenizer.token_piece(id).to_vec()
+                }
+                _ => {
+                    let mut special = vec![TokTrie::SPECIAL_TOKEN_MARKER];
+                    special.extend_from_slice(tokenizer.token_text(id).unwrap_or("").as_bytes());
+                    special
+                }
+            })
+            .collect();
+        let eos = tokenizer
+            .eos()
+            .or_else(|| tokenizer.end_of_generation_ids().first().copied())
+            .unwrap_or(0);
+        let trie = TokTrie::from(&TokRxInfo::new(n as u32, eos), &words);
+        TokenizerBytes { trie, tokenizer }
+    }
+}
+
+impl TokenizerEnv for TokenizerBytes {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.trie
+    }
+
+    fn tokenize_bytes(&self, s: &[u8]) -> Vec<u32> {
+        self.tokenizer.encode(&String::from_utf8_lossy(s), false)
+    }
+}
