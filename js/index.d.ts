@@ -151,6 +151,8 @@ export interface StepMs {
   submit: number;
   /** From the submit to the values read back: the GPU's work, then the map. */
   wait: number;
+  /** A `response_format`'s grammar: the mask of allowed tokens and its move past the token picked (0 without one). */
+  mask: number;
   /** Everything else between two steps: sampling, detokenizing, streaming the text to the page. */
   other: number;
 }

@@ -326,4 +326,54 @@ mod tests {
             assert_eq!(e.param, field, "{}", e.message);
         }
     }
+
+    #[test]
+    fn response_format_becomes_the_grammar() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let grammar = |format: &str| {
+            let json = format!(r#"{{{messages}, "response_format": {format}}}"#);
+            settings(&json).unwrap().grammar
+        };
+        assert_eq!(grammar(r#"{"type": "text"}"#), None);
+        assert_eq!(
+            grammar(r#"{"type": "json_object"}"#),
+            Some(Grammar::JsonObject)
+        );
+        let schema = r#"{"type": "object", "properties": {"a": {"type": "integer"}}}"#;
+        let format = format!(
+            r#"{{"type": "json_schema", "json_schema": {{"name": "x", "schema": {schema}, "strict": true}}}}"#
+        );
+        let expected: serde_json::Value = serde_json::from_str(schema).unwrap();
+        assert_eq!(grammar(&format), Some(Grammar::JsonSchema(expected)));
+    }
+
+    #[test]
+    fn fields_that_would_change_the_answer_are_refused_by_name() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        for (field, value) in [
+            (
+                "tools",
+                r#"[{"type": "function", "function": {"name": "f"}}]"#,
+            ),
+            ("tool_choice", r#""required""#),
+            ("logit_bias", r#"{"15": 10}"#),
+            ("logprobs", "true"),
+            ("presence_penalty", "0.5"),
+        ] {
+            let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
+            let e = settings(&json).err().expect("refused");
+            assert_eq!(e.param, field, "{}", e.message);
+        }
+        // Values that ask for nothing, and fields that do not change the answer, pass.
+        for (field, value) in [
+            ("tools", "[]"),
+            ("tool_choice", r#""none""#),
+            ("logprobs", "false"),
+            ("presence_penalty", "0"),
+            ("user", r#""someone""#),
+        ] {
+            let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
+            assert!(settings(&json).is_ok(), "{field}: {value}");
+        }
+    }
 }

@@ -29,6 +29,7 @@ pub struct ChatArgs {
 pub fn main(args: ChatArgs) -> Result<()> {
     let mut session = load::session(&args.model, false)?;
     let mut sampler = args.sampling.sampler();
+    let grammar = args.sampling.grammar.grammar()?;
     let overflow = if args.drop_old_turns {
         Overflow::DropOldestTurns
     } else {
@@ -58,6 +59,11 @@ pub fn main(args: ChatArgs) -> Result<()> {
             content: line.trim_end().to_string(),
         });
         let turns = messages.len();
+        // Each reply matches the grammar from its start.
+        sampler.constraint = grammar
+            .as_ref()
+            .map(|g| session.constraint(g))
+            .transpose()?;
         let reply = interrupt::Reply::start();
         let c = session
             .chat(

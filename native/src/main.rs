@@ -82,9 +82,76 @@ pub struct SamplingArgs {
     /// Random seed [default: from the clock]
     #[arg(short = 's', long = "seed")]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub grammar: GrammarArgs,
+}
+
+/// What a reply must match, as llama.cpp's flags; one of them at most.
+#[derive(Args, Clone)]
+#[group(multiple = false)]
+pub struct GrammarArgs {
+    /// The reply is JSON matching this JSON schema
+    #[arg(short = 'j', long = "json-schema")]
+    pub json_schema: Option<String>,
+    /// The reply is JSON matching the JSON schema in this file
+    #[arg(long = "json-schema-file")]
+    pub json_schema_file: Option<std::path::PathBuf>,
+    /// The reply matches this grammar (llguidance's Lark syntax)
+    #[arg(long = "grammar")]
+    pub grammar: Option<String>,
+    /// The reply matches the grammar in this file (llguidance's Lark syntax)
+    #[arg(long = "grammar-file")]
+    pub grammar_file: Option<std::path::PathBuf>,
+}
+
+impl GrammarArgs {
+    /// The grammar the flags name, read and parsed; None where none is given.
+    pub fn grammar(&self) -> anyhow::Result<Option<wick::grammar::Grammar>> {
+        use anyhow::Context as _;
+        use wick::grammar::Grammar;
+        let read = |path: &std::path::Path| {
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+        };
+        let schema = |text: &str, from: &str| {
+            serde_json::from_str(text)
+                .map(Grammar::JsonSchema)
+                .with_context(|| format!("{from} is not valid JSON"))
+        };
+        Ok(match self {
+            GrammarArgs {
+                json_schema: Some(text),
+                ..
+            } => Some(schema(text, "--json-schema")?),
+            GrammarArgs {
+                json_schema_file: Some(path),
+                ..
+            } => Some(schema(&read(path)?, &path.display().to_string())?),
+            GrammarArgs {
+                grammar: Some(text),
+                ..
+            } => Some(Grammar::Lark(text.clone())),
+            GrammarArgs {
+                grammar_file: Some(path),
+                ..
+            } => Some(Grammar::Lark(read(path)?)),
+            _ => None,
+        })
+    }
 }
 
 impl SamplingArgs {
+    /// A sampler for one reply of `session`'s, held to the grammar the flags name.
+    pub fn sampler_for(
+        &self,
+        session: &mut wick::session::Session,
+    ) -> anyhow::Result<wick::sampler::Sampler> {
+        let mut sampler = self.sampler();
+        if let Some(grammar) = self.grammar.grammar()? {
+            sampler.constraint = Some(session.constraint(&grammar)?);
+        }
+        Ok(sampler)
+    }
+
     pub fn sampler(&self) -> wick::sampler::Sampler {
         let seed = self.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()

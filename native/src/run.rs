@@ -29,7 +29,7 @@ pub fn main(args: RunArgs) -> Result<()> {
     } else {
         args.n_predict as usize
     };
-    let mut sampler = args.sampling.sampler();
+    let mut sampler = args.sampling.sampler_for(&mut session)?;
     let mut out = std::io::stdout();
     let c = session
         .complete(&prompt, max, &[], &mut sampler, &mut |text| {
@@ -62,5 +62,13 @@ pub fn main(args: RunArgs) -> Result<()> {
         c.gen_time.as_secs_f64(),
         c.tokens.len() as f64 / c.gen_time.as_secs_f64(),
     );
+    if sampler.constraint.is_some() {
+        let steps = c.gen_steps.runs.max(1) as f64;
+        eprintln!(
+            "wick: the grammar took {:.2} ms a step (masks and moves), the steps {:.1} ms",
+            c.gen_steps.mask.as_secs_f64() * 1e3 / steps,
+            c.gen_steps.time.as_secs_f64() * 1e3 / steps,
+        );
+    }
     Ok(())
 }

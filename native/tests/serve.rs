@@ -23,12 +23,12 @@ fn python() -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("target/test-venv/bin/python"));
     let has_openai = Command::new(&python)
-        .args(["-c", "import openai"])
+        .args(["-c", "import openai, jsonschema"])
         .status()
         .is_ok_and(|s| s.success());
     if !has_openai {
         skip_or_fail(&format!(
-            "{} with the openai package is missing (scripts/test.sh installs it)",
+            "{} with the openai and jsonschema packages is missing (scripts/test.sh installs them)",
             python.display()
         ));
         return None;
@@ -46,19 +46,12 @@ impl Drop for Server {
     }
 }
 
-/// Starts the server on port 0 and returns it with the base URL it printed.
-fn start(model: &Path, key: &str) -> Option<(Server, String)> {
+/// Starts the server on port 0 with a context of `n_ctx` tokens and returns it with the base URL it
+/// printed.
+fn start(model: &Path, key: &str, n_ctx: u32) -> Option<(Server, String)> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wick"))
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "-c",
-            "256",
-            "--cors",
-            "--max-body",
-            "65536",
-        ])
+        .args(["serve", "--port", "0", "-c", &n_ctx.to_string()])
+        .args(["--cors", "--max-body", "65536"])
         .arg("--api-key")
         .arg(key)
         .arg("-m")
@@ -100,7 +93,7 @@ fn openai_client_against_wick_serve() {
         model.display()
     );
     let key = "test-key-7f3a";
-    let Some((_server, url)) = start(&model, key) else {
+    let Some((_server, url)) = start(&model, key, 256) else {
         return;
     };
     let status = Command::new(python)
@@ -113,4 +106,26 @@ fn openai_client_against_wick_serve() {
         .status()
         .expect("python runs");
     assert!(status.success(), "serve_client.py failed");
+}
+
+#[test]
+fn structured_outputs_through_the_openai_client() {
+    let Some(python) = python() else { return };
+    let model = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        model.exists(),
+        "{} is missing: run scripts/fetch-model.sh",
+        model.display()
+    );
+    // Room for a prompt and a reply of max_tokens 256.
+    let Some((_server, url)) = start(&model, "structured-key", 512) else {
+        return;
+    };
+    let status = Command::new(python)
+        .arg(root().join("native/tests/structured_client.py"))
+        .arg(&url)
+        .arg("structured-key")
+        .status()
+        .expect("python runs");
+    assert!(status.success(), "structured_client.py failed");
 }

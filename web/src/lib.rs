@@ -222,6 +222,8 @@ struct StepMs {
     submit: f64,
     /// From the submit to the values read back: the GPU's work, then the map.
     wait: f64,
+    /// The grammar's mask of allowed tokens and its move past the token picked (0 unconstrained).
+    mask: f64,
     /// Everything else between two steps: sampling, detokenizing, streaming the text to the page.
     other: f64,
 }
@@ -234,7 +236,8 @@ impl StepMs {
             record: ms(steps.record),
             submit: ms(steps.submit),
             wait: ms(steps.wait),
-            other: ms(gen_time) - ms(steps.time),
+            mask: ms(steps.mask),
+            other: ms(gen_time) - ms(steps.time) - ms(steps.mask),
         })
     }
 }
