@@ -687,6 +687,64 @@ test('a full context ends the reply with length, or drops the oldest turns with 
   assert.ok(result.dropped.tokens > 0, JSON.stringify(result.dropped));
 });
 
+test('response_format: the default model replies with JSON that matches the schema; a schema the engine cannot take is refused', async () => {
+  // Checked here by hand, apart from the engine: each reply parses, and has the fields, types and ranges asked.
+  const cases = [
+    {
+      content: 'A person: name and age.',
+      schema: {
+        type: 'object',
+        properties: { name: { type: 'string', maxLength: 20 }, age: { type: 'integer', minimum: 0, maximum: 120 } },
+        required: ['name', 'age'],
+        additionalProperties: false,
+      },
+      valid: (v) =>
+        Object.keys(v).sort().join() === 'age,name' && typeof v.name === 'string' && v.name.length <= 20 &&
+        Number.isInteger(v.age) && v.age >= 0 && v.age <= 120,
+    },
+    {
+      content: 'The sentiment of "I love it".',
+      schema: { type: 'object', properties: { sentiment: { enum: ['positive', 'negative'] } }, required: ['sentiment'], additionalProperties: false },
+      valid: (v) => Object.keys(v).join() === 'sentiment' && ['positive', 'negative'].includes(v.sentiment),
+    },
+    {
+      content: 'Two fruits.',
+      schema: { type: 'array', items: { type: 'string', maxLength: 12 }, minItems: 2, maxItems: 2 },
+      valid: (v) => Array.isArray(v) && v.length === 2 && v.every((f) => typeof f === 'string' && f.length <= 12),
+    },
+  ];
+  const result = await app.evaluate(async ({ cases, adapter }) => {
+    const { Wick } = await import('wick-llm');
+    const engine = await Wick.load('/models/SmolLM2-135M-Instruct.Q4_1.gguf', { ...adapter, tune: false, nCtx: 512 });
+    const ask = (content, response_format, temperature) =>
+      engine.chat.completions.create({ messages: [{ role: 'user', content }], temperature, seed: 5, max_tokens: 64, response_format });
+    const replies = [];
+    for (const { content, schema } of cases) {
+      for (const temperature of [0, 0.8]) {
+        const r = await ask(content, { type: 'json_schema', json_schema: { name: 'x', schema } }, temperature);
+        replies.push({ text: r.choices[0].message.content, finish: r.choices[0].finish_reason });
+      }
+    }
+    const stats = await engine.stats(); // of the last schema's reply
+    const object = await ask('Describe a cat.', { type: 'json_object' }, 0);
+    const refused = await ask('x', { type: 'json_schema', json_schema: { name: 'x', schema: { $ref: 'https://example.com/s.json' } } }, 0)
+      .then(() => 'answered', (e) => `${e.name}: ${e.message}`);
+    await engine.unload();
+    return { replies, object: object.choices[0].message.content, refused, stats };
+  }, { cases: cases.map(({ content, schema }) => ({ content, schema })), adapter: COMPAT });
+  ranOn(result.stats);
+  result.replies.forEach(({ text, finish }, i) => {
+    console.log(`    ${JSON.stringify(text)} (${finish})`);
+    assert.equal(finish, 'stop', text);
+    assert.ok(cases[i >> 1].valid(JSON.parse(text)), text);
+  });
+  console.log(`    json_object: ${JSON.stringify(result.object)}; refused: ${result.refused}`);
+  const object = JSON.parse(result.object);
+  assert.ok(object && typeof object === 'object' && !Array.isArray(object), result.object);
+  assert.match(result.refused, /^BadRequestError: .*ref/);
+  console.log(`    the grammar's share of a step: ${result.stats.stepMs.mask.toFixed(2)} ms of ${(1000 / result.stats.tokensPerSecond).toFixed(0)} ms`);
+});
+
 test('bad requests are refused with a clear message', async () => {
   const messages = await app.evaluate(async () => {
     const out = [];
