@@ -40,8 +40,25 @@ export interface LoadOptions {
 export type TextPart = { type: 'text'; text: string };
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | (string & {});
+  role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
   content: string | TextPart[] | null;
+  /** An assistant's calls, as a reply returned them. */
+  tool_calls?: ToolCall[];
+  /** A tool's answer (`role: 'tool'`): the id of the call it answers. */
+  tool_call_id?: string;
+}
+
+/** A call the model made; `arguments` is a JSON object as text, matching the tool's parameters. */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A function the model may call; `parameters` is a JSON schema of its arguments object. */
+export interface Tool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: object };
 }
 
 export interface ChatCompletionRequest {
@@ -64,11 +81,20 @@ export interface ChatCompletionRequest {
   n?: 1;
   stream?: boolean;
   stream_options?: { include_usage?: boolean } | null;
+  /** JSON that always parses: any object, or matching a schema (a grammar masks every token). */
+  response_format?:
+    | { type: 'text' }
+    | { type: 'json_object' }
+    | { type: 'json_schema'; json_schema: { name: string; schema?: object; strict?: boolean | null } };
+  /** Functions the model may call; the reply's calls come back in `message.tool_calls`. */
+  tools?: Tool[];
+  /** 'auto' (the default with tools): text or a call; 'required': a call; 'none': text; or one named function. */
+  tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
   /** Accepted and ignored: there is one model. */
   model?: string;
 }
 
-export type FinishReason = 'stop' | 'length';
+export type FinishReason = 'stop' | 'length' | 'tool_calls';
 
 export interface CompletionUsage {
   prompt_tokens: number;
@@ -83,7 +109,7 @@ export interface ChatCompletion {
   model: string;
   choices: {
     index: number;
-    message: { role: 'assistant'; content: string };
+    message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] };
     finish_reason: FinishReason;
     logprobs: null;
   }[];
@@ -97,7 +123,7 @@ export interface ChatCompletionChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: 'assistant'; content?: string };
+    delta: { role?: 'assistant'; content?: string; tool_calls?: (ToolCall & { index: number })[] };
     finish_reason: FinishReason | null;
     logprobs: null;
   }[];

@@ -212,18 +212,21 @@ export class Wick {
     const id = `chatcmpl-${crypto.randomUUID()}`;
     const created = Math.floor(Date.now() / 1000);
     const envelope = (object) => ({ id, object, created, model: this.model });
+    // The reply's calls as OpenAI lists them, each with an id of this answer's.
+    const toolCalls = (r) =>
+      r.toolCalls.map(({ name, arguments: args }, i) => ({
+        id: `call_${id.slice(9)}_${i}`,
+        type: 'function',
+        function: { name, arguments: args },
+      }));
     if (!body?.stream) {
       const r = await this.channel.request(message, { signal });
+      const reply = r.toolCalls.length
+        ? { role: 'assistant', content: r.text || null, tool_calls: toolCalls(r) }
+        : { role: 'assistant', content: r.text };
       return {
         ...envelope('chat.completion'),
-        choices: [
-          {
-            index: 0,
-            message: { role: 'assistant', content: r.text },
-            finish_reason: r.finishReason,
-            logprobs: null,
-          },
-        ],
+        choices: [{ index: 0, message: reply, finish_reason: r.finishReason, logprobs: null }],
         usage: usage(r),
       };
     }
@@ -249,6 +252,11 @@ export class Wick {
       })
       .then(
         (r) => {
+          // With tools the text comes whole at the end, read apart from the calls.
+          if (body.tools?.length && r.text) stream.push(chunk({ content: r.text }, null));
+          if (r.toolCalls.length) {
+            stream.push(chunk({ tool_calls: toolCalls(r).map((call, index) => ({ index, ...call })) }, null));
+          }
           stream.push(chunk({}, r.finishReason));
           if (includeUsage) stream.push({ ...envelope('chat.completion.chunk'), choices: [], usage: usage(r) });
           stream.end();

@@ -11,10 +11,17 @@ use std::io::Write;
 use minijinja::{Environment, Error, ErrorKind, Value};
 
 /// One message of a conversation.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 pub struct ChatMessage {
     pub role: String,
     pub content: String,
+    /// An assistant's calls of tools, as templates read them: `{"id", "type": "function",
+    /// "function": {"name", "arguments"}}` with the arguments a JSON object.
+    #[serde(default)]
+    pub tool_calls: Vec<serde_json::Value>,
+    /// A tool's answer: the call it answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
@@ -22,6 +29,7 @@ impl ChatMessage {
         ChatMessage {
             role: role.into(),
             content: content.into(),
+            ..Default::default()
         }
     }
 }
@@ -131,6 +139,7 @@ pub fn render(
     render_with(
         template,
         messages,
+        &[],
         add_generation_prompt,
         bos_token,
         eos_token,
@@ -138,9 +147,18 @@ pub fn render(
     )
 }
 
+/// Whether a template lays out `tools` itself (it reads the variable): else tools go in a system
+/// message.
+pub fn takes_tools(template: &str) -> bool {
+    template.contains("tools")
+}
+
+/// As `render`, with the tools the model may call (OpenAI's `tools` entries; none: an empty slice,
+/// which templates see as no `tools`) and explicit limits.
 pub fn render_with(
     template: &str,
     messages: &[ChatMessage],
+    tools: &[serde_json::Value],
     add_generation_prompt: bool,
     bos_token: &str,
     eos_token: &str,
@@ -158,10 +176,20 @@ pub fn render_with(
         .map_err(|e| TemplateError::Syntax(describe(&e)))?;
     let messages: Vec<Value> = messages
         .iter()
-        .map(|m| minijinja::context! { role => m.role.as_str(), content => m.content.as_str() })
+        .map(|m| {
+            let calls = (!m.tool_calls.is_empty()).then(|| Value::from_serialize(&m.tool_calls));
+            minijinja::context! {
+                role => m.role.as_str(),
+                content => m.content.as_str(),
+                tool_calls => calls,
+                tool_call_id => m.tool_call_id.as_deref(),
+            }
+        })
         .collect();
+    let tools = (!tools.is_empty()).then(|| Value::from_serialize(tools));
     let ctx = minijinja::context! {
         messages => messages,
+        tools => tools,
         add_generation_prompt => add_generation_prompt,
         bos_token => bos_token,
         eos_token => eos_token,

@@ -112,9 +112,14 @@ impl Constraint {
     }
 }
 
-/// A schema's grammar with JSON written compactly (`{"a":1,"b":[2,3]}`): with free whitespace a small
-/// model may write newlines until the token budget runs out.
-fn json_schema(mut schema: serde_json::Value) -> TopLevelGrammar {
+/// A schema's grammar with JSON written compactly.
+fn json_schema(schema: serde_json::Value) -> TopLevelGrammar {
+    TopLevelGrammar::from_json_schema(compact_json(schema))
+}
+
+/// The schema with llguidance's options for compact JSON (`{"a": 1, "b": [2, 3]}`) unless it sets its
+/// own: with free whitespace a small model may write newlines until the token budget runs out.
+pub fn compact_json(mut schema: serde_json::Value) -> serde_json::Value {
     if let Some(object) = schema.as_object_mut() {
         if !object.contains_key("x-guidance") {
             let options = JsonCompileOptions {
@@ -126,7 +131,7 @@ fn json_schema(mut schema: serde_json::Value) -> TopLevelGrammar {
             options.apply_to(&mut schema);
         }
     }
-    TopLevelGrammar::from_json_schema(schema)
+    schema
 }
 
 /// Each token's bytes, control tokens marked as special so that no grammar spells them out as text.

@@ -21,6 +21,7 @@ pub mod sampler;
 pub mod session;
 pub mod stop;
 pub mod tokenizer;
+pub mod tools;
 
 /// Everything that can go wrong in the engine.
 #[derive(Debug, thiserror::Error)]

@@ -7,14 +7,63 @@
 use crate::chat_template::ChatMessage;
 use crate::grammar::Grammar;
 use crate::sampler::SamplerConfig;
+use crate::tools::{Offered, ToolChoice};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Deserialize)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
+    pub tools: Option<Vec<Tool>>,
+    pub tool_choice: Option<ToolChoiceField>,
     #[serde(flatten)]
     pub sampling: Sampling,
+}
+
+/// A tool the model may call: OpenAI's `{"type": "function", "function": {...}}`.
+#[derive(Deserialize, Serialize)]
+pub struct Tool {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: FunctionDefinition,
+}
+
+#[derive(Deserialize, Serialize)]
+pub struct FunctionDefinition {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A JSON schema of the arguments object; absent: any object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<serde_json::Value>,
+}
+
+/// `tool_choice`: "none", "auto", "required", or `{"type": "function", "function": {"name"}}`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum ToolChoiceField {
+    Mode(String),
+    Named { function: NamedFunction },
+}
+
+#[derive(Deserialize)]
+pub struct NamedFunction {
+    pub name: String,
+}
+
+/// A call in an assistant message, as OpenAI writes it: the arguments are a JSON object as text.
+#[derive(Deserialize, Serialize, Clone)]
+pub struct ToolCall {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: CalledFunction,
+}
+
+#[derive(Deserialize, Serialize, Clone)]
+pub struct CalledFunction {
+    pub name: String,
+    pub arguments: String,
 }
 
 #[derive(Deserialize)]
@@ -66,8 +115,9 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
-/// Fields OpenAI takes that would change the answer and Wick does not honour yet, refused by name.
-/// A field whose value is its default (null, false, 0, an empty list) asks for nothing and passes.
+/// Fields OpenAI takes that would change the answer and Wick does not honour yet, refused by name
+/// (`tools` and `tool_choice` land here only in text completions; chat takes them). A field whose
+/// value is its default (null, false, 0, an empty list, "none") asks for nothing and passes.
 const NOT_HONOURED: &[&str] = &[
     "tools",
     "tool_choice",
@@ -95,6 +145,10 @@ pub struct StreamOptions {
 pub struct Message {
     pub role: String,
     pub content: Option<Content>,
+    /// An assistant's calls.
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// A tool's answer: the call it answers.
+    pub tool_call_id: Option<String>,
 }
 
 /// A message's content: a string, or parts of which the text ones count.
@@ -162,12 +216,85 @@ impl ChatRequest {
             .iter()
             .map(|m| {
                 let content = m.content.as_ref().map(Content::text).transpose()?;
-                Ok(ChatMessage::new(
-                    m.role.clone(),
-                    content.unwrap_or_default(),
-                ))
+                let tool_calls = m.tool_calls.iter().flatten().map(|call| {
+                    let arguments: serde_json::Value =
+                        serde_json::from_str(&call.function.arguments).map_err(|_| {
+                            invalid("a tool call's arguments must be a JSON object", "messages")
+                        })?;
+                    Ok(serde_json::json!({ "id": call.id, "type": "function",
+                        "function": { "name": call.function.name, "arguments": arguments } }))
+                });
+                Ok(ChatMessage {
+                    role: m.role.clone(),
+                    content: content.unwrap_or_default(),
+                    tool_calls: tool_calls.collect::<Result<_, InvalidRequest>>()?,
+                    tool_call_id: m.tool_call_id.clone(),
+                })
             })
             .collect()
+    }
+
+    /// The tools the model may call and how; None where the request offers none. Refused: a choice
+    /// that names no offered tool, or that needs tools where none are offered, and tools with a
+    /// `response_format` other than text.
+    pub fn tools(&self) -> Result<Option<Offered>, InvalidRequest> {
+        let tools = self.tools.as_deref().unwrap_or_default();
+        let choice = match &self.tool_choice {
+            None => ToolChoice::Auto,
+            Some(ToolChoiceField::Mode(mode)) => match mode.as_str() {
+                "none" => ToolChoice::None,
+                "auto" => ToolChoice::Auto,
+                "required" => ToolChoice::Required,
+                other => {
+                    return Err(invalid(
+                        format!("tool_choice is none, auto, required or a function, not {other:?}"),
+                        "tool_choice",
+                    ))
+                }
+            },
+            Some(ToolChoiceField::Named { function }) => {
+                if !tools.iter().any(|t| t.function.name == function.name) {
+                    return Err(invalid(
+                        format!(
+                            "tool_choice names {:?}, which is not among the tools",
+                            function.name
+                        ),
+                        "tool_choice",
+                    ));
+                }
+                ToolChoice::Named(function.name.clone())
+            }
+        };
+        if tools.is_empty() {
+            return match choice {
+                ToolChoice::None | ToolChoice::Auto => Ok(None),
+                _ => Err(invalid(
+                    "tool_choice asks for a call, but no tools are given",
+                    "tool_choice",
+                )),
+            };
+        }
+        if let Some(t) = tools.iter().find(|t| t.kind != "function") {
+            return Err(invalid(
+                format!("tools of type {:?} are not supported", t.kind),
+                "tools",
+            ));
+        }
+        let formatted = !matches!(
+            self.sampling.response_format,
+            None | Some(ResponseFormat::Text)
+        );
+        if formatted && choice != ToolChoice::None {
+            return Err(invalid(
+                "response_format cannot be combined with tools",
+                "response_format",
+            ));
+        }
+        let tools = tools
+            .iter()
+            .map(|t| serde_json::to_value(t).expect("a tool serializes"))
+            .collect();
+        Ok(Some(Offered { tools, choice }))
     }
 }
 
@@ -351,11 +478,6 @@ mod tests {
     fn fields_that_would_change_the_answer_are_refused_by_name() {
         let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
         for (field, value) in [
-            (
-                "tools",
-                r#"[{"type": "function", "function": {"name": "f"}}]"#,
-            ),
-            ("tool_choice", r#""required""#),
             ("logit_bias", r#"{"15": 10}"#),
             ("logprobs", "true"),
             ("presence_penalty", "0.5"),
@@ -366,14 +488,45 @@ mod tests {
         }
         // Values that ask for nothing, and fields that do not change the answer, pass.
         for (field, value) in [
-            ("tools", "[]"),
-            ("tool_choice", r#""none""#),
             ("logprobs", "false"),
             ("presence_penalty", "0"),
             ("user", r#""someone""#),
         ] {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
             assert!(settings(&json).is_ok(), "{field}: {value}");
+        }
+    }
+
+    #[test]
+    fn tools_and_the_choice_are_checked() {
+        let tool =
+            r#"{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}"#;
+        let tools = |extra: &str| {
+            let json = format!(
+                r#"{{"messages": [{{"role": "user", "content": "hi"}}], "tools": [{tool}]{extra}}}"#
+            );
+            serde_json::from_str::<ChatRequest>(&json).unwrap().tools()
+        };
+        let offered = tools("").unwrap().expect("tools offered");
+        assert_eq!(offered.choice, ToolChoice::Auto);
+        assert_eq!(offered.tools[0]["function"]["name"], "f");
+        let named = r#", "tool_choice": {"type": "function", "function": {"name": "f"}}"#;
+        assert_eq!(
+            tools(named).unwrap().unwrap().choice,
+            ToolChoice::Named("f".into())
+        );
+        for (extra, param) in [
+            (
+                r#", "tool_choice": {"type": "function", "function": {"name": "g"}}"#,
+                "tool_choice",
+            ),
+            (r#", "tool_choice": "sometimes""#, "tool_choice"),
+            (
+                r#", "response_format": {"type": "json_object"}"#,
+                "response_format",
+            ),
+        ] {
+            assert_eq!(tools(extra).err().expect("refused").param, param, "{extra}");
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::sampler::{Needs, Sampler};
 use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use crate::Error;
+use serde_json::Value;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
 
@@ -103,20 +104,30 @@ impl Session {
         tokens
     }
 
-    /// Renders a conversation with the model's chat template, ready for the assistant's turn.
-    pub fn chat_prompt(&self, messages: &[ChatMessage]) -> Result<String, Error> {
+    /// The model's chat template, or its family's standard one for a file without.
+    pub fn chat_template(&self) -> Result<&str, Error> {
         let (template, _) = chat_template::of_model(&self.engine.header).ok_or_else(|| {
             Error::Model(
                 "the model has no chat template (tokenizer.chat_template), nor its family a standard one"
                     .into(),
             )
         })?;
+        Ok(template)
+    }
+
+    /// Renders a conversation with the model's chat template, ready for the assistant's turn, with the
+    /// tools the template lays out (none: an empty slice).
+    pub fn chat_prompt(&self, messages: &[ChatMessage], tools: &[Value]) -> Result<String, Error> {
+        let template = self.chat_template()?;
         let piece = |id: Option<u32>| {
             id.map(|i| String::from_utf8_lossy(self.tokenizer.token_piece(i)).into_owned())
         };
         let bos = piece(self.tokenizer.bos()).unwrap_or_default();
         let eos = piece(self.tokenizer.eos()).unwrap_or_default();
-        Ok(chat_template::render(template, messages, true, &bos, &eos)?)
+        let limits = chat_template::Limits::default();
+        Ok(chat_template::render_with(
+            template, messages, tools, true, &bos, &eos, limits,
+        )?)
     }
 
     /// Forgets the cache.
@@ -263,13 +274,14 @@ impl Session {
         })
     }
 
-    /// Generates the assistant's reply to a conversation, rendered with the model's chat template; the
-    /// turns already in the cache are not run again. Where the conversation or the reply outgrows the
+    /// Generates the assistant's reply to a conversation, rendered with the model's chat template (and
+    /// `tools`, for a template that lays them out); the turns already in the cache are not run again. Where the conversation or the reply outgrows the
     /// context, `overflow` decides: with DropOldestTurns the oldest turns are removed from `messages`
     /// (so the caller's history shrinks with them) and the rest is read again before the reply goes on.
     pub async fn chat(
         &mut self,
         messages: &mut Vec<ChatMessage>,
+        tools: &[Value],
         max_tokens: usize,
         stop: &[String],
         sampler: &mut Sampler,
@@ -289,7 +301,7 @@ impl Session {
             gen_steps: Totals::default(),
         };
         loop {
-            let mut prompt = self.tokenize_prompt(&self.chat_prompt(messages)?);
+            let mut prompt = self.tokenize_prompt(&self.chat_prompt(messages, tools)?);
             // The reply so far is read again after the shortened conversation.
             prompt.extend_from_slice(&reply.tokens);
             let fits = prompt.len() < n_ctx; // room for one more token at least

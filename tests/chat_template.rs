@@ -159,7 +159,7 @@ fn hostile_templates_are_stopped() {
         max_template_bytes: 100,
         ..Limits::default()
     };
-    let r = render_with(&"x".repeat(101), &[], false, "", "", limits);
+    let r = render_with(&"x".repeat(101), &[], &[], false, "", "", limits);
     assert!(
         matches!(r, Err(TemplateError::TemplateTooLarge { .. })),
         "{r:?}"

@@ -20,10 +20,7 @@ const LLAMA_CPP: Tolerance = Tolerance {
 };
 
 fn message(role: &str, content: &str) -> ChatMessage {
-    ChatMessage {
-        role: role.into(),
-        content: content.into(),
-    }
+    ChatMessage::new(role, content)
 }
 
 #[test]
@@ -96,7 +93,7 @@ fn tiny_session(n_ctx: u32) -> Option<Session> {
 
 fn rendered_len(session: &Session, messages: &[ChatMessage]) -> usize {
     session
-        .tokenize_prompt(&session.chat_prompt(messages).unwrap())
+        .tokenize_prompt(&session.chat_prompt(messages, &[]).unwrap())
         .len()
 }
 
@@ -127,6 +124,7 @@ fn a_conversation_longer_than_the_context_is_refused_or_loses_its_oldest_turns()
     let refused = session
         .chat(
             &mut messages,
+            &[],
             4,
             &[],
             &mut greedy(),
@@ -144,6 +142,7 @@ fn a_conversation_longer_than_the_context_is_refused_or_loses_its_oldest_turns()
     let reply = session
         .chat(
             &mut messages,
+            &[],
             4,
             &[],
             &mut greedy(),
@@ -180,6 +179,7 @@ fn a_reply_that_fills_the_context_stops_or_goes_on_after_dropping_turns() {
     let stopped = session
         .chat(
             &mut messages,
+            &[],
             30,
             &[],
             &mut greedy(),
@@ -196,6 +196,7 @@ fn a_reply_that_fills_the_context_stops_or_goes_on_after_dropping_turns() {
     let went_on = session
         .chat(
             &mut messages,
+            &[],
             30,
             &[],
             &mut greedy(),

@@ -37,10 +37,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
     };
     let mut messages: Vec<ChatMessage> = Vec::new();
     if let Some(system) = args.system {
-        messages.push(ChatMessage {
-            role: "system".into(),
-            content: system,
-        });
+        messages.push(ChatMessage::new("system", system));
     }
     interrupt::install();
     eprintln!(
@@ -54,10 +51,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
         if stdin.lock().read_line(&mut line)? == 0 || line.trim().is_empty() {
             break;
         }
-        messages.push(ChatMessage {
-            role: "user".into(),
-            content: line.trim_end().to_string(),
-        });
+        messages.push(ChatMessage::new("user", line.trim_end().to_string()));
         let turns = messages.len();
         // Each reply matches the grammar from its start.
         sampler.constraint = grammar
@@ -68,6 +62,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
         let c = session
             .chat(
                 &mut messages,
+                &[],
                 args.n_predict,
                 &[],
                 &mut sampler,
@@ -112,10 +107,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
             c.tokens.len(),
             c.tokens.len() as f64 / c.gen_time.as_secs_f64()
         );
-        messages.push(ChatMessage {
-            role: "assistant".into(),
-            content: c.text,
-        });
+        messages.push(ChatMessage::new("assistant", c.text));
     }
     Ok(())
 }

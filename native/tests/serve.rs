@@ -108,24 +108,55 @@ fn openai_client_against_wick_serve() {
     assert!(status.success(), "serve_client.py failed");
 }
 
-#[test]
-fn structured_outputs_through_the_openai_client() {
+/// Runs a client script (`native/tests/SCRIPT BASE_URL KEY ARGS...`) against a server on `model` with
+/// a context of 1024 tokens: room for tools, a prompt and a reply of max_tokens 256.
+fn client_against(model: &str, script: &str, args: &[&str]) {
     let Some(python) = python() else { return };
-    let model = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let model = root().join(model);
     assert!(
         model.exists(),
-        "{} is missing: run scripts/fetch-model.sh",
+        "{} is missing: run scripts/fetch-model.sh all",
         model.display()
     );
-    // Room for a prompt and a reply of max_tokens 256.
-    let Some((_server, url)) = start(&model, "structured-key", 512) else {
+    let key = "client-key";
+    let Some((_server, url)) = start(&model, key, 1024) else {
         return;
     };
     let status = Command::new(python)
-        .arg(root().join("native/tests/structured_client.py"))
+        .arg(root().join("native/tests").join(script))
         .arg(&url)
-        .arg("structured-key")
+        .arg(key)
+        .args(args)
         .status()
         .expect("python runs");
-    assert!(status.success(), "structured_client.py failed");
+    assert!(status.success(), "{script} failed");
+}
+
+#[test]
+fn structured_outputs_through_the_openai_client() {
+    client_against(
+        "models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "structured_client.py",
+        &[],
+    );
+}
+
+/// SmolLM2's template knows no tools: they go in a system message, the reply in a JSON envelope.
+#[test]
+fn tool_calls_through_the_openai_client() {
+    client_against(
+        "models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "tools_client.py",
+        &[],
+    );
+}
+
+/// Qwen2.5's template lays out tools and its model writes `<tool_call>` blocks.
+#[test]
+fn tool_calls_in_qwen25s_own_format() {
+    client_against(
+        "models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "tools_client.py",
+        &["quick"],
+    );
 }

@@ -3,7 +3,7 @@
 
     python native/tests/structured_client.py BASE_URL API_KEY
 
-BASE_URL is the server's http://host:port/v1 on SmolLM2-135M-Instruct, with a context of 512 tokens. Every schema below is asked for
+BASE_URL is the server's http://host:port/v1 on SmolLM2-135M-Instruct, with a context of 1024 tokens. Every schema below is asked for
 at temperature 0 and 0.8 with max_tokens 256: each reply must finish with "stop" (a "length" stop
 fails) and validate with `jsonschema` (formats checked). Then `client.chat.completions.parse` with a
 Pydantic model, `json_object`, and the refusals: a schema feature the grammar engine does not take, and
@@ -199,7 +199,7 @@ def main():
          "response_format", "strin"),
         ({"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": {
             "type": "array", "items": {"type": "integer"}, "uniqueItems": True}}}}, "response_format", "uniqueItems"),
-        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}, "tools", "tools"),
+        ({"tool_choice": "required"}, "tool_choice", "no tools"),
         ({"logit_bias": {"1": 5}}, "logit_bias", "logit_bias"),
     ]
     for fields, param, word in refusals:

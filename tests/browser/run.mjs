@@ -745,6 +745,52 @@ test('response_format: the default model replies with JSON that matches the sche
   console.log(`    the grammar's share of a step: ${result.stats.stepMs.mask.toFixed(2)} ms of ${(1000 / result.stats.tokensPerSecond).toFixed(0)} ms`);
 });
 
+test('tools: the default model calls a function, plain and streamed, and takes its answer back', async () => {
+  const weather = {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The current weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 30 } }, required: ['city'], additionalProperties: false },
+    },
+  };
+  const result = await app.evaluate(async ({ weather, adapter }) => {
+    const { Wick } = await import('wick-llm');
+    const engine = await Wick.load('/models/SmolLM2-135M-Instruct.Q4_1.gguf', { ...adapter, tune: false, nCtx: 1024 });
+    const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
+    const body = { messages: ask, tools: [weather], tool_choice: 'required', temperature: 0, max_tokens: 64 };
+    const plain = await engine.chat.completions.create(body);
+    const chunks = [];
+    for await (const chunk of await engine.chat.completions.create({ ...body, stream: true })) chunks.push(chunk);
+    const call = plain.choices[0].message.tool_calls?.[0];
+    const back = await engine.chat.completions.create({
+      ...body,
+      tool_choice: 'auto',
+      messages: [...ask, plain.choices[0].message, { role: 'tool', tool_call_id: call?.id, content: '{"sky": "clear"}' }],
+    });
+    const stats = await engine.stats();
+    await engine.unload();
+    return { plain, chunks, back: back.choices[0], stats };
+  }, { weather, adapter: COMPAT });
+  ranOn(result.stats);
+  const choice = result.plain.choices[0];
+  console.log(`    ${JSON.stringify(choice.message)}`);
+  assert.equal(choice.finish_reason, 'tool_calls');
+  const [call] = choice.message.tool_calls;
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  const args = JSON.parse(call.function.arguments);
+  assert.deepEqual(Object.keys(args), ['city']);
+  assert.ok(typeof args.city === 'string' && args.city.length <= 30);
+  const streamed = result.chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+  assert.equal(streamed.length, 1);
+  assert.deepEqual({ ...streamed[0], id: call.id }, { index: 0, ...call });
+  assert.equal(result.chunks.at(-1).choices[0].finish_reason, 'tool_calls');
+  console.log(`    after the tool's answer: ${JSON.stringify(result.back.message)} (${result.back.finish_reason})`);
+  assert.ok(['stop', 'length', 'tool_calls'].includes(result.back.finish_reason));
+  assert.ok(result.back.message.content || result.back.message.tool_calls?.length);
+});
+
 test('bad requests are refused with a clear message', async () => {
   const messages = await app.evaluate(async () => {
     const out = [];

@@ -15,6 +15,7 @@ use wick::gpu::{Gpu, Tuning};
 use wick::openai;
 use wick::sampler::Sampler;
 use wick::session::{FinishReason, Overflow, Session};
+use wick::tools::ToolUse;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -189,9 +190,12 @@ pub async fn load(
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ChatResult {
+    /// The reply's text: with tools, what is left once the calls are read out of it.
     text: String,
     /// OpenAI's finish_reason.
     finish_reason: &'static str,
+    /// The tools the reply called, in order.
+    tool_calls: Vec<CallResult>,
     prompt_tokens: usize,
     completion_tokens: usize,
     /// Prompt tokens processed (the rest came from the KV cache of earlier turns).
@@ -210,6 +214,13 @@ struct ChatResult {
 struct ProfileMs {
     kernels: Vec<(String, f64)>,
     whole_ms: f64,
+}
+
+/// One tool call: the function's name and its arguments, a JSON object as text.
+#[derive(Serialize, Clone)]
+struct CallResult {
+    name: String,
+    arguments: String,
 }
 
 /// A decode step's wall time in parts, in milliseconds, averaged over a reply's steps after its prompt.
@@ -306,7 +317,8 @@ impl Model {
             // The request as `wick serve` takes it: the same parsing and the same checks.
             let request: openai::ChatRequest = serde_json::from_str(&body)
                 .map_err(|e| bad_request(format!("the request is not valid: {e}")))?;
-            let mut messages = request.conversation().map_err(bad_request)?;
+            let messages = request.conversation().map_err(bad_request)?;
+            let offered = request.tools().map_err(bad_request)?;
             let default_seed = (js_sys::Math::random() * 4294967296.0) as u64;
             let settings =
                 openai::Settings::from(request.sampling, default_seed).map_err(bad_request)?;
@@ -315,21 +327,44 @@ impl Model {
                 .try_borrow_mut()
                 .map_err(|_| js_error("the model is busy with another request"))?;
             let n_ctx = session.engine.n_ctx() as usize;
+            let tool_use = match offered {
+                Some(o) => Some(ToolUse::new(session.chat_template().map_err(js_error)?, o)),
+                None => None,
+            };
+            let mut messages = match &tool_use {
+                Some(t) => t.messages(&messages),
+                None => messages,
+            };
             let mut sampler = Sampler::new(settings.sampler);
-            if let Some(grammar) = &settings.grammar {
+            let grammar = tool_use
+                .as_ref()
+                .and_then(ToolUse::grammar)
+                .or(settings.grammar);
+            if let Some(grammar) = &grammar {
+                let field = if tool_use.is_some() {
+                    "tools"
+                } else {
+                    "response format"
+                };
                 let constraint = session
                     .constraint(grammar)
-                    .map_err(|e| bad_request(format!("the response format cannot be used: {e}")))?;
+                    .map_err(|e| bad_request(format!("the {field} cannot be used: {e}")))?;
                 sampler.constraint = Some(constraint);
             }
+            // With tools the text is read as calls once it is whole, so it is not sent as it comes.
+            let streamed = tool_use.is_none();
             let max_tokens = settings.max_tokens.unwrap_or(n_ctx);
             let mut on_text = |piece: &str| {
+                if !streamed {
+                    return true;
+                }
                 let go_on = on_text.call1(&JsValue::NULL, &JsValue::from_str(piece));
                 go_on.map_or(false, |v| v.as_bool() != Some(false))
             };
             let completion = session
                 .chat(
                     &mut messages,
+                    tool_use.as_ref().map_or(&[], ToolUse::template_tools),
                     max_tokens,
                     &settings.stop,
                     &mut sampler,
@@ -347,11 +382,29 @@ impl Model {
                 }
                 Err(e) => return Err(js_error(lost_or(&session.engine.gpu, e).await)),
             };
+            let mut finish_reason = match completion.finish {
+                FinishReason::Stop | FinishReason::Cancelled => "stop",
+                FinishReason::Length | FinishReason::ContextFull => "length",
+            };
+            let mut text = completion.text.clone();
+            let mut tool_calls = Vec::new();
+            if let Some(tools) = &tool_use {
+                let reply = tools.read(&completion.text);
+                text = reply.content.unwrap_or_default();
+                if !reply.calls.is_empty() {
+                    finish_reason = "tool_calls";
+                }
+                tool_calls = reply.calls;
+            }
             let result = ChatResult {
-                finish_reason: match completion.finish {
-                    FinishReason::Stop | FinishReason::Cancelled => "stop",
-                    FinishReason::Length | FinishReason::ContextFull => "length",
-                },
+                finish_reason,
+                tool_calls: tool_calls
+                    .into_iter()
+                    .map(|c| CallResult {
+                        name: c.name,
+                        arguments: c.arguments,
+                    })
+                    .collect(),
                 prompt_tokens: completion.prompt_tokens,
                 completion_tokens: completion.tokens.len(),
                 prompt_processed: completion.prompt_processed,
@@ -359,7 +412,7 @@ impl Model {
                 generate_ms: completion.gen_time.as_secs_f64() * 1e3,
                 read_back_bytes: completion.read_back_bytes,
                 step_ms: StepMs::of(&completion.gen_steps, completion.gen_time),
-                text: completion.text,
+                text,
             };
             let value = serde_wasm_bindgen::to_value(&result)?;
             *last.borrow_mut() = Some(result);

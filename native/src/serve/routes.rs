@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use wick::openai::{ChatRequest, CompletionRequest, Sampling, Settings, Usage};
+use wick::tools::Call;
 
 pub struct State {
     jobs: mpsc::Sender<Job>,
@@ -82,8 +83,8 @@ enum Kind {
 }
 
 async fn chat(Shared(state): Shared<Arc<State>>, body: Result<Bytes, BytesRejection>) -> Response {
-    let request =
-        parse::<ChatRequest>(body).and_then(|r| Ok((Input::Chat(r.conversation()?), r.sampling)));
+    let request = parse::<ChatRequest>(body)
+        .and_then(|r| Ok((Input::Chat(r.conversation()?, r.tools()?), r.sampling)));
     respond(state, Kind::Chat, request).await
 }
 
@@ -162,9 +163,11 @@ async fn run(
     loop {
         match rx.recv().await {
             Some(Event::Text(t)) => text += &t,
-            Some(Event::Done { finish, usage }) => {
-                return Ok(json_response(200, meta.whole(&text, finish, usage)))
-            }
+            Some(Event::Done {
+                finish,
+                usage,
+                calls,
+            }) => return Ok(json_response(200, meta.whole(&text, &calls, finish, usage))),
             Some(Event::Failed(e)) => return Err(e),
             Some(Event::Started) | None => return Err(engine_stopped()),
         }
@@ -186,8 +189,17 @@ fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Re
             let mut rx = rx?;
             let (bytes, rx) = match rx.recv().await {
                 Some(Event::Text(t)) => (sse(&meta.chunk(meta.delta(&t), None)), Some(rx)),
-                Some(Event::Done { finish, usage }) => {
-                    let mut out = sse(&meta.chunk(meta.delta(""), Some(finish)));
+                Some(Event::Done {
+                    finish,
+                    usage,
+                    calls,
+                }) => {
+                    let mut out = String::new();
+                    if !calls.is_empty() {
+                        let delta = json!({ "tool_calls": meta.tool_calls(&calls, true) });
+                        out += &sse(&meta.chunk(delta, None));
+                    }
+                    out += &sse(&meta.chunk(meta.delta(""), Some(finish)));
                     if include_usage {
                         out += &sse(&meta.usage_chunk(usage));
                     }
@@ -235,8 +247,13 @@ impl Meta {
         })
     }
 
-    fn whole(&self, text: &str, finish: &str, usage: Usage) -> Value {
+    fn whole(&self, text: &str, calls: &[Call], finish: &str, usage: Usage) -> Value {
         let choice = match self.kind {
+            Kind::Chat if !calls.is_empty() => json!({
+                "index": 0, "logprobs": null, "finish_reason": finish,
+                "message": { "role": "assistant", "content": (!text.is_empty()).then_some(text),
+                    "tool_calls": self.tool_calls(calls, false) },
+            }),
             Kind::Chat => json!({
                 "index": 0, "message": { "role": "assistant", "content": text },
                 "logprobs": null, "finish_reason": finish,
@@ -248,6 +265,19 @@ impl Meta {
         let mut v = self.envelope(false, json!([choice]));
         v["usage"] = json!(usage);
         v
+    }
+
+    /// The calls as OpenAI lists them, each with an id of this answer's; a chunk's carry their index.
+    fn tool_calls(&self, calls: &[Call], chunk: bool) -> Value {
+        let listed = calls.iter().enumerate().map(|(i, c)| {
+            let mut call = json!({ "id": format!("call_{}_{i}", self.id), "type": "function",
+                "function": { "name": c.name, "arguments": c.arguments } });
+            if chunk {
+                call["index"] = json!(i);
+            }
+            call
+        });
+        Value::Array(listed.collect())
     }
 
     /// The part of a chunk that carries new text.

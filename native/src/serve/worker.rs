@@ -10,12 +10,13 @@ use wick::grammar::Grammar;
 use wick::openai::Usage;
 use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::{FinishReason, Session};
+use wick::tools::{Call, Offered, ToolUse};
 
 /// Requests waiting for the engine beyond the one it runs; more are refused with 503.
 pub const QUEUE_DEPTH: usize = 64;
 
 pub enum Input {
-    Chat(Vec<ChatMessage>),
+    Chat(Vec<ChatMessage>, Option<Offered>),
     Text(String),
 }
 
@@ -37,6 +38,8 @@ pub enum Event {
     Done {
         finish: &'static str,
         usage: Usage,
+        /// The calls the reply made (its text, if any, came as Text before).
+        calls: Vec<Call>,
     },
     Failed(ApiError),
 }
@@ -65,14 +68,25 @@ pub fn start(mut session: Session) -> mpsc::Sender<Job> {
 }
 
 fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
+    let template_failed = |e: wick::Error| ApiError {
+        status: 400,
+        message: format!("the chat template failed: {e}"),
+        kind: "invalid_request_error",
+        param: Some("messages"),
+        code: None,
+    };
+    let mut tool_use = None;
     let prompt_text = match &job.input {
-        Input::Chat(messages) => session.chat_prompt(messages).map_err(|e| ApiError {
-            status: 400,
-            message: format!("the chat template failed: {e}"),
-            kind: "invalid_request_error",
-            param: Some("messages"),
-            code: None,
-        })?,
+        Input::Chat(messages, offered) => {
+            let template = session.chat_template().map_err(template_failed)?;
+            let tools = offered.clone().map(|o| ToolUse::new(template, o));
+            let text = match &tools {
+                Some(t) => session.chat_prompt(&t.messages(messages), t.template_tools()),
+                None => session.chat_prompt(messages, &[]),
+            };
+            tool_use = tools;
+            text.map_err(template_failed)?
+        }
         Input::Text(text) => text.clone(),
     };
     let prompt = session.tokenize_prompt(&prompt_text);
@@ -93,13 +107,16 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
         });
     }
     let mut sampler = Sampler::new(job.sampler);
-    if let Some(grammar) = &job.grammar {
-        let constraint = session.constraint(grammar).map_err(|e| {
-            ApiError::invalid(
-                format!("the response format cannot be used: {e}"),
-                "response_format",
-            )
-        })?;
+    let grammar = tool_use.as_ref().and_then(ToolUse::grammar).or(job.grammar);
+    if let Some(grammar) = &grammar {
+        let param = if tool_use.is_some() {
+            "tools"
+        } else {
+            "response_format"
+        };
+        let constraint = session
+            .constraint(grammar)
+            .map_err(|e| ApiError::invalid(format!("the {param} cannot be used: {e}"), param))?;
         sampler.constraint = Some(constraint);
     }
     if job.events.blocking_send(Event::Started).is_err() {
@@ -107,9 +124,11 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
     }
     let max_tokens = job.max_tokens.unwrap_or(n_ctx);
     let events = &job.events;
+    // With tools the text is read as calls once it is whole, so it is sent then, not as it comes.
+    let streamed = tool_use.is_none();
     let completion = session
         .complete(&prompt, max_tokens, &job.stop, &mut sampler, &mut |text| {
-            events.blocking_send(Event::Text(text.to_string())).is_ok()
+            !streamed || events.blocking_send(Event::Text(text.to_string())).is_ok()
         })
         .block_on()
         .map_err(|e| ApiError {
@@ -119,10 +138,21 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
             param: None,
             code: None,
         })?;
-    let finish = match completion.finish {
+    let mut finish = match completion.finish {
         FinishReason::Stop | FinishReason::Cancelled => "stop",
         FinishReason::Length | FinishReason::ContextFull => "length",
     };
+    let mut calls = Vec::new();
+    if let Some(tools) = &tool_use {
+        let reply = tools.read(&completion.text);
+        if let Some(content) = reply.content {
+            let _ = events.blocking_send(Event::Text(content));
+        }
+        if !reply.calls.is_empty() {
+            finish = "tool_calls";
+        }
+        calls = reply.calls;
+    }
     Ok(Event::Done {
         finish,
         usage: Usage {
@@ -130,5 +160,6 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
             completion_tokens: completion.tokens.len(),
             total_tokens: completion.prompt_tokens + completion.tokens.len(),
         },
+        calls,
     })
 }

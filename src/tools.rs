@@ -1,0 +1,249 @@
+//! Tool calls. The tools a request offers reach the model through its chat template where the template
+//! lays out tools and its model writes `<tool_call>` blocks (Qwen 2.5, Hermes-style); any other model
+//! gets them described in a system message and answers in a JSON envelope, as llama.cpp's server does
+//! for templates without tools. Either way a grammar holds the reply to a call of an offered tool with
+//! arguments matching its parameters (or, where the choice allows, to text), and the reply's text is
+//! read back as the calls.
+
+use crate::chat_template::{self, ChatMessage};
+use crate::grammar::{self, Grammar};
+use serde_json::{json, Value};
+
+/// OpenAI's `tool_choice`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolChoice {
+    /// The model does not call: tools are left out.
+    None,
+    /// The model may answer with text or a call.
+    Auto,
+    /// The model calls one of the tools.
+    Required,
+    /// The model calls this tool.
+    Named(String),
+}
+
+/// The tools a request offers (OpenAI's `tools` entries, `{"type": "function", "function": {"name",
+/// "description", "parameters"}}`) and its choice.
+#[derive(Clone, Debug)]
+pub struct Offered {
+    pub tools: Vec<Value>,
+    pub choice: ToolChoice,
+}
+
+/// One call the reply made; `arguments` is a JSON object as text, as OpenAI returns it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A reply read as tool use: its text, and the calls it made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    pub content: Option<String>,
+    pub calls: Vec<Call>,
+}
+
+/// How the model writes a call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Format {
+    /// Text, then `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`, as the template shows it.
+    Tagged,
+    /// `{"tool_call": {"name": ..., "arguments": {...}}}` or `{"response": "..."}`, asked for in a system message.
+    Envelope,
+}
+
+const OPEN: &str = "<tool_call>";
+const CLOSE: &str = "</tool_call>";
+
+/// The tools of one request and the choice, for a model whose chat template is `template`.
+pub struct ToolUse {
+    tools: Vec<Value>,
+    choice: ToolChoice,
+    format: Format,
+}
+
+impl ToolUse {
+    pub fn new(template: &str, offered: Offered) -> ToolUse {
+        let tagged = chat_template::takes_tools(template) && template.contains(OPEN);
+        ToolUse {
+            tools: offered.tools,
+            choice: offered.choice,
+            format: if tagged {
+                Format::Tagged
+            } else {
+                Format::Envelope
+            },
+        }
+    }
+
+    /// The tools the chat template lays out itself (none where they go in a system message).
+    pub fn template_tools(&self) -> &[Value] {
+        match (self.format, &self.choice) {
+            (_, ToolChoice::None) | (Format::Envelope, _) => &[],
+            (Format::Tagged, _) => &self.tools,
+        }
+    }
+
+    /// The conversation as the model reads it: for the envelope, with the tools and the reply's form
+    /// described in the system message (added, or put after the caller's).
+    pub fn messages(&self, messages: &[ChatMessage]) -> Vec<ChatMessage> {
+        let mut out = messages.to_vec();
+        if self.format == Format::Tagged || self.choice == ToolChoice::None {
+            return out;
+        }
+        let listed: Vec<String> = self
+            .tools
+            .iter()
+            .map(|t| t["function"].to_string())
+            .collect();
+        let form = match self.choice {
+            ToolChoice::Auto => {
+                r#"{"tool_call": {"name": "<tool name>", "arguments": {...}}} to call a tool, or {"response": "<your answer>"} to answer directly"#
+            }
+            _ => r#"{"tool_call": {"name": "<tool name>", "arguments": {...}}}"#,
+        };
+        let text = format!(
+            "You can call these tools:\n{}\n\nReply with JSON only: {form}.",
+            listed.join("\n")
+        );
+        match out.first_mut() {
+            Some(first) if first.role == "system" => {
+                first.content = format!("{}\n\n{text}", first.content);
+            }
+            _ => out.insert(0, ChatMessage::new("system", text)),
+        }
+        // Calls and tool answers of earlier turns, in the envelope's words.
+        for m in &mut out {
+            if !m.tool_calls.is_empty() {
+                let call = &m.tool_calls[0]["function"];
+                m.content = json!({ "tool_call": { "name": call["name"], "arguments": call["arguments"] } })
+                    .to_string();
+                m.tool_calls.clear();
+            }
+            if m.role == "tool" {
+                m.role = "user".into();
+                m.content = format!("The tool answered: {}", m.content);
+            }
+        }
+        out
+    }
+
+    /// What the reply must match; none where the model may not call.
+    pub fn grammar(&self) -> Option<Grammar> {
+        let call = self.call_schema()?;
+        Some(match self.format {
+            Format::Tagged => {
+                // Small models often write the call's JSON without its tags: where text may come
+                // instead of a call, text cannot start as JSON does, so such a reply is a call too.
+                let call = grammar::compact_json(call);
+                let block = format!(r#""{OPEN}\n" call "\n{CLOSE}""#);
+                let start = match self.choice {
+                    ToolChoice::Auto => format!("start: TEXT | TEXT? {block} | call"),
+                    _ => format!("start: {block}"),
+                };
+                Grammar::Lark(format!(
+                    "{start}\ncall: %json {call}\nTEXT: /[^{{\\s](?s:.*)/ & ~/(?s:.*){OPEN}(?s:.*)/\n"
+                ))
+            }
+            Format::Envelope => {
+                let called = json!({ "type": "object", "properties": { "tool_call": call },
+                    "required": ["tool_call"], "additionalProperties": false });
+                let answered = json!({ "type": "object",
+                    "properties": { "response": { "type": "string" } },
+                    "required": ["response"], "additionalProperties": false });
+                Grammar::JsonSchema(match self.choice {
+                    ToolChoice::Auto => json!({ "anyOf": [called, answered] }),
+                    _ => called,
+                })
+            }
+        })
+    }
+
+    /// A call of one of the tools the choice allows, its arguments matching the tool's parameters.
+    fn call_schema(&self) -> Option<Value> {
+        let allowed = self.tools.iter().filter(|t| match &self.choice {
+            ToolChoice::None => false,
+            ToolChoice::Named(name) => t["function"]["name"] == json!(name),
+            _ => true,
+        });
+        let calls: Vec<Value> = allowed
+            .map(|t| {
+                let f = &t["function"];
+                let parameters = match &f["parameters"] {
+                    Value::Null => json!({ "type": "object" }),
+                    p => p.clone(),
+                };
+                json!({ "type": "object",
+                    "properties": { "name": { "const": f["name"] }, "arguments": parameters },
+                    "required": ["name", "arguments"], "additionalProperties": false })
+            })
+            .collect();
+        match calls.len() {
+            0 => None,
+            1 => calls.into_iter().next(),
+            _ => Some(json!({ "anyOf": calls })),
+        }
+    }
+
+    /// The reply read back: text and calls. A reply that was cut short and does not parse is text.
+    pub fn read(&self, text: &str) -> Reply {
+        let as_text = || Reply {
+            content: Some(text.to_string()),
+            calls: Vec::new(),
+        };
+        if self.choice == ToolChoice::None {
+            return as_text();
+        }
+        match self.format {
+            Format::Tagged => {
+                let Some((before, rest)) = text.split_once(OPEN) else {
+                    return match parse_call(text.trim()) {
+                        Some(call) => Reply {
+                            content: None,
+                            calls: vec![call],
+                        },
+                        None => as_text(),
+                    };
+                };
+                let Some(call) = rest.split(CLOSE).next().and_then(|c| parse_call(c.trim())) else {
+                    return as_text();
+                };
+                let before = before.trim();
+                Reply {
+                    content: (!before.is_empty()).then(|| before.to_string()),
+                    calls: vec![call],
+                }
+            }
+            Format::Envelope => {
+                let Ok(value) = serde_json::from_str::<Value>(text) else {
+                    return as_text();
+                };
+                if let Some(call) = value
+                    .get("tool_call")
+                    .and_then(|c| parse_call(&c.to_string()))
+                {
+                    return Reply {
+                        content: None,
+                        calls: vec![call],
+                    };
+                }
+                match value.get("response").and_then(Value::as_str) {
+                    Some(answer) => Reply {
+                        content: Some(answer.to_string()),
+                        calls: Vec::new(),
+                    },
+                    None => as_text(),
+                }
+            }
+        }
+    }
+}
+
+fn parse_call(json: &str) -> Option<Call> {
+    let value: Value = serde_json::from_str(json).ok()?;
+    Some(Call {
+        name: value.get("name")?.as_str()?.to_string(),
+        arguments: value.get("arguments")?.to_string(),
+    })
+}
