@@ -55,9 +55,13 @@ async function loadModel(source) {
     loaded.tuned.then((result) => showTuned(result, loaded));
     window.wickEngine = engine; // for the console
     // The figures of the load itself: stats() would wait for the tuning step under way.
-    $('model-name').textContent = engine.model.split('/').pop();
-    $('adapter').textContent = `${engine.model.split('/').pop()} on ${engine.info.adapter}`;
+    const file = engine.model.split('/').pop();
+    $('model-name').textContent = CATALOG.find((entry) => entry.file === file)?.name ?? file;
+    $('adapter').textContent = `${file} on ${engine.info.adapter}`;
+    $('adapter').title = $('adapter').textContent;
     $('progress-text').textContent += ' · ready';
+    // The load's figures stay in the progress line, out of sight: the chat needs the room.
+    $('progress-box').hidden = true;
     $('prompt').placeholder = 'Write a message (Enter sends, Shift+Enter starts a new line)';
     $('models').open = false;
     useEngine(engine);

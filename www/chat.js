@@ -253,7 +253,7 @@ async function reply() {
 async function showStats() {
   const stats = await engine?.stats().catch(() => null);
   if (stats?.tokensPerSecond) {
-    $('toks').textContent = `· ${stats.tokensPerSecond.toFixed(1)} tok/s · ${stats.dispatchesPerToken} dispatches per token`;
+    $('toks').textContent = `${stats.tokensPerSecond.toFixed(1)} tok/s · ${stats.dispatchesPerToken} dispatches per token ·`;
   }
 }
 
