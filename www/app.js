@@ -23,6 +23,7 @@ function setLoading(controller) {
 async function loadModel(source) {
   showError(null);
   $('consent').hidden = true;
+  $('models').open = false; // the choice is made: the progress and Cancel show under the top bar
   setLoading(new AbortController());
   $('progress').value = 0;
   $('progress-text').textContent = 'starting…';
@@ -63,10 +64,10 @@ async function loadModel(source) {
     // The load's figures stay in the progress line, out of sight: the chat needs the room.
     $('progress-box').hidden = true;
     $('prompt').placeholder = 'Write a message (Enter sends, Shift+Enter starts a new line)';
-    $('models').open = false;
     useEngine(engine);
   } catch (e) {
     engine = null;
+    $('model-name').textContent = 'Choose a model';
     $('progress-box').hidden = true;
     showError(e.name === 'AbortError' ? new Error('Loading was cancelled.') : e);
   } finally {

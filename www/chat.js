@@ -45,7 +45,12 @@ function show(id) {
   renderList();
   renderTranscript();
   showSettings();
+  closeSidebar();
+}
+
+function closeSidebar() {
   document.body.classList.remove('sidebar-open');
+  $('toggle-sidebar').setAttribute('aria-expanded', 'false');
 }
 
 // ---- The list of conversations ------------------------------------------------------------------------
@@ -54,7 +59,7 @@ function renderList() {
   const items = store.list().map((c) => {
     const li = document.createElement('li');
     li.classList.toggle('current', c.id === openId);
-    const title = button(store.titleOf(c), () => show(c.id), { className: 'title' });
+    const title = button(store.titleOf(c), () => (c.id === openId ? closeSidebar() : show(c.id)), { className: 'title' });
     const rename = button('✎', () => startRename(li, c), { label: 'Rename', className: 'icon' });
     const remove = button('✕', () => removeConversation(c), { label: 'Delete', className: 'icon' });
     li.append(title, rename, remove);
@@ -101,7 +106,7 @@ $('toggle-sidebar').onclick = () => {
   const opened = document.body.classList.toggle('sidebar-open');
   $('toggle-sidebar').setAttribute('aria-expanded', String(opened));
 };
-$('scrim').onclick = () => document.body.classList.remove('sidebar-open');
+$('scrim').onclick = closeSidebar;
 
 // ---- Settings, per conversation -----------------------------------------------------------------------
 
@@ -214,6 +219,7 @@ async function reply() {
   const conversation = open();
   const message = { role: 'assistant', content: '' };
   const out = messageElement(message, -1, 0);
+  out.classList.add('streaming');
   out.querySelector('.actions').replaceChildren();
   $('transcript').append(out);
   generating = { controller: new AbortController(), id: conversation.id };
