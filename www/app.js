@@ -1,42 +1,34 @@
 // Wick's chat page: pick a model, watch it stream into the GPU, chat. Everything goes through the
-// public package API, as any page would use it.
+// public package API, as any page would use it. The model side lives here; conversations in chat.js.
 
 import { Wick } from 'wick-llm';
+import { CATALOG, DEFAULT_MODEL, megabytes, mirror, modelUrl, setMirror } from './catalog.js';
+import { startChat, useEngine } from './chat.js';
+import { $, button, showError } from './ui.js';
 
-const DEFAULT_MODEL = new URL('../models/SmolLM2-135M-Instruct.Q4_1.gguf', location.href).href;
 // `?featureLevel=compatibility` takes a WebGPU compatibility-mode adapter even where a core one exists
 // (the package falls back to one by itself where the browser offers only that).
 const FEATURE_LEVEL = new URLSearchParams(location.search).get('featureLevel') || 'core';
-const $ = (id) => document.getElementById(id);
 
 let engine = null;
 let loading = null; // AbortController of the load in progress
-let generating = null; // AbortController of the reply in progress
-let history = [];
 
-function showError(e) {
-  $('status').textContent = e ? (e.message || String(e)) : '';
-}
-
-function setBusy() {
-  const ready = engine && !loading;
-  $('prompt').disabled = !ready;
-  $('send').disabled = !ready || Boolean(generating);
-  $('stop').disabled = !generating;
+function setLoading(controller) {
+  loading = controller;
   $('cancel-load').hidden = !loading;
-  for (const id of ['load-url', 'load-default']) $(id).disabled = Boolean(loading);
+  for (const b of document.querySelectorAll('#load-url, #load-default, #catalog button')) b.disabled = Boolean(loading);
   $('model-file').disabled = Boolean(loading);
 }
 
-const megabytes = (n) => `${(n / 1e6).toFixed(1)} MB`;
-
 async function loadModel(source) {
   showError(null);
-  loading = new AbortController();
-  setBusy();
+  $('consent').hidden = true;
+  $('models').open = false; // the choice is made: the progress and Cancel show under the top bar
+  setLoading(new AbortController());
   $('progress').value = 0;
   $('progress-text').textContent = 'starting…';
   if (engine) {
+    useEngine(null);
     await engine.unload();
     engine = null;
   }
@@ -64,18 +56,22 @@ async function loadModel(source) {
     loaded.tuned.then((result) => showTuned(result, loaded));
     window.wickEngine = engine; // for the console
     // The figures of the load itself: stats() would wait for the tuning step under way.
-    $('adapter').textContent = `${engine.model.split('/').pop()} on ${engine.info.adapter}`;
+    const file = engine.model.split('/').pop();
+    $('model-name').textContent = CATALOG.find((entry) => entry.file === file)?.name ?? file;
+    $('adapter').textContent = `${file} on ${engine.info.adapter}`;
+    $('adapter').title = $('adapter').textContent;
     $('progress-text').textContent += ' · ready';
-    $('prompt').placeholder = 'Write a message';
-    history = [];
-    $('transcript').replaceChildren();
+    // The load's figures stay in the progress line, out of sight: the chat needs the room.
+    $('progress-box').hidden = true;
+    $('prompt').placeholder = 'Write a message (Enter sends, Shift+Enter starts a new line)';
+    useEngine(engine);
   } catch (e) {
     engine = null;
+    $('model-name').textContent = 'Choose a model';
     $('progress-box').hidden = true;
     showError(e.name === 'AbortError' ? new Error('Loading was cancelled.') : e);
   } finally {
-    loading = null;
-    setBusy();
+    setLoading(null);
     listCached();
   }
 }
@@ -112,111 +108,99 @@ function showTuned({ finished }, tuned) {
     : 'tuning skipped: the shapes not yet timed run with their defaults (it resumes on the next load)';
 }
 
-function addMessage(role, text) {
-  const div = document.createElement('div');
-  div.className = `message ${role}`;
-  div.textContent = text;
-  $('transcript').append(div);
-  return div;
-}
+// ---- The catalog and the cache ------------------------------------------------------------------------
 
-async function send(text) {
-  showError(null);
-  history.push({ role: 'user', content: text });
-  addMessage('user', text);
-  const out = addMessage('assistant', '');
-  generating = new AbortController();
-  setBusy();
-  const system = $('system').value.trim();
-  let reply = '';
-  try {
-    const stream = await engine.chat.completions.create(
-      {
-        messages: [...(system ? [{ role: 'system', content: system }] : []), ...history],
-        temperature: Number($('temperature').value),
-        top_p: Number($('top-p').value),
-        // llama.cpp's server's field: the top 40 are found on the GPU, and only they come back.
-        top_k: 40,
-        max_tokens: Number($('max-tokens').value),
-        stream: true,
-      },
-      { signal: generating.signal },
-    );
-    for await (const chunk of stream) {
-      reply += chunk.choices[0]?.delta?.content ?? '';
-      out.textContent = reply;
-      $('transcript').scrollTop = $('transcript').scrollHeight;
-    }
-  } catch (e) {
-    if (e.name !== 'AbortError') showError(e);
-  } finally {
-    // What was said stays in the conversation, also when stopped.
-    history.push({ role: 'assistant', content: reply });
-    generating = null;
-    setBusy();
-    const stats = await engine?.stats().catch(() => null);
-    if (stats?.tokensPerSecond) {
-      $('toks').textContent =
-        `${stats.tokensPerSecond.toFixed(1)} tok/s · ${stats.dispatchesPerToken} dispatches per token`;
-    }
-  }
+/** The catalog, each model with its facts, where it comes from, and whether this browser has it. */
+function renderCatalog(cached) {
+  const items = CATALOG.map((entry) => {
+    const url = modelUrl(entry);
+    const have = cached.find((m) => m.url === url && m.cachedBytes === m.size);
+    const li = document.createElement('li');
+    const name = document.createElement('strong');
+    name.textContent = entry.name;
+    const facts = document.createElement('span');
+    facts.className = 'muted';
+    facts.textContent =
+      `${entry.family} · ${entry.quant} · ${megabytes(entry.bytes)} · ${entry.license}` +
+      (have ? ' · in this browser' : '');
+    const source = document.createElement('a');
+    source.href = url;
+    source.textContent = entry.file;
+    source.className = 'muted source';
+    source.rel = 'noopener';
+    const load = button('Load', () => loadModel(url));
+    load.dataset.file = entry.file;
+    load.disabled = Boolean(loading);
+    const text = document.createElement('div');
+    text.append(name, facts, source);
+    li.append(text, load);
+    return li;
+  });
+  $('catalog').replaceChildren(...items);
 }
 
 async function listCached() {
-  const list = $('cached-list');
   const models = await Wick.cachedModels().catch(() => []);
+  renderCatalog(models);
+  const list = $('cached-list');
   list.replaceChildren(
     ...models.map((m) => {
       const li = document.createElement('li');
       const name = document.createElement('span');
       name.textContent = `${m.url.split('/').pop()} · ${megabytes(m.cachedBytes)} of ${megabytes(m.size)}`;
-      const load = document.createElement('button');
-      load.textContent = 'Load';
-      load.onclick = () => loadModel(m.url);
-      const remove = document.createElement('button');
-      remove.textContent = 'Delete';
-      remove.onclick = async () => {
+      const remove = button('Delete', async () => {
         await Wick.deleteCachedModel(m.url);
         listCached();
-      };
-      li.append(name, load, remove);
+      });
+      li.append(name, button('Load', () => loadModel(m.url)), remove);
       return li;
     }),
   );
   if (!models.length) list.textContent = 'None yet.';
+  return models;
 }
 
+// ---- First visit, later visits ------------------------------------------------------------------------
+
+/** The default model loads at once where this browser has it whole; otherwise the page asks first. */
+async function start() {
+  const cached = await listCached();
+  if (!navigator.gpu) {
+    showError('WebGPU is not available in this browser: Wick needs a browser with WebGPU (Chrome or Edge 113+, Safari 26+, or Firefox 141+ on Windows), on a secure (https or localhost) page.');
+    return;
+  }
+  const url = modelUrl(DEFAULT_MODEL);
+  if (cached.some((m) => m.url === url && m.cachedBytes === m.size)) return loadModel(url);
+  const { name, family, license, bytes } = DEFAULT_MODEL;
+  $('consent-text').textContent =
+    `Wick runs language models on your GPU, inside this page: nothing you write leaves your computer. ` +
+    `To start, it downloads ${name} (${family} family; license ${license}), ${megabytes(bytes)}, ` +
+    `once: this browser keeps it for your next visits.`;
+  $('load-default').textContent = `Download ${megabytes(bytes)} and start`;
+  $('consent').hidden = false;
+}
+
+$('load-default').onclick = () => loadModel(modelUrl(DEFAULT_MODEL));
+$('choose-other').onclick = () => ($('models').open = true);
 $('url-form').onsubmit = (e) => {
   e.preventDefault();
   const url = $('model-url').value.trim();
   if (url) loadModel(url);
 };
-$('load-default').onclick = () => loadModel(DEFAULT_MODEL);
 $('model-file').onchange = () => $('model-file').files[0] && loadModel($('model-file').files[0]);
 $('cancel-load').onclick = () => loading?.abort();
 $('skip-tuning').onclick = () => engine?.stopTuning();
-$('prompt-form').onsubmit = (e) => {
-  e.preventDefault();
-  const text = $('prompt').value.trim();
-  if (!text || !engine || generating) return;
-  $('prompt').value = '';
-  send(text);
-};
-$('prompt').onkeydown = (e) => {
-  if (e.key === 'Enter' && !e.shiftKey) {
-    e.preventDefault();
-    $('prompt-form').requestSubmit();
-  }
-};
-$('stop').onclick = () => generating?.abort();
-$('clear').onclick = () => {
-  history = [];
-  $('transcript').replaceChildren();
+$('mirror').value = mirror();
+$('mirror').onchange = () => {
+  setMirror($('mirror').value);
+  listCached();
 };
 
-if (!navigator.gpu) {
-  showError('WebGPU is not available in this browser: Wick needs a browser with WebGPU (Chrome or Edge 113+, Safari 26+, or Firefox 141+ on Windows), on a secure (https or localhost) page.');
+// One drawer open at a time: they share the space under the top bar.
+for (const [id, other] of [['models', 'settings'], ['settings', 'models']]) {
+  $(id).addEventListener('toggle', () => $(id).open && ($(other).open = false));
 }
-$('model-url').value = DEFAULT_MODEL;
-setBusy();
-listCached();
+
+$('model-url').value = modelUrl(DEFAULT_MODEL);
+startChat();
+start();

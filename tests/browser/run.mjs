@@ -184,18 +184,49 @@ async function loadOnPage(page, pick) {
   return { status: await page.textContent('#status'), progress: await page.textContent('#progress-text') };
 }
 
-/** Records when the page's progress lines change: window.timeline gets [seconds since now, id, text]. */
+/**
+ * Records when the page's progress lines change, from now and from the start of every later load of the
+ * page (a reload loads a cached model by itself): window.timeline gets [seconds since then, id, text].
+ */
 async function watchProgress(page) {
-  await page.evaluate(() => {
+  const watch = () => {
     const t0 = performance.now();
     window.timeline = [];
-    for (const id of ['progress-text', 'tuning-text']) {
-      const node = document.getElementById(id);
-      const note = () => window.timeline.push([(performance.now() - t0) / 1000, id, node.textContent]);
-      new MutationObserver(note).observe(node, { childList: true, characterData: true, subtree: true });
-    }
-  });
+    const note = (records) => {
+      for (const { target } of records) {
+        const line = (target.nodeType === 1 ? target : target.parentElement)?.closest('#progress-text, #tuning-text');
+        if (line) window.timeline.push([(performance.now() - t0) / 1000, line.id, line.textContent]);
+      }
+    };
+    new MutationObserver(note).observe(document, { childList: true, characterData: true, subtree: true });
+  };
+  await page.addInitScript(watch);
+  await page.evaluate(watch);
 }
+
+/** Opens the model drawer (the catalog, the URL box, the file picker, the cached models), as a click on the model's name does. */
+const openModels = (page) => page.evaluate(() => (document.querySelector('#models').open = true));
+
+/** Loads a model URL through the page's URL box. */
+async function loadUrlOnPage(page, url) {
+  await openModels(page);
+  await page.fill('#model-url', url);
+  return loadOnPage(page, () => page.click('#load-url'));
+}
+
+/** Loads a catalog model by its file name. */
+async function loadCatalogOnPage(page, file) {
+  await openModels(page);
+  return loadOnPage(page, () => page.click(`#catalog button[data-file="${file}"]`));
+}
+
+/** The raw text of the open conversation's last reply, as the page keeps it. */
+const lastReply = (page) =>
+  page.evaluate(() => {
+    const id = localStorage.getItem('wick-chat:current');
+    const conversation = JSON.parse(localStorage.getItem('wick-chat:conversations')).find((c) => c.id === id);
+    return conversation.messages.at(-1).content;
+  });
 
 /** The first moment a progress line matched `pattern`, in seconds since `watchProgress`. */
 const firstSeen = (timeline, id, pattern) => timeline.find(([, i, text]) => i === id && pattern.test(text))?.[0];
@@ -207,9 +238,14 @@ async function seenOnPage(page, id, pattern) {
   return (await page.evaluate(seen, { id, pattern: pattern.source }))[2];
 }
 
-test('the chat page loads SmolLM2 by range requests, never the whole file, into GPU memory', async () => {
-  chatPage = await openPage('/www/?featureLevel=compatibility');
+test('the chat page asks before downloading SmolLM2, then loads it by range requests, never the whole file, into GPU memory', async () => {
   responses.length = 0;
+  chatPage = await openPage('/www/?featureLevel=compatibility');
+  // A first visit: the page names the download's size and waits for the user's yes.
+  await chatPage.locator('#consent').waitFor();
+  assert.match(await chatPage.textContent('#consent'), /SmolLM2 135M Instruct.*98\.4 MB/);
+  await chatPage.waitForTimeout(500);
+  assert.deepEqual(responses, [], 'nothing is downloaded before the user agrees');
   await watchProgress(chatPage);
   const { status, progress } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
   assert.equal(status, '');
@@ -274,11 +310,11 @@ test('tuning goes on after the load; Skip stops it and keeps the shapes already 
   console.log(`    skipped with ${stats.tunedShapes} shapes tuned and ${stats.untunedShapes} left`);
 });
 
-test('a reload reads the model from the cache, not the network, and tunes only the shapes left', async () => {
+test('a reload loads the model from the cache without asking, not the network, and tunes only the shapes left', async () => {
   responses.length = 0;
-  await chatPage.reload();
-  await watchProgress(chatPage);
-  const { status, progress } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
+  // The progress lines are watched from the page's start (watchProgress above).
+  const { status, progress } = await loadOnPage(chatPage, () => chatPage.reload());
+  assert.equal(await chatPage.isHidden('#consent'), true);
   assert.equal(status, '');
   assert.match(progress, /98\.4 MB of 98\.4 MB from this browser's cache/);
   const timeline = await chatPage.evaluate(() => window.timeline);
@@ -319,7 +355,7 @@ test("a greedy reply on the page equals the native engine's (wick serve), tuning
   await chatPage.waitForFunction(() => document.querySelector('.message.assistant:last-child')?.textContent);
   const firstToken = (Date.now() - sent) / 1000;
   await chatPage.waitForFunction(() => document.querySelector('#stop').disabled);
-  const reply = await chatPage.textContent('.message.assistant:last-child');
+  const reply = await lastReply(chatPage);
   console.log(
     `    page: ${JSON.stringify(reply)}; native: ${JSON.stringify(native)}; ` +
       `first token ${firstToken.toFixed(1)} s after sending, reply in ${((Date.now() - sent) / 1000).toFixed(1)} s`,
@@ -342,12 +378,11 @@ test('an interrupted download resumes where it stopped', async () => {
   state.files['/resume.gguf'] = { bytes: modelBytes, etag: '"resume-1"' };
   const half = 48 << 20;
   state.failFrom = half;
-  await chatPage.fill('#model-url', `${url}/resume.gguf`);
-  const first = await loadOnPage(chatPage, () => chatPage.click('#load-url'));
+  const first = await loadUrlOnPage(chatPage, `${url}/resume.gguf`);
   assert.match(first.status, /network error|cannot fetch/);
   state.failFrom = null;
   state.log.length = 0;
-  const second = await loadOnPage(chatPage, () => chatPage.click('#load-url'));
+  const second = await loadUrlOnPage(chatPage, `${url}/resume.gguf`);
   assert.equal(second.status, '');
   const refetched = state.log.filter((r) => r.end - r.start > 0);
   console.log(`    after the break: ${refetched.length} range requests, from byte ${Math.min(...refetched.map((r) => r.start))}`);
@@ -363,10 +398,9 @@ test('a file that changed on the server (new ETag) is downloaded again', async (
   const { state, url } = steered;
   const tiny = readFileSync(join(ROOT, TINY));
   state.files['/changing.gguf'] = { bytes: tiny, etag: '"v1"' };
-  await chatPage.fill('#model-url', `${url}/changing.gguf`);
   const fetched = async () => {
     state.log.length = 0;
-    const { status } = await loadOnPage(chatPage, () => chatPage.click('#load-url'));
+    const { status } = await loadUrlOnPage(chatPage, `${url}/changing.gguf`);
     assert.equal(status, '');
     return state.log.filter((r) => r.end > r.start).length;
   };
@@ -383,6 +417,7 @@ test('a full storage quota is reported and the load goes on', async () => {
   const cdp = await context.newCDPSession(chatPage);
   await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 4096 });
   try {
+    await openModels(chatPage);
     await chatPage.fill('#model-url', `${url}/quota.gguf`);
     await chatPage.click('#load-url');
     await chatPage.waitForFunction(() => document.querySelector('#progress-text').textContent.includes('ready'));
@@ -396,6 +431,7 @@ test('a full storage quota is reported and the load goes on', async () => {
 });
 
 test('the page lists cached models and deletes them', async () => {
+  await openModels(chatPage);
   await chatPage.click('#cached summary');
   const row = chatPage.locator('#cached-list li', { hasText: 'changing.gguf' });
   await row.waitFor();
@@ -414,6 +450,7 @@ test('cancelling a load halfway leaves the page usable', async () => {
   state.files['/slow.gguf'] = { bytes: modelBytes, etag: '"slow"' };
   state.delayMs = 300;
   try {
+    await openModels(chatPage);
     await chatPage.fill('#model-url', `${url}/slow.gguf`);
     await chatPage.click('#load-url');
     await chatPage.waitForFunction(() => document.querySelector('#progress').value > 0);
@@ -423,7 +460,7 @@ test('cancelling a load halfway leaves the page usable', async () => {
   } finally {
     state.delayMs = 0;
   }
-  const { status } = await loadOnPage(chatPage, () => chatPage.click('#load-default'));
+  const { status } = await loadCatalogOnPage(chatPage, 'SmolLM2-135M-Instruct.Q4_1.gguf');
   assert.equal(status, '');
   ranOn(await pageStats(chatPage));
 });
@@ -443,6 +480,229 @@ test('a local .gguf file loads and answers on the page', async () => {
   assert.ok(stats.lastPromptTokens > 0 && stats.tokensPerSecond > 0, JSON.stringify(stats));
 });
 
+// The page as a user meets it, on its own tab: the default model from the cache, markdown, two
+// conversations kept over a reload, regenerate, edit and resend, dark mode, a phone-sized screen.
+const MARKDOWN = [
+  'A list:',
+  '',
+  '- one',
+  '- two',
+  '- three',
+  '',
+  '1. first',
+  '2. second',
+  '',
+  '```js',
+  'const answer = 40 + 2; // a comment',
+  'console.log(answer);',
+  '```',
+  '',
+  'See [the docs](https://example.org/docs).',
+  '',
+  '<img src=x onerror="window.injected.push(\'img\')"><script>window.injected.push(\'script\')</script>',
+  '<a href="javascript:window.injected.push(\'href\')">a javascript link</a> [another](javascript:window.injected.push(1))',
+  '<div onmouseover="window.injected.push(\'div\')">hover</div><iframe src="javascript:window.injected.push(\'iframe\')"></iframe>',
+].join('\n');
+
+/** Waits for the page to be ready with a model (or to say why not). */
+const pageReady = (page) =>
+  page.waitForFunction(
+    () => document.querySelector('#progress-text').textContent.includes('ready') || document.querySelector('#status').textContent,
+  );
+
+/** The open conversation as the page keeps it. */
+const openConversation = (page) =>
+  page.evaluate(() => {
+    const id = localStorage.getItem('wick-chat:current');
+    return JSON.parse(localStorage.getItem('wick-chat:conversations')).find((c) => c.id === id);
+  });
+
+/** Waits until the open conversation holds `count` messages, the last a finished reply. */
+async function replyEnded(page, count) {
+  await page.waitForFunction((count) => {
+    const id = localStorage.getItem('wick-chat:current');
+    const open = JSON.parse(localStorage.getItem('wick-chat:conversations')).find((c) => c.id === id);
+    return open.messages.length === count && document.querySelector('#stop').disabled;
+  }, count);
+  const { messages } = await openConversation(page);
+  assert.equal(messages.at(-1).role, 'assistant');
+  assert.ok(messages.at(-1).content.length > 0, 'an empty reply');
+  return messages;
+}
+
+/** The names in the list of conversations. */
+const listed = (page) => page.locator('#conversations .title').allTextContents();
+
+test('the chat page as a user has it: markdown, two conversations kept over a reload, regenerate, edit, dark mode, 390 px', async () => {
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  const page = await openPage('/www/?featureLevel=compatibility');
+  await page.setViewportSize({ width: 1200, height: 760 });
+  const shot = (name) => page.screenshot({ path: join(WORK, `chat-${name}.png`) });
+  // A later visit: the default model is in this browser's cache (the first test), so it loads unasked.
+  await pageReady(page);
+  assert.equal(await page.textContent('#status'), '');
+  assert.equal(await page.isHidden('#consent'), true);
+  ranOn(await pageStats(page));
+  // Tuning would share the CPU with the replies; it has its own tests.
+  await page.evaluate(() => window.wickEngine.stopTuning());
+
+  // The catalog: three families, the default first, from the mirror (models/ here) or their public URLs.
+  await openModels(page);
+  const sources = () => page.locator('#catalog a.source').evaluateAll((links) => links.map((a) => a.href));
+  assert.deepEqual(await sources(), [
+    `${base}/models/SmolLM2-135M-Instruct.Q4_1.gguf`,
+    `${base}/models/gemma-3-270m-q4_k_m.gguf`,
+    `${base}/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf`,
+  ]);
+  assert.match(await page.textContent('#catalog'), /llama · Q4_1 · 98\.4 MB · Apache-2\.0 · in this browser.*gemma3.*qwen2/);
+  const mirror = await page.inputValue('#mirror');
+  await page.fill('#mirror', '');
+  await page.dispatchEvent('#mirror', 'change');
+  await page.waitForFunction(() => document.querySelector('#catalog a.source').href.startsWith('https://huggingface.co/'));
+  assert.ok((await sources()).every((url) => /^https:\/\/huggingface\.co\/.+\/resolve\/main\/.+\.gguf$/.test(url)));
+  await page.fill('#mirror', mirror);
+  await page.dispatchEvent('#mirror', 'change');
+  await page.waitForFunction((m) => document.querySelector('#catalog a.source').href.startsWith(m), mirror);
+  await page.click('#model-name');
+
+  // The renderer, on fixed markdown: lists, highlighted code with a copy button, a safe link, inert HTML.
+  const md = await page.evaluate(async (markdown) => {
+    window.injected = [];
+    const { renderMarkdown } = await import('/www/markdown.js');
+    const box = document.createElement('div');
+    box.id = 'markdown-check';
+    box.className = 'content';
+    document.body.append(box);
+    renderMarkdown(markdown, box);
+    for (const element of box.querySelectorAll('*')) element.dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+    await new Promise((done) => setTimeout(done, 500));
+    const link = box.querySelector('a[href^="https:"]');
+    return {
+      ul: box.querySelectorAll('ul > li').length,
+      ol: box.querySelectorAll('ol > li').length,
+      code: box.querySelector('pre > code')?.textContent,
+      highlighted: box.querySelectorAll('pre > code.hljs span[class^="hljs-"]').length,
+      copy: box.querySelectorAll('pre > button.copy').length,
+      link: link && { href: link.href, rel: link.rel, target: link.target },
+      onAttributes: [...box.querySelectorAll('*')].flatMap((e) => e.getAttributeNames().filter((n) => n.startsWith('on'))),
+      active: box.querySelectorAll('script, img, iframe, object, embed').length,
+      javascriptUrls: [...box.querySelectorAll('[href], [src]')].filter((e) => /javascript:/i.test(e.getAttribute('href') ?? e.getAttribute('src'))).length,
+      injected: window.injected,
+    };
+  }, MARKDOWN);
+  assert.deepEqual({ ul: md.ul, ol: md.ol, copy: md.copy }, { ul: 3, ol: 2, copy: 1 });
+  assert.equal(md.code, 'const answer = 40 + 2; // a comment\nconsole.log(answer);\n');
+  assert.ok(md.highlighted >= 3, `${md.highlighted} highlighted spans`);
+  assert.equal(md.link.href, 'https://example.org/docs');
+  assert.match(md.link.rel, /noopener/);
+  assert.equal(md.link.target, '_blank');
+  assert.deepEqual([md.onAttributes, md.active, md.javascriptUrls, md.injected], [[], 0, 0, []]);
+  await page.click('#markdown-check pre button.copy');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), md.code);
+  await page.evaluate(() => document.querySelector('#markdown-check').remove());
+
+  // A first conversation: settings of its own, Shift+Enter breaks the line, Enter sends.
+  await page.click('#new-chat');
+  assert.equal(await page.locator('#transcript .message').count(), 0);
+  await page.click('#settings summary');
+  await page.fill('#system', '');
+  await page.fill('#temperature', '0');
+  await page.fill('#max-tokens', '8');
+  await page.click('#settings summary');
+  const question = 'What is 2+2?';
+  await page.click('#prompt');
+  await page.keyboard.type('What is');
+  await page.keyboard.press('Shift+Enter');
+  assert.equal(await page.inputValue('#prompt'), 'What is\n');
+  assert.equal((await openConversation(page)).messages.length, 0, 'Shift+Enter does not send');
+  await page.fill('#prompt', question);
+  const sent = Date.now();
+  await page.press('#prompt', 'Enter');
+  const first = await replyEnded(page, 2);
+  const replySeconds = (Date.now() - sent) / 1000;
+  assert.equal(first[1].content, await nativeReply(question, 8));
+  assert.equal((await page.textContent('#transcript .message.assistant .content')).trim(), first[1].content);
+  assert.match(await page.textContent('#toks'), /tok\/s/);
+  assert.deepEqual((await listed(page))[0], question);
+
+  // Regenerate the reply (greedy: the same text again), then edit the question and send it again.
+  await page.click('#transcript .message.assistant button:text("Regenerate")');
+  const again = await replyEnded(page, 2);
+  assert.equal(again[1].content, first[1].content);
+  await page.click('#transcript .message.user button:text("Edit")');
+  await page.fill('#transcript textarea', 'What is 3+3?');
+  await page.press('#transcript textarea', 'Enter');
+  const edited = await replyEnded(page, 2);
+  assert.equal(edited[0].content, 'What is 3+3?');
+  assert.equal(await page.locator('#transcript .message').count(), 2);
+
+  // A second conversation, which starts with the first one's settings and then keeps its own.
+  await page.click('#new-chat');
+  assert.equal(await page.inputValue('#max-tokens'), '8');
+  await page.click('#settings summary');
+  await page.fill('#max-tokens', '6');
+  await page.click('#settings summary');
+  await page.fill('#prompt', 'Name a color.');
+  await page.press('#prompt', 'Enter');
+  await replyEnded(page, 2);
+  assert.deepEqual((await listed(page)).slice(0, 2), ['Name a color.', 'What is 3+3?']);
+  // Renamed in place.
+  const firstItem = page.locator('#conversations li', { hasText: 'What is 3+3?' });
+  await firstItem.hover();
+  await firstItem.locator('button[aria-label="Rename"]').click();
+  await page.fill('#conversations input', 'Arithmetic');
+  await page.press('#conversations input', 'Enter');
+  assert.deepEqual((await listed(page)).slice(0, 2), ['Name a color.', 'Arithmetic']);
+  await shot('desktop-light');
+
+  // After a reload: the model loads from the cache unasked, the last conversation is open, the first one is back.
+  await page.reload();
+  await pageReady(page);
+  await page.evaluate(() => window.wickEngine.stopTuning());
+  assert.equal(await page.isHidden('#consent'), true);
+  assert.equal(await page.textContent('#transcript .message.user .content'), 'Name a color.');
+  await page.click('#conversations .title:text("Arithmetic")');
+  const shown = await page.locator('#transcript .message .content').allTextContents();
+  assert.deepEqual(shown.map((text) => text.trim()), ['What is 3+3?', edited[1].content]);
+  assert.deepEqual([await page.inputValue('#temperature'), await page.inputValue('#max-tokens')], ['0', '8']);
+  assert.equal(await page.inputValue('#system'), '');
+  await page.click('#conversations .title:text("Name a color.")');
+  assert.equal(await page.inputValue('#max-tokens'), '6');
+  await page.click('#conversations .title:text("Arithmetic")');
+
+  // Dark mode follows the system's.
+  const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.equal(await background(), 'rgb(255, 255, 255)');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  assert.equal(await background(), 'rgb(13, 17, 23)');
+  await shot('desktop-dark');
+
+  // A phone: nothing wider than the screen; the list of conversations slides in on demand.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const fits = () => page.evaluate(() => document.documentElement.scrollWidth <= innerWidth);
+  assert.ok(await fits(), 'the page scrolls sideways at 390 px');
+  // The list of conversations is out of the way (once it has slid out).
+  await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().right <= 0);
+  const prompt = await page.locator('#prompt').boundingBox();
+  assert.ok(prompt.x >= 0 && prompt.x + prompt.width <= 390 && prompt.y + prompt.height <= 844, JSON.stringify(prompt));
+  await shot('390');
+  await page.click('#toggle-sidebar');
+  await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().left >= 0);
+  await page.waitForTimeout(300);
+  await shot('390-conversations');
+  // Deleting a conversation asks first.
+  page.once('dialog', (dialog) => dialog.accept());
+  await page.locator('#conversations li', { hasText: 'Name a color.' }).locator('button[aria-label="Delete"]').click();
+  assert.ok(!(await listed(page)).includes('Name a color.'));
+  await page.click('#conversations .title:text("Arithmetic")');
+  await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().right <= 0);
+  await openModels(page);
+  assert.ok(await fits(), 'the model drawer is wider than the screen');
+  await shot('390-models');
+  console.log(`    a reply of 8 tokens in ${replySeconds.toFixed(1)} s; screenshots in target/browser-test/chat-*.png`);
+  await page.close();
+});
+
 // ---- Errors -----------------------------------------------------------------------------------------
 
 const errorCases = [
@@ -454,8 +714,7 @@ const errorCases = [
 ];
 for (const [what, url, message] of errorCases) {
   test(`${what}: the page says so and stays usable`, async () => {
-    await chatPage.fill('#model-url', url());
-    const { status } = await loadOnPage(chatPage, () => chatPage.click('#load-url'));
+    const { status } = await loadUrlOnPage(chatPage, url());
     console.log(`    ${status}`);
     assert.match(status, message);
     assert.equal(await chatPage.isDisabled('#load-url'), false);
@@ -470,7 +729,9 @@ test('no WebGPU: the page and the API say so', async () => {
   await page.goto(`${base}/www/`);
   await page.waitForFunction(() => document.querySelector('#status').textContent);
   assert.match(await page.textContent('#status'), /WebGPU is not available/);
-  await page.click('#load-default');
+  assert.equal(await page.isHidden('#consent'), true, 'no download is offered');
+  await openModels(page);
+  await page.click('#catalog button[data-file="SmolLM2-135M-Instruct.Q4_1.gguf"]');
   await page.waitForTimeout(500);
   assert.match(await page.textContent('#status'), /WebGPU is not available/);
   await page.close();
