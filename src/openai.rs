@@ -6,8 +6,9 @@
 
 use crate::chat_template::ChatMessage;
 use crate::grammar::Grammar;
-use crate::sampler::SamplerConfig;
-use crate::tools::{Offered, ToolChoice};
+use crate::sampler::{Sampler, SamplerConfig};
+use crate::session::{FinishReason, Session};
+use crate::tools::{Call, Offered, ToolChoice, ToolUse};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -408,6 +409,57 @@ impl Settings {
             stream: s.stream,
             include_usage: s.stream_options.is_some_and(|o| o.include_usage),
         })
+    }
+}
+
+/// The sampler a request's reply is drawn with: its settings, held to the tools' grammar where tools
+/// may be called, else to the response format's. A grammar that cannot be used is refused naming the
+/// field it came from.
+pub fn sampler(
+    session: &mut Session,
+    config: SamplerConfig,
+    tools: Option<&ToolUse>,
+    response_format: Option<&Grammar>,
+) -> Result<Sampler, InvalidRequest> {
+    let mut sampler = Sampler::new(config);
+    let (grammar, field) = match tools.and_then(ToolUse::grammar) {
+        Some(g) => (Some(g), "tools"),
+        None => (response_format.cloned(), "response_format"),
+    };
+    if let Some(grammar) = grammar {
+        let constraint = session
+            .constraint(&grammar)
+            .map_err(|e| invalid(format!("the {field} cannot be used: {e}"), field))?;
+        sampler.constraint = Some(constraint);
+    }
+    Ok(sampler)
+}
+
+/// A finished reply as OpenAI answers it: its text (with tools, what is left once the calls are read
+/// out), the calls, and the finish_reason (`tool_calls` where it called).
+pub struct Answer {
+    pub content: String,
+    pub calls: Vec<Call>,
+    pub finish_reason: &'static str,
+}
+
+impl Answer {
+    pub fn of(text: &str, finish: FinishReason, tools: Option<&ToolUse>) -> Answer {
+        let reply = tools.map(|t| t.read(text));
+        let (content, calls) = match reply {
+            Some(r) => (r.content.unwrap_or_default(), r.calls),
+            None => (text.to_string(), Vec::new()),
+        };
+        let finish_reason = match finish {
+            _ if !calls.is_empty() => "tool_calls",
+            FinishReason::Stop | FinishReason::Cancelled => "stop",
+            FinishReason::Length | FinishReason::ContextFull => "length",
+        };
+        Answer {
+            content,
+            calls,
+            finish_reason,
+        }
     }
 }
 

@@ -31,7 +31,7 @@ pub struct Offered {
 }
 
 /// One call the reply made; `arguments` is a JSON object as text, as OpenAI returns it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Call {
     pub name: String,
     pub arguments: String,

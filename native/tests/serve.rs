@@ -83,34 +83,9 @@ fn start(model: &Path, key: &str, n_ctx: u32) -> Option<(Server, String)> {
     panic!("the server stopped before serving: {log}");
 }
 
-#[test]
-fn openai_client_against_wick_serve() {
-    let Some(python) = python() else { return };
-    let model = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    assert!(
-        model.exists(),
-        "{} is missing: run scripts/fetch-model.sh",
-        model.display()
-    );
-    let key = "test-key-7f3a";
-    let Some((_server, url)) = start(&model, key, 256) else {
-        return;
-    };
-    let status = Command::new(python)
-        .arg(root().join("native/tests/serve_client.py"))
-        .arg(&url)
-        .arg(key)
-        .arg(env!("CARGO_BIN_EXE_wick"))
-        .arg(&model)
-        .arg(root().join("tests/goldens/llama.cpp/smollm2-q4_1-greedy.json"))
-        .status()
-        .expect("python runs");
-    assert!(status.success(), "serve_client.py failed");
-}
-
-/// Runs a client script (`native/tests/SCRIPT BASE_URL KEY ARGS...`) against a server on `model` with
-/// a context of 1024 tokens: room for tools, a prompt and a reply of max_tokens 256.
-fn client_against(model: &str, script: &str, args: &[&str]) {
+/// Runs a client script (`native/tests/SCRIPT BASE_URL KEY ARGS...`) against a server on `model`
+/// (under the repository) with a context of `n_ctx` tokens.
+fn client_against(model: &str, n_ctx: u32, script: &str, args: &[std::ffi::OsString]) {
     let Some(python) = python() else { return };
     let model = root().join(model);
     assert!(
@@ -118,8 +93,8 @@ fn client_against(model: &str, script: &str, args: &[&str]) {
         "{} is missing: run scripts/fetch-model.sh all",
         model.display()
     );
-    let key = "client-key";
-    let Some((_server, url)) = start(&model, key, 1024) else {
+    let key = "test-key-7f3a";
+    let Some((_server, url)) = start(&model, key, n_ctx) else {
         return;
     };
     let status = Command::new(python)
@@ -132,23 +107,30 @@ fn client_against(model: &str, script: &str, args: &[&str]) {
     assert!(status.success(), "{script} failed");
 }
 
+const SMOLLM2: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+#[test]
+fn openai_client_against_wick_serve() {
+    let args = [
+        env!("CARGO_BIN_EXE_wick").into(),
+        root().join(SMOLLM2).into(),
+        root()
+            .join("tests/goldens/llama.cpp/smollm2-q4_1-greedy.json")
+            .into(),
+    ];
+    client_against(SMOLLM2, 256, "serve_client.py", &args);
+}
+
 #[test]
 fn structured_outputs_through_the_openai_client() {
-    client_against(
-        "models/SmolLM2-135M-Instruct.Q4_1.gguf",
-        "structured_client.py",
-        &[],
-    );
+    // Room for a prompt and a reply of max_tokens 256.
+    client_against(SMOLLM2, 1024, "structured_client.py", &[]);
 }
 
 /// SmolLM2's template knows no tools: they go in a system message, the reply in a JSON envelope.
 #[test]
 fn tool_calls_through_the_openai_client() {
-    client_against(
-        "models/SmolLM2-135M-Instruct.Q4_1.gguf",
-        "tools_client.py",
-        &[],
-    );
+    client_against(SMOLLM2, 1024, "tools_client.py", &[]);
 }
 
 /// Qwen2.5's template lays out tools and its model writes `<tool_call>` blocks.
@@ -156,7 +138,8 @@ fn tool_calls_through_the_openai_client() {
 fn tool_calls_in_qwen25s_own_format() {
     client_against(
         "models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        1024,
         "tools_client.py",
-        &["quick"],
+        &["quick".into()],
     );
 }

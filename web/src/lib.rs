@@ -13,9 +13,8 @@ use wick::engine::{LoadOptions, Profiled, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::{Gpu, Tuning};
 use wick::openai;
-use wick::sampler::Sampler;
-use wick::session::{FinishReason, Overflow, Session};
-use wick::tools::ToolUse;
+use wick::session::{Overflow, Session};
+use wick::tools::{Call, ToolUse};
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -195,7 +194,7 @@ struct ChatResult {
     /// OpenAI's finish_reason.
     finish_reason: &'static str,
     /// The tools the reply called, in order.
-    tool_calls: Vec<CallResult>,
+    tool_calls: Vec<Call>,
     prompt_tokens: usize,
     completion_tokens: usize,
     /// Prompt tokens processed (the rest came from the KV cache of earlier turns).
@@ -214,13 +213,6 @@ struct ChatResult {
 struct ProfileMs {
     kernels: Vec<(String, f64)>,
     whole_ms: f64,
-}
-
-/// One tool call: the function's name and its arguments, a JSON object as text.
-#[derive(Serialize, Clone)]
-struct CallResult {
-    name: String,
-    arguments: String,
 }
 
 /// A decode step's wall time in parts, in milliseconds, averaged over a reply's steps after its prompt.
@@ -335,22 +327,13 @@ impl Model {
                 Some(t) => t.messages(&messages),
                 None => messages,
             };
-            let mut sampler = Sampler::new(settings.sampler);
-            let grammar = tool_use
-                .as_ref()
-                .and_then(ToolUse::grammar)
-                .or(settings.grammar);
-            if let Some(grammar) = &grammar {
-                let field = if tool_use.is_some() {
-                    "tools"
-                } else {
-                    "response format"
-                };
-                let constraint = session
-                    .constraint(grammar)
-                    .map_err(|e| bad_request(format!("the {field} cannot be used: {e}")))?;
-                sampler.constraint = Some(constraint);
-            }
+            let mut sampler = openai::sampler(
+                &mut session,
+                settings.sampler,
+                tool_use.as_ref(),
+                settings.grammar.as_ref(),
+            )
+            .map_err(bad_request)?;
             // With tools the text is read as calls once it is whole, so it is not sent as it comes.
             let streamed = tool_use.is_none();
             let max_tokens = settings.max_tokens.unwrap_or(n_ctx);
@@ -382,29 +365,10 @@ impl Model {
                 }
                 Err(e) => return Err(js_error(lost_or(&session.engine.gpu, e).await)),
             };
-            let mut finish_reason = match completion.finish {
-                FinishReason::Stop | FinishReason::Cancelled => "stop",
-                FinishReason::Length | FinishReason::ContextFull => "length",
-            };
-            let mut text = completion.text.clone();
-            let mut tool_calls = Vec::new();
-            if let Some(tools) = &tool_use {
-                let reply = tools.read(&completion.text);
-                text = reply.content.unwrap_or_default();
-                if !reply.calls.is_empty() {
-                    finish_reason = "tool_calls";
-                }
-                tool_calls = reply.calls;
-            }
+            let answer = openai::Answer::of(&completion.text, completion.finish, tool_use.as_ref());
             let result = ChatResult {
-                finish_reason,
-                tool_calls: tool_calls
-                    .into_iter()
-                    .map(|c| CallResult {
-                        name: c.name,
-                        arguments: c.arguments,
-                    })
-                    .collect(),
+                finish_reason: answer.finish_reason,
+                tool_calls: answer.calls,
                 prompt_tokens: completion.prompt_tokens,
                 completion_tokens: completion.tokens.len(),
                 prompt_processed: completion.prompt_processed,
@@ -412,7 +376,7 @@ impl Model {
                 generate_ms: completion.gen_time.as_secs_f64() * 1e3,
                 read_back_bytes: completion.read_back_bytes,
                 step_ms: StepMs::of(&completion.gen_steps, completion.gen_time),
-                text,
+                text: answer.content,
             };
             let value = serde_wasm_bindgen::to_value(&result)?;
             *last.borrow_mut() = Some(result);

@@ -7,9 +7,9 @@ use pollster::FutureExt as _;
 use tokio::sync::mpsc;
 use wick::chat_template::ChatMessage;
 use wick::grammar::Grammar;
-use wick::openai::Usage;
-use wick::sampler::{Sampler, SamplerConfig};
-use wick::session::{FinishReason, Session};
+use wick::openai::{self, Answer, Usage};
+use wick::sampler::SamplerConfig;
+use wick::session::Session;
 use wick::tools::{Call, Offered, ToolUse};
 
 /// Requests waiting for the engine beyond the one it runs; more are refused with 503.
@@ -106,19 +106,12 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
             )
         });
     }
-    let mut sampler = Sampler::new(job.sampler);
-    let grammar = tool_use.as_ref().and_then(ToolUse::grammar).or(job.grammar);
-    if let Some(grammar) = &grammar {
-        let param = if tool_use.is_some() {
-            "tools"
-        } else {
-            "response_format"
-        };
-        let constraint = session
-            .constraint(grammar)
-            .map_err(|e| ApiError::invalid(format!("the {param} cannot be used: {e}"), param))?;
-        sampler.constraint = Some(constraint);
-    }
+    let mut sampler = openai::sampler(
+        session,
+        job.sampler,
+        tool_use.as_ref(),
+        job.grammar.as_ref(),
+    )?;
     if job.events.blocking_send(Event::Started).is_err() {
         return Err(ApiError::invalid("the client left", "messages"));
     }
@@ -138,28 +131,17 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
             param: None,
             code: None,
         })?;
-    let mut finish = match completion.finish {
-        FinishReason::Stop | FinishReason::Cancelled => "stop",
-        FinishReason::Length | FinishReason::ContextFull => "length",
-    };
-    let mut calls = Vec::new();
-    if let Some(tools) = &tool_use {
-        let reply = tools.read(&completion.text);
-        if let Some(content) = reply.content {
-            let _ = events.blocking_send(Event::Text(content));
-        }
-        if !reply.calls.is_empty() {
-            finish = "tool_calls";
-        }
-        calls = reply.calls;
+    let answer = Answer::of(&completion.text, completion.finish, tool_use.as_ref());
+    if !streamed && !answer.content.is_empty() {
+        let _ = events.blocking_send(Event::Text(answer.content));
     }
     Ok(Event::Done {
-        finish,
+        finish: answer.finish_reason,
         usage: Usage {
             prompt_tokens: completion.prompt_tokens,
             completion_tokens: completion.tokens.len(),
             total_tokens: completion.prompt_tokens + completion.tokens.len(),
         },
-        calls,
+        calls: answer.calls,
     })
 }
