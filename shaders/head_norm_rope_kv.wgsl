@@ -11,9 +11,12 @@ struct Params {
     n_kv_head: u32,
     head_dim: u32,     // even, at most 2 * WG * PAIRS
     eps: f32,
+    row_len: u32,      // values per token row of QKV
+    k_at: u32,         // where k's heads start in a row (v's follow): after q, and in gated
+                       // attention after the output gate's values
 }
 
-@group(0) @binding(0) var<storage, read> QKV: array<f32>;          // (batch, (n_head + 2 n_kv_head) head_dim)
+@group(0) @binding(0) var<storage, read> QKV: array<f32>;          // (batch, row_len)
 @group(0) @binding(1) var<storage, read> norms: array<f32>;        // (2, head_dim): q's weights, then k's
 @group(0) @binding(2) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
 @group(0) @binding(3) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
@@ -36,7 +39,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let hd = P.head_dim;
     let q_dim = P.n_head * hd;
     let kv_dim = P.n_kv_head * hd;
-    let row = token * (q_dim + 2u * kv_dim) + head * hd;
+    let is_q = head < P.n_head;
+    let row = token * P.row_len + select(P.k_at + (head - P.n_head) * hd, head * hd, is_q);
     if (head >= P.n_head + P.n_kv_head) { // a v head: as it is
         let c = pos * kv_dim + (head - P.n_head - P.n_kv_head) * hd;
         for (var d = t; d < hd; d += WG) {
@@ -54,7 +58,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         }
     }
     let scale = inverseSqrt(reduce_sum(t, sum) / f32(hd) + P.eps);
-    let is_q = head < P.n_head;
     let w = select(hd, 0u, is_q);
     for (var j = 0u; j < PAIRS; j++) {
         let i = t + j * WG;

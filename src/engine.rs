@@ -150,8 +150,21 @@ pub struct Engine {
     staging: wgpu::Buffer,
     n_ctx: u32,
     pos: u32,
+    /// Copies of the recurrent states (`Forward::recurrent`) at earlier positions, oldest first: what
+    /// `rewind` goes back to in a model whose state cannot be truncated as a KV cache is.
+    snapshots: Vec<Snapshot>,
     pub stats: Stats,
 }
+
+/// A model's recurrent states as they stood after `pos` tokens.
+struct Snapshot {
+    pos: u32,
+    buffers: Vec<wgpu::Buffer>,
+}
+
+/// Snapshots kept at most: a chat keeps one where each turn's prompt ends, and regenerating,
+/// editing the last message or dropping old turns go back to one of the last few.
+pub const MAX_SNAPSHOTS: usize = 4;
 
 impl Engine {
     /// Reads the header, checks the architecture and streams the weights into the GPU.
@@ -243,6 +256,7 @@ impl Engine {
             staging,
             n_ctx,
             pos: 0,
+            snapshots: Vec::new(),
             stats,
         })
     }
@@ -260,9 +274,58 @@ impl Engine {
         self.pos
     }
 
-    /// Forgets every position from `pos` on; what comes before stays cached.
-    pub fn rewind(&mut self, pos: u32) {
-        self.pos = self.pos.min(pos);
+    /// Forgets every position from `pos` on and returns the positions still held: `pos` where the
+    /// model's memory is a KV cache, whose rows past it are simply written again. A recurrent state
+    /// holds the whole sequence at once, so a model with one goes back to its latest snapshot at or
+    /// before `pos` (`snapshot`), or to the start; the caller runs the tokens from there again.
+    pub fn rewind(&mut self, pos: u32) -> u32 {
+        if pos >= self.pos {
+            return self.pos;
+        }
+        if self.forward.recurrent.is_empty() {
+            self.pos = pos;
+            return pos;
+        }
+        self.snapshots.retain(|s| s.pos <= pos);
+        self.pos = match self.snapshots.last() {
+            // Runs from position 0 start from empty states.
+            None => 0,
+            Some(s) => {
+                copy_buffers(&self.gpu, &s.buffers, &self.forward.recurrent);
+                s.pos
+            }
+        };
+        self.pos
+    }
+
+    /// Keeps a copy of the recurrent states at the current position, which a later `rewind` to it or
+    /// past it goes back to; the oldest of `MAX_SNAPSHOTS` makes room. Nothing for a model without
+    /// recurrent states.
+    pub async fn snapshot(&mut self) -> Result<(), Error> {
+        let pos = self.pos;
+        // At position 0 there is nothing to keep: runs from there start from empty states.
+        let kept = self.snapshots.iter().any(|s| s.pos == pos);
+        if self.forward.recurrent.is_empty() || pos == 0 || kept {
+            return Ok(());
+        }
+        let buffers = match self.snapshots.len() >= MAX_SNAPSHOTS {
+            true => self.snapshots.remove(0).buffers,
+            false => {
+                let mut copies = Vec::new();
+                for b in &self.forward.recurrent {
+                    copies.push(scratch_buffer(&self.gpu, "state snapshot", b.size()).await?);
+                }
+                copies
+            }
+        };
+        copy_buffers(&self.gpu, &self.forward.recurrent, &buffers);
+        self.snapshots.push(Snapshot { pos, buffers });
+        Ok(())
+    }
+
+    /// Bytes one snapshot of the recurrent states takes (0: the model has none).
+    pub fn snapshot_bytes(&self) -> u64 {
+        self.forward.recurrent.iter().map(|b| b.size()).sum()
     }
 
     /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
@@ -404,6 +467,12 @@ impl Engine {
                 None => return Ok(None),
             },
         };
+        // The plan's runs change a recurrent model's states: they are put back after.
+        let mut held = Vec::new();
+        for b in &self.forward.recurrent {
+            held.push(scratch_buffer(gpu, "states held", b.size()).await?);
+        }
+        copy_buffers(gpu, &self.forward.recurrent, &held);
         self.write_scratch_step(plan.batch);
         let mut kernels: Vec<(String, Duration)> = Vec::new();
         for d in &plan.dispatches {
@@ -429,6 +498,7 @@ impl Engine {
         gpu.queue.submit([enc.finish()]);
         gpu.finished().await?;
         let whole = start.elapsed() / PLAN_RUNS;
+        copy_buffers(gpu, &held, &self.forward.recurrent);
         Ok(Some(Profile { kernels, whole }))
     }
 
@@ -525,6 +595,15 @@ enum Read {
     Greedy,
     /// The sampler's k candidates, computed after the step in the same pass.
     Candidates(u32),
+}
+
+/// Copies each of `from` into its counterpart in `to`, in submission order with the runs.
+fn copy_buffers(gpu: &Gpu, from: &[wgpu::Buffer], to: &[wgpu::Buffer]) {
+    let mut enc = gpu.device.create_command_encoder(&Default::default());
+    for (a, b) in from.iter().zip(to) {
+        enc.copy_buffer_to_buffer(a, 0, b, 0, a.size());
+    }
+    gpu.queue.submit([enc.finish()]);
 }
 
 /// Bytes read back, as the values they hold.

@@ -138,7 +138,9 @@ impl Session {
 
     /// Brings the cache to hold all of `prompt` but its last token, reusing the longest prefix it
     /// already holds, and returns that last token (the step that runs it picks the first reply token)
-    /// and how many tokens it leaves to process, the last one included.
+    /// and how many tokens it leaves to process, the last one included. A model with recurrent states
+    /// goes back to its latest snapshot within that prefix, and keeps one where the prompt ends: what
+    /// regenerating, editing the last message or dropping old turns return to.
     async fn feed(&mut self, prompt: &[u32]) -> Result<(u32, usize), Error> {
         let Some((&last, _)) = prompt.split_last() else {
             return Err(Error::Model("the prompt is empty".into()));
@@ -153,12 +155,12 @@ impl Session {
             .take_while(|(a, b)| a == b)
             .count();
         // The last prompt token is always run again: the next token is picked from its logits.
-        let keep = common.min(prompt.len() - 1);
-        self.engine.rewind(keep as u32);
+        let keep = self.engine.rewind(common.min(prompt.len() - 1) as u32) as usize;
         self.cached.truncate(keep);
         let rest = &prompt[keep..prompt.len() - 1];
         self.engine.feed(rest).await?;
         self.cached.extend_from_slice(rest);
+        self.engine.snapshot().await?;
         Ok((last, rest.len() + 1))
     }
 

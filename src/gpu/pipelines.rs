@@ -59,6 +59,12 @@ pub enum Kernel {
     MlaKv,
     /// MLA in absorbed form, in the latent space, a workgroup per head and token.
     MlaAttention,
+    /// Gated DeltaNet's causal convolution over its channels, with a rolling state.
+    DeltaConv,
+    /// Gated DeltaNet's recurrence, a workgroup per value head, its state updated token by token.
+    DeltaNet,
+    /// x *= sigmoid(gate): gated attention's output gate.
+    SigmoidGate,
 }
 
 /// What the kernels that compute W's rows in pairs do with a pair (shaders/store_*.wgsl): the fusions
@@ -187,6 +193,9 @@ impl Kernel {
                     "mla_attention.wgsl"
                 )
             }
+            Kernel::DeltaConv => wgsl!("step.wgsl", "delta_conv.wgsl"),
+            Kernel::DeltaNet => wgsl!("step.wgsl", "reduce.wgsl", "delta_net.wgsl"),
+            Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
         };
         body.to_string()
     }

@@ -436,6 +436,7 @@ pub async fn load(
         logits,
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
+        recurrent: Vec::new(),
     })
 }
 

@@ -1,12 +1,18 @@
-//! The dense transformer block that llama, qwen2 and gemma3 share: RMSNorm, attention with RoPE over a
-//! grouped-query KV cache, a gated feed-forward block, tied or separate output head. What differs from
-//! family to family is named data, a `Family`, which each family's own file makes from its metadata.
+//! The dense transformer block that llama, qwen2, gemma3 and qwen35 share: RMSNorm, a token mixer
+//! (attention with RoPE over a grouped-query KV cache, or in Qwen3.5's recurrent layers Gated DeltaNet
+//! linear attention over a fixed-size state), a gated feed-forward block, tied or separate output head.
+//! What differs from family to family is named data, a `Family`, which each family's own file makes
+//! from its metadata.
 
+use super::linear_attention::DeltaNet;
 use super::{Ends, Forward, Loader, Meta};
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked, StepInput};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::rope::{self, Rope};
-use crate::ops::{attention, embed, head_norm_rope_kv, matvec, rms_norm, rope_kv, softcap};
+use crate::ops::{
+    attention, delta_net, embed, head_norm_rope_kv, matvec, rms_norm, rope_kv, sigmoid_gate,
+    softcap,
+};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -60,9 +66,17 @@ impl Config {
                 )))
             }
         };
+        // Next-token-prediction layers (MTP) follow the model's own; they are not run.
+        let n_layer = m.meta_u32("block_count")?;
+        let n_mtp = m.meta_u32_or("nextn_predict_layers", 0)?;
+        if n_mtp >= n_layer {
+            return Err(Error::Model(format!(
+                "{n_mtp} next-token-prediction layers leave none of the {n_layer} blocks to run"
+            )));
+        }
         Ok(Config {
             n_embd,
-            n_layer: m.meta_u32("block_count")?,
+            n_layer: n_layer - n_mtp,
             n_ff: m.meta_u32("feed_forward_length")?,
             n_head,
             n_kv_head,
@@ -84,6 +98,15 @@ impl Config {
     }
 }
 
+/// How one layer mixes the sequence's tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mixer {
+    /// Attention over the layer's KV cache.
+    Attention,
+    /// Gated DeltaNet over the layer's recurrent state (`Family::delta_net` gives its shape).
+    DeltaNet,
+}
+
 /// How one layer's attention sees the sequence.
 #[derive(Clone, Copy, Debug)]
 pub struct LayerAttention {
@@ -91,6 +114,7 @@ pub struct LayerAttention {
     pub rope: Rope,
     /// Keys a query sees, its own included (sliding-window layers); 0: all before it.
     pub window: u32,
+    pub mixer: Mixer,
 }
 
 /// What sets one family's block apart from another's.
@@ -117,6 +141,13 @@ pub struct Family {
     pub rope_factors: Option<String>,
     /// Per layer, its RoPE and window.
     pub layers: Vec<LayerAttention>,
+    /// The name of the norm before the feed-forward block (Qwen3.5 calls it post_attention_norm).
+    pub ffn_norm: &'static str,
+    /// The q projection also computes a gate per output value, whose sigmoid scales the attention's
+    /// output (Qwen3.5's full-attention layers): attn_q's rows are each head's q, then its gate.
+    pub attn_gate: bool,
+    /// The shape of the layers whose mixer is `Mixer::DeltaNet`, where there are any.
+    pub delta_net: Option<delta_net::Shape>,
 }
 
 impl Family {
@@ -137,9 +168,13 @@ impl Family {
                 LayerAttention {
                     rope: c.rope,
                     window: 0,
+                    mixer: Mixer::Attention,
                 };
                 c.n_layer as usize
             ],
+            ffn_norm: "ffn_norm",
+            attn_gate: false,
+            delta_net: None,
         }
     }
 
@@ -184,6 +219,22 @@ impl Family {
                 self.attn_softcap, self.final_softcap
             ));
         }
+        if let Some(d) = self.delta_net {
+            let linear = self
+                .layers
+                .iter()
+                .filter(|l| l.mixer == Mixer::DeltaNet)
+                .count();
+            lines.push(format!(
+                "{linear} of {} layers are Gated DeltaNet linear attention ({} value heads over {} key heads of {}, a {}-tap convolution; {} KiB of state each), the rest gated attention",
+                c.n_layer,
+                d.n_v_heads,
+                d.n_k_heads,
+                d.dim,
+                d.conv_kernel,
+                (d.state_len() + d.conv_state_len() as u64) * 4 / 1024
+            ));
+        }
         let windowed = self.layers.iter().filter(|l| l.window > 0).count();
         let base = |l: &LayerAttention| l.rope.freq_base;
         match self.layers.iter().find(|l| l.window > 0) {
@@ -212,16 +263,39 @@ pub type FamilyOf = fn(&Meta, &Config, u32) -> Result<Family, Error>;
 
 /// One transformer block's weights, named as in GGUF.
 struct Block {
-    attn_norm: wgpu::Buffer,                   // (n_embd)
-    attn_qkv: Stacked, // attn_q, attn_k, attn_v: ((n_head + 2 n_kv_head) head_dim, n_embd)
+    attn_norm: wgpu::Buffer, // (n_embd)
+    mixing: Mixing,
+    post_attention_norm: Option<wgpu::Buffer>, // (n_embd)
+    ffn_norm: wgpu::Buffer,                    // (n_embd)
+    ffn_gate_up: GateUp,                       // ffn_gate, ffn_up: (2 n_ff, n_embd)
+    ffn_down: GpuTensor,                       // (n_embd, n_ff)
+    post_ffw_norm: Option<wgpu::Buffer>,       // (n_embd)
+}
+
+/// A block's token mixer: its weights, and its KV cache or recurrent state.
+enum Mixing {
+    Attention(SelfAttention),
+    DeltaNet(DeltaNet),
+}
+
+impl Mixing {
+    /// The projection back into the residual stream.
+    fn output(&self) -> &GpuTensor {
+        match self {
+            Mixing::Attention(a) => &a.attn_output,
+            Mixing::DeltaNet(d) => &d.ssm_out,
+        }
+    }
+}
+
+/// An attention layer's weights and cache.
+struct SelfAttention {
+    /// attn_q, attn_k, attn_v: ((n_head + 2 n_kv_head) head_dim, n_embd); with an output gate, q's
+    /// rows are followed by the gate's: ((2 n_head + 2 n_kv_head) head_dim, n_embd)
+    attn_qkv: Stacked,
     attn_qkv_bias: Option<wgpu::Buffer>, // attn_q.bias, attn_k.bias, attn_v.bias: (n_head + 2 n_kv_head) head_dim
     attn_qk_norm: Option<wgpu::Buffer>,  // attn_q_norm, attn_k_norm: (2, head_dim)
     attn_output: GpuTensor,              // (n_embd, n_head * head_dim)
-    post_attention_norm: Option<wgpu::Buffer>, // (n_embd)
-    ffn_norm: wgpu::Buffer,              // (n_embd)
-    ffn_gate_up: GateUp,                 // ffn_gate, ffn_up: (2 n_ff, n_embd)
-    ffn_down: GpuTensor,                 // (n_embd, n_ff)
-    post_ffw_norm: Option<wgpu::Buffer>, // (n_embd)
     rope_freqs: wgpu::Buffer,            // (n_rot / 2) each rope pair's frequency in this layer
     k_cache: wgpu::Buffer,               // (n_ctx, n_kv_head, head_dim)
     v_cache: wgpu::Buffer,               // (n_ctx, n_kv_head, head_dim)
@@ -246,10 +320,12 @@ struct Activations {
     x: wgpu::Buffer,       // (batch, n_embd) the residual stream
     xn: wgpu::Buffer,      // (batch, n_embd) normed
     q: wgpu::Buffer,       // (batch, n_head * head_dim), rotated (k and v go to the cache)
-    attn: wgpu::Buffer,    // (batch, n_head * head_dim)
+    attn: wgpu::Buffer,    // (batch, max(n_head * head_dim, the DeltaNet read-out's value_dim))
     gate_up: wgpu::Buffer, // (batch, 2 n_ff), where gate and up are kept apart
     hidden: wgpu::Buffer,  // (batch, n_ff)
-    /// (batch, (n_head + 2 n_kv_head) head_dim): q, k and v before their per-head norms.
+    /// (batch, (n_head + 2 n_kv_head) head_dim): q, k and v before their per-head norms (and the
+    /// output gate's values, where attention has one); and a DeltaNet layer's projected rows, where
+    /// the model has such layers (as many values as the larger of the two needs).
     qkv: Option<wgpu::Buffer>,
     /// (batch, n_embd): a sublayer's output before its post-norm.
     sublayer: Option<wgpu::Buffer>,
@@ -302,10 +378,27 @@ pub async fn load(
         })
     };
     let (q_order, k_order) = (heads_order(c.n_head), heads_order(c.n_kv_head));
+    // With an output gate, attn_q's rows are each head's q then its gate: q's rows of every head
+    // (ordered as above) come first, the gates after k and v (sigmoid_gate reads them there).
+    let (q_rows, q_gated_order) = match f.attn_gate {
+        false => (q_dim, None),
+        true => {
+            let own = |h: u32, r: u32| h * 2 * c.head_dim + r;
+            let q = (0..q_dim).map(|r| match &q_order {
+                Some(o) => own(o[r as usize] / c.head_dim, o[r as usize] % c.head_dim),
+                None => own(r / c.head_dim, r % c.head_dim),
+            });
+            let gates = (0..q_dim).map(|r| own(r / c.head_dim, c.head_dim + r % c.head_dim));
+            (2 * q_dim, Some(q.chain(gates).collect::<Vec<u32>>()))
+        }
+    };
     let reorder = |v: Vec<f32>, order: &Option<Vec<u32>>| match order {
         None => v,
         Some(o) => o.iter().map(|&r| v[r as usize]).collect(),
     };
+    if let Some(shape) = f.delta_net {
+        super::linear_attention::check(shape, gpu.max_binding())?;
+    }
 
     let mut blocks = Vec::with_capacity(c.n_layer as usize);
     for i in 0..c.n_layer {
@@ -314,71 +407,100 @@ pub async fn load(
         let optional = |t: &str| f.post_norms.then(|| name(t));
         let cache = (n_ctx as u64) * kv_dim as u64 * 4;
         let attn_norm = l.vector(&name("attn_norm"), d).await?;
-        let attn_qkv = match l.has(&name("attn_qkv")) {
-            // q, k and v in one matrix (Phi-3): one order over all its rows.
-            true => {
-                let order: Option<Vec<u32>> =
-                    q_order.as_ref().zip(k_order.as_ref()).map(|(q, k)| {
-                        let (k, v) = (
-                            k.iter().map(|r| r + q_dim),
-                            q_dim + kv_dim..q_dim + 2 * kv_dim,
-                        );
-                        q.iter().copied().chain(k).chain(v).collect()
-                    });
-                let rows = q_dim + 2 * kv_dim;
-                l.stacked_reordered(&[name("attn_qkv")], d, &[rows], &[order.as_deref()])
-                    .await?
+        let mixing = match (f.layers[i as usize].mixer, f.delta_net) {
+            (Mixer::DeltaNet, Some(shape)) => {
+                Mixing::DeltaNet(DeltaNet::load(l, i, shape, d).await?)
             }
-            false => {
-                l.stacked_reordered(
-                    &names(&["attn_q", "attn_k", "attn_v"]),
-                    d,
-                    &[q_dim, kv_dim, kv_dim],
-                    &[q_order.as_deref(), k_order.as_deref(), None],
-                )
-                .await?
+            (Mixer::DeltaNet, None) => {
+                unreachable!("a DeltaNet layer in a family without its shape")
             }
-        };
-        let attn_qkv_bias = match l.has(&format!("blk.{i}.attn_q.bias")) {
-            false => None,
-            true => {
-                let bias = |t: &'static str, n: u32| (format!("blk.{i}.{t}.bias"), n);
-                let mut all = Vec::new();
-                for ((name, n), order) in [
-                    (bias("attn_q", q_dim), &q_order),
-                    (bias("attn_k", kv_dim), &k_order),
-                    (bias("attn_v", kv_dim), &None),
-                ] {
-                    all.extend(reorder(l.host_f32(&name, &[n]).await?, order));
+            (Mixer::Attention, _) => {
+                let attn_qkv = match l.has(&name("attn_qkv")) {
+                    // q, k and v in one matrix (Phi-3): one order over all its rows.
+                    true => {
+                        let order: Option<Vec<u32>> =
+                            q_order.as_ref().zip(k_order.as_ref()).map(|(q, k)| {
+                                let (k, v) = (
+                                    k.iter().map(|r| r + q_dim),
+                                    q_dim + kv_dim..q_dim + 2 * kv_dim,
+                                );
+                                q.iter().copied().chain(k).chain(v).collect()
+                            });
+                        let rows = q_dim + 2 * kv_dim;
+                        l.stacked_reordered(&[name("attn_qkv")], d, &[rows], &[order.as_deref()])
+                            .await?
+                    }
+                    false => {
+                        let q = q_gated_order.as_ref().or(q_order.as_ref());
+                        l.stacked_reordered(
+                            &names(&["attn_q", "attn_k", "attn_v"]),
+                            d,
+                            &[q_rows, kv_dim, kv_dim],
+                            &[q.map(|o| o.as_slice()), k_order.as_deref(), None],
+                        )
+                        .await?
+                    }
+                };
+                let attn_qkv_bias = match l.has(&format!("blk.{i}.attn_q.bias")) {
+                    false => None,
+                    true => {
+                        let bias = |t: &'static str, n: u32| (format!("blk.{i}.{t}.bias"), n);
+                        let mut all = Vec::new();
+                        for ((name, n), order) in [
+                            (bias("attn_q", q_dim), &q_order),
+                            (bias("attn_k", kv_dim), &k_order),
+                            (bias("attn_v", kv_dim), &None),
+                        ] {
+                            all.extend(reorder(l.host_f32(&name, &[n]).await?, order));
+                        }
+                        Some(storage_buffer(
+                            &gpu,
+                            "attn_qkv.bias",
+                            bytemuck::cast_slice(&all),
+                        ))
+                    }
+                };
+                let attn_qk_norm = match f.qk_norm {
+                    false => None,
+                    true => {
+                        let mut norms = Vec::new();
+                        for t in ["attn_q_norm", "attn_k_norm"] {
+                            let w = l.host_f32(&name(t), &[c.head_dim]).await?;
+                            norms.extend(reorder(w, &head_order));
+                        }
+                        Some(storage_buffer(
+                            &gpu,
+                            "attn_qk_norm",
+                            bytemuck::cast_slice(&norms),
+                        ))
+                    }
+                };
+                if attn_qkv_bias.is_some() && attn_qk_norm.is_some() {
+                    return Err(Error::Model(
+                        "q/k/v biases together with per-head q/k norms are not supported".into(),
+                    ));
                 }
-                Some(storage_buffer(
-                    &gpu,
-                    "attn_qkv.bias",
-                    bytemuck::cast_slice(&all),
-                ))
-            }
-        };
-        let attn_qk_norm = match f.qk_norm {
-            false => None,
-            true => {
-                let mut norms = Vec::new();
-                for t in ["attn_q_norm", "attn_k_norm"] {
-                    let w = l.host_f32(&name(t), &[c.head_dim]).await?;
-                    norms.extend(reorder(w, &head_order));
+                if f.attn_gate && attn_qk_norm.is_none() {
+                    return Err(Error::Model(
+                        "gated attention without per-head q/k norms is not supported".into(),
+                    ));
                 }
-                Some(storage_buffer(
-                    &gpu,
-                    "attn_qk_norm",
-                    bytemuck::cast_slice(&norms),
-                ))
+                Mixing::Attention(SelfAttention {
+                    attn_qkv,
+                    attn_qkv_bias,
+                    attn_qk_norm,
+                    attn_output: l.matrix(&name("attn_output"), q_dim, d).await?,
+                    rope_freqs: layer_freqs[i as usize].clone(),
+                    k_cache: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), cache).await?,
+                    v_cache: scratch_buffer(&gpu, &format!("blk.{i}.v_cache"), cache).await?,
+                })
             }
         };
-        let attn_output = l.matrix(&name("attn_output"), q_dim, d).await?;
         let post_attention_norm = match optional("post_attention_norm") {
             Some(n) => Some(l.vector(&n, d).await?),
             None => None,
         };
-        let ffn_norm = l.vector(&name("ffn_norm"), d).await?;
+        let ffn_norm = l.vector(&name(f.ffn_norm), d).await?;
         let ffn_gate_up = match l.has(&name("ffn_gate")) {
             true => {
                 l.gate_up([&name("ffn_gate"), &name("ffn_up")], d, c.n_ff)
@@ -392,39 +514,33 @@ pub async fn load(
             Some(n) => Some(l.vector(&n, d).await?),
             None => None,
         };
-        if attn_qkv_bias.is_some() && attn_qk_norm.is_some() {
-            return Err(Error::Model(
-                "q/k/v biases together with per-head q/k norms are not supported".into(),
-            ));
-        }
         blocks.push(Block {
             attn_norm,
-            attn_qkv,
-            attn_qkv_bias,
-            attn_qk_norm,
-            attn_output,
+            mixing,
             post_attention_norm,
             ffn_norm,
             ffn_gate_up,
             ffn_down,
             post_ffw_norm,
-            rope_freqs: layer_freqs[i as usize].clone(),
-            k_cache: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), cache).await?,
-            v_cache: scratch_buffer(&gpu, &format!("blk.{i}.v_cache"), cache).await?,
         });
     }
 
     let rows =
         |label: &'static str, n: u32| scratch_buffer(&gpu, label, batch as u64 * n as u64 * 4);
+    let projected = q_rows + 2 * kv_dim;
+    let (projected, read_out) = match f.delta_net {
+        Some(s) => (projected.max(s.row_len()), q_dim.max(s.value_dim())),
+        None => (projected, q_dim),
+    };
     let a = Activations {
         x: rows("x", d).await?,
         xn: rows("xn", d).await?,
         q: rows("q", q_dim).await?,
-        attn: rows("attn", q_dim).await?,
+        attn: rows("attn", read_out).await?,
         gate_up: rows("gate_up", 2 * c.n_ff).await?,
         hidden: rows("hidden", c.n_ff).await?,
-        qkv: match f.qk_norm {
-            true => Some(rows("qkv", q_dim + 2 * kv_dim).await?),
+        qkv: match f.qk_norm || f.delta_net.is_some() {
+            true => Some(rows("qkv", projected).await?),
             false => None,
         },
         sublayer: match f.post_norms {
@@ -479,6 +595,14 @@ pub async fn load(
         push_logits,
     )
     .await?;
+    let recurrent = blocks
+        .iter()
+        .filter_map(|b| match &b.mixing {
+            Mixing::DeltaNet(d) => Some(d.states().map(|s| s.clone())),
+            Mixing::Attention(_) => None,
+        })
+        .flatten()
+        .collect();
     Ok(Forward {
         decode,
         decode_long,
@@ -488,6 +612,7 @@ pub async fn load(
         logits,
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
+        recurrent,
     })
 }
 
@@ -537,16 +662,23 @@ impl Model<'_> {
             if i == 0 || !f.post_norms {
                 rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, d, eps);
             }
-            self.push_attention(plan, b, layer, &attention);
+            match &b.mixing {
+                Mixing::Attention(sa) => self.push_attention(plan, sa, layer, &attention),
+                Mixing::DeltaNet(dn) => {
+                    let shape = f.delta_net.expect("the family's DeltaNet shape");
+                    let rows = a.qkv.as_ref().expect("rows for the DeltaNet projection");
+                    dn.push(plan, shape, (&a.xn, rows, &a.attn), eps);
+                }
+            }
 
             // attn_output, the residual add and ffn_norm.
             match (&b.post_attention_norm, &a.sublayer) {
                 (Some(post), Some(t)) => {
-                    matvec::push(plan, &b.attn_output, &a.attn, t, false);
+                    matvec::push(plan, b.mixing.output(), &a.attn, t, false);
                     rms_norm::push_add_norm(plan, (t, post), &a.x, (&b.ffn_norm, &a.xn), d, eps);
                 }
                 _ => {
-                    matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
+                    matvec::push(plan, b.mixing.output(), &a.attn, &a.x, true);
                     rms_norm::push(plan, &a.x, &b.ffn_norm, &a.xn, d, eps);
                 }
             }
@@ -569,11 +701,12 @@ impl Model<'_> {
         plan.layer_boundary();
     }
 
-    /// q, k and v from xn, rotated, k and v into the cache, then attention into `attn`.
+    /// q, k and v from xn, rotated, k and v into the cache, then attention into `attn`, gated where
+    /// the family gates it.
     fn push_attention(
         &self,
         plan: &mut Plan,
-        b: &Block,
+        b: &SelfAttention,
         layer: &LayerAttention,
         attention: &Attention,
     ) {
@@ -593,7 +726,8 @@ impl Model<'_> {
             (Some(norms), Some(qkv)) => {
                 matvec::push_stacked(plan, &b.attn_qkv, &a.xn, qkv);
                 let rope = (&layer.rope, c.rms_eps);
-                head_norm_rope_kv::push(plan, qkv, norms, rope, heads, &outputs);
+                let gated = self.f.attn_gate;
+                head_norm_rope_kv::push(plan, (qkv, gated), norms, rope, heads, &outputs);
             }
             _ => {
                 let qkv = (&b.attn_qkv, b.attn_qkv_bias.as_ref());
@@ -619,6 +753,10 @@ impl Model<'_> {
             Attention::Split(parts) => {
                 attention::push_split(plan, shape, ATTENTION_SPLITS, &buffers, parts)
             }
+        }
+        if let (true, Some(qkv)) = (self.f.attn_gate, &a.qkv) {
+            let (q_dim, kv_dim) = (c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
+            sigmoid_gate::push(plan, &a.attn, q_dim, (qkv, 2 * q_dim + 2 * kv_dim, q_dim));
         }
     }
 }

@@ -4,7 +4,7 @@
 //! 27B model's attention scale. Each generation's file (gemma2.rs, gemma3.rs) names what sets it apart
 //! and llama.cpp's constants for it where the metadata is silent.
 
-use super::dense::{Config, Family, LayerAttention};
+use super::dense::{Config, Family, LayerAttention, Mixer};
 use super::Meta;
 use crate::gguf::Value;
 use crate::ops::glu::Activation;
@@ -52,10 +52,12 @@ pub fn family(m: &Meta, c: &Config, g: &Generation) -> Result<Family, Error> {
             true => LayerAttention {
                 rope: local,
                 window,
+                mixer: Mixer::Attention,
             },
             false => LayerAttention {
                 rope: c.rope,
                 window: 0,
+                mixer: Mixer::Attention,
             },
         })
         .collect();
@@ -77,6 +79,7 @@ pub fn family(m: &Meta, c: &Config, g: &Generation) -> Result<Family, Error> {
         final_softcap: m.meta_f32_or("final_logit_softcapping", g.final_softcap)?,
         rope_factors: None,
         layers,
+        ..Family::llama(c)
     })
 }
 

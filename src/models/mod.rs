@@ -6,10 +6,12 @@ pub mod dense;
 mod gemma;
 pub mod gemma2;
 pub mod gemma3;
+mod linear_attention;
 pub mod llama;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
+pub mod qwen35;
 
 use crate::gguf::{ByteSource, Header, TensorInfo};
 use crate::gpu::{
@@ -24,6 +26,7 @@ pub const ARCHITECTURES: &[&str] = &[
     "llama",
     "qwen2",
     "qwen3",
+    "qwen35",
     "gemma2",
     "gemma3",
     "phi3",
@@ -36,6 +39,7 @@ fn dense_family(arch: &str) -> Option<dense::FamilyOf> {
         "llama" => Some(llama::family),
         "qwen2" => Some(qwen2::family),
         "qwen3" => Some(qwen3::family),
+        "qwen35" => Some(qwen35::family),
         "phi3" => Some(phi3::family),
         "gemma2" => Some(gemma2::family),
         "gemma3" => Some(gemma3::family),
@@ -63,6 +67,10 @@ pub struct Forward {
     pub logits: wgpu::Buffer,
     pub n_vocab: u32,
     pub n_ctx_train: u32,
+    /// The buffers that carry a sequence from run to run besides the KV cache: the recurrent states
+    /// of linear-attention layers. A run at position 0 starts them afresh; going back to an earlier
+    /// position needs a copy of them from there (`Engine::rewind`).
+    pub recurrent: Vec<wgpu::Buffer>,
 }
 
 /// A run that scores its tokens (`Forward::score`).

@@ -2,6 +2,7 @@
 
 pub mod argmax;
 pub mod attention;
+pub mod delta_net;
 pub mod embed;
 pub mod glu;
 pub mod head_norm_rope_kv;
@@ -14,6 +15,7 @@ pub mod moe_route;
 pub mod rms_norm;
 pub mod rope;
 pub mod rope_kv;
+pub mod sigmoid_gate;
 pub mod softcap;
 pub mod top_k;
 

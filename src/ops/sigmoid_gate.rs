@@ -1,0 +1,47 @@
+//! Gated attention's output gate (shaders/sigmoid_gate.wgsl): Qwen3.5's full-attention layers multiply
+//! each value of the attention's output by the sigmoid of a gate their q projection computes beside q.
+
+use crate::gpu::{Kernel, PipelineKey, Plan};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    row_len: u32,
+    at: u32,
+    pad: u32,
+}
+
+/// Adds `x *= sigmoid(g)` for each token row, x: (batch, n), g the n values from index `at` of each
+/// row of `gates`: (batch, row_len).
+pub fn push(
+    plan: &mut Plan,
+    x: &wgpu::Buffer,
+    n: u32,
+    (gates, row_len, at): (&wgpu::Buffer, u32, u32),
+) {
+    let key = PipelineKey {
+        workgroup: 256,
+        ..PipelineKey::new(Kernel::SigmoidGate, None)
+    };
+    let step = plan.step.clone();
+    let p = Params {
+        n,
+        row_len,
+        at,
+        pad: 0,
+    };
+    plan.push(
+        key,
+        &[x, gates, &step],
+        super::params(&p),
+        [n.div_ceil(256), plan.batch, 1],
+    );
+}
+
+pub fn reference(x: &[f32], gates: &[f32]) -> Vec<f32> {
+    x.iter()
+        .zip(gates)
+        .map(|(x, g)| x / (1.0 + (-g).exp()))
+        .collect()
+}
