@@ -139,6 +139,9 @@ pub struct Family {
     pub final_softcap: f32,
     /// The tensor of per-pair RoPE frequency divisors every layer applies, if any.
     pub rope_factors: Option<String>,
+    /// Pairs that multimodal RoPE turns by a position text tokens leave at 0, which stay as they are
+    /// (`rope::text_still_pairs`); empty: none.
+    pub rope_still_pairs: Vec<bool>,
     /// Per layer, its RoPE and window.
     pub layers: Vec<LayerAttention>,
     /// The name of the norm before the feed-forward block (Qwen3.5 calls it post_attention_norm).
@@ -164,6 +167,7 @@ impl Family {
             attn_softcap: 0.0,
             final_softcap: 0.0,
             rope_factors: c.rope_factors.clone(),
+            rope_still_pairs: Vec::new(),
             layers: vec![
                 LayerAttention {
                     rope: c.rope,
@@ -358,12 +362,24 @@ pub async fn load(
     }
     refuse_unsupported(l, &c)?;
     let gpu = l.gpu.clone();
+    if let Some(shape) = f.delta_net {
+        super::linear_attention::check(shape, gpu.max_binding())?;
+    }
 
     let ends = Ends::load(l, d, c.n_vocab).await?;
-    let rope_factors = match &f.rope_factors {
+    let mut rope_factors = match &f.rope_factors {
         Some(name) => Some(l.host_f32(name, &[c.rope.n_rot / 2]).await?),
         None => None,
     };
+    if f.rope_still_pairs.contains(&true) {
+        // A still pair's frequency is 0: an infinite divisor.
+        let factors = rope_factors.get_or_insert_with(|| vec![1.0; (c.rope.n_rot / 2) as usize]);
+        for (factor, &still) in factors.iter_mut().zip(&f.rope_still_pairs) {
+            if still {
+                *factor = f32::INFINITY;
+            }
+        }
+    }
     let layer_ropes: Vec<Rope> = f.layers.iter().map(|layer| layer.rope).collect();
     let layer_freqs = rope::freqs_buffers(&gpu, &layer_ropes, rope_factors.as_deref());
     // Where NeoX pairs live apart, the rows of q and k each head takes, in adjacent-pair order.
@@ -396,10 +412,6 @@ pub async fn load(
         None => v,
         Some(o) => o.iter().map(|&r| v[r as usize]).collect(),
     };
-    if let Some(shape) = f.delta_net {
-        super::linear_attention::check(shape, gpu.max_binding())?;
-    }
-
     let mut blocks = Vec::with_capacity(c.n_layer as usize);
     for i in 0..c.n_layer {
         let name = |t: &str| format!("blk.{i}.{t}.weight");

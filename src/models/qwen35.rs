@@ -7,8 +7,8 @@
 //! nobody and not run.
 //!
 //! Qwen3.5 rotates with interleaved multimodal RoPE (rope.dimension_sections). Text tokens give each of
-//! its first three sections the token's position and the fourth position 0, so where the sections send
-//! every rotated pair to the first three, as Qwen3.5's do, it is NeoX RoPE over those pairs.
+//! its first three sections the token's position and the fourth position 0, so it is NeoX RoPE over
+//! the pairs of the first three (with Qwen3.5's sections, every pair) and no rotation of the others.
 
 use super::dense::{Config, Family, Mixer};
 use super::Meta;
@@ -33,8 +33,8 @@ pub fn family(m: &Meta, c: &Config, _n_ctx: u32) -> Result<Family, Error> {
             shape.value_dim()
         )));
     }
-    check_sections(m, c.rope.n_rot)?;
     let mut f = Family {
+        rope_still_pairs: still_pairs(m, c.rope.n_rot)?,
         qk_norm: true,
         rope_neox: true,
         ffn_norm: "post_attention_norm",
@@ -77,18 +77,18 @@ fn recurrent_layers(m: &Meta, n_layer: u32) -> Result<Vec<bool>, Error> {
     Ok((0..n_layer).map(|i| (i + 1) % interval != 0).collect())
 }
 
-/// Refuses sections that would leave a rotated pair to the fourth (position 0 for text): interleaved
+/// The pairs the fourth of rope.dimension_sections turns, by position 0 for text tokens: interleaved
 /// multimodal RoPE gives pair p the section of p mod the sections' sum, taken in turn (t, h, w, t, ...)
-/// while each has pairs left.
-fn check_sections(m: &Meta, n_rot: u32) -> Result<(), Error> {
+/// while each has pairs left, and the fourth after. The pairs' frequencies go on as in plain RoPE.
+fn still_pairs(m: &Meta, n_rot: u32) -> Result<Vec<bool>, Error> {
     let key = format!("{}.rope.dimension_sections", m.arch);
     let sections: Vec<u32> = match m.header.get(&key) {
-        None => return Ok(()),
+        None => return Ok(Vec::new()),
         Some(Value::Array(a)) => a
             .iter()
             .map(|v| v.as_u64().map(|v| v as u32))
             .collect::<Option<Vec<u32>>>()
-            .filter(|s| s.len() == 4)
+            .filter(|s| s.len() == 4 && s.iter().sum::<u32>() > 0)
             .ok_or_else(|| Error::Model(format!("metadata {key}: not 4 counts")))?,
         Some(_) => return Err(Error::Model(format!("metadata {key}: not an array"))),
     };
@@ -97,10 +97,5 @@ fn check_sections(m: &Meta, n_rot: u32) -> Result<(), Error> {
         let sector = p % total;
         (0..3).any(|s| sector % 3 == s && sector < 3 * sections[s as usize])
     };
-    match (0..n_rot / 2).find(|&p| total == 0 || !text(p)) {
-        None => Ok(()),
-        Some(p) => Err(Error::Model(format!(
-            "metadata {key} {sections:?} leaves rotated pair {p} to the fourth section, which is not supported"
-        ))),
-    }
+    Ok((0..n_rot / 2).map(|p| !text(p)).collect())
 }
