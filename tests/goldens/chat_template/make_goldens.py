@@ -9,7 +9,7 @@ Run from the repository root with a venv that has jinja2 and gguf:
 Reads the *.jinja templates beside this script, plus SmolLM2's template from the model file (written
 beside them as smollm2.jinja; qwen2.5.jinja is Qwen2.5-Coder-0.5B-Instruct's, copied from its file; qwen3.jinja,
 gemma2.jinja and phi3.5.jinja are Qwen3-0.6B's, Gemma 2 2B it's and Phi-3.5-mini-instruct's as published with
-those models), renders
+those models; qwen3.5.jinja is Qwen3.5-4B's, as llama.cpp's models/templates carries it), renders
 each for a few conversations, and writes goldens.json: per case the output, or the message of the exception
 the template raised. With llama-cpp-python installed it also writes builtins.json: llama.cpp's built-in
 formats (BUILTINS) applied to the same conversations.
@@ -36,6 +36,7 @@ TOKENS = {
     "python-methods": ("<s>", "</s>"),
     "qwen2.5": ("<|endoftext|>", "<|im_end|>"),
     "qwen3": ("<|endoftext|>", "<|im_end|>"),
+    "qwen3.5": ("<|endoftext|>", "<|im_end|>"),
     "gemma2": ("<bos>", "<eos>"),
     "phi3.5": ("<s>", "<|endoftext|>"),
 }
