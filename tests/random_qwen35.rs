@@ -20,12 +20,13 @@ use pollster::FutureExt as _;
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use wick::chat_template::ChatMessage;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::write::{TensorSpec, Writer};
 use wick::gguf::{read_header, FileSource, MemorySource, Value};
 use wick::gpu::Gpu;
 use wick::sampler::{Sampler, SamplerConfig};
-use wick::session::Session;
+use wick::session::{Overflow, Session};
 
 /// Largest |Wick - f32 reference| on any logit; the reference is rounded to 4 decimals.
 const TOL_F32: f32 = 0.005;
@@ -195,6 +196,93 @@ fn random_qwen35_conversation_rewinds_equal_fresh_loads() {
     let (changed, processed) = reply(&mut s, &b);
     assert_eq!(processed, b.len(), "changed early");
     assert_eq!(changed, fresh(&b));
+}
+
+/// A session on `file` with Qwen3.5's chat template, for `n_ctx` positions.
+fn chat_session(gpu: &Arc<Gpu>, file: &Path, n_ctx: u32) -> Session {
+    let template = include_str!("goldens/chat_template/qwen3.5.jinja");
+    let source = variant(file, |m, _| {
+        m.push((
+            "tokenizer.chat_template".into(),
+            Value::String(template.into()),
+        ))
+    });
+    let options = LoadOptions {
+        n_ctx,
+        ..Default::default()
+    };
+    Session::load(gpu.clone(), &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap()
+}
+
+/// A greedy chat reply of up to `max` tokens; the conversation as the chat left it (old turns dropped
+/// where `overflow` says so).
+fn chat(
+    s: &mut Session,
+    messages: &[ChatMessage],
+    max: usize,
+    overflow: Overflow,
+) -> (String, Vec<ChatMessage>) {
+    let mut messages = messages.to_vec();
+    let mut sampler = Sampler::new(SamplerConfig::greedy());
+    let c = s
+        .chat(
+            &mut messages,
+            &[],
+            max,
+            &[],
+            &mut sampler,
+            overflow,
+            &mut |_| true,
+        )
+        .block_on()
+        .unwrap();
+    (c.text, messages)
+}
+
+#[test]
+fn random_qwen35_chat_turns_equal_fresh_loads() {
+    let Some(gpu) = gpu() else { return };
+    let file = path(&golden()["records"][0]);
+    let fresh = |messages: &[ChatMessage], n_ctx: u32, overflow: Overflow| {
+        chat(
+            &mut chat_session(&gpu, &file, n_ctx),
+            messages,
+            16,
+            overflow,
+        )
+    };
+    let stop = Overflow::Stop;
+    let mut s = chat_session(&gpu, &file, 512);
+    let mut messages = vec![
+        ChatMessage::new("system", "You are terse."),
+        ChatMessage::new("user", "What is the capital of France?"),
+    ];
+    let (first, _) = chat(&mut s, &messages, 16, stop);
+    assert_eq!(first, fresh(&messages, 512, stop).0);
+    // Regenerate.
+    assert_eq!(chat(&mut s, &messages, 16, stop).0, first, "regenerated");
+    // The next turn, then an edit of it.
+    messages.push(ChatMessage::new("assistant", first.clone()));
+    messages.push(ChatMessage::new("user", "And of Spain?"));
+    let (second, _) = chat(&mut s, &messages, 16, stop);
+    assert_eq!(second, fresh(&messages, 512, stop).0, "next turn");
+    messages.last_mut().unwrap().content = "And of Italy, then?".into();
+    let (edited, _) = chat(&mut s, &messages, 16, stop);
+    assert_eq!(edited, fresh(&messages, 512, stop).0, "edited");
+
+    // A context the conversation outgrows: the oldest turns go, as a fresh load drops them.
+    messages.push(ChatMessage::new("assistant", edited));
+    messages.push(ChatMessage::new("user", "Name three rivers there, please."));
+    let drop = Overflow::DropOldestTurns;
+    let mut small = chat_session(&gpu, &file, 200);
+    let (_, _) = chat(&mut small, &messages[..2], 16, drop);
+    let (reply, kept) = chat(&mut small, &messages, 16, drop);
+    let (want, want_kept) = fresh(&messages, 200, drop);
+    assert!(kept.len() < messages.len(), "no turn was dropped");
+    assert_eq!(kept.len(), want_kept.len());
+    assert_eq!(reply, want, "after dropping old turns");
 }
 
 /// `file` rewritten with `edit` applied to its metadata and tensors (each with its bytes).
