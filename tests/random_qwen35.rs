@@ -198,15 +198,9 @@ fn random_qwen35_conversation_rewinds_equal_fresh_loads() {
     assert_eq!(changed, fresh(&b));
 }
 
-/// A session on `file` with Qwen3.5's chat template, for `n_ctx` positions.
+/// A session on `file` (which carries Qwen3.5's chat template) for `n_ctx` positions.
 fn chat_session(gpu: &Arc<Gpu>, file: &Path, n_ctx: u32) -> Session {
-    let template = include_str!("goldens/chat_template/qwen3.5.jinja");
-    let source = variant(file, |m, _| {
-        m.push((
-            "tokenizer.chat_template".into(),
-            Value::String(template.into()),
-        ))
-    });
+    let source = FileSource::open(file).unwrap();
     let options = LoadOptions {
         n_ctx,
         ..Default::default()
@@ -283,6 +277,47 @@ fn random_qwen35_chat_turns_equal_fresh_loads() {
     assert!(kept.len() < messages.len(), "no turn was dropped");
     assert_eq!(kept.len(), want_kept.len());
     assert_eq!(reply, want, "after dropping old turns");
+}
+
+#[test]
+fn random_qwen35_next_token_prediction_layers_are_ignored() {
+    let Some(gpu) = gpu() else { return };
+    let file = path(&golden()["records"][0]);
+    // An MTP block after the model's 6, as the converter writes Qwen3.5's: a full-attention block
+    // (here layer 5's tensors) and the nextn projections.
+    let with_mtp = variant(&file, |m, t| {
+        set(m, "qwen35.block_count", Value::U32(7));
+        m.push(("qwen35.nextn_predict_layers".into(), Value::U32(1)));
+        let block: Vec<(TensorSpec, Vec<u8>)> = t
+            .iter()
+            .filter(|(s, _)| s.name.starts_with("blk.5."))
+            .map(|(s, data)| {
+                let name = s.name.replacen("blk.5.", "blk.6.", 1);
+                (TensorSpec { name, ..s.clone() }, data.clone())
+            })
+            .collect();
+        t.extend(block);
+        let f32 = |name: &str, dims: Vec<u64>| {
+            let n = dims.iter().product::<u64>() as usize;
+            let spec = TensorSpec {
+                name: name.into(),
+                dims,
+                ty: wick::gguf::GgmlType::F32,
+            };
+            (spec, vec![0u8; n * 4])
+        };
+        t.push(f32("blk.6.nextn.eh_proj.weight", vec![512, 256]));
+        t.push(f32("blk.6.nextn.enorm.weight", vec![256]));
+        t.push(f32("blk.6.nextn.hnorm.weight", vec![256]));
+    });
+    let plain = FileSource::open(&file).unwrap();
+    let (mut a, mut b) = (load(&gpu, &plain, 64, 64), load(&gpu, &with_mtp, 64, 64));
+    let prompt = [511, 83, 334, 360, 296, 7, 185, 46];
+    let (la, lb) = (
+        a.prefill(&prompt).block_on().unwrap(),
+        b.prefill(&prompt).block_on().unwrap(),
+    );
+    assert_eq!(la, lb);
 }
 
 /// `file` rewritten with `edit` applied to its metadata and tensors (each with its bytes).

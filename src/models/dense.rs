@@ -243,7 +243,11 @@ impl Family {
         let base = |l: &LayerAttention| l.rope.freq_base;
         match self.layers.iter().find(|l| l.window > 0) {
             None => lines.push(format!(
-                "every layer attends to the whole context (RoPE base {})",
+                "every {}layer attends to the whole context (RoPE base {})",
+                match self.delta_net {
+                    Some(_) => "attention ",
+                    None => "",
+                },
                 c.rope.freq_base
             )),
             Some(local) => {

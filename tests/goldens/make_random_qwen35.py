@@ -55,6 +55,9 @@ llama.cpp's logits on the quantized files sit up to ~1.4 from exact math (mean 0
 activations to 8 bits (Q8_0 / Q8_K blocks) before quantized dot products, and 4-6 layers amplify that
 (numpy with the same rounding simulated moves by as much). The F16 file: 0.04; F32 copies: 3e-5.
 
+Every file carries Qwen3.5-4B's chat template (tests/goldens/chat_template/qwen3.5.jinja), which
+renders over the byte-level vocabulary as plain text.
+
 Vocabulary: random_vocab.vocabulary's 512-token byte-level BPE, its last three merges replaced by merges
 over combining-mark bytes ("Ì ģ" = U+0301's bytes, "e Ìģ" = e + U+0301, and "¤ à" = the bytes between
 त and a following Devanagari sign), so that the qwen35 pre-tokenizer's [\\p{L}\\p{M}]+ (which keeps a
@@ -203,6 +206,9 @@ def write(path, c, w, vocab, all_f32=False, pre="qwen35"):
     wr.add_bos_token_id(N_VOCAB - 1)
     wr.add_eos_token_id(N_VOCAB - 1)
     wr.add_add_bos_token(False)
+    # Qwen3.5's own template, so that chat runs on these files (the browser tests' package replies).
+    with open(os.path.join(ROOT, "tests", "goldens", "chat_template", "qwen3.5.jinja")) as f:
+        wr.add_chat_template(f.read())
     for name, t in w.items():
         if all_f32 or f32_by_converter(name, t):
             wr.add_tensor(name, t.astype(np.float32))
