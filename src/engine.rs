@@ -117,6 +117,9 @@ pub struct Profile {
     pub kernels: Vec<(String, Duration)>,
     /// The whole plan per run, its runs recorded back to back in one pass and one submit.
     pub whole: Duration,
+    /// Where the model names its layers' kinds (attention, linear attention): each kind's layers, how
+    /// many, and their dispatches' summed time per run, as `kernels` times them.
+    pub layer_kinds: Vec<(String, u32, Duration)>,
 }
 
 /// Runs of a whole plan `Engine::profile` submits together.
@@ -475,9 +478,20 @@ impl Engine {
         copy_buffers(gpu, &self.forward.recurrent, &held);
         self.write_scratch_step(plan.batch);
         let mut kernels: Vec<(String, Duration)> = Vec::new();
-        for d in &plan.dispatches {
+        let mut layer_kinds: Vec<(String, u32, Duration)> = Vec::new();
+        for (i, d) in plan.dispatches.iter().enumerate() {
             let time =
                 time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups, PROFILE_BATCH).await?;
+            if let Some(kind) = plan.layer_kind_of(i) {
+                let first_of_layer = plan.layer_starts(i);
+                match layer_kinds.iter_mut().find(|(k, _, _)| k == kind) {
+                    Some((_, n, t)) => {
+                        *n += first_of_layer as u32;
+                        *t += time;
+                    }
+                    None => layer_kinds.push((kind.to_string(), 1, time)),
+                }
+            }
             let name = d.key.name();
             match kernels.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, t)) => *t += time,
@@ -499,7 +513,11 @@ impl Engine {
         gpu.finished().await?;
         let whole = start.elapsed() / PLAN_RUNS;
         copy_buffers(gpu, &held, &self.forward.recurrent);
-        Ok(Some(Profile { kernels, whole }))
+        Ok(Some(Profile {
+            kernels,
+            whole,
+            layer_kinds,
+        }))
     }
 
     /// Points the step input at the next position with `n` tokens, for runs of single dispatches (a

@@ -374,5 +374,13 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
         "  the whole plan, its runs back to back in one submit: {:.2} ms a run",
         profile.whole.as_secs_f64() * 1e3
     );
+    for (kind, layers, t) in &profile.layer_kinds {
+        let ms = t.as_secs_f64() * 1e3;
+        eprintln!(
+            "  {layers} {kind} layers: {ms:.3} ms, {:.1}% ({:.3} ms a layer)",
+            100.0 * ms / (total * 1e3),
+            ms / *layers as f64
+        );
+    }
     Ok(())
 }

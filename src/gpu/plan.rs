@@ -116,6 +116,8 @@ pub struct Plan {
     pub weight_bytes: u64,
     /// Where each layer's dispatches begin, and where the last one ends.
     layer_bounds: Vec<usize>,
+    /// What kind of layer each is, where the model says (`begin_layer`).
+    layer_kinds: Vec<&'static str>,
     arena_buffer: Option<wgpu::Buffer>,
     /// The kernel shapes of this plan's dispatches.
     tuning: Arc<Tuning>,
@@ -133,6 +135,7 @@ impl Plan {
             dispatches: Vec::new(),
             weight_bytes: 0,
             layer_bounds: Vec::new(),
+            layer_kinds: Vec::new(),
             arena_buffer: None,
             tuning: gpu.tuning(),
         }
@@ -180,6 +183,27 @@ impl Plan {
     pub fn layer_boundary(&mut self) {
         self.layer_bounds
             .push(self.pending.len() + self.dispatches.len());
+    }
+
+    /// Marks where a layer of this kind begins (see `layer_boundary`).
+    pub fn begin_layer(&mut self, kind: &'static str) {
+        self.layer_boundary();
+        self.layer_kinds.push(kind);
+    }
+
+    /// The kind of layer dispatch `i` belongs to, where the model named its layers' kinds.
+    pub fn layer_kind_of(&self, i: usize) -> Option<&'static str> {
+        let layer = self.layer_bounds.iter().rposition(|&start| start <= i)?;
+        match layer + 1 < self.layer_bounds.len() {
+            true => self.layer_kinds.get(layer).copied(),
+            false => None, // past the last layer: the head
+        }
+    }
+
+    /// Whether a layer begins at dispatch `i`.
+    pub fn layer_starts(&self, i: usize) -> bool {
+        let starts = self.layer_bounds.len().saturating_sub(1);
+        self.layer_bounds[..starts].contains(&i)
     }
 
     /// Dispatches in each layer, as marked.

@@ -672,7 +672,10 @@ impl Model<'_> {
         let (d, eps) = (c.n_embd, c.rms_eps);
         embed::push(plan, &self.ends.token_embd, &a.x, f.embd_scale);
         for (i, b) in self.blocks.iter().enumerate() {
-            plan.layer_boundary();
+            plan.begin_layer(match b.mixing {
+                Mixing::Attention(_) => "attention",
+                Mixing::DeltaNet(_) => "linear attention",
+            });
             let layer = &f.layers[i];
             // With post-norms, the previous layer's last kernel already normed x with attn_norm.
             if i == 0 || !f.post_norms {
