@@ -5,7 +5,8 @@
 // SiLU(z). With g = softplus(alpha + dt_bias) * a (a = -exp(A_log)) and beta = sigmoid(beta's logit):
 //   S = exp(g) S;  d = beta (v - S^T k);  S = S + k d^T;  o = S^T q / sqrt(dim)
 // A workgroup per value head, a thread per value column j of S. Column j of S is the thread's alone,
-// so the recurrence needs no barrier; q and k, shared by every column, pass through workgroup memory.
+// so the recurrence needs no barrier, and it is held in the thread's own memory for the run (read and
+// written back once, not twice a token); q and k, shared by every column, pass through workgroup memory.
 // Value head h reads key head h % n_k_heads (llama.cpp's files order the value heads so).
 //
 // This is the token-by-token form. The chunked (WY) form turns a chunk's updates into matrix products,
@@ -48,10 +49,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) j
     let n = P.dim;
     let kh = h % P.n_k_heads;
     let base = h * n * n + j;
-    if (step.pos == 0u) { // a sequence starts from an empty state
-        for (var i = 0u; i < n; i++) {
-            S[base + i * n] = 0.0;
-        }
+    var column: array<f32, 256>; // S[h][i][j] for i < n
+    let fresh = step.pos == 0u; // a sequence starts from an empty state
+    for (var i = 0u; i < n; i++) {
+        column[i] = select(S[base + i * n], 0.0, fresh);
     }
     let a = gates[h];
     let dt_bias = gates[P.n_v_heads + h];
@@ -71,18 +72,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) j
         let decay = exp(softplus(X[row + P.alpha_at + h] + dt_bias) * a);
         var sk = 0.0;
         for (var i = 0u; i < n; i++) {
-            sk += S[base + i * n] * k_shared[i];
+            sk += column[i] * k_shared[i];
         }
         let d = (v - decay * sk) * beta;
         var o = 0.0;
         for (var i = 0u; i < n; i++) {
-            let s = decay * S[base + i * n] + k_shared[i] * d;
-            S[base + i * n] = s;
+            let s = decay * column[i] + k_shared[i] * d;
+            column[i] = s;
             o += s * q_shared[i];
         }
         // The gated norm; its reduction's barriers also keep the next token's q and k from
         // overwriting this one's while a thread still reads them.
         let scale = inverseSqrt(reduce_sum(j, o * o) / f32(n) + P.eps);
         O[t * P.n_v_heads * n + h * n + j] = o * scale * w * (z / (1.0 + exp(-z)));
+    }
+    for (var i = 0u; i < n; i++) {
+        S[base + i * n] = column[i];
     }
 }
