@@ -188,6 +188,12 @@ export interface Profile {
   kernels: [string, number][];
   /** The whole plan per run, its runs back to back in one submit (no readback, no work between). */
   wholeMs: number;
+  /**
+   * [kind, layers, ms per run] for each kind of layer (`attention`, `linear attention`), where the
+   * model names them (the dense block's families; deepseek2 does not): a Qwen3.5 step's share in its
+   * linear-attention layers.
+   */
+  layerKinds: [string, number, number][];
 }
 
 export interface TuningResult {

@@ -326,11 +326,6 @@ impl Engine {
         Ok(())
     }
 
-    /// Bytes one snapshot of the recurrent states takes (0: the model has none).
-    pub fn snapshot_bytes(&self) -> u64 {
-        self.forward.recurrent.iter().map(|b| b.size()).sum()
-    }
-
     /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
     /// the last need none, and then nothing waits for the GPU).
     pub async fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {

@@ -43,20 +43,23 @@ test('the package bundled by Vite loads a model and answers (core WebGPU, the de
 
 /**
  * A greedy reply of the package, on a page of its own, to one user message (asked twice: the second, a
- * regenerate, goes back to the state the first left where the prompt ended), with the engine's figures.
+ * regenerate, goes back to the state the first left where the prompt ended), with the engine's figures
+ * and, where asked, its decode step's profile.
  */
-async function packageReply(model, content, maxTokens) {
+async function packageReply(model, content, maxTokens, { profile = false } = {}) {
   const page = await openPage('/target/browser-test/app/');
-  const reply = await page.evaluate(async ({ model, content, maxTokens, adapter }) => {
+  const reply = await page.evaluate(async ({ model, content, maxTokens, adapter, profile }) => {
     const { Wick } = await import('wick-llm');
     const engine = await Wick.load(model, { ...adapter, tune: false, nCtx: 512 });
     const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: maxTokens };
     const answer = await engine.chat.completions.create(body);
     const again = await engine.chat.completions.create(body);
     const stats = await engine.stats();
+    const steps = profile ? await engine.profile('decode') : null;
     await engine.unload();
-    return { text: answer.choices[0].message.content, again: again.choices[0].message.content, stats };
-  }, { model, content, maxTokens, adapter: COMPAT });
+    const [text, regenerated] = [answer, again].map((a) => a.choices[0].message.content);
+    return { text, again: regenerated, stats, profile: steps };
+  }, { model, content, maxTokens, adapter: COMPAT, profile });
   await page.close();
   ranOn(reply.stats);
   assert.equal(reply.again, reply.text, 'the same request again');
@@ -72,8 +75,11 @@ test("Gemma 3 270M (gemma3, no template in the file) answers in the package as t
 
 test('a random-weight Qwen3.5 file (qwen35: Gated DeltaNet beside gated attention) answers in the package as the native engine does', async () => {
   const content = 'What is the capital of France?';
-  const reply = await packageReply(`/${QWEN35}`, content, 16);
-  console.log(`    ${reply.stats.dispatchesPerToken} dispatches a token, ${reply.text.length} characters`);
+  const reply = await packageReply(`/${QWEN35}`, content, 16, { profile: true });
+  const kinds = reply.profile.layerKinds.map(([kind, layers, ms]) => `${layers} ${kind} layers ${ms.toFixed(1)} ms`);
+  console.log(`    ${reply.stats.dispatchesPerToken} dispatches a token; a step's ${kinds.join(', ')}`);
+  // The file's recurrent_layers: [true, false, true, false].
+  assert.deepEqual(reply.profile.layerKinds.map(([kind, layers]) => [kind, layers]).sort(), [['attention', 2], ['linear attention', 2]]);
   assert.equal(reply.text, await nativeReply(content, 16, QWEN35));
   assert.ok(reply.text.length > 0);
 });

@@ -213,6 +213,7 @@ struct ChatResult {
 struct ProfileMs {
     kernels: Vec<(String, f64)>,
     whole_ms: f64,
+    layer_kinds: Vec<(String, u32, f64)>,
 }
 
 /// A decode step's wall time in parts, in milliseconds, averaged over a reply's steps after its prompt.
@@ -474,7 +475,8 @@ impl Model {
 
     /// Times the decode plan (`which` "decode") or a prompt's chunk ("prefill") on the GPU, as `wick
     /// bench --profile` does natively: resolves to { kernels: [[kernel, ms per run], ...] slowest
-    /// first, each dispatch timed alone; wholeMs: the whole plan, its runs back to back in one submit },
+    /// first, each dispatch timed alone; wholeMs: the whole plan, its runs back to back in one submit;
+    /// layerKinds: [[kind, layers, ms per run], ...] where the model names its layers' kinds },
     /// or null where the model has no prefill plan. For comparing the GPU's time with a whole step's.
     pub fn profile(&self, which: String) -> Promise {
         let session = self.session.clone();
@@ -499,6 +501,11 @@ impl Model {
             let value = ProfileMs {
                 kernels,
                 whole_ms: ms(profile.whole),
+                layer_kinds: profile
+                    .layer_kinds
+                    .into_iter()
+                    .map(|(kind, layers, time)| (kind, layers, ms(time)))
+                    .collect(),
             };
             Ok(serde_wasm_bindgen::to_value(&value)?)
         })
