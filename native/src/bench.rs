@@ -287,9 +287,24 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
 }
 
 fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
-    let mut per_layer = engine.stats.dispatches_per_layer.clone();
-    per_layer.dedup();
-    let per_layer: Vec<String> = per_layer.iter().map(u32::to_string).collect();
+    // Each count with the layers that have it, in order of first appearance: "7 (30 layers)", or for a
+    // hybrid model "8 (18 layers), 9 (6 layers)".
+    let layers = &engine.stats.dispatches_per_layer;
+    let mut distinct: Vec<u32> = Vec::new();
+    for &n in layers {
+        if !distinct.contains(&n) {
+            distinct.push(n);
+        }
+    }
+    let per_layer: Vec<String> = distinct
+        .iter()
+        .map(|&n| {
+            format!(
+                "{n} ({} layers)",
+                layers.iter().filter(|&&m| m == n).count()
+            )
+        })
+        .collect();
     let peak = match c.peak {
         Some(p) => format!("{p:.0} GB/s peak"),
         None => "peak unknown (--peak-gbps)".into(),
