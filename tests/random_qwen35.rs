@@ -366,6 +366,28 @@ fn random_qwen35_next_token_prediction_layers_are_ignored() {
     assert_eq!(la, lb);
 }
 
+/// On demand, at a real model's dimensions: Wick's greedy decode of a Qwen3.5 shape file
+/// (scripts/make-qwen35-shape.py; `WICK_QWEN35_SHAPE` names it) against llama.cpp's
+/// (scripts/qwen35-shape-greedy.py writes target/FILE.greedy.json) by the near-tie method. llama.cpp's
+/// 8-bit activations over 24 layers move its logits further from exact math than on the tiny files.
+#[test]
+#[ignore]
+fn shape_file_greedy_against_llama_cpp() {
+    let Some(gpu) = gpu() else { return };
+    let file = PathBuf::from(std::env::var("WICK_QWEN35_SHAPE").expect("WICK_QWEN35_SHAPE=FILE"));
+    let name = file.file_name().unwrap().to_string_lossy().to_string();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/{name}.greedy.json"));
+    let golden: Json = serde_json::from_str(&std::fs::read_to_string(golden).unwrap()).unwrap();
+    let source = FileSource::open(&file).unwrap();
+    let mut engine = load(&gpu, &source, 512, 64);
+    let tolerance = Tolerance {
+        logit: 2.0,
+        clear_gap: 2.0,
+    };
+    let agreement = check_greedy(&mut engine, &golden, tolerance);
+    eprintln!("{name}: {agreement:?}");
+}
+
 /// `file` rewritten with `edit` applied to its metadata and tensors (each with its bytes).
 fn variant(
     file: &Path,
