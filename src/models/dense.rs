@@ -140,7 +140,7 @@ pub struct Family {
     /// The tensor of per-pair RoPE frequency divisors every layer applies, if any.
     pub rope_factors: Option<String>,
     /// Pairs that multimodal RoPE turns by a position text tokens leave at 0, which stay as they are
-    /// (`rope::text_still_pairs`); empty: none.
+    /// (qwen35.rs's `still_pairs`); empty: none.
     pub rope_still_pairs: Vec<bool>,
     /// Per layer, its RoPE and window.
     pub layers: Vec<LayerAttention>,
@@ -399,7 +399,8 @@ pub async fn load(
     };
     let (q_order, k_order) = (heads_order(c.n_head), heads_order(c.n_kv_head));
     // With an output gate, attn_q's rows are each head's q then its gate: q's rows of every head
-    // (ordered as above) come first, the gates after k and v (sigmoid_gate reads them there).
+    // (ordered as above) come first, then every head's gate, then k and v: a row [q | gate | k | v],
+    // which head_norm_rope_kv and sigmoid_gate read.
     let (q_rows, q_gated_order) = match f.attn_gate {
         false => (q_dim, None),
         true => {
