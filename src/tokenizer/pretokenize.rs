@@ -52,6 +52,9 @@ pub(crate) struct PreTokenizer {
     pub ignore_merges: bool,
     /// The default of `tokenizer.ggml.add_bos_token` when the file does not say.
     pub add_bos_default: bool,
+    /// SentencePiece-style BPE (Gemma 4): spaces are written `▁` before splitting, tokens are raw
+    /// UTF-8 rather than gpt2's byte characters, and a byte the merges leave alone is `<0xNN>`.
+    pub escaped_spaces: bool,
 }
 
 impl PreTokenizer {
@@ -77,6 +80,7 @@ impl PreTokenizer {
             regexes,
             ignore_merges: family.ignore_merges,
             add_bos_default: family.add_bos,
+            escaped_spaces: family.escaped_spaces,
         })
     }
 
@@ -131,6 +135,7 @@ struct Family {
     exprs: Vec<String>,
     ignore_merges: bool,
     add_bos: bool,
+    escaped_spaces: bool,
 }
 
 impl Family {
@@ -140,6 +145,7 @@ impl Family {
             exprs,
             ignore_merges: false,
             add_bos: false,
+            escaped_spaces: false,
         }
     }
 
@@ -153,6 +159,13 @@ impl Family {
     fn adding_bos(self) -> Family {
         Family {
             add_bos: true,
+            ..self
+        }
+    }
+
+    fn escaping_spaces(self) -> Family {
+        Family {
+            escaped_spaces: true,
             ..self
         }
     }
@@ -211,6 +224,10 @@ fn family(name: &str) -> Option<Family> {
         "falcon" => Family::new(&[r"[\p{P}\$\+<=>\^~\|`]+", GPT2, "[0-9][0-9][0-9]"]),
         "gpt-4o" | "llama4" | "kanana2" | "talkie" | "minimax-m2" => Family::new(&[&gpt4o]),
         "tekken" => Family::new(&[&tekken]).ignoring_merges().adding_bos(),
+        // Merges run over whole lines; runs of newlines stay apart (merges never hold one).
+        "gemma4" | "granite-embed-multi-311m" => Family::new(&[r"[^\n]+|[\n]+"])
+            .escaping_spaces()
+            .adding_bos(),
         _ => return None,
     })
 }
@@ -243,6 +260,7 @@ mod tests {
             "tekken",
             "seed-coder",
             "bailingmoe",
+            "gemma4",
         ] {
             PreTokenizer::new(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         }

@@ -9,9 +9,11 @@ Run from the repository root with a venv that has jinja2 and gguf:
 Reads the *.jinja templates beside this script, plus SmolLM2's template from the model file (written
 beside them as smollm2.jinja; qwen2.5.jinja is Qwen2.5-Coder-0.5B-Instruct's, copied from its file; qwen3.jinja,
 gemma2.jinja and phi3.5.jinja are Qwen3-0.6B's, Gemma 2 2B it's and Phi-3.5-mini-instruct's as published with
-those models; qwen3.5.jinja is Qwen3.5-4B's, as llama.cpp's models/templates carries it), renders
+those models; qwen3.5.jinja is Qwen3.5-4B's, as llama.cpp's models/templates carries it; gemma4.jinja is
+the template of llama.cpp's Gemma 4 vocabulary file, models/vocab/ggml-vocab-gemma-4.gguf), renders
 each for a few conversations, and writes goldens.json: per case the output, or the message of the exception
-the template raised. With llama-cpp-python installed it also writes builtins.json: llama.cpp's built-in
+the template raised. Templates that lay out tool declarations themselves (TOOL_TEMPLATES) are also
+rendered with TOOLS. With llama-cpp-python installed it also writes builtins.json: llama.cpp's built-in
 formats (BUILTINS) applied to the same conversations.
 """
 import glob
@@ -39,7 +41,23 @@ TOKENS = {
     "qwen3.5": ("<|endoftext|>", "<|im_end|>"),
     "gemma2": ("<bos>", "<eos>"),
     "phi3.5": ("<s>", "<|endoftext|>"),
+    "gemma4": ("<bos>", "<eos>"),
 }
+
+# Templates that declare tools to the model themselves, and the tools they are given (OpenAI's form).
+TOOL_TEMPLATES = ["gemma4"]
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "The city's name."},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Adds two numbers.",
+        "parameters": {"type": "object", "properties": {
+            "a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}},
+]
 
 # Formats llama.cpp builds in for files without a template, rendered by llama.cpp itself
 # (llama_chat_apply_template) when llama-cpp-python is at hand.
@@ -86,11 +104,17 @@ def main():
             template = env.from_string(f.read())
         bos, eos = TOKENS[name]
         cases = []
-        for conv, gen in CONVERSATIONS:
+        runs = [(conv, gen, None) for conv, gen in CONVERSATIONS]
+        if name in TOOL_TEMPLATES:
+            runs += [(conv, gen, TOOLS) for conv, gen in CONVERSATIONS[:2]]
+        for conv, gen, tools in runs:
             messages = [{"role": r, "content": c} for r, c in conv]
             case = {"messages": messages, "add_generation_prompt": gen, "bos_token": bos, "eos_token": eos}
+            if tools:
+                case["tools"] = tools
             try:
-                case["output"] = template.render(messages=messages, add_generation_prompt=gen, bos_token=bos, eos_token=eos)
+                case["output"] = template.render(messages=messages, tools=tools, add_generation_prompt=gen,
+                                                 bos_token=bos, eos_token=eos)
             except RaisedError as e:
                 case["raised"] = str(e)
             except (TemplateError, IndexError, KeyError, TypeError) as e:
