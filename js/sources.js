@@ -11,6 +11,8 @@ export const CHUNK = 8 << 20;
 const AHEAD = 4;
 /** Chunks kept in memory (the worker's JS heap, not wasm's) once read. */
 const KEEP = 8;
+/** Reads shorter than this do not start reading ahead. */
+const SMALL_READ = 64 << 10;
 
 export class SourceError extends Error {
   constructor(message) {
@@ -110,7 +112,11 @@ export async function urlReader(url, { signal, onDownload = () => {}, onWarning 
       const last = Math.floor((offset + length - 1) / CHUNK);
       const wanted = [];
       for (let i = first; i <= last; i++) wanted.push(chunk(i));
-      for (let i = last + 1; i <= Math.min(chunkCount - 1, last + AHEAD); i++) if (!chunks.has(i)) chunk(i);
+      // Reads ahead while the engine loads tensors in order; not for the small scattered reads after
+      // loading (a token's row of Gemma 4's per-layer table), where the next chunks are not wanted.
+      if (length >= SMALL_READ) {
+        for (let i = last + 1; i <= Math.min(chunkCount - 1, last + AHEAD); i++) if (!chunks.has(i)) chunk(i);
+      }
       evict();
       const out = new Uint8Array(length);
       for (let i = first; i <= last; i++) {

@@ -1,16 +1,17 @@
 // h = activation(gate) * up, for each token row of the run. Gate and up may be two halves of one buffer
-// (one stacked matrix made both), bound twice: each has its own offset into rows of `stride` values.
+// (one stacked matrix made both), bound twice: each has its own offset and its own row stride.
 // Needs step.wgsl and an activation file.
 
 struct Params {
     n: u32,        // values per token row of h
     g_offset: u32,
     u_offset: u32,
-    stride: u32,   // values per token row of G and U
+    g_stride: u32, // values per token row of G
+    u_stride: u32, // values per token row of U
 }
 
-@group(0) @binding(0) var<storage, read> G: array<f32>;          // (batch, stride)
-@group(0) @binding(1) var<storage, read> U: array<f32>;          // (batch, stride)
+@group(0) @binding(0) var<storage, read> G: array<f32>;          // (batch, g_stride)
+@group(0) @binding(1) var<storage, read> U: array<f32>;          // (batch, u_stride)
 @group(0) @binding(2) var<storage, read_write> H: array<f32>;    // (batch, n)
 @group(0) @binding(3) var<storage, read> step: Step;
 @group(0) @binding(4) var<uniform> P: Params;
@@ -20,7 +21,7 @@ override WG: u32 = 64u;
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < P.n && gid.y < step.n_tokens) {
-        let row = gid.y * P.stride + gid.x;
-        H[gid.y * P.n + gid.x] = activation(G[row + P.g_offset]) * U[row + P.u_offset];
+        let g = G[gid.y * P.g_stride + P.g_offset + gid.x];
+        H[gid.y * P.n + gid.x] = activation(g) * U[gid.y * P.u_stride + P.u_offset + gid.x];
     }
 }

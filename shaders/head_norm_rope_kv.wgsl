@@ -1,7 +1,8 @@
 // What follows the attention projection in models that RMS-norm q and k per head (Gemma 3, Qwen 3):
 // each head of q and k normed over its head_dim and scaled by its norm weights, then rotated at the
-// token's position, q into the token's row of Q and k into the cache; v's heads copied into the cache.
-// One workgroup per (head, token), heads counted over q's, k's and v's. Pairs (2i, 2i+1) rotate
+// token's position, q into the token's row of Q and k into the cache; v's heads copied into the cache,
+// or in Gemma 4 normed first (by the third row of weights, its ones). One workgroup per (head, token),
+// heads counted over q's, k's and v's (q's alone in a layer that reads another's cache). Pairs (2i, 2i+1) rotate
 // together: a NeoX-ordered model's q and k rows, and its norm weights, were reordered at load so.
 // Needs step.wgsl, rope.wgsl and reduce.wgsl.
 
@@ -14,10 +15,11 @@ struct Params {
     row_len: u32,      // values per token row of QKV
     k_at: u32,         // where k's heads start in a row (v's follow): after q, and in gated
                        // attention after the output gate's values
+    norm_v: u32,       // 1: v's heads are normed too
 }
 
 @group(0) @binding(0) var<storage, read> QKV: array<f32>;          // (batch, row_len)
-@group(0) @binding(1) var<storage, read> norms: array<f32>;        // (2, head_dim): q's weights, then k's
+@group(0) @binding(1) var<storage, read> norms: array<f32>;        // (2 or 3, head_dim): q's, k's (v's)
 @group(0) @binding(2) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
 @group(0) @binding(3) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(4) var<storage, read_write> VC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
@@ -40,8 +42,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let q_dim = P.n_head * hd;
     let kv_dim = P.n_kv_head * hd;
     let is_q = head < P.n_head;
+    let is_v = head >= P.n_head + P.n_kv_head;
     let row = token * P.row_len + select(P.k_at + (head - P.n_head) * hd, head * hd, is_q);
-    if (head >= P.n_head + P.n_kv_head) { // a v head: as it is
+    if (is_v && P.norm_v == 0u) { // a v head: as it is
         let c = pos * kv_dim + (head - P.n_head - P.n_kv_head) * hd;
         for (var d = t; d < hd; d += WG) {
             VC[c + d] = QKV[row + d];
@@ -58,7 +61,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         }
     }
     let scale = inverseSqrt(reduce_sum(t, sum) / f32(hd) + P.eps);
-    let w = select(hd, 0u, is_q);
+    let w = select(select(hd, 2u * hd, is_v), 0u, is_q);
     for (var j = 0u; j < PAIRS; j++) {
         let i = t + j * WG;
         if (i >= hd / 2u) {
@@ -67,7 +70,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let a = x[j].x * scale * norms[w + 2u * i];
         let b = x[j].y * scale * norms[w + 2u * i + 1u];
         var r = vec2<f32>(a, b);
-        if (i < P.rope.n_rot / 2u) {
+        if (i < P.rope.n_rot / 2u && !is_v) {
             let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
             r = vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
         }
@@ -75,6 +78,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         if (is_q) {
             Q[o] = r.x;
             Q[o + 1u] = r.y;
+        } else if (is_v) {
+            VC[o - P.n_kv_head * hd] = r.x;
+            VC[o - P.n_kv_head * hd + 1u] = r.y;
         } else {
             KC[o] = r.x;
             KC[o + 1u] = r.y;

@@ -1,11 +1,13 @@
 // The end of a sublayer in models that norm its output before the residual add (Gemma 2/3), fused with
-// the norm that reads the sum: x += rmsnorm(t) * w_post, then y = rmsnorm(x) * w_next. One workgroup
+// the norm that reads the sum: x = (x + rmsnorm(t) * w_post) * scale (scale 1 but in Gemma 4), then
+// y = rmsnorm(x) * w_next. One workgroup
 // per token of the run; each thread reads back only the values of x it wrote. Needs step.wgsl and
 // reduce.wgsl.
 
 struct Params {
     n: u32,
     eps: f32,
+    scale: f32,
 }
 
 @group(0) @binding(0) var<storage, read> T: array<f32>;          // (batch, n) the sublayer's output
@@ -31,7 +33,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let post = inverseSqrt(reduce_sum(t, sum) / f32(P.n) + P.eps);
     sum = 0.0;
     for (var i = t; i < P.n; i += WG) {
-        let x = X[row + i] + T[row + i] * post * Wpost[i];
+        let x = (X[row + i] + T[row + i] * post * Wpost[i]) * P.scale;
         X[row + i] = x;
         sum += x * x;
     }

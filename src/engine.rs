@@ -20,6 +20,9 @@ pub struct LoadOptions {
     /// Also build the plan that scores every token of a chunk (`Engine::log_probs`, perplexity): it
     /// keeps a row of logits per token of the chunk (batch x n_vocab floats) on the GPU.
     pub scoring: bool,
+    /// Put tables that could stay in the file on the GPU too (Gemma 4's per-layer embeddings, read
+    /// by rows for each token otherwise).
+    pub per_layer_on_gpu: bool,
 }
 
 /// Prompt tokens per run unless told otherwise: enough that the matmul tiles (16 tokens) fill up and
@@ -32,6 +35,7 @@ impl Default for LoadOptions {
             n_ctx: 2048,
             batch: DEFAULT_BATCH,
             scoring: false,
+            per_layer_on_gpu: false,
         }
     }
 }
@@ -47,6 +51,9 @@ pub struct Stats {
     pub dispatches_per_layer: Vec<u32>,
     pub submits_per_token: u32,
     pub weight_bytes_per_token: u64,
+    /// Bytes each token reads from the file itself, of a table left off the GPU (Gemma 4's
+    /// per-layer embeddings); 0 for most models.
+    pub row_bytes_per_token: u64,
     /// What every run so far added up to (decode steps and prompt chunks alike), and the wall time
     /// they took, submit to result.
     pub totals: Totals,
@@ -199,6 +206,7 @@ impl Engine {
         }
         gpu.alive()?;
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
+        loader.per_layer_on_gpu = options.per_layer_on_gpu;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
         let batch = options.batch.min(n_ctx);
@@ -246,6 +254,7 @@ impl Engine {
             dispatches_per_layer: forward.decode.dispatches_per_layer(),
             submits_per_token: 1,
             weight_bytes_per_token: forward.decode.weight_bytes,
+            row_bytes_per_token: forward.token_rows.as_ref().map_or(0, |r| r.row_bytes()),
             ..Default::default()
         };
         Ok(Engine {
@@ -415,6 +424,9 @@ impl Engine {
         match next {
             Some(next) => f.step.write_followed(gpu, self.pos, tokens, next),
             None => f.step.write(gpu, self.pos, tokens),
+        }
+        if let Some(rows) = &f.token_rows {
+            rows.write(gpu, tokens).await?;
         }
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         {

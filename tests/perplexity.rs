@@ -69,6 +69,7 @@ fn batched_scoring_equals_one_token_steps() {
         n_ctx: 128,
         batch: 48,
         scoring: true,
+        ..Default::default()
     };
     let mut session = Session::load(gpu, &source, &options, &mut |_, _| {})
         .block_on()

@@ -48,6 +48,7 @@ fn chunked_prompts_equal_one_token_at_a_time() {
             n_ctx: 64,
             batch,
             scoring,
+            ..Default::default()
         };
         let source = FileSource::open(root.join(file)).unwrap();
         Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})

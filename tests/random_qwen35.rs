@@ -69,6 +69,7 @@ fn load(gpu: &Arc<Gpu>, source: &dyn wick::gguf::ByteSource, n_ctx: u32, batch: 
         n_ctx,
         batch,
         scoring: false,
+        ..Default::default()
     };
     Engine::load(gpu.clone(), source, &options, &mut |_, _| {})
         .block_on()

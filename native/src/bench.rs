@@ -55,6 +55,10 @@ pub struct BenchArgs {
     /// What each generated token reads back
     #[arg(long, value_enum, default_value = "logits")]
     read: Read,
+    /// Put Gemma 4's per-layer embedding table on the GPU rather than reading each token's rows from
+    /// the file
+    #[arg(long)]
+    per_layer_on_gpu: bool,
 }
 
 /// One test's measurements: the wall time of each counted repetition and what its runs cost.
@@ -111,10 +115,22 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let options = LoadOptions {
         n_ctx,
         batch: args.batch,
+        per_layer_on_gpu: args.per_layer_on_gpu,
         ..Default::default()
     };
+    let held_before = gpu.memory().buffer_bytes;
     let mut engine =
         Engine::load(gpu.clone(), source.as_ref(), &options, &mut |_, _| {}).block_on()?;
+    let held = gpu.memory().buffer_bytes - held_before;
+    eprintln!(
+        "wick: the model holds {:.1} MiB of GPU memory for a {:.1} MiB file{}",
+        held as f64 / (1 << 20) as f64,
+        source.len() as f64 / (1 << 20) as f64,
+        match engine.stats.row_bytes_per_token {
+            0 => String::new(),
+            b => format!(", and reads {b} bytes of per-layer rows from the file per token"),
+        }
+    );
     crate::tune::tune_new_shapes(&mut engine)?;
     let batch = engine.stats.chunk_tokens;
     if batch < args.batch && args.n_prompt > 0 {

@@ -12,7 +12,9 @@ pub mod write;
 pub use header::{Header, TensorInfo, Value};
 #[cfg(not(target_arch = "wasm32"))]
 pub use source::FileSource;
-pub use source::{read_end, read_header, ByteSource, MemorySource, ReadFuture, SourceError};
+pub use source::{
+    read_end, read_header, ByteSource, MemorySource, ReadFuture, SharedSource, SourceError,
+};
 pub use types::GgmlType;
 
 /// Why a GGUF file could not be read.

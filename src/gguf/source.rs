@@ -53,7 +53,20 @@ pub trait ByteSource {
 
     /// A short description for messages (a path or URL).
     fn describe(&self) -> String;
+
+    /// A second handle on the same bytes that the engine may keep after loading, to read rows of a
+    /// table it leaves off the GPU (Gemma 4's per-layer embeddings); None where the source cannot
+    /// give one (the table then goes to the GPU with the rest).
+    fn reopen(&self) -> Option<SharedSource> {
+        None
+    }
 }
+
+/// A source an engine keeps: natively shareable across threads, as engines are.
+#[cfg(not(target_arch = "wasm32"))]
+pub type SharedSource = Box<dyn ByteSource + Send + Sync>;
+#[cfg(target_arch = "wasm32")]
+pub type SharedSource = Box<dyn ByteSource>;
 
 /// A local file.
 #[cfg(not(target_arch = "wasm32"))]
@@ -100,6 +113,12 @@ impl ByteSource for FileSource {
 
     fn describe(&self) -> String {
         self.path.clone()
+    }
+
+    fn reopen(&self) -> Option<SharedSource> {
+        FileSource::open(&self.path)
+            .ok()
+            .map(|f| Box::new(f) as SharedSource)
     }
 }
 

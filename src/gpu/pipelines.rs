@@ -65,6 +65,8 @@ pub enum Kernel {
     DeltaNet,
     /// x *= sigmoid(gate): gated attention's output gate.
     SigmoidGate,
+    /// Each layer's per-layer input from the projected embedding and the token's row (Gemma 4).
+    PerLayerInputs,
 }
 
 /// What the kernels that compute W's rows in pairs do with a pair (shaders/store_*.wgsl): the fusions
@@ -196,6 +198,7 @@ impl Kernel {
             Kernel::DeltaConv => wgsl!("step.wgsl", "delta_conv.wgsl"),
             Kernel::DeltaNet => wgsl!("step.wgsl", "reduce.wgsl", "delta_net.wgsl"),
             Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
+            Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };
         body.to_string()
     }

@@ -437,6 +437,7 @@ pub async fn load(
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
         recurrent: Vec::new(),
+        token_rows: None,
     })
 }
 

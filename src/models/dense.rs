@@ -1,18 +1,19 @@
-//! The dense transformer block that llama, qwen2, gemma3 and qwen35 share: RMSNorm, a token mixer
-//! (attention with RoPE over a grouped-query KV cache, or in Qwen3.5's recurrent layers Gated DeltaNet
-//! linear attention over a fixed-size state), a gated feed-forward block, tied or separate output head.
-//! What differs from family to family is named data, a `Family`, which each family's own file makes
-//! from its metadata.
+//! The dense transformer block that llama, qwen2, gemma3, gemma4 and qwen35 share: RMSNorm, a token
+//! mixer (attention with RoPE over a grouped-query KV cache, self_attention.rs, or in Qwen3.5's
+//! recurrent layers Gated DeltaNet linear attention over a fixed-size state, linear_attention.rs), a
+//! gated feed-forward block, in Gemma 4 per-layer embeddings (per_layer_embd.rs), tied or separate
+//! output head. What differs from family to family is named data, a `Family`, which each family's own
+//! file makes from its metadata.
 
 use super::linear_attention::DeltaNet;
+use super::per_layer_embd::PerLayerEmbd;
+use super::self_attention::{self, Attention, SelfAttention};
 use super::{Ends, Forward, Loader, Meta};
-use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked, StepInput};
+use crate::gguf::Value;
+use crate::gpu::{scratch_buffer, GpuTensor, Plan, StepInput};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::rope::{self, Rope};
-use crate::ops::{
-    attention, delta_net, embed, head_norm_rope_kv, matvec, rms_norm, rope_kv, sigmoid_gate,
-    softcap,
-};
+use crate::ops::{attention, delta_net, embed, matvec, rms_norm, softcap};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -20,9 +21,12 @@ use crate::Error;
 pub struct Config {
     pub n_embd: u32,
     pub n_layer: u32,
-    pub n_ff: u32,
+    /// Per layer, the feed-forward block's width (one value in most files; Gemma 4 widens its last
+    /// layers).
+    pub n_ff: Vec<u32>,
     pub n_head: u32,
-    pub n_kv_head: u32,
+    /// Per layer, its kv heads (one value in most files, an array in Gemma 4's).
+    pub n_kv_head: Vec<u32>,
     pub head_dim: u32,
     pub n_vocab: u32,
     pub rms_eps: f32,
@@ -38,10 +42,21 @@ impl Config {
     pub fn from_meta(m: &Meta) -> Result<Config, Error> {
         let n_embd = m.meta_u32("embedding_length")?;
         let n_head = m.meta_u32("attention.head_count")?;
-        let n_kv_head = m.meta_u32_or("attention.head_count_kv", n_head)?;
-        if n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0 {
+        // Next-token-prediction layers (MTP) follow the model's own; they are not run.
+        let n_layer = m.meta_u32("block_count")?;
+        let n_mtp = m.meta_u32_or("nextn_predict_layers", 0)?;
+        if n_mtp >= n_layer {
             return Err(Error::Model(format!(
-                "{n_head} heads cannot share {n_kv_head} kv heads"
+                "{n_mtp} next-token-prediction layers leave none of the {n_layer} blocks to run"
+            )));
+        }
+        let n_kv_head = per_layer(m, "attention.head_count_kv", n_layer, Some(n_head))?;
+        if let Some(&kv) = n_kv_head
+            .iter()
+            .find(|&&kv| n_head == 0 || kv == 0 || n_head % kv != 0)
+        {
+            return Err(Error::Model(format!(
+                "{n_head} heads cannot share {kv} kv heads"
             )));
         }
         let head_dim = m.meta_u32_or("attention.key_length", n_embd / n_head)?;
@@ -66,20 +81,14 @@ impl Config {
                 )))
             }
         };
-        // Next-token-prediction layers (MTP) follow the model's own; they are not run.
-        let n_layer = m.meta_u32("block_count")?;
-        let n_mtp = m.meta_u32_or("nextn_predict_layers", 0)?;
-        if n_mtp >= n_layer {
-            return Err(Error::Model(format!(
-                "{n_mtp} next-token-prediction layers leave none of the {n_layer} blocks to run"
-            )));
-        }
+        let n_ff = per_layer(m, "feed_forward_length", n_layer, None)?;
+        let n_run = (n_layer - n_mtp) as usize;
         Ok(Config {
             n_embd,
             n_layer: n_layer - n_mtp,
-            n_ff: m.meta_u32("feed_forward_length")?,
+            n_ff: n_ff[..n_run].to_vec(),
             n_head,
-            n_kv_head,
+            n_kv_head: n_kv_head[..n_run].to_vec(),
             head_dim,
             n_vocab,
             rms_eps: m.meta_f32_or("attention.layer_norm_rms_epsilon", 1e-5)?,
@@ -95,6 +104,31 @@ impl Config {
                 .has("rope_freqs.weight")
                 .then(|| "rope_freqs.weight".to_string()),
         })
+    }
+}
+
+/// A count given once for every layer or as one value per layer (llama.cpp's "key or array"); the
+/// default where the file has neither.
+fn per_layer(m: &Meta, key: &str, n_layer: u32, default: Option<u32>) -> Result<Vec<u32>, Error> {
+    let full = format!("{}.{key}", m.arch);
+    let bad = |why: &str| Error::Model(format!("metadata {full}: {why}"));
+    match m.header.get(&full) {
+        Some(Value::Array(values)) => {
+            let values: Option<Vec<u32>> = values
+                .iter()
+                .map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok()))
+                .collect();
+            match values {
+                Some(v) if v.len() == n_layer as usize => Ok(v),
+                Some(v) => Err(bad(&format!("{} values for {n_layer} layers", v.len()))),
+                None => Err(bad("not an array of 32-bit counts")),
+            }
+        }
+        Some(_) => Ok(vec![m.meta_u32(key)?; n_layer as usize]),
+        None => match default {
+            Some(d) => Ok(vec![d; n_layer as usize]),
+            None => Err(bad("missing")),
+        },
     }
 }
 
@@ -115,6 +149,30 @@ pub struct LayerAttention {
     /// Keys a query sees, its own included (sliding-window layers); 0: all before it.
     pub window: u32,
     pub mixer: Mixer,
+    /// Its heads' dimensions, and its kv heads (Gemma 4's sliding layers differ from its others in
+    /// both).
+    pub head_dim: u32,
+    pub n_kv_head: u32,
+    /// Its rotation's frequencies are divided by the family's `rope_factors` (Gemma 4's proportional
+    /// RoPE is its global layers' alone).
+    pub rope_factors: bool,
+    /// The earlier layer whose KV cache this one reads, computing only q (Gemma 4's last layers).
+    pub kv_from: Option<usize>,
+}
+
+impl LayerAttention {
+    /// Layer `i` of the config: its heads, the config's rotation and factors, every position seen.
+    pub fn new(c: &Config, i: usize) -> LayerAttention {
+        LayerAttention {
+            rope: c.rope,
+            window: 0,
+            mixer: Mixer::Attention,
+            head_dim: c.head_dim,
+            n_kv_head: c.n_kv_head[i],
+            rope_factors: true,
+            kv_from: None,
+        }
+    }
 }
 
 /// What sets one family's block apart from another's.
@@ -151,6 +209,10 @@ pub struct Family {
     pub attn_gate: bool,
     /// The shape of the layers whose mixer is `Mixer::DeltaNet`, where there are any.
     pub delta_net: Option<delta_net::Shape>,
+    /// v is RMS-normed per head, without weights, before the cache (Gemma 4).
+    pub v_norm: bool,
+    /// Values per layer of the per-layer embeddings (embedding_length_per_layer_input); 0: none.
+    pub per_layer_width: u32,
 }
 
 impl Family {
@@ -168,29 +230,35 @@ impl Family {
             final_softcap: 0.0,
             rope_factors: c.rope_factors.clone(),
             rope_still_pairs: Vec::new(),
-            layers: vec![
-                LayerAttention {
-                    rope: c.rope,
-                    window: 0,
-                    mixer: Mixer::Attention,
-                };
-                c.n_layer as usize
-            ],
+            layers: (0..c.n_layer as usize)
+                .map(|i| LayerAttention::new(c, i))
+                .collect(),
             ffn_norm: "ffn_norm",
             attn_gate: false,
             delta_net: None,
+            v_norm: false,
+            per_layer_width: 0,
         }
     }
 
     /// What the engine does with the family, in a few lines for `wick info`.
     pub fn describe(&self, c: &Config) -> Vec<String> {
+        let spread = |v: &mut dyn Iterator<Item = u32>| {
+            let v: Vec<u32> = v.collect();
+            let (lo, hi) = (v.iter().min().copied(), v.iter().max().copied());
+            match (lo, hi) {
+                (Some(lo), Some(hi)) if lo != hi => format!("{lo}-{hi}"),
+                (Some(lo), _) => lo.to_string(),
+                _ => "0".into(),
+            }
+        };
         let mut lines = vec![format!(
             "dense block: {} layers, {} heads ({} kv) of {}, feed-forward {} ({:?}), {} norms",
             c.n_layer,
             c.n_head,
-            c.n_kv_head,
-            c.head_dim,
-            c.n_ff,
+            spread(&mut self.layers.iter().map(|l| l.n_kv_head)),
+            spread(&mut self.layers.iter().map(|l| l.head_dim)),
+            spread(&mut c.n_ff.iter().copied()),
             self.activation,
             match (self.post_norms, self.qk_norm) {
                 (false, false) => "pre-sublayer",
@@ -239,6 +307,18 @@ impl Family {
                 (d.state_len() + d.conv_state_len() as u64) * 4 / 1024
             ));
         }
+        let shared = self.layers.iter().filter(|l| l.kv_from.is_some()).count();
+        if shared > 0 {
+            lines.push(format!(
+                "the last {shared} layers read earlier layers' KV caches (no cache of their own)"
+            ));
+        }
+        if self.per_layer_width > 0 {
+            lines.push(format!(
+                "per-layer embeddings: {} values per layer and token",
+                self.per_layer_width
+            ));
+        }
         let windowed = self.layers.iter().filter(|l| l.window > 0).count();
         let base = |l: &LayerAttention| l.rope.freq_base;
         match self.layers.iter().find(|l| l.window > 0) {
@@ -278,6 +358,8 @@ struct Block {
     ffn_gate_up: GateUp,                       // ffn_gate, ffn_up: (2 n_ff, n_embd)
     ffn_down: GpuTensor,                       // (n_embd, n_ff)
     post_ffw_norm: Option<wgpu::Buffer>,       // (n_embd)
+    /// The layer's output is multiplied by this (layer_output_scale; 1 where the file has none).
+    out_scale: f32,
 }
 
 /// A block's token mixer: its weights, and its KV cache or recurrent state.
@@ -296,47 +378,21 @@ impl Mixing {
     }
 }
 
-/// An attention layer's weights and cache.
-struct SelfAttention {
-    /// attn_q, attn_k, attn_v: ((n_head + 2 n_kv_head) head_dim, n_embd); with an output gate, q's
-    /// rows are followed by the gate's: ((2 n_head + 2 n_kv_head) head_dim, n_embd)
-    attn_qkv: Stacked,
-    attn_qkv_bias: Option<wgpu::Buffer>, // attn_q.bias, attn_k.bias, attn_v.bias: (n_head + 2 n_kv_head) head_dim
-    attn_qk_norm: Option<wgpu::Buffer>,  // attn_q_norm, attn_k_norm: (2, head_dim)
-    attn_output: GpuTensor,              // (n_embd, n_head * head_dim)
-    rope_freqs: wgpu::Buffer,            // (n_rot / 2) each rope pair's frequency in this layer
-    k_cache: wgpu::Buffer,               // (n_ctx, n_kv_head, head_dim)
-    v_cache: wgpu::Buffer,               // (n_ctx, n_kv_head, head_dim)
-}
-
-/// From this position on, a decode step splits attention over the sequence into `ATTENTION_SPLITS`
-/// (each split still has 64 keys or more per workgroup); before it, the extra merge dispatch costs
-/// more than the idle GPU does.
-const SPLIT_ATTENTION_FROM: u32 = 1024;
-const ATTENTION_SPLITS: u32 = 16;
-
-/// How a plan's attention runs.
-enum Attention<'a> {
-    /// A workgroup per head and token.
-    Whole,
-    /// One token, split over the sequence, through this scratch.
-    Split(&'a wgpu::Buffer),
-}
-
-/// The activations a run works through, f32, each with one row per token of the largest run.
-struct Activations {
-    x: wgpu::Buffer,       // (batch, n_embd) the residual stream
-    xn: wgpu::Buffer,      // (batch, n_embd) normed
-    q: wgpu::Buffer,       // (batch, n_head * head_dim), rotated (k and v go to the cache)
-    attn: wgpu::Buffer,    // (batch, max(n_head * head_dim, the DeltaNet read-out's value_dim))
-    gate_up: wgpu::Buffer, // (batch, 2 n_ff), where gate and up are kept apart
-    hidden: wgpu::Buffer,  // (batch, n_ff)
+/// The activations a run works through, f32, each with one row per token of the largest run, as
+/// wide as the widest layer needs.
+pub struct Activations {
+    pub x: wgpu::Buffer,       // (batch, n_embd) the residual stream
+    pub xn: wgpu::Buffer,      // (batch, n_embd) normed
+    pub q: wgpu::Buffer,       // (batch, n_head * head_dim), rotated (k and v go to the cache)
+    pub attn: wgpu::Buffer,    // (batch, max(n_head * head_dim, the DeltaNet read-out's value_dim))
+    pub gate_up: wgpu::Buffer, // (batch, 2 n_ff), where gate and up are kept apart
+    pub hidden: wgpu::Buffer,  // (batch, n_ff)
     /// (batch, (n_head + 2 n_kv_head) head_dim): q, k and v before their per-head norms (and the
     /// output gate's values, where attention has one); and a DeltaNet layer's projected rows, where
     /// the model has such layers (as many values as the larger of the two needs).
-    qkv: Option<wgpu::Buffer>,
+    pub qkv: Option<wgpu::Buffer>,
     /// (batch, n_embd): a sublayer's output before its post-norm.
-    sublayer: Option<wgpu::Buffer>,
+    pub sublayer: Option<wgpu::Buffer>,
 }
 
 /// Loads the weights, allocates the cache and activations for `n_ctx` positions and prompt chunks of
@@ -350,81 +406,51 @@ pub async fn load(
 ) -> Result<Forward, Error> {
     let c = Config::from_meta(l)?;
     let f = family_of(l, &c, n_ctx)?;
-    let (d, q_dim, kv_dim) = (c.n_embd, c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
-    if c.head_dim % 4 != 0 || c.head_dim > attention::MAX_HEAD_DIM {
-        return Err(Error::Model(format!(
-            "heads of {} dimensions are not supported (a multiple of 4, at most {})",
-            c.head_dim,
-            attention::MAX_HEAD_DIM
-        )));
+    let d = c.n_embd;
+    for layer in f.layers.iter().filter(|l| l.mixer == Mixer::Attention) {
+        self_attention::check(layer)?;
     }
-    if c.rope.n_rot % 2 != 0 || c.rope.n_rot > c.head_dim {
-        return Err(Error::Model(format!(
-            "RoPE over {} of {} dimensions is not supported",
-            c.rope.n_rot, c.head_dim
-        )));
-    }
-    refuse_unsupported(l, &c)?;
+    refuse_unsupported(l, &c, &f)?;
     let gpu = l.gpu.clone();
     if let Some(shape) = f.delta_net {
         super::linear_attention::check(shape, gpu.max_binding())?;
     }
 
     let ends = Ends::load(l, d, c.n_vocab).await?;
+    let n_factors = f
+        .layers
+        .iter()
+        .filter(|l| l.rope_factors)
+        .map(|l| l.rope.n_rot / 2)
+        .max()
+        .unwrap_or(c.rope.n_rot / 2);
     let mut rope_factors = match &f.rope_factors {
-        Some(name) => Some(l.host_f32(name, &[c.rope.n_rot / 2]).await?),
+        Some(name) => Some(l.host_f32(name, &[n_factors]).await?),
         None => None,
     };
     if f.rope_still_pairs.contains(&true) {
         // A still pair's frequency is 0: an infinite divisor.
-        let factors = rope_factors.get_or_insert_with(|| vec![1.0; (c.rope.n_rot / 2) as usize]);
+        let factors = rope_factors.get_or_insert_with(|| vec![1.0; n_factors as usize]);
         for (factor, &still) in factors.iter_mut().zip(&f.rope_still_pairs) {
             if still {
                 *factor = f32::INFINITY;
             }
         }
     }
-    let layer_ropes: Vec<Rope> = f.layers.iter().map(|layer| layer.rope).collect();
-    let layer_freqs = rope::freqs_buffers(&gpu, &layer_ropes, rope_factors.as_deref());
-    // Where NeoX pairs live apart, the rows of q and k each head takes, in adjacent-pair order.
-    let head_order = f
-        .rope_neox
-        .then(|| rope::neox_as_adjacent(c.head_dim, c.rope.n_rot));
-    let heads_order = |n_heads: u32| {
-        head_order.as_ref().map(|o| {
-            (0..n_heads)
-                .flat_map(|h| o.iter().map(move |&r| h * c.head_dim + r))
-                .collect::<Vec<u32>>()
-        })
-    };
-    let (q_order, k_order) = (heads_order(c.n_head), heads_order(c.n_kv_head));
-    // With an output gate, attn_q's rows are each head's q then its gate: q's rows of every head
-    // (ordered as above) come first, then every head's gate, then k and v: a row [q | gate | k | v],
-    // which head_norm_rope_kv and sigmoid_gate read.
-    let (q_rows, q_gated_order) = match f.attn_gate {
-        false => (q_dim, None),
-        true => {
-            let own = |h: u32, r: u32| h * 2 * c.head_dim + r;
-            let q = (0..q_dim).map(|r| match &q_order {
-                Some(o) => own(o[r as usize] / c.head_dim, o[r as usize] % c.head_dim),
-                None => own(r / c.head_dim, r % c.head_dim),
-            });
-            let gates = (0..q_dim).map(|r| own(r / c.head_dim, c.head_dim + r % c.head_dim));
-            (2 * q_dim, Some(q.chain(gates).collect::<Vec<u32>>()))
-        }
-    };
-    let reorder = |v: Vec<f32>, order: &Option<Vec<u32>>| match order {
-        None => v,
-        Some(o) => o.iter().map(|&r| v[r as usize]).collect(),
-    };
-    let mut blocks = Vec::with_capacity(c.n_layer as usize);
+    let layer_freqs = rope::freqs_buffers(
+        &gpu,
+        f.layers.iter().map(|layer| {
+            let factors = rope_factors.as_deref().filter(|_| layer.rope_factors);
+            layer.rope.freqs(factors)
+        }),
+    );
+    let mut blocks: Vec<Block> = Vec::with_capacity(c.n_layer as usize);
     for i in 0..c.n_layer {
+        let layer = &f.layers[i as usize];
         let name = |t: &str| format!("blk.{i}.{t}.weight");
-        let names = |ts: &[&str]| ts.iter().map(|t| name(t)).collect::<Vec<_>>();
         let optional = |t: &str| f.post_norms.then(|| name(t));
-        let cache = (n_ctx as u64) * kv_dim as u64 * 4;
         let attn_norm = l.vector(&name("attn_norm"), d).await?;
-        let mixing = match (f.layers[i as usize].mixer, f.delta_net) {
+        let mixing = match (layer.mixer, f.delta_net) {
             (Mixer::DeltaNet, Some(shape)) => {
                 Mixing::DeltaNet(DeltaNet::load(l, i, shape, d).await?)
             }
@@ -432,104 +458,44 @@ pub async fn load(
                 unreachable!("a DeltaNet layer in a family without its shape")
             }
             (Mixer::Attention, _) => {
-                let attn_qkv = match l.has(&name("attn_qkv")) {
-                    // q, k and v in one matrix (Phi-3): one order over all its rows.
-                    true => {
-                        let order: Option<Vec<u32>> =
-                            q_order.as_ref().zip(k_order.as_ref()).map(|(q, k)| {
-                                let (k, v) = (
-                                    k.iter().map(|r| r + q_dim),
-                                    q_dim + kv_dim..q_dim + 2 * kv_dim,
-                                );
-                                q.iter().copied().chain(k).chain(v).collect()
-                            });
-                        let rows = q_dim + 2 * kv_dim;
-                        l.stacked_reordered(&[name("attn_qkv")], d, &[rows], &[order.as_deref()])
-                            .await?
-                    }
-                    false => {
-                        let q = q_gated_order.as_ref().or(q_order.as_ref());
-                        l.stacked_reordered(
-                            &names(&["attn_q", "attn_k", "attn_v"]),
-                            d,
-                            &[q_rows, kv_dim, kv_dim],
-                            &[q.map(|o| o.as_slice()), k_order.as_deref(), None],
-                        )
-                        .await?
-                    }
-                };
-                let attn_qkv_bias = match l.has(&format!("blk.{i}.attn_q.bias")) {
-                    false => None,
-                    true => {
-                        let bias = |t: &'static str, n: u32| (format!("blk.{i}.{t}.bias"), n);
-                        let mut all = Vec::new();
-                        for ((name, n), order) in [
-                            (bias("attn_q", q_dim), &q_order),
-                            (bias("attn_k", kv_dim), &k_order),
-                            (bias("attn_v", kv_dim), &None),
-                        ] {
-                            all.extend(reorder(l.host_f32(&name, &[n]).await?, order));
+                let shared = match layer.kv_from {
+                    None => None,
+                    Some(j) => match blocks.get(j).map(|b| &b.mixing) {
+                        Some(Mixing::Attention(source)) => Some(source.cache.clone()),
+                        _ => {
+                            return Err(Error::Model(format!(
+                                "layer {i} would read the KV cache of layer {j}, which has none"
+                            )))
                         }
-                        Some(storage_buffer(
-                            &gpu,
-                            "attn_qkv.bias",
-                            bytemuck::cast_slice(&all),
-                        ))
-                    }
+                    },
                 };
-                let attn_qk_norm = match f.qk_norm {
-                    false => None,
-                    true => {
-                        let mut norms = Vec::new();
-                        for t in ["attn_q_norm", "attn_k_norm"] {
-                            let w = l.host_f32(&name(t), &[c.head_dim]).await?;
-                            norms.extend(reorder(w, &head_order));
-                        }
-                        Some(storage_buffer(
-                            &gpu,
-                            "attn_qk_norm",
-                            bytemuck::cast_slice(&norms),
-                        ))
-                    }
-                };
-                if attn_qkv_bias.is_some() && attn_qk_norm.is_some() {
-                    return Err(Error::Model(
-                        "q/k/v biases together with per-head q/k norms are not supported".into(),
-                    ));
-                }
-                if f.attn_gate && attn_qk_norm.is_none() {
-                    return Err(Error::Model(
-                        "gated attention without per-head q/k norms is not supported".into(),
-                    ));
-                }
-                Mixing::Attention(SelfAttention {
-                    attn_qkv,
-                    attn_qkv_bias,
-                    attn_qk_norm,
-                    attn_output: l.matrix(&name("attn_output"), q_dim, d).await?,
-                    rope_freqs: layer_freqs[i as usize].clone(),
-                    k_cache: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), cache).await?,
-                    v_cache: scratch_buffer(&gpu, &format!("blk.{i}.v_cache"), cache).await?,
-                })
+                let freqs = layer_freqs[i as usize].clone();
+                let which = (&c, &f, layer);
+                Mixing::Attention(SelfAttention::load(l, i, which, freqs, (n_ctx, shared)).await?)
             }
         };
         let post_attention_norm = match optional("post_attention_norm") {
             Some(n) => Some(l.vector(&n, d).await?),
             None => None,
         };
+        let n_ff = c.n_ff[i as usize];
         let ffn_norm = l.vector(&name(f.ffn_norm), d).await?;
         let ffn_gate_up = match l.has(&name("ffn_gate")) {
             true => {
-                l.gate_up([&name("ffn_gate"), &name("ffn_up")], d, c.n_ff)
+                l.gate_up([&name("ffn_gate"), &name("ffn_up")], d, n_ff)
                     .await?
             }
             // Gate and up in one matrix, gate first (Phi-3).
-            false => l.gate_up_fused(&name("ffn_up"), d, c.n_ff).await?,
+            false => l.gate_up_fused(&name("ffn_up"), d, n_ff).await?,
         };
-        let ffn_down = l.matrix(&name("ffn_down"), c.n_ff, d).await?;
+        let ffn_down = l.matrix(&name("ffn_down"), n_ff, d).await?;
         let post_ffw_norm = match optional("post_ffw_norm") {
             Some(n) => Some(l.vector(&n, d).await?),
             None => None,
+        };
+        let out_scale = match l.has(&name("layer_output_scale")) {
+            true => l.host_f32(&name("layer_output_scale"), &[1]).await?[0],
+            false => 1.0,
         };
         blocks.push(Block {
             attn_norm,
@@ -539,23 +505,50 @@ pub async fn load(
             ffn_gate_up,
             ffn_down,
             post_ffw_norm,
+            out_scale,
         });
     }
+    let (per_layer, token_rows) = match f.per_layer_width {
+        0 => (None, None),
+        width => {
+            let shape = (d, c.n_vocab, c.n_layer, width);
+            let (p, rows) =
+                PerLayerEmbd::load(l, shape, (batch, c.rms_eps, !l.per_layer_on_gpu)).await?;
+            (Some(p), rows)
+        }
+    };
 
     let rows =
         |label: &'static str, n: u32| scratch_buffer(&gpu, label, batch as u64 * n as u64 * 4);
-    let projected = q_rows + 2 * kv_dim;
+    let widest = |of: &dyn Fn(&LayerAttention) -> u32| {
+        f.layers
+            .iter()
+            .filter(|l| l.mixer == Mixer::Attention)
+            .map(of)
+            .max()
+            .unwrap_or(0)
+    };
+    let q_dim = widest(&|l| c.n_head * l.head_dim);
+    let projected = blocks
+        .iter()
+        .filter_map(|b| match &b.mixing {
+            Mixing::Attention(a) => Some(a.row_len()),
+            Mixing::DeltaNet(_) => None,
+        })
+        .max()
+        .unwrap_or(0);
     let (projected, read_out) = match f.delta_net {
         Some(s) => (projected.max(s.row_len()), q_dim.max(s.value_dim())),
         None => (projected, q_dim),
     };
+    let n_ff = c.n_ff.iter().copied().max().unwrap_or(0);
     let a = Activations {
         x: rows("x", d).await?,
         xn: rows("xn", d).await?,
-        q: rows("q", q_dim).await?,
+        q: rows("q", q_dim.max(1)).await?,
         attn: rows("attn", read_out).await?,
-        gate_up: rows("gate_up", 2 * c.n_ff).await?,
-        hidden: rows("hidden", c.n_ff).await?,
+        gate_up: rows("gate_up", 2 * n_ff).await?,
+        hidden: rows("hidden", n_ff).await?,
         qkv: match f.qk_norm || f.delta_net.is_some() {
             true => Some(rows("qkv", projected).await?),
             false => None,
@@ -572,6 +565,7 @@ pub async fn load(
         c: &c,
         f: &f,
         blocks: &blocks,
+        per_layer: per_layer.as_ref(),
         ends: &ends,
         a: &a,
     };
@@ -593,14 +587,16 @@ pub async fn load(
     };
     let mut decode = decode_plan(Attention::Whole);
     decode.finish(&gpu).await?;
-    let decode_long = match n_ctx > SPLIT_ATTENTION_FROM {
+    let decode_long = match n_ctx > self_attention::SPLIT_ATTENTION_FROM {
         false => None,
         true => {
-            let bytes = attention::split_scratch_bytes(c.n_head, c.head_dim, ATTENTION_SPLITS);
+            let head_dim = widest(&|l| l.head_dim);
+            let splits = self_attention::ATTENTION_SPLITS;
+            let bytes = attention::split_scratch_bytes(c.n_head, head_dim, splits);
             let parts = scratch_buffer(&gpu, "attention splits", bytes).await?;
             let mut plan = decode_plan(Attention::Split(&parts));
             plan.finish(&gpu).await?;
-            Some((SPLIT_ATTENTION_FROM, plan))
+            Some((self_attention::SPLIT_ATTENTION_FROM, plan))
         }
     };
     let (prefill, score) = super::prompt_plans(
@@ -630,12 +626,13 @@ pub async fn load(
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
         recurrent,
+        token_rows,
     })
 }
 
 /// Tensors of layouts llama.cpp also reads for these families but the block does not run: said
 /// plainly rather than left unread.
-fn refuse_unsupported(m: &Meta, c: &Config) -> Result<(), Error> {
+fn refuse_unsupported(m: &Meta, c: &Config, f: &Family) -> Result<(), Error> {
     let mut names = vec!["output.bias".to_string()];
     for i in 0..c.n_layer {
         for t in [
@@ -645,6 +642,10 @@ fn refuse_unsupported(m: &Meta, c: &Config) -> Result<(), Error> {
             "ffn_down.bias",
         ] {
             names.push(format!("blk.{i}.{t}"));
+        }
+        if !f.post_norms {
+            // The scale is applied where the post-norms fold the residual add.
+            names.push(format!("blk.{i}.layer_output_scale.weight"));
         }
     }
     match names.iter().find(|n| m.has(n)) {
@@ -661,6 +662,7 @@ struct Model<'a> {
     c: &'a Config,
     f: &'a Family,
     blocks: &'a [Block],
+    per_layer: Option<&'a PerLayerEmbd>,
     ends: &'a Ends,
     a: &'a Activations,
 }
@@ -672,6 +674,9 @@ impl Model<'_> {
         let (c, f, a) = (self.c, self.f, self.a);
         let (d, eps) = (c.n_embd, c.rms_eps);
         embed::push(plan, &self.ends.token_embd, &a.x, f.embd_scale);
+        if let Some(p) = self.per_layer {
+            p.push_inputs(plan, &a.x);
+        }
         for (i, b) in self.blocks.iter().enumerate() {
             plan.begin_layer(match b.mixing {
                 Mixing::Attention(_) => "attention",
@@ -683,7 +688,7 @@ impl Model<'_> {
                 rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, d, eps);
             }
             match &b.mixing {
-                Mixing::Attention(sa) => self.push_attention(plan, sa, layer, &attention),
+                Mixing::Attention(sa) => sa.push(plan, (c, f, layer), a, &attention),
                 Mixing::DeltaNet(dn) => {
                     let shape = f.delta_net.expect("the family's DeltaNet shape");
                     let rows = a.qkv.as_ref().expect("rows for the DeltaNet projection");
@@ -703,80 +708,29 @@ impl Model<'_> {
                 }
             }
 
-            // The feed-forward block and its residual add.
+            // The feed-forward block and its residual add, then the per-layer embedding's part; the
+            // layer's last kernel norms x for the next layer.
             let ffn = (&b.ffn_gate_up, &b.ffn_down);
             let scratch = (&a.gate_up, &a.hidden);
-            match (&b.post_ffw_norm, &a.sublayer) {
-                (Some(post), Some(t)) => {
+            let next = match self.blocks.get(i + 1) {
+                Some(next) => &next.attn_norm,
+                None => &self.ends.output_norm,
+            };
+            match (&b.post_ffw_norm, &a.sublayer, self.per_layer) {
+                (Some(post), Some(t), Some(p)) => {
                     glu::push_ffn(plan, f.activation, ffn, &a.xn, scratch, (t, false));
-                    let next = match self.blocks.get(i + 1) {
-                        Some(next) => &next.attn_norm,
-                        None => &self.ends.output_norm,
-                    };
+                    // The norm of this sum is not read: the per-layer part norms its own.
                     rms_norm::push_add_norm(plan, (t, post), &a.x, (next, &a.xn), d, eps);
+                    p.push_layer(plan, i, (&a.x, b.out_scale), t, (next, &a.xn));
+                }
+                (Some(post), Some(t), None) => {
+                    glu::push_ffn(plan, f.activation, ffn, &a.xn, scratch, (t, false));
+                    let x = (&a.x, b.out_scale);
+                    rms_norm::push_add_scale_norm(plan, (t, post), x, (next, &a.xn), d, eps);
                 }
                 _ => glu::push_ffn(plan, f.activation, ffn, &a.xn, scratch, (&a.x, true)),
             }
         }
         plan.layer_boundary();
-    }
-
-    /// q, k and v from xn, rotated, k and v into the cache, then attention into `attn`, gated where
-    /// the family gates it.
-    fn push_attention(
-        &self,
-        plan: &mut Plan,
-        b: &SelfAttention,
-        layer: &LayerAttention,
-        attention: &Attention,
-    ) {
-        let (c, a) = (self.c, self.a);
-        let heads = rope_kv::Heads {
-            n_head: c.n_head,
-            n_kv_head: c.n_kv_head,
-            head_dim: c.head_dim,
-        };
-        let outputs = rope_kv::RopeBuffers {
-            q: &a.q,
-            k_cache: &b.k_cache,
-            v_cache: &b.v_cache,
-            freqs: &b.rope_freqs,
-        };
-        match (&b.attn_qk_norm, &a.qkv) {
-            (Some(norms), Some(qkv)) => {
-                matvec::push_stacked(plan, &b.attn_qkv, &a.xn, qkv);
-                let rope = (&layer.rope, c.rms_eps);
-                let gated = self.f.attn_gate;
-                head_norm_rope_kv::push(plan, (qkv, gated), norms, rope, heads, &outputs);
-            }
-            _ => {
-                let qkv = (&b.attn_qkv, b.attn_qkv_bias.as_ref());
-                rope_kv::push(plan, qkv, &a.xn, &layer.rope, heads, &outputs);
-            }
-        }
-        let shape = attention::Shape {
-            n_head: c.n_head,
-            n_kv_head: c.n_kv_head,
-            head_dim: c.head_dim,
-            scale: self.f.attn_scale,
-            window: layer.window,
-            softcap: self.f.attn_softcap,
-        };
-        let buffers = attention::AttentionBuffers {
-            q: &a.q,
-            k_cache: &b.k_cache,
-            v_cache: &b.v_cache,
-            out: &a.attn,
-        };
-        match attention {
-            Attention::Whole => attention::push(plan, shape, &buffers),
-            Attention::Split(parts) => {
-                attention::push_split(plan, shape, ATTENTION_SPLITS, &buffers, parts)
-            }
-        }
-        if let (true, Some(qkv)) = (self.f.attn_gate, &a.qkv) {
-            let (q_dim, kv_dim) = (c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
-            sigmoid_gate::push(plan, &a.attn, q_dim, (qkv, 2 * q_dim + 2 * kv_dim, q_dim));
-        }
     }
 }

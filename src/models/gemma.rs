@@ -4,7 +4,7 @@
 //! 27B model's attention scale. Each generation's file (gemma2.rs, gemma3.rs) names what sets it apart
 //! and llama.cpp's constants for it where the metadata is silent.
 
-use super::dense::{Config, Family, LayerAttention, Mixer};
+use super::dense::{Config, Family, LayerAttention};
 use super::Meta;
 use crate::gguf::Value;
 use crate::ops::glu::Activation;
@@ -48,17 +48,14 @@ pub fn family(m: &Meta, c: &Config, g: &Generation) -> Result<Family, Error> {
     };
     let layers = sliding
         .iter()
-        .map(|&slides| match slides {
+        .enumerate()
+        .map(|(i, &slides)| match slides {
             true => LayerAttention {
                 rope: local,
                 window,
-                mixer: Mixer::Attention,
+                ..LayerAttention::new(c, i)
             },
-            false => LayerAttention {
-                rope: c.rope,
-                window: 0,
-                mixer: Mixer::Attention,
-            },
+            false => LayerAttention::new(c, i),
         })
         .collect();
     let attn_scale = match c.n_layer == g.layers_27b {

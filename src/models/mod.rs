@@ -6,12 +6,15 @@ pub mod dense;
 mod gemma;
 pub mod gemma2;
 pub mod gemma3;
+pub mod gemma4;
 mod linear_attention;
 pub mod llama;
+pub mod per_layer_embd;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen35;
+mod self_attention;
 
 use crate::gguf::{ByteSource, Header, TensorInfo};
 use crate::gpu::{
@@ -29,6 +32,7 @@ pub const ARCHITECTURES: &[&str] = &[
     "qwen35",
     "gemma2",
     "gemma3",
+    "gemma4",
     "phi3",
     "deepseek2",
 ];
@@ -43,6 +47,7 @@ fn dense_family(arch: &str) -> Option<dense::FamilyOf> {
         "phi3" => Some(phi3::family),
         "gemma2" => Some(gemma2::family),
         "gemma3" => Some(gemma3::family),
+        "gemma4" => Some(gemma4::family),
         _ => None,
     }
 }
@@ -71,6 +76,9 @@ pub struct Forward {
     /// of linear-attention layers. A run at position 0 starts them afresh; going back to an earlier
     /// position needs a copy of them from there (`Engine::rewind`).
     pub recurrent: Vec<wgpu::Buffer>,
+    /// Rows of a table left in the file that each run's tokens need (Gemma 4's per-layer
+    /// embeddings): read and written before the run.
+    pub token_rows: Option<per_layer_embd::TokenRows>,
 }
 
 /// A run that scores its tokens (`Forward::score`).
@@ -272,6 +280,8 @@ pub struct Loader<'a> {
     pub meta: Meta<'a>,
     pub source: &'a dyn ByteSource,
     pub progress: &'a mut dyn FnMut(u64, u64),
+    /// Tables that could stay in the file (Gemma 4's per-layer embeddings) go to the GPU anyway.
+    pub per_layer_on_gpu: bool,
     done: u64,
     total: u64,
 }
@@ -296,6 +306,7 @@ impl<'a> Loader<'a> {
             meta: Meta::new(header)?,
             source,
             progress,
+            per_layer_on_gpu: false,
             done: 0,
             total,
         })
@@ -449,6 +460,14 @@ impl<'a> Loader<'a> {
         )
         .await?;
         Ok(tensor)
+    }
+
+    /// Counts a tensor as loaded that stays in the file (read later by rows).
+    pub fn skip(&mut self, name: &str) {
+        if let Some(t) = self.meta.header.tensor(name) {
+            self.done += t.bytes();
+            (self.progress)(self.done, self.total);
+        }
     }
 
     /// A tensor of the given shape, dequantized to f32 on the host (weights the model derives others

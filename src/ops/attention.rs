@@ -45,8 +45,13 @@ impl Shape {
 }
 
 /// The kernel keeps each thread's share of a head's output in registers: 4 values for each of its
-/// 64 threads.
-pub const MAX_HEAD_DIM: u32 = 256;
+/// threads, 64 of them, or as many as heads of more than 256 dimensions need (Gemma 4's 512).
+pub const MAX_HEAD_DIM: u32 = 512;
+
+/// Threads per workgroup for heads of `head_dim` dimensions: 4 values each.
+fn workgroup(head_dim: u32) -> u32 {
+    (head_dim / 4).max(64).next_power_of_two()
+}
 
 pub struct AttentionBuffers<'a> {
     /// (batch, n_head, head_dim)
@@ -72,7 +77,10 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
     };
     let step = plan.step.clone();
     plan.push(
-        PipelineKey::new(Kernel::Attention, None),
+        PipelineKey {
+            workgroup: workgroup(s.head_dim),
+            ..PipelineKey::new(Kernel::Attention, None)
+        },
         &[b.q, b.k_cache, b.v_cache, b.out, &step],
         super::params(&p),
         [s.n_head, plan.batch, 1],
@@ -128,7 +136,10 @@ pub fn push_split(
     };
     let step = plan.step.clone();
     plan.push(
-        PipelineKey::new(Kernel::AttentionSplit, None),
+        PipelineKey {
+            workgroup: workgroup(head_dim),
+            ..PipelineKey::new(Kernel::AttentionSplit, None)
+        },
         &[b.q, b.k_cache, b.v_cache, parts, &step],
         super::params(&p),
         [n_head, n_split, 1],

@@ -12,7 +12,8 @@ struct Params {
     n: u32,
     g_offset: u32,
     u_offset: u32,
-    stride: u32,
+    g_stride: u32,
+    u_stride: u32,
 }
 
 /// Adds `h = act(g) * u` to the plan for each token row. g, u, h: (batch, n) f32.
@@ -24,16 +25,16 @@ pub fn push(
     h: &wgpu::Buffer,
     n: u32,
 ) {
-    push_rows(plan, act, (g, 0), (u, 0), n, (h, n));
+    push_rows(plan, act, (g, 0, n), (u, 0, n), (h, n));
 }
 
-/// As `push`, reading g and u from rows of `stride` values, each from its own offset.
-fn push_rows(
+/// As `push`, reading g and u each from its own offset in rows of its own stride: (buffer, offset,
+/// values per token row).
+pub fn push_rows(
     plan: &mut Plan,
     act: Activation,
-    (g, g_offset): (&wgpu::Buffer, u32),
-    (u, u_offset): (&wgpu::Buffer, u32),
-    stride: u32,
+    (g, g_offset, g_stride): (&wgpu::Buffer, u32, u32),
+    (u, u_offset, u_stride): (&wgpu::Buffer, u32, u32),
     (h, n): (&wgpu::Buffer, u32),
 ) {
     let step = plan.step.clone();
@@ -41,7 +42,8 @@ fn push_rows(
         n,
         g_offset,
         u_offset,
-        stride,
+        g_stride,
+        u_stride,
     };
     plan.push(
         PipelineKey::new(Kernel::Glu(act), None),
@@ -111,8 +113,8 @@ pub fn push_ffn(
         }
         GateUp::Apart(stacked) => {
             super::matvec::push_stacked(plan, stacked, xn, gate_up_out);
-            let (gate, up) = ((gate_up_out, 0), (gate_up_out, n_ff));
-            push_rows(plan, act, gate, up, 2 * n_ff, (hidden, n_ff));
+            let (gate, up) = ((gate_up_out, 0, 2 * n_ff), (gate_up_out, n_ff, 2 * n_ff));
+            push_rows(plan, act, gate, up, (hidden, n_ff));
         }
     }
     super::matvec::push(plan, down, hidden, y, accumulate);

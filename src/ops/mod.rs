@@ -12,6 +12,7 @@ pub mod matvec_id;
 pub mod mla;
 pub mod moe;
 pub mod moe_route;
+pub mod per_layer_inputs;
 pub mod rms_norm;
 pub mod rope;
 pub mod rope_kv;

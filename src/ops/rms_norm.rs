@@ -42,6 +42,19 @@ pub fn push_add_norm(
     n: u32,
     eps: f32,
 ) {
+    push_add_scale_norm(plan, (t, w_post), (x, 1.0), (w_next, y), n, eps);
+}
+
+/// As `push_add_norm`, the sum then scaled: `x = (x + rmsnorm(t) * w_post) * scale` (Gemma 4 scales
+/// each layer's output).
+pub fn push_add_scale_norm(
+    plan: &mut Plan,
+    (t, w_post): (&wgpu::Buffer, &wgpu::Buffer),
+    (x, scale): (&wgpu::Buffer, f32),
+    (w_next, y): (&wgpu::Buffer, &wgpu::Buffer),
+    n: u32,
+    eps: f32,
+) {
     let key = PipelineKey {
         workgroup: 256,
         ..PipelineKey::new(Kernel::NormAddNorm, None)
@@ -50,9 +63,17 @@ pub fn push_add_norm(
     plan.push(
         key,
         &[t, w_post, x, w_next, y, &step],
-        super::params(&Params { n, eps }),
+        super::params(&AddNormParams { n, eps, scale }),
         [1, plan.batch, 1],
     );
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct AddNormParams {
+    n: u32,
+    eps: f32,
+    scale: f32,
 }
 
 pub fn reference(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {

@@ -56,14 +56,12 @@ pub fn neox_as_adjacent(head_dim: u32, n_rot: u32) -> Vec<u32> {
         .collect()
 }
 
-/// The `freqs_buffer` of each of `ropes` (a model's layers), one buffer for those whose frequencies
+/// A buffer for each of `layers` (each layer's `Rope::freqs`), one buffer for those whose frequencies
 /// agree (Gemma 3's local and global layers make two).
-pub fn freqs_buffers(gpu: &Gpu, ropes: &[Rope], factors: Option<&[f32]>) -> Vec<wgpu::Buffer> {
+pub fn freqs_buffers(gpu: &Gpu, layers: impl Iterator<Item = Vec<f32>>) -> Vec<wgpu::Buffer> {
     let mut made: Vec<(Vec<f32>, wgpu::Buffer)> = Vec::new();
-    ropes
-        .iter()
-        .map(|rope| {
-            let freqs = rope.freqs(factors);
+    layers
+        .map(|freqs| {
             let at = match made.iter().position(|(known, _)| *known == freqs) {
                 Some(at) => at,
                 None => {
@@ -126,7 +124,7 @@ impl Rope {
 
     /// The buffer of `freqs` the kernels that rotate by this RoPE bind.
     pub fn freqs_buffer(&self, gpu: &Gpu, factors: Option<&[f32]>) -> wgpu::Buffer {
-        freqs_buffers(gpu, &[*self], factors).remove(0)
+        freqs_buffers(gpu, std::iter::once(self.freqs(factors))).remove(0)
     }
 
     /// CPU reference: rotates the first `n_rot` dimensions of one head in place at position `pos`.

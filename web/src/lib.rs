@@ -22,6 +22,7 @@ fn start() {
 }
 
 /// A GGUF file read through a JavaScript object `{ size, name, read(offset, length) -> Promise<Uint8Array> }`.
+#[derive(Clone)]
 struct JsSource {
     reader: JsValue,
     read: Function,
@@ -84,6 +85,11 @@ impl ByteSource for JsSource {
 
     fn describe(&self) -> String {
         self.name.clone()
+    }
+
+    /// The same reader: Gemma 4's per-layer rows are read through it after loading.
+    fn reopen(&self) -> Option<wick::gguf::SharedSource> {
+        Some(Box::new(self.clone()))
     }
 }
 
