@@ -149,6 +149,9 @@ export interface EngineStats {
   dispatchesPerToken: number;
   submitsPerToken: number;
   weightBytesPerToken: number;
+  /** Bytes a token reads from the model file itself: its rows of a table left off the GPU (Gemma 4's
+   * per-layer embeddings, read through the model's reader); 0 for most models. */
+  rowBytesPerToken: number;
   /** Matvec shapes that run with tuned kernel shapes on this adapter. */
   tunedShapes: number;
   /** This model's matvec shapes with no tuned kernel shape on this adapter yet (tuning is under way, was

@@ -116,7 +116,8 @@ impl Session {
     }
 
     /// Renders a conversation with the model's chat template, ready for the assistant's turn, with the
-    /// tools the template lays out (none: an empty slice).
+    /// tools the template lays out (none: an empty slice). A template that writes BOS itself (Gemma,
+    /// Llama 3) loses it where `tokenize_prompt` adds one, as llama.cpp does: one BOS, not two.
     pub fn chat_prompt(&self, messages: &[ChatMessage], tools: &[Value]) -> Result<String, Error> {
         let template = self.chat_template()?;
         let piece = |id: Option<u32>| {
@@ -125,9 +126,11 @@ impl Session {
         let bos = piece(self.tokenizer.bos()).unwrap_or_default();
         let eos = piece(self.tokenizer.eos()).unwrap_or_default();
         let limits = chat_template::Limits::default();
-        Ok(chat_template::render_with(
-            template, messages, tools, true, &bos, &eos, limits,
-        )?)
+        let text = chat_template::render_with(template, messages, tools, true, &bos, &eos, limits)?;
+        Ok(match text.strip_prefix(bos.as_str()) {
+            Some(rest) if self.tokenizer.add_bos() && !bos.is_empty() => rest.to_string(),
+            _ => text,
+        })
     }
 
     /// Forgets the cache.

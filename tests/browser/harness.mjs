@@ -18,6 +18,7 @@ export const MODEL = 'models/SmolLM2-135M-Instruct.Q4_1.gguf';
 export const TINY = 'tests/data/random-llama-chat.gguf';
 export const GEMMA = 'models/gemma-3-270m-q4_k_m.gguf';
 export const QWEN35 = 'tests/data/random-qwen35-q8_0.gguf';
+export const GEMMA4 = 'tests/data/random-gemma4-q8_0.gguf';
 export const WORK = join(ROOT, 'target/browser-test');
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 // Load options for the bulk of the tests: a compatibility-mode adapter, 3-4x faster here than core's.

@@ -3,9 +3,9 @@
 // the native engine's. Registered by run.mjs.
 
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COMPAT, GEMMA, QWEN35, WORK, base, context, installed, nativeReply, openPage, profile, ranOn, responses, test } from './harness.mjs';
+import { COMPAT, GEMMA, GEMMA4, QWEN35, ROOT, WORK, base, context, installed, nativeReply, openPage, profile, ranOn, responses, steered, test } from './harness.mjs';
 
 test('the package bundled by Vite loads a model and answers (core WebGPU, the default)', async () => {
   // A Vite app that depends on the installed package: its worker and .wasm must come out as assets.
@@ -82,6 +82,94 @@ test('a random-weight Qwen3.5 file (qwen35: Gated DeltaNet beside gated attentio
   assert.deepEqual(reply.profile.layerKinds.map(([kind, layers]) => [kind, layers]).sort(), [['attention', 2], ['linear attention', 2]]);
   assert.equal(reply.text, await nativeReply(content, 16, QWEN35));
   assert.ok(reply.text.length > 0);
+});
+
+/**
+ * Where a GGUF file's tensor `name` lies: { at, length } of its data, and `field`, where the header holds
+ * its offset (a u64 from the start of the data section), and `dataStart`, `alignment`.
+ */
+function tensorPlace(bytes, name) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let p = 8; // magic, version
+  const u64 = () => Number(view.getBigUint64((p += 8) - 8, true));
+  const u32 = () => view.getUint32((p += 4) - 4, true);
+  const str = () => {
+    const n = u64();
+    return new TextDecoder().decode(bytes.subarray(p, (p += n)));
+  };
+  const nTensors = u64();
+  const nKv = u64();
+  const sizes = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  const skip = (type) => {
+    if (type === 8) return void str();
+    if (type === 9) {
+      const inner = u32();
+      const n = u64();
+      for (let i = 0; i < n; i++) skip(inner);
+      return;
+    }
+    p += sizes[type];
+  };
+  let alignment = 32;
+  for (let i = 0; i < nKv; i++) {
+    const key = str();
+    const type = u32();
+    if (key === 'general.alignment') alignment = view.getUint32(p, true);
+    skip(type);
+  }
+  let found = null;
+  for (let i = 0; i < nTensors; i++) {
+    const tensor = str();
+    const dims = Array.from({ length: u32() }, u64);
+    const type = u32();
+    const field = p;
+    const offset = u64();
+    if (tensor === name) found = { dims, type, field, offset };
+  }
+  const dataStart = Math.ceil(p / alignment) * alignment;
+  assert.equal(found.type, 8, `${name} is Q8_0 in this file`);
+  const length = (found.dims.reduce((a, b) => a * b) / 32) * 34;
+  return { at: dataStart + found.offset, length, field: found.field, dataStart, alignment };
+}
+
+test('a random-weight Gemma 4 file (gemma4: per-layer embeddings read by rows, shared KV layers) answers in the package as the native engine does, its per-layer table left on the server until read', async () => {
+  // The file with its per-layer table moved 48 MiB out, past the chunks the reader fetches (and reads
+  // ahead) while loading; the old copy stays where it was, unread.
+  const original = readFileSync(join(ROOT, GEMMA4));
+  const table = tensorPlace(original, 'per_layer_token_embd.weight');
+  const offset = Math.ceil(((48 << 20) - table.dataStart) / table.alignment) * table.alignment;
+  const moved = new Uint8Array(table.dataStart + offset + table.length);
+  moved.set(original);
+  moved.set(original.subarray(table.at, table.at + table.length), table.dataStart + offset);
+  new DataView(moved.buffer).setBigUint64(table.field, BigInt(offset), true);
+  const { state, url } = steered;
+  state.files['/gemma4-far.gguf'] = { bytes: moved, etag: '"gemma4-far"' };
+  state.log.length = 0;
+  const [from, to] = [table.dataStart + offset, table.dataStart + offset + table.length - 1];
+  const touched = () => state.log.filter((r) => r.path === '/gemma4-far.gguf' && r.end >= from && r.start <= to);
+
+  const content = 'What is the capital of France?';
+  const page = await openPage('/target/browser-test/app/');
+  await page.evaluate(async ({ model, adapter }) => {
+    const { Wick } = await import('wick-llm');
+    window.engine = await Wick.load(model, { ...adapter, tune: false, nCtx: 512 });
+  }, { model: `${url}/gemma4-far.gguf`, adapter: COMPAT });
+  assert.deepEqual(touched(), [], 'the per-layer table was fetched while loading');
+  const reply = await page.evaluate(async ({ content }) => {
+    const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: 16 };
+    const answer = await window.engine.chat.completions.create(body);
+    const stats = await window.engine.stats();
+    await window.engine.unload();
+    return { text: answer.choices[0].message.content, stats };
+  }, { content });
+  await page.close();
+  ranOn(reply.stats);
+  assert.ok(touched().length > 0, 'the rows were read from the server');
+  // Each token's row: 6 layers of 32 values, Q8_0.
+  assert.equal(reply.stats.rowBytesPerToken, (6 * 32 * 34) / 32);
+  assert.equal(reply.text, await nativeReply(content, 16, GEMMA4));
+  assert.ok(reply.text.length > 0);
+  delete state.files['/gemma4-far.gguf'];
 });
 
 // The default model on each kind of adapter, greedy against native, with where a step's time goes.

@@ -261,6 +261,9 @@ struct Stats {
     dispatches_per_token: u32,
     submits_per_token: u32,
     weight_bytes_per_token: u64,
+    /// Bytes a token reads from the model file itself: its rows of a table left off the GPU
+    /// (Gemma 4's per-layer embeddings); 0 for most models.
+    row_bytes_per_token: u64,
     /// Matvec shapes with tuned kernel shapes on this adapter.
     tuned_shapes: usize,
     /// This model's matvec shapes with none yet: what `tune` would time.
@@ -407,6 +410,7 @@ impl Model {
             dispatches_per_token: engine.stats.dispatches_per_token,
             submits_per_token: engine.stats.submits_per_token,
             weight_bytes_per_token: engine.stats.weight_bytes_per_token,
+            row_bytes_per_token: engine.stats.row_bytes_per_token,
             tuned_shapes: engine.gpu.tuning().matvec.len(),
             untuned_shapes: engine.untuned_shapes().len(),
             tokens_per_second: last

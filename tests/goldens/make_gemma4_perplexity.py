@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Perplexity goldens of the random-weight gemma4 files (tests/data/random-gemma4-*.gguf) over
+tests/data/perplexity.txt, by llama-perplexity's method (make_perplexity_golden.py says how), from
+llama.cpp's logits and from numpy_gemma4.py's float64 forward pass.
+
+Run from the repository root with the venv that has llama-cpp-python, numpy and gguf:
+
+    nice -n 10 /work/venv-llama/bin/python tests/goldens/make_gemma4_perplexity.py
+
+Writes tests/goldens/random-gemma4-perplexity.json: {text_file, text_sha256, n_ctx, made_with, records:
+[{model, model_sha256, chunks, n_tokens, scored_tokens, llama_cpp, f32}]}, for the first 4 chunks of 128
+tokens (the random vocabulary has no capitals and few words, so the text comes out at about 4 tokens a
+word; each chunk starts with BOS, which Gemma 4's add_bos_token asks for and llama.cpp would add anyway,
+and is read from an empty cache; 128 positions are 16 sliding windows of 8, and the chunk's second half,
+which is scored, lies wholly beyond the first window).
+"""
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy_gemma4  # noqa: E402
+from make_perplexity_golden import read_text, running_perplexity, text_tokens  # noqa: E402
+
+import llama_cpp  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TEXT = "tests/data/perplexity.txt"
+DEST = os.path.join(HERE, "random-gemma4-perplexity.json")
+FILES = ["random-gemma4-f32.gguf", "random-gemma4-q8_0.gguf", "random-gemma4-q4_k.gguf"]
+N_CTX, CHUNKS = 128, 4
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def main():
+    text = read_text(os.path.join(ROOT, TEXT))
+    records = []
+    for name in FILES:
+        path = os.path.join(ROOT, "tests", "data", name)
+        llm = llama_cpp.Llama(model_path=path, n_ctx=N_CTX, n_batch=N_CTX, logits_all=True, n_threads=2,
+                              seed=0, verbose=False)
+        tokens, bos = text_tokens(llm, text)
+        tokens = tokens[: CHUNKS * N_CTX]
+
+        def llama_logits(chunk):
+            llm.reset()
+            llm.eval(chunk)
+            return llm.scores[:N_CTX]
+
+        meta, w = numpy_gemma4.load(path)
+        llama = running_perplexity(tokens, N_CTX, bos, llama_logits)
+        f32 = running_perplexity(tokens, N_CTX, bos, lambda chunk: numpy_gemma4.forward(meta, w, chunk))
+        del llm
+        records.append({
+            "model": f"tests/data/{name}",
+            "model_sha256": sha256(path),
+            "chunks": CHUNKS,
+            "n_tokens": len(text_tokens_all(path, text)),
+            "scored_tokens": CHUNKS * (N_CTX - 1 - N_CTX // 2),
+            "llama_cpp": llama[-1],
+            "f32": f32[-1],
+        })
+        off = llama[-1] / f32[-1] - 1
+        print(f"{name}: PPL llama.cpp {llama[-1]:.4f}, f32 {f32[-1]:.4f} (llama.cpp {off:+.2%} from f32)")
+    with open(os.path.join(ROOT, TEXT), "rb") as f:
+        text_sha = hashlib.sha256(f.read()).hexdigest()
+    out = {
+        "text_file": TEXT,
+        "text_sha256": text_sha,
+        "n_ctx": N_CTX,
+        "made_with": f"llama-cpp-python {llama_cpp.__version__}, CPU, n_threads=2, one chunk per eval; "
+                     "f32: numpy_gemma4.py (float64, exact GELU)",
+        "records": records,
+    }
+    with open(DEST, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    print("wrote", DEST)
+
+
+def text_tokens_all(path, text):
+    """The whole text's tokens, as llama-perplexity counts them."""
+    llm = llama_cpp.Llama(model_path=path, n_ctx=N_CTX, vocab_only=True, verbose=False)
+    return text_tokens(llm, text)[0]
+
+
+if __name__ == "__main__":
+    main()
