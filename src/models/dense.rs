@@ -284,6 +284,11 @@ impl Family {
                 ),
                 None => format!("RoPE frequencies divided by {factors}"),
             });
+            let with = self.layers.iter().filter(|l| l.rope_factors).count();
+            if with < self.layers.len() {
+                let line = lines.pop().unwrap_or_default();
+                lines.push(format!("{line} in {with} of {} layers", self.layers.len()));
+            }
         }
         if self.attn_softcap > 0.0 || self.final_softcap > 0.0 {
             lines.push(format!(
