@@ -121,6 +121,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let held_before = gpu.memory().buffer_bytes;
     let mut engine =
         Engine::load(gpu.clone(), source.as_ref(), &options, &mut |_, _| {}).block_on()?;
+    // What the upload staged is freed once the queue has run it.
+    gpu.queue.submit([]);
+    gpu.finished().block_on()?;
     let held = gpu.memory().buffer_bytes - held_before;
     eprintln!(
         "wick: the model holds {:.1} MiB of GPU memory for a {:.1} MiB file{}",
