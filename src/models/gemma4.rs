@@ -17,7 +17,7 @@ use crate::Error;
 pub fn family(m: &Meta, c: &Config, _n_ctx: u32) -> Result<Family, Error> {
     if m.meta_u32_or("expert_count", 0)? > 0 || m.has("blk.0.ffn_gate_inp.weight") {
         return Err(Error::Model(
-            "Gemma 4's mixture-of-experts models (26B-A4B) are not supported yet: the dense E2B, E4B and 31B models are"
+            "Gemma 4's mixture-of-experts models (26B-A4B) are not supported yet: the dense E2B and E4B are"
                 .into(),
         ));
     }
