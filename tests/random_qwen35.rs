@@ -13,6 +13,7 @@
 
 mod common;
 
+use common::edit_gguf::{set, variant};
 use common::fidelity::{check_greedy, Tolerance};
 use common::gpu;
 use common::random_model::check_all;
@@ -22,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wick::chat_template::ChatMessage;
 use wick::engine::{Engine, LoadOptions};
-use wick::gguf::write::{TensorSpec, Writer};
-use wick::gguf::{read_header, FileSource, MemorySource, Value};
+use wick::gguf::write::TensorSpec;
+use wick::gguf::{FileSource, MemorySource, Value};
 use wick::gpu::Gpu;
 use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::{Overflow, Session};
@@ -387,46 +388,6 @@ fn shape_file_greedy_against_llama_cpp() {
     };
     let agreement = check_greedy(&mut engine, &golden, tolerance);
     eprintln!("{name}: {agreement:?}");
-}
-
-/// `file` rewritten with `edit` applied to its metadata and tensors (each with its bytes).
-fn variant(
-    file: &Path,
-    edit: impl FnOnce(&mut Vec<(String, Value)>, &mut Vec<(TensorSpec, Vec<u8>)>),
-) -> MemorySource {
-    let bytes = std::fs::read(file).unwrap();
-    let header = read_header(&FileSource::open(file).unwrap())
-        .block_on()
-        .unwrap();
-    let mut metadata = header.metadata.clone();
-    let mut tensors: Vec<(TensorSpec, Vec<u8>)> = header
-        .tensors
-        .iter()
-        .map(|t| {
-            let r = header.tensor_range(t);
-            let spec = TensorSpec {
-                name: t.name.clone(),
-                dims: t.dims.clone(),
-                ty: t.ty,
-            };
-            (spec, bytes[r.start as usize..r.end as usize].to_vec())
-        })
-        .collect();
-    edit(&mut metadata, &mut tensors);
-    let specs: Vec<TensorSpec> = tensors.iter().map(|(s, _)| s.clone()).collect();
-    let mut w = Writer::new(Vec::new(), &metadata, &specs).unwrap();
-    for (_, data) in &tensors {
-        w.write_data(data).unwrap();
-    }
-    MemorySource {
-        bytes: w.finish().unwrap(),
-        name: "variant.gguf".into(),
-    }
-}
-
-fn set(metadata: &mut [(String, Value)], key: &str, value: Value) {
-    let at = metadata.iter().position(|(k, _)| k == key).unwrap();
-    metadata[at].1 = value;
 }
 
 #[test]
