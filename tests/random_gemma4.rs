@@ -205,7 +205,7 @@ fn random_gemma4_shared_layers_hold_no_cache() {
 }
 
 /// `wick perplexity`'s method over tests/data/perplexity.txt against llama-perplexity's over
-/// llama.cpp's logits and the f64 reference's (tests/goldens/make_gemma4_perplexity.py).
+/// llama.cpp's logits and the f64 reference's (tests/goldens/make_random_perplexity.py gemma4).
 #[test]
 fn random_gemma4_perplexity_matches_references() {
     let Some(gpu) = gpu() else { return };

@@ -137,7 +137,7 @@ fn random_qwen35_chunked_prefill_equals_token_at_a_time() {
 
 /// `wick perplexity`'s method over tests/data/perplexity.txt (4 chunks of 128, each from empty states)
 /// against llama-perplexity's over llama.cpp's logits and the float64 reference's
-/// (tests/goldens/make_qwen35_perplexity.py): within 0.05% of the reference, and within 0.5% of
+/// (tests/goldens/make_random_perplexity.py qwen35): within 0.05% of the reference, and within 0.5% of
 /// llama.cpp beyond llama.cpp's own distance from the reference (0.03% on the F16 file; its 8-bit
 /// activations move it 1.7% on Q8_0 and 0.8% on Q4_K).
 #[test]

@@ -1,28 +1,29 @@
 #!/usr/bin/env python3
-"""Perplexity goldens of the random-weight gemma4 files (tests/data/random-gemma4-*.gguf) over
-tests/data/perplexity.txt, by llama-perplexity's method (make_perplexity_golden.py says how), from
-llama.cpp's logits and from numpy_gemma4.py's float64 forward pass.
+"""Perplexity goldens of a family's random-weight files over tests/data/perplexity.txt, by
+llama-perplexity's method (make_perplexity_golden.py says how), from llama.cpp's logits and from the
+family's float64 numpy forward pass (numpy_<family>.py).
 
 Run from the repository root with the venv that has llama-cpp-python, numpy and gguf:
 
-    nice -n 10 /work/venv-llama/bin/python tests/goldens/make_gemma4_perplexity.py
+    nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py qwen35
+    nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py gemma4
 
-Writes tests/goldens/random-gemma4-perplexity.json: {text_file, text_sha256, n_ctx, made_with, records:
+Writes tests/goldens/random-<family>-perplexity.json: {text_file, text_sha256, n_ctx, made_with, records:
 [{model, model_sha256, chunks, n_tokens, scored_tokens, llama_cpp, f32}]}, for the first 4 chunks of 128
-tokens (the random vocabulary has no capitals and few words, so the text comes out at about 4 tokens a
-word; each chunk starts with BOS, which Gemma 4's add_bos_token asks for and llama.cpp would add anyway,
-and is read from an empty cache; 128 positions are 16 sliding windows of 8, and the chunk's second half,
-which is scored, lies wholly beyond the first window).
+tokens, each read from empty states and an empty cache as llama-perplexity reads it.
+- qwen35: the random byte-level vocabulary cuts the text into about 3 tokens a word.
+- gemma4: the random vocabulary has no capitals and few words, so the text comes out at about 4 tokens
+  a word; each chunk starts with BOS, which Gemma 4's add_bos_token asks for and llama.cpp would add
+  anyway; 128 positions are 16 sliding windows of 8, and the chunk's second half, which is scored, lies
+  wholly beyond the first window.
 """
 import hashlib
+import importlib
 import json
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import numpy_gemma4  # noqa: E402
 from make_perplexity_golden import read_text, running_perplexity, text_tokens  # noqa: E402
 
 import llama_cpp  # noqa: E402
@@ -30,9 +31,15 @@ import llama_cpp  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TEXT = "tests/data/perplexity.txt"
-DEST = os.path.join(HERE, "random-gemma4-perplexity.json")
-FILES = ["random-gemma4-f32.gguf", "random-gemma4-q8_0.gguf", "random-gemma4-q4_k.gguf"]
 N_CTX, CHUNKS = 128, 4
+
+# Each family's files, and what its reference is.
+FAMILIES = {
+    "qwen35": (["random-qwen35-f16.gguf", "random-qwen35-q8_0.gguf", "random-qwen35-q4_k_m.gguf"],
+               "numpy_qwen35.py (float64)"),
+    "gemma4": (["random-gemma4-f32.gguf", "random-gemma4-q8_0.gguf", "random-gemma4-q4_k.gguf"],
+               "numpy_gemma4.py (float64, exact GELU)"),
+}
 
 
 def sha256(path):
@@ -40,10 +47,12 @@ def sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def main():
+def main(family):
+    files, reference = FAMILIES[family]
+    numpy_model = importlib.import_module(f"numpy_{family}")
     text = read_text(os.path.join(ROOT, TEXT))
     records = []
-    for name in FILES:
+    for name in files:
         path = os.path.join(ROOT, "tests", "data", name)
         llm = llama_cpp.Llama(model_path=path, n_ctx=N_CTX, n_batch=N_CTX, logits_all=True, n_threads=2,
                               seed=0, verbose=False)
@@ -55,9 +64,9 @@ def main():
             llm.eval(chunk)
             return llm.scores[:N_CTX]
 
-        meta, w = numpy_gemma4.load(path)
+        meta, w = numpy_model.load(path)
         llama = running_perplexity(tokens, N_CTX, bos, llama_logits)
-        f32 = running_perplexity(tokens, N_CTX, bos, lambda chunk: numpy_gemma4.forward(meta, w, chunk))
+        f32 = running_perplexity(tokens, N_CTX, bos, lambda chunk: numpy_model.forward(meta, w, chunk))
         del llm
         records.append({
             "model": f"tests/data/{name}",
@@ -77,13 +86,14 @@ def main():
         "text_sha256": text_sha,
         "n_ctx": N_CTX,
         "made_with": f"llama-cpp-python {llama_cpp.__version__}, CPU, n_threads=2, one chunk per eval; "
-                     "f32: numpy_gemma4.py (float64, exact GELU)",
+                     f"f32: {reference}",
         "records": records,
     }
-    with open(DEST, "w") as f:
+    dest = os.path.join(HERE, f"random-{family}-perplexity.json")
+    with open(dest, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
-    print("wrote", DEST)
+    print("wrote", dest)
 
 
 def text_tokens_all(path, text):
@@ -93,4 +103,6 @@ def text_tokens_all(path, text):
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) != 2 or sys.argv[1] not in FAMILIES:
+        sys.exit(f"usage: make_random_perplexity.py {{{','.join(FAMILIES)}}}")
+    main(sys.argv[1])
