@@ -78,7 +78,8 @@ fn heads_order(f: &Family, layer: &LayerAttention, n_heads: u32) -> Option<Vec<u
 }
 
 impl SelfAttention {
-    /// Layer `i`'s weights, with `freqs` its rotation, and its own cache for `n_ctx` positions, or
+    /// Layer `i`'s weights (its heads already passed `check`), with `freqs` its rotation, and its own
+    /// cache for `n_ctx` positions, or
     /// `shared`, the cache of the layer it reads.
     pub async fn load(
         l: &mut Loader<'_>,
@@ -87,7 +88,6 @@ impl SelfAttention {
         rope_freqs: wgpu::Buffer,
         (n_ctx, shared): (u32, Option<KvCache>),
     ) -> Result<SelfAttention, Error> {
-        check(layer)?;
         let gpu = l.gpu.clone();
         let name = |t: &str| format!("blk.{i}.{t}.weight");
         let (d, hd) = (c.n_embd, layer.head_dim);
