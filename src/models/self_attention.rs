@@ -79,8 +79,7 @@ fn heads_order(f: &Family, layer: &LayerAttention, n_heads: u32) -> Option<Vec<u
 
 impl SelfAttention {
     /// Layer `i`'s weights (its heads already passed `check`), with `freqs` its rotation, and its own
-    /// cache for `n_ctx` positions, or
-    /// `shared`, the cache of the layer it reads.
+    /// cache for `n_ctx` positions, or `shared`, the cache of the layer it reads.
     pub async fn load(
         l: &mut Loader<'_>,
         i: u32,
