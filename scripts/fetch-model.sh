@@ -51,7 +51,7 @@ vocabs() {
   local sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
   [ -f models/vocab/ggml-vocab-gemma-4.gguf.out ] && return 0
   echo "fetching llama.cpp's tokenizer test vocabularies (llama-cpp-python's source package)" >&2
-  python3 -m pip download --quiet --no-deps --no-binary :all: 'llama-cpp-python==0.3.36' -d "$tmp/sdist"
+  python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python 'llama-cpp-python==0.3.36' -d "$tmp/sdist"
   echo "$sha  $tmp/sdist/$sdist" | sha256sum -c --status || { echo "checksum mismatch for $sdist" >&2; exit 1; }
   mkdir -p "$tmp/vocab"
   tar -xzf "$tmp/sdist/$sdist" -C "$tmp/vocab" --strip-components=4 --wildcards \
