@@ -13,9 +13,11 @@ struct Params {
     normalize: u32,  // 1: weights sum to 1 before scaling
     scale: f32,
     has_bias: u32,
+    logits_stride: u32, // values per row of logits: n_expert, and any the row carries after them
+    pad: u32,
 }
 
-@group(0) @binding(0) var<storage, read> logits: array<f32>;       // (batch, n_expert)
+@group(0) @binding(0) var<storage, read> logits: array<f32>;       // (batch, logits_stride)
 @group(0) @binding(1) var<storage, read> bias: array<f32>;         // (n_expert), or unused
 @group(0) @binding(2) var<storage, read_write> route: array<u32>;  // (batch, n_used ids, n_used weights)
 @group(0) @binding(3) var<storage, read> step: Step;
@@ -29,7 +31,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>) {
     if (token >= step.n_tokens) {
         return;
     }
-    let l0 = token * P.n_expert;
+    let l0 = token * P.logits_stride;
     let r0 = token * 2u * P.n_used;
     var prob: array<f32, MAX_EXPERTS>;
     var taken: array<bool, MAX_EXPERTS>;

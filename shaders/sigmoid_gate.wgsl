@@ -1,12 +1,13 @@
-// Gated attention's output gate (Qwen3.5's full-attention layers): each value of a token's attention
-// output times the sigmoid of its gate, which the q projection wrote into the token's row of G beside
-// q, k and v. A thread per value of the run's rows. Needs step.wgsl.
+// Sigmoid gates: each value of a token's row of X times the sigmoid of its gate in the token's row of G
+// (Qwen3.5's gated attention: the q projection wrote them beside q, k and v), or of the row's one gate
+// (the gated shared expert: the router's product wrote it beside the router's logits). A thread per
+// value of the run's rows. Needs step.wgsl.
 
 struct Params {
     n: u32,       // values per row of X
     row_len: u32, // values per row of G
-    at: u32,      // where the gates start in a row of G
-    pad: u32,
+    at: u32,        // where the gates start in a row of G
+    per_value: u32, // 1: a gate per value of X; 0: one gate per row
 }
 
 @group(0) @binding(0) var<storage, read_write> X: array<f32>; // (batch, n)
@@ -23,6 +24,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= step.n_tokens || i >= P.n) {
         return;
     }
-    let g = G[t * P.row_len + P.at + i];
+    let g = G[t * P.row_len + P.at + i * P.per_value];
     X[t * P.n + i] *= 1.0 / (1.0 + exp(-g));
 }

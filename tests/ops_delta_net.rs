@@ -178,4 +178,21 @@ fn sigmoid_gate_against_cpu() {
         &want,
     );
     assert!(e < 1e-12, "sigmoid gate nmse {e}");
+
+    // One gate per row: the value at `at` scales the whole row.
+    let xb = f32_buffer(&gpu, &x);
+    let mut plan = plan_at(&gpu, 0, &[0; 3]);
+    sigmoid_gate::push_per_row(&mut plan, &xb, n as u32, (&gb, row_len as u32, at as u32));
+    run(&gpu, plan);
+    let want: Vec<f32> = (0..tokens)
+        .flat_map(|t| {
+            let gates = vec![g[t * row_len + at]; n];
+            sigmoid_gate::reference(&x[t * n..(t + 1) * n], &gates)
+        })
+        .collect();
+    let e = nmse(
+        &read_back_f32(&gpu, &xb, n * tokens).block_on().unwrap(),
+        &want,
+    );
+    assert!(e < 1e-12, "per-row sigmoid gate nmse {e}");
 }

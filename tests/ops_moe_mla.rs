@@ -97,10 +97,16 @@ fn router_and_expert_matvecs_against_cpu() {
         );
         assert!(w.parts.len() >= 4);
         for (g, with_bias) in &gatings {
-            let logits: Vec<f32> = rng.vec(n_expert as usize).iter().map(|v| v * 3.0).collect();
+            // With a bias, the row also carries a value after the logits (a shared expert's gate),
+            // which the router must not read as an expert's.
+            let stride = n_expert + *with_bias as u32;
+            let mut logits: Vec<f32> = rng.vec(stride as usize).iter().map(|v| v * 3.0).collect();
             let bias: Vec<f32> = rng.vec(n_expert as usize).iter().map(|v| v * 0.5).collect();
             let bias = with_bias.then_some(&bias[..]);
-            let (ids, weights) = moe_route::reference(g, &logits, bias);
+            if *with_bias {
+                logits[n_expert as usize] = 100.0;
+            }
+            let (ids, weights) = moe_route::reference(g, &logits[..n_expert as usize], bias);
             let route = scratch_buffer(&gpu, "route", g.n_used as u64 * 8)
                 .block_on()
                 .unwrap();
@@ -109,7 +115,7 @@ fn router_and_expert_matvecs_against_cpu() {
             moe_route::push(
                 &mut plan,
                 g,
-                &f32_buffer(&gpu, &logits),
+                (&f32_buffer(&gpu, &logits), stride),
                 bias_buffer.as_ref(),
                 &route,
             );
@@ -251,7 +257,8 @@ fn experts_block_over_a_chunk_against_cpu() {
         let out = rows("out", n_used * d);
         let x = f32_buffer(&gpu, &x0);
         let mut plan = plan_at(&gpu, 0, &vec![0; n_tokens]);
-        moe_route::push(&mut plan, &g, &f32_buffer(&gpu, &logits), None, &route);
+        let logits_buffer = f32_buffer(&gpu, &logits);
+        moe_route::push(&mut plan, &g, (&logits_buffer, n_expert), None, &route);
         let shape = MoeShape {
             n_expert,
             n_used,

@@ -8,20 +8,19 @@
 //! the cache; the output taken out of the latent space by v_b, then attn_output. Files with the older
 //! attn_kv_b get k_b and v_b derived from it once at load, in f16.
 //!
-//! MoE layers: a router (ffn_gate_inp) chooses n_used experts by softmax or sigmoid probability (plus
-//! exp_probs_b for choosing only); the chosen experts' gate, up and down run straight from the stacked
-//! expert tensors (by index for one token, grouped by expert for a prompt's chunk: ops::moe), and their
-//! outputs are summed by weight into the residual with the shared experts'.
+//! MoE layers (feed_forward.rs): a router (ffn_gate_inp) chooses n_used experts by softmax or sigmoid
+//! probability (plus exp_probs_b for choosing only); the chosen experts' outputs are summed by weight
+//! into the residual with the shared experts'.
 //!
 //! Every run, a decode step or a prompt's chunk, goes through the same layers (`Model::push_layers`).
 
+use super::feed_forward::{self, FeedForward, FfnScratch, MoeConfig};
 use super::{Ends, Forward, Loader};
 use crate::gguf::GgmlType;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
-use crate::ops::glu::{self, Activation, GateUp};
+use crate::ops::glu::Activation;
 use crate::ops::mla::{self, Mla};
-use crate::ops::moe::{self, ExpertWeights, MoeBuffers, MoeShape};
-use crate::ops::moe_route::{self, Gating};
+use crate::ops::moe_route::Gating;
 use crate::ops::rope::{Rope, Yarn};
 use crate::ops::{embed, matvec, rms_norm};
 use crate::Error;
@@ -40,13 +39,6 @@ pub struct Config {
     pub n_dense_lead: u32,
     pub moe: Option<MoeConfig>,
     pub n_ctx_train: u32,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct MoeConfig {
-    pub gating: Gating,
-    pub n_ff_expert: u32,
-    pub n_shared: u32,
 }
 
 impl Config {
@@ -123,22 +115,26 @@ impl Config {
             .min(n_layer);
         let moe = if n_expert > 0 && n_dense_lead < n_layer {
             let gating_func = l.meta_u32_or("expert_gating_func", 1)?;
-            if !(1..=2).contains(&gating_func) || n_expert > moe_route::MAX_EXPERTS {
+            if !(1..=2).contains(&gating_func) {
                 return Err(Error::Model(format!(
-                    "gating function {gating_func} over {n_expert} experts is not supported"
+                    "metadata deepseek2.expert_gating_func: {gating_func} is not supported"
                 )));
             }
+            let n_used = l.meta_u32("expert_used_count")?;
+            feed_forward::check_counts(&l.arch, n_expert, n_used)?;
             let scale = l.meta_f32_or("expert_weights_scale", 0.0)?;
+            let n_ff = l.meta_u32("expert_feed_forward_length")?;
             Some(MoeConfig {
                 gating: Gating {
                     n_expert,
-                    n_used: l.meta_u32("expert_used_count")?.clamp(1, n_expert),
+                    n_used,
                     sigmoid: gating_func == 2,
                     normalize: l.meta_bool_or("expert_weights_norm", false)?,
                     scale: if scale == 0.0 { 1.0 } else { scale },
                 },
-                n_ff_expert: l.meta_u32("expert_feed_forward_length")?,
-                n_shared: l.meta_u32_or("expert_shared_count", 0)?,
+                n_ff,
+                n_ff_shared: n_ff * l.meta_u32_or("expert_shared_count", 0)?,
+                shared_gate: false,
             })
         } else {
             None
@@ -185,22 +181,6 @@ enum QueryWeights {
     },
 }
 
-enum FeedForward {
-    Dense {
-        gate_up: GateUp,
-        down: GpuTensor,
-    },
-    Moe {
-        router: GpuTensor,
-        bias: Option<wgpu::Buffer>,
-        gate: GpuTensor,
-        up: GpuTensor,
-        down: GpuTensor,
-        /// The shared experts' gate and up, and their down.
-        shared: Option<(GateUp, GpuTensor)>,
-    },
-}
-
 /// One block's weights, named as in GGUF, and its latent cache.
 struct Block {
     attn_norm: wgpu::Buffer,
@@ -239,38 +219,9 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
     } else {
         split_kv_b(l, m, i).await?
     };
-    let ffn = if i < c.n_dense_lead {
-        FeedForward::Dense {
-            gate_up: l
-                .gate_up([&name("ffn_gate"), &name("ffn_up")], d, c.n_ff)
-                .await?,
-            down: l.matrix(&name("ffn_down"), c.n_ff, d).await?,
-        }
-    } else {
-        let moe = c.moe.expect("MoE layers come with an MoE config");
-        let (n, f) = (moe.gating.n_expert, moe.n_ff_expert);
-        let bias_name = format!("blk.{i}.exp_probs_b.bias");
-        let shared = if moe.n_shared > 0 {
-            let fs = f * moe.n_shared;
-            let gate_up = [&name("ffn_gate_shexp"), &name("ffn_up_shexp")];
-            Some((
-                l.gate_up(gate_up.map(|n| n.as_str()), d, fs).await?,
-                l.matrix(&name("ffn_down_shexp"), fs, d).await?,
-            ))
-        } else {
-            None
-        };
-        FeedForward::Moe {
-            router: l.matrix(&name("ffn_gate_inp"), d, n).await?,
-            bias: match l.has(&bias_name) {
-                true => Some(l.vector(&bias_name, n).await?),
-                false => None,
-            },
-            gate: l.matrices(&name("ffn_gate_exps"), d, f, n).await?,
-            up: l.matrices(&name("ffn_up_exps"), d, f, n).await?,
-            down: l.matrices(&name("ffn_down_exps"), f, d, n).await?,
-            shared,
-        }
+    let ffn = match (i < c.n_dense_lead, &c.moe) {
+        (false, Some(moe)) => FeedForward::load_experts(l, i, d, moe).await?,
+        _ => FeedForward::load_dense(l, i, d, c.n_ff).await?,
     };
     let width = m.cache_width() as u64;
     Ok(Block {
@@ -339,14 +290,7 @@ struct Activations {
     q_latent: wgpu::Buffer,      // (batch, n_head, kv_lora) the no-rope query through k_b
     attn_latent: wgpu::Buffer,   // (batch, n_head, kv_lora) attention's output, in the latent space
     attn: wgpu::Buffer,          // (batch, n_head * v_dim)
-    gate_up: wgpu::Buffer,       // (batch, 2 n_hidden) a dense block's gate and up, where apart
-    gate: wgpu::Buffer,          // (batch, n_hidden) the experts' gate per slot
-    up: wgpu::Buffer,            // (batch, n_hidden)
-    hidden: wgpu::Buffer,        // (batch, n_hidden)
-    router_logits: wgpu::Buffer, // (batch, n_expert)
-    route: wgpu::Buffer,         // (batch, 2 n_used)
-    groups: wgpu::Buffer,        // the chunk's tokens by expert
-    expert_out: wgpu::Buffer,    // (batch, n_used, n_embd) each slot's down, before the sum
+    ffn: FfnScratch,
 }
 
 /// Loads the weights, allocates the caches for `n_ctx` positions and the activations for `batch`
@@ -371,16 +315,6 @@ pub async fn load(
     let rows = |label: &'static str, n: u32| {
         scratch_buffer(&gpu, label, batch as u64 * n.max(1) as u64 * 4)
     };
-    let (n_expert, n_used, n_ff_expert, n_shared_ff) = c.moe.map_or((1, 1, 0, 0), |e| {
-        let g = e.gating;
-        (
-            g.n_expert,
-            g.n_used,
-            e.n_ff_expert,
-            e.n_ff_expert * e.n_shared,
-        )
-    });
-    let n_hidden = c.n_ff.max(n_used * n_ff_expert).max(n_shared_ff);
     let a = Activations {
         x: rows("x", d).await?,
         xn: rows("xn", d).await?,
@@ -391,17 +325,7 @@ pub async fn load(
         q_latent: rows("q_latent", m.n_head * m.kv_lora).await?,
         attn_latent: rows("attn_latent", m.n_head * m.kv_lora).await?,
         attn: rows("attn", m.n_head * m.v_dim).await?,
-        gate_up: rows("gate_up", 2 * n_hidden).await?,
-        gate: rows("gate", n_hidden).await?,
-        up: rows("up", n_hidden).await?,
-        hidden: rows("hidden", n_hidden).await?,
-        router_logits: rows("router_logits", n_expert).await?,
-        route: rows("route", 2 * n_used).await?,
-        groups: scratch_buffer(&gpu, "expert groups", moe::groups_len(n_expert, batch) * 4).await?,
-        expert_out: match (c.moe, batch) {
-            (Some(_), 2..) => rows("expert_out", n_used * d).await?,
-            _ => scratch_buffer(&gpu, "expert_out", 4).await?,
-        },
+        ffn: FfnScratch::new(&gpu, (batch, d), c.n_ff, c.moe.as_ref()).await?,
     };
     let logits = scratch_buffer(&gpu, "logits", c.n_vocab as u64 * 4).await?;
     let step = StepInput::new(&gpu, batch);
@@ -463,7 +387,7 @@ impl Model<'_> {
             self.push_attention(plan, b);
             matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
             rms_norm::push(plan, &a.x, &b.ffn_norm, &a.xn, d, eps);
-            self.push_feed_forward(plan, &b.ffn);
+            b.ffn.push(plan, Activation::Silu, &a.xn, &a.ffn, (&a.x, true));
         }
         plan.layer_boundary();
     }
@@ -499,56 +423,5 @@ impl Model<'_> {
         };
         mla::push_attention(plan, m, &buffers);
         matvec::push_grouped(plan, &b.v_b, &a.attn_latent, &a.attn, false, m.v_dim, lora);
-    }
-
-    /// The feed-forward block from xn, added into x.
-    fn push_feed_forward(&self, plan: &mut Plan, ffn: &FeedForward) {
-        let (c, a) = (self.c, self.a);
-        let scratch = (&a.gate_up, &a.hidden);
-        match ffn {
-            FeedForward::Dense { gate_up, down } => {
-                glu::push_ffn(
-                    plan,
-                    Activation::Silu,
-                    (gate_up, down),
-                    &a.xn,
-                    scratch,
-                    (&a.x, true),
-                );
-            }
-            FeedForward::Moe {
-                router,
-                bias,
-                gate,
-                up,
-                down,
-                shared,
-            } => {
-                let e = c.moe.expect("MoE layers come with an MoE config");
-                matvec::push(plan, router, &a.xn, &a.router_logits, false);
-                moe_route::push(plan, &e.gating, &a.router_logits, bias.as_ref(), &a.route);
-                let shape = MoeShape {
-                    n_expert: e.gating.n_expert,
-                    n_used: e.gating.n_used,
-                    n_embd: c.n_embd,
-                    n_ff: e.n_ff_expert,
-                    activation: Activation::Silu,
-                };
-                let weights = ExpertWeights { gate, up, down };
-                let buffers = MoeBuffers {
-                    route: &a.route,
-                    groups: &a.groups,
-                    gate: &a.gate,
-                    up: &a.up,
-                    hidden: &a.hidden,
-                    out: &a.expert_out,
-                };
-                moe::push(plan, shape, &weights, &a.xn, &buffers, &a.x);
-                if let Some((gate_up, down)) = shared {
-                    let ffn = (gate_up, down);
-                    glu::push_ffn(plan, Activation::Silu, ffn, &a.xn, scratch, (&a.x, true));
-                }
-            }
-        }
     }
 }

@@ -1,17 +1,18 @@
 //! The dense transformer block that llama, qwen2, gemma3, gemma4 and qwen35 share: RMSNorm, a token
 //! mixer (attention with RoPE over a grouped-query KV cache, self_attention.rs, or in Qwen3.5's
 //! recurrent layers Gated DeltaNet linear attention over a fixed-size state, linear_attention.rs), a
-//! gated feed-forward block, in Gemma 4 per-layer embeddings (per_layer_embd.rs), tied or separate
-//! output head. What differs from family to family is named data, a `Family`, which each family's own
+//! feed-forward sublayer (a gated MLP, or a mixture of experts: feed_forward.rs), in Gemma 4 per-layer
+//! embeddings (per_layer_embd.rs), tied or separate output head. What differs from family to family is named data, a `Family`, which each family's own
 //! file makes from its metadata.
 
+use super::feed_forward::{FeedForward, FfnScratch, MoeConfig};
 use super::linear_attention::DeltaNet;
 use super::per_layer_embd::PerLayerEmbd;
 use super::self_attention::{self, Attention, SelfAttention};
 use super::{Ends, Forward, Loader, Meta};
 use crate::gguf::Value;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, StepInput};
-use crate::ops::glu::{self, Activation, GateUp};
+use crate::ops::glu::Activation;
 use crate::ops::rope::{self, Rope};
 use crate::ops::{attention, delta_net, embed, matvec, rms_norm, softcap};
 use crate::Error;
@@ -81,7 +82,9 @@ impl Config {
                 )))
             }
         };
-        let n_ff = per_layer(m, "feed_forward_length", n_layer, None)?;
+        // Mixture-of-experts files need not say how wide a dense block would be.
+        let n_ff_default = m.has_key("expert_count").then_some(0);
+        let n_ff = per_layer(m, "feed_forward_length", n_layer, n_ff_default)?;
         let n_run = (n_layer - n_mtp) as usize;
         Ok(Config {
             n_embd,
@@ -109,7 +112,7 @@ impl Config {
 
 /// A count given once for every layer or as one value per layer (llama.cpp's "key or array"); the
 /// default where the file has neither.
-fn per_layer(m: &Meta, key: &str, n_layer: u32, default: Option<u32>) -> Result<Vec<u32>, Error> {
+pub(super) fn per_layer(m: &Meta, key: &str, n_layer: u32, default: Option<u32>) -> Result<Vec<u32>, Error> {
     let full = format!("{}.{key}", m.arch);
     let bad = |why: &str| Error::Model(format!("metadata {full}: {why}"));
     match m.header.get(&full) {
@@ -213,6 +216,8 @@ pub struct Family {
     pub v_norm: bool,
     /// Values per layer of the per-layer embeddings (embedding_length_per_layer_input); 0: none.
     pub per_layer_width: u32,
+    /// Every layer's feed-forward sublayer is a mixture of these experts; None: a gated MLP.
+    pub moe: Option<MoeConfig>,
 }
 
 impl Family {
@@ -238,6 +243,7 @@ impl Family {
             delta_net: None,
             v_norm: false,
             per_layer_width: 0,
+            moe: None,
         }
     }
 
@@ -252,13 +258,16 @@ impl Family {
                 _ => "0".into(),
             }
         };
+        let ffn = match self.moe {
+            Some(_) => "experts".to_string(),
+            None => spread(&mut c.n_ff.iter().copied()),
+        };
         let mut lines = vec![format!(
-            "dense block: {} layers, {} heads ({} kv) of {}, feed-forward {} ({:?}), {} norms",
+            "dense block: {} layers, {} heads ({} kv) of {}, feed-forward {ffn} ({:?}), {} norms",
             c.n_layer,
             c.n_head,
             spread(&mut self.layers.iter().map(|l| l.n_kv_head)),
             spread(&mut self.layers.iter().map(|l| l.head_dim)),
-            spread(&mut c.n_ff.iter().copied()),
             self.activation,
             match (self.post_norms, self.qk_norm) {
                 (false, false) => "pre-sublayer",
@@ -289,6 +298,9 @@ impl Family {
                 let line = lines.pop().unwrap_or_default();
                 lines.push(format!("{line} in {with} of {} layers", self.layers.len()));
             }
+        }
+        if let Some(moe) = &self.moe {
+            lines.push(moe.describe());
         }
         if self.attn_softcap > 0.0 || self.final_softcap > 0.0 {
             lines.push(format!(
@@ -360,8 +372,7 @@ struct Block {
     mixing: Mixing,
     post_attention_norm: Option<wgpu::Buffer>, // (n_embd)
     ffn_norm: wgpu::Buffer,                    // (n_embd)
-    ffn_gate_up: GateUp,                       // ffn_gate, ffn_up: (2 n_ff, n_embd)
-    ffn_down: GpuTensor,                       // (n_embd, n_ff)
+    ffn: FeedForward,
     post_ffw_norm: Option<wgpu::Buffer>,       // (n_embd)
     /// The layer's output is multiplied by this (layer_output_scale; 1 where the file has none).
     out_scale: f32,
@@ -390,8 +401,7 @@ pub struct Activations {
     pub xn: wgpu::Buffer,      // (batch, n_embd) normed
     pub q: wgpu::Buffer,       // (batch, n_head * head_dim), rotated (k and v go to the cache)
     pub attn: wgpu::Buffer,    // (batch, max(n_head * head_dim, the DeltaNet read-out's value_dim))
-    pub gate_up: wgpu::Buffer, // (batch, 2 n_ff), where gate and up are kept apart
-    pub hidden: wgpu::Buffer,  // (batch, n_ff)
+    pub ffn: FfnScratch,
     /// (batch, (n_head + 2 n_kv_head) head_dim): q, k and v before their per-head norms (and the
     /// output gate's values, where attention has one); and a DeltaNet layer's projected rows, where
     /// the model has such layers (as many values as the larger of the two needs).
@@ -485,15 +495,10 @@ pub async fn load(
         };
         let n_ff = c.n_ff[i as usize];
         let ffn_norm = l.vector(&name(f.ffn_norm), d).await?;
-        let ffn_gate_up = match l.has(&name("ffn_gate")) {
-            true => {
-                l.gate_up([&name("ffn_gate"), &name("ffn_up")], d, n_ff)
-                    .await?
-            }
-            // Gate and up in one matrix, gate first (Phi-3).
-            false => l.gate_up_fused(&name("ffn_up"), d, n_ff).await?,
+        let ffn = match &f.moe {
+            Some(moe) => FeedForward::load_experts(l, i, d, moe).await?,
+            None => FeedForward::load_dense(l, i, d, n_ff).await?,
         };
-        let ffn_down = l.matrix(&name("ffn_down"), n_ff, d).await?;
         let post_ffw_norm = match optional("post_ffw_norm") {
             Some(n) => Some(l.vector(&n, d).await?),
             None => None,
@@ -507,8 +512,7 @@ pub async fn load(
             mixing,
             post_attention_norm,
             ffn_norm,
-            ffn_gate_up,
-            ffn_down,
+            ffn,
             post_ffw_norm,
             out_scale,
         });
@@ -552,8 +556,7 @@ pub async fn load(
         xn: rows("xn", d).await?,
         q: rows("q", q_dim.max(1)).await?,
         attn: rows("attn", read_out).await?,
-        gate_up: rows("gate_up", 2 * n_ff).await?,
-        hidden: rows("hidden", n_ff).await?,
+        ffn: FfnScratch::new(&gpu, (batch, d), n_ff, f.moe.as_ref()).await?,
         qkv: match f.qk_norm || f.delta_net.is_some() {
             true => Some(rows("qkv", projected).await?),
             false => None,
@@ -638,6 +641,13 @@ pub async fn load(
 /// Tensors of layouts llama.cpp also reads for these families but the block does not run: said
 /// plainly rather than left unread.
 fn refuse_unsupported(m: &Meta, c: &Config, f: &Family) -> Result<(), Error> {
+    if f.moe.is_some() && f.post_norms {
+        // Experts add into the residual; a post-norm needs their sum apart.
+        return Err(Error::Model(format!(
+            "experts with post-sublayer norms are not supported for {} yet",
+            m.arch
+        )));
+    }
     let mut names = vec!["output.bias".to_string()];
     for i in 0..c.n_layer {
         for t in [
@@ -715,25 +725,24 @@ impl Model<'_> {
 
             // The feed-forward block and its residual add, then the per-layer embedding's part; the
             // layer's last kernel norms x for the next layer.
-            let ffn = (&b.ffn_gate_up, &b.ffn_down);
-            let scratch = (&a.gate_up, &a.hidden);
+            let (ffn, act, scratch) = (&b.ffn, f.activation, &a.ffn);
             let next = match self.blocks.get(i + 1) {
                 Some(next) => &next.attn_norm,
                 None => &self.ends.output_norm,
             };
             match (&b.post_ffw_norm, &a.sublayer, self.per_layer) {
                 (Some(post), Some(t), Some(p)) => {
-                    glu::push_ffn(plan, f.activation, ffn, &a.xn, scratch, (t, false));
+                    ffn.push(plan, act, &a.xn, scratch, (t, false));
                     // The norm of this sum is not read: the per-layer part norms its own.
                     rms_norm::push_add_norm(plan, (t, post), &a.x, (next, &a.xn), d, eps);
                     p.push_layer(plan, i, (&a.x, b.out_scale), t, (next, &a.xn));
                 }
                 (Some(post), Some(t), None) => {
-                    glu::push_ffn(plan, f.activation, ffn, &a.xn, scratch, (t, false));
+                    ffn.push(plan, act, &a.xn, scratch, (t, false));
                     let x = (&a.x, b.out_scale);
                     rms_norm::push_add_scale_norm(plan, (t, post), x, (next, &a.xn), d, eps);
                 }
-                _ => glu::push_ffn(plan, f.activation, ffn, &a.xn, scratch, (&a.x, true)),
+                _ => ffn.push(plan, act, &a.xn, scratch, (&a.x, true)),
             }
         }
         plan.layer_boundary();

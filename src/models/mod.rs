@@ -3,6 +3,7 @@
 
 pub mod deepseek2;
 pub mod dense;
+pub mod feed_forward;
 mod gemma;
 pub mod gemma2;
 pub mod gemma3;
@@ -14,6 +15,8 @@ pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen35;
+pub mod qwen35moe;
+pub mod qwen3moe;
 mod self_attention;
 
 use crate::gguf::{ByteSource, Header, TensorInfo};
@@ -30,6 +33,8 @@ pub const ARCHITECTURES: &[&str] = &[
     "qwen2",
     "qwen3",
     "qwen35",
+    "qwen3moe",
+    "qwen35moe",
     "gemma2",
     "gemma3",
     "gemma4",
@@ -44,6 +49,8 @@ fn dense_family(arch: &str) -> Option<dense::FamilyOf> {
         "qwen2" => Some(qwen2::family),
         "qwen3" => Some(qwen3::family),
         "qwen35" => Some(qwen35::family),
+        "qwen3moe" => Some(qwen3moe::family),
+        "qwen35moe" => Some(qwen35moe::family),
         "phi3" => Some(phi3::family),
         "gemma2" => Some(gemma2::family),
         "gemma3" => Some(gemma3::family),
@@ -268,6 +275,11 @@ impl<'a> Meta<'a> {
         self.header.get_str(&self.key(key))
     }
 
+    /// Whether the metadata has the key.
+    pub fn has_key(&self, key: &str) -> bool {
+        self.header.get(&self.key(key)).is_some()
+    }
+
     pub fn has(&self, name: &str) -> bool {
         self.header.tensor(name).is_some()
     }
@@ -319,7 +331,9 @@ impl<'a> Loader<'a> {
             .tensor(name)
             .ok_or_else(|| Error::Model(format!("tensor {name} is missing")))?;
         let want: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
-        if t.dims != want {
+        // Trailing dimensions of 1 say nothing ([n] and [n, 1] are one vector), as in ggml.
+        let trim = |dims: &[u64]| dims.len() - dims.iter().rev().take_while(|&&d| d == 1).count();
+        if t.dims[..trim(&t.dims)] != want[..trim(&want)] {
             return Err(Error::Model(format!(
                 "tensor {name} has shape {:?}, expected {want:?}",
                 t.dims

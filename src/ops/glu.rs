@@ -96,6 +96,18 @@ pub fn push_ffn(
     (gate_up_out, hidden): (&wgpu::Buffer, &wgpu::Buffer),
     (y, accumulate): (&wgpu::Buffer, bool),
 ) {
+    push_hidden(plan, act, gate_up, xn, (gate_up_out, hidden));
+    super::matvec::push(plan, down, hidden, y, accumulate);
+}
+
+/// The block's h = act(gate xn) * up xn into `hidden` (batch, n_ff), before down.
+pub fn push_hidden(
+    plan: &mut Plan,
+    act: Activation,
+    gate_up: &GateUp,
+    xn: &wgpu::Buffer,
+    (gate_up_out, hidden): (&wgpu::Buffer, &wgpu::Buffer),
+) {
     let n_ff = gate_up.n_ff();
     match gate_up {
         GateUp::Interleaved(w) => {
@@ -117,5 +129,4 @@ pub fn push_ffn(
             push_rows(plan, act, gate, up, (hidden, n_ff));
         }
     }
-    super::matvec::push(plan, down, hidden, y, accumulate);
 }

@@ -27,18 +27,21 @@ struct Params {
     normalize: u32,
     scale: f32,
     has_bias: u32,
+    logits_stride: u32,
+    pad: u32,
 }
 
-/// Adds the router for each token of the run: `logits` (batch, n_expert) and an optional selection
-/// `bias` (n_expert) into `route` (batch, (n_used) ids then (n_used) f32 weights).
+/// Adds the router for each token of the run: `logits` (batch, stride: n_expert and any more values a
+/// row carries) and an optional selection `bias` (n_expert) into `route` (batch, (n_used) ids then
+/// (n_used) f32 weights).
 pub fn push(
     plan: &mut Plan,
     g: &Gating,
-    logits: &wgpu::Buffer,
+    (logits, logits_stride): (&wgpu::Buffer, u32),
     bias: Option<&wgpu::Buffer>,
     route: &wgpu::Buffer,
 ) {
-    assert!(g.n_expert <= MAX_EXPERTS && g.n_used <= g.n_expert);
+    assert!(g.n_expert <= MAX_EXPERTS && g.n_used <= g.n_expert && logits_stride >= g.n_expert);
     let p = Params {
         n_expert: g.n_expert,
         n_used: g.n_used,
@@ -46,6 +49,8 @@ pub fn push(
         normalize: g.normalize as u32,
         scale: g.scale,
         has_bias: bias.is_some() as u32,
+        logits_stride,
+        pad: 0,
     };
     let step = plan.step.clone();
     plan.push(

@@ -1,5 +1,6 @@
-//! Gated attention's output gate (shaders/sigmoid_gate.wgsl): Qwen3.5's full-attention layers multiply
-//! each value of the attention's output by the sigmoid of a gate their q projection computes beside q.
+//! Sigmoid gates (shaders/sigmoid_gate.wgsl): Qwen3.5's full-attention layers multiply each value of
+//! the attention's output by the sigmoid of a gate their q projection computes beside q; its
+//! mixture-of-experts layers scale the shared expert by the sigmoid of one gate per token.
 
 use crate::gpu::{Kernel, PipelineKey, Plan};
 
@@ -9,7 +10,8 @@ struct Params {
     n: u32,
     row_len: u32,
     at: u32,
-    pad: u32,
+    /// 1: a gate per value; 0: one gate for the whole row.
+    per_value: u32,
 }
 
 /// Adds `x *= sigmoid(g)` for each token row, x: (batch, n), g the n values from index `at` of each
@@ -18,7 +20,28 @@ pub fn push(
     plan: &mut Plan,
     x: &wgpu::Buffer,
     n: u32,
+    gates: (&wgpu::Buffer, u32, u32),
+) {
+    push_gates(plan, x, n, gates, 1);
+}
+
+/// Adds `x *= sigmoid(g)` for each token row, x: (batch, n), g the one value at index `at` of each
+/// row of `gates`: (batch, row_len).
+pub fn push_per_row(
+    plan: &mut Plan,
+    x: &wgpu::Buffer,
+    n: u32,
+    gates: (&wgpu::Buffer, u32, u32),
+) {
+    push_gates(plan, x, n, gates, 0);
+}
+
+fn push_gates(
+    plan: &mut Plan,
+    x: &wgpu::Buffer,
+    n: u32,
     (gates, row_len, at): (&wgpu::Buffer, u32, u32),
+    per_value: u32,
 ) {
     let key = PipelineKey {
         workgroup: 256,
@@ -29,7 +52,7 @@ pub fn push(
         n,
         row_len,
         at,
-        pad: 0,
+        per_value,
     };
     plan.push(
         key,

@@ -7,6 +7,8 @@ Run from the repository root with the venv that has llama-cpp-python, numpy and 
 
     nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py qwen35
     nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py gemma4
+    nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py qwen3moe
+    nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py qwen35moe
 
 Writes tests/goldens/random-<family>-perplexity.json: {text_file, text_sha256, n_ctx, made_with, records:
 [{model, model_sha256, chunks, n_tokens, scored_tokens, llama_cpp, f32}]}, for the first 4 chunks of 128
@@ -16,6 +18,8 @@ tokens, each read from empty states and an empty cache as llama-perplexity reads
   a word; each chunk starts with BOS, which Gemma 4's add_bos_token asks for and llama.cpp would add
   anyway; 128 positions are 16 sliding windows of 8, and the chunk's second half, which is scored, lies
   wholly beyond the first window.
+- qwen3moe, qwen35moe (make_random_moe.py's files): the byte-level vocabularies of random-qwen3.gguf and
+  random-qwen35*.gguf, so about 3 tokens a word as qwen35.
 """
 import hashlib
 import importlib
@@ -33,12 +37,16 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TEXT = "tests/data/perplexity.txt"
 N_CTX, CHUNKS = 128, 4
 
-# Each family's files, and what its reference is.
+# Each family's files, its reference module, and what the reference is.
 FAMILIES = {
     "qwen35": (["random-qwen35-f16.gguf", "random-qwen35-q8_0.gguf", "random-qwen35-q4_k_m.gguf"],
-               "numpy_qwen35.py (float64)"),
+               "numpy_qwen35", "numpy_qwen35.py (float64)"),
     "gemma4": (["random-gemma4-f32.gguf", "random-gemma4-q8_0.gguf", "random-gemma4-q4_k.gguf"],
-               "numpy_gemma4.py (float64, exact GELU)"),
+               "numpy_gemma4", "numpy_gemma4.py (float64, exact GELU)"),
+    "qwen3moe": (["random-qwen3moe-f16.gguf", "random-qwen3moe-q8_0.gguf", "random-qwen3moe-q4_k_m.gguf"],
+                 "numpy_moe", "numpy_moe.py (float64)"),
+    "qwen35moe": (["random-qwen35moe-f16.gguf", "random-qwen35moe-q8_0.gguf", "random-qwen35moe-q4_k_m.gguf"],
+                  "numpy_moe", "numpy_moe.py (float64)"),
 }
 
 
@@ -48,8 +56,8 @@ def sha256(path):
 
 
 def main(family):
-    files, reference = FAMILIES[family]
-    numpy_model = importlib.import_module(f"numpy_{family}")
+    files, module, reference = FAMILIES[family]
+    numpy_model = importlib.import_module(module)
     text = read_text(os.path.join(ROOT, TEXT))
     records = []
     for name in files:

@@ -12,7 +12,8 @@ of a sequence at once (causal, teacher-forced), which perplexities and goldens a
 Per family:
 - llama: RoPE on pairs (2i, 2i+1), SwiGLU; rope_freqs (Llama 3's scaling) divide each pair's frequency.
 - qwen2: llama with q/k/v biases and NeoX RoPE (pairs (i, i + n_rot/2)).
-- qwen3: llama with q and k RMS-normed per head before RoPE, and NeoX RoPE.
+- qwen3: llama with q and k RMS-normed per head before RoPE, and NeoX RoPE. qwen3moe: the same block
+  with a mixture of experts for the FFN (numpy_moe.py passes it as `ffn`).
 - phi3: llama with q, k and v in one matrix (attn_qkv) and gate and up in one (ffn_up, gate first);
   NeoX RoPE; LongRoPE's rope_factors_long where the context exceeds rope.scaling.original_context_length,
   else rope_factors_short, and rope.scaling.attn_factor scaling (cos, sin).
@@ -65,9 +66,12 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
-def forward(meta, w, ids, n_ctx=None):
+def forward(meta, w, ids, n_ctx=None, ffn=None):
     """The logits (len(ids), n_vocab) of every position of `ids`, each seeing the ones before it. `n_ctx`:
-    the context the model runs with (phi3 picks its RoPE factors by it)."""
+    the context the model runs with (phi3 picks its RoPE factors by it). `ffn(prefix, h)`, where given,
+    replaces the feed-forward sublayer: it maps the normed inputs h (positions, n_embd) of the block whose
+    tensor names start with `prefix` ("blk.3.") to its outputs (numpy_moe.py's mixture of experts). The
+    arithmetic runs in the weights' dtype (float32 from load; float64 if the caller converts them)."""
     a = meta["general.architecture"]
     n_layer, n_head = meta[f"{a}.block_count"], meta[f"{a}.attention.head_count"]
     n_kv = meta[f"{a}.attention.head_count_kv"]
@@ -76,8 +80,8 @@ def forward(meta, w, ids, n_ctx=None):
     hd = meta.get(f"{a}.attention.key_length", d // n_head)
     n_rot = meta.get(f"{a}.rope.dimension_count", hd)
     gemma = a in ("gemma2", "gemma3")
-    neox = a in ("qwen2", "qwen3", "gemma2", "gemma3", "phi3")
-    qk_norm = a in ("qwen3", "gemma3")
+    neox = a in ("qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3")
+    qk_norm = a in ("qwen3", "qwen3moe", "gemma3")
     # Per layer: (RoPE base, window or 0).
     layers = [(base, 0)] * n_layer
     if a == "gemma3" and meta.get(f"{a}.attention.sliding_window", 0):
@@ -126,7 +130,7 @@ def forward(meta, w, ids, n_ctx=None):
             k = norm(k, w[p + "attn_k_norm.weight"])
         q = rope(q, pos, l_base, n_rot, neox, factors, magnitude)
         k = rope(k, pos, l_base, n_rot, neox, factors, magnitude)
-        o = np.zeros((n, n_head, hd), np.float32)
+        o = np.zeros((n, n_head, hd), w[p + "attn_output.weight"].dtype)
         for hh in range(n_head):
             g = hh // (n_head // n_kv)
             s = q[:, hh, :] @ k[:, g, :].T * scale  # (query, key)
@@ -140,14 +144,17 @@ def forward(meta, w, ids, n_ctx=None):
             attn = norm(attn, w[p + "post_attention_norm.weight"])
         x = x + attn
         h = norm(x, w[p + "ffn_norm.weight"])
+        if ffn is not None:
+            x = x + ffn(p, h)
+            continue
         if p + "ffn_gate.weight" in w:
             gt, up = h @ w[p + "ffn_gate.weight"].T, h @ w[p + "ffn_up.weight"].T
         else:
             gt, up = np.split(h @ w[p + "ffn_up.weight"].T, 2, axis=1)
-        ffn = (act(gt) * up) @ w[p + "ffn_down.weight"].T
+        out = (act(gt) * up) @ w[p + "ffn_down.weight"].T
         if gemma:
-            ffn = norm(ffn, w[p + "post_ffw_norm.weight"])
-        x = x + ffn
+            out = norm(out, w[p + "post_ffw_norm.weight"])
+        x = x + out
     out_w = w.get("output.weight", w["token_embd.weight"])
     logits = norm(x, w["output_norm.weight"]) @ out_w.T
     if final_cap:

@@ -201,6 +201,12 @@ class Model:
             o[j] = (e / e.sum()) @ V[:, g, :]
         return w[p + "attn_output.weight"] @ (o.reshape(-1) * sigmoid(gate))
 
+    def ffn(self, l, h):
+        """The feed-forward sublayer of block l on its normed input h (numpy_moe.py overrides it)."""
+        p, w = f"blk.{l}.", self.w
+        gt, up = w[p + "ffn_gate.weight"] @ h, w[p + "ffn_up.weight"] @ h
+        return w[p + "ffn_down.weight"] @ (silu(gt) * up)
+
     def step(self, token):
         """Feeds one token; returns the logits (n_vocab,) of the next."""
         w = self.w
@@ -209,9 +215,7 @@ class Model:
             p = f"blk.{l}."
             h = self.rms(x, w[p + "attn_norm.weight"])
             x = x + (self.linear(l, h) if self.recurrent[l] else self.attention(l, h))
-            h = self.rms(x, w[p + "post_attention_norm.weight"])
-            gt, up = w[p + "ffn_gate.weight"] @ h, w[p + "ffn_up.weight"] @ h
-            x = x + w[p + "ffn_down.weight"] @ (silu(gt) * up)
+            x = x + self.ffn(l, self.rms(x, w[p + "post_attention_norm.weight"]))
         self.pos += 1
         return self.out_w @ self.rms(x, w["output_norm.weight"])
 
