@@ -1,10 +1,14 @@
 // The router of a mixture-of-experts layer: from the router's logits, each expert's probability
 // (softmax, or sigmoid), the top n_used by probability plus an optional selection bias (the bias picks,
 // it does not weigh), their weights (optionally normalized to sum 1, then scaled). Writes the chosen
-// ids, then their weights as f32 bits, for matvec_id.wgsl. Tiny work: one thread per token of the
-// run. Needs step.wgsl.
+// ids, then their weights as f32 bits, for matvec_id.wgsl. A workgroup per token of the run, its
+// threads taking the experts in turn; the probabilities live in workgroup memory (an array per thread
+// of 256 values indexed at run time costs some compilers, llvmpipe's among them, most of a step). Ties
+// go to the lowest id. Needs step.wgsl.
 
 const MAX_EXPERTS: u32 = 256u;
+const MAX_WG: u32 = 64u;
+override WG: u32 = 64u; // at most MAX_WG, a power of two
 
 struct Params {
     n_expert: u32,
@@ -23,54 +27,91 @@ struct Params {
 @group(0) @binding(3) var<storage, read> step: Step;
 @group(0) @binding(4) var<uniform> P: Params;
 
-override WG: u32 = 1u;
+var<workgroup> prob: array<f32, MAX_EXPERTS>;
+var<workgroup> taken: array<u32, MAX_EXPERTS>;
+var<workgroup> best: array<f32, MAX_WG>;
+var<workgroup> best_id: array<u32, MAX_WG>;
 
-@compute @workgroup_size(1)
-fn main(@builtin(workgroup_id) wg: vec3<u32>) {
+// The workgroup's sum (or max) of each thread's `v`, in every thread.
+fn reduce(lid: u32, v: f32, take_max: bool) -> f32 {
+    best[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            best[lid] = select(best[lid] + best[lid + s], max(best[lid], best[lid + s]), take_max);
+        }
+        workgroupBarrier();
+    }
+    let r = best[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let token = wg.x;
     if (token >= step.n_tokens) {
         return;
     }
     let l0 = token * P.logits_stride;
     let r0 = token * 2u * P.n_used;
-    var prob: array<f32, MAX_EXPERTS>;
-    var taken: array<bool, MAX_EXPERTS>;
     var top = -3.0e38;
-    for (var e = 0u; e < P.n_expert; e++) {
+    for (var e = lid; e < P.n_expert; e += WG) {
         top = max(top, logits[l0 + e]);
     }
+    top = reduce(lid, top, true);
     var sum = 0.0;
-    for (var e = 0u; e < P.n_expert; e++) {
-        if (P.sigmoid == 1u) {
-            prob[e] = 1.0 / (1.0 + exp(-logits[l0 + e]));
-        } else {
-            prob[e] = exp(logits[l0 + e] - top);
-            sum += prob[e];
-        }
-        taken[e] = false;
+    for (var e = lid; e < P.n_expert; e += WG) {
+        let l = logits[l0 + e];
+        let p = select(exp(l - top), 1.0 / (1.0 + exp(-l)), P.sigmoid == 1u);
+        prob[e] = p;
+        taken[e] = 0u;
+        sum += p;
     }
+    sum = reduce(lid, sum, false);
     if (P.sigmoid == 0u) {
-        for (var e = 0u; e < P.n_expert; e++) {
+        for (var e = lid; e < P.n_expert; e += WG) {
             prob[e] /= sum;
         }
     }
-    var total = 0.0;
+    workgroupBarrier();
     for (var s = 0u; s < P.n_used; s++) {
-        var best = 0u;
-        var best_score = -3.0e38;
-        for (var e = 0u; e < P.n_expert; e++) {
+        var b = MAX_EXPERTS;
+        var b_score = -3.0e38;
+        for (var e = lid; e < P.n_expert; e += WG) {
             let score = prob[e] + select(0.0, bias[e], P.has_bias == 1u);
-            if (!taken[e] && score > best_score) {
-                best = e;
-                best_score = score;
+            if (taken[e] == 0u && score > b_score) {
+                b = e;
+                b_score = score;
             }
         }
-        taken[best] = true;
-        route[r0 + s] = best;
-        total += prob[best];
+        best[lid] = b_score;
+        best_id[lid] = b;
+        workgroupBarrier();
+        for (var half = WG / 2u; half > 0u; half >>= 1u) {
+            if (lid < half) {
+                let o = lid + half;
+                if (best[o] > best[lid] || (best[o] == best[lid] && best_id[o] < best_id[lid])) {
+                    best[lid] = best[o];
+                    best_id[lid] = best_id[o];
+                }
+            }
+            workgroupBarrier();
+        }
+        if (lid == 0u) {
+            taken[best_id[0]] = 1u;
+            route[r0 + s] = best_id[0];
+        }
+        workgroupBarrier();
     }
-    let norm = select(1.0, 1.0 / max(total, 6.103515625e-5), P.normalize == 1u);
-    for (var s = 0u; s < P.n_used; s++) {
-        route[r0 + P.n_used + s] = bitcast<u32>(prob[route[r0 + s]] * norm * P.scale);
+    if (lid == 0u) {
+        var total = 0.0;
+        for (var s = 0u; s < P.n_used; s++) {
+            total += prob[route[r0 + s]];
+        }
+        let norm = select(1.0, 1.0 / max(total, 6.103515625e-5), P.normalize == 1u);
+        for (var s = 0u; s < P.n_used; s++) {
+            route[r0 + P.n_used + s] = bitcast<u32>(prob[route[r0 + s]] * norm * P.scale);
+        }
     }
 }

@@ -18,7 +18,7 @@ mod common;
 use common::edit_gguf::{set, variant};
 use common::fidelity::{check_greedy, Tolerance};
 use common::gpu;
-use common::random_model::check_all;
+use common::random_model::{check_all, check_text_perplexity};
 use pollster::FutureExt as _;
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
@@ -204,39 +204,13 @@ fn random_gemma4_shared_layers_hold_no_cache() {
     assert_eq!(per_position, 4 * 2 * 64 * 4, "bytes of cache per position");
 }
 
-/// `wick perplexity`'s method over tests/data/perplexity.txt against llama-perplexity's over
-/// llama.cpp's logits and the f64 reference's (tests/goldens/make_random_perplexity.py gemma4).
+/// `wick perplexity`'s method over tests/data/perplexity.txt against llama.cpp's and the f64
+/// reference's (tests/goldens/make_random_perplexity.py gemma4).
 #[test]
 fn random_gemma4_perplexity_matches_references() {
     let Some(gpu) = gpu() else { return };
-    let golden: Json =
-        serde_json::from_str(include_str!("goldens/random-gemma4-perplexity.json")).unwrap();
-    let n_ctx = golden["n_ctx"].as_u64().unwrap() as u32;
-    for r in golden["records"].as_array().unwrap() {
-        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(r["model"].as_str().unwrap());
-        let source = FileSource::open(&file).unwrap();
-        let chunks = r["chunks"].as_u64().unwrap() as usize;
-        let result = common::text_perplexity(gpu.clone(), &source, n_ctx, Some(chunks));
-        assert_eq!(result.text_tokens as u64, r["n_tokens"].as_u64().unwrap());
-        let (ours, llama, f32_ref) = (
-            result.value(),
-            r["llama_cpp"].as_f64().unwrap(),
-            r["f32"].as_f64().unwrap(),
-        );
-        let off = |a: f64, b: f64| (a / b - 1.0).abs();
-        eprintln!(
-            "{}: PPL {ours:.2}, f64 reference {f32_ref:.2} ({:.4}%), llama.cpp {llama:.2} ({:.3}%)",
-            r["model"],
-            100.0 * off(ours, f32_ref),
-            100.0 * off(ours, llama)
-        );
-        assert!(off(ours, f32_ref) < 0.0005, "{}", r["model"]);
-        assert!(
-            off(ours, llama) < off(f32_ref, llama) + 0.005,
-            "{}",
-            r["model"]
-        );
-    }
+    let golden = include_str!("goldens/random-gemma4-perplexity.json");
+    check_text_perplexity(&gpu, &serde_json::from_str(golden).unwrap());
 }
 
 #[test]

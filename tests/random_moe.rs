@@ -18,7 +18,7 @@ mod common;
 use common::edit_gguf::{set, variant};
 use common::fidelity::{check_greedy, Tolerance};
 use common::gpu;
-use common::random_model::check_all;
+use common::random_model::{check_all, check_text_perplexity};
 use pollster::FutureExt as _;
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
@@ -45,6 +45,13 @@ fn llama_cpp(record: &Json) -> Tolerance {
         },
     }
 }
+/// Against llama.cpp over 300 steps on the quantized files: on qwen35moe's Q8_0 one of llama.cpp's
+/// logits at step 159 is 2.37 from Wick's and the reference's (which agree to 1e-4): 8-bit activations
+/// over a long run, where a routing can also fall to another expert (not traced further).
+const LLAMA_CPP_QUANTIZED_LONG: Tolerance = Tolerance {
+    logit: 3.0,
+    clear_gap: 3.0,
+};
 /// Against the f32 reference over 300 steps.
 const F32_LONG: Tolerance = Tolerance {
     logit: 0.01,
@@ -52,7 +59,8 @@ const F32_LONG: Tolerance = Tolerance {
 };
 
 fn golden(family: &str) -> Json {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/goldens/random-{family}.json"));
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/goldens/random-{family}.json"));
     serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
 }
 
@@ -94,7 +102,12 @@ fn random_moe_greedy_300_tokens() {
             let source = FileSource::open(path(record)).unwrap();
             let mut engine = load(&gpu, &source, 512, 64);
             let f32_ref = check_greedy(&mut engine, &record["f32_greedy_long"], F32_LONG);
-            let llama = check_greedy(&mut engine, &record["greedy_long"], llama_cpp(record));
+            let quantized = !record["file"].as_str().unwrap().ends_with("f16.gguf");
+            let tolerance = match quantized {
+                true => LLAMA_CPP_QUANTIZED_LONG,
+                false => llama_cpp(record),
+            };
+            let llama = check_greedy(&mut engine, &record["greedy_long"], tolerance);
             eprintln!(
                 "{}: 300 greedy steps, f32 reference {f32_ref:?}, llama.cpp {llama:?}",
                 record["file"]
@@ -121,50 +134,34 @@ fn random_moe_chunked_prefill_equals_token_at_a_time() {
                 let got = chunked.prefill(&prompt).block_on().unwrap();
                 let err = max_abs(&got, &want);
                 let file = &record["file"];
-                assert!(err < 1e-3, "{file}, chunks of {batch}: {err} from token at a time");
+                assert!(
+                    err < 1e-3,
+                    "{file}, chunks of {batch}: {err} from token at a time"
+                );
                 for (t, want) in after.iter().enumerate() {
                     let got = chunked.step(t as u32, true).block_on().unwrap().unwrap();
                     let err = max_abs(&got, want);
-                    assert!(err < 1e-3, "{file}, chunks of {batch}, then step {t}: {err}");
+                    assert!(
+                        err < 1e-3,
+                        "{file}, chunks of {batch}, then step {t}: {err}"
+                    );
                 }
             }
         }
     }
 }
 
-/// `wick perplexity`'s method over tests/data/perplexity.txt (4 chunks of 128) against llama-perplexity's
-/// over llama.cpp's logits and the float64 reference's (tests/goldens/make_random_perplexity.py FAMILY):
-/// within 0.05% of the reference, and within 0.5% of llama.cpp beyond llama.cpp's own distance from
-/// the reference (its 8-bit activations move it up to 0.7% on the quantized files).
+/// `wick perplexity`'s method over tests/data/perplexity.txt (4 chunks of 128) against llama.cpp's and
+/// the float64 reference's (tests/goldens/make_random_perplexity.py FAMILY; llama.cpp's 8-bit
+/// activations move it up to 0.7% from the reference on the quantized files).
 #[test]
 fn random_moe_perplexity_matches_references() {
     let Some(gpu) = gpu() else { return };
     for family in FAMILIES {
         let file = format!("tests/goldens/random-{family}-perplexity.json");
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-        let golden: Json = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-        let n_ctx = golden["n_ctx"].as_u64().unwrap() as u32;
-        for r in golden["records"].as_array().unwrap() {
-            let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(r["model"].as_str().unwrap());
-            let source = FileSource::open(&file).unwrap();
-            let chunks = r["chunks"].as_u64().unwrap() as usize;
-            let result = common::text_perplexity(gpu.clone(), &source, n_ctx, Some(chunks));
-            assert_eq!(result.text_tokens as u64, r["n_tokens"].as_u64().unwrap());
-            let (ours, llama, f32_ref) = (
-                result.value(),
-                r["llama_cpp"].as_f64().unwrap(),
-                r["f32"].as_f64().unwrap(),
-            );
-            let off = |a: f64, b: f64| (a / b - 1.0).abs();
-            eprintln!(
-                "{}: PPL {ours:.1}, f32 reference {f32_ref:.1} ({:.4}%), llama.cpp {llama:.1} ({:.3}%)",
-                r["model"],
-                100.0 * off(ours, f32_ref),
-                100.0 * off(ours, llama)
-            );
-            assert!(off(ours, f32_ref) < 0.0005, "{}: {ours} against {f32_ref}", r["model"]);
-            assert!(off(ours, llama) < off(f32_ref, llama) + 0.005, "{}", r["model"]);
-        }
+        let golden = std::fs::read_to_string(file).unwrap();
+        check_text_perplexity(&gpu, &serde_json::from_str(&golden).unwrap());
     }
 }
 
@@ -222,11 +219,15 @@ fn random_moe_bad_files_are_refused() {
             "blk.0.ffn_gate_inp.weight",
         );
         refused(
-            variant(&file, |m, _| set(m, &key("expert_used_count"), Value::U32(17))),
+            variant(&file, |m, _| {
+                set(m, &key("expert_used_count"), Value::U32(17))
+            }),
             "expert_used_count: 17 experts per token of 16",
         );
         refused(
-            variant(&file, |m, _| set(m, &key("expert_used_count"), Value::U32(0))),
+            variant(&file, |m, _| {
+                set(m, &key("expert_used_count"), Value::U32(0))
+            }),
             "expert_used_count",
         );
         refused(

@@ -281,15 +281,15 @@ async fn split_kv_b(l: &mut Loader<'_>, m: &Mla, i: u32) -> Result<(GpuTensor, G
 
 /// The activations, f32, a row per token of the run.
 struct Activations {
-    x: wgpu::Buffer,             // (batch, n_embd) the residual stream
-    xn: wgpu::Buffer,            // (batch, n_embd) normed
-    q_low: wgpu::Buffer,         // (batch, q_lora) the query's bottleneck
-    q_low_normed: wgpu::Buffer,  // (batch, q_lora)
-    q: wgpu::Buffer,             // (batch, n_head, q_stride)
-    kv: wgpu::Buffer,            // (batch, kv_lora + n_rot) the compressed kv
-    q_latent: wgpu::Buffer,      // (batch, n_head, kv_lora) the no-rope query through k_b
-    attn_latent: wgpu::Buffer,   // (batch, n_head, kv_lora) attention's output, in the latent space
-    attn: wgpu::Buffer,          // (batch, n_head * v_dim)
+    x: wgpu::Buffer,            // (batch, n_embd) the residual stream
+    xn: wgpu::Buffer,           // (batch, n_embd) normed
+    q_low: wgpu::Buffer,        // (batch, q_lora) the query's bottleneck
+    q_low_normed: wgpu::Buffer, // (batch, q_lora)
+    q: wgpu::Buffer,            // (batch, n_head, q_stride)
+    kv: wgpu::Buffer,           // (batch, kv_lora + n_rot) the compressed kv
+    q_latent: wgpu::Buffer,     // (batch, n_head, kv_lora) the no-rope query through k_b
+    attn_latent: wgpu::Buffer,  // (batch, n_head, kv_lora) attention's output, in the latent space
+    attn: wgpu::Buffer,         // (batch, n_head * v_dim)
     ffn: FfnScratch,
 }
 
@@ -387,7 +387,8 @@ impl Model<'_> {
             self.push_attention(plan, b);
             matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
             rms_norm::push(plan, &a.x, &b.ffn_norm, &a.xn, d, eps);
-            b.ffn.push(plan, Activation::Silu, &a.xn, &a.ffn, (&a.x, true));
+            b.ffn
+                .push(plan, Activation::Silu, &a.xn, &a.ffn, (&a.x, true));
         }
         plan.layer_boundary();
     }

@@ -112,7 +112,12 @@ impl Config {
 
 /// A count given once for every layer or as one value per layer (llama.cpp's "key or array"); the
 /// default where the file has neither.
-pub(super) fn per_layer(m: &Meta, key: &str, n_layer: u32, default: Option<u32>) -> Result<Vec<u32>, Error> {
+pub(super) fn per_layer(
+    m: &Meta,
+    key: &str,
+    n_layer: u32,
+    default: Option<u32>,
+) -> Result<Vec<u32>, Error> {
     let full = format!("{}.{key}", m.arch);
     let bad = |why: &str| Error::Model(format!("metadata {full}: {why}"));
     match m.header.get(&full) {
@@ -373,7 +378,7 @@ struct Block {
     post_attention_norm: Option<wgpu::Buffer>, // (n_embd)
     ffn_norm: wgpu::Buffer,                    // (n_embd)
     ffn: FeedForward,
-    post_ffw_norm: Option<wgpu::Buffer>,       // (n_embd)
+    post_ffw_norm: Option<wgpu::Buffer>, // (n_embd)
     /// The layer's output is multiplied by this (layer_output_scale; 1 where the file has none).
     out_scale: f32,
 }
@@ -397,10 +402,10 @@ impl Mixing {
 /// The activations a run works through, f32, each with one row per token of the largest run, as
 /// wide as the widest layer needs.
 pub struct Activations {
-    pub x: wgpu::Buffer,       // (batch, n_embd) the residual stream
-    pub xn: wgpu::Buffer,      // (batch, n_embd) normed
-    pub q: wgpu::Buffer,       // (batch, n_head * head_dim), rotated (k and v go to the cache)
-    pub attn: wgpu::Buffer,    // (batch, max(n_head * head_dim, the DeltaNet read-out's value_dim))
+    pub x: wgpu::Buffer,    // (batch, n_embd) the residual stream
+    pub xn: wgpu::Buffer,   // (batch, n_embd) normed
+    pub q: wgpu::Buffer,    // (batch, n_head * head_dim), rotated (k and v go to the cache)
+    pub attn: wgpu::Buffer, // (batch, max(n_head * head_dim, the DeltaNet read-out's value_dim))
     pub ffn: FfnScratch,
     /// (batch, (n_head + 2 n_kv_head) head_dim): q, k and v before their per-head norms (and the
     /// output gate's values, where attention has one); and a DeltaNet layer's projected rows, where

@@ -119,7 +119,10 @@ pub fn check_counts(arch: &str, n_expert: u32, n_used: u32) -> Result<(), Error>
 /// One block's feed-forward weights.
 pub enum FeedForward {
     /// ffn_gate and ffn_up (interleaved where they agree in type), ffn_down.
-    Dense { gate_up: GateUp, down: GpuTensor },
+    Dense {
+        gate_up: GateUp,
+        down: GpuTensor,
+    },
     Experts(Box<Experts>),
 }
 
@@ -318,8 +321,12 @@ impl FfnScratch {
             up: rows("expert up", n_slots).await?,
             router_logits: rows("router_logits", n_expert + 1).await?,
             route: rows("route", 2 * n_used).await?,
-            groups: scratch_buffer(gpu, "expert groups", moe::groups_len(n_expert.max(1), batch) * 4)
-                .await?,
+            groups: scratch_buffer(
+                gpu,
+                "expert groups",
+                moe::groups_len(n_expert.max(1), batch) * 4,
+            )
+            .await?,
             expert_out: match (moe, batch) {
                 (Some(_), 2..) => rows("expert_out", n_used * n_embd).await?,
                 _ => scratch_buffer(gpu, "expert_out", 4).await?,

@@ -55,7 +55,7 @@ pub fn push(
     let step = plan.step.clone();
     plan.push(
         PipelineKey {
-            workgroup: 1,
+            workgroup: 64,
             ..PipelineKey::new(Kernel::MoeRoute, None)
         },
         &[logits, bias.unwrap_or(logits), route, &step],

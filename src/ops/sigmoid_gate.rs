@@ -16,23 +16,13 @@ struct Params {
 
 /// Adds `x *= sigmoid(g)` for each token row, x: (batch, n), g the n values from index `at` of each
 /// row of `gates`: (batch, row_len).
-pub fn push(
-    plan: &mut Plan,
-    x: &wgpu::Buffer,
-    n: u32,
-    gates: (&wgpu::Buffer, u32, u32),
-) {
+pub fn push(plan: &mut Plan, x: &wgpu::Buffer, n: u32, gates: (&wgpu::Buffer, u32, u32)) {
     push_gates(plan, x, n, gates, 1);
 }
 
 /// Adds `x *= sigmoid(g)` for each token row, x: (batch, n), g the one value at index `at` of each
 /// row of `gates`: (batch, row_len).
-pub fn push_per_row(
-    plan: &mut Plan,
-    x: &wgpu::Buffer,
-    n: u32,
-    gates: (&wgpu::Buffer, u32, u32),
-) {
+pub fn push_per_row(plan: &mut Plan, x: &wgpu::Buffer, n: u32, gates: (&wgpu::Buffer, u32, u32)) {
     push_gates(plan, x, n, gates, 0);
 }
 

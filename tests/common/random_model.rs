@@ -163,3 +163,43 @@ pub fn check_all(
     }
     reports
 }
+
+/// `wick perplexity`'s method over the golden's text (tests/goldens/make_random_perplexity.py FAMILY
+/// writes it: chunks of n_ctx, each from empty states) against llama-perplexity's over llama.cpp's
+/// logits and the float64 reference's: within 0.05% of the reference, and within 0.5% of llama.cpp
+/// beyond llama.cpp's own distance from the reference (its 8-bit activations on quantized files).
+pub fn check_text_perplexity(gpu: &Arc<Gpu>, golden: &Value) {
+    let n_ctx = golden["n_ctx"].as_u64().unwrap() as u32;
+    for r in golden["records"].as_array().unwrap() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(r["model"].as_str().unwrap());
+        let source = FileSource::open(&file).unwrap();
+        let chunks = r["chunks"].as_u64().unwrap() as usize;
+        let result = super::text_perplexity(gpu.clone(), &source, n_ctx, Some(chunks));
+        assert_eq!(result.text_tokens as u64, r["n_tokens"].as_u64().unwrap());
+        if let Some(scored) = r["scored_tokens"].as_u64() {
+            assert_eq!(result.scored_tokens as u64, scored);
+        }
+        let (ours, llama, f64_ref) = (
+            result.value(),
+            r["llama_cpp"].as_f64().unwrap(),
+            r["f32"].as_f64().unwrap(),
+        );
+        let off = |a: f64, b: f64| (a / b - 1.0).abs();
+        eprintln!(
+            "{}: PPL {ours:.2}, f64 reference {f64_ref:.2} ({:.4}%), llama.cpp {llama:.2} ({:.3}%)",
+            r["model"],
+            100.0 * off(ours, f64_ref),
+            100.0 * off(ours, llama)
+        );
+        assert!(
+            off(ours, f64_ref) < 0.0005,
+            "{}: {ours} against {f64_ref}",
+            r["model"]
+        );
+        assert!(
+            off(ours, llama) < off(f64_ref, llama) + 0.005,
+            "{}",
+            r["model"]
+        );
+    }
+}
