@@ -138,11 +138,17 @@ async fn write_model(
 
 /// The type a tensor is written as: the target for a weight matrix whose rows fit it; where they do not, the
 /// 32-weight type llama.cpp falls back to (so SmolLM2's rows of 576 make Q4_K tensors Q5_0); where even that
-/// does not fit, or the tensor is no weight matrix, the tensor's own type.
+/// does not fit, or the tensor is no weight matrix, the tensor's own type. MXFP4 is for experts, as in
+/// llama.cpp's MXFP4_MOE: the experts' stacked matrices take it, every other matrix Q8_0.
 pub fn output_type(t: &TensorInfo, target: GgmlType) -> GgmlType {
     if !is_quantized(t) {
         return t.ty;
     }
+    let target = if target == GgmlType::MXFP4 && n_dims(t) < 3 {
+        GgmlType::Q8_0
+    } else {
+        target
+    };
     let fits = |ty: GgmlType| t.row_len().is_multiple_of(ty.block_len() as u64);
     let fallback = match target {
         GgmlType::Q4_K => GgmlType::Q5_0,
@@ -159,8 +165,6 @@ pub fn output_type(t: &TensorInfo, target: GgmlType) -> GgmlType {
 /// llama.cpp's choice of tensors to quantize: weights of two or more dimensions, except norms, the MoE router,
 /// and position/token-type embeddings and the small convolutions of architectures that have them.
 fn is_quantized(t: &TensorInfo) -> bool {
-    // Dimensions as ggml counts them: trailing 1s do not count.
-    let n_dims = t.dims.iter().rposition(|&d| d > 1).map_or(1, |i| i + 1);
     const KEPT: [&str; 6] = [
         "_norm.weight",
         "ffn_gate_inp.weight",
@@ -169,7 +173,12 @@ fn is_quantized(t: &TensorInfo) -> bool {
         "ssm_conv1d",
         "attn_rel_b",
     ];
-    n_dims >= 2 && t.name.ends_with("weight") && !KEPT.iter().any(|k| t.name.contains(k))
+    n_dims(t) >= 2 && t.name.ends_with("weight") && !KEPT.iter().any(|k| t.name.contains(k))
+}
+
+/// Dimensions as ggml counts them: trailing 1s do not count.
+fn n_dims(t: &TensorInfo) -> usize {
+    t.dims.iter().rposition(|&d| d > 1).map_or(1, |i| i + 1)
 }
 
 /// The source's metadata with `general.file_type` (llama.cpp's LLAMA_FTYPE_MOSTLY_* of the target) and
@@ -189,6 +198,7 @@ fn output_metadata(source: &[(String, Value)], target: GgmlType) -> Vec<(String,
         GgmlType::Q5_K => 16, // Q5_K_S
         GgmlType::Q6_K => 18,
         GgmlType::BF16 => 32,
+        GgmlType::MXFP4 => 38, // MXFP4_MOE
     };
     let mut metadata = source.to_vec();
     for (key, value) in [

@@ -58,7 +58,11 @@ fn greedy_matches_llama_cpp() {
     let mut total = Agreement::default();
     // The first 16 steps of each 32-token reply (`WICK_FULL_REPLIES=1`: all of them).
     for record in golden["records"].as_array().unwrap() {
-        total.add(&check_greedy(&mut engine, &first_steps(record, 16), LLAMA_CPP));
+        total.add(&check_greedy(
+            &mut engine,
+            &first_steps(record, 16),
+            LLAMA_CPP,
+        ));
     }
     eprintln!("llama.cpp: {total:?}");
     assert!(

@@ -204,6 +204,14 @@ fn bad_tensors() {
         parse(&one("t", &[48], 2, 0)),
         Err(GgufError::PartialBlock { .. })
     ));
+    // An MXFP4 matrix whose rows of 48 are not whole blocks, though its 96 weights would be three.
+    let err = parse(&one("blk.0.ffn_up_exps.weight", &[48, 2], 39, 0)).unwrap_err();
+    assert!(matches!(err, GgufError::PartialBlock { .. }));
+    assert_eq!(
+        err.to_string(),
+        "tensor \"blk.0.ffn_up_exps.weight\" of MXFP4 has rows of 48 weights, not a whole number of \
+         MXFP4 blocks (32 weights each)"
+    );
     let b = Bytes::start(2, 0)
         .tensor("t", &[4], 0, 0)
         .tensor("t", &[4], 0, 32)

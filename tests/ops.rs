@@ -2,7 +2,10 @@
 
 mod common;
 
-use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, RandomFile, Rng};
+use common::{
+    f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, quant_goldens, run, PackedMatrix,
+    RandomFile, Rng,
+};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
@@ -140,6 +143,57 @@ fn embed_every_type_against_cpu() {
             .map(|v| v * scale)
             .collect();
         assert_eq!(got, want, "{ty} tokens {tokens:?}");
+    }
+}
+
+/// Each quantized type's kernel reads random block bytes (every code and field; tests/goldens/quant/
+/// *.raw.bin) as the `gguf` package dequantizes them: every row embedded, a row of 32 or 256 weights.
+#[test]
+fn embed_reads_raw_blocks_as_gguf_does() {
+    let Some(gpu) = gpu() else { return };
+    for g in quant_goldens::goldens() {
+        if !g.name.contains(".raw.") {
+            continue;
+        }
+        let cols = g.ty.block_len() as u32;
+        let rows = g.dequantized.len() as u32 / cols;
+        let f = RandomFile::of_matrices(vec![PackedMatrix {
+            ty: g.ty,
+            rows,
+            cols,
+            bytes: g.bytes.clone(),
+            deq: g.dequantized.clone(),
+        }]);
+        let table = GpuTensor::upload(&gpu, &f.header, &f.source, f.info(0), u64::MAX, &mut |_| {})
+            .block_on()
+            .unwrap();
+        let tokens: Vec<u32> = (0..rows).collect();
+        let out = scratch_buffer(&gpu, "out", g.dequantized.len() as u64 * 4)
+            .block_on()
+            .unwrap();
+        let mut plan = plan_at(&gpu, 0, &tokens);
+        embed::push(&mut plan, &table, &out, 1.0);
+        run(&gpu, plan);
+        let got = read_back_f32(&gpu, &out, g.dequantized.len())
+            .block_on()
+            .unwrap();
+        // Exact but for the order of the K types' scale products (within a millionth of the block's
+        // largest weight), and subnormal scales a GPU may flush to zero (within 1e-30).
+        for (row, (ours, theirs)) in got
+            .chunks(cols as usize)
+            .zip(g.dequantized.chunks(cols as usize))
+            .enumerate()
+        {
+            let largest = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+            for (i, (&a, &b)) in ours.iter().zip(theirs).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-6 * largest + 1e-30,
+                    "{}: block {row}, weight {i}: GPU {a:e}, gguf {b:e}",
+                    g.name
+                );
+            }
+        }
+        eprintln!("{}: {} weights as gguf reads them", g.name, got.len());
     }
 }
 

@@ -9,62 +9,12 @@ use wick::gguf::{self, FileSource, GgmlType, Header, Value};
 use wick::quant::{self, QuantError};
 use wick::quantize::{output_type, quantize_model};
 
+mod common;
+
+use common::quant_goldens::goldens;
+
 // ---------------------------------------------------------------------------------------------------------------
 // Goldens
-
-/// One golden file: weights (when the bytes were quantized from them), the quantized bytes, and gguf's
-/// dequantization of those bytes.
-struct Golden {
-    name: String,
-    ty: GgmlType,
-    input: Option<Vec<f32>>,
-    bytes: Vec<u8>,
-    dequantized: Vec<f32>,
-}
-
-fn goldens() -> Vec<Golden> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/goldens/quant");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("tests/goldens/quant")
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".bin"))
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .map(|name| parse_golden(&name, &std::fs::read(dir.join(&name)).unwrap()))
-        .collect()
-}
-
-/// Layout: u32 n, u32 has_input, [f32; n] input if has_input, the quantized bytes, [f32; n] dequantized.
-fn parse_golden(name: &str, b: &[u8]) -> Golden {
-    let ty =
-        GgmlType::from_name(name.split('.').next().unwrap()).expect("file named after its type");
-    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
-    let f32s = |at: usize, n: usize| -> Vec<f32> {
-        b[at..at + 4 * n]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
-    };
-    let (n, has_input) = (u32_at(0), u32_at(4) != 0);
-    let mut at = 8;
-    let input = has_input.then(|| {
-        at += 4 * n;
-        f32s(8, n)
-    });
-    let len = ty.bytes_for(n as u64).unwrap() as usize;
-    let bytes = b[at..at + len].to_vec();
-    let dequantized = f32s(at + len, n);
-    assert_eq!(at + len + 4 * n, b.len(), "{name}: length");
-    Golden {
-        name: name.to_string(),
-        ty,
-        input,
-        bytes,
-        dequantized,
-    }
-}
 
 /// Equal bit for bit, or both NaN.
 fn same(a: f32, b: f32) -> bool {
@@ -167,7 +117,7 @@ fn round_trip(ty: GgmlType, x: &[f32]) -> Vec<f32> {
 /// Upper bounds on the NMSE of a quantize/dequantize round trip of Gaussian weights, about 10% above what was
 /// measured: a type quantized with fewer bits, a cruder scale search, or a misplaced nibble, scale or min lands
 /// above its bound.
-const NMSE_BOUNDS: [(GgmlType, f64); 11] = [
+const NMSE_BOUNDS: [(GgmlType, f64); 12] = [
     (GgmlType::F32, 0.0),
     (GgmlType::F16, 5.0e-8),
     (GgmlType::BF16, 3.2e-6),
@@ -179,6 +129,7 @@ const NMSE_BOUNDS: [(GgmlType, f64); 11] = [
     (GgmlType::Q4_K, 5.6e-3),
     (GgmlType::Q4_1, 6.8e-3),
     (GgmlType::Q4_0, 8.1e-3),
+    (GgmlType::MXFP4, 1.5e-2),
 ];
 
 #[test]
@@ -526,11 +477,13 @@ fn quantize_model_converts_each_tensor_as_llama_cpp_does() {
     let (src_header, src_file) = read_model(&src_path);
     let src = FileSource::open(&src_path).unwrap();
 
-    // (target, its fallback, general.file_type)
-    for (target, fallback, file_type) in [
-        (GgmlType::Q4_K, GgmlType::Q5_0, 14),
-        (GgmlType::Q6_K, GgmlType::Q8_0, 18),
-        (GgmlType::Q8_0, GgmlType::Q8_0, 7),
+    // (target, what two-dimensional matrices take, its fallback, general.file_type)
+    for (target, matrices, fallback, file_type) in [
+        (GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q5_0, 14),
+        (GgmlType::Q6_K, GgmlType::Q6_K, GgmlType::Q8_0, 18),
+        (GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, 7),
+        // llama.cpp's MXFP4_MOE: the experts MXFP4, every other matrix Q8_0.
+        (GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q8_0, 38),
     ] {
         let dst = temp_path(&format!("{target}.gguf"));
         let mut calls = Vec::new();
@@ -551,7 +504,8 @@ fn quantize_model_converts_each_tensor_as_llama_cpp_does() {
         // Tensors: each of its expected type, holding exactly what quantizing the source gives.
         for ((t, s), (_, _, _, becomes)) in h.tensors.iter().zip(&src_header.tensors).zip(MODEL) {
             let ty = match becomes {
-                Becomes::Target => target,
+                Becomes::Target if s.dims.len() > 2 => target,
+                Becomes::Target => matrices,
                 Becomes::Fallback => fallback,
                 Becomes::Kept => s.ty,
             };

@@ -1,5 +1,6 @@
 //! `wick quantize IN OUT TYPE`: every matrix to TYPE (falling back as llama.cpp does where a row is not a
-//! multiple of 256), norms kept as they are.
+//! multiple of 256; MXFP4 for the experts' matrices and Q8_0 for the rest, as llama.cpp's MXFP4_MOE),
+//! norms kept as they are.
 
 use crate::load::progress_bar;
 use anyhow::{anyhow, Context, Result};
@@ -13,7 +14,7 @@ pub struct QuantizeArgs {
     input: String,
     /// The file to write
     output: String,
-    /// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (also F16, BF16, F32)
+    /// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, MXFP4 (experts; the rest Q8_0), also F16, BF16, F32
     #[arg(name = "TYPE")]
     ty: String,
 }

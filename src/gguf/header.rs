@@ -389,17 +389,26 @@ impl<'a> Reader<'a> {
             dims.push(self.u64()?);
         }
         let elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
-        let elements = match elements {
-            Some(e) if e > 0 => e,
-            _ => return Err(GgufError::BadShape { name, dims }),
+        let Some(elements) = elements.filter(|&e| e > 0) else {
+            return Err(GgufError::BadShape { name, dims });
         };
         let id = self.u32()?;
         let ty = GgmlType::from_id(id).ok_or_else(|| GgufError::UnknownTensorType {
             name: name.clone(),
             id,
         })?;
-        if ty.bytes_for(elements).is_none() || dims[0] % ty.block_len() as u64 != 0 {
-            return Err(GgufError::PartialBlock { name, ty, elements });
+        // Whole rows of blocks (and so whole blocks in all).
+        if dims[0] % ty.block_len() as u64 != 0 {
+            return Err(GgufError::PartialBlock {
+                name,
+                ty,
+                row: dims[0],
+                block_len: ty.block_len(),
+            });
+        }
+        // A size in bytes that u64 cannot hold.
+        if ty.bytes_for(elements).is_none() {
+            return Err(GgufError::BadShape { name, dims });
         }
         let offset = self.u64()?;
         Ok(TensorInfo {

@@ -45,11 +45,15 @@ pub enum GgufError {
     UnknownTensorType { name: String, id: u32 },
     #[error("tensor {name:?} has a bad shape {dims:?}")]
     BadShape { name: String, dims: Vec<u64> },
-    #[error("tensor {name:?} of {ty} has {elements} elements, not a whole number of {ty} blocks")]
+    #[error(
+        "tensor {name:?} of {ty} has rows of {row} weights, not a whole number of {ty} blocks \
+         ({block_len} weights each)"
+    )]
     PartialBlock {
         name: String,
         ty: GgmlType,
-        elements: u64,
+        row: u64,
+        block_len: usize,
     },
     #[error("tensor {name:?} at data offset {offset} is not aligned to {alignment} bytes")]
     Misaligned {

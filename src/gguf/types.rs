@@ -17,10 +17,11 @@ pub enum GgmlType {
     Q5_K,
     Q6_K,
     BF16,
+    MXFP4,
 }
 
 impl GgmlType {
-    pub const ALL: [GgmlType; 11] = [
+    pub const ALL: [GgmlType; 12] = [
         GgmlType::F32,
         GgmlType::F16,
         GgmlType::Q4_0,
@@ -32,6 +33,7 @@ impl GgmlType {
         GgmlType::Q5_K,
         GgmlType::Q6_K,
         GgmlType::BF16,
+        GgmlType::MXFP4,
     ];
 
     /// GGUF's numeric id for this type.
@@ -48,6 +50,7 @@ impl GgmlType {
             GgmlType::Q5_K => 13,
             GgmlType::Q6_K => 14,
             GgmlType::BF16 => 30,
+            GgmlType::MXFP4 => 39,
         }
     }
 
@@ -59,9 +62,12 @@ impl GgmlType {
     pub fn block_len(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 1,
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => {
-                32
-            }
+            GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q5_1
+            | GgmlType::Q8_0
+            | GgmlType::MXFP4 => 32,
             GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => 256,
         }
     }
@@ -79,6 +85,7 @@ impl GgmlType {
             GgmlType::Q4_K => 144,
             GgmlType::Q5_K => 176,
             GgmlType::Q6_K => 210,
+            GgmlType::MXFP4 => 17,
         }
     }
 
@@ -104,6 +111,7 @@ impl GgmlType {
             GgmlType::Q5_K => "Q5_K",
             GgmlType::Q6_K => "Q6_K",
             GgmlType::BF16 => "BF16",
+            GgmlType::MXFP4 => "MXFP4",
         }
     }
 

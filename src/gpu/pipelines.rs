@@ -218,6 +218,7 @@ fn dequant_source(ty: GgmlType) -> &'static str {
         GgmlType::Q4_K => include_str!("../../shaders/dequant/q4_k.wgsl"),
         GgmlType::Q5_K => include_str!("../../shaders/dequant/q5_k.wgsl"),
         GgmlType::Q6_K => include_str!("../../shaders/dequant/q6_k.wgsl"),
+        GgmlType::MXFP4 => include_str!("../../shaders/dequant/mxfp4.wgsl"),
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod float;
 mod kquant;
+mod mxfp4;
 mod q4;
 mod q4_k;
 mod q5;
@@ -14,6 +15,7 @@ mod q5_k;
 mod q6_k;
 mod q8_0;
 
+pub use mxfp4::{e8m0_half, BlockMxfp4, E2M1_DOUBLED};
 pub use q4::{BlockQ4_0, BlockQ4_1};
 pub use q4_k::BlockQ4K;
 pub use q5::{BlockQ5_0, BlockQ5_1};
@@ -78,6 +80,7 @@ pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), Quant
         GgmlType::Q4_K => dequantize_blocks::<BlockQ4K>(src, dst),
         GgmlType::Q5_K => dequantize_blocks::<BlockQ5K>(src, dst),
         GgmlType::Q6_K => dequantize_blocks::<BlockQ6K>(src, dst),
+        GgmlType::MXFP4 => dequantize_blocks::<BlockMxfp4>(src, dst),
     }
     Ok(())
 }
@@ -97,6 +100,7 @@ pub fn quantize(ty: GgmlType, src: &[f32], dst: &mut Vec<u8>) -> Result<(), Quan
         GgmlType::Q4_K => quantize_blocks::<BlockQ4K>(src, dst),
         GgmlType::Q5_K => quantize_blocks::<BlockQ5K>(src, dst),
         GgmlType::Q6_K => quantize_blocks::<BlockQ6K>(src, dst),
+        GgmlType::MXFP4 => quantize_blocks::<BlockMxfp4>(src, dst),
     }
     Ok(())
 }
@@ -182,6 +186,7 @@ mod tests {
         check_layout::<BlockQ4K>();
         check_layout::<BlockQ5K>();
         check_layout::<BlockQ6K>();
+        check_layout::<BlockMxfp4>();
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod edit_gguf;
 pub mod fidelity;
+pub mod quant_goldens;
 pub mod random_model;
 
 use pollster::FutureExt as _;
@@ -126,6 +127,15 @@ pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
 
 /// Random matrices packed as their types, one after the other in an in-memory file (tensors "t0",
 /// "t1", ...), for the uploads that take several.
+/// A matrix as blocks of its type and the weights they hold.
+pub struct PackedMatrix {
+    pub ty: GgmlType,
+    pub rows: u32,
+    pub cols: u32,
+    pub bytes: Vec<u8>,
+    pub deq: Vec<f32>,
+}
+
 pub struct RandomFile {
     pub header: Header,
     pub source: MemorySource,
@@ -134,24 +144,41 @@ pub struct RandomFile {
 }
 
 impl RandomFile {
-    /// Matrices of (type, rows, cols).
+    /// Matrices of (type, rows, cols), of seeded random weights quantized by Wick's CPU quantizer.
     pub fn new(matrices: &[(GgmlType, u32, u32)], rng: &mut Rng) -> RandomFile {
+        let packed = matrices
+            .iter()
+            .map(|&(ty, rows, cols)| {
+                let w = rng.vec((rows * cols) as usize);
+                let mut bytes = Vec::new();
+                quant::quantize(ty, &w, &mut bytes).unwrap();
+                let mut deq = vec![0f32; w.len()];
+                quant::dequantize(ty, &bytes, &mut deq).unwrap();
+                PackedMatrix {
+                    ty,
+                    rows,
+                    cols,
+                    bytes,
+                    deq,
+                }
+            })
+            .collect();
+        RandomFile::of_matrices(packed)
+    }
+
+    /// The given matrices, laid out as a file's tensors (`t0`, `t1`, ...) 32-byte aligned.
+    pub fn of_matrices(matrices: Vec<PackedMatrix>) -> RandomFile {
         let (mut bytes, mut tensors, mut deq) = (Vec::new(), Vec::new(), Vec::new());
-        for (i, &(ty, rows, cols)) in matrices.iter().enumerate() {
-            let w = rng.vec((rows * cols) as usize);
-            let mut packed = Vec::new();
-            quant::quantize(ty, &w, &mut packed).unwrap();
-            let mut d = vec![0f32; w.len()];
-            quant::dequantize(ty, &packed, &mut d).unwrap();
+        for (i, m) in matrices.into_iter().enumerate() {
             tensors.push(TensorInfo {
                 name: format!("t{i}"),
-                dims: vec![cols as u64, rows as u64],
-                ty,
+                dims: vec![m.cols as u64, m.rows as u64],
+                ty: m.ty,
                 offset: bytes.len() as u64,
             });
-            bytes.extend_from_slice(&packed);
+            bytes.extend_from_slice(&m.bytes);
             bytes.resize(bytes.len().next_multiple_of(32), 0);
-            deq.push(d);
+            deq.push(m.deq);
         }
         let header = Header {
             version: 3,

@@ -12,9 +12,13 @@ committed files), or given with --llama-lib. Three kinds of file, all small:
                     reference), and gguf's dequantization of those bytes.
   <type>.raw.bin    random block bytes (any bit pattern, but finite f16 scales) and gguf's dequantization of them:
                     checks the unpacking of every field, for every quantized type.
-  <type>.llama.bin  (Q4_K, Q5_K, Q6_K) seeded random weights, the bytes llama.cpp's own reference quantizer
-                    (`quantize_row_*_ref` in libggml-base, as `pip install llama-cpp-python` builds it) makes of
-                    them, and gguf's dequantization. Written only when that library is found.
+  <type>.llama.bin  (Q4_K, Q5_K, Q6_K, MXFP4) seeded random weights, the bytes llama.cpp's own reference
+                    quantizer (`quantize_row_*_ref` in libggml-base, as `pip install llama-cpp-python` builds
+                    it) makes of them, and gguf's dequantization. Written only when that library is found.
+
+MXFP4 (gguf 0.19.0, llama-cpp-python 0.3.36) has its own seed, after the others, so that adding it left
+their files as they were. Its raw blocks keep the E8M0 exponent at 250 or below (beyond, 12 * 2^(e - 128)
+overflows f32) and start with the subnormal scales 0 and 1.
 
 Layout of every file, little-endian: u32 n (weights), u32 has_input, [f32; n] input if has_input,
 the quantized bytes (n / block_len * block_bytes), [f32; n] gguf's dequantization.
@@ -98,7 +102,8 @@ def find_llama_lib(given):
 
 def llama_quantize(lib, ty, x):
     block_len, block_bytes = GGML_QUANT_SIZES[ty]
-    fn = getattr(lib, f"quantize_row_q{ty.name[1:]}_ref")
+    name = "mxfp4" if ty == T.MXFP4 else f"q{ty.name[1:]}"
+    fn = getattr(lib, f"quantize_row_{name}_ref")
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
     fn.restype = None
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -127,6 +132,13 @@ def main():
         q = raw_blocks(rng, ty, n_blocks)
         write(f"{ty.name.lower()}.raw.bin", n_blocks * block_len, None, q, quants.dequantize(q, ty))
 
+    mx = np.random.default_rng(20261126)
+    x = weights(mx, 8, 32)
+    q = quants.quantize(x, T.MXFP4)
+    write("mxfp4.quant.bin", x.size, x, q, quants.dequantize(q, T.MXFP4))
+    q = mxfp4_raw_blocks(mx, 16)
+    write("mxfp4.raw.bin", 16 * 32, None, q, quants.dequantize(q, T.MXFP4))
+
     lib_path = find_llama_lib(args.llama_lib)
     if lib_path is None:
         print("no libggml-base.so found: the .llama.bin goldens were not remade", file=sys.stderr)
@@ -136,6 +148,17 @@ def main():
         x = weights(rng, 4, 256)
         q = llama_quantize(lib, ty, x)
         write(f"{ty.name.lower()}.llama.bin", x.size, x, q, quants.dequantize(q, ty))
+    x = weights(mx, 8, 32)
+    q = llama_quantize(lib, T.MXFP4, x)
+    write("mxfp4.llama.bin", x.size, x, q, quants.dequantize(q, T.MXFP4))
+
+
+def mxfp4_raw_blocks(rng, n_blocks):
+    """Random codes under exponents from the subnormal (0, 1) through tiny and typical to 250."""
+    b = rng.integers(0, 256, (n_blocks, 17), dtype=np.uint8)
+    b[:, 0] = rng.integers(0, 251, n_blocks)
+    b[:4, 0] = [0, 1, 2, 127]
+    return b.reshape(-1)
 
 
 if __name__ == "__main__":
