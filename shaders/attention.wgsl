@@ -2,7 +2,8 @@
 // `window` positions on a sliding-window layer), grouped-query:
 // one workgroup per (q head, token), reading kv head h / (n_head / n_kv_head). No score row is stored
 // (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token. Needs
-// step.wgsl, reduce.wgsl, attend.wgsl and head_keys.wgsl.
+// step.wgsl, reduce.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a learned
+// logit that takes its share of the softmax and adds no value.
 
 struct Params {
     n_head: u32,
@@ -11,6 +12,7 @@ struct Params {
     scale: f32,
     window: u32,   // keys a query sees, its own included; 0: all before it
     softcap: f32,  // scores soft-capped at this (Gemma 2); 0: not
+    sinks: u32,    // 1: SINK holds each head's sink logit
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
@@ -18,7 +20,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> VC: array<f32>;            // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;       // (batch, n_head, head_dim)
 @group(0) @binding(4) var<storage, read> step: Step;
-@group(0) @binding(5) var<uniform> P: Params;
+@group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
+@group(0) @binding(6) var<uniform> P: Params;
 
 override WG: u32 = 64u;
 
@@ -32,11 +35,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let q = (token * P.n_head + h) * (P.head_dim / 4u);
     let end = step.pos + token + 1u;
     let r = attend(q, head_keys(h), first_key(end, P.window), end, t);
+    // With a sink, the max and the sum take its logit too.
+    var rescale = 1.0;
+    var l = r.l;
+    if (P.sinks != 0u) {
+        let m = max(r.m, SINK[h]);
+        rescale = exp(r.m - m);
+        l = r.l * rescale + exp(SINK[h] - m);
+    }
     let o = (token * P.n_head + h) * P.head_dim;
     for (var i = 0u; i < 4u; i++) {
         let dim = t + i * WG;
         if (dim < P.head_dim) {
-            O[o + dim] = r.acc[i] / r.l;
+            O[o + dim] = r.acc[i] * rescale / l;
         }
     }
 }

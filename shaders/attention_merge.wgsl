@@ -1,15 +1,18 @@
 // Combines attention_split.wgsl's splits of each head: their sums rescaled to the largest max, added,
-// divided by the total weight. One workgroup per head, a thread per output dim.
+// divided by the total weight (which a head's sink logit, where it has one, joins). One workgroup per
+// head, a thread per output dim.
 
 struct Params {
     n_head: u32,
     head_dim: u32,
     n_split: u32,
+    sinks: u32, // 1: SINK holds each head's sink logit
 }
 
 @group(0) @binding(0) var<storage, read> parts: array<f32>;         // (n_head, n_split, head_dim + 2)
 @group(0) @binding(1) var<storage, read_write> O: array<f32>;       // (n_head, head_dim)
-@group(0) @binding(2) var<uniform> P: Params;
+@group(0) @binding(2) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
+@group(0) @binding(3) var<uniform> P: Params;
 
 override WG: u32 = 64u;
 
@@ -25,7 +28,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             m = max(m, parts[at + P.head_dim]);
         }
     }
-    var l = 0.0;
+    if (P.sinks != 0u) {
+        m = max(m, SINK[h]);
+    }
+    var l = select(0.0, exp(SINK[h] - m), P.sinks != 0u);
     for (var s = 0u; s < P.n_split; s++) {
         let at = first + s * width;
         l += parts[at + P.head_dim + 1u] * exp(parts[at + P.head_dim] - m);

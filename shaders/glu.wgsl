@@ -1,4 +1,4 @@
-// h = activation(gate) * up, for each token row of the run. Gate and up may be two halves of one buffer
+// h = glu(gate, up) (an activation file's: activation(gate) * up, or a variant), for each token row of the run. Gate and up may be two halves of one buffer
 // (one stacked matrix made both), bound twice: each has its own offset and its own row stride.
 // Needs step.wgsl and an activation file.
 
@@ -22,6 +22,6 @@ override WG: u32 = 64u;
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < P.n && gid.y < step.n_tokens) {
         let g = G[gid.y * P.g_stride + P.g_offset + gid.x];
-        H[gid.y * P.n + gid.x] = activation(g) * U[gid.y * P.u_stride + P.u_offset + gid.x];
+        H[gid.y * P.n + gid.x] = glu(g, U[gid.y * P.u_stride + P.u_offset + gid.x]);
     }
 }

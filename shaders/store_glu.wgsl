@@ -1,5 +1,5 @@
 // A gated feed-forward block's store: W holds gate's and up's rows interleaved (gate i, up i), so a pair
-// of rows is one value of h = activation(gate x) * up x. Needs an activation file.
+// of rows is one value of h = glu(gate x, up x). Needs an activation file.
 
 struct Params {
     rows: u32,       // rows in this part of W: twice its values of h
@@ -13,5 +13,5 @@ struct Params {
 @group(0) @binding(4) var<uniform> P: Params;
 
 fn store_pair(token: u32, row: u32, gate: f32, up: f32) {
-    H[token * P.out_stride + P.out_offset + row / 2u] = activation(gate) * up;
+    H[token * P.out_stride + P.out_offset + row / 2u] = glu(gate, up);
 }

@@ -221,10 +221,14 @@ fn rms_norm_and_swiglu_against_cpu() {
     );
     assert!(e < 1e-10, "rms_norm nmse {e}");
 
-    // Gates far out on both sides, where GELU's tanh saturates.
+    // Gates far out on both sides, where GELU's tanh saturates; ups beyond gpt-oss's clamp at 7.
     let g: Vec<f32> = rng.vec(n * rows).iter().map(|v| v * 30.0).collect();
-    let u = rng.vec(n * rows);
-    for act in [Activation::Silu, Activation::GeluTanh] {
+    let u: Vec<f32> = rng.vec(n * rows).iter().map(|v| v * 10.0).collect();
+    for act in [
+        Activation::Silu,
+        Activation::GeluTanh,
+        Activation::SwigluOai,
+    ] {
         let h = scratch_buffer(&gpu, "h", (n * rows) as u64 * 4)
             .block_on()
             .unwrap();
@@ -337,6 +341,7 @@ fn projection_rope_and_attention_against_cpu() {
             k_cache: &kcb,
             v_cache: &vcb,
             out: &out,
+            sinks: None,
         };
         let shape = attention::Shape::causal(n_head, n_kv_head, head_dim);
         attention::push(&mut plan, shape, &abufs);
@@ -521,7 +526,9 @@ fn check_swiglu_block(
 /// position 0 (one key, four splits empty), 150 (three splits used, the last partly) and 600 (all
 /// five, several blocks each); then at 600 again on a sliding-window layer (the last 300 keys, and the
 /// last 37, which leaves four splits empty) scored by Gemma 3 27B's scale, then with scores soft-capped
-/// at 2 (Gemma 2), and through the whole-head kernel alike.
+/// at 2 (Gemma 2); then with sinks (gpt-oss: a logit per head in the softmax, with no value) at
+/// position 0, where the one key shares the weight with the sink, and at 600 on a window of 37; and
+/// through the whole-head kernel alike.
 #[test]
 fn split_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -535,21 +542,24 @@ fn split_attention_against_cpu() {
         window,
         ..whole
     };
-    for (pos, shape) in [
-        (0u32, whole),
-        (150, whole),
-        (600, whole),
-        (600, windowed(300)),
-        (600, windowed(37)),
-        (
-            600,
-            attention::Shape {
-                softcap: 2.0,
-                ..windowed(300)
-            },
-        ),
+    let capped = attention::Shape {
+        softcap: 2.0,
+        ..windowed(300)
+    };
+    for (pos, shape, with_sinks) in [
+        (0u32, whole, false),
+        (150, whole, false),
+        (600, whole, false),
+        (600, windowed(300), false),
+        (600, windowed(37), false),
+        (600, capped, false),
+        (0, whole, true),
+        (600, windowed(37), true),
     ] {
         let n = pos as usize + 1;
+        let sinks: Option<Vec<f32>> =
+            with_sinks.then(|| rng.vec(n_head as usize).iter().map(|v| v * 3.0).collect());
+        let sinks_buffer = sinks.as_ref().map(|s| f32_buffer(&gpu, s));
         let q: Vec<f32> = rng
             .vec(hd * n_head as usize)
             .iter()
@@ -577,6 +587,7 @@ fn split_attention_against_cpu() {
             k_cache: &kcb,
             v_cache: &vcb,
             out: &out,
+            sinks: sinks_buffer.as_ref(),
         };
         attention::push_split(&mut plan, shape, n_split, &b, &parts);
         run(&gpu, plan);
@@ -586,12 +597,13 @@ fn split_attention_against_cpu() {
             w => n.saturating_sub(w as usize),
         };
         let scoring = (shape.scale, shape.softcap);
-        let want = attention_reference_from(&q, (&kc, &vc), (first, n), heads, scoring);
+        let want =
+            attention_reference_from(&q, (&kc, &vc), (first, n), heads, scoring, sinks.as_deref());
         let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
         assert!(
             e < 1e-9,
-            "pos {pos} window {}: split nmse {e}",
+            "pos {pos} window {} sinks {with_sinks}: split nmse {e}",
             shape.window
         );
 
@@ -609,7 +621,11 @@ fn split_attention_against_cpu() {
             .block_on()
             .unwrap();
         let e = nmse(&got, &want);
-        assert!(e < 1e-9, "pos {pos} window {}: nmse {e}", shape.window);
+        assert!(
+            e < 1e-9,
+            "pos {pos} window {} sinks {with_sinks}: nmse {e}",
+            shape.window
+        );
     }
 }
 
@@ -669,16 +685,17 @@ fn attention_reference(
     heads: (usize, usize, usize),
 ) -> Vec<f32> {
     let scale = 1.0 / (heads.2 as f32).sqrt();
-    attention_reference_from(q, caches, (0, n), heads, (scale, 0.0))
+    attention_reference_from(q, caches, (0, n), heads, (scale, 0.0), None)
 }
 
-/// As `attention_reference` over positions first..n, scoring by `scale`.
+/// As `attention_reference` over positions first..n, scoring by `scale`, with each head's sink.
 fn attention_reference_from(
     q: &[f32],
     (k_cache, v_cache): (&[f32], &[f32]),
     (first, n): (usize, usize),
     (n_head, n_kv_head, head_dim): (usize, usize, usize),
     scoring: (f32, f32),
+    sinks: Option<&[f32]>,
 ) -> Vec<f32> {
     let kv_dim = n_kv_head * head_dim;
     (0..n_head)
@@ -693,7 +710,8 @@ fn attention_reference_from(
             };
             let qh = &q[h * head_dim..(h + 1) * head_dim];
             let (k, v) = (head_rows(k_cache), head_rows(v_cache));
-            attention::reference_scored(qh, &k, &v, head_dim, scoring)
+            let sink = sinks.map(|s| s[h]);
+            attention::reference_with_sink(qh, &k, &v, head_dim, scoring, sink)
         })
         .collect()
 }

@@ -438,3 +438,53 @@ fn absorbed_mla_equals_the_naive_form() {
         }
     }
 }
+
+/// Biases after a product, over a run of 3 tokens with their own routes (3 of 5 experts each): one
+/// row for every token, each slot's expert's row, and the slots' rows summed by weight.
+#[test]
+fn biases_one_per_slot_and_by_weight_against_cpu() {
+    use wick::ops::bias::{self, Rows};
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(77);
+    let (n, n_expert, n_used, n_tokens) = (70usize, 5usize, 3usize, 3usize);
+    // Each token's route: n_used distinct ids, then n_used f32 weights, as moe_route writes it.
+    let routes: Vec<(Vec<u32>, Vec<f32>)> = [[4u32, 0, 2], [1, 3, 4], [2, 1, 0]]
+        .iter()
+        .map(|ids| (ids.to_vec(), rng.vec(n_used)))
+        .collect();
+    let mut route_words = Vec::new();
+    for (ids, weights) in &routes {
+        route_words.extend(ids.iter().copied());
+        route_words.extend(weights.iter().map(|w| w.to_bits()));
+    }
+    let route = wick::gpu::storage_buffer(&gpu, "route", bytemuck::cast_slice(&route_words));
+    for case in 0..3 {
+        let b = rng.vec(if case == 0 { n } else { n_expert * n });
+        let width = if case == 1 { n_used * n } else { n };
+        let y0 = rng.vec(n_tokens * width);
+        let yb = f32_buffer(&gpu, &y0);
+        let rows = match case {
+            0 => Rows::One,
+            1 => Rows::PerSlot {
+                n_used: n_used as u32,
+                route: &route,
+            },
+            _ => Rows::WeightedSum {
+                n_used: n_used as u32,
+                route: &route,
+            },
+        };
+        let mut plan = plan_at(&gpu, 0, &[0; 3]);
+        bias::push(&mut plan, &f32_buffer(&gpu, &b), rows, &yb, n as u32);
+        run(&gpu, plan);
+        let got = read_back_f32(&gpu, &yb, y0.len()).block_on().unwrap();
+        let mut want = y0.clone();
+        for (t, (ids, weights)) in routes.iter().enumerate() {
+            let y = &mut want[t * width..(t + 1) * width];
+            let route = (case > 0).then_some((ids.as_slice(), weights.as_slice()));
+            bias::reference(&b, (n, route), y, case == 2);
+        }
+        let e = nmse(&got, &want);
+        assert!(e < 1e-12, "case {case}: nmse {e}");
+    }
+}

@@ -1,4 +1,4 @@
-// The gate's activation of a SwiGLU feed-forward block: silu(x) = x * sigmoid(x).
-fn activation(x: f32) -> f32 {
-    return x / (1.0 + exp(-x));
+// SwiGLU's h from gate and up: silu(gate) * up, silu(x) = x * sigmoid(x).
+fn glu(gate: f32, up: f32) -> f32 {
+    return gate / (1.0 + exp(-gate)) * up;
 }

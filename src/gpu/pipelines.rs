@@ -67,6 +67,8 @@ pub enum Kernel {
     SigmoidGate,
     /// Each layer's per-layer input from the projected embedding and the token's row (Gemma 4).
     PerLayerInputs,
+    /// y += a bias row, or each slot's expert's row, or the slots' rows by weight.
+    AddBias,
 }
 
 /// What the kernels that compute W's rows in pairs do with a pair (shaders/store_*.wgsl): the fusions
@@ -81,13 +83,16 @@ pub enum Store {
     RopeKv,
 }
 
-/// A gated feed-forward block's activation of the gate (shaders/activation/*.wgsl define `activation`).
+/// How a gated feed-forward block makes h from gate and up (shaders/activation/*.wgsl define `glu`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Activation {
-    /// SwiGLU: silu(x) = x * sigmoid(x).
+    /// SwiGLU: silu(gate) * up, silu(x) = x * sigmoid(x).
     Silu,
-    /// GeGLU: GELU, tanh approximation.
+    /// GeGLU: GELU(gate) * up, GELU in its tanh approximation.
     GeluTanh,
+    /// gpt-oss's SwiGLU: gate clamped above at 7, up to [-7, 7], then gate * sigmoid(1.702 gate) *
+    /// (up + 1).
+    SwigluOai,
 }
 
 impl Activation {
@@ -95,16 +100,21 @@ impl Activation {
         match self {
             Activation::Silu => include_str!("../../shaders/activation/silu.wgsl"),
             Activation::GeluTanh => include_str!("../../shaders/activation/gelu.wgsl"),
+            Activation::SwigluOai => include_str!("../../shaders/activation/swiglu_oai.wgsl"),
         }
     }
 
-    /// CPU reference.
-    pub fn apply(self, x: f32) -> f32 {
+    /// CPU reference: h from one gate and up value.
+    pub fn glu(self, gate: f32, up: f32) -> f32 {
         match self {
-            Activation::Silu => x / (1.0 + (-x).exp()),
+            Activation::Silu => gate / (1.0 + (-gate).exp()) * up,
             Activation::GeluTanh => {
-                let u = 0.797_884_6 * x * (1.0 + 0.044715 * x * x);
-                0.5 * x * (1.0 + u.tanh())
+                let u = 0.797_884_6 * gate * (1.0 + 0.044715 * gate * gate);
+                0.5 * gate * (1.0 + u.tanh()) * up
+            }
+            Activation::SwigluOai => {
+                let (g, u) = (gate.min(7.0), up.clamp(-7.0, 7.0));
+                g / (1.0 + (-1.702 * g).exp()) * (u + 1.0)
             }
         }
     }
@@ -198,6 +208,7 @@ impl Kernel {
             Kernel::DeltaConv => wgsl!("step.wgsl", "delta_conv.wgsl"),
             Kernel::DeltaNet => wgsl!("step.wgsl", "reduce.wgsl", "delta_net.wgsl"),
             Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
+            Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
             Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };
         body.to_string()

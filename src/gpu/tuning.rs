@@ -73,6 +73,7 @@ impl MatvecShape {
             Kernel::MatvecPairs(Store::Rows) => shape + " pairs",
             Kernel::MatvecPairs(Store::Glu(Activation::Silu)) => shape + " swiglu",
             Kernel::MatvecPairs(Store::Glu(Activation::GeluTanh)) => shape + " geglu",
+            Kernel::MatvecPairs(Store::Glu(Activation::SwigluOai)) => shape + " swiglu_oai",
             Kernel::MatvecPairs(Store::RopeKv) => shape + " rope_kv",
             _ => shape,
         }

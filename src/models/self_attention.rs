@@ -291,6 +291,7 @@ impl SelfAttention {
             k_cache: &self.cache.k,
             v_cache: &self.cache.v,
             out: &a.attn,
+            sinks: None,
         };
         match attention {
             Attention::Whole => attention::push(plan, shape, &buffers),

@@ -13,6 +13,7 @@ struct Params {
     scale: f32,
     window: u32,
     softcap: f32,
+    sinks: u32,
 }
 
 /// The heads attention runs over and how it scores keys.
@@ -61,6 +62,16 @@ pub struct AttentionBuffers<'a> {
     pub v_cache: &'a wgpu::Buffer,
     /// (batch, n_head, head_dim)
     pub out: &'a wgpu::Buffer,
+    /// (n_head) each head's sink (gpt-oss): a logit in the softmax with no value, which takes a share
+    /// of the weight from the keys.
+    pub sinks: Option<&'a wgpu::Buffer>,
+}
+
+impl AttentionBuffers<'_> {
+    /// The sinks' binding, q where there are none (the kernel then reads nothing from it).
+    fn sinks_or_q(&self) -> &wgpu::Buffer {
+        self.sinks.unwrap_or(self.q)
+    }
 }
 
 /// Adds attention for each token of the run: token t, at position pos + t, attends to positions
@@ -74,6 +85,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         scale: s.scale,
         window: s.window,
         softcap: s.softcap,
+        sinks: b.sinks.is_some() as u32,
     };
     let step = plan.step.clone();
     plan.push(
@@ -81,7 +93,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
             workgroup: workgroup(s.head_dim),
             ..PipelineKey::new(Kernel::Attention, None)
         },
-        &[b.q, b.k_cache, b.v_cache, b.out, &step],
+        &[b.q, b.k_cache, b.v_cache, b.out, &step, b.sinks_or_q()],
         super::params(&p),
         [s.n_head, plan.batch, 1],
     );
@@ -105,6 +117,7 @@ struct MergeParams {
     n_head: u32,
     head_dim: u32,
     n_split: u32,
+    sinks: u32,
 }
 
 /// Bytes of the scratch `push_split` needs: each split's partial sums, max and weight, per head.
@@ -148,10 +161,11 @@ pub fn push_split(
         n_head,
         head_dim,
         n_split,
+        sinks: b.sinks.is_some() as u32,
     };
     plan.push(
         PipelineKey::new(Kernel::AttentionMerge, None),
-        &[parts, b.out],
+        &[parts, b.out, b.sinks_or_q()],
         super::params(&p),
         [n_head, 1, 1],
     );
@@ -169,7 +183,19 @@ pub fn reference_scored(
     k: &[f32],
     v: &[f32],
     head_dim: usize,
+    scoring: (f32, f32),
+) -> Vec<f32> {
+    reference_with_sink(q, k, v, head_dim, scoring, None)
+}
+
+/// As `reference_scored`, with the head's sink logit (if any) in the softmax.
+pub fn reference_with_sink(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    head_dim: usize,
     (scale, softcap): (f32, f32),
+    sink: Option<f32>,
 ) -> Vec<f32> {
     let n = k.len() / head_dim;
     let scores: Vec<f32> = (0..n)
@@ -185,9 +211,13 @@ pub fn reference_scored(
             cap => cap * (s / cap).tanh(),
         })
         .collect();
-    let max = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    let max = scores
+        .iter()
+        .chain(&sink)
+        .cloned()
+        .fold(f32::NEG_INFINITY, f32::max);
     let e: Vec<f32> = scores.iter().map(|s| (s - max).exp()).collect();
-    let sum: f32 = e.iter().sum();
+    let sum: f32 = e.iter().sum::<f32>() + sink.map_or(0.0, |s| (s - max).exp());
     (0..head_dim)
         .map(|d| (0..n).map(|p| e[p] * v[p * head_dim + d]).sum::<f32>() / sum)
         .collect()

@@ -1,5 +1,5 @@
-//! h = activation(gate) * up, and the gated feed-forward block built on it (SwiGLU with silu, GeGLU with
-//! GELU). Where gate and up share a type, their rows are interleaved at load and h comes straight out
+//! h = activation(gate) * up (or gpt-oss's clamped variant), and the gated feed-forward block built on
+//! it (SwiGLU with silu, GeGLU with GELU). Where gate and up share a type, their rows are interleaved at load and h comes straight out
 //! of their projection (shaders/store_glu.wgsl); otherwise, and for the experts' outputs,
 //! shaders/glu.wgsl makes h from gate's and up's outputs.
 
@@ -54,7 +54,7 @@ pub fn push_rows(
 }
 
 pub fn reference(act: Activation, g: &[f32], u: &[f32]) -> Vec<f32> {
-    g.iter().zip(u).map(|(g, u)| act.apply(*g) * u).collect()
+    g.iter().zip(u).map(|(&g, &u)| act.glu(g, u)).collect()
 }
 
 /// A gated block's gate and up projections, as loaded.

@@ -2,6 +2,7 @@
 
 pub mod argmax;
 pub mod attention;
+pub mod bias;
 pub mod delta_net;
 pub mod embed;
 pub mod glu;
