@@ -270,6 +270,7 @@ fn experts_block_over_a_chunk_against_cpu() {
             gate: &gate,
             up: &up,
             down: &down,
+            biases: None,
         };
         let buffers = MoeBuffers {
             route: &route,

@@ -13,8 +13,8 @@ use super::{Ends, Forward, Loader, Meta};
 use crate::gguf::Value;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, StepInput};
 use crate::ops::glu::Activation;
-use crate::ops::rope::{self, Rope};
-use crate::ops::{attention, delta_net, embed, matvec, rms_norm, softcap};
+use crate::ops::rope::{self, Rope, Yarn};
+use crate::ops::{attention, bias, delta_net, embed, matvec, rms_norm, softcap};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -71,10 +71,22 @@ impl Config {
             .tensor("token_embd.weight")
             .map(|t| t.rows() as u32)
             .unwrap_or(0);
+        let n_rot = m.meta_u32_or("rope.dimension_count", head_dim)?;
+        let freq_base = m.meta_f32_or("rope.freq_base", 10000.0)?;
+        let n_ctx_train = m.meta_u32_or("context_length", 4096)?;
         let scaling = m.meta_str("rope.scaling.type").unwrap_or("none");
-        let freq_scale = match scaling {
-            "linear" => 1.0 / m.meta_f32_or("rope.scaling.factor", 1.0)?,
-            "none" => 1.0,
+        let factor = m.meta_f32_or("rope.scaling.factor", 1.0)?;
+        let (freq_scale, yarn) = match scaling {
+            "linear" => (1.0 / factor, None),
+            "none" => (1.0, None),
+            // DeepSeek's scaled attention (a log multiplier) is deepseek2.rs's alone.
+            "yarn" if m.meta_f32_or("rope.scaling.yarn_log_multiplier", 0.0)? == 0.0 => {
+                let n_ctx_orig =
+                    m.meta_u32_or("rope.scaling.original_context_length", n_ctx_train)?;
+                let attn_factor = m.meta_f32_or("rope.scaling.attn_factor", 1.0)?;
+                let yarn = Yarn::scaled(n_rot, freq_base, n_ctx_orig, factor, attn_factor);
+                (1.0 / factor, Some(yarn))
+            }
             other => {
                 return Err(Error::Model(format!(
                     "rope scaling {other:?} is not supported for {}",
@@ -96,13 +108,13 @@ impl Config {
             n_vocab,
             rms_eps: m.meta_f32_or("attention.layer_norm_rms_epsilon", 1e-5)?,
             rope: Rope {
-                n_rot: m.meta_u32_or("rope.dimension_count", head_dim)?,
-                freq_base: m.meta_f32_or("rope.freq_base", 10000.0)?,
+                n_rot,
+                freq_base,
                 freq_scale,
                 neox: false,
-                yarn: None,
+                yarn,
             },
-            n_ctx_train: m.meta_u32_or("context_length", 4096)?,
+            n_ctx_train,
             rope_factors: m
                 .has("rope_freqs.weight")
                 .then(|| "rope_freqs.weight".to_string()),
@@ -289,6 +301,12 @@ impl Family {
             "RoPE over {} dims in {order}; attention scale {:.5}; embeddings x {:.4}",
             c.rope.n_rot, self.attn_scale, self.embd_scale
         ));
+        if let (Some(y), None) = (c.rope.yarn, &self.rope_factors) {
+            lines.push(format!(
+                "YaRN: frequencies scaled by {}, ramped over pairs {}-{}, the rotation scaled by {}",
+                c.rope.freq_scale, y.corr_low, y.corr_high, y.attn_factor
+            ));
+        }
         if let Some(factors) = &self.rope_factors {
             let magnitude = self.layers.first().and_then(|l| l.rope.yarn);
             lines.push(match magnitude {
@@ -395,6 +413,24 @@ impl Mixing {
         match self {
             Mixing::Attention(a) => &a.attn_output,
             Mixing::DeltaNet(d) => &d.ssm_out,
+        }
+    }
+
+    /// Adds the projection of `out` into y (onto what y holds where `accumulate`), and its bias.
+    fn push_output(
+        &self,
+        plan: &mut Plan,
+        out: &wgpu::Buffer,
+        (y, accumulate): (&wgpu::Buffer, bool),
+    ) {
+        let w = self.output();
+        matvec::push(plan, w, out, y, accumulate);
+        if let Mixing::Attention(SelfAttention {
+            attn_output_bias: Some(b),
+            ..
+        }) = self
+        {
+            bias::push(plan, b, bias::Rows::One, y, w.rows);
         }
     }
 }
@@ -655,12 +691,7 @@ fn refuse_unsupported(m: &Meta, c: &Config, f: &Family) -> Result<(), Error> {
     }
     let mut names = vec!["output.bias".to_string()];
     for i in 0..c.n_layer {
-        for t in [
-            "attn_qkv.bias",
-            "attn_output.bias",
-            "ffn_up.bias",
-            "ffn_down.bias",
-        ] {
+        for t in ["attn_qkv.bias", "ffn_up.bias", "ffn_down.bias"] {
             names.push(format!("blk.{i}.{t}"));
         }
         if !f.post_norms {
@@ -719,11 +750,11 @@ impl Model<'_> {
             // attn_output, the residual add and ffn_norm.
             match (&b.post_attention_norm, &a.sublayer) {
                 (Some(post), Some(t)) => {
-                    matvec::push(plan, b.mixing.output(), &a.attn, t, false);
+                    b.mixing.push_output(plan, &a.attn, (t, false));
                     rms_norm::push_add_norm(plan, (t, post), &a.x, (&b.ffn_norm, &a.xn), d, eps);
                 }
                 _ => {
-                    matvec::push(plan, b.mixing.output(), &a.attn, &a.x, true);
+                    b.mixing.push_output(plan, &a.attn, (&a.x, true));
                     rms_norm::push(plan, &a.x, &b.ffn_norm, &a.xn, d, eps);
                 }
             }

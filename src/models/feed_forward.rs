@@ -3,12 +3,14 @@
 //! (ops::moe_route), which run straight from the stacked expert tensors (ops::moe: by index for one
 //! token, grouped by expert for a prompt's chunk) and are summed by weight into the residual, with a
 //! shared expert beside them: always on (DeepSeek) or scaled by the sigmoid of a gate of its own
-//! (Qwen3.5), whose row rides along with the router's so that one product makes both.
+//! (Qwen3.5), whose row rides along with the router's so that one product makes both. Where the file
+//! has them, the router's logits and each expert's gate, up and down are biased (gpt-oss).
 
 use super::{Loader, Meta};
 use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan, Stacked};
+use crate::ops::bias::{self, Rows};
 use crate::ops::glu::{self, Activation, GateUp};
-use crate::ops::moe::{self, ExpertWeights, MoeBuffers, MoeShape};
+use crate::ops::moe::{self, ExpertBiases, ExpertWeights, MoeBuffers, MoeShape};
 use crate::ops::moe_route::{self, Gating};
 use crate::ops::{matvec, sigmoid_gate};
 use crate::Error;
@@ -137,7 +139,17 @@ pub struct Experts {
     gate: GpuTensor,
     up: GpuTensor,
     down: GpuTensor,
+    biases: Option<Biases>,
     shared: Option<SharedExpert>,
+}
+
+/// ffn_gate_inp.bias (n_expert), then ffn_{gate,up}_exps.bias (n_expert, n_ff) and ffn_down_exps.bias
+/// (n_expert, n_embd).
+struct Biases {
+    router: wgpu::Buffer,
+    gate: wgpu::Buffer,
+    up: wgpu::Buffer,
+    down: wgpu::Buffer,
 }
 
 struct SharedExpert {
@@ -204,6 +216,22 @@ impl FeedForward {
         let gate = l.matrices(&name("ffn_gate_exps"), d, f, n).await?;
         let up = l.matrices(&name("ffn_up_exps"), d, f, n).await?;
         let down = l.matrices(&name("ffn_down_exps"), f, d, n).await?;
+        let bias = |t: &str| format!("blk.{i}.{t}.bias");
+        let biases = match l.has(&bias("ffn_gate_inp")) {
+            false => None,
+            // The router's bias is added to its rows alone.
+            true if gated => {
+                return Err(Error::Model(format!(
+                    "layer {i}: a router bias beside a gated shared expert is not supported"
+                )))
+            }
+            true => Some(Biases {
+                router: l.vector(&bias("ffn_gate_inp"), n).await?,
+                gate: l.vectors(&bias("ffn_gate_exps"), f, n).await?,
+                up: l.vectors(&bias("ffn_up_exps"), f, n).await?,
+                down: l.vectors(&bias("ffn_down_exps"), d, n).await?,
+            }),
+        };
         let shared = match config.n_ff_shared {
             0 => None,
             fs => Some(SharedExpert {
@@ -221,6 +249,7 @@ impl FeedForward {
             gate,
             up,
             down,
+            biases,
             shared,
         })))
     }
@@ -247,6 +276,9 @@ impl FeedForward {
         assert!(accumulate, "experts add into the residual");
         let g = &e.config.gating;
         matvec::push_stacked(plan, &e.router, xn, &s.router_logits);
+        if let Some(b) = &e.biases {
+            bias::push(plan, &b.router, Rows::One, &s.router_logits, g.n_expert);
+        }
         let logits = (&s.router_logits, e.router.rows);
         moe_route::push(plan, g, logits, e.selection_bias.as_ref(), &s.route);
         let shape = MoeShape {
@@ -260,6 +292,11 @@ impl FeedForward {
             gate: &e.gate,
             up: &e.up,
             down: &e.down,
+            biases: e.biases.as_ref().map(|b| ExpertBiases {
+                gate: &b.gate,
+                up: &b.up,
+                down: &b.down,
+            }),
         };
         let buffers = MoeBuffers {
             route: &s.route,

@@ -82,7 +82,12 @@ pub fn family(m: &Meta, c: &Config, g: &Generation) -> Result<Family, Error> {
 
 /// Which layers slide a window: the metadata's pattern (a period, or one flag per layer), else
 /// `period`; none where the model has no window.
-fn sliding_layers(m: &Meta, n_layer: u32, windowed: bool, period: u32) -> Result<Vec<bool>, Error> {
+pub(super) fn sliding_layers(
+    m: &Meta,
+    n_layer: u32,
+    windowed: bool,
+    period: u32,
+) -> Result<Vec<bool>, Error> {
     let key = "attention.sliding_window_pattern";
     if !windowed {
         return Ok(vec![false; n_layer as usize]);

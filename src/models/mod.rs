@@ -8,6 +8,7 @@ mod gemma;
 pub mod gemma2;
 pub mod gemma3;
 pub mod gemma4;
+pub mod gpt_oss;
 mod linear_attention;
 pub mod llama;
 pub mod per_layer_embd;
@@ -40,6 +41,7 @@ pub const ARCHITECTURES: &[&str] = &[
     "gemma4",
     "phi3",
     "deepseek2",
+    "gpt-oss",
 ];
 
 /// The families that run on the dense block, each with what sets it apart.
@@ -55,6 +57,7 @@ fn dense_family(arch: &str) -> Option<dense::FamilyOf> {
         "gemma2" => Some(gemma2::family),
         "gemma3" => Some(gemma3::family),
         "gemma4" => Some(gemma4::family),
+        "gpt-oss" => Some(gpt_oss::family),
         _ => None,
     }
 }
@@ -496,7 +499,13 @@ impl<'a> Loader<'a> {
 
     /// A small vector (norm weights, rope factors, biases), as f32.
     pub async fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer, Error> {
-        let data = self.host_f32(name, &[len]).await?;
+        self.vectors(name, len, 1).await
+    }
+
+    /// `n` small vectors of `len` in one tensor (each expert's bias), as f32.
+    pub async fn vectors(&mut self, name: &str, len: u32, n: u32) -> Result<wgpu::Buffer, Error> {
+        let shape = [len, n];
+        let data = self.host_f32(name, &shape[..1 + (n > 1) as usize]).await?;
         Ok(storage_buffer(&self.gpu, name, bytemuck::cast_slice(&data)))
     }
 }

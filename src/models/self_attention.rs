@@ -1,6 +1,7 @@
 //! The dense block's attention layer: q, k and v projected from the normed residual stream (biased,
 //! or RMS-normed per head), rotated, k and v into the layer's KV cache, attention over it, and where
-//! the family gates it, q's gate. Its weights are named as llama.cpp's files name them; their rows are
+//! the family gates it, q's gate. Heads may have sinks, and the output projection a bias, where the
+//! file has them (gpt-oss). Its weights are named as llama.cpp's files name them; their rows are
 //! reordered at load where the kernels want another order (NeoX pairs, the gate beside q).
 
 use super::dense::{Activations, Config, Family, LayerAttention};
@@ -20,7 +21,11 @@ pub struct SelfAttention {
     /// attn_q_norm, attn_k_norm: (2, head_dim); with v normed too, a row of ones after them.
     attn_qkv_norm: Option<wgpu::Buffer>,
     pub attn_output: GpuTensor, // (n_embd, n_head * head_dim)
-    rope_freqs: wgpu::Buffer,   // (n_rot / 2) each rope pair's frequency in this layer
+    /// attn_output.bias (n_embd), added after attn_output (gpt-oss).
+    pub attn_output_bias: Option<wgpu::Buffer>,
+    /// attn_sinks (n_head): each head's sink logit in the softmax (gpt-oss).
+    sinks: Option<wgpu::Buffer>,
+    rope_freqs: wgpu::Buffer, // (n_rot / 2) each rope pair's frequency in this layer
     /// (n_ctx, n_kv_head, head_dim) each: this layer's, or the ones of the layer it reads.
     pub cache: KvCache,
     /// What the projection makes besides q, and so what this layer writes to the cache.
@@ -230,11 +235,22 @@ impl SelfAttention {
                 }
             }
         };
+        let output_bias = format!("blk.{i}.attn_output.bias");
+        let attn_output_bias = match l.has(&output_bias) {
+            true => Some(l.vector(&output_bias, d).await?),
+            false => None,
+        };
+        let sinks = match l.has(&name("attn_sinks")) {
+            true => Some(l.vector(&name("attn_sinks"), c.n_head).await?),
+            false => None,
+        };
         Ok(SelfAttention {
             attn_qkv,
             attn_qkv_bias,
             attn_qkv_norm,
             attn_output: l.matrix(&name("attn_output"), q_dim, d).await?,
+            attn_output_bias,
+            sinks,
             rope_freqs,
             cache,
             kv,
@@ -291,7 +307,7 @@ impl SelfAttention {
             k_cache: &self.cache.k,
             v_cache: &self.cache.v,
             out: &a.attn,
-            sinks: None,
+            sinks: self.sinks.as_ref(),
         };
         match attention {
             Attention::Whole => attention::push(plan, shape, &buffers),

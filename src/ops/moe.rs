@@ -5,16 +5,26 @@
 //! tiled matrix product (shaders/matmul_id.wgsl), so an expert's weights are dequantized once for up to
 //! 16 of its tokens rather than once per token, and sums at the end (shaders/moe_combine.wgsl).
 
+use super::bias::{self, Rows};
 use super::glu::{self, Activation};
 use super::matvec_id::{self, Experts, Output};
 use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan};
 
 /// The stacked experts' matrices: n_expert * n_ff rows of n_embd (gate, up), n_expert * n_embd rows of
-/// n_ff (down).
+/// n_ff (down); and each expert's biases after them where the model has them (gpt-oss).
 pub struct ExpertWeights<'a> {
     pub gate: &'a GpuTensor,
     pub up: &'a GpuTensor,
     pub down: &'a GpuTensor,
+    pub biases: Option<ExpertBiases<'a>>,
+}
+
+/// (n_expert, n_ff) for gate and up, (n_expert, n_embd) for down.
+#[derive(Clone, Copy)]
+pub struct ExpertBiases<'a> {
+    pub gate: &'a wgpu::Buffer,
+    pub up: &'a wgpu::Buffer,
+    pub down: &'a wgpu::Buffer,
 }
 
 /// What the block reads and writes, each with a row per token of the run.
@@ -86,31 +96,75 @@ pub fn push(
     b: &MoeBuffers,
     x: &wgpu::Buffer,
 ) {
-    let n_hidden = s.n_used * s.n_ff;
-    if plan.batch == 1 {
-        let experts = Experts {
-            rows: s.n_ff,
-            n_slots: s.n_used,
+    match plan.batch {
+        1 => push_token(plan, &s, w, xn, b, x),
+        _ => push_chunk(plan, &s, w, xn, b, x),
+    }
+    // Each expert's down bias, weighted as its output was.
+    if let Some(biases) = &w.biases {
+        let rows = Rows::WeightedSum {
+            n_used: s.n_used,
             route: b.route,
         };
-        matvec_id::push(plan, w.gate, &experts, xn, 0, b.gate, Output::PerSlot);
-        matvec_id::push(plan, w.up, &experts, xn, 0, b.up, Output::PerSlot);
-        glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
-        let down = Experts {
-            rows: s.n_embd,
-            ..experts
-        };
-        matvec_id::push(
-            plan,
-            w.down,
-            &down,
-            b.hidden,
-            s.n_ff,
-            x,
-            Output::WeightedSum,
-        );
-        return;
+        bias::push(plan, biases.down, rows, x, s.n_embd);
     }
+}
+
+/// Gate and up of each slot's expert, their biases where there are any, and h.
+fn push_hidden(plan: &mut Plan, s: &MoeShape, w: &ExpertWeights, b: &MoeBuffers) {
+    if let Some(biases) = &w.biases {
+        let rows = Rows::PerSlot {
+            n_used: s.n_used,
+            route: b.route,
+        };
+        bias::push(plan, biases.gate, rows, b.gate, s.n_ff);
+        bias::push(plan, biases.up, rows, b.up, s.n_ff);
+    }
+    let n_hidden = s.n_used * s.n_ff;
+    glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
+}
+
+/// One token: its experts read by index, down's outputs summed by weight straight into x.
+fn push_token(
+    plan: &mut Plan,
+    s: &MoeShape,
+    w: &ExpertWeights,
+    xn: &wgpu::Buffer,
+    b: &MoeBuffers,
+    x: &wgpu::Buffer,
+) {
+    let experts = Experts {
+        rows: s.n_ff,
+        n_slots: s.n_used,
+        route: b.route,
+    };
+    matvec_id::push(plan, w.gate, &experts, xn, 0, b.gate, Output::PerSlot);
+    matvec_id::push(plan, w.up, &experts, xn, 0, b.up, Output::PerSlot);
+    push_hidden(plan, s, w, b);
+    let down = Experts {
+        rows: s.n_embd,
+        ..experts
+    };
+    matvec_id::push(
+        plan,
+        w.down,
+        &down,
+        b.hidden,
+        s.n_ff,
+        x,
+        Output::WeightedSum,
+    );
+}
+
+/// A chunk: its tokens listed by expert, each expert over its list, the slots summed at the end.
+fn push_chunk(
+    plan: &mut Plan,
+    s: &MoeShape,
+    w: &ExpertWeights,
+    xn: &wgpu::Buffer,
+    b: &MoeBuffers,
+    x: &wgpu::Buffer,
+) {
     let step = plan.step.clone();
     let p = GroupParams {
         n_expert: s.n_expert,
@@ -127,12 +181,12 @@ pub fn push(
         super::params(&p),
         [1, 1, 1],
     );
-    push_by_expert(plan, &s, (w.gate, s.n_ff), (xn, false), b.groups, b.gate);
-    push_by_expert(plan, &s, (w.up, s.n_ff), (xn, false), b.groups, b.up);
-    glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
+    push_by_expert(plan, s, (w.gate, s.n_ff), (xn, false), b.groups, b.gate);
+    push_by_expert(plan, s, (w.up, s.n_ff), (xn, false), b.groups, b.up);
+    push_hidden(plan, s, w, b);
     push_by_expert(
         plan,
-        &s,
+        s,
         (w.down, s.n_embd),
         (b.hidden, true),
         b.groups,

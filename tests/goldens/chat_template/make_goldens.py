@@ -9,7 +9,8 @@ Run from the repository root with a venv that has jinja2 and gguf:
 Reads the *.jinja templates beside this script, plus SmolLM2's template from the model file (written
 beside them as smollm2.jinja; qwen2.5.jinja is Qwen2.5-Coder-0.5B-Instruct's, copied from its file; qwen3.jinja,
 gemma2.jinja and phi3.5.jinja are Qwen3-0.6B's, Gemma 2 2B it's and Phi-3.5-mini-instruct's as published with
-those models; qwen3.5.jinja is Qwen3.5-4B's, as llama.cpp's models/templates carries it; gemma4.jinja is
+those models; qwen3.5.jinja is Qwen3.5-4B's and gpt-oss.jinja gpt-oss-120b's (harmony), as llama.cpp's
+models/templates carries them; gemma4.jinja is
 the template of llama.cpp's Gemma 4 vocabulary file, models/vocab/ggml-vocab-gemma-4.gguf), renders
 each for a few conversations, and writes goldens.json: per case the output, or the message of the exception
 the template raised. Templates that lay out tool declarations themselves (TOOL_TEMPLATES) are also
@@ -19,6 +20,7 @@ formats (BUILTINS) applied to the same conversations.
 import glob
 import json
 import os
+import time
 
 import gguf
 from jinja2.exceptions import TemplateError
@@ -42,10 +44,14 @@ TOKENS = {
     "gemma2": ("<bos>", "<eos>"),
     "phi3.5": ("<s>", "<|endoftext|>"),
     "gemma4": ("<bos>", "<eos>"),
+    "gpt-oss": ("<|startoftext|>", "<|return|>"),
 }
 
+# strftime_now's "now", as SOURCE_DATE_EPOCH gives it to Wick in tests/chat_template.rs.
+NOW = 1_767_323_045  # 2026-01-02 03:04:05 UTC
+
 # Templates that declare tools to the model themselves, and the tools they are given (OpenAI's form).
-TOOL_TEMPLATES = ["gemma4"]
+TOOL_TEMPLATES = ["gemma4", "gpt-oss"]
 TOOLS = [
     {"type": "function", "function": {
         "name": "get_weather", "description": "The weather in a city.",
@@ -84,6 +90,7 @@ def raise_exception(message):
 def environment():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda f: time.strftime(f, time.gmtime(NOW))
     return env
 
 

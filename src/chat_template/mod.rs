@@ -1,10 +1,12 @@
 //! Chat templates: the Jinja template a model ships in `tokenizer.chat_template`, rendered with minijinja
 //! the way Hugging Face renders it with Python's jinja2 (`trim_blocks`, `lstrip_blocks`, loop controls,
-//! `raise_exception`, and Python string methods such as `.strip()` and `.startswith()`).
+//! `raise_exception`, `strftime_now`, and Python string methods such as `.strip()` and `.startswith()`).
 //!
 //! A template comes from a downloaded file, so rendering is bounded: a fuel budget (instructions), a
 //! recursion limit and a cap on the output size stop a hostile template from hanging or growing without
 //! end.
+
+mod clock;
 
 use std::io::Write;
 
@@ -174,16 +176,20 @@ pub fn render_with(
     let tmpl = env
         .template_from_named_str("chat template", template)
         .map_err(|e| TemplateError::Syntax(describe(&e)))?;
+    // A message has only the keys it uses, as in Python: templates test `"tool_calls" in message`.
     let messages: Vec<Value> = messages
         .iter()
         .map(|m| {
-            let calls = (!m.tool_calls.is_empty()).then(|| Value::from_serialize(&m.tool_calls));
-            minijinja::context! {
-                role => m.role.as_str(),
-                content => m.content.as_str(),
-                tool_calls => calls,
-                tool_call_id => m.tool_call_id.as_deref(),
+            let mut fields = std::collections::BTreeMap::new();
+            fields.insert("role", Value::from(m.role.as_str()));
+            fields.insert("content", Value::from(m.content.as_str()));
+            if !m.tool_calls.is_empty() {
+                fields.insert("tool_calls", Value::from_serialize(&m.tool_calls));
             }
+            if let Some(id) = &m.tool_call_id {
+                fields.insert("tool_call_id", Value::from(id.as_str()));
+            }
+            Value::from(fields)
         })
         .collect();
     let tools = (!tools.is_empty()).then(|| Value::from_serialize(tools));
@@ -219,6 +225,9 @@ fn environment(limits: &Limits) -> Environment<'static> {
     env.set_recursion_limit(limits.recursion);
     // Templates are written against Python: `content.strip()`, `role.startswith('sys')`, `d.items()`.
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function("strftime_now", |format: String| {
+        clock::strftime_now(&format)
+    });
     env.add_function("raise_exception", |msg: String| -> Result<Value, Error> {
         Err(Error::new(
             ErrorKind::InvalidOperation,
