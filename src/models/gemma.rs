@@ -4,7 +4,7 @@
 //! 27B model's attention scale. Each generation's file (gemma2.rs, gemma3.rs) names what sets it apart
 //! and llama.cpp's constants for it where the metadata is silent.
 
-use super::dense::{Config, Family, LayerAttention};
+use super::family::{Config, Family, LayerAttention};
 use super::Meta;
 use crate::gguf::Value;
 use crate::ops::glu::Activation;

@@ -2,7 +2,7 @@
 //! and the final logits (30), and every other layer sliding a window of 4096 from the first, where the
 //! metadata is silent (llama.cpp's constants); local layers rotate as the global ones do.
 
-use super::dense::{Config, Family};
+use super::family::{Config, Family};
 use super::gemma::{self, Generation};
 use super::Meta;
 use crate::Error;

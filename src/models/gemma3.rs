@@ -2,7 +2,7 @@
 //! head; five local layers to one global, local RoPE base 10000 without the global's scaling, where
 //! the metadata is silent (llama.cpp's constants).
 
-use super::dense::{Config, Family};
+use super::family::{Config, Family};
 use super::gemma::{self, Generation};
 use super::Meta;
 use crate::Error;

@@ -7,7 +7,7 @@
 //! - per-layer embeddings (per_layer_embd.rs) and a scale on each layer's output;
 //! - soft-capped final logits.
 
-use super::dense::{Config, Family, LayerAttention};
+use super::family::{Config, Family, LayerAttention};
 use super::Meta;
 use crate::gguf::Value;
 use crate::ops::glu::Activation;

@@ -6,7 +6,7 @@
 //! per expert, and a clamped SwiGLU. The norm before the experts is named post_attention_norm. The
 //! biases and sinks are read where the file has them (self_attention.rs, feed_forward.rs).
 
-use super::dense::{Config, Family, LayerAttention};
+use super::family::{Config, Family, LayerAttention};
 use super::feed_forward::{MoeConfig, Weighing};
 use super::gemma::sliding_layers;
 use super::Meta;

@@ -1,7 +1,7 @@
 //! The llama architecture (Llama 2/3, SmolLM2, TinyLlama, Mistral): the dense block as it is, with
 //! Llama 3's rope_freqs where the file has them.
 
-use super::dense::{Config, Family};
+use super::family::{Config, Family};
 use super::Meta;
 use crate::Error;
 

@@ -3,6 +3,7 @@
 
 pub mod deepseek2;
 pub mod dense;
+pub mod family;
 pub mod feed_forward;
 mod gemma;
 pub mod gemma2;
@@ -45,7 +46,7 @@ pub const ARCHITECTURES: &[&str] = &[
 ];
 
 /// The families that run on the dense block, each with what sets it apart.
-fn dense_family(arch: &str) -> Option<dense::FamilyOf> {
+fn dense_family(arch: &str) -> Option<family::FamilyOf> {
     match arch {
         "llama" => Some(llama::family),
         "qwen2" => Some(qwen2::family),
@@ -202,7 +203,7 @@ pub fn describe(header: &Header) -> Result<Vec<String>, Error> {
     let meta = Meta::new(header)?;
     match (dense_family(&meta.arch), meta.arch.as_str()) {
         (Some(family), _) => {
-            let c = dense::Config::from_meta(&meta)?;
+            let c = family::Config::from_meta(&meta)?;
             // As a load with the default context would run it.
             let n_ctx = crate::engine::LoadOptions::default().n_ctx.min(c.n_ctx_train);
             Ok(family(&meta, &c, n_ctx)?.describe(&c))

@@ -8,7 +8,7 @@
 //! llama.cpp runs every phi3 layer over the whole context, sliding window or not (its files' windows
 //! are disabled there), and so does Wick.
 
-use super::dense::{Config, Family};
+use super::family::{Config, Family};
 use super::Meta;
 use crate::ops::rope::{Rope, Yarn};
 use crate::Error;

@@ -1,7 +1,7 @@
 //! The qwen2 architecture (Qwen 2 and 2.5): llama's block with biases on q, k and v (loaded wherever a
 //! file has them) and RoPE in NeoX order.
 
-use super::dense::{Config, Family};
+use super::family::{Config, Family};
 use super::Meta;
 use crate::Error;
 

@@ -1,7 +1,7 @@
 //! The qwen3 architecture (Qwen 3 dense models): llama's block with q and k RMS-normed per head before
 //! RoPE, RoPE in NeoX order, and no biases. Heads may be wider than n_embd / n_head (key_length).
 
-use super::dense::{Config, Family};
+use super::family::{Config, Family};
 use super::Meta;
 use crate::Error;
 

@@ -10,7 +10,7 @@
 //! its first three sections the token's position and the fourth position 0, so it is NeoX RoPE over
 //! the pairs of the first three (with Qwen3.5's sections, every pair) and no rotation of the others.
 
-use super::dense::{Config, Family, Mixer};
+use super::family::{Config, Family, Mixer};
 use super::Meta;
 use crate::gguf::Value;
 use crate::ops::delta_net;

@@ -3,7 +3,7 @@
 //! expert_used_count, renormalized), beside a shared expert of expert_shared_feed_forward_length
 //! scaled by the sigmoid of its own gate (ffn_gate_inp_shexp).
 
-use super::dense::{Config, Family};
+use super::family::{Config, Family};
 use super::feed_forward::{MoeConfig, Weighing};
 use super::Meta;
 use crate::Error;

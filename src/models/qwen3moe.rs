@@ -2,7 +2,7 @@
 //! (qwen3.rs) with a mixture of experts for every feed-forward sublayer: a softmax over the router's
 //! logits, the top expert_used_count experts, their probabilities renormalized to sum 1.
 
-use super::dense::{Config, Family};
+use super::family::{Config, Family};
 use super::feed_forward::{MoeConfig, Weighing};
 use super::Meta;
 use crate::Error;

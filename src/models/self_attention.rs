@@ -4,7 +4,8 @@
 //! file has them (gpt-oss). Its weights are named as llama.cpp's files name them; their rows are
 //! reordered at load where the kernels want another order (NeoX pairs, the gate beside q).
 
-use super::dense::{Activations, Config, Family, LayerAttention};
+use super::dense::Activations;
+use super::family::{Config, Family, LayerAttention};
 use super::Loader;
 use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked};
 use crate::ops::head_norm_rope_kv::KvWrite;
