@@ -43,6 +43,14 @@ pub fn first_steps(record: &Value, n: usize) -> Value {
     record
 }
 
+/// The first `n` of `records`, or all of them with `WICK_FULL_REPLIES=1` (as `first_steps`).
+pub fn first_records(records: &[Value], n: usize) -> &[Value] {
+    match std::env::var_os("WICK_FULL_REPLIES") {
+        Some(_) => records,
+        None => &records[..n.min(records.len())],
+    }
+}
+
 /// How far a reference may be.
 #[derive(Clone, Copy)]
 pub struct Tolerance {

@@ -229,10 +229,14 @@ def shapes(path):
     return {t.name: [int(n) for n in t.shape] + [t.tensor_type.name] for t in gguf.GGUFReader(path).tensors}
 
 
-def check_f32(name, family, c, w, vocab, teacher_ids, tmp):
-    """numpy vs llama.cpp on an all-F32 copy of the base with an F32 KV cache: the tight check."""
+def check_f32(name, family, c, w, vocab, teacher_ids, tmp, write_f32=None):
+    """numpy vs llama.cpp on an all-F32 copy of the base with an F32 KV cache: the tight check.
+    `write_f32(path)` writes the copy where this module's `write` does not (make_random_gpt_oss.py)."""
     path = os.path.join(tmp, f"{name}-f32.gguf")
-    write(path, family, c, w, vocab, all_f32=True)
+    if write_f32 is not None:
+        write_f32(path)
+    else:
+        write(path, family, c, w, vocab, all_f32=True)
     llm = rq.llama(path, f32_cache=True)
     meta, wt = numpy_moe.load(path)
     ll = rq.teacher_logits(llm, teacher_ids)

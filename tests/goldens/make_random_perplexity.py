@@ -9,6 +9,7 @@ Run from the repository root with the venv that has llama-cpp-python, numpy and 
     nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py gemma4
     nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py qwen3moe
     nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py qwen35moe
+    nice -n 10 /work/venv-llama/bin/python tests/goldens/make_random_perplexity.py gpt-oss
 
 Writes tests/goldens/random-<family>-perplexity.json: {text_file, text_sha256, n_ctx, made_with, records:
 [{model, model_sha256, chunks, n_tokens, scored_tokens, llama_cpp, f32}]}, for the first 4 chunks of 128
@@ -20,6 +21,8 @@ tokens, each read from empty states and an empty cache as llama-perplexity reads
   wholly beyond the first window.
 - qwen3moe, qwen35moe (make_random_moe.py's files): the byte-level vocabularies of random-qwen3.gguf and
   random-qwen35*.gguf, so about 3 tokens a word as qwen35.
+- gpt-oss (make_random_gpt_oss.py's files): its byte-level vocabulary under the gpt-4o pre-tokenizer;
+  128 positions are 8 sliding windows of 16 on the windowed blocks.
 """
 import hashlib
 import importlib
@@ -47,6 +50,8 @@ FAMILIES = {
                  "numpy_moe", "numpy_moe.py (float64)"),
     "qwen35moe": (["random-qwen35moe-f16.gguf", "random-qwen35moe-q8_0.gguf", "random-qwen35moe-q4_k_m.gguf"],
                   "numpy_moe", "numpy_moe.py (float64)"),
+    "gpt-oss": (["random-gpt-oss-mxfp4.gguf", "random-gpt-oss-q8_0.gguf"],
+                "numpy_moe", "numpy_moe.py over numpy_gpt_oss.py (float64)"),
 }
 
 

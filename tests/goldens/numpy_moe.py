@@ -1,8 +1,9 @@
 """A float64 reference forward pass of the mixture-of-experts Qwen files in numpy, over the `gguf`
 package's dequantized weights (no activation quantization, no f16 cache): `qwen3moe` (Qwen3-30B-A3B:
 numpy_dense.py's qwen3 block) and `qwen35moe` (Qwen3.5-35B-A3B: numpy_qwen35.py's hybrid block), each
-with the feed-forward sublayer below in place of the dense one. Written from llama.cpp's graphs
-(src/models/qwen3moe.cpp, qwen35moe.cpp, llama-graph.cpp build_moe_ffn), not from Wick's kernels.
+with the feed-forward sublayer below in place of the dense one, and `gpt-oss` (numpy_gpt_oss.py's block
+and its experts, with this Router recording). Written from llama.cpp's graphs (src/models/qwen3moe.cpp,
+qwen35moe.cpp, openai-moe.cpp, llama-graph.cpp build_moe_ffn), not from Wick's kernels.
 
 usage: python numpy_moe.py MODEL.gguf N_GEN TOKEN_ID [TOKEN_ID ...]
 Feeds the prompt ids, then decodes N_GEN tokens greedily; prints one JSON record with, per generated
@@ -29,6 +30,11 @@ post_attention_norm in qwen35moe):
   u) * ffn_up_shexp u), width A.expert_shared_feed_forward_length; ffn_gate_inp_shexp is HF's
   Linear(hidden, 1) weight: ggml ne {n_embd, 1} as the converter writes it (numpy (1, n_embd)), which
   llama.cpp loads as {n_embd}.
+- gpt-oss (numpy_gpt_oss.py's block; its docstring has the math): router logits r = ffn_gate_inp u +
+  ffn_gate_inp.bias; the k experts of largest r; weights softmax over the k chosen logits; experts with
+  biases and the clamped SwiGLU (numpy_gpt_oss.experts). The margins below are computed the same way
+  (p = softmax of r over all experts, which orders the experts as r does: (p_k - p_k+1) / p_k =
+  1 - exp(-(r_k - r_k+1))); a flip's weights are the softmax over the logits of the experts it uses.
 """
 import json
 import sys
@@ -36,6 +42,7 @@ import sys
 import numpy as np
 
 import numpy_dense
+import numpy_gpt_oss
 import numpy_qwen35
 
 WEIGHT_SUM_MIN = 6.103515625e-5  # llama.cpp clamps the chosen probabilities' sum below at this (f16's min)
@@ -67,8 +74,9 @@ class Router:
         self.w = w
         self.n_expert = int(meta[f"{a}.expert_count"])
         self.n_used = int(meta[f"{a}.expert_used_count"])
-        self.scale = 0.0  # llama.cpp's hparams.expert_weights_scale: never read for qwen3moe/qwen35moe
+        self.scale = 0.0  # llama.cpp's hparams.expert_weights_scale: never read for qwen3moe/qwen35moe/gpt-oss
         self.shared = a == "qwen35moe"
+        self.gpt_oss = a == "gpt-oss"
         self.flip = flip
         self.seen = {}
         self.routings = []
@@ -77,15 +85,21 @@ class Router:
         w, k, n = self.w, self.n_used, len(u)
         start = self.seen.get(p, 0)
         self.seen[p] = start + n
-        r = u @ w[p + "ffn_gate_inp.weight"].T  # (n, n_expert)
+        if self.gpt_oss:
+            r = numpy_gpt_oss.router_logits(w, p, u)
+        else:
+            r = u @ w[p + "ffn_gate_inp.weight"].T  # (n, n_expert)
         e = np.exp(r - r.max(axis=1, keepdims=True))
         probs = e / e.sum(axis=1, keepdims=True)
-        order = np.argsort(-probs, axis=1, kind="stable")
+        order = numpy_gpt_oss.expert_order(r) if self.gpt_oss else np.argsort(-probs, axis=1, kind="stable")
         chosen = order[:, :k].copy()
         if self.flip is not None and self.flip[0] == p and start <= self.flip[1] < start + n:
             chosen[self.flip[1] - start, k - 1] = order[self.flip[1] - start, k]
-        weights = np.take_along_axis(probs, chosen, axis=1)
-        weights = weights / np.maximum(weights.sum(axis=1, keepdims=True), WEIGHT_SUM_MIN)
+        if self.gpt_oss:
+            weights = numpy_gpt_oss.chosen_weights(r, chosen)
+        else:
+            weights = np.take_along_axis(probs, chosen, axis=1)
+            weights = weights / np.maximum(weights.sum(axis=1, keepdims=True), WEIGHT_SUM_MIN)
         if self.scale != 0.0 and self.scale != 1.0:
             weights = weights * self.scale
         pk = np.take_along_axis(probs, order[:, k - 1:k + 1], axis=1)
@@ -93,6 +107,8 @@ class Router:
         for i in range(n):
             self.routings.append((p, start + i, float((pk[i, 0] - pk[i, 1]) / pk[i, 0]),
                                   float(rk[i, 0] - rk[i, 1]), float(weights[i, k - 1])))
+        if self.gpt_oss:
+            return numpy_gpt_oss.experts(w, p, u, chosen, weights)
         gate, up, down = w[p + "ffn_gate_exps.weight"], w[p + "ffn_up_exps.weight"], w[p + "ffn_down_exps.weight"]
         out = np.zeros_like(u)
         for x in range(self.n_expert):
@@ -152,6 +168,8 @@ def model(meta, w, router=None):
         return Qwen3Moe(meta, w, router)
     if a == "qwen35moe":
         return Qwen35Moe(meta, w, router)
+    if a == "gpt-oss":
+        return numpy_gpt_oss.Model(meta, w, router or Router(meta, w))
     raise ValueError(f"numpy_moe: architecture {a}")
 
 
@@ -164,6 +182,8 @@ def forward(meta, w, ids, n_ctx=None, router=None):
         router = router or Router(meta, w)
         router.w = w
         return numpy_dense.forward(meta, w, ids, n_ctx, ffn=router)
+    if a == "gpt-oss":
+        return model(meta, w, router).run(ids)  # one pass over a kv cache (numpy_gpt_oss.Model)
     m = model(meta, w, router)
     return np.array([m.step(int(t)) for t in ids])
 
