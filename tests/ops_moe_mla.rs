@@ -84,7 +84,12 @@ fn router_and_expert_matvecs_against_cpu() {
             true,
         ),
     ];
-    for ty in [GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::F16] {
+    for ty in [
+        GgmlType::Q4_K,
+        GgmlType::Q5_0,
+        GgmlType::F16,
+        GgmlType::MXFP4,
+    ] {
         // Parts of 80 rows: experts straddle part boundaries.
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
         let (w, deq) = packed(
@@ -222,7 +227,7 @@ fn experts_block_over_a_chunk_against_cpu() {
         normalize: true,
         scale: 2.5,
     };
-    for ty in [GgmlType::Q4_K, GgmlType::Q8_0] {
+    for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
         let part = ty.bytes_for(d as u64).unwrap() * 80 + 4;
         let (gate, gate_deq) = packed(&gpu, ty, n_expert * n_ff, d, part, &mut rng);
         let (up, up_deq) = packed(&gpu, ty, n_expert * n_ff, d, part, &mut rng);

@@ -90,9 +90,10 @@ impl Config {
                     l.meta_u32_or("rope.scaling.original_context_length", n_ctx_train)?;
                 let log_mul = l.meta_f32_or("rope.scaling.yarn_log_multiplier", 0.0)?;
                 let freq_scale = 1.0 / factor;
-                // As llama.cpp: the rotation keeps magnitude 1 and the attention scale takes mscale^2
-                // instead.
-                let yarn = Yarn::scaled(n_rot, freq_base, n_ctx_orig, factor, 1.0);
+                // As llama.cpp: the rotation keeps magnitude 1 (YaRN's own growth is cancelled) and the
+                // attention scale takes mscale^2 instead.
+                let grow = 1.0 + 0.1 * (1.0 / freq_scale).ln();
+                let yarn = Yarn::new(n_rot, freq_base, n_ctx_orig, 1.0 / grow);
                 (
                     freq_scale,
                     Some(yarn),

@@ -74,11 +74,13 @@ impl Config {
             "linear" => (1.0 / factor, None),
             "none" => (1.0, None),
             // DeepSeek's scaled attention (a log multiplier) is deepseek2.rs's alone.
+            // Without one, llama.cpp's attention factor is get_mscale(factor) over the growth it
+            // cancels, 1: the rotation grows by 1 + 0.1 ln(factor) as ggml's YaRN has it (gpt-oss).
             "yarn" if m.meta_f32_or("rope.scaling.yarn_log_multiplier", 0.0)? == 0.0 => {
                 let n_ctx_orig =
                     m.meta_u32_or("rope.scaling.original_context_length", n_ctx_train)?;
                 let attn_factor = m.meta_f32_or("rope.scaling.attn_factor", 1.0)?;
-                let yarn = Yarn::scaled(n_rot, freq_base, n_ctx_orig, factor, attn_factor);
+                let yarn = Yarn::new(n_rot, freq_base, n_ctx_orig, attn_factor);
                 (1.0 / factor, Some(yarn))
             }
             other => {

@@ -29,19 +29,6 @@ pub struct Yarn {
 }
 
 impl Yarn {
-    /// llama.cpp's YaRN for a context scaled by `factor` from `n_ctx_orig` positions: the rotation keeps
-    /// magnitude `attn_factor` (YaRN's own growth by 1 + 0.1 ln(factor) is cancelled).
-    pub fn scaled(
-        n_rot: u32,
-        freq_base: f32,
-        n_ctx_orig: u32,
-        factor: f32,
-        attn_factor: f32,
-    ) -> Yarn {
-        let grow = 1.0 + 0.1 * factor.ln();
-        Yarn::new(n_rot, freq_base, n_ctx_orig, attn_factor / grow)
-    }
-
     /// ggml's ramp for a model trained on `n_ctx_orig` positions (beta_fast 32, beta_slow 1).
     pub fn new(n_rot: u32, freq_base: f32, n_ctx_orig: u32, attn_factor: f32) -> Yarn {
         let corr_dim = |n_rotations: f32| {
