@@ -3,7 +3,8 @@
 //! the directives templates use. `SOURCE_DATE_EPOCH` (seconds), where set, stands for now, as in
 //! reproducible builds: tests render against goldens made on another day.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+// web-time: the browser has no std clock (SystemTime::now panics in wasm); there it reads Date.now().
+use web_time::{SystemTime, UNIX_EPOCH};
 
 const MONTHS: [&str; 12] = [
     "January",
