@@ -1,0 +1,305 @@
+//! Attention against its CPU reference on seeded random data: the projection fused with RoPE and the
+//! cache write then causal attention over a run, and one token's attention split over the sequence
+//! (windows, soft-capping, sinks) beside the whole-head kernel.
+
+mod common;
+
+use common::{f32_buffer, gpu, nmse, plan_at, run, RandomFile, Rng};
+use pollster::FutureExt as _;
+use wick::gguf::GgmlType;
+use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
+use wick::ops::rope::Rope;
+use wick::ops::{attention, matvec, rope_kv};
+
+/// The attention's projection fused with RoPE and the cache write (`rope_kv::push`), then causal
+/// attention over a cache filled at random before the run, against the CPU. q and k are one Q8_0
+/// tensor, uploaded in parts of whole heads, and v an F16 one beside it; 32 of each head's 48
+/// dimensions rotate, with and without frequency factors. Runs of 1 token (the pair matvec) and of 3
+/// and 140 (the matmul): each query sees the keys before it and its own, not the ones after, and the
+/// long run's first query sees fewer keys than attention's block of 64, its last several blocks.
+#[test]
+fn projection_rope_and_attention_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(31);
+    let (n_head, n_kv_head, head_dim, n_ctx, cols) = (6u32, 2u32, 48u32, 217u32, 64u32);
+    let (q_len, kv_dim) = (
+        (n_head * head_dim) as usize,
+        (n_kv_head * head_dim) as usize,
+    );
+    let heads = rope_kv::Heads {
+        n_head,
+        n_kv_head,
+        head_dim,
+    };
+    let f = RandomFile::new(
+        &[
+            (GgmlType::Q8_0, q_len as u32, cols),
+            (GgmlType::Q8_0, kv_dim as u32, cols),
+            (GgmlType::F16, kv_dim as u32, cols),
+        ],
+        &mut rng,
+    );
+    let upload = |infos: &[&wick::gguf::TensorInfo], max_part| {
+        GpuTensor::upload_stacked(&gpu, &f.header, &f.source, infos, max_part, &mut |_| {})
+            .block_on()
+            .unwrap()
+    };
+    // Room for 200 rows: 192, two of the 96-row groups q and k share.
+    let qk = upload(&[f.info(0), f.info(1)], 68 * 200 + 4);
+    assert_eq!(
+        qk.parts.iter().map(|p| p.rows).collect::<Vec<_>>(),
+        [192, 192]
+    );
+    let qkv = Stacked {
+        tensors: vec![
+            (qk, 0),
+            (upload(&[f.info(2)], 1 << 20), (q_len + kv_dim) as u32),
+        ],
+        rows: (q_len + 2 * kv_dim) as u32,
+    };
+    let w: Vec<f32> = f.deq.concat();
+    let rows = q_len + 2 * kv_dim;
+    let factors: Vec<f32> = (0..16).map(|i| 1.0 + i as f32 * 0.25).collect();
+    let rope = Rope {
+        n_rot: 32,
+        freq_base: 10000.0,
+        freq_scale: 0.5,
+        neox: false,
+        yarn: None,
+    };
+    for (with_factors, pos, n_tokens) in [
+        (false, 70u32, 1usize),
+        (true, 70, 1),
+        (false, 150, 3),
+        (true, 5, 140),
+    ] {
+        let x = rng.vec(n_tokens * cols as usize);
+        // The cache before this run: positions < pos random, the rest zero.
+        let mut kc = vec![0f32; n_ctx as usize * kv_dim];
+        let mut vc = vec![0f32; n_ctx as usize * kv_dim];
+        for i in 0..pos as usize * kv_dim {
+            kc[i] = rng.f32();
+            vc[i] = rng.f32();
+        }
+        let (kcb, vcb) = (f32_buffer(&gpu, &kc), f32_buffer(&gpu, &vc));
+        let fb = rope.freqs_buffer(&gpu, with_factors.then_some(&factors[..]));
+        let scratch = |n: usize| {
+            scratch_buffer(&gpu, "out", n as u64 * 4)
+                .block_on()
+                .unwrap()
+        };
+        let (qb, out) = (scratch(n_tokens * q_len), scratch(n_tokens * q_len));
+        let mut plan = plan_at(&gpu, pos, &vec![0; n_tokens]);
+        let outputs = rope_kv::RopeBuffers {
+            q: &qb,
+            k_cache: &kcb,
+            v_cache: &vcb,
+            freqs: &fb,
+        };
+        rope_kv::push(
+            &mut plan,
+            (&qkv, None),
+            &f32_buffer(&gpu, &x),
+            &rope,
+            heads,
+            &outputs,
+        );
+        let abufs = attention::AttentionBuffers {
+            q: &qb,
+            k_cache: &kcb,
+            v_cache: &vcb,
+            out: &out,
+            sinks: None,
+        };
+        let shape = attention::Shape::causal(n_head, n_kv_head, head_dim);
+        attention::push(&mut plan, shape, &abufs);
+        run(&gpu, plan);
+
+        // CPU: project, rotate each token's heads at its position, write the cache, attend causally.
+        let fs = with_factors.then_some(&factors[..]);
+        let hd = head_dim as usize;
+        let mut q_rot = Vec::new();
+        for t in 0..n_tokens {
+            let p = pos + t as u32;
+            let mut y = vec![0f32; rows];
+            matvec::reference(
+                &w,
+                &x[t * cols as usize..(t + 1) * cols as usize],
+                &mut y,
+                false,
+            );
+            for h in y[..q_len + kv_dim].chunks_mut(hd) {
+                rope.reference(h, p, fs);
+            }
+            let at = p as usize * kv_dim;
+            kc[at..at + kv_dim].copy_from_slice(&y[q_len..q_len + kv_dim]);
+            vc[at..at + kv_dim].copy_from_slice(&y[q_len + kv_dim..]);
+            q_rot.extend_from_slice(&y[..q_len]);
+        }
+        let label = format!("factors={with_factors} pos={pos} tokens={n_tokens}");
+        let got_q = read_back_f32(&gpu, &qb, q_rot.len()).block_on().unwrap();
+        assert!(nmse(&got_q, &q_rot) < 1e-10, "{label}: rotated q");
+        let got_kc = read_back_f32(&gpu, &kcb, kc.len()).block_on().unwrap();
+        assert!(nmse(&got_kc, &kc) < 1e-10, "{label}: k cache");
+        let got_vc = read_back_f32(&gpu, &vcb, vc.len()).block_on().unwrap();
+        assert!(nmse(&got_vc, &vc) < 1e-10, "{label}: v cache");
+
+        let heads = (n_head as usize, n_kv_head as usize, hd);
+        let want: Vec<f32> = (0..n_tokens)
+            .flat_map(|t| {
+                let n = pos as usize + t + 1;
+                attention_reference(&q_rot[t * q_len..(t + 1) * q_len], (&kc, &vc), n, heads)
+            })
+            .collect();
+        let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
+        let e = nmse(&got, &want);
+        assert!(e < 1e-9, "{label}: attention nmse {e}");
+    }
+}
+
+/// One token's attention split over the sequence and merged (flash-decoding), against the CPU: at
+/// position 0 (one key, four splits empty), 150 (three splits used, the last partly) and 600 (all
+/// five, several blocks each); then at 600 again on a sliding-window layer (the last 300 keys, and the
+/// last 37, which leaves four splits empty) scored by Gemma 3 27B's scale, then with scores soft-capped
+/// at 2 (Gemma 2); then with sinks (gpt-oss: a logit per head in the softmax, with no value) at
+/// position 0, where the one key shares the weight with the sink, and at 600 on a window of 37; and
+/// through the whole-head kernel alike.
+#[test]
+fn split_attention_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(1234);
+    let (n_head, n_kv_head, head_dim, n_ctx, n_split) = (8u32, 2u32, 64u32, 640u32, 5u32);
+    let kv_dim = (n_kv_head * head_dim) as usize;
+    let hd = head_dim as usize;
+    let whole = attention::Shape::causal(n_head, n_kv_head, head_dim);
+    let windowed = |window| attention::Shape {
+        scale: 1.0 / 168f32.sqrt(),
+        window,
+        ..whole
+    };
+    let capped = attention::Shape {
+        softcap: 2.0,
+        ..windowed(300)
+    };
+    for (pos, shape, with_sinks) in [
+        (0u32, whole, false),
+        (150, whole, false),
+        (600, whole, false),
+        (600, windowed(300), false),
+        (600, windowed(37), false),
+        (600, capped, false),
+        (0, whole, true),
+        (600, windowed(37), true),
+    ] {
+        let n = pos as usize + 1;
+        let sinks: Option<Vec<f32>> =
+            with_sinks.then(|| rng.vec(n_head as usize).iter().map(|v| v * 3.0).collect());
+        let sinks_buffer = sinks.as_ref().map(|s| f32_buffer(&gpu, s));
+        let q: Vec<f32> = rng
+            .vec(hd * n_head as usize)
+            .iter()
+            .map(|v| v * 4.0)
+            .collect();
+        let mut kc = vec![0f32; n_ctx as usize * kv_dim];
+        let mut vc = vec![0f32; n_ctx as usize * kv_dim];
+        for i in 0..n * kv_dim {
+            kc[i] = rng.f32();
+            vc[i] = rng.f32();
+        }
+        let (qb, kcb, vcb) = (
+            f32_buffer(&gpu, &q),
+            f32_buffer(&gpu, &kc),
+            f32_buffer(&gpu, &vc),
+        );
+        let out = scratch_buffer(&gpu, "out", q.len() as u64 * 4)
+            .block_on()
+            .unwrap();
+        let bytes = attention::split_scratch_bytes(n_head, head_dim, n_split);
+        let parts = scratch_buffer(&gpu, "parts", bytes).block_on().unwrap();
+        let mut plan = plan_at(&gpu, pos, &[0]);
+        let b = attention::AttentionBuffers {
+            q: &qb,
+            k_cache: &kcb,
+            v_cache: &vcb,
+            out: &out,
+            sinks: sinks_buffer.as_ref(),
+        };
+        attention::push_split(&mut plan, shape, n_split, &b, &parts);
+        run(&gpu, plan);
+        let heads = (n_head as usize, n_kv_head as usize, hd);
+        let first = match shape.window {
+            0 => 0,
+            w => n.saturating_sub(w as usize),
+        };
+        let scoring = (shape.scale, shape.softcap);
+        let want =
+            attention_reference_from(&q, (&kc, &vc), (first, n), heads, scoring, sinks.as_deref());
+        let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
+        let e = nmse(&got, &want);
+        assert!(
+            e < 1e-9,
+            "pos {pos} window {} sinks {with_sinks}: split nmse {e}",
+            shape.window
+        );
+
+        let whole_out = scratch_buffer(&gpu, "out", q.len() as u64 * 4)
+            .block_on()
+            .unwrap();
+        let mut plan = plan_at(&gpu, pos, &[0]);
+        let b = attention::AttentionBuffers {
+            out: &whole_out,
+            ..b
+        };
+        attention::push(&mut plan, shape, &b);
+        run(&gpu, plan);
+        let got = read_back_f32(&gpu, &whole_out, want.len())
+            .block_on()
+            .unwrap();
+        let e = nmse(&got, &want);
+        assert!(
+            e < 1e-9,
+            "pos {pos} window {} sinks {with_sinks}: nmse {e}",
+            shape.window
+        );
+    }
+}
+
+/// The CPU's grouped-query attention of one token's heads `q` (n_head * head_dim) over the first `n`
+/// positions of the caches (n_ctx, n_kv_head, head_dim).
+fn attention_reference(
+    q: &[f32],
+    caches: (&[f32], &[f32]),
+    n: usize,
+    heads: (usize, usize, usize),
+) -> Vec<f32> {
+    let scale = 1.0 / (heads.2 as f32).sqrt();
+    attention_reference_from(q, caches, (0, n), heads, (scale, 0.0), None)
+}
+
+/// As `attention_reference` over positions first..n, scoring by `scale`, with each head's sink.
+fn attention_reference_from(
+    q: &[f32],
+    (k_cache, v_cache): (&[f32], &[f32]),
+    (first, n): (usize, usize),
+    (n_head, n_kv_head, head_dim): (usize, usize, usize),
+    scoring: (f32, f32),
+    sinks: Option<&[f32]>,
+) -> Vec<f32> {
+    let kv_dim = n_kv_head * head_dim;
+    (0..n_head)
+        .flat_map(|h| {
+            let g = h / (n_head / n_kv_head);
+            let head_rows = |c: &[f32]| -> Vec<f32> {
+                (first..n)
+                    .flat_map(|p| {
+                        c[p * kv_dim + g * head_dim..p * kv_dim + (g + 1) * head_dim].to_vec()
+                    })
+                    .collect()
+            };
+            let qh = &q[h * head_dim..(h + 1) * head_dim];
+            let (k, v) = (head_rows(k_cache), head_rows(v_cache));
+            let sink = sinks.map(|s| s[h]);
+            attention::reference_with_sink(qh, &k, &v, head_dim, scoring, sink)
+        })
+        .collect()
+}
