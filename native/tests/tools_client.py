@@ -66,7 +66,8 @@ def main():
              "function": {"name": calls[0].function.name, "arguments": calls[0].function.arguments}}]},
         {"role": "tool", "tool_call_id": calls[0].id, "content": json.dumps({"temperature": 18, "sky": "clear"})},
     ]
-    after = create(messages=messages, tools=[WEATHER, TIME]).choices[0]
+    # Quick: the first tokens of the answer are enough to show the conversation went back in.
+    after = create(messages=messages, tools=[WEATHER, TIME], max_tokens=24 if QUICK else 128).choices[0]
     if after.finish_reason == "tool_calls":
         for c in after.message.tool_calls:
             check_call(c.function.name, c.function.arguments, ["get_weather", "get_time"])
