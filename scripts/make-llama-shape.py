@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Random-weight llama GGUFs at the REAL dimensions of Llama 3.2 1B, for `wick bench`: what a token
+"""Random-weight llama GGUFs at the REAL dimensions of Llama 3.2 1B or Llama 3.1 8B, for `wick bench`: what a token
 costs in dispatches and weight bytes at full size. The numbers the model computes are meaningless.
 
 Run from the repository root with a Python that has numpy and gguf (pip install numpy gguf):
 
     python scripts/make-llama-shape.py                  # Q4_0
     python scripts/make-llama-shape.py --type Q8_0
+    python scripts/make-llama-shape.py --model 8b       # Llama 3.1 8B, Q4_0 (about 4.4 GB)
 
 Files go to models/shape/ (git ignores models/):
 - llama-3.2-1b.shape.<TYPE>.gguf   all 16 layers, 1,235,814,432 parameters (the real
@@ -27,7 +28,8 @@ scripts/make-shape-model.py uses too), so writing takes seconds and little memor
 random per layer. The tokenizer is the test models' 512-token byte-level gpt2 BPE
 (tests/goldens/random_vocab.py, same seed, so the same tokens and merges), padded with UNUSED
 "[PAD<i>]" tokens up to the real vocabulary size, so token_embd has the real shape (128256 x 2048).
-Embeddings are tied as in the real model: there is no output.weight, token_embd is also the head.
+Embeddings are tied as in the real 1B model: there is no output.weight, token_embd is also the head;
+the 8B file has its own output.weight, as the real one.
 
 Configuration (meta-llama/Llama-3.2-1B, HF architecture LlamaForCausalLM, its config.json)
 -----------------------------------------------------------------------------------------
@@ -61,13 +63,22 @@ ARCH = "llama"
 Q = gguf.GGMLQuantizationType
 FILE_TYPES = {"Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 
-# meta-llama/Llama-3.2-1B
-M = dict(
-    name="llama-3.2-1b", title="Llama 3.2 1B (random weights, real shape)",
-    n_embd=2048, n_layer=16, n_head=32, n_head_kv=8, head_dim=64, n_ff=8192, n_vocab=128256,
-    n_ctx=131072, rope_base=500000.0, rms_eps=1e-5,
-    rope_scaling=dict(factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=8192),
-)
+MODELS = {
+    # meta-llama/Llama-3.2-1B
+    "1b": dict(
+        name="llama-3.2-1b", title="Llama 3.2 1B (random weights, real shape)",
+        n_embd=2048, n_layer=16, n_head=32, n_head_kv=8, head_dim=64, n_ff=8192, n_vocab=128256,
+        n_ctx=131072, rope_base=500000.0, rms_eps=1e-5, tied=True,
+        rope_scaling=dict(factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=8192),
+    ),
+    # meta-llama/Llama-3.1-8B: a head of its own (tie_word_embeddings false), rope factor 8
+    "8b": dict(
+        name="llama-3.1-8b", title="Llama 3.1 8B (random weights, real shape)",
+        n_embd=4096, n_layer=32, n_head=32, n_head_kv=8, head_dim=128, n_ff=14336, n_vocab=128256,
+        n_ctx=131072, rope_base=500000.0, rms_eps=1e-5, tied=False,
+        rope_scaling=dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=8192),
+    ),
+}
 
 
 
@@ -109,6 +120,8 @@ def build(m, qtype, rng):
         t[p + "ffn_up.weight"] = (W.mat((m["n_ff"], d)), qtype)
         t[p + "ffn_down.weight"] = (W.mat((d, m["n_ff"])), qtype)
     t["output_norm.weight"] = (W.norm(d) * 2.5, None)
+    if not m["tied"]:
+        t["output.weight"] = (W.mat((m["n_vocab"], d)), qtype)
     return t
 
 
@@ -139,9 +152,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--type", choices=sorted(FILE_TYPES), default="Q4_0",
                     help="type of every matrix, token_embd included (norms and rope_freqs stay F32)")
+    ap.add_argument("--model", choices=sorted(MODELS), default="1b")
     ap.add_argument("--out", default=os.path.join(ROOT, "models", "shape"))
     ap.add_argument("--seed", type=int, default=20261123)
     args = ap.parse_args()
+    M = MODELS[args.model]
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{M['name']}.shape.{args.type}.gguf")
     t0 = time.time()
