@@ -335,10 +335,23 @@ impl Pipelines {
             .entry(key)
             .or_insert_with(|| {
                 let label = format!("{key:?}");
-                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(&label),
                     source: wgpu::ShaderSource::Wgsl(key.source().into()),
-                });
+                };
+                // Bounds checks stay; the loop bounding that naga otherwise adds to every loop (a
+                // counter that breaks out of a loop running "forever") goes: it keeps drivers from
+                // unrolling the kernels' inner loops, and on an H100 through Vulkan decode ran 2.3x
+                // to 5.8x slower with it (BENCHMARKS.md). Safe because every loop in shaders/ ends
+                // whatever its parameters: each steps toward its bound by a constant or by an
+                // override constant of at least 1 (WG, TPR), or halves a count down to 0. A new
+                // loop must too. (The browser's WebGPU ignores these options and checks for itself.)
+                let checks = wgpu::ShaderRuntimeChecks {
+                    force_loop_bounding: false,
+                    ..wgpu::ShaderRuntimeChecks::checked()
+                };
+                #[allow(unsafe_code)]
+                let module = unsafe { device.create_shader_module_trusted(desc, checks) };
                 Arc::new(
                     device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                         label: Some(&label),
