@@ -147,7 +147,10 @@ fn gemma3_matches_llama_cpp_and_f32() {
 
 // One chunk of 128 in CI (about 150 s for Qwen, 120 s for Gemma on lavapipe with untuned kernels); the
 // whole text (11 chunks) on demand: `cargo test --release --test families -- --ignored`.
+/// The batched scoring on a qwen2 file; CI runs the Gemma 3 one (a chunk of this 0.5B file takes
+/// several minutes on lavapipe).
 #[test]
+#[ignore = "a chunk of 128 tokens: about 4 minutes on lavapipe"]
 fn qwen2_perplexity_matches_f32() {
     check_perplexity("qwen2.5-coder-0.5b-q4_k_m", Some(1));
 }
