@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Wick against llama.cpp's Vulkan backend on the same GPU and the same files: random weights at real
+# shapes (Llama 3.2 1B in Q4_0, Q8_0 and llama.cpp's Q4_K_M; Llama 3.1 8B in Q4_0; Qwen3.5 2B; the
+# GLM-4.7-Flash shape cut to 5 layers), `wick bench` and `llama-bench` one after the other on each.
+#
+#   scripts/bench-against-llama-cpp.sh LLAMA_CPP_SOURCE [VULKAN_PREFIX]
+#
+# LLAMA_CPP_SOURCE: a llama.cpp tree (the llama-cpp-python 0.3.36 sdist's vendor/llama.cpp is b11312),
+# built here with GGML_VULKAN into LLAMA_CPP_SOURCE/build (about a minute on 16 cores). VULKAN_PREFIX:
+# where Vulkan headers of 1.4 or newer, glslc and SPIRV-Headers are unpacked (e.g. Debian 13's
+# libvulkan-dev, glslc, libshaderc1, spirv-headers extracted with `dpkg -x`), if not installed. Needs
+# python3 with numpy and gguf (llama.cpp's gguf-py is used if gguf is missing), cmake and ninja, and
+# target/release/wick (cargo build --release -p wick-cli). Files go to models/shape/ (about 14 GB);
+# the tables to target/bench-against-llama-cpp/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+llama=$(cd "$1" && pwd)
+prefix=${2:-/usr}
+out=target/bench-against-llama-cpp
+models=models/shape
+mkdir -p "$out" "$models"
+python3 -c "import gguf" 2>/dev/null || export PYTHONPATH="$llama/gguf-py${PYTHONPATH:+:$PYTHONPATH}"
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)} WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
+chmod 700 "$XDG_RUNTIME_DIR"
+
+echo "building llama-bench and llama-quantize with Vulkan"
+loader=$(ldconfig -p | awk '/libvulkan\.so\.1 /{print $NF; exit}')
+(
+  export LD_LIBRARY_PATH="$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  cmake -S "$llama" -B "$llama/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON \
+    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DCMAKE_PREFIX_PATH="$prefix" \
+    -DVulkan_INCLUDE_DIR="$prefix/include" -DVulkan_GLSLC_EXECUTABLE="$prefix/bin/glslc" \
+    ${loader:+-DVulkan_LIBRARY="$loader"}
+  cmake --build "$llama/build" --target llama-bench llama-quantize -j "$(nproc)"
+) > "$out/llama-build.log" 2>&1 || { tail -20 "$out/llama-build.log"; exit 1; }
+bin=$llama/build/bin
+
+python3 scripts/make-llama-shape.py --model 1b --out "$models"
+python3 scripts/make-llama-shape.py --model 1b --type Q8_0 --out "$models"
+python3 scripts/make-llama-shape.py --model 8b --out "$models"
+python3 scripts/make-qwen35-shape.py --model 2b --out "$models"
+python3 scripts/make-shape-model.py --model glm --layers 5 --out "$models"
+q4km=$models/llama-3.2-1b.shape.Q4_K_M.gguf
+[ -f "$q4km" ] || "$bin/llama-quantize" --allow-requantize "$models/llama-3.2-1b.shape.Q8_0.gguf" "$q4km" Q4_K_M \
+  > "$out/quantize.log" 2>&1
+
+for f in llama-3.2-1b.shape.Q4_0 llama-3.2-1b.shape.Q4_K_M llama-3.2-1b.shape.Q8_0 llama-3.1-8b.shape.Q4_0 \
+    qwen3.5-2b.shape.Q8_0 glm-4.7-flash.shape-5L.Q8_0; do
+  echo "== $f: wick"
+  target/release/wick bench -m "$models/$f.gguf" -p 512 -n 128 -r 3 2>&1 | grep -v '^$' | tee -a "$out/wick.md"
+  echo "== $f: llama.cpp"
+  "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 128 -r 3 2>&1 | grep -v '^$' | tee -a "$out/llama.md"
+done
