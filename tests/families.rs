@@ -145,10 +145,8 @@ fn gemma3_matches_llama_cpp_and_f32() {
     check_family("gemma-3-270m-q4_k_m", GEMMA_LLAMA_CPP);
 }
 
-// One chunk of 128 in CI (about 150 s for Qwen, 120 s for Gemma on lavapipe with untuned kernels); the
-// whole text (11 chunks) on demand: `cargo test --release --test families -- --ignored`.
-/// The batched scoring on a qwen2 file; CI runs the Gemma 3 one (a chunk of this 0.5B file takes
-/// several minutes on lavapipe).
+// One chunk of 128 (Gemma 3's in CI, Qwen2.5's on demand: several minutes on lavapipe); the whole
+// texts (11 chunks) on demand too: `cargo test --release --test families -- --ignored`.
 #[test]
 #[ignore = "a chunk of 128 tokens: about 4 minutes on lavapipe"]
 fn qwen2_perplexity_matches_f32() {
