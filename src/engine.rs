@@ -1,6 +1,7 @@
 //! A loaded model on the GPU: load, prompts in chunks and decode steps one token at a time (each run one
 //! pass and one submit), and the counters that say what a token costs.
 
+use crate::embeddings::{Pooler, Pooling};
 use crate::gguf::{read_header, ByteSource, Header};
 use crate::gpu::{map_and_copy, scratch_buffer, Gpu, GpuError, Plan};
 use crate::models::{self, Forward, Loader};
@@ -23,6 +24,10 @@ pub struct LoadOptions {
     /// Put tables that could stay in the file on the GPU too (Gemma 4's per-layer embeddings, read
     /// by rows for each token otherwise).
     pub per_layer_on_gpu: bool,
+    /// Embed inputs pooled this way (`Engine::embed`), whatever the file says. None: as the file
+    /// says, where it names a pooling (an embedding model); a file that names none (a chat model) is
+    /// then loaded without the embeddings run.
+    pub pooling: Option<Pooling>,
 }
 
 /// Prompt tokens per run unless told otherwise: enough that the matmul tiles (16 tokens) fill up and
@@ -36,6 +41,7 @@ impl Default for LoadOptions {
             batch: DEFAULT_BATCH,
             scoring: false,
             per_layer_on_gpu: false,
+            pooling: None,
         }
     }
 }
@@ -163,6 +169,8 @@ pub struct Engine {
     /// Copies of the recurrent states (`Forward::recurrent`) at earlier positions, oldest first: what
     /// `rewind` goes back to in a model whose state cannot be truncated as a KV cache is.
     snapshots: Vec<Snapshot>,
+    /// How `embed` pools, where the engine was loaded for embeddings.
+    pooling: Option<Pooling>,
     pub stats: Stats,
 }
 
@@ -210,28 +218,38 @@ impl Engine {
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
         let batch = options.batch.min(n_ctx);
-        let forward = models::load(&mut loader, n_ctx, batch, options.scoring)
-            .await
-            .map_err(|e| {
-                // The tensors loaded so far are dropped with the error, but the queue still holds the
-                // writes that filled them (and so the buffers) until its next submit: flush it now.
-                gpu.queue.submit([]);
-                #[cfg(not(target_arch = "wasm32"))]
-                let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
-                match e {
-                    Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
-                        Error::DoesNotFit {
-                            adapter: gpu.describe(),
-                            weight_bytes: header.tensors.iter().map(|t| t.bytes()).sum(),
-                            source: e,
-                        }
+        let pooling = match options.pooling {
+            Some(p) => Some(p),
+            None => Pooling::of_model(&header)?,
+        };
+        let runs = models::PromptRuns {
+            batch,
+            scoring: options.scoring,
+            embeddings: pooling.is_some(),
+        };
+        let forward = models::load(&mut loader, n_ctx, runs).await.map_err(|e| {
+            // The tensors loaded so far are dropped with the error, but the queue still holds the
+            // writes that filled them (and so the buffers) until its next submit: flush it now.
+            gpu.queue.submit([]);
+            #[cfg(not(target_arch = "wasm32"))]
+            let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+            match e {
+                Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
+                    Error::DoesNotFit {
+                        adapter: gpu.describe(),
+                        weight_bytes: header.tensors.iter().map(|t| t.bytes()).sum(),
+                        source: e,
                     }
-                    e => e,
                 }
-            })?;
+                e => e,
+            }
+        })?;
+        let states = forward.hidden.as_ref().map_or(0, |h| h.states.size());
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),
-            size: (forward.n_vocab.max(batch) as u64 * 4).max(crate::ops::top_k::K_MAX as u64 * 8),
+            size: (forward.n_vocab.max(batch) as u64 * 4)
+                .max(crate::ops::top_k::K_MAX as u64 * 8)
+                .max(states),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -269,6 +287,7 @@ impl Engine {
             n_ctx,
             pos: 0,
             snapshots: Vec::new(),
+            pooling,
             stats,
         })
     }
@@ -396,7 +415,15 @@ impl Engine {
             (Run::Score { .. }, _) => {
                 let score = f.score.as_ref().expect("a scoring plan");
                 let bytes = tokens.len() as u64 * 4;
-                (&score.plan, Some((&score.log_probs, bytes)))
+                (&score.plan, Some((&score.log_probs, 0, bytes)))
+            }
+            (Run::Hidden { rows }, _) => {
+                let hidden = f.hidden.as_ref().expect("a hidden-state run");
+                let row = hidden.width as u64 * 4;
+                let (first, end) = rows;
+                let bytes = (end - first) as u64 * row;
+                let read = (bytes > 0).then_some((&hidden.states, first as u64 * row, bytes));
+                (&hidden.plan, read)
             }
             (Run::Decode(read), long) => {
                 let plan = match long {
@@ -405,9 +432,9 @@ impl Engine {
                 };
                 let read_back = match read {
                     Read::Nothing => None,
-                    Read::Logits => Some((&f.logits, n_vocab as u64 * 4)),
-                    Read::Greedy => Some((&self.greedy_choice, 4)),
-                    Read::Candidates(k) => Some((&self.candidates.result, k as u64 * 8)),
+                    Read::Logits => Some((&f.logits, 0, n_vocab as u64 * 4)),
+                    Read::Greedy => Some((&self.greedy_choice, 0, 4)),
+                    Read::Candidates(k) => Some((&self.candidates.result, 0, k as u64 * 8)),
                 };
                 (plan, read_back)
             }
@@ -436,9 +463,9 @@ impl Engine {
                 after.record(&mut pass);
             }
         }
-        let read_bytes = read_back.map_or(0, |(_, bytes)| bytes);
-        if let Some((buffer, bytes)) = read_back {
-            enc.copy_buffer_to_buffer(buffer, 0, &self.staging, 0, bytes);
+        let read_bytes = read_back.map_or(0, |(_, _, bytes)| bytes);
+        if let Some((buffer, offset, bytes)) = read_back {
+            enc.copy_buffer_to_buffer(buffer, offset, &self.staging, 0, bytes);
         }
         let commands = enc.finish();
         let submit_start = Instant::now();
@@ -446,7 +473,7 @@ impl Engine {
         let wait_start = Instant::now();
         self.pos += tokens.len() as u32;
         let values = match read_back {
-            Some((_, bytes)) => Some(map_and_copy(gpu, &self.staging, bytes).await?),
+            Some((_, _, bytes)) => Some(map_and_copy(gpu, &self.staging, bytes).await?),
             None => {
                 let _ = gpu.device.poll(wgpu::PollType::Poll);
                 None
@@ -599,6 +626,43 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// How `embed` pools; None where the engine was loaded without embeddings (a chat model not
+    /// asked for them, `LoadOptions::pooling`).
+    pub fn pooling(&self) -> Option<Pooling> {
+        self.pooling
+    }
+
+    /// The embedding of `tokens` (a whole input, from position 0: the cache is overwritten and left
+    /// empty): each token's hidden state after the final norm, pooled (`pooling`). Not normalized
+    /// (`embeddings::normalize`).
+    pub async fn embed(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
+        let (Some(pooling), Some(hidden)) = (self.pooling, &self.forward.hidden) else {
+            return Err(Error::Model(
+                "the model has no pooling to embed with (a chat model: name one to load it for embeddings)".into(),
+            ));
+        };
+        let (batch, width) = (hidden.plan.batch as usize, hidden.width as usize);
+        if tokens.is_empty() {
+            return Err(Error::Model("an empty input".into()));
+        }
+        if tokens.len() > self.n_ctx as usize {
+            return Err(Error::ContextFull(self.n_ctx));
+        }
+        self.rewind(0);
+        let mut pooler = Pooler::new(pooling, width);
+        for (i, chunk) in tokens.chunks(batch).enumerate() {
+            let rows = pooling.rows_needed(i * batch, chunk.len(), tokens.len());
+            let rows = (rows.start as u32, rows.end as u32);
+            if let Some(states) = self.run(Run::Hidden { rows }, chunk).await? {
+                pooler.add(&cast::<f32>(states));
+            }
+        }
+        self.rewind(0);
+        Ok(pooler.finish())
+    }
+}
+
 /// Which plan a run records, and what it reads back.
 #[derive(Clone, Copy)]
 enum Run {
@@ -609,6 +673,8 @@ enum Run {
     /// A chunk through the scoring plan, `next` the token after its last; each token's
     /// log-probability of its successor read back.
     Score { next: u32 },
+    /// A chunk through the hidden-state run; the states of its tokens `rows` read back.
+    Hidden { rows: (u32, u32) },
 }
 
 /// What a decode step reads back.

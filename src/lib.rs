@@ -6,6 +6,7 @@
 //! submit per token decoded or per chunk of prompt.
 
 pub mod chat_template;
+pub mod embeddings;
 pub mod engine;
 pub mod gguf;
 pub mod gpu;

@@ -104,6 +104,25 @@ impl Session {
         tokens
     }
 
+    /// Tokenizes one input to embed as llama.cpp's server does: special tokens parsed, BOS and EOS
+    /// where the model adds them (Qwen3-Embedding reads its vector off the EOS at the end).
+    pub fn tokenize_input(&self, text: &str) -> Vec<u32> {
+        let mut tokens = self.tokenize_prompt(text);
+        if self.tokenizer.add_eos() {
+            tokens.extend(self.tokenizer.eos());
+        }
+        tokens
+    }
+
+    /// The embedding of `tokens` (`tokenize_input`), of unit length. The cache is left empty: the
+    /// next reply reads its prompt afresh.
+    pub async fn embed(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
+        self.cached.clear();
+        let mut v = self.engine.embed(tokens).await?;
+        crate::embeddings::normalize(&mut v);
+        Ok(v)
+    }
+
     /// The model's chat template, or its family's standard one for a file without.
     pub fn chat_template(&self) -> Result<&str, Error> {
         let (template, _) = chat_template::of_model(&self.engine.header).ok_or_else(|| {

@@ -103,7 +103,11 @@ fn check_f32_goldens(mut engine: Engine, steps: usize) {
     let mut total = Agreement::default();
     for f in files {
         let record: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
-        total.add(&check_greedy(&mut engine, &first_steps(&record, steps), F32));
+        total.add(&check_greedy(
+            &mut engine,
+            &first_steps(&record, steps),
+            F32,
+        ));
     }
     eprintln!("f32 reference: {total:?}");
 }

@@ -15,7 +15,7 @@
 //! Every run, a decode step or a prompt's chunk, goes through the same layers (`Model::push_layers`).
 
 use super::feed_forward::{self, FeedForward, FfnScratch, MoeConfig};
-use super::{Ends, Forward, Loader};
+use super::{Ends, Forward, Loader, PromptRuns};
 use crate::gguf::GgmlType;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
 use crate::ops::glu::Activation;
@@ -294,13 +294,9 @@ struct Activations {
 }
 
 /// Loads the weights, allocates the caches for `n_ctx` positions and the activations for `batch`
-/// tokens, and builds the decode and prefill plans, and the scoring plan where `scoring`.
-pub async fn load(
-    l: &mut Loader<'_>,
-    n_ctx: u32,
-    batch: u32,
-    scoring: bool,
-) -> Result<Forward, Error> {
+/// tokens, and builds the decode step and the prompt runs `runs` asks for.
+pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Forward, Error> {
+    let batch = runs.batch;
     let c = Config::from_loader(l)?;
     let m = c.mla;
     let d = c.n_embd;
@@ -342,20 +338,24 @@ pub async fn load(
     model.push_layers(&mut decode);
     ends.push_logits(&mut decode, &a.x, &a.xn, &logits, c.rms_eps);
     decode.finish(&gpu).await?;
-    let (prefill, score) = super::prompt_plans(
+    let final_norm =
+        |plan: &mut Plan| rms_norm::push(plan, &a.x, &ends.output_norm, &a.xn, d, c.rms_eps);
+    let plans = super::prompt_plans(
         &gpu,
         &step,
-        (batch, scoring),
+        runs,
         c.n_vocab,
         |plan| model.push_layers(plan),
+        (final_norm, &a.xn, d),
         |plan, logits| ends.push_logits(plan, &a.x, &a.xn, logits, c.rms_eps),
     )
     .await?;
     Ok(Forward {
         decode,
         decode_long: None,
-        prefill,
-        score,
+        prefill: plans.prefill,
+        score: plans.score,
+        hidden: plans.hidden,
         step,
         logits,
         n_vocab: c.n_vocab,

@@ -10,7 +10,7 @@ use super::feed_forward::{FeedForward, FfnScratch};
 use super::linear_attention::DeltaNet;
 use super::per_layer_embd::PerLayerEmbd;
 use super::self_attention::{self, Attention, SelfAttention};
-use super::{Ends, Forward, Loader, Meta};
+use super::{Ends, Forward, Loader, Meta, PromptRuns};
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, StepInput};
 use crate::ops::rope;
 use crate::ops::{attention, bias, embed, matvec, rms_norm, softcap};
@@ -79,14 +79,14 @@ pub struct Activations {
 }
 
 /// Loads the weights, allocates the cache and activations for `n_ctx` positions and prompt chunks of
-/// `batch` tokens, and builds the decode and prefill plans, and the scoring plan where `scoring`.
+/// `runs.batch` tokens, and builds the decode step and the prompt runs `runs` asks for.
 pub async fn load(
     l: &mut Loader<'_>,
     family_of: FamilyOf,
     n_ctx: u32,
-    batch: u32,
-    scoring: bool,
+    runs: PromptRuns,
 ) -> Result<Forward, Error> {
+    let batch = runs.batch;
     let c = Config::from_meta(l)?;
     let f = family_of(l, &c, n_ctx)?;
     let d = c.n_embd;
@@ -275,12 +275,19 @@ pub async fn load(
             Some((self_attention::SPLIT_ATTENTION_FROM, plan))
         }
     };
-    let (prefill, score) = super::prompt_plans(
+    let final_norm = |plan: &mut Plan| {
+        // The last layer's post-norm already normed x with output_norm.
+        if !f.post_norms {
+            rms_norm::push(plan, &a.x, &ends.output_norm, &a.xn, d, c.rms_eps);
+        }
+    };
+    let plans = super::prompt_plans(
         &gpu,
         &step,
-        (batch, scoring),
+        runs,
         c.n_vocab,
         |plan| model.push_layers(plan, Attention::Whole),
+        (final_norm, &a.xn, d),
         push_logits,
     )
     .await?;
@@ -295,8 +302,9 @@ pub async fn load(
     Ok(Forward {
         decode,
         decode_long,
-        prefill,
-        score,
+        prefill: plans.prefill,
+        score: plans.score,
+        hidden: plans.hidden,
         step,
         logits,
         n_vocab: c.n_vocab,

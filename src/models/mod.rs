@@ -77,6 +77,9 @@ pub struct Forward {
     /// its successor. Only where the load asked for it (perplexity), since it holds a row of logits per
     /// token.
     pub score: Option<Score>,
+    /// Up to `hidden.plan.batch` tokens through the layers and the final norm, each token's state
+    /// left for embeddings to pool. Only where the load asked for embeddings.
+    pub hidden: Option<Hidden>,
     /// The position and tokens of the next run, written before each submit.
     pub step: StepInput,
     /// (n_vocab) f32, written by the step.
@@ -99,18 +102,47 @@ pub struct Score {
     pub log_probs: wgpu::Buffer,
 }
 
-/// `Forward::prefill` and `Forward::score`, which every architecture makes the same way from its
-/// layers (`push_layers` adds them for a plan's tokens) and its head (`push_logits` writes each
-/// token's logits into the buffer it is given): a prompt's chunk when `batch` > 1, and the scoring
-/// run when asked for.
+/// The runs a load builds besides the decode step.
+#[derive(Clone, Copy, Debug)]
+pub struct PromptRuns {
+    /// Prompt tokens per run (1: none, a prompt goes a decode step per token).
+    pub batch: u32,
+    /// The scoring run (`Forward::score`).
+    pub scoring: bool,
+    /// The run that leaves each token's final hidden state (`Forward::hidden`).
+    pub embeddings: bool,
+}
+
+/// `Forward::prefill`, `Forward::score` and `Forward::hidden`.
+pub struct PromptPlans {
+    pub prefill: Option<Plan>,
+    pub score: Option<Score>,
+    pub hidden: Option<Hidden>,
+}
+
+/// A run that leaves each token's hidden state after the final norm, what embeddings pool
+/// (`Forward::hidden`).
+pub struct Hidden {
+    pub plan: Plan,
+    /// (plan.batch, width) f32.
+    pub states: wgpu::Buffer,
+    pub width: u32,
+}
+
+/// What every architecture makes the same way from its layers (`push_layers` adds them for a plan's
+/// tokens), its final norm (`push_final_norm` leaves each token's normed state in `states`, `width`
+/// values a row) and its head (`push_logits` writes each token's logits into the buffer it is given):
+/// a prompt's chunk when `batch` > 1, and the scoring and hidden-state runs when asked for.
 pub async fn prompt_plans(
     gpu: &Gpu,
     step: &StepInput,
-    (batch, scoring): (u32, bool),
+    runs: PromptRuns,
     n_vocab: u32,
     push_layers: impl Fn(&mut Plan),
+    (push_final_norm, states, width): (impl Fn(&mut Plan), &wgpu::Buffer, u32),
     push_logits: impl Fn(&mut Plan, &wgpu::Buffer),
-) -> Result<(Option<Plan>, Option<Score>), Error> {
+) -> Result<PromptPlans, Error> {
+    let batch = runs.batch;
     let prefill = match batch {
         1 => None,
         _ => {
@@ -120,7 +152,7 @@ pub async fn prompt_plans(
             Some(plan)
         }
     };
-    let score = match scoring {
+    let score = match runs.scoring {
         false => None,
         true => {
             // As many tokens as the prompt batch, or as one binding of their logits holds.
@@ -137,7 +169,26 @@ pub async fn prompt_plans(
             Some(Score { plan, log_probs })
         }
     };
-    Ok((prefill, score))
+    let hidden = match runs.embeddings {
+        false => None,
+        true => {
+            let mut plan = Plan::new(gpu, step, batch);
+            push_layers(&mut plan);
+            push_final_norm(&mut plan);
+            plan.finish(gpu).await?;
+            let states = states.clone();
+            Some(Hidden {
+                plan,
+                states,
+                width,
+            })
+        }
+    };
+    Ok(PromptPlans {
+        prefill,
+        score,
+        hidden,
+    })
 }
 
 /// What every architecture here has around its layers: the token table, the final norm and the output
@@ -181,18 +232,12 @@ impl Ends {
     }
 }
 
-/// Loads the model the header describes, with prompts read `batch` tokens at a time where the
-/// architecture can, and a plan that scores them where `scoring` asks for one.
-pub async fn load(
-    loader: &mut Loader<'_>,
-    n_ctx: u32,
-    batch: u32,
-    scoring: bool,
-) -> Result<Forward, Error> {
+/// Loads the model the header describes, with the prompt runs `runs` asks for.
+pub async fn load(loader: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Forward, Error> {
     let arch = loader.arch.clone();
     match (dense_family(&arch), arch.as_str()) {
-        (Some(family), _) => dense::load(loader, family, n_ctx, batch, scoring).await,
-        (None, "deepseek2") => deepseek2::load(loader, n_ctx, batch, scoring).await,
+        (Some(family), _) => dense::load(loader, family, n_ctx, runs).await,
+        (None, "deepseek2") => deepseek2::load(loader, n_ctx, runs).await,
         _ => Err(Error::UnsupportedArchitecture(arch)),
     }
 }

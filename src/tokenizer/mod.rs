@@ -74,6 +74,7 @@ pub struct Tokenizer {
     model: Model,
     specials: Specials,
     add_bos: bool,
+    add_eos: bool,
     /// Tokens that are cut out of text before tokenizing, longest text first.
     special_order: Vec<u32>,
     chat_template: Option<String>,
@@ -124,6 +125,8 @@ impl Tokenizer {
             || h.get_bool("tokenizer.ggml.add_bos_token")
                 .unwrap_or(add_bos_default))
             && specials.bos.is_some();
+        let add_eos =
+            h.get_bool("tokenizer.ggml.add_eos_token").unwrap_or(false) && specials.eos.is_some();
         let mut special_order: Vec<u32> = (0..vocab.len() as u32)
             .filter(|&i| {
                 matches!(
@@ -140,6 +143,7 @@ impl Tokenizer {
             model,
             specials,
             add_bos,
+            add_eos,
             special_order,
         })
     }
@@ -219,6 +223,13 @@ impl Tokenizer {
     /// Whether a prompt should start with BOS (`tokenizer.ggml.add_bos_token`, else the family's default).
     pub fn add_bos(&self) -> bool {
         self.add_bos
+    }
+
+    /// Whether a whole input should end with EOS (`tokenizer.ggml.add_eos_token`): embedding models
+    /// such as Qwen3-Embedding read their vector off that last token. Chat prompts, which go on with
+    /// the reply, never take it.
+    pub fn add_eos(&self) -> bool {
+        self.add_eos
     }
 
     pub fn bos(&self) -> Option<u32> {

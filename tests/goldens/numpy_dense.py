@@ -66,12 +66,14 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
-def forward(meta, w, ids, n_ctx=None, ffn=None):
+def forward(meta, w, ids, n_ctx=None, ffn=None, hidden=False):
     """The logits (len(ids), n_vocab) of every position of `ids`, each seeing the ones before it. `n_ctx`:
     the context the model runs with (phi3 picks its RoPE factors by it). `ffn(prefix, h)`, where given,
     replaces the feed-forward sublayer: it maps the normed inputs h (positions, n_embd) of the block whose
     tensor names start with `prefix` ("blk.3.") to its outputs (numpy_moe.py's mixture of experts). The
-    arithmetic runs in the weights' dtype (float32 from load; float64 if the caller converts them)."""
+    arithmetic runs in the weights' dtype (float32 from load; float64 if the caller converts them). With
+    `hidden`, the states after the final norm (len(ids), n_embd) instead of the logits: what embeddings
+    pool."""
     a = meta["general.architecture"]
     n_layer, n_head = meta[f"{a}.block_count"], meta[f"{a}.attention.head_count"]
     n_kv = meta[f"{a}.attention.head_count_kv"]
@@ -155,8 +157,11 @@ def forward(meta, w, ids, n_ctx=None, ffn=None):
         if gemma:
             out = norm(out, w[p + "post_ffw_norm.weight"])
         x = x + out
+    x = norm(x, w["output_norm.weight"])
+    if hidden:
+        return x
     out_w = w.get("output.weight", w["token_embd.weight"])
-    logits = norm(x, w["output_norm.weight"]) @ out_w.T
+    logits = x @ out_w.T
     if final_cap:
         logits = final_cap * np.tanh(logits / final_cap)
     return logits
