@@ -35,6 +35,30 @@ export interface LoadOptions {
    * offers only that (OpenGL ES / D3D11 class devices); 'compatibility' takes a compatibility-mode
    * adapter even where a core one exists. `stats().featureLevel` says which the engine runs on. */
   featureLevel?: 'core' | 'compatibility';
+  /** How embeddings pool the tokens' states. An embedding model's file names its own (used when this
+   * is absent); a chat model makes embeddings only where this names one. */
+  pooling?: 'mean' | 'cls' | 'last';
+}
+
+/** OpenAI's embeddings request. */
+export interface EmbeddingRequest {
+  /** A text, texts, token ids, or lists of them. */
+  input: string | string[] | number[] | number[][];
+  model?: string;
+  /** 'float' (the default): number arrays; 'base64': each vector's little-endian f32 bytes. */
+  encoding_format?: 'float' | 'base64';
+  /** Keep the first this many values, normalized again (Matryoshka-trained models). */
+  dimensions?: number;
+  /** Cut an input longer than the context to fit rather than refuse it (not OpenAI's). */
+  truncate?: boolean;
+}
+
+/** OpenAI's embeddings answer: unit vectors, one per input in order. */
+export interface CreateEmbeddingResponse {
+  object: 'list';
+  data: { object: 'embedding'; index: number; embedding: number[] | string }[];
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
 }
 
 export type TextPart = { type: 'text'; text: string };
@@ -231,6 +255,11 @@ export declare class Wick {
       create(body: ChatCompletionRequest & { stream?: false | null }, options?: RequestOptions): Promise<ChatCompletion>;
       create(body: ChatCompletionRequest, options?: RequestOptions): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
     };
+  };
+  /** Embeddings, for models that make them (an embedding model, or a chat model loaded with a
+   * `pooling`); others reject with a BadRequestError, as a bad request does. */
+  readonly embeddings: {
+    create(body: EmbeddingRequest, options?: RequestOptions): Promise<CreateEmbeddingResponse>;
   };
   stats(): Promise<EngineStats>;
   /** Times a decode step or a prompt's chunk on the GPU, kernel by kernel and whole (null for

@@ -2,6 +2,7 @@
 //
 //   const engine = await Wick.load(url, { onProgress });
 //   const reply = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Hi' }] });
+//   const { data } = await engine.embeddings.create({ input: ['a text', 'another'] }); // embedding models
 //
 // The engine runs in a Web Worker (./worker.js), so the page never freezes.
 
@@ -106,10 +107,12 @@ export class Wick {
    * adapter for every later load. `engine.tuned` says when tuning ends; `engine.stopTuning()` skips
    * the rest. `featureLevel` 'compatibility' takes a WebGPU compatibility-mode adapter even where a
    * core one exists; by default core is taken, and compatibility mode where the browser offers only it.
+   * `pooling` ('mean', 'cls' or 'last') makes embeddings of a chat model; an embedding model's file
+   * names its own.
    */
   static async load(
     source,
-    { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = true, featureLevel = 'core' } = {},
+    { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = true, featureLevel = 'core', pooling } = {},
   ) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
       throw new TypeError('Wick.load takes a model URL or a File / Blob');
@@ -129,7 +132,7 @@ export class Wick {
     let stats;
     try {
       stats = await channel.request(
-        { type: 'load', source: url, options: { nCtx, dropOldTurns, featureLevel, tuning: keptTuning() } },
+        { type: 'load', source: url, options: { nCtx, dropOldTurns, featureLevel, pooling, tuning: keptTuning() } },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },
       );
     } catch (e) {
@@ -157,6 +160,11 @@ export class Wick {
     this.model = model;
     this.info = info;
     this.chat = { completions: { create: (body, options) => this.#create(body, options) } };
+    // Answered whole, as OpenAI's API answers; checked and shaped by the engine as `wick serve` does.
+    this.embeddings = {
+      create: (body, { signal } = {}) =>
+        this.channel.request({ type: 'embed', body: JSON.stringify(body ?? null), model: this.model }, { signal }),
+    };
     /** Resolves to { finished, stopped } when tuning ends (at once where there is none to do). */
     this.tuned = Promise.resolve({ finished: true, stopped: false });
   }

@@ -53,6 +53,9 @@ async function handle({ type, id, ...data }) {
       return loadModel(id, data);
     case 'chat':
       return chat(id, data.body);
+    case 'embed':
+      if (!model) throw new Error('no model is loaded');
+      return post({ type: 'result', id, value: JSON.parse(await model.embed(data.body, data.model)) });
     case 'stats':
       return post({ type: 'result', id, value: model ? stats() : null });
     case 'profile':
@@ -86,9 +89,9 @@ async function loadModel(id, { source, options }) {
             onWarning: (message) => progress('warning', 0, 0, { message }),
           })
         : fileReader(source, controller.signal);
-    const { nCtx, dropOldTurns, tuning } = options;
+    const { nCtx, dropOldTurns, tuning, pooling } = options;
     const level = await chooseFeatureLevel(options.featureLevel);
-    const loaded = await load(reader, { nCtx, dropOldTurns, tuning }, (loaded, total) =>
+    const loaded = await load(reader, { nCtx, dropOldTurns, tuning, pooling }, (loaded, total) =>
       progress('gpu', loaded, total),
     );
     model?.free();

@@ -633,6 +633,11 @@ impl Engine {
         self.pooling
     }
 
+    /// The length of the vectors `embed` gives; None as `pooling`.
+    pub fn embedding_width(&self) -> Option<usize> {
+        self.forward.hidden.as_ref().map(|h| h.width as usize)
+    }
+
     /// The embedding of `tokens` (a whole input, from position 0: the cache is overwritten and left
     /// empty): each token's hidden state after the final norm, pooled (`pooling`). Not normalized
     /// (`embeddings::normalize`).

@@ -4,6 +4,8 @@
 //! `InvalidRequest` naming the field, as is a value out of range; a known field with the wrong type
 //! fails to parse.
 
+pub mod embeddings;
+
 use crate::chat_template::ChatMessage;
 use crate::grammar::Grammar;
 use crate::sampler::{Sampler, SamplerConfig};

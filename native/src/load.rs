@@ -60,6 +60,7 @@ pub fn session(args: &ModelArgs, scoring: bool) -> Result<Session> {
         n_ctx: args.ctx_size,
         batch: args.batch_size,
         scoring,
+        pooling: args.pooling,
         ..Default::default()
     };
     let session = Session::load(gpu, source.as_ref(), &options, &mut |done, total| {

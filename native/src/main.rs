@@ -2,6 +2,7 @@
 
 mod bench;
 mod chat;
+mod embed;
 mod http_source;
 mod info;
 mod load;
@@ -44,8 +45,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Time kernel shapes on this adapter for a model's matvecs and keep the fastest.
     Tune(tune::TuneArgs),
-    /// An OpenAI-compatible HTTP server (chat and text completions, streamed or whole).
+    /// An OpenAI-compatible HTTP server (chat and text completions, streamed or whole; embeddings).
     Serve(serve::ServeArgs),
+    /// Embeddings of texts, printed as OpenAI's embeddings answer (JSON).
+    Embed(embed::EmbedArgs),
 }
 
 /// The model and its context.
@@ -61,6 +64,15 @@ pub struct ModelArgs {
     /// Prompt tokens per GPU run (1: one at a time)
     #[arg(short = 'b', long = "batch-size", default_value_t = wick::engine::DEFAULT_BATCH)]
     pub batch_size: u32,
+    /// How embeddings pool the tokens' states: mean, cls or last [default: as the file says; a
+    /// chat model's file says none, and makes no embeddings unless this names one]
+    #[arg(long = "pooling", value_parser = parse_pooling)]
+    pub pooling: Option<wick::embeddings::Pooling>,
+}
+
+fn parse_pooling(name: &str) -> Result<wick::embeddings::Pooling, String> {
+    wick::embeddings::Pooling::from_name(name)
+        .ok_or_else(|| format!("{name:?} is not a pooling (mean, cls or last)"))
 }
 
 /// Sampling, as llama.cpp's flags.
@@ -185,6 +197,7 @@ fn main() {
         Command::Bench(a) => bench::main(a),
         Command::Tune(a) => tune::main(a),
         Command::Serve(a) => serve::main(a),
+        Command::Embed(a) => embed::main(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

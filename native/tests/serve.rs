@@ -3,6 +3,9 @@
 //! disconnects. The client's Python comes from WICK_TEST_PYTHON or target/test-venv (scripts/test.sh
 //! installs it); CI=true makes a missing one, or a missing GPU, a failure instead of a skip.
 
+#[path = "../../tests/common/edit_gguf.rs"]
+mod edit_gguf;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -86,15 +89,18 @@ fn start(model: &Path, key: &str, n_ctx: u32) -> Option<(Server, String)> {
 /// Runs a client script (`native/tests/SCRIPT BASE_URL KEY ARGS...`) against a server on `model`
 /// (under the repository) with a context of `n_ctx` tokens.
 fn client_against(model: &str, n_ctx: u32, script: &str, args: &[std::ffi::OsString]) {
+    client_against_file(&root().join(model), n_ctx, script, args)
+}
+
+fn client_against_file(model: &Path, n_ctx: u32, script: &str, args: &[std::ffi::OsString]) {
     let Some(python) = python() else { return };
-    let model = root().join(model);
     assert!(
         model.exists(),
         "{} is missing: run scripts/fetch-model.sh all",
         model.display()
     );
     let key = "test-key-7f3a";
-    let Some((_server, url)) = start(&model, key, n_ctx) else {
+    let Some((_server, url)) = start(model, key, n_ctx) else {
         return;
     };
     let status = Command::new(python)
@@ -148,4 +154,25 @@ fn tool_calls_in_qwen25s_own_format() {
         "tools_client.py",
         &["quick".into()],
     );
+}
+
+/// An embedding model: the random llama3 file with mean pooling in its metadata, against llama.cpp's
+/// vectors for it (tests/goldens/embeddings.json).
+#[test]
+fn embeddings_through_the_openai_client() {
+    use wick::gguf::Value;
+    let file = "tests/data/random-llama3.gguf";
+    let source = edit_gguf::variant(&root().join(file), |metadata, _| {
+        edit_gguf::set(metadata, "llama.pooling_type", Value::U32(1));
+    });
+    let path = std::env::temp_dir().join(format!("wick-embedding-{}.gguf", std::process::id()));
+    std::fs::write(&path, &source.bytes).unwrap();
+    let golden = root().join("tests/goldens/embeddings.json");
+    client_against_file(
+        &path,
+        64,
+        "embeddings_client.py",
+        &[golden.into(), file.into()],
+    );
+    let _ = std::fs::remove_file(&path);
 }

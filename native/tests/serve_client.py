@@ -8,18 +8,18 @@ BASE_URL is the server's http://host:port/v1, started with --api-key API_KEY --c
 Exits non-zero with a message on the first failed check. Greedy text is compared with `wick run` on the
 same rendered template, and with llama.cpp's goldens where their top two tokens are clearly apart.
 """
-import http.client
 import json
 import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 
 import openai
 
+import http_check
+from http_check import check, openai_error
+
 BASE, KEY, WICK, MODEL, GOLDENS = sys.argv[1:6]
-URL = urllib.parse.urlparse(BASE)
 client = openai.OpenAI(base_url=BASE, api_key=KEY, timeout=600, max_retries=0)
 
 SYSTEM = "You are a helpful assistant."
@@ -31,37 +31,16 @@ RENDERED = (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{QUESTIO
 MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
 
 
-def check(cond, what):
-    if not cond:
-        sys.exit(f"FAILED: {what}")
-    print(f"ok: {what}", flush=True)
-
-
 def raw(method, path, body=None, headers=None, key=KEY):
-    """One request with http.client: (status, headers, parsed JSON or text)."""
-    conn = http.client.HTTPConnection(URL.hostname, URL.port, timeout=600)
-    h = {"Content-Type": "application/json", **(headers or {})}
-    if key is not None:
-        h["Authorization"] = f"Bearer {key}"
-    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
-    conn.request(method, path, body=data, headers=h)
-    r = conn.getresponse()
-    text = r.read().decode()
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = text
-    return r.status, {k.lower(): v for k, v in r.getheaders()}, payload
-
-
-def openai_error(payload):
-    return (isinstance(payload, dict) and isinstance(payload.get("error"), dict)
-            and isinstance(payload["error"].get("message"), str) and "type" in payload["error"])
+    return http_check.raw(BASE, key, method, path, body, headers)
 
 
 def main():
     models = client.models.list()
     check([m.id for m in models.data] == ["SmolLM2-135M-Instruct.Q4_1"], "/v1/models lists the model")
+    status, _, body = raw("POST", "/v1/embeddings", {"input": "hello"})
+    check(status == 400 and openai_error(body) and "no pooling" in body["error"]["message"],
+          f"a chat model started without --pooling makes no embeddings: {body}")
 
     whole = client.chat.completions.create(model="any", messages=MESSAGES, temperature=0, max_tokens=12,
                                            extra_body={"an_unknown_field": [1, 2]})

@@ -9,12 +9,15 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
+use wick::embeddings::Pooling;
 use wick::engine::{LoadOptions, Profiled, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::{Gpu, Tuning};
 use wick::openai;
 use wick::session::{Overflow, Session};
 use wick::tools::{Call, ToolUse};
+
+mod embeddings;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -144,6 +147,8 @@ struct LoadRequest {
     drop_old_turns: bool,
     /// Kernel shapes kept from earlier tuning: JSON of { adapter key: Tuning }, as `Model.tuneStep` gives.
     tuning: Option<String>,
+    /// How embeddings pool ("mean", "cls", "last"); absent: as the file says (a chat model's says none).
+    pooling: Option<String>,
 }
 
 /// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
@@ -165,8 +170,17 @@ pub async fn load(
     if let Some(tuning) = kept.and_then(|mut all| all.remove(&gpu.adapter_key())) {
         gpu.set_tuning(tuning);
     }
+    let pooling = match options.pooling.as_deref() {
+        None => None,
+        Some(name) => Some(Pooling::from_name(name).ok_or_else(|| {
+            js_error(format!(
+                "pooling {name:?}: Wick pools by \"mean\", \"cls\" or \"last\""
+            ))
+        })?),
+    };
     let load = LoadOptions {
         n_ctx: options.n_ctx.unwrap_or(LoadOptions::default().n_ctx),
+        pooling,
         ..Default::default()
     };
     let mut progress = |done: u64, total: u64| {
@@ -328,6 +342,7 @@ impl Model {
             let mut session = session
                 .try_borrow_mut()
                 .map_err(|_| js_error("the model is busy with another request"))?;
+            openai::embeddings::refuse_completion(&session).map_err(bad_request)?;
             let n_ctx = session.engine.n_ctx() as usize;
             let tool_use = match offered {
                 Some(o) => Some(ToolUse::new(session.chat_template().map_err(js_error)?, o)),

@@ -1,8 +1,10 @@
 //! `wick serve`: an OpenAI-compatible HTTP server on one engine (axum on tokio).
 //!
-//! Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health. It binds to
-//! loopback unless told otherwise; with --api-key every route but /health wants `Authorization: Bearer
-//! KEY`; bodies are size-limited; errors come in OpenAI's shape.
+//! Routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models,
+//! GET /health. It binds to loopback unless told otherwise; with --api-key every route but /health
+//! wants `Authorization: Bearer KEY`; bodies are size-limited; errors come in OpenAI's shape. An
+//! embedding model (one whose file names a pooling) answers embeddings only; a chat model answers
+//! embeddings too where --pooling names one.
 
 mod openai;
 mod routes;
@@ -62,7 +64,7 @@ pub fn main(args: ServeArgs) -> Result<()> {
 }
 
 /// The model's name in the API: its file name without .gguf.
-fn model_id(args: &ModelArgs) -> String {
+pub fn model_id(args: &ModelArgs) -> String {
     let path = args.model.as_deref().unwrap_or(crate::DEFAULT_MODEL);
     let name = std::path::Path::new(path)
         .file_name()

@@ -2,7 +2,7 @@
 //! OpenAI does, in one JSON body or as server-sent events ending in `data: [DONE]`.
 
 use super::openai::ApiError;
-use super::worker::{Event, Input, Job, QUEUE_DEPTH};
+use super::worker::{Event, Input, Job, Task, QUEUE_DEPTH};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State as Shared};
@@ -16,12 +16,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+use wick::openai::embeddings::EmbeddingRequest;
 use wick::openai::{ChatRequest, CompletionRequest, Sampling, Settings, Usage};
 use wick::tools::Call;
 
 pub struct State {
-    jobs: mpsc::Sender<Job>,
+    tasks: mpsc::Sender<Task>,
     model: String,
     api_key: Option<String>,
     next_id: AtomicU64,
@@ -29,9 +30,9 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(jobs: mpsc::Sender<Job>, model: String, api_key: Option<String>) -> Arc<State> {
+    pub fn new(tasks: mpsc::Sender<Task>, model: String, api_key: Option<String>) -> Arc<State> {
         Arc::new(State {
-            jobs,
+            tasks,
             model,
             api_key,
             next_id: AtomicU64::new(1),
@@ -49,6 +50,7 @@ pub fn router(state: Arc<State>, cors: bool, max_body: usize) -> Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
+        .route("/v1/embeddings", post(embeddings))
         .fallback(|| async { error_response(not_found()) })
         .method_not_allowed_fallback(|| async {
             error_response(ApiError {
@@ -97,6 +99,47 @@ async fn completions(
     respond(state, Kind::Text, request).await
 }
 
+/// Embeddings are answered whole: the engine thread runs every input of the request in turn.
+async fn embeddings(
+    Shared(state): Shared<Arc<State>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let answered = async {
+        let request = parse::<EmbeddingRequest>(body)?;
+        let (answer, rx) = oneshot::channel();
+        let model = state.model.clone();
+        queue(
+            &state,
+            Task::Embed {
+                request,
+                model,
+                answer,
+            },
+        )?;
+        rx.await.map_err(|_| engine_stopped())?
+    };
+    match answered.await {
+        Ok(body) => json_response(200, body),
+        Err(e) => error_response(e),
+    }
+}
+
+/// Hands a task to the engine thread, or says why it cannot take one now.
+fn queue(state: &State, task: Task) -> Result<(), ApiError> {
+    state.tasks.try_send(task).map_err(|e| ApiError {
+        status: 503,
+        message: match e {
+            mpsc::error::TrySendError::Full(_) => {
+                format!("the server is busy: {QUEUE_DEPTH} requests are already waiting")
+            }
+            mpsc::error::TrySendError::Closed(_) => "the engine has stopped".into(),
+        },
+        kind: "server_error",
+        param: None,
+        code: None,
+    })
+}
+
 async fn respond(
     state: Arc<State>,
     kind: Kind,
@@ -126,18 +169,7 @@ async fn run(
         grammar: settings.grammar,
         events,
     };
-    state.jobs.try_send(job).map_err(|e| ApiError {
-        status: 503,
-        message: match e {
-            mpsc::error::TrySendError::Full(_) => {
-                format!("the server is busy: {QUEUE_DEPTH} requests are already waiting")
-            }
-            mpsc::error::TrySendError::Closed(_) => "the engine has stopped".into(),
-        },
-        kind: "server_error",
-        param: None,
-        code: None,
-    })?;
+    queue(&state, Task::Generate(job))?;
     match rx.recv().await {
         Some(Event::Started) => {}
         Some(Event::Failed(e)) => return Err(e),

@@ -4,9 +4,11 @@
 
 use super::openai::ApiError;
 use pollster::FutureExt as _;
-use tokio::sync::mpsc;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 use wick::chat_template::ChatMessage;
 use wick::grammar::Grammar;
+use wick::openai::embeddings::{self, EmbedError, EmbeddingRequest};
 use wick::openai::{self, Answer, Usage};
 use wick::sampler::SamplerConfig;
 use wick::session::Session;
@@ -18,6 +20,17 @@ pub const QUEUE_DEPTH: usize = 64;
 pub enum Input {
     Chat(Vec<ChatMessage>, Option<Offered>),
     Text(String),
+}
+
+/// What the engine thread is asked to do.
+pub enum Task {
+    Generate(Job),
+    /// Embeddings, answered whole in OpenAI's shape.
+    Embed {
+        request: EmbeddingRequest,
+        model: String,
+        answer: oneshot::Sender<Result<Value, ApiError>>,
+    },
 }
 
 pub struct Job {
@@ -45,12 +58,25 @@ pub enum Event {
 }
 
 /// Starts the engine thread and returns the queue that feeds it.
-pub fn start(mut session: Session) -> mpsc::Sender<Job> {
-    let (jobs, mut queue) = mpsc::channel::<Job>(QUEUE_DEPTH);
+pub fn start(mut session: Session) -> mpsc::Sender<Task> {
+    let (tasks, mut queue) = mpsc::channel::<Task>(QUEUE_DEPTH);
     std::thread::Builder::new()
         .name("wick-engine".into())
         .spawn(move || {
-            while let Some(job) = queue.blocking_recv() {
+            while let Some(task) = queue.blocking_recv() {
+                let job = match task {
+                    Task::Generate(job) => job,
+                    Task::Embed {
+                        request,
+                        model,
+                        answer,
+                    } => {
+                        if !answer.is_closed() {
+                            let _ = answer.send(embed(&mut session, &request, &model));
+                        }
+                        continue;
+                    }
+                };
                 // A client that left while queued costs nothing.
                 if job.events.is_closed() {
                     continue;
@@ -64,10 +90,30 @@ pub fn start(mut session: Session) -> mpsc::Sender<Job> {
             }
         })
         .expect("the engine thread starts");
-    jobs
+    tasks
+}
+
+fn embed(
+    session: &mut Session,
+    request: &EmbeddingRequest,
+    model: &str,
+) -> Result<Value, ApiError> {
+    embeddings::respond(session, request, model)
+        .block_on()
+        .map_err(|e| match e {
+            EmbedError::Invalid(e) => e.into(),
+            EmbedError::Engine(e) => ApiError {
+                status: 500,
+                message: format!("embedding failed: {e}"),
+                kind: "server_error",
+                param: None,
+                code: None,
+            },
+        })
 }
 
 fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
+    embeddings::refuse_completion(session)?;
     let template_failed = |e: wick::Error| ApiError {
         status: 400,
         message: format!("the chat template failed: {e}"),
