@@ -1,5 +1,7 @@
 // Attention of each query of the run over the cache up to its own position (causal; within the last
-// `window` positions on a sliding-window layer), grouped-query:
+// `window` positions on a sliding-window layer), or over every position of the run (bidirectional, an
+// embedding model's encoder; within window / 2 positions either side on a sliding-window layer),
+// grouped-query:
 // one workgroup per (q head, token), reading kv head h / (n_head / n_kv_head). No score row is stored
 // (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token. Needs
 // step.wgsl, reduce.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a learned
@@ -13,6 +15,7 @@ struct Params {
     window: u32,   // keys a query sees, its own included; 0: all before it
     softcap: f32,  // scores soft-capped at this (Gemma 2); 0: not
     sinks: u32,    // 1: SINK holds each head's sink logit
+    causal: u32,   // 0: bidirectional
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
@@ -33,8 +36,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         return;
     }
     let q = (token * P.n_head + h) * (P.head_dim / 4u);
-    let end = step.pos + token + 1u;
-    let r = attend(q, head_keys(h), first_key(end, P.window), end, t);
+    let p = step.pos + token;
+    var first = first_key(p + 1u, P.window);
+    var end = p + 1u;
+    if (P.causal == 0u) {
+        end = step.pos + step.n_tokens;
+        first = 0u;
+        if (P.window > 0u) {
+            let half = P.window / 2u;
+            first = p - min(p, half);
+            end = min(end, p + half + 1u);
+        }
+    }
+    let r = attend(q, head_keys(h), first, end, t);
     // With a sink, the max and the sum take its logit too.
     var rescale = 1.0;
     var l = r.l;

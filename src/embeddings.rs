@@ -122,3 +122,31 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let norm = |v: &[f32]| v.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
     dot / (norm(a) * norm(b)).max(f64::MIN_POSITIVE)
 }
+
+/// A matrix applied to the pooled vector (sentence-transformers' Dense modules after the pooling:
+/// EmbeddingGemma's dense_2 and dense_3). A few million weights, once per input: on the host.
+pub struct Projection {
+    pub rows: usize,
+    pub cols: usize,
+    /// (rows, cols), row-major.
+    pub weights: Vec<f32>,
+}
+
+impl Projection {
+    pub fn apply(&self, v: &[f32]) -> Vec<f32> {
+        assert_eq!(
+            v.len(),
+            self.cols,
+            "a vector as wide as the projection's rows"
+        );
+        self.weights
+            .chunks_exact(self.cols)
+            .map(|row| {
+                row.iter()
+                    .zip(v)
+                    .map(|(&w, &x)| w as f64 * x as f64)
+                    .sum::<f64>() as f32
+            })
+            .collect()
+    }
+}

@@ -217,7 +217,11 @@ impl Engine {
         loader.per_layer_on_gpu = options.per_layer_on_gpu;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
-        let batch = options.batch.min(n_ctx);
+        // An encoder reads each input in one run.
+        let batch = match models::causal(&loader.arch) {
+            true => options.batch.min(n_ctx),
+            false => n_ctx,
+        };
         let pooling = match options.pooling {
             Some(p) => Some(p),
             None => Pooling::of_model(&header)?,
@@ -635,7 +639,9 @@ impl Engine {
 
     /// The length of the vectors `embed` gives; None as `pooling`.
     pub fn embedding_width(&self) -> Option<usize> {
-        self.forward.hidden.as_ref().map(|h| h.width as usize)
+        let projected = self.forward.pooled_projections.last().map(|p| p.rows);
+        let width = self.forward.hidden.as_ref().map(|h| h.width as usize);
+        width.map(|w| projected.unwrap_or(w))
     }
 
     /// The embedding of `tokens` (a whole input, from position 0: the cache is overwritten and left
@@ -664,7 +670,9 @@ impl Engine {
             }
         }
         self.rewind(0);
-        Ok(pooler.finish())
+        let pooled = pooler.finish();
+        let projections = &self.forward.pooled_projections;
+        Ok(projections.iter().fold(pooled, |v, p| p.apply(&v)))
     }
 }
 

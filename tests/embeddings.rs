@@ -1,8 +1,10 @@
 //! Embeddings against llama.cpp's (`Llama(embedding=True).embed`) and an f32 numpy reference's, on the
-//! random dense files with their pooling set in the metadata (tests/goldens/make_embedding_goldens.py
-//! says what each case exercises): last-token pooling after an added EOS (Qwen3-Embedding's layout),
-//! mean pooling, and first-token pooling through Gemma 2's post-norms. Inputs run in chunks of 8
-//! tokens, so most span several runs. Then what a user gets wrong: a chat model asked for embeddings,
+//! random dense files with their pooling set in the metadata, and on a random EmbeddingGemma file
+//! (tests/goldens/make_embedding_goldens.py says what each case exercises): last-token pooling after
+//! an added EOS (Qwen3-Embedding's layout), mean pooling, first-token pooling through Gemma 2's
+//! post-norms, and EmbeddingGemma's bidirectional attention with a symmetric window and its dense
+//! projections after the pooling. Decoders' inputs run in chunks of 8 tokens, so most span several
+//! runs; the encoder's run whole. Then what a user gets wrong: a chat model asked for embeddings,
 //! an input longer than the context, and the pooling named at load rather than in the file.
 
 mod common;
@@ -28,9 +30,12 @@ fn data(rel: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// The context the goldens were made with.
+const N_CTX: u32 = 96;
+
 fn load(gpu: &Arc<Gpu>, source: &dyn ByteSource, pooling: Option<Pooling>) -> Session {
     let options = LoadOptions {
-        n_ctx: 64,
+        n_ctx: N_CTX,
         batch: CHUNK,
         pooling,
         ..Default::default()
@@ -77,9 +82,12 @@ fn check_record(session: &mut Session, record: &Value) -> Vec<Vec<f32>> {
     out
 }
 
-/// The record's file with its pooling (and EOS) set in the metadata, as the golden script sets it.
-fn embedding_file(record: &Value) -> wick::gguf::MemorySource {
+/// The record's file, with its pooling (and EOS) set in the metadata where the golden script set them.
+fn embedding_file(record: &Value) -> Box<dyn ByteSource> {
     let file = data(record["file"].as_str().unwrap());
+    if record["set_here"] == false {
+        return Box::new(FileSource::open(&file).unwrap());
+    }
     let pooling = record["pooling"].as_str().unwrap();
     let kind = match pooling {
         "mean" => 1,
@@ -92,7 +100,7 @@ fn embedding_file(record: &Value) -> wick::gguf::MemorySource {
         .block_on()
         .unwrap();
     let arch = header.architecture().unwrap().to_string();
-    variant(&file, |metadata, _| {
+    let edited = variant(&file, |metadata, _| {
         set(
             metadata,
             &format!("{arch}.pooling_type"),
@@ -105,7 +113,8 @@ fn embedding_file(record: &Value) -> wick::gguf::MemorySource {
                 wick::gguf::Value::Bool(true),
             );
         }
-    })
+    });
+    Box::new(edited)
 }
 
 #[test]
@@ -114,7 +123,7 @@ fn embeddings_match_llama_cpp_and_f32_reference() {
     let golden: Value = serde_json::from_str(include_str!("goldens/embeddings.json")).unwrap();
     for record in golden["records"].as_array().unwrap() {
         let source = embedding_file(record);
-        let mut session = load(&gpu, &source, None);
+        let mut session = load(&gpu, source.as_ref(), None);
         let want = Pooling::from_name(record["pooling"].as_str().unwrap());
         assert_eq!(session.engine.pooling(), want, "the pooling the file names");
         let vectors = check_record(&mut session, record);
@@ -157,8 +166,8 @@ fn chat_models_and_long_inputs_are_refused_plainly() {
     session.engine.prefill(&ids).block_on().unwrap();
 
     let mut session = load(&gpu, &source, Some(Pooling::Last));
-    let e = session.embed(&[1; 65]).block_on().unwrap_err().to_string();
-    assert!(e.contains("context is full (64 tokens)"), "{e}");
+    let e = session.embed(&[1; 97]).block_on().unwrap_err().to_string();
+    assert!(e.contains("context is full (96 tokens)"), "{e}");
     let e = session.embed(&[]).block_on().unwrap_err().to_string();
     assert!(e.contains("empty"), "{e}");
 }

@@ -51,6 +51,14 @@ pub fn main(args: InfoArgs) -> Result<()> {
         Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
         Err(e) => println!("  not runnable: {e}"),
     }
+    match wick::embeddings::Pooling::of_model(&h) {
+        Ok(Some(p)) => println!(
+            "  an embedding model: pools by {} (wick embed, /v1/embeddings)",
+            p.name()
+        ),
+        Ok(None) => {}
+        Err(e) => println!("  not runnable: {e}"),
+    }
     println!(
         "chat template: {}",
         match wick::chat_template::of_model(&h) {

@@ -361,6 +361,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
         recurrent: Vec::new(),
+        pooled_projections: Vec::new(),
         token_rows: None,
     })
 }

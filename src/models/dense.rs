@@ -185,6 +185,7 @@ pub async fn load(
             out_scale,
         });
     }
+    let pooled_projections = super::pooled_projections(l, d).await?;
     let (per_layer, token_rows) = match f.per_layer_width {
         0 => (None, None),
         width => {
@@ -310,6 +311,7 @@ pub async fn load(
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
         recurrent,
+        pooled_projections,
         token_rows,
     })
 }

@@ -194,6 +194,9 @@ impl LayerAttention {
 /// What sets one family's block apart from another's.
 #[derive(Clone, Debug)]
 pub struct Family {
+    /// Attention sees only earlier positions (a decoder). An embedding model's encoder sees the whole
+    /// input at once (EmbeddingGemma): it makes no text, and its input is one run.
+    pub causal: bool,
     /// Each sublayer's output is normed before its residual add (post_attention_norm, post_ffw_norm).
     pub post_norms: bool,
     /// q and k are RMS-normed per head before RoPE (attn_q_norm, attn_k_norm).
@@ -238,6 +241,7 @@ impl Family {
     /// attending to the whole sequence; the rest of the families start from it.
     pub fn llama(c: &Config) -> Family {
         Family {
+            causal: true,
             post_norms: false,
             qk_norm: false,
             activation: Activation::Silu,
@@ -320,6 +324,11 @@ impl Family {
         }
         if let Some(moe) = &self.moe {
             lines.push(moe.describe());
+        }
+        if !self.causal {
+            lines.push(
+                "bidirectional attention (an encoder: embeddings of whole inputs, no text); a sliding window spans half its width either side".into(),
+            );
         }
         if self.attn_softcap > 0.0 || self.final_softcap > 0.0 {
             lines.push(format!(

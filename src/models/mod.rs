@@ -9,6 +9,7 @@ mod gemma;
 pub mod gemma2;
 pub mod gemma3;
 pub mod gemma4;
+pub mod gemma_embedding;
 pub mod gpt_oss;
 mod linear_attention;
 pub mod llama;
@@ -40,6 +41,7 @@ pub const ARCHITECTURES: &[&str] = &[
     "gemma2",
     "gemma3",
     "gemma4",
+    "gemma-embedding",
     "phi3",
     "deepseek2",
     "gpt-oss",
@@ -58,9 +60,19 @@ fn dense_family(arch: &str) -> Option<family::FamilyOf> {
         "gemma2" => Some(gemma2::family),
         "gemma3" => Some(gemma3::family),
         "gemma4" => Some(gemma4::family),
+        "gemma-embedding" => Some(gemma_embedding::family),
         "gpt-oss" => Some(gpt_oss::family),
         _ => None,
     }
+}
+
+/// Architectures whose attention sees the whole input both ways (encoders): an input is one run, so
+/// their prompt runs are as long as the context.
+const ENCODERS: &[&str] = &["gemma-embedding"];
+
+/// Whether the architecture is a decoder (attention sees only earlier positions).
+pub fn causal(arch: &str) -> bool {
+    !ENCODERS.contains(&arch)
 }
 
 /// A loaded model: the plans of its runs and the buffers they talk through.
@@ -90,6 +102,8 @@ pub struct Forward {
     /// of linear-attention layers. A run at position 0 starts them afresh; going back to an earlier
     /// position needs a copy of them from there (`Engine::rewind`).
     pub recurrent: Vec<wgpu::Buffer>,
+    /// Applied in turn to each pooled embedding (`Engine::embed`); none for most models.
+    pub pooled_projections: Vec<crate::embeddings::Projection>,
     /// Rows of a table left in the file that each run's tokens need (Gemma 4's per-layer
     /// embeddings): read and written before the run.
     pub token_rows: Option<per_layer_embd::TokenRows>,
@@ -332,6 +346,38 @@ impl<'a> Meta<'a> {
     pub fn has(&self, name: &str) -> bool {
         self.header.tensor(name).is_some()
     }
+}
+
+/// The projections an embedding model's file applies after pooling, where it has them: dense_2 from
+/// the model's width, then dense_3 from dense_2's (llama.cpp's names for sentence-transformers' Dense
+/// modules).
+pub async fn pooled_projections(
+    l: &mut Loader<'_>,
+    n_embd: u32,
+) -> Result<Vec<crate::embeddings::Projection>, Error> {
+    let mut out = Vec::new();
+    let mut width = n_embd;
+    for name in ["dense_2.weight", "dense_3.weight"] {
+        let Some(t) = l.meta.header.tensor(name) else {
+            continue;
+        };
+        let rows = match t.dims.as_slice() {
+            [_, rows] => u32::try_from(*rows).unwrap_or(u32::MAX),
+            dims => {
+                return Err(Error::Model(format!(
+                    "tensor {name} has shape {dims:?}, expected a matrix"
+                )))
+            }
+        };
+        let weights = l.host_f32(name, &[width, rows]).await?;
+        out.push(crate::embeddings::Projection {
+            rows: rows as usize,
+            cols: width as usize,
+            weights,
+        });
+        width = rows;
+    }
+    Ok(out)
 }
 
 /// Streams tensors from the source into the GPU, checking each against the shape the model expects.

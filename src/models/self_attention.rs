@@ -302,6 +302,7 @@ impl SelfAttention {
             scale: f.attn_scale,
             window: layer.window,
             softcap: f.attn_softcap,
+            causal: f.causal,
         };
         let buffers = attention::AttentionBuffers {
             q: &a.q,

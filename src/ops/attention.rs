@@ -14,6 +14,7 @@ struct Params {
     window: u32,
     softcap: f32,
     sinks: u32,
+    causal: u32,
 }
 
 /// The heads attention runs over and how it scores keys.
@@ -29,6 +30,10 @@ pub struct Shape {
     pub window: u32,
     /// Scores are soft-capped, cap * tanh(score / cap), after scaling (Gemma 2); 0: not.
     pub softcap: f32,
+    /// A query sees the keys before it (a decoder). Where false (an embedding model's encoder) it
+    /// sees every key of the run, within half the window on either side on a sliding-window layer;
+    /// the whole input must then be one run.
+    pub causal: bool,
 }
 
 impl Shape {
@@ -41,6 +46,7 @@ impl Shape {
             scale: 1.0 / (head_dim as f32).sqrt(),
             window: 0,
             softcap: 0.0,
+            causal: true,
         }
     }
 }
@@ -75,7 +81,8 @@ impl AttentionBuffers<'_> {
 }
 
 /// Adds attention for each token of the run: token t, at position pos + t, attends to positions
-/// 0..=pos + t (the last `window` of them on a sliding-window layer).
+/// 0..=pos + t (the last `window` of them on a sliding-window layer); without `causal`, to every
+/// position of the run (those within window / 2 of its own on a sliding-window layer).
 pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
     assert!(s.head_dim % 4 == 0 && s.head_dim <= MAX_HEAD_DIM);
     let p = Params {
@@ -86,6 +93,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         window: s.window,
         softcap: s.softcap,
         sinks: b.sinks.is_some() as u32,
+        causal: s.causal as u32,
     };
     let step = plan.step.clone();
     plan.push(
@@ -137,7 +145,7 @@ pub fn push_split(
     let Shape {
         n_head, head_dim, ..
     } = s;
-    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM && plan.batch == 1);
+    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM && plan.batch == 1 && s.causal);
     let p = SplitParams {
         n_head,
         n_kv_head: s.n_kv_head,

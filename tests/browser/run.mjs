@@ -9,6 +9,7 @@ import { adaptersUsed, context, noCors, noRange, profile, server, steered, tests
 import './chat-page.mjs';
 import './package.mjs';
 import './models.mjs';
+import './embeddings.mjs';
 import { rmSync } from 'node:fs';
 
 // ---- Run ---------------------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ Per family:
   file says so. gemma2: scores soft-capped too; of every 2 layers the first sees only the last
   `sliding_window` positions (4096 unless the file says). gemma3: q and k RMS-normed per head; of every
   6 layers the first 5 see only the last `sliding_window` positions, with RoPE base 10000.
+- gemma-embedding (EmbeddingGemma): gemma3's block, bidirectional: every position sees every other, on
+  the sliding layers those within sliding_window // 2 either side; always 1/sqrt(head_dim).
 """
 import json
 import sys
@@ -81,12 +83,13 @@ def forward(meta, w, ids, n_ctx=None, ffn=None, hidden=False):
     d = meta[f"{a}.embedding_length"]
     hd = meta.get(f"{a}.attention.key_length", d // n_head)
     n_rot = meta.get(f"{a}.rope.dimension_count", hd)
-    gemma = a in ("gemma2", "gemma3")
-    neox = a in ("qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3")
-    qk_norm = a in ("qwen3", "qwen3moe", "gemma3")
+    gemma = a in ("gemma2", "gemma3", "gemma-embedding")
+    neox = a in ("qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "gemma-embedding", "phi3")
+    qk_norm = a in ("qwen3", "qwen3moe", "gemma3", "gemma-embedding")
+    causal = a != "gemma-embedding"
     # Per layer: (RoPE base, window or 0).
     layers = [(base, 0)] * n_layer
-    if a == "gemma3" and meta.get(f"{a}.attention.sliding_window", 0):
+    if a in ("gemma3", "gemma-embedding") and meta.get(f"{a}.attention.sliding_window", 0):
         window = meta[f"{a}.attention.sliding_window"]
         local = meta.get(f"{a}.rope.freq_base_swa", 10000.0)
         layers = [(local, window) if l % 6 < 5 else (base, 0) for l in range(n_layer)]
@@ -94,7 +97,7 @@ def forward(meta, w, ids, n_ctx=None, ffn=None, hidden=False):
         window = meta.get(f"{a}.attention.sliding_window", 4096)
         layers = [(base, window) if l % 2 == 0 else (base, 0) for l in range(n_layer)]
     scale = 1.0 / np.sqrt(hd)
-    if gemma and n_layer in (46, 62):
+    if a in ("gemma2", "gemma3") and n_layer in (46, 62):
         scale = 1.0 / np.sqrt(d // n_head)
     attn_cap = meta.get(f"{a}.attn_logit_softcapping", 0.0) if a == "gemma2" else 0.0
     final_cap = meta.get(f"{a}.final_logit_softcapping", 0.0) if gemma else 0.0
@@ -115,10 +118,16 @@ def forward(meta, w, ids, n_ctx=None, ffn=None, hidden=False):
     for l in range(n_layer):
         p = f"blk.{l}."
         l_base, l_window = layers[l]
-        # Query i sees key j when j <= i, and on a windowed layer when i - j < window.
-        seen = pos[None, :] <= pos[:, None]
-        if l_window:
-            seen &= pos[:, None] - pos[None, :] < l_window
+        # Query i sees key j when j <= i, and on a windowed layer when i - j < window. Bidirectional
+        # (gemma-embedding): every key, on a windowed layer those with |i - j| <= window // 2.
+        if causal:
+            seen = pos[None, :] <= pos[:, None]
+            if l_window:
+                seen &= pos[:, None] - pos[None, :] < l_window
+        else:
+            seen = np.ones((n, n), dtype=bool)
+            if l_window:
+                seen &= np.abs(pos[:, None] - pos[None, :]) <= l_window // 2
         h = norm(x, w[p + "attn_norm.weight"])
         if p + "attn_qkv.weight" in w:
             q, k, v = np.split(h @ w[p + "attn_qkv.weight"].T, [n_head * hd, (n_head + n_kv) * hd], axis=1)
