@@ -26,7 +26,9 @@ if [ "$browser" != off ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
   fi
   scripts/build-web.sh
-  cargo build --release -p wick-cli # the native engine the browser's replies are compared with
+  # The native engine the browser's replies are compared with. `cargo test --workspace` built it for
+  # the CLI's tests; building wick-cli alone would resolve other features and build the engine again.
+  [ -x target/release/wick ] || cargo build --release -p wick-cli
   node tests/browser/run.mjs $browser || status=$?
 fi
 exit $status
