@@ -104,13 +104,12 @@ impl Session {
         tokens
     }
 
-    /// Tokenizes one input to embed as llama.cpp's server does: special tokens parsed, BOS and EOS
-    /// where the model adds them (Qwen3-Embedding reads its vector off the EOS at the end).
+    /// Tokenizes one input to embed as llama.cpp's server does: special tokens parsed, BOS (BERT's
+    /// [CLS]) and the end-of-input token (EOS, BERT's [SEP]) where the model adds them
+    /// (Qwen3-Embedding reads its vector off the EOS at the end).
     pub fn tokenize_input(&self, text: &str) -> Vec<u32> {
         let mut tokens = self.tokenize_prompt(text);
-        if self.tokenizer.add_eos() {
-            tokens.extend(self.tokenizer.eos());
-        }
+        tokens.extend(self.tokenizer.end_of_input());
         tokens
     }
 

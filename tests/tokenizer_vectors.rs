@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use wick::gguf;
 use wick::tokenizer::Tokenizer;
 
-/// The vocabularies with vectors, by the name in their file name. WordPiece (bert-bge) is the one
-/// tokenizer model among them that Wick does not read.
+/// The vocabularies with vectors, by the name in their file name.
 const VOCABULARIES: &[&str] = &[
+    "bert-bge",
     "command-r",
     "deepseek-coder",
     "deepseek-llm",
@@ -110,4 +110,17 @@ fn gemma4_starts_with_bos_and_decodes_spaces() {
         tok.encode("<|turn>user\n", true)[0],
         tok.token_id("<|turn>").unwrap()
     );
+}
+
+/// A BERT input is [CLS] text [SEP], as llama.cpp's defaults for the bert tokenizer have it.
+#[test]
+fn bert_inputs_start_with_cls_and_end_with_sep() {
+    let tok = tokenizer(&vocab_dir(), "bert-bge");
+    assert!(tok.add_bos());
+    assert_eq!(tok.bos(), Some(tok.token_id("[CLS]").unwrap()));
+    assert_eq!(tok.end_of_input(), Some(tok.token_id("[SEP]").unwrap()));
+    // Lowercased, split around punctuation, each word's first piece marked.
+    let ids = tok.encode("Hello, World!", false);
+    let texts: Vec<&str> = ids.iter().map(|&i| tok.token_text(i).unwrap()).collect();
+    assert_eq!(texts, ["\u{2581}hello", "\u{2581},", "\u{2581}world", "\u{2581}!"]);
 }

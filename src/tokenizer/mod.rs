@@ -11,6 +11,7 @@ mod pretokenize;
 mod spm;
 mod stream;
 mod vocab;
+mod wpm;
 
 pub use stream::StreamDecoder;
 
@@ -67,6 +68,8 @@ enum Model {
     Spm {
         add_space_prefix: bool,
     },
+    /// WordPiece (BERT).
+    Wpm(wpm::Wpm),
 }
 
 pub struct Tokenizer {
@@ -74,7 +77,8 @@ pub struct Tokenizer {
     model: Model,
     specials: Specials,
     add_bos: bool,
-    add_eos: bool,
+    /// The token a whole input ends with, where the model wants one.
+    end_of_input: Option<u32>,
     /// Tokens that are cut out of text before tokenizing, longest text first.
     special_order: Vec<u32>,
     chat_template: Option<String>,
@@ -105,6 +109,7 @@ impl Tokenizer {
                     .get_bool("tokenizer.ggml.add_space_prefix")
                     .unwrap_or(true),
             },
+            Some("bert") => Model::Wpm(wpm::Wpm::new(h)),
             Some(other) => return Err(TokenizerError::UnknownModel(other.to_string())),
         };
         // What holds when the file does not say: SentencePiece vocabularies start <unk>, <s>, </s> and
@@ -113,11 +118,16 @@ impl Tokenizer {
             Model::Bpe(b) if b.escaped_spaces() => (Encoding::SentencePiece, (None, None), true),
             Model::Bpe(b) => (Encoding::ByteLevel, (None, None), b.add_bos_default()),
             Model::Spm { .. } => (Encoding::SentencePiece, (Some(1), Some(2)), true),
+            // BERT's [CLS] begins an input, as llama.cpp's defaults have it.
+            Model::Wpm(_) => (Encoding::SentencePiece, (Some(101), None), true),
         };
         let mut vocab = Vocab::from_gguf(h, encoding)?;
         let specials = Specials::from_gguf(h, &mut vocab, default_ids);
         if matches!(model, Model::Spm { .. }) && vocab.unk.is_none() {
             vocab.unk = Some(0);
+        }
+        if matches!(model, Model::Wpm(_)) && vocab.unk.is_none() {
+            vocab.unk = vocab.id_of("[UNK]");
         }
         // Gemma 4 always starts with BOS, as llama.cpp makes it whatever the file says.
         let forced_bos = matches!(&model, Model::Bpe(b) if b.escaped_spaces());
@@ -125,8 +135,17 @@ impl Tokenizer {
             || h.get_bool("tokenizer.ggml.add_bos_token")
                 .unwrap_or(add_bos_default))
             && specials.bos.is_some();
-        let add_eos =
-            h.get_bool("tokenizer.ggml.add_eos_token").unwrap_or(false) && specials.eos.is_some();
+        // BERT's [SEP] ends an input; other models' EOS where the file asks for it.
+        let end_of_input = match &model {
+            Model::Wpm(_) => h
+                .get_u64("tokenizer.ggml.seperator_token_id")
+                .or(Some(102))
+                .filter(|&i| i < vocab.len() as u64)
+                .map(|i| i as u32),
+            _ => specials
+                .eos
+                .filter(|_| h.get_bool("tokenizer.ggml.add_eos_token").unwrap_or(false)),
+        };
         let mut special_order: Vec<u32> = (0..vocab.len() as u32)
             .filter(|&i| {
                 matches!(
@@ -143,7 +162,7 @@ impl Tokenizer {
             model,
             specials,
             add_bos,
-            add_eos,
+            end_of_input,
             special_order,
         })
     }
@@ -162,6 +181,7 @@ impl Tokenizer {
                 Fragment::Text(r) => {
                     match &self.model {
                         Model::Bpe(b) => b.encode(&self.vocab, &text[r], &mut out),
+                        Model::Wpm(w) => w.encode(&self.vocab, &text[r], &mut out),
                         Model::Spm { add_space_prefix } => {
                             let prefix = if *add_space_prefix && after_special {
                                 " "
@@ -225,11 +245,11 @@ impl Tokenizer {
         self.add_bos
     }
 
-    /// Whether a whole input should end with EOS (`tokenizer.ggml.add_eos_token`): embedding models
-    /// such as Qwen3-Embedding read their vector off that last token. Chat prompts, which go on with
-    /// the reply, never take it.
-    pub fn add_eos(&self) -> bool {
-        self.add_eos
+    /// The token a whole input ends with, where the model wants one: EOS where the file says
+    /// (`tokenizer.ggml.add_eos_token`: embedding models such as Qwen3-Embedding read their vector off
+    /// it), BERT's [SEP]. Chat prompts, which go on with the reply, never take it.
+    pub fn end_of_input(&self) -> Option<u32> {
+        self.end_of_input
     }
 
     pub fn bos(&self) -> Option<u32> {

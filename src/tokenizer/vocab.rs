@@ -14,6 +14,8 @@ pub(crate) struct Vocab {
     /// The bytes each token stands for (see `Tokenizer::token_piece`).
     pub pieces: Vec<Vec<u8>>,
     pub unk: Option<u32>,
+    /// The longest token's text, in bytes.
+    pub max_token_len: usize,
     /// `<0xNN>` tokens by byte (SentencePiece byte fallback).
     bytes: [Option<u32>; 256],
 }
@@ -66,6 +68,7 @@ impl Vocab {
             }
             texts.push(t);
         }
+        let texts_max = texts.iter().map(String::len).max().unwrap_or(0);
         let mut bytes = [None; 256];
         for b in 0..=255u8 {
             bytes[b as usize] = ids.get(&format!("<0x{b:02X}>")).copied();
@@ -77,6 +80,7 @@ impl Vocab {
             ids,
             pieces: Vec::new(),
             unk: None,
+            max_token_len: texts_max,
             bytes,
         };
         v.pieces = (0..n).map(|i| v.decode_piece(i, encoding)).collect();
