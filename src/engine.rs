@@ -462,9 +462,9 @@ impl Engine {
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            plan.record(&mut pass);
+            plan.record(&mut pass, tokens.len() as u32);
             if let Some(after) = after {
-                after.record(&mut pass);
+                after.record(&mut pass, 1);
             }
         }
         let read_bytes = read_back.map_or(0, |(_, _, bytes)| bytes);
@@ -518,8 +518,14 @@ impl Engine {
         let mut kernels: Vec<(String, Duration)> = Vec::new();
         let mut layer_kinds: Vec<(String, u32, Duration)> = Vec::new();
         for (i, d) in plan.dispatches.iter().enumerate() {
-            let time =
-                time_dispatch(gpu, &d.pipeline, &d.bind_group, d.workgroups, PROFILE_BATCH).await?;
+            let time = time_dispatch(
+                gpu,
+                &d.pipeline,
+                &d.bind_group,
+                d.workgroups.counts(plan.batch),
+                PROFILE_BATCH,
+            )
+            .await?;
             if let Some(kind) = plan.layer_kind_of(i) {
                 let first_of_layer = plan.layer_starts(i);
                 match layer_kinds.iter_mut().find(|(k, _, _)| k == kind) {
@@ -543,7 +549,7 @@ impl Engine {
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             for _ in 0..PLAN_RUNS {
-                plan.record(&mut pass);
+                plan.record(&mut pass, plan.batch);
             }
         }
         let start = Instant::now();

@@ -122,5 +122,8 @@ fn bert_inputs_start_with_cls_and_end_with_sep() {
     // Lowercased, split around punctuation, each word's first piece marked.
     let ids = tok.encode("Hello, World!", false);
     let texts: Vec<&str> = ids.iter().map(|&i| tok.token_text(i).unwrap()).collect();
-    assert_eq!(texts, ["\u{2581}hello", "\u{2581},", "\u{2581}world", "\u{2581}!"]);
+    assert_eq!(
+        texts,
+        ["\u{2581}hello", "\u{2581},", "\u{2581}world", "\u{2581}!"]
+    );
 }

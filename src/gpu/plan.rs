@@ -80,12 +80,45 @@ impl UniformArena {
     }
 }
 
+/// A dispatch's workgroup counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Groups {
+    /// The same in every run.
+    Fixed([u32; 3]),
+    /// [x, one per `per` of the run's tokens, z]: recorded for the tokens the run has, not for the
+    /// plan's batch, so a short chunk (a prompt's last, a short input to embed) launches only the
+    /// workgroups it needs. Kernels still stop at `step.n_tokens`; where a driver runs workgroups on
+    /// the CPU (lavapipe), each empty one costs nearly what a full one does.
+    PerTokens { x: u32, per: u32, z: u32 },
+}
+
+impl Groups {
+    /// [x, one per token of the run, 1].
+    pub fn per_token(x: u32) -> Groups {
+        Groups::PerTokens { x, per: 1, z: 1 }
+    }
+
+    /// The counts for a run of `tokens` tokens.
+    pub fn counts(self, tokens: u32) -> [u32; 3] {
+        match self {
+            Groups::Fixed(counts) => counts,
+            Groups::PerTokens { x, per, z } => [x, tokens.div_ceil(per).max(1), z],
+        }
+    }
+}
+
+impl From<[u32; 3]> for Groups {
+    fn from(counts: [u32; 3]) -> Groups {
+        Groups::Fixed(counts)
+    }
+}
+
 /// One dispatch of the plan.
 pub struct Dispatch {
     pub key: PipelineKey,
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bind_group: wgpu::BindGroup,
-    pub workgroups: [u32; 3],
+    pub workgroups: Groups,
     /// What it binds (the buffers, then its parameters in the plan's arena), to bind them again to
     /// another shape of the same kernel.
     pub buffers: Vec<wgpu::Buffer>,
@@ -99,7 +132,7 @@ struct Pending {
     buffers: Vec<wgpu::Buffer>,
     params_offset: u64,
     params_len: u64,
-    workgroups: [u32; 3],
+    workgroups: Groups,
     matvec: Option<MatvecShape>,
 }
 
@@ -147,9 +180,9 @@ impl Plan {
         key: PipelineKey,
         buffers: &[&wgpu::Buffer],
         params: &[u8],
-        workgroups: [u32; 3],
+        workgroups: impl Into<Groups>,
     ) {
-        self.push_shaped(key, buffers, params, workgroups, None);
+        self.push_shaped(key, buffers, params, workgroups.into(), None);
     }
 
     /// Adds a matvec dispatch (shaders/matvec.wgsl or matvec_pairs.wgsl) of this shape, with the
@@ -157,7 +190,7 @@ impl Plan {
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
         let key = PipelineKey::matvec(shape.kernel, shape.ty, self.tuning.matvec(&shape));
         let workgroups = matvec_workgroups(&shape, &key, self.batch);
-        self.push_shaped(key, buffers, params, workgroups, Some(shape));
+        self.push_shaped(key, buffers, params, workgroups.into(), Some(shape));
     }
 
     fn push_shaped(
@@ -165,7 +198,7 @@ impl Plan {
         key: PipelineKey,
         buffers: &[&wgpu::Buffer],
         params: &[u8],
-        workgroups: [u32; 3],
+        workgroups: Groups,
         matvec: Option<MatvecShape>,
     ) {
         let params_offset = self.arena.push(params);
@@ -255,7 +288,8 @@ impl Plan {
             if d.key != key {
                 let (pipeline, bind_group, workgroups) = self.reshaped(gpu, d, shape);
                 d.key = key;
-                (d.pipeline, d.bind_group, d.workgroups) = (pipeline, bind_group, workgroups);
+                (d.pipeline, d.bind_group) = (pipeline, bind_group);
+                d.workgroups = Groups::Fixed(workgroups);
             }
         }
         self.dispatches = dispatches;
@@ -282,12 +316,13 @@ impl Plan {
         )
     }
 
-    /// Records every dispatch into `pass`.
-    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+    /// Records every dispatch into `pass`, for a run of `tokens` tokens (at most `batch`).
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, tokens: u32) {
+        assert!(tokens >= 1 && tokens <= self.batch);
         for d in &self.dispatches {
             pass.set_pipeline(&d.pipeline);
             pass.set_bind_group(0, &d.bind_group, &[]);
-            let [x, y, z] = d.workgroups;
+            let [x, y, z] = d.workgroups.counts(tokens);
             pass.dispatch_workgroups(x, y, z);
         }
     }

@@ -1,7 +1,7 @@
 //! Greedy decoding's choice on the GPU (shaders/argmax.wgsl): each token row's largest value, the first
 //! of equals, so a greedy step reads back 4 bytes instead of its row of n_vocab logits.
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -20,6 +20,6 @@ pub fn push(plan: &mut Plan, x: &wgpu::Buffer, out: &wgpu::Buffer, n: u32) {
         key,
         &[x, &step, out],
         super::params(&Params { n }),
-        [1, plan.batch, 1],
+        Groups::per_token(1),
     );
 }

@@ -2,7 +2,7 @@
 //! workgroup per head and token, or for one token over a long cache shaders/attention_split.wgsl and
 //! attention_merge.wgsl, the keys split over many workgroups (flash-decoding).
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -103,7 +103,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         },
         &[b.q, b.k_cache, b.v_cache, b.out, &step, b.sinks_or_q()],
         super::params(&p),
-        [s.n_head, plan.batch, 1],
+        Groups::per_token(s.n_head),
     );
 }
 

@@ -2,7 +2,7 @@
 //! router's logits and each expert's gate, up and down. An expert's bias row is the one of the expert
 //! the router chose for the slot.
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -44,7 +44,7 @@ pub fn push(plan: &mut Plan, b: &wgpu::Buffer, rows: Rows, y: &wgpu::Buffer, n: 
         PipelineKey::new(Kernel::AddBias, None),
         &[b, route, y, &step],
         super::params(&p),
-        [n.div_ceil(64), plan.batch, 1],
+        Groups::per_token(n.div_ceil(64)),
     );
 }
 

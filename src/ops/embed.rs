@@ -1,6 +1,6 @@
 //! The rows of a packed embedding table for the run's tokens (shaders/embed.wgsl).
 
-use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan};
+use crate::gpu::{GpuTensor, Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -28,7 +28,7 @@ pub fn push(plan: &mut Plan, table: &GpuTensor, out: &wgpu::Buffer, scale: f32) 
             PipelineKey::new(Kernel::Embed, Some(table.ty)),
             &[&part.buffer, &step, out],
             super::params(&p),
-            [threads.div_ceil(64), plan.batch, 1],
+            Groups::per_token(threads.div_ceil(64)),
         );
     }
     plan.weight_bytes += table.row_bytes as u64;

@@ -4,7 +4,7 @@
 //! shaders/glu.wgsl makes h from gate's and up's outputs.
 
 pub use crate::gpu::Activation;
-use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan, Stacked, Store, TensorPart};
+use crate::gpu::{GpuTensor, Groups, Kernel, PipelineKey, Plan, Stacked, Store, TensorPart};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -49,7 +49,7 @@ pub fn push_rows(
         PipelineKey::new(Kernel::Glu(act), None),
         &[g, u, h, &step],
         super::params(&p),
-        [n.div_ceil(64), plan.batch, 1],
+        Groups::per_token(n.div_ceil(64)),
     );
 }
 

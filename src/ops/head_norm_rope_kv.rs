@@ -7,7 +7,7 @@
 
 use super::rope::{Rope, RopeParams};
 use super::rope_kv::{Heads, RopeBuffers};
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -72,6 +72,6 @@ pub fn push(
         PipelineKey::new(Kernel::HeadNormRopeKv, None),
         &[qkv, norms, b.q, b.k_cache, b.v_cache, b.freqs, &step],
         super::params(&p),
-        [heads.n_head + kv_heads, plan.batch, 1],
+        Groups::per_token(heads.n_head + kv_heads),
     );
 }

@@ -1,7 +1,7 @@
 //! The log-probability of each token's successor under its row of logits (shaders/token_log_prob.wgsl):
 //! a perplexity reads back one number per token instead of a row of n_vocab.
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -22,7 +22,7 @@ pub fn push(plan: &mut Plan, logits: &wgpu::Buffer, out: &wgpu::Buffer, n_vocab:
         key,
         &[logits, &step, out],
         super::params(&Params { n_vocab }),
-        [1, plan.batch, 1],
+        Groups::per_token(1),
     );
 }
 

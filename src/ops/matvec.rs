@@ -5,7 +5,7 @@
 
 use crate::gguf::GgmlType;
 use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Kernel, MatvecShape,
+    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Groups, Kernel, MatvecShape,
     PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning,
 };
 
@@ -120,11 +120,11 @@ pub fn push_pairs(
             plan.push_matvec(shape, &buffers, &params);
         } else {
             let (tile_rows, tile_tokens) = MATMUL_TILE;
-            let workgroups = [
-                part.rows.div_ceil(tile_rows),
-                plan.batch.div_ceil(tile_tokens),
-                1,
-            ];
+            let workgroups = Groups::PerTokens {
+                x: part.rows.div_ceil(tile_rows),
+                per: tile_tokens,
+                z: 1,
+            };
             let key = PipelineKey::new(Kernel::Matmul(store), Some(w.ty));
             plan.push(key, &buffers, &params, workgroups);
         }
@@ -166,11 +166,11 @@ pub fn push_grouped(
             y_stride: w.rows,
         };
         let (tile_rows, tile_tokens) = MATMUL_TILE;
-        let workgroups = [
-            group_rows.div_ceil(tile_rows),
-            plan.batch.div_ceil(tile_tokens),
-            groups,
-        ];
+        let workgroups = Groups::PerTokens {
+            x: group_rows.div_ceil(tile_rows),
+            per: tile_tokens,
+            z: groups,
+        };
         plan.push(
             key,
             &[&part.buffer, x, &step, y],
@@ -252,7 +252,7 @@ pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
         tuning.matvec.insert(matvec.key(), kernel);
         plan.retune(gpu, &tuning);
         let mut enc = gpu.device.create_command_encoder(&Default::default());
-        plan.record(&mut enc.begin_compute_pass(&Default::default()));
+        plan.record(&mut enc.begin_compute_pass(&Default::default()), plan.batch);
         gpu.queue.submit([enc.finish()]);
         if read_back_f32(gpu, &y, rows as usize).await? != want {
             return Ok(false);

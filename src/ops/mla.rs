@@ -7,7 +7,7 @@
 //! (shaders/attend.wgsl).
 
 use super::rope::{Rope, RopeParams};
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 /// The shape of a layer's MLA.
 #[derive(Clone, Copy, Debug)]
@@ -127,7 +127,7 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
         key,
         &[b.q_latent, b.q, b.cache, b.cache, b.out, b.freqs, &step],
         super::params(&p),
-        [m.n_head, plan.batch, 1],
+        Groups::per_token(m.n_head),
     );
 }
 

@@ -8,7 +8,7 @@
 use super::bias::{self, Rows};
 use super::glu::{self, Activation};
 use super::matvec_id::{self, Experts, Output};
-use crate::gpu::{GpuTensor, Kernel, PipelineKey, Plan};
+use crate::gpu::{GpuTensor, Groups, Kernel, PipelineKey, Plan};
 
 /// The stacked experts' matrices: n_expert * n_ff rows of n_embd (gate, up), n_expert * n_embd rows of
 /// n_ff (down); and each expert's biases after them where the model has them (gpt-oss).
@@ -200,7 +200,7 @@ fn push_chunk(
         PipelineKey::new(Kernel::MoeCombine, None),
         &[b.out, b.route, x, &step],
         super::params(&p),
-        [s.n_embd.div_ceil(64), plan.batch, 1],
+        Groups::per_token(s.n_embd.div_ceil(64)),
     );
 }
 

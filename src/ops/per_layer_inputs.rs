@@ -1,7 +1,7 @@
 //! Gemma 4's per-layer inputs (shaders/per_layer_inputs.wgsl): each layer's slice of the projected
 //! embedding, normed, plus the token's row of the per-layer table.
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -46,7 +46,7 @@ pub fn push(
         PipelineKey::new(Kernel::PerLayerInputs, None),
         &[inputs, rows, norm, &step],
         super::params(&p),
-        [s.n_layer, plan.batch, 1],
+        Groups::per_token(s.n_layer),
     );
 }
 

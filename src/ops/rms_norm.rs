@@ -2,7 +2,7 @@
 //! residual add (Gemma 2/3), fused with the norm of the sum that the next sublayer reads
 //! (shaders/norm_add_norm.wgsl).
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -29,7 +29,7 @@ pub fn push(
         key,
         &[x, w, y, &step],
         super::params(&Params { n, eps }),
-        [1, plan.batch, 1],
+        Groups::per_token(1),
     );
 }
 
@@ -64,7 +64,7 @@ pub fn push_add_scale_norm(
         key,
         &[t, w_post, x, w_next, y, &step],
         super::params(&AddNormParams { n, eps, scale }),
-        [1, plan.batch, 1],
+        Groups::per_token(1),
     );
 }
 

@@ -2,7 +2,7 @@
 //! the attention's output by the sigmoid of a gate their q projection computes beside q; its
 //! mixture-of-experts layers scale the shared expert by the sigmoid of one gate per token.
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -48,7 +48,7 @@ fn push_gates(
         key,
         &[x, gates, &step],
         super::params(&p),
-        [n.div_ceil(256), plan.batch, 1],
+        Groups::per_token(n.div_ceil(256)),
     );
 }
 

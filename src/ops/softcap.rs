@@ -1,7 +1,7 @@
 //! Soft-capping, cap * tanh(x / cap), of rows of values in place (shaders/softcap.wgsl): Gemma 2's final
 //! logits. (Its attention scores are capped inside attention.)
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -21,7 +21,7 @@ pub fn push(plan: &mut Plan, x: &wgpu::Buffer, n: u32, cap: f32) {
         key,
         &[x, &step],
         super::params(&Params { n, cap }),
-        [n.div_ceil(256), plan.batch, 1],
+        Groups::per_token(n.div_ceil(256)),
     );
 }
 

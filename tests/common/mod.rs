@@ -226,7 +226,7 @@ pub fn run(gpu: &Gpu, mut plan: Plan) {
     let mut enc = gpu.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
-        plan.record(&mut pass);
+        plan.record(&mut pass, plan.batch);
     }
     gpu.queue.submit([enc.finish()]);
 }
