@@ -6,11 +6,15 @@
 // and the readback, and the rest: sampling, detokenizing, messages), and bytes read back per token. WebGPU is core mode on SwiftShader unless --compat: then
 // compatibility mode on Dawn's OpenGL ES backend over ANGLE over Vulkan (here lavapipe, the adapter
 // native Wick uses). Default kernel shapes (no tuning). --profile then times each kernel of a decode
-// step alone and the whole plan without readback, as `wick bench --profile` does natively. Needs `npm run build` (pkg/) and the model.
+// step alone and the whole plan without readback, as `wick bench --profile` does natively. --embed
+// TEXTS.json (a JSON array of strings) times embeddings instead: the texts one request each, after one
+// that warms up, the model pooled by --pooling (mean by default; it overrides what a file names). Needs `npm run build`
+// (pkg/) and the model.
 // Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile]
+//        node scripts/bench-web.mjs MODEL --embed TEXTS.json [--pooling mean|cls|last] [--compat]
 
 import { chromium } from 'playwright-core';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +32,8 @@ const prompt = option('--prompt', 'Hi');
 const flag = (name) => args.includes(name) && args.splice(args.indexOf(name), 1).length > 0;
 const compat = flag('--compat');
 const profiled = flag('--profile');
+const embedTexts = option('--embed', null);
+const pooling = option('--pooling', undefined);
 if (args.length !== 1) {
   console.error('usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT]');
   process.exit(2);
@@ -60,6 +66,33 @@ await page.route(`${base}/bench.html`, (route) =>
   }),
 );
 await page.goto(`${base}/bench.html`);
+
+if (embedTexts) {
+  const texts = JSON.parse(readFileSync(embedTexts, 'utf8'));
+  const r = await page.evaluate(
+    async ({ model, texts, featureLevel, pooling }) => {
+      const { Wick } = await import('wick-llm');
+      const engine = await Wick.load(model, { tune: false, nCtx: 512, featureLevel, pooling });
+      await engine.embeddings.create({ input: texts[0] });
+      const start = performance.now();
+      let tokens = 0;
+      for (const input of texts) tokens += (await engine.embeddings.create({ input })).usage.prompt_tokens;
+      const ms = performance.now() - start;
+      const { adapter } = await engine.stats();
+      await engine.unload();
+      return { adapter, tokens, ms };
+    },
+    { model, texts, featureLevel: compat ? 'compatibility' : 'core', pooling: pooling ?? 'mean' },
+  );
+  const seconds = r.ms / 1000;
+  console.log(`${model} in headless Chromium on ${r.adapter}, default kernel shapes: ${texts.length} embeddings ` +
+    `(${r.tokens} tokens) in ${seconds.toFixed(2)} s: ${(texts.length / seconds).toFixed(3)} a second, ` +
+    `${(r.tokens / seconds).toFixed(1)} tokens a second`);
+  await context.close();
+  server.close();
+  rmSync(browserProfile, { recursive: true, force: true });
+  process.exit(0);
+}
 
 const readbacks = [
   ['choice (greedy)', { temperature: 0 }],
