@@ -13,6 +13,8 @@ as the test does in memory:
 - qwen3, last-token pooling over inputs that end with EOS: Qwen3-Embedding's layout.
 - llama3, mean pooling, BOS first: sentence-transformers' default over a Llama 3 block.
 - gemma2, first-token pooling (BERT's CLS) through post-norms, a sliding window and soft-capping.
+- bert (first-token pooling: [CLS]) and nomic-bert (mean), as their files say: random_bert.py's
+  layouts and WordPiece vocabulary, [CLS] and [SEP] around each input; numpy_bert.py's reference.
 - gemma-embedding, as its file says (mean pooling, BOS and EOS added): EmbeddingGemma's layout at width
   128, 6 layers (5 sliding, a window of 8, i.e. 4 positions either side, then 1 global), 4 heads of 32
   over 2 kv heads, F16 matrices, bidirectional attention, dense_2 (128 -> 256) and dense_3 (256 -> 128)
@@ -31,7 +33,9 @@ import llama_cpp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy_bert  # noqa: E402
 import numpy_dense  # noqa: E402
+import random_bert  # noqa: E402
 from random_vocab import N_VOCAB, vocabulary  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,6 +48,8 @@ CASES = [
     ("tests/data/random-llama3.gguf", "mean", False, True),
     ("tests/data/random-gemma2.gguf", "cls", False, True),
     ("tests/data/random-gemma-embedding.gguf", "mean", True, False),
+    ("tests/data/random-bert.gguf", "cls", True, False),
+    ("tests/data/random-nomic-bert.gguf", "mean", True, False),
 ]
 SEED = 20261126
 # Short and long (the long ones span several of the test's 8-token chunks); plain text, no special tokens.
@@ -153,7 +159,11 @@ def pooled(states, pooling):
 
 def main():
     records = []
-    gemma_embedding_file(os.path.join(ROOT, "tests/data/random-gemma-embedding.gguf"), np.random.default_rng(SEED))
+    rng = np.random.default_rng(SEED)
+    gemma_embedding_file(os.path.join(ROOT, "tests/data/random-gemma-embedding.gguf"), rng)
+    random_bert.write(os.path.join(ROOT, "tests/data/random-bert.gguf"), "bert", rng, gguf.PoolingType.CLS)
+    random_bert.write(os.path.join(ROOT, "tests/data/random-nomic-bert.gguf"), "nomic-bert", rng,
+                      gguf.PoolingType.MEAN)
     with tempfile.TemporaryDirectory() as tmp:
         for rel, pooling, add_eos, set_here in CASES:
             src = os.path.join(ROOT, rel)
@@ -169,7 +179,10 @@ def main():
             for text in TEXTS:
                 ids = llm.tokenize(text.encode())
                 llama_cpp_vec = unit(llm.embed(text, normalize=True))
-                states = numpy_dense.forward(meta, w, ids, n_ctx=N_CTX, hidden=True)
+                if arch in ("bert", "nomic-bert"):
+                    states = numpy_bert.forward(meta, w, ids)
+                else:
+                    states = numpy_dense.forward(meta, w, ids, n_ctx=N_CTX, hidden=True)
                 v = pooled(states, pooling)
                 for dense in ("dense_2.weight", "dense_3.weight"):
                     if dense in w:
