@@ -10,7 +10,7 @@ use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
 use wick::ops::glu::{self, Activation};
-use wick::ops::{embed, matvec, rms_norm};
+use wick::ops::{add_position, embed, layer_norm, matvec, rms_norm};
 
 #[test]
 fn matvec_every_type_against_cpu() {
@@ -193,6 +193,48 @@ fn embed_reads_raw_blocks_as_gguf_does() {
             }
         }
         eprintln!("{}: {} weights as gguf reads them", g.name, got.len());
+    }
+}
+
+/// LayerNorm over a run of 3 tokens, written into both buffers; then a position table's rows added at
+/// position 5, and a one-row table to every token.
+#[test]
+fn layer_norm_and_position_rows_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(11);
+    let (n, rows) = (1757, 3);
+    // Off-center rows, so that the mean matters.
+    let x: Vec<f32> = rng.vec(n * rows).iter().map(|v| v * 3.0 + 1.5).collect();
+    let (w, b) = (rng.vec(n), rng.vec(n));
+    let (xb, wb, bb) = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &w), f32_buffer(&gpu, &b));
+    let y = scratch_buffer(&gpu, "y", (n * rows) as u64 * 4)
+        .block_on()
+        .unwrap();
+    let mut plan = plan_at(&gpu, 0, &[0; 3]);
+    layer_norm::push(&mut plan, &xb, (&wb, &bb), &y, n as u32, 1e-12);
+    run(&gpu, plan);
+    let want: Vec<f32> = x
+        .chunks(n)
+        .flat_map(|row| layer_norm::reference(row, &w, &b, 1e-12))
+        .collect();
+    for (buffer, name) in [(&y, "y"), (&xb, "x in place")] {
+        let got = read_back_f32(&gpu, buffer, n * rows).block_on().unwrap();
+        let e = nmse(&got, &want);
+        assert!(e < 1e-10, "layer_norm {name} nmse {e}");
+    }
+
+    let table = rng.vec(n * 10);
+    let tb = f32_buffer(&gpu, &table);
+    let mut plan = plan_at(&gpu, 5, &[0; 3]);
+    add_position::push(&mut plan, (&tb, true), &xb, n as u32);
+    add_position::push(&mut plan, (&tb, false), &xb, n as u32);
+    run(&gpu, plan);
+    let got = read_back_f32(&gpu, &xb, n * rows).block_on().unwrap();
+    for t in 0..rows {
+        for i in (0..n).step_by(97) {
+            let expect = want[t * n + i] + table[(5 + t) * n + i] + table[i];
+            assert!((got[t * n + i] - expect).abs() < 1e-5, "token {t} value {i}");
+        }
     }
 }
 

@@ -24,6 +24,10 @@ pub enum Kernel {
     /// Rows of a packed table, dequantized.
     Embed,
     RmsNorm,
+    /// LayerNorm with a bias, written back into the residual and into the normed rows.
+    LayerNorm,
+    /// A row of a table added to each token's row: its position's, or the one row.
+    AddPosition,
     /// Causal attention of the run's queries, a workgroup per head and token.
     Attention,
     /// One token's attention split over the sequence, and the merge of the splits.
@@ -156,6 +160,8 @@ impl Kernel {
             Kernel::MatvecId => return [row_dot, wgsl!("matvec_id.wgsl"), row_sum].concat(),
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),
+            Kernel::LayerNorm => wgsl!("step.wgsl", "reduce.wgsl", "layer_norm.wgsl"),
+            Kernel::AddPosition => wgsl!("step.wgsl", "add_position.wgsl"),
             Kernel::Attention => {
                 wgsl!(
                     "step.wgsl",

@@ -1,5 +1,6 @@
 //! One file per op family, beside its shader: the dispatch it adds to a plan and a plain CPU reference.
 
+pub mod add_position;
 pub mod argmax;
 pub mod attention;
 pub mod bias;
@@ -7,6 +8,7 @@ pub mod delta_net;
 pub mod embed;
 pub mod glu;
 pub mod head_norm_rope_kv;
+pub mod layer_norm;
 pub mod log_prob;
 pub mod matvec;
 pub mod matvec_id;
