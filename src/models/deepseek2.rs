@@ -302,7 +302,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
     let d = c.n_embd;
     let gpu = l.gpu.clone();
 
-    let ends = Ends::load(l, d, c.n_vocab).await?;
+    let ends = Ends::load(l, d, c.n_vocab, ("output_norm", false)).await?;
     let mut blocks = Vec::with_capacity(c.n_layer as usize);
     for i in 0..c.n_layer {
         blocks.push(load_block(l, &c, i, n_ctx).await?);
@@ -339,7 +339,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
     ends.push_logits(&mut decode, &a.x, &a.xn, &logits, c.rms_eps);
     decode.finish(&gpu).await?;
     let final_norm =
-        |plan: &mut Plan| rms_norm::push(plan, &a.x, &ends.output_norm, &a.xn, d, c.rms_eps);
+        |plan: &mut Plan| ends.output_norm.push(plan, &a.x, &a.xn, d, c.rms_eps);
     let plans = super::prompt_plans(
         &gpu,
         &step,

@@ -10,18 +10,18 @@ use super::feed_forward::{FeedForward, FfnScratch};
 use super::linear_attention::DeltaNet;
 use super::per_layer_embd::PerLayerEmbd;
 use super::self_attention::{self, Attention, SelfAttention};
-use super::{Ends, Forward, Loader, Meta, PromptRuns};
+use super::{Ends, Forward, Loader, Meta, Norm, PromptRuns};
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, StepInput};
 use crate::ops::rope;
-use crate::ops::{attention, bias, embed, matvec, rms_norm, softcap};
+use crate::ops::{add_position, attention, bias, embed, matvec, rms_norm, softcap};
 use crate::Error;
 
 /// One transformer block's weights, named as in GGUF.
 struct Block {
-    attn_norm: wgpu::Buffer, // (n_embd)
+    attn_norm: Norm, // (n_embd)
     mixing: Mixing,
     post_attention_norm: Option<wgpu::Buffer>, // (n_embd)
-    ffn_norm: wgpu::Buffer,                    // (n_embd)
+    ffn_norm: Norm,                            // (n_embd)
     ffn: FeedForward,
     post_ffw_norm: Option<wgpu::Buffer>, // (n_embd)
     /// The layer's output is multiplied by this (layer_output_scale; 1 where the file has none).
@@ -99,7 +99,28 @@ pub async fn load(
         super::linear_attention::check(shape, gpu.max_binding())?;
     }
 
-    let ends = Ends::load(l, d, c.n_vocab).await?;
+    // BERT's norms after each residual add: the one before a layer's attention is the embeddings' or
+    // the previous layer's last, the one before its feed-forward its attention's output norm, the
+    // final one the last layer's.
+    let norm_names = |i: u32| match f.layer_norms {
+        false => (format!("blk.{i}.attn_norm"), format!("blk.{i}.{}", f.ffn_norm)),
+        true => (
+            match i {
+                0 => "token_embd_norm".to_string(),
+                _ => format!("blk.{}.layer_output_norm", i - 1),
+            },
+            format!("blk.{i}.attn_output_norm"),
+        ),
+    };
+    let output_norm = match f.layer_norms {
+        false => "output_norm".to_string(),
+        true => format!("blk.{}.layer_output_norm", c.n_layer - 1),
+    };
+    let ends = Ends::load(l, d, c.n_vocab, (&output_norm, f.layer_norms)).await?;
+    let positions = match f.layer_norms {
+        false => None,
+        true => Some(position_rows(l, &c).await?),
+    };
     let n_factors = f
         .layers
         .iter()
@@ -132,7 +153,8 @@ pub async fn load(
         let layer = &f.layers[i as usize];
         let name = |t: &str| format!("blk.{i}.{t}.weight");
         let optional = |t: &str| f.post_norms.then(|| name(t));
-        let attn_norm = l.vector(&name("attn_norm"), d).await?;
+        let (attn_norm_name, ffn_norm_name) = norm_names(i);
+        let attn_norm = Norm::load(l, &attn_norm_name, d, f.layer_norms).await?;
         let mixing = match (layer.mixer, f.delta_net) {
             (Mixer::DeltaNet, Some(shape)) => {
                 Mixing::DeltaNet(DeltaNet::load(l, i, shape, d).await?)
@@ -162,7 +184,7 @@ pub async fn load(
             None => None,
         };
         let n_ff = c.n_ff[i as usize];
-        let ffn_norm = l.vector(&name(f.ffn_norm), d).await?;
+        let ffn_norm = Norm::load(l, &ffn_norm_name, d, f.layer_norms).await?;
         let ffn = match &f.moe {
             Some(moe) => FeedForward::load_experts(l, i, d, moe).await?,
             None => FeedForward::load_dense(l, i, d, n_ff).await?,
@@ -244,6 +266,7 @@ pub async fn load(
         blocks: &blocks,
         per_layer: per_layer.as_ref(),
         ends: &ends,
+        positions: positions.as_ref(),
         a: &a,
     };
     let push_logits = |plan: &mut Plan, logits: &wgpu::Buffer| {
@@ -279,7 +302,7 @@ pub async fn load(
     let final_norm = |plan: &mut Plan| {
         // The last layer's post-norm already normed x with output_norm.
         if !f.post_norms {
-            rms_norm::push(plan, &a.x, &ends.output_norm, &a.xn, d, c.rms_eps);
+            ends.output_norm.push(plan, &a.x, &a.xn, d, c.rms_eps);
         }
     };
     let plans = super::prompt_plans(
@@ -328,7 +351,7 @@ fn refuse_unsupported(m: &Meta, c: &Config, f: &Family) -> Result<(), Error> {
     }
     let mut names = vec!["output.bias".to_string()];
     for i in 0..c.n_layer {
-        for t in ["attn_qkv.bias", "ffn_up.bias", "ffn_down.bias"] {
+        for t in ["attn_qkv.bias"] {
             names.push(format!("blk.{i}.{t}"));
         }
         if !f.post_norms {
@@ -352,6 +375,9 @@ struct Model<'a> {
     blocks: &'a [Block],
     per_layer: Option<&'a PerLayerEmbd>,
     ends: &'a Ends,
+    /// Rows added to each token's embedding (BERT's positions and token type): the table, and
+    /// whether a token takes its position's row or the one row.
+    positions: Option<&'a (wgpu::Buffer, bool)>,
     a: &'a Activations,
 }
 
@@ -362,6 +388,9 @@ impl Model<'_> {
         let (c, f, a) = (self.c, self.f, self.a);
         let (d, eps) = (c.n_embd, c.rms_eps);
         embed::push(plan, &self.ends.token_embd, &a.x, f.embd_scale);
+        if let Some((table, by_position)) = self.positions {
+            add_position::push(plan, (table, *by_position), &a.x, d);
+        }
         if let Some(p) = self.per_layer {
             p.push_inputs(plan, &a.x);
         }
@@ -373,7 +402,7 @@ impl Model<'_> {
             let layer = &f.layers[i];
             // With post-norms, the previous layer's last kernel already normed x with attn_norm.
             if i == 0 || !f.post_norms {
-                rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, d, eps);
+                b.attn_norm.push(plan, &a.x, &a.xn, d, eps);
             }
             match &b.mixing {
                 Mixing::Attention(sa) => sa.push(plan, (c, f, layer), a, &attention),
@@ -388,36 +417,67 @@ impl Model<'_> {
             match (&b.post_attention_norm, &a.sublayer) {
                 (Some(post), Some(t)) => {
                     b.mixing.push_output(plan, &a.attn, (t, false));
-                    rms_norm::push_add_norm(plan, (t, post), &a.x, (&b.ffn_norm, &a.xn), d, eps);
+                    let ffn_norm = (b.ffn_norm.rms(), &a.xn);
+                    rms_norm::push_add_norm(plan, (t, post), &a.x, ffn_norm, d, eps);
                 }
                 _ => {
                     b.mixing.push_output(plan, &a.attn, (&a.x, true));
-                    rms_norm::push(plan, &a.x, &b.ffn_norm, &a.xn, d, eps);
+                    b.ffn_norm.push(plan, &a.x, &a.xn, d, eps);
                 }
             }
 
             // The feed-forward block and its residual add, then the per-layer embedding's part; the
             // layer's last kernel norms x for the next layer.
             let (ffn, act, scratch) = (&b.ffn, f.activation, &a.ffn);
-            let next = match self.blocks.get(i + 1) {
-                Some(next) => &next.attn_norm,
-                None => &self.ends.output_norm,
+            // Post-norm families' next norm: RMS, fused here.
+            let next = || match self.blocks.get(i + 1) {
+                Some(next) => next.attn_norm.rms(),
+                None => self.ends.output_norm.rms(),
             };
             match (&b.post_ffw_norm, &a.sublayer, self.per_layer) {
                 (Some(post), Some(t), Some(p)) => {
                     ffn.push(plan, act, &a.xn, scratch, (t, false));
                     // The norm of this sum is not read: the per-layer part norms its own.
-                    rms_norm::push_add_norm(plan, (t, post), &a.x, (next, &a.xn), d, eps);
-                    p.push_layer(plan, i, (&a.x, b.out_scale), t, (next, &a.xn));
+                    rms_norm::push_add_norm(plan, (t, post), &a.x, (next(), &a.xn), d, eps);
+                    p.push_layer(plan, i, (&a.x, b.out_scale), t, (next(), &a.xn));
                 }
                 (Some(post), Some(t), None) => {
                     ffn.push(plan, act, &a.xn, scratch, (t, false));
                     let x = (&a.x, b.out_scale);
-                    rms_norm::push_add_scale_norm(plan, (t, post), x, (next, &a.xn), d, eps);
+                    rms_norm::push_add_scale_norm(plan, (t, post), x, (next(), &a.xn), d, eps);
                 }
                 _ => ffn.push(plan, act, &a.xn, scratch, (&a.x, true)),
             }
         }
         plan.layer_boundary();
     }
+}
+
+/// BERT's rows added to each token's embedding: token type 0's row (token_types) plus, where the
+/// file has learned positions, its position's row (position_embd): a table of (n_ctx_train, n_embd),
+/// or of one row. Token types other than 0 are never used, as in llama.cpp.
+async fn position_rows(l: &mut Loader<'_>, c: &Config) -> Result<(wgpu::Buffer, bool), Error> {
+    let d = c.n_embd as usize;
+    let token_type = match l.has("token_types.weight") {
+        true => {
+            let n_types = l.meta.header.tensor("token_types.weight").map_or(1, |t| t.rows());
+            let all = l.host_f32("token_types.weight", &[c.n_embd, n_types as u32]).await?;
+            all[..d].to_vec()
+        }
+        false => vec![0.0; d],
+    };
+    let (mut table, by_position) = match l.has("position_embd.weight") {
+        true => {
+            let shape = [c.n_embd, c.n_ctx_train];
+            (l.host_f32("position_embd.weight", &shape).await?, true)
+        }
+        false => (vec![0.0; d], false),
+    };
+    for row in table.chunks_exact_mut(d) {
+        for (v, t) in row.iter_mut().zip(&token_type) {
+            *v += t;
+        }
+    }
+    let buffer = crate::gpu::storage_buffer(&l.gpu, "position rows", bytemuck::cast_slice(&table));
+    Ok((buffer, by_position))
 }

@@ -102,7 +102,11 @@ impl Config {
             n_kv_head: n_kv_head[..n_run].to_vec(),
             head_dim,
             n_vocab,
-            rms_eps: m.meta_f32_or("attention.layer_norm_rms_epsilon", 1e-5)?,
+            // The norms' epsilon: RMSNorm's, or LayerNorm's in BERT's files.
+            rms_eps: match m.has_key("attention.layer_norm_rms_epsilon") {
+                true => m.meta_f32_or("attention.layer_norm_rms_epsilon", 1e-5)?,
+                false => m.meta_f32_or("attention.layer_norm_epsilon", 1e-5)?,
+            },
             rope: Rope {
                 n_rot,
                 freq_base,
@@ -199,6 +203,10 @@ pub struct Family {
     pub causal: bool,
     /// Each sublayer's output is normed before its residual add (post_attention_norm, post_ffw_norm).
     pub post_norms: bool,
+    /// BERT's norms: LayerNorms with biases of the residual stream itself after each residual add
+    /// (token_embd_norm, attn_output_norm, layer_output_norm), and rows added to the embeddings for
+    /// token type 0 and, where the file has them, learned absolute positions.
+    pub layer_norms: bool,
     /// q and k are RMS-normed per head before RoPE (attn_q_norm, attn_k_norm).
     pub qk_norm: bool,
     /// The gate's activation in the feed-forward block.
@@ -243,6 +251,7 @@ impl Family {
         Family {
             causal: true,
             post_norms: false,
+            layer_norms: false,
             qk_norm: false,
             activation: Activation::Silu,
             rope_neox: false,

@@ -125,7 +125,20 @@ pub enum FeedForward {
         gate_up: GateUp,
         down: GpuTensor,
     },
+    /// ffn_up and ffn_down with no gate (BERT), each biased where the file has its bias: h = act(up xn
+    /// + b_up), made by the gated kernel with a row of ones for up.
+    Plain(Box<Plain>),
     Experts(Box<Experts>),
+}
+
+/// An ungated feed-forward block's weights.
+pub struct Plain {
+    up: GpuTensor,
+    up_bias: Option<wgpu::Buffer>,
+    down: GpuTensor,
+    down_bias: Option<wgpu::Buffer>,
+    /// (n_ff) ones: the "up" of act(gate) * up.
+    ones: wgpu::Buffer,
 }
 
 /// A mixture-of-experts layer's weights.
@@ -160,8 +173,9 @@ struct SharedExpert {
 }
 
 impl FeedForward {
-    /// Layer `i`'s gated MLP of width `n_ff` over `n_embd`: ffn_gate and ffn_up, or both in ffn_up,
-    /// gate first (Phi-3).
+    /// Layer `i`'s MLP of width `n_ff` over `n_embd`: gated, by ffn_gate and ffn_up or both in ffn_up,
+    /// gate first (Phi-3); or ungated where ffn_up alone is n_ff rows (BERT), with biases where the
+    /// file has them.
     pub async fn load_dense(
         l: &mut Loader<'_>,
         i: u32,
@@ -169,6 +183,35 @@ impl FeedForward {
         n_ff: u32,
     ) -> Result<FeedForward, Error> {
         let name = |t: &str| format!("blk.{i}.{t}.weight");
+        let bias = |t: &str| format!("blk.{i}.{t}.bias");
+        let gated = l.has(&name("ffn_gate"))
+            || l.meta.header.tensor(&name("ffn_up")).map(|t| t.rows()) != Some(n_ff as u64);
+        if !gated {
+            let up = l.matrix(&name("ffn_up"), n_embd, n_ff).await?;
+            let up_bias = match l.has(&bias("ffn_up")) {
+                true => Some(l.vector(&bias("ffn_up"), n_ff).await?),
+                false => None,
+            };
+            let down = l.matrix(&name("ffn_down"), n_ff, n_embd).await?;
+            let down_bias = match l.has(&bias("ffn_down")) {
+                true => Some(l.vector(&bias("ffn_down"), n_embd).await?),
+                false => None,
+            };
+            let ones = vec![1.0f32; n_ff as usize];
+            let ones = crate::gpu::storage_buffer(&l.gpu, "ones", bytemuck::cast_slice(&ones));
+            return Ok(FeedForward::Plain(Box::new(Plain {
+                up,
+                up_bias,
+                down,
+                down_bias,
+                ones,
+            })));
+        }
+        if let Some(b) = ["ffn_up", "ffn_down"].map(bias).into_iter().find(|b| l.has(b)) {
+            return Err(Error::Model(format!(
+                "tensor {b}: biases on a gated feed-forward block are not supported"
+            )));
+        }
         let gate_up = match l.has(&name("ffn_gate")) {
             true => {
                 l.gate_up([&name("ffn_gate"), &name("ffn_up")], n_embd, n_ff)
@@ -269,6 +312,20 @@ impl FeedForward {
             FeedForward::Dense { gate_up, down } => {
                 let ffn = (gate_up, down);
                 glu::push_ffn(plan, act, ffn, xn, dense_scratch, (y, accumulate));
+                return;
+            }
+            FeedForward::Plain(p) => {
+                let (n_ff, n_embd) = (p.up.rows, p.down.rows);
+                matvec::push(plan, &p.up, xn, &s.gate_up, false);
+                if let Some(b) = &p.up_bias {
+                    bias::push(plan, b, Rows::One, &s.gate_up, n_ff);
+                }
+                let (h, ones) = ((&s.gate_up, 0, n_ff), (&p.ones, 0, 0));
+                glu::push_rows(plan, act, h, ones, (&s.hidden, n_ff));
+                matvec::push(plan, &p.down, &s.hidden, y, accumulate);
+                if let Some(b) = &p.down_bias {
+                    bias::push(plan, b, Rows::One, y, n_embd);
+                }
                 return;
             }
             FeedForward::Experts(e) => e,

@@ -1,6 +1,7 @@
 //! Model architectures. Each is its own file: a config from metadata, weights named as GGUF tensors, and
 //! the plans of its runs. What they share is here: the loader and what a loaded model hands back.
 
+pub mod bert;
 pub mod deepseek2;
 pub mod dense;
 pub mod family;
@@ -42,6 +43,8 @@ pub const ARCHITECTURES: &[&str] = &[
     "gemma3",
     "gemma4",
     "gemma-embedding",
+    "bert",
+    "nomic-bert",
     "phi3",
     "deepseek2",
     "gpt-oss",
@@ -61,6 +64,7 @@ fn dense_family(arch: &str) -> Option<family::FamilyOf> {
         "gemma3" => Some(gemma3::family),
         "gemma4" => Some(gemma4::family),
         "gemma-embedding" => Some(gemma_embedding::family),
+        "bert" | "nomic-bert" => Some(bert::family),
         "gpt-oss" => Some(gpt_oss::family),
         _ => None,
     }
@@ -68,7 +72,7 @@ fn dense_family(arch: &str) -> Option<family::FamilyOf> {
 
 /// Architectures whose attention sees the whole input both ways (encoders): an input is one run, so
 /// their prompt runs are as long as the context.
-const ENCODERS: &[&str] = &["gemma-embedding"];
+const ENCODERS: &[&str] = &["gemma-embedding", "bert", "nomic-bert"];
 
 /// Whether the architecture is a decoder (attention sees only earlier positions).
 pub fn causal(arch: &str) -> bool {
@@ -205,23 +209,65 @@ pub async fn prompt_plans(
     })
 }
 
+/// A norm's weights: RMSNorm's gain, or LayerNorm's gain and bias (BERT's, which norms the residual
+/// stream itself after each residual add).
+pub enum Norm {
+    Rms(wgpu::Buffer),
+    Layer(wgpu::Buffer, wgpu::Buffer),
+}
+
+impl Norm {
+    /// `name`.weight (and `name`.bias where `layer`), of `n` values.
+    pub async fn load(l: &mut Loader<'_>, name: &str, n: u32, layer: bool) -> Result<Norm, Error> {
+        let weight = l.vector(&format!("{name}.weight"), n).await?;
+        Ok(match layer {
+            false => Norm::Rms(weight),
+            true => Norm::Layer(weight, l.vector(&format!("{name}.bias"), n).await?),
+        })
+    }
+
+    /// xn = norm(x) for each token row; a LayerNorm writes the normed rows back into x too.
+    pub fn push(&self, plan: &mut Plan, x: &wgpu::Buffer, xn: &wgpu::Buffer, n: u32, eps: f32) {
+        match self {
+            Norm::Rms(w) => crate::ops::rms_norm::push(plan, x, w, xn, n, eps),
+            Norm::Layer(w, b) => crate::ops::layer_norm::push(plan, x, (w, b), xn, n, eps),
+        }
+    }
+
+    /// The RMS gain, for the kernels that fuse a norm with a residual add (post-norm families,
+    /// whose norms are all RMS).
+    pub fn rms(&self) -> &wgpu::Buffer {
+        match self {
+            Norm::Rms(w) => w,
+            Norm::Layer(..) => unreachable!("fused norms are RMS norms"),
+        }
+    }
+}
+
 /// What every architecture here has around its layers: the token table, the final norm and the output
 /// head (the token table itself when the file has no output.weight).
 pub struct Ends {
     pub token_embd: GpuTensor,
     pub output: Option<GpuTensor>,
-    pub output_norm: wgpu::Buffer,
+    pub output_norm: Norm,
 }
 
 impl Ends {
-    pub async fn load(l: &mut Loader<'_>, n_embd: u32, n_vocab: u32) -> Result<Ends, Error> {
+    /// The token table, the head, and `output_norm` (output_norm.weight in most files).
+    pub async fn load(
+        l: &mut Loader<'_>,
+        n_embd: u32,
+        n_vocab: u32,
+        output_norm: (&str, bool),
+    ) -> Result<Ends, Error> {
+        let (norm_name, layer) = output_norm;
         Ok(Ends {
             token_embd: l.matrix("token_embd.weight", n_embd, n_vocab).await?,
             output: match l.has("output.weight") {
                 true => Some(l.matrix("output.weight", n_embd, n_vocab).await?),
                 false => None,
             },
-            output_norm: l.vector("output_norm.weight", n_embd).await?,
+            output_norm: Norm::load(l, norm_name, n_embd, layer).await?,
         })
     }
 
@@ -235,7 +281,7 @@ impl Ends {
         eps: f32,
     ) {
         let n_embd = self.token_embd.row_len;
-        crate::ops::rms_norm::push(plan, x, &self.output_norm, xn, n_embd, eps);
+        self.output_norm.push(plan, x, xn, n_embd, eps);
         self.push_head(plan, xn, logits);
     }
 

@@ -62,6 +62,12 @@ pub fn freqs_buffers(gpu: &Gpu, layers: impl Iterator<Item = Vec<f32>>) -> Vec<w
     let mut made: Vec<(Vec<f32>, wgpu::Buffer)> = Vec::new();
     layers
         .map(|freqs| {
+            // A rotation of no dimensions (BERT's learned positions) binds one value it never reads:
+            // a binding holds at least one.
+            let freqs = match freqs.is_empty() {
+                true => vec![0.0],
+                false => freqs,
+            };
             let at = match made.iter().position(|(known, _)| *known == freqs) {
                 Some(at) => at,
                 None => {
