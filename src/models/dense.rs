@@ -1,8 +1,9 @@
-//! The dense transformer block that llama, qwen2, gemma3, gemma4 and qwen35 share: RMSNorm, a token
-//! mixer (attention with RoPE over a grouped-query KV cache, self_attention.rs, or in Qwen3.5's
+//! The dense transformer block that llama, qwen2, gemma3, gemma4, qwen35 and the BERT encoders share:
+//! a norm (RMSNorm before each sublayer; BERT's LayerNorm of the stream after each residual add), a
+//! token mixer (attention with RoPE over a grouped-query KV cache, self_attention.rs, or in Qwen3.5's
 //! recurrent layers Gated DeltaNet linear attention over a fixed-size state, linear_attention.rs), a
-//! feed-forward sublayer (a gated MLP, or a mixture of experts: feed_forward.rs), in Gemma 4 per-layer
-//! embeddings (per_layer_embd.rs), tied or separate output head. What differs from family to family
+//! feed-forward sublayer (a gated or plain MLP, or a mixture of experts: feed_forward.rs), in Gemma 4
+//! per-layer embeddings (per_layer_embd.rs), tied or separate output head. What differs from family to family
 //! is named data, a `Family` (family.rs), which each family's own file makes from its metadata.
 
 use super::family::{Config, Family, FamilyOf, LayerAttention, Mixer};

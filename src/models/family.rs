@@ -339,6 +339,11 @@ impl Family {
                 "bidirectional attention (an encoder: embeddings of whole inputs, no text); a sliding window spans half its width either side".into(),
             );
         }
+        if self.layer_norms {
+            lines.push(
+                "LayerNorms of the stream after each residual add (BERT's), token type 0's row added to the embeddings".into(),
+            );
+        }
         if self.attn_softcap > 0.0 || self.final_softcap > 0.0 {
             lines.push(format!(
                 "soft-capping: attention scores at {}, final logits at {} (0: none)",
