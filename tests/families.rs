@@ -189,7 +189,7 @@ fn an_unsupported_architecture_is_refused_by_name() {
     };
     let header = read_header(&source).block_on().unwrap();
     let want =
-        "architecture \"mamba\" is not supported (Wick runs: llama, qwen2, qwen3, qwen35, qwen3moe, qwen35moe, gemma2, gemma3, gemma4, phi3, deepseek2, gpt-oss)";
+        "architecture \"mamba\" is not supported (Wick runs: llama, qwen2, qwen3, qwen35, qwen3moe, qwen35moe, gemma2, gemma3, gemma4, gemma-embedding, bert, nomic-bert, phi3, deepseek2, gpt-oss)";
     assert_eq!(
         wick::models::describe(&header).unwrap_err().to_string(),
         want
