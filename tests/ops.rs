@@ -206,7 +206,11 @@ fn layer_norm_and_position_rows_against_cpu() {
     // Off-center rows, so that the mean matters.
     let x: Vec<f32> = rng.vec(n * rows).iter().map(|v| v * 3.0 + 1.5).collect();
     let (w, b) = (rng.vec(n), rng.vec(n));
-    let (xb, wb, bb) = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &w), f32_buffer(&gpu, &b));
+    let (xb, wb, bb) = (
+        f32_buffer(&gpu, &x),
+        f32_buffer(&gpu, &w),
+        f32_buffer(&gpu, &b),
+    );
     let y = scratch_buffer(&gpu, "y", (n * rows) as u64 * 4)
         .block_on()
         .unwrap();
@@ -233,7 +237,10 @@ fn layer_norm_and_position_rows_against_cpu() {
     for t in 0..rows {
         for i in (0..n).step_by(97) {
             let expect = want[t * n + i] + table[(5 + t) * n + i] + table[i];
-            assert!((got[t * n + i] - expect).abs() < 1e-5, "token {t} value {i}");
+            assert!(
+                (got[t * n + i] - expect).abs() < 1e-5,
+                "token {t} value {i}"
+            );
         }
     }
 }

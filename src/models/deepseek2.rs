@@ -338,8 +338,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
     model.push_layers(&mut decode);
     ends.push_logits(&mut decode, &a.x, &a.xn, &logits, c.rms_eps);
     decode.finish(&gpu).await?;
-    let final_norm =
-        |plan: &mut Plan| ends.output_norm.push(plan, &a.x, &a.xn, d, c.rms_eps);
+    let final_norm = |plan: &mut Plan| ends.output_norm.push(plan, &a.x, &a.xn, d, c.rms_eps);
     let plans = super::prompt_plans(
         &gpu,
         &step,

@@ -104,7 +104,10 @@ pub async fn load(
     // the previous layer's last, the one before its feed-forward its attention's output norm, the
     // final one the last layer's.
     let norm_names = |i: u32| match f.layer_norms {
-        false => (format!("blk.{i}.attn_norm"), format!("blk.{i}.{}", f.ffn_norm)),
+        false => (
+            format!("blk.{i}.attn_norm"),
+            format!("blk.{i}.{}", f.ffn_norm),
+        ),
         true => (
             match i {
                 0 => "token_embd_norm".to_string(),
@@ -461,8 +464,14 @@ async fn position_rows(l: &mut Loader<'_>, c: &Config) -> Result<(wgpu::Buffer, 
     let d = c.n_embd as usize;
     let token_type = match l.has("token_types.weight") {
         true => {
-            let n_types = l.meta.header.tensor("token_types.weight").map_or(1, |t| t.rows());
-            let all = l.host_f32("token_types.weight", &[c.n_embd, n_types as u32]).await?;
+            let n_types = l
+                .meta
+                .header
+                .tensor("token_types.weight")
+                .map_or(1, |t| t.rows());
+            let all = l
+                .host_f32("token_types.weight", &[c.n_embd, n_types as u32])
+                .await?;
             all[..d].to_vec()
         }
         false => vec![0.0; d],

@@ -207,7 +207,11 @@ impl FeedForward {
                 ones,
             })));
         }
-        if let Some(b) = ["ffn_up", "ffn_down"].map(bias).into_iter().find(|b| l.has(b)) {
+        if let Some(b) = ["ffn_up", "ffn_down"]
+            .map(bias)
+            .into_iter()
+            .find(|b| l.has(b))
+        {
             return Err(Error::Model(format!(
                 "tensor {b}: biases on a gated feed-forward block are not supported"
             )));

@@ -12,7 +12,12 @@ struct Params {
 
 /// Adds `x[t] += table[pos + t]` (or `table[0]` where not `by_position`) for each token row of the run.
 /// table: (rows, n) f32; x: (batch, n).
-pub fn push(plan: &mut Plan, (table, by_position): (&wgpu::Buffer, bool), x: &wgpu::Buffer, n: u32) {
+pub fn push(
+    plan: &mut Plan,
+    (table, by_position): (&wgpu::Buffer, bool),
+    x: &wgpu::Buffer,
+    n: u32,
+) {
     let step = plan.step.clone();
     let p = Params {
         n,
