@@ -7,7 +7,7 @@ use super::gemma::{self, Generation};
 use super::Meta;
 use crate::Error;
 
-const GEMMA3: Generation = Generation {
+pub(super) const GEMMA3: Generation = Generation {
     qk_norm: true,
     swa_pattern: 6,
     window: 0,

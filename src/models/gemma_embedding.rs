@@ -9,15 +9,10 @@ use super::gemma::{self, Generation};
 use super::Meta;
 use crate::Error;
 
+/// Gemma 3's, but 1 / sqrt(head_dim) at every size: no 27B rule.
 const GEMMA_EMBEDDING: Generation = Generation {
-    qk_norm: true,
-    swa_pattern: 6,
-    window: 0,
-    local_rope_base: Some(10000.0),
-    local_keeps_scaling: false,
-    attn_softcap: 0.0,
-    final_softcap: 0.0,
     layers_27b: 0,
+    ..super::gemma3::GEMMA3
 };
 
 pub fn family(m: &Meta, c: &Config, _n_ctx: u32) -> Result<Family, Error> {
