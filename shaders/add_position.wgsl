@@ -17,7 +17,7 @@ override WG: u32 = 64u;
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < P.n && gid.y < step.n_tokens) {
-        let row = select(0u, step.pos + gid.y, P.by_position != 0u);
+        let row = select(0u, step.tokens[gid.y].pos, P.by_position != 0u);
         X[gid.y * P.n + gid.x] += T[row * P.n + gid.x];
     }
 }

@@ -1,11 +1,11 @@
 // Attention of each query of the run over the cache up to its own position (causal; within the last
-// `window` positions on a sliding-window layer), or over every position of the run (bidirectional, an
-// embedding model's encoder; within window / 2 positions either side on a sliding-window layer),
-// grouped-query:
-// one workgroup per (q head, token), reading kv head h / (n_head / n_kv_head). No score row is stored
-// (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token. Needs
-// step.wgsl, reduce.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a learned
-// logit that takes its share of the softmax and adds no value.
+// `window` positions on a sliding-window layer), or over every position of its sequence in the run
+// (bidirectional, an embedding model's encoder; within window / 2 positions either side on a
+// sliding-window layer), grouped-query: one workgroup per (q head, token), reading kv head
+// h / (n_head / n_kv_head). A query sees its own sequence's rows only (step.wgsl). No score row is
+// stored (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token.
+// Needs step.wgsl, reduce.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
+// learned logit that takes its share of the softmax and adds no value.
 
 struct Params {
     n_head: u32,
@@ -36,16 +36,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         return;
     }
     let q = (token * P.n_head + h) * (P.head_dim / 4u);
-    let p = step.pos + token;
-    var first = first_key(p + 1u, P.window);
-    var end = p + 1u;
+    let base = step.tokens[token].base;
+    let pos = step.tokens[token].pos;
+    var first = base + first_key(pos + 1u, P.window);
+    var end = base + pos + 1u;
     if (P.causal == 0u) {
-        end = step.pos + step.n_tokens;
-        first = 0u;
+        end = step.tokens[token].end;
+        first = base;
         if (P.window > 0u) {
             let half = P.window / 2u;
-            first = p - min(p, half);
-            end = min(end, p + half + 1u);
+            first = base + pos - min(pos, half);
+            end = min(end, base + pos + half + 1u);
         }
     }
     let r = attend(q, head_keys(h), first, end, t);

@@ -26,8 +26,9 @@ override WG: u32 = 64u;
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let h = wg.x;
     let split = wg.y;
-    let n = step.pos + 1u;
-    let seen = first_key(n, P.window);
+    let base = step.tokens[0].base;
+    let n = cache_row(0u) + 1u;
+    let seen = base + first_key(step.tokens[0].pos + 1u, P.window);
     // Whole blocks of WG keys per split, so that few splits are partly filled.
     let per_split = ((n - seen + P.n_split - 1u) / P.n_split + WG - 1u) / WG * WG;
     let first = min(n, seen + split * per_split);

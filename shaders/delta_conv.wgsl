@@ -33,7 +33,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var j = 0u; j < P.kernel; j++) {
         w[j] = W[c * P.kernel + j];
     }
-    let fresh = step.pos == 0u;
+    let fresh = step.tokens[0].pos == 0u;
     for (var j = 0u; j < held; j++) {
         past[j] = select(state[c * held + j], 0.0, fresh);
     }

@@ -50,7 +50,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) j
     let kh = h % P.n_k_heads;
     let base = h * n * n + j;
     var column: array<f32, 256>; // S[h][i][j] for i < n
-    let fresh = step.pos == 0u; // a sequence starts from an empty state
+    let fresh = step.tokens[0].pos == 0u; // a sequence starts from an empty state
     for (var i = 0u; i < n; i++) {
         column[i] = select(S[base + i * n], 0.0, fresh);
     }

@@ -24,7 +24,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= step.n_tokens || c >= P.cols / 32u) {
         return;
     }
-    let token = step.tokens[t];
+    let token = step.tokens[t].id;
     if (token < P.first_row || token >= P.first_row + P.rows) {
         return;
     }

@@ -37,7 +37,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (token >= step.n_tokens) {
         return;
     }
-    let pos = step.pos + token;
+    let pos = step.tokens[token].pos;
+    let crow = cache_row(token);
     let hd = P.head_dim;
     let q_dim = P.n_head * hd;
     let kv_dim = P.n_kv_head * hd;
@@ -45,7 +46,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let is_v = head >= P.n_head + P.n_kv_head;
     let row = token * P.row_len + select(P.k_at + (head - P.n_head) * hd, head * hd, is_q);
     if (is_v && P.norm_v == 0u) { // a v head: as it is
-        let c = pos * kv_dim + (head - P.n_head - P.n_kv_head) * hd;
+        let c = crow * kv_dim + (head - P.n_head - P.n_kv_head) * hd;
         for (var d = t; d < hd; d += WG) {
             VC[c + d] = QKV[row + d];
         }
@@ -74,7 +75,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
             r = vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
         }
-        let o = select(pos * kv_dim + (head - P.n_head) * hd, token * q_dim + head * hd, is_q) + 2u * i;
+        let o = select(crow * kv_dim + (head - P.n_head) * hd, token * q_dim + head * hd, is_q) + 2u * i;
         if (is_q) {
             Q[o] = r.x;
             Q[o + 1u] = r.y;

@@ -37,7 +37,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (token >= step.n_tokens) {
         return;
     }
-    let pos = step.pos + token;
+    let pos = step.tokens[token].pos;
     let head = token * P.n_head + h;
     for (var i = t; i < P.kv_lora / 4u; i += WG) {
         let a = head * P.kv_lora + 4u * i;
@@ -57,7 +57,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     workgroupBarrier();
 
     let width = P.kv_lora + P.rope.n_rot;
-    let r = attend(0u, Keys(width, 0u, width, P.kv_lora), 0u, pos + 1u, t);
+    let r = attend(0u, Keys(width, 0u, width, P.kv_lora), step.tokens[token].base, cache_row(token) + 1u, t);
     let o = head * P.kv_lora;
     for (var i = 0u; i < 4u; i++) {
         let dim = t + i * WG;

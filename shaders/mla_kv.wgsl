@@ -24,10 +24,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (token >= step.n_tokens) {
         return;
     }
-    let pos = step.pos + token;
+    let pos = step.tokens[token].pos;
     let width = P.kv_lora + P.rope.n_rot;
     let kv = token * width;
-    let row = pos * width;
+    let row = cache_row(token) * width;
     var sum = 0.0;
     for (var i = t; i < P.kv_lora; i += WG) {
         sum += KV[kv + i] * KV[kv + i];

@@ -24,7 +24,7 @@ struct Params {
 @group(0) @binding(8) var<uniform> P: Params;
 
 fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
-    let pos = step.pos + token;
+    let pos = step.tokens[token].pos;
     let o = P.out_offset + row;
     var a = a_raw;
     var b = b_raw;
@@ -35,7 +35,7 @@ fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
     let q_dim = P.n_head * P.head_dim;
     let kv_dim = P.n_kv_head * P.head_dim;
     if (o >= q_dim + kv_dim) {
-        let c = pos * kv_dim + o - q_dim - kv_dim;
+        let c = cache_row(token) * kv_dim + o - q_dim - kv_dim;
         VC[c] = a;
         VC[c + 1u] = b;
         return;
@@ -51,7 +51,7 @@ fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
         Q[q] = r.x;
         Q[q + 1u] = r.y;
     } else {
-        let c = pos * kv_dim + o - q_dim;
+        let c = cache_row(token) * kv_dim + o - q_dim;
         KC[c] = r.x;
         KC[c + 1u] = r.y;
     }

@@ -1,6 +1,6 @@
 // out[t] = log softmax(row t of the logits)[the token after token t]: what the model gives the text's next
 // token, all a perplexity needs of a row of n_vocab logits. One workgroup per token of the run; the token
-// after the run's last is step.tokens[n_tokens] (StepInput::write_followed puts it there). Needs step.wgsl
+// after the run's last is step.next (StepInput::write_followed puts it there). Needs step.wgsl
 // and reduce.wgsl.
 
 struct Params {
@@ -31,6 +31,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     sum = reduce_sum(t, sum);
     if (t == 0u) {
-        out[wg.y] = logits[row + step.tokens[wg.y + 1u]] - top - log(sum);
+        out[wg.y] = logits[row + successor(wg.y)] - top - log(sum);
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::embeddings::Pooling;
 use crate::gguf::{read_header, ByteSource, Header};
-use crate::gpu::{map_and_copy, scratch_buffer, Gpu, GpuError, Plan};
+use crate::gpu::{map_and_copy, scratch_buffer, Gpu, GpuError, Plan, Segment};
 use crate::models::{self, Forward, Loader};
 use crate::Error;
 use std::sync::Arc;
@@ -397,13 +397,44 @@ impl Engine {
         ))
     }
 
-    /// Checks a run of `tokens` at the next position, writes its inputs, and records and submits one
-    /// pass of the plan `run` names, then reads back what it says (as bytes).
+    /// Runs `tokens` at the next position (`run_segments`), which they then fill.
     async fn run(&mut self, run: Run, tokens: &[u32]) -> Result<Option<Vec<u8>>, Error> {
-        self.gpu.alive()?;
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
+        let pos = self.pos;
+        let values = self
+            .run_segments(
+                run,
+                &[Segment {
+                    base: 0,
+                    pos,
+                    tokens,
+                }],
+            )
+            .await?;
+        self.pos += tokens.len() as u32;
+        Ok(values)
+    }
+
+    /// Checks a run of the tokens of `segments` (each a sequence's, at its own rows of the cache),
+    /// writes its inputs, and records and submits one pass of the plan `run` names, then reads back
+    /// what it says (as bytes).
+    async fn run_segments(
+        &mut self,
+        run: Run,
+        segments: &[Segment<'_>],
+    ) -> Result<Option<Vec<u8>>, Error> {
+        self.gpu.alive()?;
+        let n_ctx = self.n_ctx as usize;
+        if segments
+            .iter()
+            .any(|s| (s.base + s.pos) as usize + s.tokens.len() > n_ctx)
+        {
+            return Err(Error::ContextFull(self.n_ctx));
+        }
+        let tokens: Vec<u32> = segments.iter().flat_map(|s| s.tokens).copied().collect();
+        let tokens = &tokens[..];
         let n_vocab = self.forward.n_vocab;
         let next = match run {
             Run::Score { next } => Some(next),
@@ -432,7 +463,7 @@ impl Engine {
             }
             (Run::Decode(read), long) => {
                 let plan = match long {
-                    Some((from, long)) if self.pos >= *from => long,
+                    Some((from, long)) if segments[0].pos >= *from => long,
                     _ => &f.decode,
                 };
                 let read_back = match read {
@@ -453,10 +484,7 @@ impl Engine {
         let dispatches = plan.dispatches.len() + after.map_or(0, |p| p.dispatches.len());
         let weight_bytes = plan.weight_bytes;
         let record_start = Instant::now();
-        match next {
-            Some(next) => f.step.write_followed(gpu, self.pos, tokens, next),
-            None => f.step.write(gpu, self.pos, tokens),
-        }
+        f.step.write_segments(gpu, segments, next.unwrap_or(0));
         if let Some(rows) = &f.token_rows {
             rows.write(gpu, tokens).await?;
         }
@@ -476,7 +504,6 @@ impl Engine {
         let submit_start = Instant::now();
         gpu.queue.submit([commands]);
         let wait_start = Instant::now();
-        self.pos += tokens.len() as u32;
         let values = match read_back {
             Some((_, _, bytes)) => Some(map_and_copy(gpu, &self.staging, bytes).await?),
             None => {

@@ -113,13 +113,15 @@ impl Session {
         tokens
     }
 
-    /// The embedding of `tokens` (`tokenize_input`), of unit length. The cache is left empty: the
-    /// next reply reads its prompt afresh.
-    pub async fn embed(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
+    /// The embedding of each of `inputs` (`tokenize_input`), of unit length. The cache is left
+    /// empty: the next reply reads its prompt afresh.
+    pub async fn embed(&mut self, inputs: &[&[u32]]) -> Result<Vec<Vec<f32>>, Error> {
         self.cached.clear();
-        let mut v = self.engine.embed(tokens).await?;
-        crate::embeddings::normalize(&mut v);
-        Ok(v)
+        let mut vectors = self.engine.embed(inputs).await?;
+        for v in &mut vectors {
+            crate::embeddings::normalize(v);
+        }
+        Ok(vectors)
     }
 
     /// The model's chat template, or its family's standard one for a file without.

@@ -7,7 +7,7 @@ mod common;
 use common::{f32_buffer, gpu, nmse, plan_at, run, RandomFile, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
+use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Plan, Segment, Stacked, StepInput};
 use wick::ops::rope::Rope;
 use wick::ops::{attention, matvec, rope_kv};
 
@@ -17,6 +17,9 @@ use wick::ops::{attention, matvec, rope_kv};
 /// dimensions rotate, with and without frequency factors. Runs of 1 token (the pair matvec) and of 3
 /// and 140 (the matmul): each query sees the keys before it and its own, not the ones after, and the
 /// long run's first query sees fewer keys than attention's block of 64, its last several blocks.
+/// Then a run of three sequences packed, each at its own rows of the cache (one from position 0, two
+/// continuing): causal, and bidirectional (each query sees all of its own sequence, none of the
+/// others').
 #[test]
 fn projection_rope_and_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -67,19 +70,27 @@ fn projection_rope_and_attention_against_cpu() {
         neox: false,
         yarn: None,
     };
-    for (with_factors, pos, n_tokens) in [
-        (false, 70u32, 1usize),
-        (true, 70, 1),
-        (false, 150, 3),
-        (true, 5, 140),
+    // Each case's sequences as (cache row of position 0, first position, tokens).
+    let packed: &[(u32, u32, usize)] = &[(0, 10, 5), (40, 0, 7), (100, 3, 4)];
+    for (with_factors, sequences, causal) in [
+        (false, &[(0u32, 70u32, 1usize)][..], true),
+        (true, &[(0, 70, 1)], true),
+        (false, &[(0, 150, 3)], true),
+        (true, &[(0, 5, 140)], true),
+        (true, packed, true),
+        (false, packed, false),
     ] {
+        let n_tokens: usize = sequences.iter().map(|s| s.2).sum();
         let x = rng.vec(n_tokens * cols as usize);
-        // The cache before this run: positions < pos random, the rest zero.
+        // The cache before this run: each sequence's rows before its first position random, the
+        // rest zero.
         let mut kc = vec![0f32; n_ctx as usize * kv_dim];
         let mut vc = vec![0f32; n_ctx as usize * kv_dim];
-        for i in 0..pos as usize * kv_dim {
-            kc[i] = rng.f32();
-            vc[i] = rng.f32();
+        for &(base, pos, _) in sequences {
+            for i in base as usize * kv_dim..(base + pos) as usize * kv_dim {
+                kc[i] = rng.f32();
+                vc[i] = rng.f32();
+            }
         }
         let (kcb, vcb) = (f32_buffer(&gpu, &kc), f32_buffer(&gpu, &vc));
         let fb = rope.freqs_buffer(&gpu, with_factors.then_some(&factors[..]));
@@ -89,7 +100,19 @@ fn projection_rope_and_attention_against_cpu() {
                 .unwrap()
         };
         let (qb, out) = (scratch(n_tokens * q_len), scratch(n_tokens * q_len));
-        let mut plan = plan_at(&gpu, pos, &vec![0; n_tokens]);
+        let ids = vec![0; n_tokens];
+        let step = StepInput::new(&gpu, n_tokens as u32);
+        let mut taken = 0;
+        let segments: Vec<Segment> = sequences
+            .iter()
+            .map(|&(base, pos, n)| {
+                taken += n;
+                let tokens = &ids[taken - n..taken];
+                Segment { base, pos, tokens }
+            })
+            .collect();
+        step.write_segments(&gpu, &segments, 0);
+        let mut plan = Plan::new(&gpu, &step, n_tokens as u32);
         let outputs = rope_kv::RopeBuffers {
             q: &qb,
             k_cache: &kcb,
@@ -111,16 +134,28 @@ fn projection_rope_and_attention_against_cpu() {
             out: &out,
             sinks: None,
         };
-        let shape = attention::Shape::causal(n_head, n_kv_head, head_dim);
+        let shape = attention::Shape {
+            causal,
+            ..attention::Shape::causal(n_head, n_kv_head, head_dim)
+        };
         attention::push(&mut plan, shape, &abufs);
         run(&gpu, plan);
 
-        // CPU: project, rotate each token's heads at its position, write the cache, attend causally.
+        // CPU: project, rotate each token's heads at its position, write its sequence's cache row,
+        // attend over the rows its sequence lets it see.
         let fs = with_factors.then_some(&factors[..]);
         let hd = head_dim as usize;
         let mut q_rot = Vec::new();
-        for t in 0..n_tokens {
-            let p = pos + t as u32;
+        let mut seen = Vec::new();
+        let places = sequences.iter().flat_map(|&(base, pos, n)| {
+            (pos..pos + n as u32).map(move |p| (base, p, pos + n as u32))
+        });
+        for (t, (base, p, end)) in places.enumerate() {
+            let (base, row) = (base as usize, (base + p) as usize);
+            seen.push(match causal {
+                true => (base, row + 1),
+                false => (base, base + end as usize),
+            });
             let mut y = vec![0f32; rows];
             matvec::reference(
                 &w,
@@ -131,12 +166,12 @@ fn projection_rope_and_attention_against_cpu() {
             for h in y[..q_len + kv_dim].chunks_mut(hd) {
                 rope.reference(h, p, fs);
             }
-            let at = p as usize * kv_dim;
+            let at = row * kv_dim;
             kc[at..at + kv_dim].copy_from_slice(&y[q_len..q_len + kv_dim]);
             vc[at..at + kv_dim].copy_from_slice(&y[q_len + kv_dim..]);
             q_rot.extend_from_slice(&y[..q_len]);
         }
-        let label = format!("factors={with_factors} pos={pos} tokens={n_tokens}");
+        let label = format!("factors={with_factors} sequences={sequences:?} causal={causal}");
         let got_q = read_back_f32(&gpu, &qb, q_rot.len()).block_on().unwrap();
         assert!(nmse(&got_q, &q_rot) < 1e-10, "{label}: rotated q");
         let got_kc = read_back_f32(&gpu, &kcb, kc.len()).block_on().unwrap();
@@ -145,10 +180,11 @@ fn projection_rope_and_attention_against_cpu() {
         assert!(nmse(&got_vc, &vc) < 1e-10, "{label}: v cache");
 
         let heads = (n_head as usize, n_kv_head as usize, hd);
+        let scoring = (1.0 / (hd as f32).sqrt(), 0.0);
         let want: Vec<f32> = (0..n_tokens)
             .flat_map(|t| {
-                let n = pos as usize + t + 1;
-                attention_reference(&q_rot[t * q_len..(t + 1) * q_len], (&kc, &vc), n, heads)
+                let q = &q_rot[t * q_len..(t + 1) * q_len];
+                attention_reference_from(q, (&kc, &vc), seen[t], heads, scoring, None)
             })
             .collect();
         let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
@@ -264,19 +300,8 @@ fn split_attention_against_cpu() {
     }
 }
 
-/// The CPU's grouped-query attention of one token's heads `q` (n_head * head_dim) over the first `n`
-/// positions of the caches (n_ctx, n_kv_head, head_dim).
-fn attention_reference(
-    q: &[f32],
-    caches: (&[f32], &[f32]),
-    n: usize,
-    heads: (usize, usize, usize),
-) -> Vec<f32> {
-    let scale = 1.0 / (heads.2 as f32).sqrt();
-    attention_reference_from(q, caches, (0, n), heads, (scale, 0.0), None)
-}
-
-/// As `attention_reference` over positions first..n, scoring by `scale`, with each head's sink.
+/// The CPU's grouped-query attention of one token's heads `q` (n_head * head_dim) over positions
+/// first..n of the caches (n_ctx, n_kv_head, head_dim), scoring by `scale`, with each head's sink.
 fn attention_reference_from(
     q: &[f32],
     (k_cache, v_cache): (&[f32], &[f32]),

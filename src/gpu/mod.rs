@@ -10,7 +10,7 @@ pub use buffers::{
     read_f32, scratch_buffer, storage_buffer, uniform_buffer, GpuTensor, Shape, Stacked, TensorPart,
 };
 pub use pipelines::{Activation, Kernel, PipelineKey, Pipelines, Store};
-pub use plan::{grid, Dispatch, Groups, Plan, StepInput, UniformArena};
+pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, UniformArena};
 pub use tuning::{default_threads_per_row, MatvecKernel, MatvecShape, Tuning};
 
 use std::sync::Arc;

@@ -9,19 +9,33 @@
 use super::{Gpu, GpuError, MatvecKernel, MatvecShape, PipelineKey, Tuning};
 use std::sync::Arc;
 
-/// The inputs of one run, as shaders/step.wgsl reads them: { pos, n_tokens, tokens[batch] }.
+/// The inputs of one run, as shaders/step.wgsl reads them: { n_tokens, next, tokens[batch] }, each
+/// token { id, pos, base, end }.
 pub struct StepInput {
     pub buffer: wgpu::Buffer,
     /// The most tokens one run takes; every activation buffer of a plan has this many rows.
     pub batch: u32,
 }
 
+/// A sequence's tokens in a run: `tokens` at positions pos, pos + 1, ... of the sequence whose
+/// position 0 is row `base` of the KV cache.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment<'a> {
+    pub base: u32,
+    pub pos: u32,
+    pub tokens: &'a [u32],
+}
+
+/// Words of a run's header (n_tokens, next) and of each token (id, pos, base, end).
+const HEADER_WORDS: usize = 2;
+const TOKEN_WORDS: usize = 4;
+
 impl StepInput {
     pub fn new(gpu: &Gpu, batch: u32) -> StepInput {
         assert!(batch > 0);
+        let words = HEADER_WORDS + TOKEN_WORDS * batch as usize;
         StepInput {
-            // The tokens, and one more: the token after the run's last, for runs that score.
-            buffer: super::storage_buffer(gpu, "step", &vec![0u8; 8 + 4 * (batch as usize + 1)]),
+            buffer: super::storage_buffer(gpu, "step", &vec![0u8; 4 * words]),
             batch,
         }
     }
@@ -33,22 +47,31 @@ impl StepInput {
         step
     }
 
-    /// Sets the next run: `tokens` (at most `batch`) at positions pos, pos + 1, ...
+    /// Sets the next run: `tokens` (at most `batch`) at positions pos, pos + 1, ... of one sequence
+    /// at the start of the cache.
     pub fn write(&self, gpu: &Gpu, pos: u32, tokens: &[u32]) {
-        self.write_words(gpu, pos, tokens, &[]);
+        self.write_followed(gpu, pos, tokens, 0);
     }
 
-    /// As `write`, with the token that follows the run's last after them (at `tokens[n_tokens]`), for
-    /// plans that score each token's successor.
+    /// As `write`, with the token that follows the run's last (`next`), for plans that score each
+    /// token's successor.
     pub fn write_followed(&self, gpu: &Gpu, pos: u32, tokens: &[u32], next: u32) {
-        self.write_words(gpu, pos, tokens, &[next]);
+        let base = 0;
+        self.write_segments(gpu, &[Segment { base, pos, tokens }], next);
     }
 
-    fn write_words(&self, gpu: &Gpu, pos: u32, tokens: &[u32], after: &[u32]) {
-        assert!(!tokens.is_empty() && tokens.len() <= self.batch as usize);
-        let mut words = vec![pos, tokens.len() as u32];
-        words.extend_from_slice(tokens);
-        words.extend_from_slice(after);
+    /// Sets the next run to the tokens of `segments`, one after another in the run's rows.
+    pub fn write_segments(&self, gpu: &Gpu, segments: &[Segment], next: u32) {
+        let n_tokens: usize = segments.iter().map(|s| s.tokens.len()).sum();
+        assert!(n_tokens > 0 && n_tokens <= self.batch as usize);
+        let mut words = Vec::with_capacity(HEADER_WORDS + TOKEN_WORDS * n_tokens);
+        words.extend_from_slice(&[n_tokens as u32, next]);
+        for s in segments {
+            let end = s.base + s.pos + s.tokens.len() as u32;
+            for (&id, pos) in s.tokens.iter().zip(s.pos..) {
+                words.extend_from_slice(&[id, pos, s.base, end]);
+            }
+        }
         gpu.queue
             .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&words));
     }

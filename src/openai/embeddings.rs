@@ -92,9 +92,10 @@ pub async fn respond(
             tokens.truncate(n_ctx);
         }
     }
+    let lists: Vec<&[u32]> = inputs.iter().map(Vec::as_slice).collect();
+    let vectors = session.embed(&lists).await?;
     let mut data = Vec::with_capacity(inputs.len());
-    for (index, tokens) in inputs.iter().enumerate() {
-        let mut v = session.embed(tokens).await?;
+    for (index, mut v) in vectors.into_iter().enumerate() {
         if let Some(d) = request.dimensions {
             v.truncate(d);
             crate::embeddings::normalize(&mut v);

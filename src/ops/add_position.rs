@@ -10,7 +10,7 @@ struct Params {
     by_position: u32,
 }
 
-/// Adds `x[t] += table[pos + t]` (or `table[0]` where not `by_position`) for each token row of the run.
+/// Adds `x[t] += table[pos of token t]` (or `table[0]` where not `by_position`) for each token row of the run.
 /// table: (rows, n) f32; x: (batch, n).
 pub fn push(
     plan: &mut Plan,
