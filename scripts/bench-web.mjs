@@ -7,9 +7,9 @@
 // compatibility mode on Dawn's OpenGL ES backend over ANGLE over Vulkan (here lavapipe, the adapter
 // native Wick uses). Default kernel shapes (no tuning). --profile then times each kernel of a decode
 // step alone and the whole plan without readback, as `wick bench --profile` does natively. --embed
-// TEXTS.json (a JSON array of strings) times embeddings instead: the texts one request each, after one
-// that warms up, the model pooled by --pooling (mean by default; it overrides what a file names). Needs `npm run build`
-// (pkg/) and the model.
+// TEXTS.json (a JSON array of strings) times embeddings instead: the texts in one request, after one
+// of the first that warms up, the model pooled by --pooling (mean by default; it overrides what a
+// file names). Needs `npm run build` (pkg/) and the model.
 // Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile]
 //        node scripts/bench-web.mjs MODEL --embed TEXTS.json [--pooling mean|cls|last] [--compat]
 
@@ -75,8 +75,7 @@ if (embedTexts) {
       const engine = await Wick.load(model, { tune: false, nCtx: 512, featureLevel, pooling });
       await engine.embeddings.create({ input: texts[0] });
       const start = performance.now();
-      let tokens = 0;
-      for (const input of texts) tokens += (await engine.embeddings.create({ input })).usage.prompt_tokens;
+      const tokens = (await engine.embeddings.create({ input: texts })).usage.prompt_tokens;
       const ms = performance.now() - start;
       const { adapter } = await engine.stats();
       await engine.unload();
