@@ -124,6 +124,8 @@ export interface CompletionUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** cached_tokens: the prompt's tokens the KV cache already held from the conversation before. */
+  prompt_tokens_details: { cached_tokens: number };
 }
 
 export interface ChatCompletion {

@@ -285,6 +285,8 @@ function usage(r) {
     prompt_tokens: r.promptTokens,
     completion_tokens: r.completionTokens,
     total_tokens: r.promptTokens + r.completionTokens,
+    // The prompt's tokens the KV cache already held from the conversation before.
+    prompt_tokens_details: { cached_tokens: r.promptTokens - Math.min(r.promptProcessed, r.promptTokens) },
   };
 }
 

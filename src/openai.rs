@@ -9,7 +9,7 @@ pub mod embeddings;
 use crate::chat_template::ChatMessage;
 use crate::grammar::Grammar;
 use crate::sampler::{Sampler, SamplerConfig};
-use crate::session::{FinishReason, Session};
+use crate::session::{Completion, FinishReason, Session};
 use crate::tools::{Call, Offered, ToolChoice, ToolUse};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -191,6 +191,27 @@ pub struct Usage {
     pub prompt_tokens: usize,
     pub completion_tokens: usize,
     pub total_tokens: usize,
+    pub prompt_tokens_details: PromptTokensDetails,
+}
+
+#[derive(Serialize, Clone, Copy, Debug)]
+pub struct PromptTokensDetails {
+    /// Prompt tokens the cache already held from the conversation before, not run again.
+    pub cached_tokens: usize,
+}
+
+impl Usage {
+    pub fn of(completion: &Completion) -> Usage {
+        let (prompt, generated) = (completion.prompt_tokens, completion.tokens.len());
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: generated,
+            total_tokens: prompt + generated,
+            prompt_tokens_details: PromptTokensDetails {
+                cached_tokens: prompt - completion.prompt_processed.min(prompt),
+            },
+        }
+    }
 }
 
 /// A request that parsed but asks for something out of range or unsupported.

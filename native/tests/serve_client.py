@@ -47,7 +47,8 @@ def main():
     text = whole.choices[0].message.content
     check(whole.object == "chat.completion" and whole.choices[0].finish_reason in ("stop", "length"),
           f"a chat completion, unknown fields ignored ({text!r}, finish {whole.choices[0].finish_reason})")
-    check(whole.usage.prompt_tokens > 20 and 0 < whole.usage.completion_tokens <= 12,
+    check(whole.usage.prompt_tokens > 20 and 0 < whole.usage.completion_tokens <= 12
+          and whole.usage.prompt_tokens_details.cached_tokens == 0,
           f"usage {whole.usage}")
 
     chunks = list(client.chat.completions.create(model="any", messages=MESSAGES, temperature=0,
@@ -55,6 +56,11 @@ def main():
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     check(streamed == text, f"the streamed chat equals the whole one ({streamed!r})")
     check(chunks[-1].choices[0].finish_reason == whole.choices[0].finish_reason, "the last chunk finishes")
+    # The same conversation again: every prompt token but the last (which is always run, its logits
+    # pick the reply's first token) comes from the cache.
+    again = client.chat.completions.create(model="any", messages=MESSAGES, temperature=0, max_tokens=1)
+    cached = again.usage.prompt_tokens_details.cached_tokens
+    check(cached == again.usage.prompt_tokens - 1, f"usage says which prompt tokens were cached ({cached})")
 
     run = subprocess.run([WICK, "run", "-m", MODEL, "-c", "256", "-n", "12", "--temp", "0", "-p", RENDERED],
                          capture_output=True, text=True, timeout=600)
@@ -142,6 +148,16 @@ def main():
     waited = time.monotonic() - start
     check(alone["The capital of France is"].startswith(after.choices[0].text) and waited < 60,
           f"a disconnect mid-stream frees the engine (the next answer came in {waited:.1f} s)")
+    status, headers, text = raw("GET", "/metrics")
+    metrics = {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line.startswith("wick_")}
+    check(status == 200 and headers["content-type"].startswith("text/plain")
+          and metrics["wick_requests_total"] >= 10 and metrics["wick_requests_processing"] == 0
+          and metrics["wick_requests_deferred"] == 0 and metrics["wick_tokens_predicted_total"] >= 20
+          and metrics["wick_prompt_tokens_cached_total"] >= cached
+          and metrics["wick_predicted_tokens_seconds"] > 0,
+          f"/metrics counts what the server did, in Prometheus' text format ({metrics})")
+    status, _, payload = raw("GET", "/metrics", key=None)
+    check(status == 401, "/metrics wants the key")
     print("all serve checks passed")
 
 

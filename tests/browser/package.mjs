@@ -161,12 +161,18 @@ test('multi-turn chat reuses the cached turns', async () => {
     const first = [{ role: 'user', content: 'one two three' }];
     const a = await engine.chat.completions.create({ messages: first, temperature: 0, max_tokens: 4 });
     const second = [...first, a.choices[0].message, { role: 'user', content: 'four' }];
-    await engine.chat.completions.create({ messages: second, temperature: 0, max_tokens: 4 });
+    const b = await engine.chat.completions.create({ messages: second, temperature: 0, max_tokens: 4 });
     const { lastPromptTokens, lastPromptProcessed } = await engine.stats();
-    return { first: a.usage.prompt_tokens, prompt: lastPromptTokens, processed: lastPromptProcessed };
+    return {
+      first: a.usage.prompt_tokens,
+      prompt: lastPromptTokens,
+      processed: lastPromptProcessed,
+      cached: b.usage.prompt_tokens_details.cached_tokens,
+    };
   });
-  // The second prompt starts with the whole first one, which the cache still holds.
+  // The second prompt starts with the whole first one, which the cache still holds; usage says so.
   assert.ok(processed.prompt - processed.processed >= processed.first, JSON.stringify(processed));
+  assert.equal(processed.cached, processed.prompt - processed.processed, JSON.stringify(processed));
   ranOn(await appStats());
 });
 

@@ -1,11 +1,12 @@
 //! `wick serve`: an OpenAI-compatible HTTP server on one engine (axum on tokio).
 //!
 //! Routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models,
-//! GET /health. It binds to loopback unless told otherwise; with --api-key every route but /health
+//! GET /health, GET /metrics (Prometheus). It binds to loopback unless told otherwise; with --api-key every route but /health
 //! wants `Authorization: Bearer KEY`; bodies are size-limited; errors come in OpenAI's shape. An
 //! embedding model (one whose file names a pooling) answers embeddings only; a chat model answers
 //! embeddings too where --pooling names one.
 
+mod metrics;
 mod openai;
 mod routes;
 mod worker;
@@ -38,7 +39,9 @@ pub fn main(args: ServeArgs) -> Result<()> {
     let session = load::session(&args.model, false)?;
     let model_id = model_id(&args.model);
     let has_key = args.api_key.is_some();
-    let state = routes::State::new(worker::start(session), model_id.clone(), args.api_key);
+    let metrics = std::sync::Arc::new(metrics::Metrics::default());
+    let tasks = worker::start(session, metrics.clone());
+    let state = routes::State::new(tasks, metrics, model_id.clone(), args.api_key);
     let app = routes::router(state, args.cors, args.max_body);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

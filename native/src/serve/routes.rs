@@ -1,6 +1,7 @@
 //! The HTTP side: parsing and checking requests, handing jobs to the engine thread, and answering as
 //! OpenAI does, in one JSON body or as server-sent events ending in `data: [DONE]`.
 
+use super::metrics::Metrics;
 use super::openai::ApiError;
 use super::worker::{Event, Input, Job, Task, QUEUE_DEPTH};
 use axum::body::{Body, Bytes};
@@ -23,6 +24,7 @@ use wick::tools::Call;
 
 pub struct State {
     tasks: mpsc::Sender<Task>,
+    metrics: Arc<Metrics>,
     model: String,
     api_key: Option<String>,
     next_id: AtomicU64,
@@ -30,9 +32,15 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(tasks: mpsc::Sender<Task>, model: String, api_key: Option<String>) -> Arc<State> {
+    pub fn new(
+        tasks: mpsc::Sender<Task>,
+        metrics: Arc<Metrics>,
+        model: String,
+        api_key: Option<String>,
+    ) -> Arc<State> {
         Arc::new(State {
             tasks,
+            metrics,
             model,
             api_key,
             next_id: AtomicU64::new(1),
@@ -48,6 +56,7 @@ pub fn router(state: Arc<State>, cors: bool, max_body: usize) -> Router {
             get(|| async { json_response(200, json!({ "status": "ok" })) }),
         )
         .route("/v1/models", get(models))
+        .route("/metrics", get(metrics))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
         .route("/v1/embeddings", post(embeddings))
@@ -75,6 +84,14 @@ async fn models(Shared(state): Shared<Arc<State>>) -> Response {
             "id": state.model, "object": "model", "created": state.started, "owned_by": "wick",
         }]}),
     )
+}
+
+async fn metrics(Shared(state): Shared<Arc<State>>) -> Response {
+    let queued = state.tasks.max_capacity() - state.tasks.capacity();
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/plain; version=0.0.4")
+        .body(Body::from(state.metrics.render(queued)))
+        .expect("a valid response")
 }
 
 /// Chat and text completions differ only in their input and in the shape of their answers.

@@ -2,9 +2,11 @@
 //! concurrent requests queue fairly and never interleave. A job's events go back on its own channel; when
 //! the client has gone (the receiver is dropped) the generation stops at the next token.
 
+use super::metrics::{Generated, Metrics};
 use super::openai::ApiError;
 use pollster::FutureExt as _;
 use serde_json::Value;
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use wick::chat_template::ChatMessage;
 use wick::grammar::Grammar;
@@ -57,8 +59,9 @@ pub enum Event {
     Failed(ApiError),
 }
 
-/// Starts the engine thread and returns the queue that feeds it.
-pub fn start(mut session: Session) -> mpsc::Sender<Task> {
+/// Starts the engine thread and returns the queue that feeds it; the thread counts what it does
+/// in `metrics`.
+pub fn start(mut session: Session, metrics: Arc<Metrics>) -> mpsc::Sender<Task> {
     let (tasks, mut queue) = mpsc::channel::<Task>(QUEUE_DEPTH);
     std::thread::Builder::new()
         .name("wick-engine".into())
@@ -72,7 +75,9 @@ pub fn start(mut session: Session) -> mpsc::Sender<Task> {
                         answer,
                     } => {
                         if !answer.is_closed() {
+                            metrics.start_task();
                             let _ = answer.send(embed(&mut session, &request, &model));
+                            metrics.end_task();
                         }
                         continue;
                     }
@@ -81,11 +86,13 @@ pub fn start(mut session: Session) -> mpsc::Sender<Task> {
                 if job.events.is_closed() {
                     continue;
                 }
+                metrics.start_task();
                 let events = job.events.clone();
-                let last = match run(&mut session, job) {
+                let last = match run(&mut session, job, &metrics) {
                     Ok(done) => done,
                     Err(e) => Event::Failed(e),
                 };
+                metrics.end_task();
                 let _ = events.blocking_send(last);
             }
         })
@@ -112,7 +119,7 @@ fn embed(
         })
 }
 
-fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
+fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiError> {
     embeddings::refuse_completion(session)?;
     let template_failed = |e: wick::Error| ApiError {
         status: 400,
@@ -181,13 +188,17 @@ fn run(session: &mut Session, job: Job) -> Result<Event, ApiError> {
     if !streamed && !answer.content.is_empty() {
         let _ = events.blocking_send(Event::Text(answer.content));
     }
+    let usage = Usage::of(&completion);
+    metrics.add(Generated {
+        prompt_tokens: usage.prompt_tokens,
+        cached_tokens: usage.prompt_tokens_details.cached_tokens,
+        prompt_time: completion.prompt_time,
+        tokens: usage.completion_tokens,
+        time: completion.gen_time,
+    });
     Ok(Event::Done {
         finish: answer.finish_reason,
-        usage: Usage {
-            prompt_tokens: completion.prompt_tokens,
-            completion_tokens: completion.tokens.len(),
-            total_tokens: completion.prompt_tokens + completion.tokens.len(),
-        },
+        usage,
         calls: answer.calls,
     })
 }
