@@ -43,7 +43,10 @@ test('the installed package loads a model and answers plain and streamed', async
   assert.equal(streamed, plain.choices[0].message.content);
   assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk'));
   assert.equal(chunks.at(-2).choices[0].finish_reason, 'length');
-  assert.deepEqual(chunks.at(-1).usage, plain.usage);
+  // The same conversation again: every prompt token but the last comes from the cache.
+  const { prompt_tokens: prompt } = plain.usage;
+  assert.deepEqual(plain.usage.prompt_tokens_details, { cached_tokens: 0 });
+  assert.deepEqual(chunks.at(-1).usage, { ...plain.usage, prompt_tokens_details: { cached_tokens: prompt - 1 } });
   assert.ok(result.stats.dispatchesPerToken > 0);
 });
 
