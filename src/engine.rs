@@ -378,23 +378,28 @@ impl Engine {
 
     /// Runs one token at the next position and returns the sampler's candidates after it, as `pick`
     /// asks: the repetition penalty applied, then the k largest logits as (id, logit), largest first
-    /// (the smaller id first among equals; non-finite logits are never candidates). Reads back 8 bytes
-    /// a candidate rather than the logits.
+    /// (the smaller id first among equals; non-finite logits are never candidates); with
+    /// `log_sum_exp`, also the log of the sum of the penalized row's exponentials. Reads back 8 bytes
+    /// a candidate rather than the logits (with the sum, all K_MAX slots and 4 bytes more).
     pub async fn step_candidates(
         &mut self,
         token: u32,
         pick: &crate::ops::top_k::Pick,
-    ) -> Result<Vec<(u32, f32)>, Error> {
-        assert!(pick.k() >= 1, "at least one candidate");
+        log_sum_exp: bool,
+    ) -> Result<Ranked, Error> {
+        let k = pick.k();
+        assert!(k >= 1, "at least one candidate");
         let gpu = &self.gpu;
         gpu.queue
             .write_buffer(&self.candidates.pick, 0, bytemuck::bytes_of(pick));
-        let read = self
-            .run(Run::Decode(Read::Candidates(pick.k())), &[token])
-            .await?;
-        Ok(crate::ops::top_k::candidates(
-            &read.expect("the candidates were asked for"),
-        ))
+        let read = Read::Candidates { k, log_sum_exp };
+        let bytes = self.run(Run::Decode(read), &[token]).await?;
+        let bytes = bytes.expect("the candidates were asked for");
+        let at = crate::ops::top_k::LOG_SUM_EXP_AT as usize;
+        Ok(Ranked {
+            candidates: crate::ops::top_k::candidates(&bytes, k),
+            log_sum_exp: log_sum_exp.then(|| cast::<f32>(bytes[at..at + 4].to_vec())[0]),
+        })
     }
 
     /// Runs `tokens` at the next position (`run_segments`), which they then fill.
@@ -470,7 +475,13 @@ impl Engine {
                     Read::Nothing => None,
                     Read::Logits => Some((&f.logits, 0, n_vocab as u64 * 4)),
                     Read::Greedy => Some((&self.greedy_choice, 0, 4)),
-                    Read::Candidates(k) => Some((&self.candidates.result, 0, k as u64 * 8)),
+                    Read::Candidates { k, log_sum_exp } => {
+                        let bytes = match log_sum_exp {
+                            true => crate::ops::top_k::LOG_SUM_EXP_AT + 4,
+                            false => k as u64 * 8,
+                        };
+                        Some((&self.candidates.result, 0, bytes))
+                    }
                 };
                 (plan, read_back)
             }
@@ -478,7 +489,7 @@ impl Engine {
         // What runs after the step, in the same pass, to reduce the logits for the sampler.
         let after = match run {
             Run::Decode(Read::Greedy) => Some(&self.greedy),
-            Run::Decode(Read::Candidates(_)) => Some(&self.sample),
+            Run::Decode(Read::Candidates { .. }) => Some(&self.sample),
             _ => None,
         };
         let dispatches = plan.dispatches.len() + after.map_or(0, |p| p.dispatches.len());
@@ -664,6 +675,16 @@ impl Engine {
     }
 }
 
+/// A sampled step's candidates (`Engine::step_candidates`).
+#[derive(Clone, Debug)]
+pub struct Ranked {
+    /// (id, logit after the penalty), largest first.
+    pub candidates: Vec<(u32, f32)>,
+    /// log(sum(exp(logit))) over the penalized row, where asked for: a logit less this is its
+    /// token's log-probability.
+    pub log_sum_exp: Option<f32>,
+}
+
 /// Which plan a run records, and what it reads back.
 #[derive(Clone, Copy)]
 enum Run {
@@ -685,8 +706,12 @@ enum Read {
     Logits,
     /// The index of the largest logit, computed after the step in the same pass.
     Greedy,
-    /// The sampler's k candidates, computed after the step in the same pass.
-    Candidates(u32),
+    /// The sampler's k candidates, computed after the step in the same pass, and the penalized
+    /// row's log-sum-exp where asked for.
+    Candidates {
+        k: u32,
+        log_sum_exp: bool,
+    },
 }
 
 /// Copies each of `from` into its counterpart in `to`, in submission order with the runs.

@@ -8,8 +8,9 @@ pub mod embeddings;
 
 use crate::chat_template::ChatMessage;
 use crate::grammar::Grammar;
-use crate::sampler::{Sampler, SamplerConfig};
+use crate::sampler::{Sampler, SamplerConfig, TokenLogProb, MAX_TOP_LOG_PROBS};
 use crate::session::{Completion, FinishReason, Session};
+use crate::tokenizer::Tokenizer;
 use crate::tools::{Call, Offered, ToolChoice, ToolUse};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -127,8 +128,6 @@ const NOT_HONOURED: &[&str] = &[
     "functions",
     "function_call",
     "logit_bias",
-    "logprobs",
-    "top_logprobs",
     "presence_penalty",
     "frequency_penalty",
     "audio",
@@ -363,6 +362,8 @@ pub struct Settings {
     pub stop: Vec<String>,
     pub stream: bool,
     pub include_usage: bool,
+    /// Report each token's log-probability and this many alternatives (`Sampler::log_probs`).
+    pub log_probs: Option<usize>,
 }
 
 impl Settings {
@@ -401,6 +402,7 @@ impl Settings {
         if stop.len() > 4 {
             return Err(invalid("at most 4 stop sequences", "stop"));
         }
+        let log_probs = log_probs_asked(&s.other)?;
         for &field in NOT_HONOURED {
             if s.other.get(field).is_some_and(asks_for_something) {
                 return Err(invalid(
@@ -431,8 +433,85 @@ impl Settings {
             stop,
             stream: s.stream,
             include_usage: s.stream_options.is_some_and(|o| o.include_usage),
+            log_probs,
         })
     }
+}
+
+/// The alternatives a request asks to see with each token's log-probability, if it asks for
+/// log-probabilities at all: a chat request's `logprobs: true` with `top_logprobs` (0 to 20), or a
+/// text completion's `logprobs: N` (the alternatives; OpenAI allows up to 5, Wick 20).
+fn log_probs_asked(
+    other: &BTreeMap<String, serde_json::Value>,
+) -> Result<Option<usize>, InvalidRequest> {
+    use serde_json::Value;
+    let count = |field: &'static str| -> Result<Option<usize>, InvalidRequest> {
+        match other.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) if n as usize <= MAX_TOP_LOG_PROBS => Ok(Some(n as usize)),
+                _ => Err(invalid(
+                    format!("{field} must be an integer from 0 to {MAX_TOP_LOG_PROBS}"),
+                    field,
+                )),
+            },
+        }
+    };
+    let top = count("top_logprobs")?;
+    match other.get("logprobs") {
+        Some(Value::Bool(true)) => Ok(Some(top.unwrap_or(0))),
+        None | Some(Value::Null) | Some(Value::Bool(false)) => match top {
+            Some(n) if n > 0 => Err(invalid("top_logprobs needs logprobs: true", "top_logprobs")),
+            _ => Ok(None),
+        },
+        Some(_) => count("logprobs"),
+    }
+}
+
+/// A chat choice's `logprobs` as OpenAI gives them: `{ content: [{ token, logprob, bytes,
+/// top_logprobs: [{ token, logprob, bytes }] }], refusal: null }`, a token's text its bytes read as
+/// UTF-8 (a piece of a character shows as U+FFFD; `bytes` has it whole).
+pub fn chat_log_probs(tokenizer: &Tokenizer, probs: &[TokenLogProb]) -> serde_json::Value {
+    let entry = |id: u32, log_prob: f32| {
+        let bytes = tokenizer.token_piece(id);
+        serde_json::json!({
+            "token": String::from_utf8_lossy(bytes), "logprob": log_prob, "bytes": bytes,
+        })
+    };
+    let content: Vec<serde_json::Value> = probs
+        .iter()
+        .map(|p| {
+            let mut e = entry(p.token, p.log_prob);
+            e["top_logprobs"] = p.top.iter().map(|&(id, lp)| entry(id, lp)).collect();
+            e
+        })
+        .collect();
+    serde_json::json!({ "content": content, "refusal": null })
+}
+
+/// A text completion's `logprobs` in OpenAI's older shape: `{ tokens, token_logprobs, top_logprobs:
+/// [{ token: logprob }], text_offset }`, each offset in characters from the start of the reply's
+/// text, the first at `offset`.
+pub fn text_log_probs(
+    tokenizer: &Tokenizer,
+    probs: &[TokenLogProb],
+    offset: usize,
+) -> serde_json::Value {
+    let text = |id: u32| String::from_utf8_lossy(tokenizer.token_piece(id)).into_owned();
+    let mut at = offset;
+    let mut offsets = Vec::with_capacity(probs.len());
+    for p in probs {
+        offsets.push(at);
+        at += text(p.token).chars().count();
+    }
+    serde_json::json!({
+        "tokens": probs.iter().map(|p| text(p.token)).collect::<Vec<_>>(),
+        "token_logprobs": probs.iter().map(|p| p.log_prob).collect::<Vec<_>>(),
+        "top_logprobs": probs.iter().map(|p| {
+            p.top.iter().map(|&(id, lp)| (text(id), serde_json::json!(lp))).collect::<serde_json::Map<_, _>>()
+        }).collect::<Vec<_>>(),
+        "text_offset": offsets,
+    })
 }
 
 /// The sampler a request's reply is drawn with: its settings, held to the tools' grammar where tools
@@ -443,8 +522,10 @@ pub fn sampler(
     config: SamplerConfig,
     tools: Option<&ToolUse>,
     response_format: Option<&Grammar>,
+    log_probs: Option<usize>,
 ) -> Result<Sampler, InvalidRequest> {
     let mut sampler = Sampler::new(config);
+    sampler.log_probs = log_probs;
     let (grammar, field) = match tools.and_then(ToolUse::grammar) {
         Some(g) => (Some(g), "tools"),
         None => (response_format.cloned(), "response_format"),
@@ -552,11 +633,7 @@ mod tests {
     #[test]
     fn fields_that_would_change_the_answer_are_refused_by_name() {
         let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
-        for (field, value) in [
-            ("logit_bias", r#"{"15": 10}"#),
-            ("logprobs", "true"),
-            ("presence_penalty", "0.5"),
-        ] {
+        for (field, value) in [("logit_bias", r#"{"15": 10}"#), ("presence_penalty", "0.5")] {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
             let e = settings(&json).err().expect("refused");
             assert_eq!(e.param, field, "{}", e.message);
@@ -569,6 +646,28 @@ mod tests {
         ] {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
             assert!(settings(&json).is_ok(), "{field}: {value}");
+        }
+    }
+
+    #[test]
+    fn log_probabilities_are_asked_as_chat_and_text_completions_ask() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let asked = |extra: &str| settings(&format!("{{{messages}{extra}}}")).map(|s| s.log_probs);
+        assert_eq!(asked("").unwrap(), None);
+        assert_eq!(asked(r#", "logprobs": false"#).unwrap(), None);
+        assert_eq!(asked(r#", "logprobs": true"#).unwrap(), Some(0));
+        assert_eq!(
+            asked(r#", "logprobs": true, "top_logprobs": 20"#).unwrap(),
+            Some(20)
+        );
+        assert_eq!(asked(r#", "logprobs": 3"#).unwrap(), Some(3));
+        for (bad, field) in [
+            (r#", "logprobs": true, "top_logprobs": 21"#, "top_logprobs"),
+            (r#", "top_logprobs": 2"#, "top_logprobs"),
+            (r#", "logprobs": -1"#, "logprobs"),
+            (r#", "logprobs": "yes""#, "logprobs"),
+        ] {
+            assert_eq!(asked(bad).err().expect(bad).param, field);
         }
     }
 

@@ -46,7 +46,71 @@ pub struct Sampler {
     pub config: SamplerConfig,
     /// A grammar the reply must match: it masks the logits before every other step.
     pub constraint: Option<Constraint>,
+    /// Report each token's log-probability and this many of the likeliest at its step (OpenAI's
+    /// `logprobs` and `top_logprobs`, at most `MAX_TOP_LOG_PROBS`); None: report none.
+    pub log_probs: Option<usize>,
     rng: u64,
+}
+
+/// The most alternatives a step reports with its token's log-probability (OpenAI's limit).
+pub const MAX_TOP_LOG_PROBS: usize = 20;
+
+/// A generated token's log-probability and the likeliest tokens at its step, largest first: of the
+/// model's distribution after the repetition penalty (the logits' own where there is none), before a
+/// grammar's mask and the sampler's temperature and cuts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenLogProb {
+    pub token: u32,
+    pub log_prob: f32,
+    pub top: Vec<(u32, f32)>,
+}
+
+impl TokenLogProb {
+    /// From a step's candidates (id, penalized logit; largest first, `token` among them) and the
+    /// penalized row's log-sum-exp.
+    pub fn of_candidates(
+        token: u32,
+        candidates: &[(u32, f32)],
+        log_sum_exp: f32,
+        n: usize,
+    ) -> TokenLogProb {
+        let logit = candidates
+            .iter()
+            .find(|&&(id, _)| id == token)
+            .map_or(f32::NEG_INFINITY, |&(_, l)| l);
+        TokenLogProb {
+            token,
+            log_prob: logit - log_sum_exp,
+            top: candidates
+                .iter()
+                .take(n)
+                .map(|&(id, l)| (id, l - log_sum_exp))
+                .collect(),
+        }
+    }
+
+    /// From the whole penalized row of logits.
+    pub fn of_logits(token: u32, penalized: &[f32], n: usize) -> TokenLogProb {
+        let finite = || {
+            penalized
+                .iter()
+                .filter(|l| l.is_finite())
+                .map(|&l| l as f64)
+        };
+        let top = finite().fold(f64::MIN, f64::max);
+        let log_sum_exp = (top + finite().map(|l| (l - top).exp()).sum::<f64>().ln()) as f32;
+        let mut top = ranked(penalized);
+        top.truncate(n);
+        let logit = penalized
+            .get(token as usize)
+            .copied()
+            .unwrap_or(f32::NEG_INFINITY);
+        TokenLogProb {
+            token,
+            log_prob: logit - log_sum_exp,
+            top: top.iter().map(|&(id, l)| (id, l - log_sum_exp)).collect(),
+        }
+    }
 }
 
 impl Sampler {
@@ -56,6 +120,7 @@ impl Sampler {
         Sampler {
             config,
             constraint: None,
+            log_probs: None,
             rng,
         }
     }

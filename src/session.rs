@@ -7,7 +7,7 @@ use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::grammar::{Constraint, Grammar, Vocabulary};
 use crate::ops::top_k::Pick;
-use crate::sampler::{Needs, Sampler};
+use crate::sampler::{Needs, Sampler, TokenLogProb};
 use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use crate::Error;
@@ -43,6 +43,8 @@ pub enum Overflow {
 #[derive(Clone, Debug)]
 pub struct Completion {
     pub tokens: Vec<u32>,
+    /// Each of `tokens`' log-probability, where the sampler reports them (`Sampler::log_probs`).
+    pub log_probs: Vec<TokenLogProb>,
     pub text: String,
     pub finish: FinishReason,
     /// Prompt tokens, and how many of them had to be processed (the rest were cached).
@@ -188,32 +190,65 @@ impl Session {
     }
 
     /// Runs `token` at the next position and picks the token after it, reading back what the
-    /// sampler needs: the GPU's choice (greedy), its top candidates, or the logits.
-    async fn step(&mut self, token: u32, sampler: &mut Sampler) -> Result<u32, Error> {
+    /// sampler needs: the GPU's choice (greedy), its top candidates, or the logits; and the picked
+    /// token's log-probability where the sampler reports them (`Sampler::log_probs`: then a greedy
+    /// step reads candidates, with the row's log-sum-exp).
+    async fn step(
+        &mut self,
+        token: u32,
+        sampler: &mut Sampler,
+    ) -> Result<(u32, Option<TokenLogProb>), Error> {
         // The tokens the repetition penalty looks at: the last ones cached, and this one.
         let from = self
             .cached
             .len()
             .saturating_sub(sampler.config.repeat_last_n);
         let history = || [&self.cached[from..], &[token]].concat();
-        let next = match sampler.needs() {
-            Needs::Largest => self.engine.step_greedy(token).await?,
-            Needs::Candidates(k) => {
+        let report = sampler.log_probs;
+        let mut log_prob = None;
+        let own = match sampler.needs() {
+            Needs::Largest if report.is_none() => None,
+            Needs::Largest => Some(1),
+            Needs::Candidates(k) => Some(k as usize),
+            Needs::Logits => None,
+        };
+        let next = match (sampler.needs(), own) {
+            (Needs::Largest, None) => self.engine.step_greedy(token).await?,
+            (Needs::Largest | Needs::Candidates(_), Some(own)) => {
                 let penalized = sampler.penalized(&history());
+                let k = own.max(report.unwrap_or(0)) as u32;
                 let pick = Pick::new(k, sampler.config.repeat_penalty, &penalized);
-                let candidates = self.engine.step_candidates(token, &pick).await?;
-                sampler.pick_from(&candidates)
+                let ranked = self
+                    .engine
+                    .step_candidates(token, &pick, report.is_some())
+                    .await?;
+                let candidates = &ranked.candidates;
+                let next = sampler.pick_from(&candidates[..own.min(candidates.len())]);
+                if let (Some(n), Some(sum)) = (report, ranked.log_sum_exp) {
+                    log_prob = Some(TokenLogProb::of_candidates(next, candidates, sum, n));
+                }
+                next
             }
-            Needs::Logits => {
+            _ => {
                 let history = history();
                 let mut logits = self.engine.step(token, true).await?;
                 let logits = logits.as_mut().expect("logits were asked for");
+                let penalized = report.map(|_| {
+                    let mut row = logits.clone();
+                    let recent = sampler.penalized(&history);
+                    crate::sampler::penalize(&mut row, &recent, sampler.config.repeat_penalty);
+                    row
+                });
                 if let Some(constraint) = &mut sampler.constraint {
                     let start = Instant::now();
                     constraint.mask(logits)?;
                     self.engine.stats.totals.mask += start.elapsed();
                 }
-                sampler.sample(logits, &history)
+                let next = sampler.sample(logits, &history);
+                if let (Some(n), Some(row)) = (report, penalized) {
+                    log_prob = Some(TokenLogProb::of_logits(next, &row, n));
+                }
+                next
             }
         };
         self.cached.push(token);
@@ -222,7 +257,7 @@ impl Session {
             constraint.accept(next)?;
             self.engine.stats.totals.mask += start.elapsed();
         }
-        Ok(next)
+        Ok((next, log_prob))
     }
 
     /// Generates after `prompt` until an end-of-generation token, one of the `stop` strings (which is not
@@ -239,13 +274,14 @@ impl Session {
         let start = Instant::now();
         let read_before = self.engine.stats.totals.read_bytes;
         let (last, processed) = self.feed(prompt).await?;
-        let mut id = self.step(last, sampler).await?;
+        let (mut id, mut log_prob) = self.step(last, sampler).await?;
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let totals_before = self.engine.stats.totals;
         let mut decoder = StreamDecoder::default();
         let mut stops = StopStrings::new(stop);
         let mut tokens = Vec::new();
+        let mut log_probs = Vec::new();
         let mut text = String::new();
         let mut stopped_by_string = false;
         let finish = loop {
@@ -256,6 +292,7 @@ impl Session {
                 break FinishReason::Stop;
             }
             tokens.push(id);
+            log_probs.extend(log_prob.take());
             let (piece, stopped) = stops.push(&decoder.push(&self.tokenizer, id));
             text.push_str(&piece);
             if !piece.is_empty() && !on_text(&piece) {
@@ -276,7 +313,7 @@ impl Session {
             if self.engine.pos() >= self.engine.n_ctx() {
                 break FinishReason::ContextFull;
             }
-            id = self.step(id, sampler).await?;
+            (id, log_prob) = self.step(id, sampler).await?;
         };
         if !stopped_by_string {
             let (tail, _) = stops.push(&decoder.finish());
@@ -288,6 +325,7 @@ impl Session {
         }
         Ok(Completion {
             tokens,
+            log_probs,
             text,
             finish,
             prompt_tokens: prompt.len(),
@@ -316,6 +354,7 @@ impl Session {
         let n_ctx = self.engine.n_ctx() as usize;
         let mut reply = Completion {
             tokens: Vec::new(),
+            log_probs: Vec::new(),
             text: String::new(),
             finish: FinishReason::ContextFull,
             prompt_tokens: 0,
@@ -345,6 +384,7 @@ impl Session {
             let left = max_tokens - reply.tokens.len();
             let part = self.complete(&prompt, left, stop, sampler, on_text).await?;
             reply.tokens.extend_from_slice(&part.tokens);
+            reply.log_probs.extend(part.log_probs);
             reply.text.push_str(&part.text);
             reply.prompt_processed += part.prompt_processed;
             reply.prompt_time += part.prompt_time;

@@ -135,7 +135,7 @@ fn top_k_candidates_against_cpu() {
             .block_on()
             .unwrap();
         let bytes: Vec<u8> = words.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let got = top_k::candidates(&bytes);
+        let got = top_k::candidates(&bytes, k);
         let want = top_k::reference(&logits, &pick);
         assert_eq!(want.len(), k as usize);
         let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();

@@ -1,5 +1,5 @@
 //! Sampling on the GPU: a sampled step reads back the top k candidates after the repetition penalty
-//! (`Engine::step_candidates`), and the sampler finishes on them. Checked against the CPU sampler over
+//! (`Engine::step_candidates`, with the row's log-sum-exp), and the sampler finishes on them. Checked against the CPU sampler over
 //! the full row of logits: the same candidates at every step of a reply, the same tokens for the same
 //! seed, and the same distribution over independent seeds.
 
@@ -44,9 +44,31 @@ fn candidates_equal_the_cpu_top_k_along_a_reply() {
             sampler.config.repeat_penalty,
             &sampler.penalized(&history),
         );
+        // Every fourth step also the penalized row's log-sum-exp, which log-probabilities need.
+        let with_sum = pos % 4 == 0;
         let read_before = engine.stats.totals.read_bytes;
-        let got = engine.step_candidates(token, &pick).block_on().unwrap();
-        assert_eq!(engine.stats.totals.read_bytes - read_before, k as u64 * 8);
+        let ranked = engine
+            .step_candidates(token, &pick, with_sum)
+            .block_on()
+            .unwrap();
+        let read = engine.stats.totals.read_bytes - read_before;
+        match ranked.log_sum_exp {
+            Some(got) => {
+                assert_eq!(read, top_k::LOG_SUM_EXP_AT + 4);
+                let mut penalized = logits.clone();
+                let recent = sampler.penalized(&history);
+                wick::sampler::penalize(&mut penalized, &recent, sampler.config.repeat_penalty);
+                let top = penalized.iter().fold(f64::MIN, |m, &l| m.max(l as f64));
+                let sum: f64 = penalized.iter().map(|&l| (l as f64 - top).exp()).sum();
+                let want = top + sum.ln();
+                assert!(
+                    (got as f64 - want).abs() < 1e-4,
+                    "log-sum-exp {got} against {want}"
+                );
+            }
+            None => assert_eq!(read, k as u64 * 8),
+        }
+        let got = ranked.candidates;
         let want = top_k::reference(&logits, &pick);
         let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
         assert_eq!(ids(&got), ids(&want), "position {pos}");
@@ -152,4 +174,77 @@ fn chi2_critical_0001(df: usize) -> f64 {
     let k = df as f64;
     let z = 3.090; // the normal's 0.999 quantile
     k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3)
+}
+
+/// Log-probabilities (`Sampler::log_probs`) of a reply's tokens and the likeliest 5 at each step,
+/// against the log-softmax of the step's full row of logits on the CPU (after the same penalty):
+/// through the GPU's candidates and log-sum-exp for a greedy reply (which then reads candidates, not
+/// its choice) and a top-k one with a penalty, and on the CPU for a reply without top-k (the whole
+/// row read back).
+#[test]
+fn log_probabilities_match_the_cpu_over_full_logits() {
+    let Some(gpu) = gpu() else { return };
+    let mut session = tiny_chat_session(gpu, 64).unwrap();
+    let prompt = session.tokenize_prompt("a few words to start with");
+    let greedy = SamplerConfig::greedy();
+    let top_k = SamplerConfig {
+        temperature: 0.8,
+        top_k: 40,
+        repeat_penalty: 1.3,
+        seed: 3,
+        ..SamplerConfig::greedy()
+    };
+    let whole_row = SamplerConfig {
+        temperature: 0.8,
+        top_k: 0,
+        seed: 4,
+        ..SamplerConfig::greedy()
+    };
+    for (label, config) in [
+        ("greedy", greedy),
+        ("top-k", top_k),
+        ("whole row", whole_row),
+    ] {
+        let mut sampler = Sampler::new(config.clone());
+        sampler.log_probs = Some(5);
+        let reply = session
+            .complete(&prompt, 8, &[], &mut sampler, &mut |_| true)
+            .block_on()
+            .unwrap();
+        assert!(reply.tokens.len() >= 4, "{label}: {:?}", reply.tokens);
+        assert_eq!(reply.log_probs.len(), reply.tokens.len(), "{label}");
+        session.engine.rewind(0);
+        let mut logits = session.engine.prefill(&prompt).block_on().unwrap();
+        let mut history = prompt.clone();
+        for (got, &token) in reply.log_probs.iter().zip(&reply.tokens) {
+            let recent = &history[history.len().saturating_sub(config.repeat_last_n)..];
+            let mut row = logits.clone();
+            let penalized = Sampler::new(config.clone()).penalized(recent);
+            wick::sampler::penalize(&mut row, &penalized, config.repeat_penalty);
+            let log_prob = |id: u32| wick::ops::log_prob::reference(&row, id as usize);
+            assert_eq!(got.token, token, "{label}");
+            let want = log_prob(token);
+            assert!(
+                (got.log_prob as f64 - want).abs() < 1e-4,
+                "{label}: {got:?} against {want}"
+            );
+            let ranked = wick::sampler::ranked(&row);
+            let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
+            assert_eq!(ids(&got.top), ids(&ranked[..5]), "{label}");
+            for &(id, lp) in &got.top {
+                assert!(
+                    (lp as f64 - log_prob(id)).abs() < 1e-4,
+                    "{label}: {id} {lp}"
+                );
+            }
+            history.push(token);
+            logits = session
+                .engine
+                .step(token, true)
+                .block_on()
+                .unwrap()
+                .unwrap();
+        }
+        session.reset();
+    }
 }

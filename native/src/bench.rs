@@ -175,7 +175,11 @@ pub fn main(args: BenchArgs) -> Result<()> {
                         Read::Choice => engine.step_greedy(t).block_on()?,
                         Read::Candidates => {
                             let pick = Pick::new(40, 1.0, &[]);
-                            engine.step_candidates(t, &pick).block_on()?[0].0
+                            engine
+                                .step_candidates(t, &pick, false)
+                                .block_on()?
+                                .candidates[0]
+                                .0
                         }
                     };
                 }

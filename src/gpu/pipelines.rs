@@ -57,6 +57,8 @@ pub enum Kernel {
     Argmax,
     /// The repetition penalty on the logits of the sampler's recent tokens, in place.
     Penalize,
+    /// log(sum(exp(x))) over one row: the sampler's log-probabilities.
+    LogSumExp,
     /// One level of the sampler's top-k: each slice's k largest values with their ids.
     TopK,
     /// MLA's cache row: the latent normed, the rope part rotated.
@@ -200,6 +202,7 @@ impl Kernel {
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),
             Kernel::Argmax => wgsl!("step.wgsl", "argmax.wgsl"),
             Kernel::Penalize => wgsl!("pick.wgsl", "penalize.wgsl"),
+            Kernel::LogSumExp => wgsl!("reduce.wgsl", "log_sum_exp.wgsl"),
             Kernel::TopK => wgsl!("pick.wgsl", "top_k.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {

@@ -1,6 +1,8 @@
 //! The sampler's candidates on the GPU (shaders/penalize.wgsl, shaders/top_k.wgsl): the repetition
 //! penalty on the logits of the recent tokens, then the k largest logits with their ids, largest first,
-//! so a sampled step reads back k pairs (8 bytes each) instead of its row of n_vocab logits.
+//! so a sampled step reads back k pairs (8 bytes each) instead of its row of n_vocab logits; and the
+//! log of the sum of the row's exponentials after the K_MAX slots, which makes a candidate's logit its
+//! log-probability (4 bytes more, read where log-probabilities are asked for).
 
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuError, Kernel, PipelineKey, Plan};
 
@@ -48,9 +50,13 @@ impl Pick {
 /// The buffers of the candidates plan: what the sampler asks, and where the last level writes.
 pub struct Candidates {
     pub pick: wgpu::Buffer,
-    /// (value f32, id u32) pairs, the first `k` read back.
+    /// K_MAX (value f32, id u32) pairs, the first `k` read back; then (at byte `LOG_SUM_EXP_AT`) the
+    /// log of the sum of the exponentials of the penalized logits.
     pub result: wgpu::Buffer,
 }
+
+/// Where `Candidates::result` holds the log-sum-exp, in bytes.
+pub const LOG_SUM_EXP_AT: u64 = K_MAX as u64 * 8;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -60,13 +66,21 @@ struct PenalizeParams {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct LogSumExpParams {
+    n: u32,
+    at: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct LevelParams {
     n: u32,
     from_logits: u32,
 }
 
-/// Adds to the plan the penalty on `logits` (one row of n_vocab) and the levels of the top-k, each a
-/// slice of the level before per workgroup (2 levels for 49k logits, 3 for 262k).
+/// Adds to the plan the penalty on `logits` (one row of n_vocab), the levels of the top-k, each a
+/// slice of the level before per workgroup (2 levels for 49k logits, 3 for 262k), and the
+/// log-sum-exp of the penalized row.
 pub async fn push(
     plan: &mut Plan,
     gpu: &Gpu,
@@ -78,7 +92,7 @@ pub async fn push(
         "sampler pick",
         bytemuck::bytes_of(&Pick::new(0, 1.0, &[])),
     );
-    let slots = n_vocab.div_ceil(SLICE) as u64 * K_MAX as u64 * 8;
+    let slots = (n_vocab.div_ceil(SLICE) as u64 * K_MAX as u64 * 8).max(LOG_SUM_EXP_AT + 4);
     let mut src = scratch_buffer(gpu, "top-k candidates", slots).await?;
     let mut dst = scratch_buffer(gpu, "top-k candidates", slots).await?;
     let penalize = PipelineKey::new(Kernel::Penalize, None);
@@ -102,6 +116,13 @@ pub async fn push(
             [slices, 1, 1],
         );
         if slices == 1 {
+            let key = PipelineKey {
+                workgroup: 256,
+                ..PipelineKey::new(Kernel::LogSumExp, None)
+            };
+            let at = (LOG_SUM_EXP_AT / 4) as u32;
+            let params = LogSumExpParams { n: n_vocab, at };
+            plan.push(key, &[logits, &dst], super::params(&params), [1, 1, 1]);
             return Ok(Candidates { pick, result: dst });
         }
         n = slices * K_MAX;
@@ -110,8 +131,10 @@ pub async fn push(
     }
 }
 
-/// The candidates read back: (id, logit) pairs, largest first, without the empty slots.
-pub fn candidates(bytes: &[u8]) -> Vec<(u32, f32)> {
+/// The candidates read back: (id, logit) pairs, largest first, without the empty slots (and
+/// whatever follows the first `k`, where more was read).
+pub fn candidates(bytes: &[u8], k: u32) -> Vec<(u32, f32)> {
+    let bytes = &bytes[..k as usize * 8];
     let words: Vec<u32> = bytemuck::pod_collect_to_vec(bytes);
     words
         .chunks_exact(2)

@@ -184,6 +184,7 @@ async fn run(
         stop: settings.stop,
         sampler: settings.sampler,
         grammar: settings.grammar,
+        log_probs: settings.log_probs,
         events,
     };
     queue(&state, Task::Generate(job))?;
@@ -216,15 +217,19 @@ async fn run(
                 finish,
                 usage,
                 calls,
-            }) => return Ok(json_response(200, meta.whole(&text, &calls, finish, usage))),
+                log_probs,
+            }) => {
+                let whole = meta.whole(&text, &calls, finish, usage, log_probs);
+                return Ok(json_response(200, whole));
+            }
             Some(Event::Failed(e)) => return Err(e),
             Some(Event::Started) | None => return Err(engine_stopped()),
         }
     }
 }
 
-/// Server-sent events: a chunk per piece of text, a last chunk with the finish reason, the usage chunk
-/// if asked for, then `[DONE]`. Dropping the stream (the client left) drops `rx`, which stops the job.
+/// Server-sent events: a chunk per piece of text, a last chunk with the finish reason (and the
+/// reply's log-probabilities, where asked for), the usage chunk if asked for, then `[DONE]`. Dropping the stream (the client left) drops `rx`, which stops the job.
 fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Response {
     let first = match meta.kind {
         Kind::Chat => Some(sse(
@@ -242,13 +247,16 @@ fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Re
                     finish,
                     usage,
                     calls,
+                    log_probs,
                 }) => {
                     let mut out = String::new();
                     if !calls.is_empty() {
                         let delta = json!({ "tool_calls": meta.tool_calls(&calls, true) });
                         out += &sse(&meta.chunk(delta, None));
                     }
-                    out += &sse(&meta.chunk(meta.delta(""), Some(finish)));
+                    let mut last = meta.chunk(meta.delta(""), Some(finish));
+                    last["choices"][0]["logprobs"] = log_probs.unwrap_or(Value::Null);
+                    out += &sse(&last);
                     if include_usage {
                         out += &sse(&meta.usage_chunk(usage));
                     }
@@ -296,7 +304,14 @@ impl Meta {
         })
     }
 
-    fn whole(&self, text: &str, calls: &[Call], finish: &str, usage: Usage) -> Value {
+    fn whole(
+        &self,
+        text: &str,
+        calls: &[Call],
+        finish: &str,
+        usage: Usage,
+        log_probs: Option<Value>,
+    ) -> Value {
         let choice = match self.kind {
             Kind::Chat if !calls.is_empty() => json!({
                 "index": 0, "logprobs": null, "finish_reason": finish,
@@ -312,6 +327,7 @@ impl Meta {
             }
         };
         let mut v = self.envelope(false, json!([choice]));
+        v["choices"][0]["logprobs"] = log_probs.unwrap_or(Value::Null);
         v["usage"] = json!(usage);
         v
     }

@@ -43,6 +43,8 @@ pub struct Job {
     pub sampler: SamplerConfig,
     /// What the reply must match (a JSON schema, any JSON object), if anything.
     pub grammar: Option<Grammar>,
+    /// Report each token's log-probability and this many alternatives.
+    pub log_probs: Option<usize>,
     pub events: mpsc::Sender<Event>,
 }
 
@@ -55,6 +57,8 @@ pub enum Event {
         usage: Usage,
         /// The calls the reply made (its text, if any, came as Text before).
         calls: Vec<Call>,
+        /// The reply's tokens' log-probabilities in OpenAI's shape for the request, where asked for.
+        log_probs: Option<Value>,
     },
     Failed(ApiError),
 }
@@ -164,6 +168,7 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
         job.sampler,
         tool_use.as_ref(),
         job.grammar.as_ref(),
+        job.log_probs,
     )?;
     if job.events.blocking_send(Event::Started).is_err() {
         return Err(ApiError::invalid("the client left", "messages"));
@@ -196,9 +201,17 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
         tokens: usage.completion_tokens,
         time: completion.gen_time,
     });
+    let log_probs = job.log_probs.map(|_| {
+        let probs = &completion.log_probs;
+        match job.input {
+            Input::Chat(..) => openai::chat_log_probs(&session.tokenizer, probs),
+            Input::Text(_) => openai::text_log_probs(&session.tokenizer, probs, 0),
+        }
+    });
     Ok(Event::Done {
         finish: answer.finish_reason,
         usage,
         calls: answer.calls,
+        log_probs,
     })
 }
