@@ -114,6 +114,10 @@ export interface ChatCompletionRequest {
   tools?: Tool[];
   /** 'auto' (the default with tools): text or a call; 'required': a call; 'none': text; or one named function. */
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+  /** Each reply token's log-probability (after repeat_penalty), with the `top_logprobs` (0 to 20)
+   * likeliest tokens at its step. Streamed, they come with the last chunk. */
+  logprobs?: boolean;
+  top_logprobs?: number;
   /** Accepted and ignored: there is one model. */
   model?: string;
 }
@@ -128,6 +132,18 @@ export interface CompletionUsage {
   prompt_tokens_details: { cached_tokens: number };
 }
 
+export interface TokenLogProb {
+  token: string;
+  logprob: number;
+  /** The token's bytes (its `token` text shows a piece of a character as U+FFFD). */
+  bytes: number[];
+}
+
+export interface ChoiceLogProbs {
+  content: (TokenLogProb & { top_logprobs: TokenLogProb[] })[];
+  refusal: null;
+}
+
 export interface ChatCompletion {
   id: string;
   object: 'chat.completion';
@@ -137,7 +153,8 @@ export interface ChatCompletion {
     index: number;
     message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] };
     finish_reason: FinishReason;
-    logprobs: null;
+    /** With `logprobs: true`. */
+    logprobs: ChoiceLogProbs | null;
   }[];
   usage: CompletionUsage;
 }
@@ -151,7 +168,8 @@ export interface ChatCompletionChunk {
     index: number;
     delta: { role?: 'assistant'; content?: string; tool_calls?: (ToolCall & { index: number })[] };
     finish_reason: FinishReason | null;
-    logprobs: null;
+    /** With `logprobs: true`, on the chunk that finishes. */
+    logprobs: ChoiceLogProbs | null;
   }[];
   /** Only on the last chunk, and only with `stream_options.include_usage`. */
   usage?: CompletionUsage;

@@ -234,15 +234,15 @@ export class Wick {
         : { role: 'assistant', content: r.text };
       return {
         ...envelope('chat.completion'),
-        choices: [{ index: 0, message: reply, finish_reason: r.finishReason, logprobs: null }],
+        choices: [{ index: 0, message: reply, finish_reason: r.finishReason, logprobs: logProbs(r) }],
         usage: usage(r),
       };
     }
     const includeUsage = Boolean(body.stream_options?.include_usage);
     const stream = new ChunkStream();
-    const chunk = (delta, finish) => ({
+    const chunk = (delta, finish, logprobs = null) => ({
       ...envelope('chat.completion.chunk'),
-      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs }],
     });
     stream.push(chunk({ role: 'assistant', content: '' }, null));
     // The stream is handed out once the engine has taken the request (its first text, or the end), so
@@ -265,7 +265,8 @@ export class Wick {
           if (r.toolCalls.length) {
             stream.push(chunk({ tool_calls: toolCalls(r).map((call, index) => ({ index, ...call })) }, null));
           }
-          stream.push(chunk({}, r.finishReason));
+          // The reply's log-probabilities, where asked for, come with the last chunk.
+          stream.push(chunk({}, r.finishReason, logProbs(r)));
           if (includeUsage) stream.push({ ...envelope('chat.completion.chunk'), choices: [], usage: usage(r) });
           stream.end();
           accepted.resolve();
@@ -278,6 +279,11 @@ export class Wick {
     await taken;
     return stream;
   }
+}
+
+/** OpenAI's `logprobs` of the reply (`{ content: [{ token, logprob, bytes, top_logprobs }] }`), or null. */
+function logProbs(r) {
+  return r.logProbs ? JSON.parse(r.logProbs) : null;
 }
 
 function usage(r) {

@@ -76,6 +76,32 @@ def main():
           and done.usage.completion_tokens == clear,
           f"the text completion equals llama.cpp's first {clear} tokens ({done.choices[0].text!r})")
     check(done.usage.prompt_tokens == len(golden["prompt_ids"]), "prompt tokens as llama.cpp counts them")
+    # Log-probabilities: the text completion's top two apart by llama.cpp's gap at each step, and
+    # each token the likeliest (greedy).
+    scored = client.completions.create(model="any", prompt=golden["prompt"], temperature=0, max_tokens=clear,
+                                       logprobs=2)
+    lp = scored.choices[0].logprobs
+    check(scored.choices[0].text == done.choices[0].text and "".join(lp.tokens) == done.choices[0].text
+          and len(lp.token_logprobs) == clear and lp.text_offset[0] == 0,
+          f"a text completion's logprobs name its tokens ({lp.tokens})")
+    for i, (top, step) in enumerate(zip(lp.top_logprobs, golden["steps"])):
+        ranked = sorted(top.values(), reverse=True)
+        check(len(top) == 2 and ranked[0] == lp.token_logprobs[i] < 0
+              and abs((ranked[0] - ranked[1]) - step["gap"]) < 0.5,
+              f"step {i}: the top two {top} apart by llama.cpp's gap {step['gap']}")
+    asked = dict(model="any", messages=MESSAGES, temperature=0, max_tokens=6, logprobs=True, top_logprobs=3)
+    chat_lp = client.chat.completions.create(**asked)
+    content = chat_lp.choices[0].logprobs.content
+    check(len(content) == chat_lp.usage.completion_tokens
+          and "".join(c.token for c in content) == chat_lp.choices[0].message.content
+          and all(c.top_logprobs[0].token == c.token and c.top_logprobs[0].logprob == c.logprob
+                  and len(c.top_logprobs) == 3 and bytes(c.bytes).decode() == c.token for c in content)
+          and all(a.logprob >= b.logprob for c in content for a, b in zip(c.top_logprobs, c.top_logprobs[1:])),
+          f"a chat reply's logprobs: its tokens, each the likeliest of 3 ({[c.token for c in content]})")
+    chunks = list(client.chat.completions.create(**asked, stream=True))
+    streamed_lp = [c for ch in chunks if ch.choices and ch.choices[0].logprobs for c in ch.choices[0].logprobs.content]
+    check([(c.token, round(c.logprob, 5)) for c in streamed_lp] == [(c.token, round(c.logprob, 5)) for c in content],
+          "streamed, the same logprobs (with the last chunk)")
     eog = client.chat.completions.create(model="any", messages=[{"role": "user", "content": QUESTION}],
                                          temperature=0, max_tokens=64)
     check(eog.choices[0].finish_reason == "stop", "the end-of-turn token finishes a chat with 'stop'")

@@ -71,6 +71,37 @@ test('a reply reads back its greedy choice, its top-k candidates, or without top
   ranOn(await appStats());
 });
 
+test("a reply's log-probabilities, whole and with the last streamed chunk", async () => {
+  const { whole, last } = await app.evaluate(async () => {
+    const engine = window.engine;
+    const body = {
+      messages: [{ role: 'user', content: 'hello' }],
+      temperature: 0,
+      max_tokens: 4,
+      logprobs: true,
+      top_logprobs: 2,
+    };
+    const whole = await engine.chat.completions.create(body);
+    const chunks = [];
+    for await (const chunk of await engine.chat.completions.create({ ...body, stream: true })) chunks.push(chunk);
+    return { whole, last: chunks.at(-1) };
+  });
+  const { content } = whole.choices[0].logprobs;
+  assert.equal(content.length, whole.usage.completion_tokens);
+  for (const t of content) {
+    // Greedy: each token is its step's likeliest.
+    assert.equal(t.top_logprobs.length, 2);
+    assert.equal(t.top_logprobs[0].token, t.token);
+    assert.equal(t.top_logprobs[0].logprob, t.logprob);
+    assert.ok(t.logprob <= 0 && t.top_logprobs[1].logprob <= t.logprob, JSON.stringify(t));
+    // A token that is a piece of a character shows as U+FFFD; its bytes hold the piece.
+    if (!t.token.includes('\ufffd')) assert.deepEqual(t.bytes, [...new TextEncoder().encode(t.token)]);
+  }
+  assert.equal(content.map((t) => t.token).join(''), whole.choices[0].message.content);
+  assert.deepEqual(last.choices[0].logprobs, whole.choices[0].logprobs);
+  ranOn(await appStats());
+});
+
 test('load progress comes in order (download, GPU, then tuning), each byte counted once, cache flags true', async () => {
   const { state, url } = steered;
   state.files['/phases.gguf'] = { bytes: modelBytes, etag: '"phases-1"' };

@@ -225,6 +225,8 @@ struct ChatResult {
     read_back_bytes: u64,
     /// Where a generating step's time went; none where the reply ran no step after its prompt.
     step_ms: Option<StepMs>,
+    /// The reply's log-probabilities as OpenAI's `choices[0].logprobs` (JSON text), where asked for.
+    log_probs: Option<String>,
 }
 
 /// `Model::profile`'s answer.
@@ -357,6 +359,7 @@ impl Model {
                 settings.sampler,
                 tool_use.as_ref(),
                 settings.grammar.as_ref(),
+                settings.log_probs,
             )
             .map_err(bad_request)?;
             // With tools the text is read as calls once it is whole, so it is not sent as it comes.
@@ -401,6 +404,9 @@ impl Model {
                 generate_ms: completion.gen_time.as_secs_f64() * 1e3,
                 read_back_bytes: completion.read_back_bytes,
                 step_ms: StepMs::of(&completion.gen_steps, completion.gen_time),
+                log_probs: settings.log_probs.map(|_| {
+                    openai::chat_log_probs(&session.tokenizer, &completion.log_probs).to_string()
+                }),
                 text: answer.content,
             };
             let value = serde_wasm_bindgen::to_value(&result)?;
