@@ -667,7 +667,7 @@ mod tests {
             (r#", "logprobs": -1"#, "logprobs"),
             (r#", "logprobs": "yes""#, "logprobs"),
         ] {
-            assert_eq!(asked(bad).err().expect(bad).param, field);
+            assert_eq!(asked(bad).expect_err(bad).param, field);
         }
     }
 

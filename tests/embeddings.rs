@@ -72,8 +72,8 @@ fn check_record(session: &mut Session, record: &Value) -> Vec<Vec<f32>> {
         let text = input["text"].as_str().unwrap();
         let norm: f64 = v.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
         assert!((norm - 1.0).abs() < 1e-5, "{file}: |v| = {norm}");
-        let llama_cpp = cosine(&v, &floats(&input["llama_cpp"]));
-        let f32_ref = cosine(&v, &floats(&input["f32"]));
+        let llama_cpp = cosine(v, &floats(&input["llama_cpp"]));
+        let f32_ref = cosine(v, &floats(&input["f32"]));
         eprintln!(
             "{file} ({}): {} tokens, cosine with llama.cpp {llama_cpp:.7}, with f32 {f32_ref:.7}",
             record["pooling"],
