@@ -206,30 +206,30 @@ impl Session {
         let history = || [&self.cached[from..], &[token]].concat();
         let report = sampler.log_probs;
         let mut log_prob = None;
-        let own = match sampler.needs() {
-            Needs::Largest if report.is_none() => None,
-            Needs::Largest => Some(1),
-            Needs::Candidates(k) => Some(k as usize),
-            Needs::Logits => None,
+        // With log-probabilities to report, a greedy step reads candidates: its choice is the first.
+        let needs = match (sampler.needs(), report) {
+            (Needs::Largest, Some(_)) => Needs::Candidates(1),
+            (needs, _) => needs,
         };
-        let next = match (sampler.needs(), own) {
-            (Needs::Largest, None) => self.engine.step_greedy(token).await?,
-            (Needs::Largest | Needs::Candidates(_), Some(own)) => {
+        let next = match needs {
+            Needs::Largest => self.engine.step_greedy(token).await?,
+            Needs::Candidates(own) => {
                 let penalized = sampler.penalized(&history());
-                let k = own.max(report.unwrap_or(0)) as u32;
+                // The sampler draws from its own k; the alternatives reported may be more.
+                let k = own.max(report.unwrap_or(0) as u32);
                 let pick = Pick::new(k, sampler.config.repeat_penalty, &penalized);
                 let ranked = self
                     .engine
                     .step_candidates(token, &pick, report.is_some())
                     .await?;
                 let candidates = &ranked.candidates;
-                let next = sampler.pick_from(&candidates[..own.min(candidates.len())]);
+                let next = sampler.pick_from(&candidates[..candidates.len().min(own as usize)]);
                 if let (Some(n), Some(sum)) = (report, ranked.log_sum_exp) {
                     log_prob = Some(TokenLogProb::of_candidates(next, candidates, sum, n));
                 }
                 next
             }
-            _ => {
+            Needs::Logits => {
                 let history = history();
                 let mut logits = self.engine.step(token, true).await?;
                 let logits = logits.as_mut().expect("logits were asked for");
