@@ -10,7 +10,9 @@ use std::sync::Arc;
 use web_time::{Duration, Instant};
 
 mod embed;
+mod profile;
 mod tune;
+pub use profile::{Profile, Profiled};
 pub use tune::{TuneShapes, Tuned, Tuner};
 
 #[derive(Clone, Debug)]
@@ -121,34 +123,6 @@ impl std::ops::Sub for Totals {
             mask: self.mask - earlier.mask,
         }
     }
-}
-
-/// What `Engine::profile` found.
-#[derive(Clone, Debug)]
-pub struct Profile {
-    /// Each pipeline's name and the summed time of its dispatches per run, slowest first; each
-    /// dispatch timed alone, less a submit's own cost (`time_dispatch`).
-    pub kernels: Vec<(String, Duration)>,
-    /// The whole plan per run, its runs recorded back to back in one pass and one submit.
-    pub whole: Duration,
-    /// Where the model names its layers' kinds (attention, linear attention): each kind's layers, how
-    /// many, and their dispatches' summed time per run, as `kernels` times them.
-    pub layer_kinds: Vec<(String, u32, Duration)>,
-}
-
-/// Runs of a whole plan `Engine::profile` submits together.
-const PLAN_RUNS: u32 = 4;
-/// How long the dispatches of one profiled kernel's submit run together, at least: a submit costs
-/// 2-3 ms in a browser (through its GPU process), which this spreads over as many dispatches.
-const PROFILE_BATCH: Duration = Duration::from_millis(20);
-
-/// The plan `Engine::profile` times.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Profiled {
-    /// One token's decode step.
-    Decode,
-    /// One full chunk of a prompt.
-    Prefill,
 }
 
 pub struct Engine {
@@ -535,84 +509,6 @@ impl Engine {
         Ok(values)
     }
 
-    /// Times a plan on the GPU: the decode plan for one token, or the prefill plan for a whole chunk,
-    /// at the current position (nothing is cached: the KV cache rows written are the next ones); `None`
-    /// where the model has no prefill plan. A profile, not a run.
-    pub async fn profile(&mut self, plan: Profiled) -> Result<Option<Profile>, Error> {
-        let gpu = &self.gpu;
-        let plan = match plan {
-            Profiled::Decode => &self.forward.decode,
-            Profiled::Prefill => match &self.forward.prefill {
-                Some(prefill) => prefill,
-                None => return Ok(None),
-            },
-        };
-        // The plan's runs change a recurrent model's states: they are put back after.
-        let mut held = Vec::new();
-        for b in &self.forward.recurrent {
-            held.push(scratch_buffer(gpu, "states held", b.size()).await?);
-        }
-        copy_buffers(gpu, &self.forward.recurrent, &held);
-        self.write_scratch_step(plan.batch);
-        let mut kernels: Vec<(String, Duration)> = Vec::new();
-        let mut layer_kinds: Vec<(String, u32, Duration)> = Vec::new();
-        for (i, d) in plan.dispatches.iter().enumerate() {
-            let time = time_dispatch(
-                gpu,
-                &d.pipeline,
-                &d.bind_group,
-                d.workgroups.counts(plan.batch),
-                PROFILE_BATCH,
-            )
-            .await?;
-            if let Some(kind) = plan.layer_kind_of(i) {
-                let first_of_layer = plan.layer_starts(i);
-                match layer_kinds.iter_mut().find(|(k, _, _)| k == kind) {
-                    Some((_, n, t)) => {
-                        *n += first_of_layer as u32;
-                        *t += time;
-                    }
-                    None => layer_kinds.push((kind.to_string(), 1, time)),
-                }
-            }
-            let name = d.key.name();
-            match kernels.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, t)) => *t += time,
-                None => kernels.push((name, time)),
-            }
-        }
-        kernels.sort_by(|a, b| b.1.cmp(&a.1));
-        // The whole plan, PLAN_RUNS times in one submit and one wait: what a step costs the GPU
-        // without its readback and the CPU's work between steps.
-        let mut enc = gpu.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            for _ in 0..PLAN_RUNS {
-                plan.record(&mut pass, plan.batch);
-            }
-        }
-        let start = Instant::now();
-        gpu.queue.submit([enc.finish()]);
-        gpu.finished().await?;
-        let whole = start.elapsed() / PLAN_RUNS;
-        copy_buffers(gpu, &held, &self.forward.recurrent);
-        Ok(Some(Profile {
-            kernels,
-            whole,
-            layer_kinds,
-        }))
-    }
-
-    /// Points the step input at the next position with `n` tokens, for runs of single dispatches (a
-    /// profile, tuning): the cache rows they write are ones later steps write again. Near a full cache
-    /// its last rows are taken instead, which no later step reads without writing them first.
-    fn write_scratch_step(&self, n: u32) {
-        let pos = self.pos.min(self.n_ctx - n);
-        self.forward
-            .step
-            .write(&self.gpu, pos, &vec![0; n as usize]);
-    }
-
     /// Runs `tokens` and returns the logits after the last one. All but the last go through the prefill
     /// plan a chunk per run, where the model has one; the last is a decode step, which ends in the logits.
     pub async fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
@@ -726,55 +622,4 @@ fn copy_buffers(gpu: &Gpu, from: &[wgpu::Buffer], to: &[wgpu::Buffer]) {
 /// Bytes read back, as the values they hold.
 fn cast<T: bytemuck::Pod>(bytes: Vec<u8>) -> Vec<T> {
     bytemuck::pod_collect_to_vec(&bytes)
-}
-
-/// The time of one dispatch. A one-workgroup dispatch first pays what a first use costs (compiling
-/// the pipeline, where the driver waits for its first use); a second says what a submit costs with next
-/// to no work (under 0.1 ms natively, 2-3 ms in a browser, through its GPU process). One full dispatch
-/// then says about how long it takes. From 100 ms up (a CPU emulating a GPU) that is the answer: a
-/// second run would cost as much and change little. Below, the best of 2 submits of as many dispatches
-/// as make about `batch` (at most 50), back to back, less the cost of a submit.
-async fn time_dispatch(
-    gpu: &Gpu,
-    pipeline: &wgpu::ComputePipeline,
-    bind_group: &wgpu::BindGroup,
-    workgroups: [u32; 3],
-    batch: Duration,
-) -> Result<Duration, Error> {
-    let submit = |workgroups, reps| time_submit(gpu, pipeline, bind_group, workgroups, reps);
-    submit([1, 1, 1], 1).await?;
-    let empty = submit([1, 1, 1], 1).await?;
-    let one = submit(workgroups, 1).await?;
-    if one >= Duration::from_millis(100) {
-        return Ok(one);
-    }
-    let reps = (batch.as_nanos() / one.as_nanos().max(1)).clamp(1, 50) as u32;
-    let many = submit(workgroups, reps)
-        .await?
-        .min(submit(workgroups, reps).await?);
-    // Noise can take the submit's cost past a dispatch that costs next to nothing.
-    Ok(many.saturating_sub(empty).max(many / 100) / reps)
-}
-
-/// The time of one submit of `reps` dispatches back to back, to their end.
-async fn time_submit(
-    gpu: &Gpu,
-    pipeline: &wgpu::ComputePipeline,
-    bind_group: &wgpu::BindGroup,
-    [x, y, z]: [u32; 3],
-    reps: u32,
-) -> Result<Duration, Error> {
-    let mut enc = gpu.device.create_command_encoder(&Default::default());
-    {
-        let mut pass = enc.begin_compute_pass(&Default::default());
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, bind_group, &[]);
-        for _ in 0..reps {
-            pass.dispatch_workgroups(x, y, z);
-        }
-    }
-    let start = Instant::now();
-    gpu.queue.submit([enc.finish()]);
-    gpu.finished().await?;
-    Ok(start.elapsed())
 }

@@ -4,7 +4,8 @@
 //! work runs the steps in between (the browser's worker answers requests first and tunes when idle);
 //! `Engine::tune` runs them all.
 
-use super::{time_dispatch, Engine};
+use super::profile::time_dispatch;
+use super::Engine;
 use crate::gpu::{MatvecKernel, MatvecShape, Tuning};
 use crate::Error;
 use std::collections::VecDeque;

@@ -405,7 +405,7 @@ impl Model {
                 read_back_bytes: completion.read_back_bytes,
                 step_ms: StepMs::of(&completion.gen_steps, completion.gen_time),
                 log_probs: settings.log_probs.map(|_| {
-                    openai::chat_log_probs(&session.tokenizer, &completion.log_probs).to_string()
+                    openai::log_probs::chat(&session.tokenizer, &completion.log_probs).to_string()
                 }),
                 text: answer.content,
             };

@@ -204,8 +204,8 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
     let log_probs = job.log_probs.map(|_| {
         let probs = &completion.log_probs;
         match job.input {
-            Input::Chat(..) => openai::chat_log_probs(&session.tokenizer, probs),
-            Input::Text(_) => openai::text_log_probs(&session.tokenizer, probs, 0),
+            Input::Chat(..) => openai::log_probs::chat(&session.tokenizer, probs),
+            Input::Text(_) => openai::log_probs::text(&session.tokenizer, probs, 0),
         }
     });
     Ok(Event::Done {
