@@ -31,6 +31,9 @@ pub struct LoadOptions {
     /// says, where it names a pooling (an embedding model); a file that names none (a chat model) is
     /// then loaded without the embeddings run.
     pub pooling: Option<Pooling>,
+    /// Sequences one decode step may hold (`Engine::step_sequences`: parallel requests, each at its
+    /// own rows of the cache). More than one needs a model whose memory is a KV cache alone.
+    pub sequences: u32,
 }
 
 /// Prompt tokens per run unless told otherwise: enough that the matmul tiles (16 tokens) fill up and
@@ -45,6 +48,7 @@ impl Default for LoadOptions {
             scoring: false,
             per_layer_on_gpu: false,
             pooling: None,
+            sequences: 1,
         }
     }
 }
@@ -187,14 +191,21 @@ impl Engine {
                 "the prompt batch must be at least 1 token".into(),
             ));
         }
+        if options.sequences == 0 || options.sequences > options.n_ctx {
+            return Err(Error::Model(format!(
+                "{} parallel sequences in a context of {} positions: each needs one at least",
+                options.sequences, options.n_ctx
+            )));
+        }
         gpu.alive()?;
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         loader.per_layer_on_gpu = options.per_layer_on_gpu;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
-        // An encoder reads each input in one run.
+        let sequences = options.sequences.min(n_ctx);
+        // An encoder reads each input in one run; a parallel step's tokens are a run too.
         let batch = match models::causal(&loader.arch) {
-            true => options.batch.min(n_ctx),
+            true => options.batch.max(sequences).min(n_ctx),
             false => n_ctx,
         };
         let pooling = match options.pooling {
@@ -205,6 +216,7 @@ impl Engine {
             batch,
             scoring: options.scoring,
             embeddings: pooling.is_some(),
+            sequences,
         };
         let forward = models::load(&mut loader, n_ctx, runs).await.map_err(|e| {
             // The tensors loaded so far are dropped with the error, but the queue still holds the
@@ -223,12 +235,19 @@ impl Engine {
                 e => e,
             }
         })?;
+        if sequences > 1 && !forward.recurrent.is_empty() {
+            return Err(Error::Model(format!(
+                "{} keeps one recurrent state, so it runs one sequence at a time, not {sequences}",
+                loader.arch
+            )));
+        }
         let states = forward.hidden.as_ref().map_or(0, |h| h.states.size());
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),
             size: (forward.n_vocab.max(batch) as u64 * 4)
                 .max(crate::ops::top_k::K_MAX as u64 * 8)
-                .max(states),
+                .max(states)
+                .max(sequences as u64 * (forward.n_vocab as u64 + 1) * 4),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -377,7 +396,7 @@ impl Engine {
     }
 
     /// Runs `tokens` at the next position (`run_segments`), which they then fill.
-    async fn run(&mut self, run: Run, tokens: &[u32]) -> Result<Option<Vec<u8>>, Error> {
+    async fn run(&mut self, run: Run<'_>, tokens: &[u32]) -> Result<Option<Vec<u8>>, Error> {
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
@@ -401,7 +420,7 @@ impl Engine {
     /// what it says (as bytes).
     async fn run_segments(
         &mut self,
-        run: Run,
+        run: Run<'_>,
         segments: &[Segment<'_>],
     ) -> Result<Option<Vec<u8>>, Error> {
         self.gpu.alive()?;
@@ -425,12 +444,13 @@ impl Engine {
         let start = Instant::now();
         let gpu = &self.gpu;
         let f = &self.forward;
+        // The plan, and the spans (buffer, offset, bytes) read back one after the other.
         let (plan, read_back) = match (run, &f.decode_long) {
-            (Run::Prefill, _) => (f.prefill.as_ref().expect("a prefill plan"), None),
+            (Run::Prefill, _) => (f.prefill.as_ref().expect("a prefill plan"), vec![]),
             (Run::Score { .. }, _) => {
                 let score = f.score.as_ref().expect("a scoring plan");
                 let bytes = tokens.len() as u64 * 4;
-                (&score.plan, Some((&score.log_probs, 0, bytes)))
+                (&score.plan, vec![(&score.log_probs, 0, bytes)])
             }
             (Run::Hidden { rows }, _) => {
                 let hidden = f.hidden.as_ref().expect("a hidden-state run");
@@ -438,7 +458,16 @@ impl Engine {
                 let (first, end) = rows;
                 let bytes = (end - first) as u64 * row;
                 let read = (bytes > 0).then_some((&hidden.states, first as u64 * row, bytes));
-                (&hidden.plan, read)
+                (&hidden.plan, read.into_iter().collect())
+            }
+            (Run::Parallel { logits_of }, _) => {
+                let parallel = f.parallel.as_ref().expect("a parallel decode plan");
+                let row = n_vocab as u64 * 4;
+                let choices = (&parallel.choices, 0, tokens.len() as u64 * 4);
+                let rows = (0..tokens.len() as u64)
+                    .filter(|&i| logits_of[i as usize])
+                    .map(|i| (&parallel.logits, i * row, row));
+                (&parallel.plan, [choices].into_iter().chain(rows).collect())
             }
             (Run::Decode(read), long) => {
                 let plan = match long {
@@ -446,15 +475,15 @@ impl Engine {
                     _ => &f.decode,
                 };
                 let read_back = match read {
-                    Read::Nothing => None,
-                    Read::Logits => Some((&f.logits, 0, n_vocab as u64 * 4)),
-                    Read::Greedy => Some((&self.greedy_choice, 0, 4)),
+                    Read::Nothing => vec![],
+                    Read::Logits => vec![(&f.logits, 0, n_vocab as u64 * 4)],
+                    Read::Greedy => vec![(&self.greedy_choice, 0, 4)],
                     Read::Candidates { k, log_sum_exp } => {
                         let bytes = match log_sum_exp {
                             true => crate::ops::top_k::LOG_SUM_EXP_AT + 4,
                             false => k as u64 * 8,
                         };
-                        Some((&self.candidates.result, 0, bytes))
+                        vec![(&self.candidates.result, 0, bytes)]
                     }
                 };
                 (plan, read_back)
@@ -481,20 +510,21 @@ impl Engine {
                 after.record(&mut pass, 1);
             }
         }
-        let read_bytes = read_back.map_or(0, |(_, _, bytes)| bytes);
-        if let Some((buffer, offset, bytes)) = read_back {
-            enc.copy_buffer_to_buffer(buffer, offset, &self.staging, 0, bytes);
+        let mut read_bytes = 0;
+        for (buffer, offset, bytes) in read_back {
+            enc.copy_buffer_to_buffer(buffer, offset, &self.staging, read_bytes, bytes);
+            read_bytes += bytes;
         }
         let commands = enc.finish();
         let submit_start = Instant::now();
         gpu.queue.submit([commands]);
         let wait_start = Instant::now();
-        let values = match read_back {
-            Some((_, _, bytes)) => Some(map_and_copy(gpu, &self.staging, bytes).await?),
-            None => {
+        let values = match read_bytes {
+            0 => {
                 let _ = gpu.device.poll(wgpu::PollType::Poll);
                 None
             }
+            bytes => Some(map_and_copy(gpu, &self.staging, bytes).await?),
         };
         let t = &mut self.stats.totals;
         t.runs += 1;
@@ -571,6 +601,79 @@ impl Engine {
     }
 }
 
+/// Several sequences at once, each at its own rows of the cache (parallel requests). The caller keeps
+/// each sequence's place; `pos` and `rewind` belong to the one-sequence calls above.
+impl Engine {
+    /// Sequences a parallel step may hold (`LoadOptions::sequences`).
+    pub fn sequences(&self) -> u32 {
+        self.forward.parallel.as_ref().map_or(1, |p| p.plan.batch)
+    }
+
+    /// Runs `tokens` of one sequence into cache rows base + pos on, a chunk per run where the model
+    /// has a prefill plan; nothing read back.
+    pub async fn feed_at(&mut self, base: u32, pos: u32, tokens: &[u32]) -> Result<(), Error> {
+        let chunk = self.forward.prefill.as_ref().map_or(1, |p| p.batch) as usize;
+        for (i, part) in tokens.chunks(chunk).enumerate() {
+            let place = Segment {
+                base,
+                pos: pos + (i * chunk) as u32,
+                tokens: part,
+            };
+            let run = match self.forward.prefill {
+                Some(_) => Run::Prefill,
+                None => Run::Decode(Read::Nothing),
+            };
+            self.run_segments(run, &[place]).await?;
+        }
+        Ok(())
+    }
+
+    /// One decode step of several sequences, each segment one token at its own place: returns for
+    /// each the index of its largest logit (the first of equals) and, where `logits_of` marks it, its
+    /// row of logits. One run, one submit.
+    pub async fn step_sequences(
+        &mut self,
+        steps: &[Segment<'_>],
+        logits_of: &[bool],
+    ) -> Result<Vec<SequenceStep>, Error> {
+        assert_eq!(steps.len(), logits_of.len());
+        assert!(steps.iter().all(|s| s.tokens.len() == 1), "one token each");
+        if steps.len() > self.sequences() as usize {
+            return Err(Error::Model(format!(
+                "{} sequences in one step; the engine was loaded for {}",
+                steps.len(),
+                self.sequences()
+            )));
+        }
+        let bytes = self
+            .run_segments(Run::Parallel { logits_of }, steps)
+            .await?;
+        let values: Vec<u32> = cast(bytes.expect("the choices are read back"));
+        let (choices, mut rows) = values.split_at(steps.len());
+        let n_vocab = self.forward.n_vocab as usize;
+        Ok(choices
+            .iter()
+            .zip(logits_of)
+            .map(|(&choice, &with_logits)| SequenceStep {
+                choice,
+                logits: with_logits.then(|| {
+                    let (row, rest) = rows.split_at(n_vocab);
+                    rows = rest;
+                    row.iter().map(|&bits| f32::from_bits(bits)).collect()
+                }),
+            })
+            .collect())
+    }
+}
+
+/// What a parallel step gives one sequence (`Engine::step_sequences`).
+#[derive(Clone, Debug)]
+pub struct SequenceStep {
+    /// The index of the largest logit: a greedy request's next token.
+    pub choice: u32,
+    pub logits: Option<Vec<f32>>,
+}
+
 /// A sampled step's candidates (`Engine::step_candidates`).
 #[derive(Clone, Debug)]
 pub struct Ranked {
@@ -583,9 +686,12 @@ pub struct Ranked {
 
 /// Which plan a run records, and what it reads back.
 #[derive(Clone, Copy)]
-enum Run {
+enum Run<'a> {
     /// One token through the decode plan.
     Decode(Read),
+    /// One token of each sequence through the parallel decode plan: the choice of each read back,
+    /// and the logits of those `logits_of` marks.
+    Parallel { logits_of: &'a [bool] },
     /// A prompt chunk through the prefill plan; nothing read back.
     Prefill,
     /// A chunk through the scoring plan, `next` the token after its last; each token's

@@ -104,3 +104,12 @@ fn chunked_prompts_equal_one_token_at_a_time() {
         }
     }
 }
+
+/// Several sequences in one decode step: MLA's cache and the experts over tokens of different
+/// sequences (`check_parallel`).
+#[test]
+fn random_deepseek2_in_parallel_sequences() {
+    let Some(gpu) = gpu() else { return };
+    let golden = serde_json::from_str(include_str!("goldens/random-deepseek2.json")).unwrap();
+    common::random_model::check_parallel(&gpu, &golden, TOL_F32);
+}

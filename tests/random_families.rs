@@ -28,3 +28,10 @@ fn random_qwen3_gemma2_phi3_llama3_match_references() {
     let reports = check_all(&gpu, &golden, TOL_F32, LLAMA_CPP);
     assert_eq!(reports.len(), 4);
 }
+
+#[test]
+fn random_families_in_parallel_sequences_match_the_f32_reference() {
+    let Some(gpu) = gpu() else { return };
+    let golden = serde_json::from_str(include_str!("goldens/random-families.json")).unwrap();
+    common::random_model::check_parallel(&gpu, &golden, TOL_F32);
+}

@@ -297,3 +297,11 @@ fn random_gemma4_chat_prompt_has_one_bos() {
         .unwrap();
     assert!(reply.tokens.len() <= 8);
 }
+
+/// Several sequences in one decode step: the shared KV layers and the per-layer inputs over tokens of
+/// different sequences (`check_parallel`).
+#[test]
+fn random_gemma4_in_parallel_sequences() {
+    let Some(gpu) = gpu() else { return };
+    common::random_model::check_parallel(&gpu, &golden(), TOL_F32);
+}

@@ -355,6 +355,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         prefill: plans.prefill,
         score: plans.score,
         hidden: plans.hidden,
+        parallel: plans.parallel,
         step,
         logits,
         n_vocab: c.n_vocab,

@@ -333,6 +333,7 @@ pub async fn load(
         prefill: plans.prefill,
         score: plans.score,
         hidden: plans.hidden,
+        parallel: plans.parallel,
         step,
         logits,
         n_vocab: c.n_vocab,

@@ -96,6 +96,9 @@ pub struct Forward {
     /// Up to `hidden.plan.batch` tokens through the layers and the final norm, each token's state
     /// left for embeddings to pool. Only where the load asked for embeddings.
     pub hidden: Option<Hidden>,
+    /// One token of each of several sequences through the whole model: a decode step of parallel
+    /// requests. Only where the load asked for more than one sequence.
+    pub parallel: Option<Parallel>,
     /// The position and tokens of the next run, written before each submit.
     pub step: StepInput,
     /// (n_vocab) f32, written by the step.
@@ -120,6 +123,15 @@ pub struct Score {
     pub log_probs: wgpu::Buffer,
 }
 
+/// A decode step of several sequences (`Forward::parallel`).
+pub struct Parallel {
+    pub plan: Plan,
+    /// (plan.batch, n_vocab) f32: each token's logits.
+    pub logits: wgpu::Buffer,
+    /// (plan.batch) u32: the index of each row's largest logit, a greedy request's choice.
+    pub choices: wgpu::Buffer,
+}
+
 /// The runs a load builds besides the decode step.
 #[derive(Clone, Copy, Debug)]
 pub struct PromptRuns {
@@ -129,13 +141,16 @@ pub struct PromptRuns {
     pub scoring: bool,
     /// The run that leaves each token's final hidden state (`Forward::hidden`).
     pub embeddings: bool,
+    /// Sequences a decode step may hold (`Forward::parallel` where more than one); at most `batch`.
+    pub sequences: u32,
 }
 
-/// `Forward::prefill`, `Forward::score` and `Forward::hidden`.
+/// `Forward::prefill`, `Forward::score`, `Forward::hidden` and `Forward::parallel`.
 pub struct PromptPlans {
     pub prefill: Option<Plan>,
     pub score: Option<Score>,
     pub hidden: Option<Hidden>,
+    pub parallel: Option<Parallel>,
 }
 
 /// A run that leaves each token's hidden state after the final norm, what embeddings pool
@@ -150,7 +165,8 @@ pub struct Hidden {
 /// What every architecture makes the same way from its layers (`push_layers` adds them for a plan's
 /// tokens), its final norm (`push_final_norm` leaves each token's normed state in `states`, `width`
 /// values a row) and its head (`push_logits` writes each token's logits into the buffer it is given):
-/// a prompt's chunk when `batch` > 1, and the scoring and hidden-state runs when asked for.
+/// a prompt's chunk when `batch` > 1, and the scoring, hidden-state and parallel decode runs when asked
+/// for.
 pub async fn prompt_plans(
     gpu: &Gpu,
     step: &StepInput,
@@ -202,10 +218,29 @@ pub async fn prompt_plans(
             })
         }
     };
+    let parallel = match runs.sequences {
+        0 | 1 => None,
+        rows => {
+            let logits = rows as u64 * n_vocab as u64 * 4;
+            let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
+            let choices = scratch_buffer(gpu, "choice of each sequence", rows as u64 * 4).await?;
+            let mut plan = Plan::new(gpu, step, rows);
+            push_layers(&mut plan);
+            push_logits(&mut plan, &logits);
+            crate::ops::argmax::push(&mut plan, &logits, &choices, n_vocab);
+            plan.finish(gpu).await?;
+            Some(Parallel {
+                plan,
+                logits,
+                choices,
+            })
+        }
+    };
     Ok(PromptPlans {
         prefill,
         score,
         hidden,
+        parallel,
     })
 }
 

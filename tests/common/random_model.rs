@@ -203,3 +203,94 @@ pub fn check_text_perplexity(gpu: &Arc<Gpu>, golden: &Value) {
         );
     }
 }
+
+/// Runs several sequences at once, each at its own rows of one cache (`Engine::step_sequences`):
+/// sequence s is the record's teacher-forced ids rotated by 5s, and starts s steps after the first,
+/// so one step holds different tokens at different positions; the last reads its first ids as a
+/// prompt (`Engine::feed_at`) before it joins. Every row of logits of the first sequence is compared
+/// with the f32 reference, the others' with the one-sequence steps (which `check_all` compares with
+/// it), and each step's choice with its row's largest logit.
+pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
+    const SEQUENCES: usize = 4;
+    const ROWS: u32 = 32; // each sequence's share of the cache
+    const PROMPT: usize = 10; // what the last sequence reads before its first step
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for record in golden["records"].as_array().unwrap() {
+        let name = record["file"].as_str().unwrap();
+        let source = FileSource::open(root.join(name)).unwrap();
+        let options = wick::engine::LoadOptions {
+            sequences: SEQUENCES as u32,
+            ..super::options(SEQUENCES as u32 * ROWS)
+        };
+        let mut engine = Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+            .block_on()
+            .unwrap();
+        assert_eq!(engine.sequences(), SEQUENCES as u32);
+        let teacher = ids(&record["teacher_ids"]);
+        let sequences: Vec<Vec<u32>> = (0..SEQUENCES)
+            .map(|s| {
+                let mut t = teacher.clone();
+                t.rotate_left(5 * s);
+                t
+            })
+            .collect();
+        let mut want = vec![rows(&record["f32_logits"])];
+        for tokens in &sequences[1..] {
+            engine.rewind(0);
+            let alone = tokens
+                .iter()
+                .map(|&t| engine.step(t, true).block_on().unwrap().unwrap());
+            want.push(alone.collect());
+        }
+        let last = SEQUENCES - 1;
+        let base = |s: usize| s as u32 * ROWS;
+        let prompt = &sequences[last][..PROMPT];
+        engine.feed_at(base(last), 0, prompt).block_on().unwrap();
+        // Each sequence's next position.
+        let mut next = vec![0; SEQUENCES];
+        next[last] = PROMPT;
+        let mut worst = 0f32;
+        for step in 0..teacher.len() + SEQUENCES {
+            let active: Vec<usize> = (0..SEQUENCES)
+                .filter(|&s| step >= s && next[s] < teacher.len())
+                .collect();
+            if active.is_empty() {
+                continue;
+            }
+            let segments: Vec<wick::gpu::Segment> = active
+                .iter()
+                .map(|&s| wick::gpu::Segment {
+                    base: base(s),
+                    pos: next[s] as u32,
+                    tokens: &sequences[s][next[s]..next[s] + 1],
+                })
+                .collect();
+            let out = engine
+                .step_sequences(&segments, &vec![true; active.len()])
+                .block_on()
+                .unwrap();
+            for (&s, got) in active.iter().zip(&out) {
+                let pos = next[s];
+                let logits = got.logits.as_ref().unwrap();
+                let (e, i) = max_abs(logits, &want[s][pos]);
+                assert!(
+                    e < f32_tolerance,
+                    "{name} sequence {s} position {pos}: logit {i} is {}, alone {}",
+                    logits[i],
+                    want[s][pos][i]
+                );
+                worst = worst.max(e);
+                let top = logits
+                    .iter()
+                    .enumerate()
+                    .fold(0, |b, (i, &v)| if v > logits[b] { i } else { b });
+                assert_eq!(
+                    got.choice as usize, top,
+                    "{name} sequence {s} position {pos}"
+                );
+                next[s] += 1;
+            }
+        }
+        eprintln!("{name}: {SEQUENCES} sequences in parallel steps, max |difference| {worst:.5}");
+    }
+}
