@@ -51,7 +51,9 @@ fn multiply_tile(t: u32, lo: u32, hi: u32, first: u32, tokens: u32) -> array<vec
             x_tile[i * TN + n] = x;
         }
         workgroupBarrier();
-        for (var i = 0u; i < 8u; i++) {
+        // Threads whose tokens are all past the run's have nothing to add (a run of a few tokens: a
+        // decode step of parallel sequences).
+        for (var i = 0u; i < 8u && my_tokens < tokens; i++) {
             let x0 = x_tile[i * TN + my_tokens];
             let x1 = x_tile[i * TN + my_tokens + 1u];
             let x2 = x_tile[i * TN + my_tokens + 2u];

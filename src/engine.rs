@@ -645,6 +645,25 @@ impl Engine {
                 self.sequences()
             )));
         }
+        // One sequence goes through the one-token decode plan, the faster where compute is scarce.
+        if let [with_logits] = logits_of {
+            let read = match with_logits {
+                true => Read::Logits,
+                false => Read::Greedy,
+            };
+            let values = self.run_segments(Run::Decode(read), steps).await?;
+            let values: Vec<f32> = cast(values.expect("read back"));
+            return Ok(vec![match with_logits {
+                true => SequenceStep {
+                    choice: crate::sampler::argmax(&values),
+                    logits: Some(values),
+                },
+                false => SequenceStep {
+                    choice: values[0].to_bits(),
+                    logits: None,
+                },
+            }]);
+        }
         let bytes = self
             .run_segments(Run::Parallel { logits_of }, steps)
             .await?;

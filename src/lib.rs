@@ -18,8 +18,10 @@ pub mod perplexity;
 pub mod quant;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod quantize;
+pub mod reply;
 pub mod sampler;
 pub mod session;
+pub mod slots;
 pub mod stop;
 pub mod tokenizer;
 pub mod tools;

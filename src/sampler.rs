@@ -5,6 +5,7 @@
 
 use crate::grammar::Constraint;
 use crate::ops::top_k::{K_MAX, PENALIZED_MAX};
+use web_time::{Duration, Instant};
 
 /// Sampling settings; `temperature <= 0` means greedy.
 #[derive(Clone, Debug)]
@@ -191,6 +192,48 @@ impl Sampler {
             cand.truncate(self.config.top_k);
         }
         self.choose(cand)
+    }
+
+    /// Picks a token from a step's whole row of logits (`Needs::Logits`, or wherever the row was read
+    /// back), the grammar's mask applied first, and the token's log-probability where reported.
+    /// `history` holds the tokens so far, for the repetition penalty; the grammar's work is added to
+    /// `mask_time`.
+    pub fn pick_from_logits(
+        &mut self,
+        logits: &mut [f32],
+        history: &[u32],
+        mask_time: &mut Duration,
+    ) -> Result<(u32, Option<TokenLogProb>), crate::Error> {
+        let penalized = self.log_probs.map(|_| {
+            let mut row = logits.to_vec();
+            penalize(
+                &mut row,
+                &self.penalized(history),
+                self.config.repeat_penalty,
+            );
+            row
+        });
+        if let Some(constraint) = &mut self.constraint {
+            let start = Instant::now();
+            constraint.mask(logits)?;
+            *mask_time += start.elapsed();
+        }
+        let next = self.sample(logits, history);
+        let log_prob = self
+            .log_probs
+            .zip(penalized)
+            .map(|(n, row)| TokenLogProb::of_logits(next, &row, n));
+        Ok((next, log_prob))
+    }
+
+    /// Moves the grammar past the token picked; its work is added to `mask_time`.
+    pub fn accept(&mut self, token: u32, mask_time: &mut Duration) -> Result<(), crate::Error> {
+        if let Some(constraint) = &mut self.constraint {
+            let start = Instant::now();
+            constraint.accept(token)?;
+            *mask_time += start.elapsed();
+        }
+        Ok(())
     }
 
     /// Picks a token from the candidates a step found on the GPU (`Needs::Candidates`): the top k

@@ -7,9 +7,9 @@ use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::grammar::{Constraint, Grammar, Vocabulary};
 use crate::ops::top_k::Pick;
+use crate::reply::Reply;
 use crate::sampler::{Needs, Sampler, TokenLogProb};
-use crate::stop::StopStrings;
-use crate::tokenizer::{StreamDecoder, Tokenizer};
+use crate::tokenizer::Tokenizer;
 use crate::Error;
 use serde_json::Value;
 use std::sync::Arc;
@@ -230,33 +230,16 @@ impl Session {
                 next
             }
             Needs::Logits => {
-                let history = history();
                 let mut logits = self.engine.step(token, true).await?;
                 let logits = logits.as_mut().expect("logits were asked for");
-                let penalized = report.map(|_| {
-                    let mut row = logits.clone();
-                    let recent = sampler.penalized(&history);
-                    crate::sampler::penalize(&mut row, &recent, sampler.config.repeat_penalty);
-                    row
-                });
-                if let Some(constraint) = &mut sampler.constraint {
-                    let start = Instant::now();
-                    constraint.mask(logits)?;
-                    self.engine.stats.totals.mask += start.elapsed();
-                }
-                let next = sampler.sample(logits, &history);
-                if let (Some(n), Some(row)) = (report, penalized) {
-                    log_prob = Some(TokenLogProb::of_logits(next, &row, n));
-                }
+                let mask_time = &mut self.engine.stats.totals.mask;
+                let (next, reported) = sampler.pick_from_logits(logits, &history(), mask_time)?;
+                log_prob = reported;
                 next
             }
         };
         self.cached.push(token);
-        if let Some(constraint) = &mut sampler.constraint {
-            let start = Instant::now();
-            constraint.accept(next)?;
-            self.engine.stats.totals.mask += start.elapsed();
-        }
+        sampler.accept(next, &mut self.engine.stats.totals.mask)?;
         Ok((next, log_prob))
     }
 
@@ -278,62 +261,23 @@ impl Session {
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let totals_before = self.engine.stats.totals;
-        let mut decoder = StreamDecoder::default();
-        let mut stops = StopStrings::new(stop);
-        let mut tokens = Vec::new();
-        let mut log_probs = Vec::new();
-        let mut text = String::new();
-        let mut stopped_by_string = false;
+        let mut reply = Reply::new(max_tokens, stop);
         let finish = loop {
-            if max_tokens == 0 {
-                break FinishReason::Length;
-            }
-            if self.tokenizer.is_end_of_generation(id) {
-                break FinishReason::Stop;
-            }
-            tokens.push(id);
-            log_probs.extend(log_prob.take());
-            let (piece, stopped) = stops.push(&decoder.push(&self.tokenizer, id));
-            text.push_str(&piece);
-            if !piece.is_empty() && !on_text(&piece) {
-                break FinishReason::Cancelled;
-            }
-            if stopped {
-                stopped_by_string = true;
-                break FinishReason::Stop;
-            }
-            // A grammar that can take nothing more ends the reply without another step.
-            if sampler.constraint.as_ref().is_some_and(|c| c.is_finished()) {
-                break FinishReason::Stop;
-            }
-            // The last token allowed is not run: nothing would read what comes after it.
-            if tokens.len() >= max_tokens {
-                break FinishReason::Length;
-            }
-            if self.engine.pos() >= self.engine.n_ctx() {
-                break FinishReason::ContextFull;
+            let room = self.engine.pos() < self.engine.n_ctx();
+            let picked = (id, log_prob.take());
+            if let Some(finish) = reply.push(&self.tokenizer, picked, sampler, room, on_text) {
+                break finish;
             }
             (id, log_prob) = self.step(id, sampler).await?;
         };
-        if !stopped_by_string {
-            let (tail, _) = stops.push(&decoder.finish());
-            let tail = tail + &stops.finish();
-            if !tail.is_empty() {
-                on_text(&tail);
-                text.push_str(&tail);
-            }
-        }
         Ok(Completion {
-            tokens,
-            log_probs,
-            text,
-            finish,
             prompt_tokens: prompt.len(),
             prompt_processed: processed,
             prompt_time,
             gen_time: gen_start.elapsed(),
             read_back_bytes: self.engine.stats.totals.read_bytes - read_before,
             gen_steps: self.engine.stats.totals - totals_before,
+            ..reply.finish(finish, on_text)
         })
     }
 

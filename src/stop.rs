@@ -2,19 +2,15 @@
 //! nor anything after it is returned. While streaming, text that could still become a stop string is
 //! held back until the next piece settles it.
 
-pub struct StopStrings<'a> {
-    stops: Vec<&'a str>,
+pub struct StopStrings {
+    stops: Vec<String>,
     held: String,
 }
 
-impl<'a> StopStrings<'a> {
-    pub fn new(stops: &'a [String]) -> StopStrings<'a> {
+impl StopStrings {
+    pub fn new(stops: &[String]) -> StopStrings {
         StopStrings {
-            stops: stops
-                .iter()
-                .map(String::as_str)
-                .filter(|s| !s.is_empty())
-                .collect(),
+            stops: stops.iter().filter(|s| !s.is_empty()).cloned().collect(),
             held: String::new(),
         }
     }

@@ -27,7 +27,7 @@ pub struct ChatArgs {
 }
 
 pub fn main(args: ChatArgs) -> Result<()> {
-    let mut session = load::session(&args.model, false)?;
+    let mut session = load::session(&args.model, Default::default())?;
     let mut sampler = args.sampling.sampler();
     let grammar = args.sampling.grammar.grammar()?;
     let overflow = if args.drop_old_turns {

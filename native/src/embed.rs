@@ -23,7 +23,7 @@ pub struct EmbedArgs {
 }
 
 pub fn main(args: EmbedArgs) -> Result<()> {
-    let mut session = load::session(&args.model, false)?;
+    let mut session = load::session(&args.model, Default::default())?;
     let n = args.texts.len();
     let request = EmbeddingRequest {
         input: EmbeddingInput::Texts(args.texts),

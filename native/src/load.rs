@@ -51,7 +51,9 @@ pub fn progress_bar(what: &str) -> ProgressBar {
 
 /// Loads the model for a session; `scoring` also builds the plan that scores prompt chunks
 /// (perplexity).
-pub fn session(args: &ModelArgs, scoring: bool) -> Result<Session> {
+/// Loads the model `args` names with the context, batch and pooling they say, the rest of `options`
+/// as given.
+pub fn session(args: &ModelArgs, options: LoadOptions) -> Result<Session> {
     let source = open_source(&args.model)?;
     let gpu = gpu()?;
     let bar = progress_bar("loading");
@@ -59,9 +61,8 @@ pub fn session(args: &ModelArgs, scoring: bool) -> Result<Session> {
     let options = LoadOptions {
         n_ctx: args.ctx_size,
         batch: args.batch_size,
-        scoring,
         pooling: args.pooling,
-        ..Default::default()
+        ..options
     };
     let session = Session::load(gpu, source.as_ref(), &options, &mut |done, total| {
         bar.set_length(total);

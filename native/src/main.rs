@@ -183,7 +183,12 @@ impl SamplingArgs {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    // llama-server's two-letter `-np` (a short flag in clap is one letter) means --parallel.
+    let args = std::env::args().map(|a| match a.as_str() {
+        "-np" => "--parallel".to_string(),
+        _ => a,
+    });
+    let cli = Cli::parse_from(args);
     if !matches!(cli.command, Command::Serve(_)) {
         exit_quietly_on_closed_stdout();
     }

@@ -21,7 +21,11 @@ pub struct PerplexityArgs {
 pub fn main(args: PerplexityArgs) -> Result<()> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read {}", args.file))?;
-    let mut session = load::session(&args.model, true)?;
+    let scoring = wick::engine::LoadOptions {
+        scoring: true,
+        ..Default::default()
+    };
+    let mut session = load::session(&args.model, scoring)?;
     let max_chunks = usize::try_from(args.chunks).ok();
     eprintln!(
         "wick: chunks of {} tokens, the second half of each scored",

@@ -22,7 +22,7 @@ pub struct RunArgs {
 }
 
 pub fn main(args: RunArgs) -> Result<()> {
-    let mut session = load::session(&args.model, false)?;
+    let mut session = load::session(&args.model, Default::default())?;
     let prompt = session.tokenize_prompt(&args.prompt);
     let max = if args.n_predict < 0 {
         usize::MAX

@@ -49,11 +49,12 @@ impl Drop for Server {
     }
 }
 
-/// Starts the server on port 0 with a context of `n_ctx` tokens and returns it with the base URL it
-/// printed.
-fn start(model: &Path, key: &str, n_ctx: u32) -> Option<(Server, String)> {
+/// Starts the server on port 0 with a context of `n_ctx` tokens (and `more` arguments) and returns it
+/// with the base URL it printed.
+fn start(model: &Path, key: &str, n_ctx: u32, more: &[&str]) -> Option<(Server, String)> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wick"))
         .args(["serve", "--port", "0", "-c", &n_ctx.to_string()])
+        .args(more)
         .args(["--cors", "--max-body", "65536"])
         .arg("--api-key")
         .arg(key)
@@ -93,6 +94,18 @@ fn client_against(model: &str, n_ctx: u32, script: &str, args: &[std::ffi::OsStr
 }
 
 fn client_against_file(model: &Path, n_ctx: u32, script: &str, args: &[std::ffi::OsString]) {
+    client_of_server(model, (n_ctx, &[]), script, args)
+}
+
+/// Runs a client script (`native/tests/SCRIPT BASE_URL KEY ARGS...`, the server's process id in
+/// WICK_SERVER_PID) against a server on `model` started with a context of `n_ctx` tokens and `more`
+/// arguments.
+fn client_of_server(
+    model: &Path,
+    (n_ctx, more): (u32, &[&str]),
+    script: &str,
+    args: &[std::ffi::OsString],
+) {
     let Some(python) = python() else { return };
     assert!(
         model.exists(),
@@ -100,7 +113,7 @@ fn client_against_file(model: &Path, n_ctx: u32, script: &str, args: &[std::ffi:
         model.display()
     );
     let key = "test-key-7f3a";
-    let Some((_server, url)) = start(model, key, n_ctx) else {
+    let Some((server, url)) = start(model, key, n_ctx, more) else {
         return;
     };
     let status = Command::new(python)
@@ -108,6 +121,7 @@ fn client_against_file(model: &Path, n_ctx: u32, script: &str, args: &[std::ffi:
         .arg(&url)
         .arg(key)
         .args(args)
+        .env("WICK_SERVER_PID", server.0.id().to_string())
         .status()
         .expect("python runs");
     assert!(status.success(), "{script} failed");
@@ -175,4 +189,13 @@ fn embeddings_through_the_openai_client() {
         &[golden.into(), file.into()],
     );
     let _ = std::fs::remove_file(&path);
+}
+
+/// Four slots (`-np 4`): requests answered together as alone, one joining mid-generation, a slot's
+/// conversation reused, a slot's share of the context, and mixed requests with disconnects
+/// (parallel_client.py).
+#[test]
+fn parallel_slots_through_the_openai_client() {
+    let model = root().join(SMOLLM2);
+    client_of_server(&model, (1024, &["-np", "4"]), "parallel_client.py", &[]);
 }

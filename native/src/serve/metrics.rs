@@ -8,7 +8,7 @@ use std::time::Duration;
 pub struct Metrics {
     /// Completions and embeddings answered (or failed after they started).
     requests: AtomicU64,
-    /// 1 while the engine runs a task.
+    /// Tasks the engine runs now.
     busy: AtomicU64,
     prompt_tokens: AtomicU64,
     /// Of `prompt_tokens`, those the cache already held (not run again).
@@ -29,12 +29,12 @@ pub struct Generated {
 
 impl Metrics {
     pub fn start_task(&self) {
-        self.busy.store(1, Ordering::Relaxed);
+        self.busy.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn end_task(&self) {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        self.busy.store(0, Ordering::Relaxed);
+        self.busy.fetch_sub(1, Ordering::Relaxed);
     }
 
     pub fn add(&self, g: Generated) {

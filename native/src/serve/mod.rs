@@ -8,6 +8,7 @@
 
 mod metrics;
 mod openai;
+mod parallel;
 mod routes;
 mod worker;
 
@@ -33,10 +34,24 @@ pub struct ServeArgs {
     /// Largest request body in bytes
     #[arg(long = "max-body", default_value_t = 1 << 20)]
     max_body: usize,
+    /// Requests answered at once, each in its own slot with an equal share of the context: their
+    /// decode steps run together, one pass a token for all (`-np` as llama-server spells it)
+    #[arg(long = "parallel", default_value_t = 1)]
+    parallel: u32,
 }
 
 pub fn main(args: ServeArgs) -> Result<()> {
-    let session = load::session(&args.model, false)?;
+    if args.parallel > 1 && args.model.pooling.is_some() {
+        anyhow::bail!(
+            "--parallel serves completions; a model loaded with --pooling answers embeddings one request \
+             at a time: leave out one or the other"
+        );
+    }
+    let options = wick::engine::LoadOptions {
+        sequences: args.parallel,
+        ..Default::default()
+    };
+    let session = load::session(&args.model, options)?;
     let model_id = model_id(&args.model);
     let has_key = args.api_key.is_some();
     let metrics = std::sync::Arc::new(metrics::Metrics::default());

@@ -12,8 +12,8 @@ use wick::chat_template::ChatMessage;
 use wick::grammar::Grammar;
 use wick::openai::embeddings::{self, EmbedError, EmbeddingRequest};
 use wick::openai::{self, Answer, Usage};
-use wick::sampler::SamplerConfig;
-use wick::session::Session;
+use wick::sampler::{Sampler, SamplerConfig};
+use wick::session::{Completion, Session};
 use wick::tools::{Call, Offered, ToolUse};
 
 /// Requests waiting for the engine beyond the one it runs; more are refused with 503.
@@ -64,44 +64,61 @@ pub enum Event {
 }
 
 /// Starts the engine thread and returns the queue that feeds it; the thread counts what it does
-/// in `metrics`.
-pub fn start(mut session: Session, metrics: Arc<Metrics>) -> mpsc::Sender<Task> {
-    let (tasks, mut queue) = mpsc::channel::<Task>(QUEUE_DEPTH);
+/// in `metrics`. An engine loaded for several sequences serves that many requests at once
+/// (`super::parallel`); otherwise one at a time, in arrival order.
+pub fn start(session: Session, metrics: Arc<Metrics>) -> mpsc::Sender<Task> {
+    let (tasks, queue) = mpsc::channel::<Task>(QUEUE_DEPTH);
     std::thread::Builder::new()
         .name("wick-engine".into())
-        .spawn(move || {
-            while let Some(task) = queue.blocking_recv() {
-                let job = match task {
-                    Task::Generate(job) => job,
-                    Task::Embed {
-                        request,
-                        model,
-                        answer,
-                    } => {
-                        if !answer.is_closed() {
-                            metrics.start_task();
-                            let _ = answer.send(embed(&mut session, &request, &model));
-                            metrics.end_task();
-                        }
-                        continue;
-                    }
-                };
-                // A client that left while queued costs nothing.
-                if job.events.is_closed() {
-                    continue;
-                }
-                metrics.start_task();
-                let events = job.events.clone();
-                let last = match run(&mut session, job, &metrics) {
-                    Ok(done) => done,
-                    Err(e) => Event::Failed(e),
-                };
-                metrics.end_task();
-                let _ = events.blocking_send(last);
-            }
+        .spawn(move || match session.engine.sequences() {
+            1 => serve_in_turn(session, queue, &metrics),
+            _ => super::parallel::serve(session, queue, &metrics),
         })
         .expect("the engine thread starts");
     tasks
+}
+
+fn serve_in_turn(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Metrics) {
+    while let Some(task) = queue.blocking_recv() {
+        let job = match task {
+            Task::Generate(job) => job,
+            Task::Embed {
+                request,
+                model,
+                answer,
+            } => {
+                answer_embeddings(&mut session, &request, &model, answer, metrics);
+                continue;
+            }
+        };
+        // A client that left while queued costs nothing.
+        if job.events.is_closed() {
+            continue;
+        }
+        metrics.start_task();
+        let events = job.events.clone();
+        let last = match run(&mut session, job, metrics) {
+            Ok(done) => done,
+            Err(e) => Event::Failed(e),
+        };
+        metrics.end_task();
+        let _ = events.blocking_send(last);
+    }
+}
+
+/// Answers an embeddings request, where its client still waits.
+pub fn answer_embeddings(
+    session: &mut Session,
+    request: &EmbeddingRequest,
+    model: &str,
+    answer: oneshot::Sender<Result<Value, ApiError>>,
+    metrics: &Metrics,
+) {
+    if !answer.is_closed() {
+        metrics.start_task();
+        let _ = answer.send(embed(session, request, model));
+        metrics.end_task();
+    }
 }
 
 fn embed(
@@ -123,7 +140,26 @@ fn embed(
         })
 }
 
-fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiError> {
+/// A request made ready for the engine: its prompt's tokens, its sampler, its budget.
+pub struct Prepared {
+    pub prompt: Vec<u32>,
+    pub sampler: Sampler,
+    pub max_tokens: usize,
+    /// The tools offered, where the reply is to be read as calls: its text is sent when whole.
+    pub tool_use: Option<ToolUse>,
+}
+
+impl Prepared {
+    /// Whether the reply's text goes out as it comes (with tools it is read as calls once whole).
+    pub fn streamed(&self) -> bool {
+        self.tool_use.is_none()
+    }
+}
+
+/// Renders and tokenizes `job`'s prompt and makes its sampler, refusing what cannot run: a prompt
+/// that leaves no room in a context of `n_ctx` positions, a grammar that does not parse. Tells the
+/// client generation begins.
+pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepared, ApiError> {
     embeddings::refuse_completion(session)?;
     let template_failed = |e: wick::Error| ApiError {
         status: 400,
@@ -147,7 +183,6 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
         Input::Text(text) => text.clone(),
     };
     let prompt = session.tokenize_prompt(&prompt_text);
-    let n_ctx = session.engine.n_ctx() as usize;
     if prompt.is_empty() {
         return Err(ApiError::invalid("the prompt is empty", "prompt"));
     }
@@ -163,9 +198,9 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
             )
         });
     }
-    let mut sampler = openai::sampler(
+    let sampler = openai::sampler(
         session,
-        job.sampler,
+        job.sampler.clone(),
         tool_use.as_ref(),
         job.grammar.as_ref(),
         job.log_probs,
@@ -173,27 +208,58 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
     if job.events.blocking_send(Event::Started).is_err() {
         return Err(ApiError::invalid("the client left", "messages"));
     }
-    let max_tokens = job.max_tokens.unwrap_or(n_ctx);
+    Ok(Prepared {
+        prompt,
+        sampler,
+        max_tokens: job.max_tokens.unwrap_or(n_ctx),
+        tool_use,
+    })
+}
+
+/// Runs a prepared job to the end, its text sent as it comes.
+fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiError> {
+    let n_ctx = session.engine.n_ctx() as usize;
+    let Prepared {
+        prompt,
+        mut sampler,
+        max_tokens,
+        tool_use,
+    } = prepare(session, &job, n_ctx)?;
     let events = &job.events;
-    // With tools the text is read as calls once it is whole, so it is sent then, not as it comes.
     let streamed = tool_use.is_none();
     let completion = session
         .complete(&prompt, max_tokens, &job.stop, &mut sampler, &mut |text| {
             !streamed || events.blocking_send(Event::Text(text.to_string())).is_ok()
         })
         .block_on()
-        .map_err(|e| ApiError {
-            status: 500,
-            message: format!("generation failed: {e}"),
-            kind: "server_error",
-            param: None,
-            code: None,
-        })?;
-    let answer = Answer::of(&completion.text, completion.finish, tool_use.as_ref());
-    if !streamed && !answer.content.is_empty() {
-        let _ = events.blocking_send(Event::Text(answer.content));
+        .map_err(generation_failed)?;
+    Ok(done(session, &job, tool_use.as_ref(), &completion, metrics))
+}
+
+pub fn generation_failed(e: impl std::fmt::Display) -> ApiError {
+    ApiError {
+        status: 500,
+        message: format!("generation failed: {e}"),
+        kind: "server_error",
+        param: None,
+        code: None,
     }
-    let usage = Usage::of(&completion);
+}
+
+/// The last event of a finished reply (its text, if held back for tools, sent first), counted in
+/// `metrics`.
+pub fn done(
+    session: &Session,
+    job: &Job,
+    tool_use: Option<&ToolUse>,
+    completion: &Completion,
+    metrics: &Metrics,
+) -> Event {
+    let answer = Answer::of(&completion.text, completion.finish, tool_use);
+    if tool_use.is_some() && !answer.content.is_empty() {
+        let _ = job.events.blocking_send(Event::Text(answer.content));
+    }
+    let usage = Usage::of(completion);
     metrics.add(Generated {
         prompt_tokens: usage.prompt_tokens,
         cached_tokens: usage.prompt_tokens_details.cached_tokens,
@@ -208,10 +274,10 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
             Input::Text(_) => openai::log_probs::text(&session.tokenizer, probs, 0),
         }
     });
-    Ok(Event::Done {
+    Event::Done {
         finish: answer.finish_reason,
         usage,
         calls: answer.calls,
         log_probs,
-    })
+    }
 }

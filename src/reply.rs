@@ -1,0 +1,112 @@
+//! A reply as it is generated, one picked token at a time: its budget, its stop strings, the text
+//! decoded so far. `Session::complete` drives one; a server's parallel slots (`slots::Slots`) drive
+//! several, each step picking a token for all of them at once.
+
+use crate::sampler::{Sampler, TokenLogProb};
+use crate::session::{Completion, FinishReason};
+use crate::stop::StopStrings;
+use crate::tokenizer::{StreamDecoder, Tokenizer};
+use web_time::Duration;
+
+pub struct Reply {
+    max_tokens: usize,
+    decoder: StreamDecoder,
+    stops: StopStrings,
+    tokens: Vec<u32>,
+    log_probs: Vec<TokenLogProb>,
+    text: String,
+    /// A stop string ended the reply: what was held back is not part of it.
+    stopped_by_string: bool,
+}
+
+impl Reply {
+    pub fn new(max_tokens: usize, stop: &[String]) -> Reply {
+        Reply {
+            max_tokens,
+            decoder: StreamDecoder::default(),
+            stops: StopStrings::new(stop),
+            tokens: Vec::new(),
+            log_probs: Vec::new(),
+            text: String::new(),
+            stopped_by_string: false,
+        }
+    }
+
+    /// The tokens taken so far.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Takes the token a step picked (with its log-probability where the sampler reports them) and
+    /// hands `on_text` the text it completes: valid UTF-8 that can no longer turn into a stop string.
+    /// Returns why the reply ends here, or None where another step follows; `room` says whether the
+    /// context holds another position. `sampler` has accepted the token already: a grammar that can
+    /// take nothing more ends the reply.
+    pub fn push(
+        &mut self,
+        tokenizer: &Tokenizer,
+        (id, log_prob): (u32, Option<TokenLogProb>),
+        sampler: &Sampler,
+        room: bool,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Option<FinishReason> {
+        if self.max_tokens == 0 {
+            return Some(FinishReason::Length);
+        }
+        if tokenizer.is_end_of_generation(id) {
+            return Some(FinishReason::Stop);
+        }
+        self.tokens.push(id);
+        self.log_probs.extend(log_prob);
+        let (piece, stopped) = self.stops.push(&self.decoder.push(tokenizer, id));
+        self.text.push_str(&piece);
+        if !piece.is_empty() && !on_text(&piece) {
+            return Some(FinishReason::Cancelled);
+        }
+        if stopped {
+            self.stopped_by_string = true;
+            return Some(FinishReason::Stop);
+        }
+        if sampler.constraint.as_ref().is_some_and(|c| c.is_finished()) {
+            return Some(FinishReason::Stop);
+        }
+        // The last token allowed is not run: nothing would read what comes after it.
+        if self.tokens.len() >= self.max_tokens {
+            return Some(FinishReason::Length);
+        }
+        if !room {
+            return Some(FinishReason::ContextFull);
+        }
+        None
+    }
+
+    /// Ends the reply for `finish`: the text held back (an unfinished character, the start of a stop
+    /// string that never completed) goes to `on_text` and the reply, unless a stop string ended it.
+    /// The prompt's counts and the times are the caller's to fill in.
+    pub fn finish(
+        mut self,
+        finish: FinishReason,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Completion {
+        if !self.stopped_by_string {
+            let (tail, _) = self.stops.push(&self.decoder.finish());
+            let tail = tail + &self.stops.finish();
+            if !tail.is_empty() {
+                on_text(&tail);
+                self.text.push_str(&tail);
+            }
+        }
+        Completion {
+            tokens: self.tokens,
+            log_probs: self.log_probs,
+            text: self.text,
+            finish,
+            prompt_tokens: 0,
+            prompt_processed: 0,
+            prompt_time: Duration::ZERO,
+            gen_time: Duration::ZERO,
+            read_back_bytes: 0,
+            gen_steps: Default::default(),
+        }
+    }
+}

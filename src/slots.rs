@@ -1,0 +1,190 @@
+//! Several conversations on one engine at once (a server's parallel slots). Each slot owns an equal
+//! share of the KV cache and remembers the tokens it holds, so a request that continues a
+//! conversation a slot still holds reads only what is new. One decode step runs a token of every
+//! slot that is generating (`Engine::step_sequences`: one pass, one submit); prompts are read a chunk
+//! at a time between steps, so a new request holds the others up by one chunk at most.
+
+use crate::engine::Engine;
+use crate::gpu::Segment;
+use crate::sampler::{Needs, Sampler, TokenLogProb};
+use crate::Error;
+
+pub struct Slots {
+    slots: Vec<Slot>,
+    /// Positions each slot holds.
+    rows: u32,
+    /// Prompt tokens read in one run.
+    chunk: usize,
+    /// Counts the slots' uses, for the least recently used.
+    uses: u64,
+}
+
+struct Slot {
+    /// Its first row of the cache.
+    base: u32,
+    /// The tokens whose keys and values its rows hold, in order.
+    cached: Vec<u32>,
+    /// Prompt tokens still to read into the cache.
+    pending: Vec<u32>,
+    last_use: u64,
+}
+
+/// One slot's part of a decode step (`Slots::step`).
+pub struct SlotStep<'a> {
+    pub slot: usize,
+    /// The token to run at the slot's next position: the last of its prompt, or the one picked at
+    /// its previous step.
+    pub token: u32,
+    pub sampler: &'a mut Sampler,
+}
+
+impl Slots {
+    /// As many slots as the engine runs sequences, the context split evenly among them.
+    pub fn new(engine: &Engine) -> Slots {
+        let n = engine.sequences();
+        let rows = engine.n_ctx() / n;
+        Slots {
+            slots: (0..n)
+                .map(|i| Slot {
+                    base: i * rows,
+                    cached: Vec::new(),
+                    pending: Vec::new(),
+                    last_use: 0,
+                })
+                .collect(),
+            rows,
+            chunk: engine.stats.chunk_tokens as usize,
+            uses: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Positions each slot holds: a request's context.
+    pub fn rows(&self) -> u32 {
+        self.rows
+    }
+
+    /// The slot for `prompt` among those `free` allows: the one whose cache shares the longest start
+    /// with it, or else the least recently used.
+    pub fn choose(&self, prompt: &[u32], free: impl Fn(usize) -> bool) -> Option<usize> {
+        let shared = |s: &Slot| common_prefix(&s.cached, prompt);
+        (0..self.slots.len()).filter(|&i| free(i)).max_by_key(|&i| {
+            let s = &self.slots[i];
+            (shared(s), std::cmp::Reverse(s.last_use))
+        })
+    }
+
+    /// Sets slot `s` to read `prompt`: it keeps the longest start its cache shares with it and queues
+    /// the rest but the last token, which the slot's first step runs. Returns that last token and
+    /// how many tokens the prompt leaves to process, the last included.
+    pub fn begin(&mut self, s: usize, prompt: &[u32]) -> Result<(u32, usize), Error> {
+        let Some((&last, _)) = prompt.split_last() else {
+            return Err(Error::Model("the prompt is empty".into()));
+        };
+        if prompt.len() > self.rows as usize {
+            return Err(Error::ContextFull(self.rows));
+        }
+        self.uses += 1;
+        let slot = &mut self.slots[s];
+        slot.last_use = self.uses;
+        let keep = common_prefix(&slot.cached, prompt).min(prompt.len() - 1);
+        slot.cached.truncate(keep);
+        slot.pending = prompt[keep..prompt.len() - 1].to_vec();
+        Ok((last, prompt.len() - keep))
+    }
+
+    /// Whether slot `s` still has prompt to read.
+    pub fn reading(&self, s: usize) -> bool {
+        !self.slots[s].pending.is_empty()
+    }
+
+    /// Stops reading slot `s`'s prompt (its client left); what was read stays cached.
+    pub fn abandon(&mut self, s: usize) {
+        self.slots[s].pending.clear();
+    }
+
+    /// Positions slot `s` holds.
+    pub fn pos(&self, s: usize) -> u32 {
+        self.slots[s].cached.len() as u32
+    }
+
+    /// Reads the next chunk of slot `s`'s prompt into its rows of the cache.
+    pub async fn read_chunk(&mut self, engine: &mut Engine, s: usize) -> Result<(), Error> {
+        let slot = &mut self.slots[s];
+        let n = slot.pending.len().min(self.chunk);
+        let chunk: Vec<u32> = slot.pending.drain(..n).collect();
+        let pos = slot.cached.len() as u32;
+        engine.feed_at(slot.base, pos, &chunk).await?;
+        slot.cached.extend_from_slice(&chunk);
+        Ok(())
+    }
+
+    /// One decode step of the slots in `steps` (none reading its prompt, each with a position left):
+    /// each token runs at its slot's next position, and each sampler picks the token after it, with
+    /// its log-probability where the sampler reports them.
+    pub async fn step(
+        &mut self,
+        engine: &mut Engine,
+        steps: &mut [SlotStep<'_>],
+    ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
+        for step in steps.iter() {
+            let slot = &self.slots[step.slot];
+            assert!(slot.pending.is_empty(), "a slot still reading its prompt");
+            if slot.cached.len() >= self.rows as usize {
+                return Err(Error::ContextFull(self.rows));
+            }
+        }
+        let tokens: Vec<[u32; 1]> = steps.iter().map(|s| [s.token]).collect();
+        let segments: Vec<Segment> = steps
+            .iter()
+            .zip(&tokens)
+            .map(|(step, token)| {
+                let slot = &self.slots[step.slot];
+                Segment {
+                    base: slot.base,
+                    pos: slot.cached.len() as u32,
+                    tokens: token,
+                }
+            })
+            .collect();
+        // Only a greedy choice with nothing to report does without its row of logits.
+        let logits_of: Vec<bool> = steps
+            .iter()
+            .map(|s| s.sampler.needs() != Needs::Largest || s.sampler.log_probs.is_some())
+            .collect();
+        let rows = engine.step_sequences(&segments, &logits_of).await?;
+        let mut picked = Vec::with_capacity(steps.len());
+        for (step, row) in steps.iter_mut().zip(rows) {
+            let slot = &mut self.slots[step.slot];
+            let sampler = &mut *step.sampler;
+            let mask_time = &mut engine.stats.totals.mask;
+            let (next, log_prob) = match row.logits {
+                None => (row.choice, None),
+                Some(mut logits) => {
+                    // The tokens the repetition penalty looks at: the last ones cached, and this one.
+                    let from = slot
+                        .cached
+                        .len()
+                        .saturating_sub(sampler.config.repeat_last_n);
+                    let history = [&slot.cached[from..], &[step.token]].concat();
+                    sampler.pick_from_logits(&mut logits, &history, mask_time)?
+                }
+            };
+            slot.cached.push(step.token);
+            sampler.accept(next, mask_time)?;
+            picked.push((next, log_prob));
+        }
+        Ok(picked)
+    }
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
