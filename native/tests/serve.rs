@@ -142,15 +142,17 @@ fn openai_client_against_wick_serve() {
 }
 
 /// Every fourth schema once (`WICK_FULL_REPLIES=1`: every schema at both temperatures, about 25
-/// minutes on lavapipe).
+/// minutes on lavapipe, one at a time).
 #[test]
 fn structured_outputs_through_the_openai_client() {
     let quick: &[std::ffi::OsString] = match std::env::var_os("WICK_FULL_REPLIES") {
         Some(_) => &[],
         None => &["quick".into()],
     };
-    // Room for a prompt and a reply of max_tokens 256.
-    client_against(SMOLLM2, 1024, "structured_client.py", quick);
+    // Four slots, each with room for a prompt and a reply of max_tokens 256: the replies come four
+    // at a time, each under its own grammar.
+    let model = root().join(SMOLLM2);
+    client_of_server(&model, (4096, &["-np", "4"]), "structured_client.py", quick);
 }
 
 /// SmolLM2's template knows no tools: they go in a system message, the reply in a JSON envelope.
