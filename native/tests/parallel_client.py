@@ -4,7 +4,8 @@
     WICK_SERVER_PID=PID python native/tests/parallel_client.py BASE_URL API_KEY
 
 BASE_URL is the server's http://host:port/v1, started with --api-key API_KEY -c 1024 -np 4 on
-SmolLM2-135M-Instruct Q4_1 (256 positions a slot). Exits non-zero with a message on the first failed
+SmolLM2-135M-Instruct Q4_1 (256 positions a slot); WICK_FULL_REPLIES=1 sends 200 mixed requests
+rather than 16. Exits non-zero with a message on the first failed
 check. A reply given alone runs through the one-sequence decode step; given together, through the
 parallel step (the batched products): the greedy tokens must be the same.
 """
@@ -21,6 +22,8 @@ from http_check import check, openai_error
 
 BASE, KEY = sys.argv[1:3]
 PID = int(os.environ["WICK_SERVER_PID"])
+# Waves of 8 mixed requests: 2, or 25 (200 requests, about 10 minutes on lavapipe) with WICK_FULL_REPLIES.
+WAVES = 25 if os.environ.get("WICK_FULL_REPLIES") else 2
 client = openai.OpenAI(base_url=BASE, api_key=KEY, timeout=600, max_retries=0)
 
 # Four requests that differ in kind, length, budget and stop strings.
@@ -135,13 +138,13 @@ def main():
         except Exception as e:  # noqa: BLE001 - any failure is reported
             failures.append((i, repr(e)))
 
-    for wave in range(3):
+    for wave in range(WAVES):
         threads = [threading.Thread(target=mixed, args=(wave * 8 + k,)) for k in range(8)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-    check(not failures, f"24 mixed requests at concurrency 8 with disconnects: all well-formed ({failures})")
+    check(not failures, f"{WAVES * 8} mixed requests at concurrency 8 with disconnects: all well-formed ({failures})")
     time.sleep(2)
     m = metrics()
     check(m["wick_requests_processing"] == 0, f"nothing is left running ({m['wick_requests_processing']})")

@@ -247,7 +247,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
         let prompt = &sequences[last][..PROMPT];
         engine.feed_at(base(last), 0, prompt).block_on().unwrap();
         // Each sequence's next position.
-        let mut next = vec![0; SEQUENCES];
+        let mut next = [0; SEQUENCES];
         next[last] = PROMPT;
         let mut worst = 0f32;
         for step in 0..teacher.len() + SEQUENCES {
