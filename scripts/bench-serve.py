@@ -66,7 +66,7 @@ def main():
     p.add_argument("--prefix", type=int, default=0)
     a = p.parse_args()
     complete(a.url, "Hello", 2)  # warm up: shaders, tuning, the first allocations
-    for n in [int(c) for c in a.clients.split(",")]:
+    for n in [int(c) for c in a.clients.split(",") if c]:
         counts = [0] * n
 
         def client(i):

@@ -11,8 +11,10 @@ use web_time::{Duration, Instant};
 
 mod embed;
 mod profile;
+mod sequences;
 mod tune;
 pub use profile::{Profile, Profiled};
+pub use sequences::SequenceStep;
 pub use tune::{TuneShapes, Tuned, Tuner};
 
 #[derive(Clone, Debug)]
@@ -150,6 +152,8 @@ pub struct Engine {
     snapshots: Vec<Snapshot>,
     /// How `embed` pools, where the engine was loaded for embeddings.
     pooling: Option<Pooling>,
+    /// What steps of several sequences cost, as measured (`step_sequences`).
+    step_times: sequences::StepTimes,
     pub stats: Stats,
 }
 
@@ -286,6 +290,7 @@ impl Engine {
             pos: 0,
             snapshots: Vec::new(),
             pooling,
+            step_times: Default::default(),
             stats,
         })
     }
@@ -599,98 +604,6 @@ impl Engine {
         }
         Ok(out)
     }
-}
-
-/// Several sequences at once, each at its own rows of the cache (parallel requests). The caller keeps
-/// each sequence's place; `pos` and `rewind` belong to the one-sequence calls above.
-impl Engine {
-    /// Sequences a parallel step may hold (`LoadOptions::sequences`).
-    pub fn sequences(&self) -> u32 {
-        self.forward.parallel.as_ref().map_or(1, |p| p.plan.batch)
-    }
-
-    /// Runs `tokens` of one sequence into cache rows base + pos on, a chunk per run where the model
-    /// has a prefill plan; nothing read back.
-    pub async fn feed_at(&mut self, base: u32, pos: u32, tokens: &[u32]) -> Result<(), Error> {
-        let chunk = self.forward.prefill.as_ref().map_or(1, |p| p.batch) as usize;
-        for (i, part) in tokens.chunks(chunk).enumerate() {
-            let place = Segment {
-                base,
-                pos: pos + (i * chunk) as u32,
-                tokens: part,
-            };
-            let run = match self.forward.prefill {
-                Some(_) => Run::Prefill,
-                None => Run::Decode(Read::Nothing),
-            };
-            self.run_segments(run, &[place]).await?;
-        }
-        Ok(())
-    }
-
-    /// One decode step of several sequences, each segment one token at its own place: returns for
-    /// each the index of its largest logit (the first of equals) and, where `logits_of` marks it, its
-    /// row of logits. One run, one submit.
-    pub async fn step_sequences(
-        &mut self,
-        steps: &[Segment<'_>],
-        logits_of: &[bool],
-    ) -> Result<Vec<SequenceStep>, Error> {
-        assert_eq!(steps.len(), logits_of.len());
-        assert!(steps.iter().all(|s| s.tokens.len() == 1), "one token each");
-        if steps.len() > self.sequences() as usize {
-            return Err(Error::Model(format!(
-                "{} sequences in one step; the engine was loaded for {}",
-                steps.len(),
-                self.sequences()
-            )));
-        }
-        // One sequence goes through the one-token decode plan, the faster where compute is scarce.
-        if let [with_logits] = logits_of {
-            let read = match with_logits {
-                true => Read::Logits,
-                false => Read::Greedy,
-            };
-            let values = self.run_segments(Run::Decode(read), steps).await?;
-            let values: Vec<f32> = cast(values.expect("read back"));
-            return Ok(vec![match with_logits {
-                true => SequenceStep {
-                    choice: crate::sampler::argmax(&values),
-                    logits: Some(values),
-                },
-                false => SequenceStep {
-                    choice: values[0].to_bits(),
-                    logits: None,
-                },
-            }]);
-        }
-        let bytes = self
-            .run_segments(Run::Parallel { logits_of }, steps)
-            .await?;
-        let values: Vec<u32> = cast(bytes.expect("the choices are read back"));
-        let (choices, mut rows) = values.split_at(steps.len());
-        let n_vocab = self.forward.n_vocab as usize;
-        Ok(choices
-            .iter()
-            .zip(logits_of)
-            .map(|(&choice, &with_logits)| SequenceStep {
-                choice,
-                logits: with_logits.then(|| {
-                    let (row, rest) = rows.split_at(n_vocab);
-                    rows = rest;
-                    row.iter().map(|&bits| f32::from_bits(bits)).collect()
-                }),
-            })
-            .collect())
-    }
-}
-
-/// What a parallel step gives one sequence (`Engine::step_sequences`).
-#[derive(Clone, Debug)]
-pub struct SequenceStep {
-    /// The index of the largest logit: a greedy request's next token.
-    pub choice: u32,
-    pub logits: Option<Vec<f32>>,
 }
 
 /// A sampled step's candidates (`Engine::step_candidates`).

@@ -204,7 +204,7 @@ pub fn check_text_perplexity(gpu: &Arc<Gpu>, golden: &Value) {
     }
 }
 
-/// Runs several sequences at once, each at its own rows of one cache (`Engine::step_sequences`):
+/// Runs several sequences at once, each at its own rows of one cache (`Engine::step_parallel`):
 /// sequence s is the record's teacher-forced ids rotated by 5s, and starts s steps after the first,
 /// so one step holds different tokens at different positions; the last reads its first ids as a
 /// prompt (`Engine::feed_at`) before it joins. Every row of logits of the first sequence is compared
@@ -266,7 +266,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                 })
                 .collect();
             let out = engine
-                .step_sequences(&segments, &vec![true; active.len()])
+                .step_parallel(&segments, &vec![true; active.len()])
                 .block_on()
                 .unwrap();
             for (&s, got) in active.iter().zip(&out) {

@@ -1,0 +1,200 @@
+//! Several sequences at once, each at its own rows of the cache (parallel requests). The caller keeps
+//! each sequence's place; `Engine::pos` and `rewind` belong to the one-sequence calls.
+//!
+//! A decode step of n sequences runs either as one pass of the parallel plan (each weight read once
+//! for all n tokens) or as n passes of the one-token plan. Where memory bandwidth bounds a step (a
+//! GPU), the one pass costs about what one token does; where compute does (a CPU-backed adapter,
+//! whose parallel pass does a whole tile's arithmetic for a few tokens), n passes can be cheaper.
+//! Which is measured while serving (`StepTimes`), not guessed.
+
+use super::{cast, Engine, Read, Run};
+use crate::gpu::Segment;
+use crate::Error;
+use web_time::{Duration, Instant};
+
+/// What a step of several sequences gives one of them (`Engine::step_sequences`).
+#[derive(Clone, Debug)]
+pub struct SequenceStep {
+    /// The index of the largest logit (the first of equals): a greedy request's next token.
+    pub choice: u32,
+    pub logits: Option<Vec<f32>>,
+}
+
+impl Engine {
+    /// Sequences a parallel step may hold (`LoadOptions::sequences`).
+    pub fn sequences(&self) -> u32 {
+        self.forward.parallel.as_ref().map_or(1, |p| p.plan.batch)
+    }
+
+    /// Runs `tokens` of one sequence into cache rows base + pos on, a chunk per run where the model
+    /// has a prefill plan; nothing read back.
+    pub async fn feed_at(&mut self, base: u32, pos: u32, tokens: &[u32]) -> Result<(), Error> {
+        let chunk = self.forward.prefill.as_ref().map_or(1, |p| p.batch) as usize;
+        for (i, part) in tokens.chunks(chunk).enumerate() {
+            let place = Segment {
+                base,
+                pos: pos + (i * chunk) as u32,
+                tokens: part,
+            };
+            let run = match self.forward.prefill {
+                Some(_) => Run::Prefill,
+                None => Run::Decode(Read::Nothing),
+            };
+            self.run_segments(run, &[place]).await?;
+        }
+        Ok(())
+    }
+
+    /// One decode step of several sequences, each segment one token at its own place: returns for
+    /// each the index of its largest logit and, where `logits_of` marks it, its row of logits. One
+    /// pass of the parallel plan, or a pass of the one-token plan for each, whichever has been
+    /// measured the faster for this many.
+    pub async fn step_sequences(
+        &mut self,
+        steps: &[Segment<'_>],
+        logits_of: &[bool],
+    ) -> Result<Vec<SequenceStep>, Error> {
+        let n = steps.len();
+        if n > 1 && !self.step_times.one_at_a_time(n) {
+            let start = Instant::now();
+            let out = self.step_parallel(steps, logits_of).await?;
+            self.step_times.record(n, start.elapsed());
+            return Ok(out);
+        }
+        let mut out = Vec::with_capacity(n);
+        for (step, &with_logits) in steps.iter().zip(logits_of) {
+            let start = Instant::now();
+            out.push(self.step_one(step, with_logits).await?);
+            self.step_times.record(1, start.elapsed());
+        }
+        Ok(out)
+    }
+
+    /// One pass of the parallel plan for the sequences of `steps` (as `step_sequences`).
+    pub async fn step_parallel(
+        &mut self,
+        steps: &[Segment<'_>],
+        logits_of: &[bool],
+    ) -> Result<Vec<SequenceStep>, Error> {
+        assert_eq!(steps.len(), logits_of.len());
+        assert!(steps.iter().all(|s| s.tokens.len() == 1), "one token each");
+        if steps.len() > self.sequences() as usize || self.forward.parallel.is_none() {
+            return Err(Error::Model(format!(
+                "{} sequences in one step; the engine was loaded for {}",
+                steps.len(),
+                self.sequences()
+            )));
+        }
+        let bytes = self
+            .run_segments(Run::Parallel { logits_of }, steps)
+            .await?;
+        let values: Vec<u32> = cast(bytes.expect("the choices are read back"));
+        let (choices, mut rows) = values.split_at(steps.len());
+        let n_vocab = self.forward.n_vocab as usize;
+        Ok(choices
+            .iter()
+            .zip(logits_of)
+            .map(|(&choice, &with_logits)| SequenceStep {
+                choice,
+                logits: with_logits.then(|| {
+                    let (row, rest) = rows.split_at(n_vocab);
+                    rows = rest;
+                    row.iter().map(|&bits| f32::from_bits(bits)).collect()
+                }),
+            })
+            .collect())
+    }
+
+    /// One sequence's token through the one-token decode plan.
+    async fn step_one(
+        &mut self,
+        step: &Segment<'_>,
+        with_logits: bool,
+    ) -> Result<SequenceStep, Error> {
+        assert_eq!(step.tokens.len(), 1, "one token");
+        let read = match with_logits {
+            true => Read::Logits,
+            false => Read::Greedy,
+        };
+        let values = self.run_segments(Run::Decode(read), &[*step]).await?;
+        let values: Vec<f32> = cast(values.expect("read back"));
+        Ok(match with_logits {
+            true => SequenceStep {
+                choice: crate::sampler::argmax(&values),
+                logits: Some(values),
+            },
+            false => SequenceStep {
+                choice: values[0].to_bits(),
+                logits: None,
+            },
+        })
+    }
+}
+
+/// The wall time of a one-sequence step and of a parallel step of each size, as measured (a moving
+/// average), and how long each size has gone one sequence at a time.
+#[derive(Default)]
+pub(super) struct StepTimes {
+    seconds: Vec<Option<f64>>,
+    one_at_a_time_for: Vec<u32>,
+}
+
+/// A size that goes one sequence at a time tries the parallel step again after this many steps, as
+/// the adapter's load may have changed.
+const RETRY_AFTER: u32 = 32;
+
+impl StepTimes {
+    pub(super) fn record(&mut self, n: usize, took: Duration) {
+        if self.seconds.len() <= n {
+            self.seconds.resize(n + 1, None);
+        }
+        let t = took.as_secs_f64();
+        let average = &mut self.seconds[n];
+        *average = Some(average.map_or(t, |a| 0.75 * a + 0.25 * t));
+    }
+
+    /// Whether n sequences should go one at a time: n one-sequence steps have been measured faster
+    /// than one parallel step of n (and the parallel step is not due another try).
+    pub(super) fn one_at_a_time(&mut self, n: usize) -> bool {
+        let time = |k: usize| self.seconds.get(k).copied().flatten();
+        let (Some(one), Some(many)) = (time(1), time(n)) else {
+            return false;
+        };
+        if many <= one * n as f64 {
+            return false;
+        }
+        if self.one_at_a_time_for.len() <= n {
+            self.one_at_a_time_for.resize(n + 1, 0);
+        }
+        let waited = &mut self.one_at_a_time_for[n];
+        *waited += 1;
+        if *waited > RETRY_AFTER {
+            *waited = 0;
+            return false;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequences_go_one_at_a_time_only_where_measured_faster() {
+        let mut times = StepTimes::default();
+        let ms = Duration::from_millis;
+        // Nothing measured: the parallel step.
+        assert!(!times.one_at_a_time(4));
+        times.record(1, ms(100));
+        times.record(4, ms(300));
+        assert!(!times.one_at_a_time(4), "4 at once beat 4 one at a time");
+        times.record(2, ms(500));
+        assert!(times.one_at_a_time(2), "2 one at a time beat 2 at once");
+        // Now and then the parallel step is tried again.
+        let tries = (0..2 * RETRY_AFTER)
+            .filter(|_| !times.one_at_a_time(2))
+            .count();
+        assert_eq!(tries, 1);
+    }
+}
