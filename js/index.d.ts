@@ -115,7 +115,7 @@ export interface ChatCompletionRequest {
   /** 'auto' (the default with tools): text or a call; 'required': a call; 'none': text; or one named function. */
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
   /** Each reply token's log-probability (after repeat_penalty), with the `top_logprobs` (0 to 20)
-   * likeliest tokens at its step. Streamed, they come with the last chunk. */
+   * likeliest tokens at its step. Streamed, each chunk carries its own tokens'. */
   logprobs?: boolean;
   top_logprobs?: number;
   /** Accepted and ignored: there is one model. */

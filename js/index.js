@@ -248,13 +248,17 @@ export class Wick {
     // The stream is handed out once the engine has taken the request (its first text, or the end), so
     // a request it refuses rejects here, as the OpenAI client's does.
     let accepted;
+    let piecesHadLogProbs = false;
     const taken = new Promise((resolve, reject) => (accepted = { resolve, reject }));
     this.channel
       .request(message, {
         signal,
         onEvent: (e) => {
           if (e.type !== 'text') return;
-          stream.push(chunk({ content: e.piece }, null));
+          // Each piece's tokens' log-probabilities, where asked for, come with it.
+          const logprobs = e.logprobs ? JSON.parse(e.logprobs) : null;
+          piecesHadLogProbs ||= Boolean(logprobs);
+          stream.push(chunk({ content: e.piece }, null, logprobs));
           accepted.resolve();
         },
       })
@@ -265,8 +269,8 @@ export class Wick {
           if (r.toolCalls.length) {
             stream.push(chunk({ tool_calls: toolCalls(r).map((call, index) => ({ index, ...call })) }, null));
           }
-          // The reply's log-probabilities, where asked for, come with the last chunk.
-          stream.push(chunk({}, r.finishReason, logProbs(r)));
+          // A reply read as tool calls sent no pieces: its log-probabilities come with the last chunk.
+          stream.push(chunk({}, r.finishReason, piecesHadLogProbs ? null : logProbs(r)));
           if (includeUsage) stream.push({ ...envelope('chat.completion.chunk'), choices: [], usage: usage(r) });
           stream.end();
           accepted.resolve();

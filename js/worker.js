@@ -154,9 +154,9 @@ async function tuneWhenIdle(id) {
 async function chat(id, body) {
   if (!model) throw new Error('no model is loaded');
   try {
-    const result = await model.chat(body, (piece) => {
+    const result = await model.chat(body, (piece, logprobs) => {
       if (aborted.has(id)) return false;
-      post({ type: 'text', id, piece });
+      post({ type: 'text', id, piece, logprobs });
       return true;
     });
     if (aborted.has(id)) throw abortError();

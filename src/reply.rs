@@ -8,12 +8,22 @@ use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use web_time::Duration;
 
+/// Text a reply completes, with the log-probabilities of the tokens taken since the last piece
+/// (where the sampler reports them; empty otherwise) and the tokenizer that names those tokens.
+pub struct Piece<'a> {
+    pub text: &'a str,
+    pub log_probs: &'a [TokenLogProb],
+    pub tokenizer: &'a Tokenizer,
+}
+
 pub struct Reply {
     max_tokens: usize,
     decoder: StreamDecoder,
     stops: StopStrings,
     tokens: Vec<u32>,
     log_probs: Vec<TokenLogProb>,
+    /// How many of `log_probs` went out with a piece.
+    log_probs_sent: usize,
     text: String,
     /// A stop string ended the reply: what was held back is not part of it.
     stopped_by_string: bool,
@@ -27,6 +37,7 @@ impl Reply {
             stops: StopStrings::new(stop),
             tokens: Vec::new(),
             log_probs: Vec::new(),
+            log_probs_sent: 0,
             text: String::new(),
             stopped_by_string: false,
         }
@@ -38,7 +49,8 @@ impl Reply {
     }
 
     /// Takes the token a step picked (with its log-probability where the sampler reports them) and
-    /// hands `on_text` the text it completes: valid UTF-8 that can no longer turn into a stop string.
+    /// hands `on_text` the text it completes: valid UTF-8 that can no longer turn into a stop string,
+    /// with the log-probabilities of the tokens that made it.
     /// Returns why the reply ends here, or None where another step follows; `room` says whether the
     /// context holds another position. `sampler` has accepted the token already: a grammar that can
     /// take nothing more ends the reply.
@@ -48,7 +60,7 @@ impl Reply {
         (id, log_prob): (u32, Option<TokenLogProb>),
         sampler: &Sampler,
         room: bool,
-        on_text: &mut dyn FnMut(&str) -> bool,
+        on_text: &mut dyn FnMut(Piece) -> bool,
     ) -> Option<FinishReason> {
         if self.max_tokens == 0 {
             return Some(FinishReason::Length);
@@ -60,7 +72,7 @@ impl Reply {
         self.log_probs.extend(log_prob);
         let (piece, stopped) = self.stops.push(&self.decoder.push(tokenizer, id));
         self.text.push_str(&piece);
-        if !piece.is_empty() && !on_text(&piece) {
+        if !piece.is_empty() && !self.send(&piece, tokenizer, on_text) {
             return Some(FinishReason::Cancelled);
         }
         if stopped {
@@ -81,20 +93,23 @@ impl Reply {
     }
 
     /// Ends the reply for `finish`: the text held back (an unfinished character, the start of a stop
-    /// string that never completed) goes to `on_text` and the reply, unless a stop string ended it.
+    /// string that never completed) goes to `on_text` and the reply, unless a stop string ended it,
+    /// with the log-probabilities not sent yet (a stop string's tokens' among them).
     /// The prompt's counts and the times are the caller's to fill in.
     pub fn finish(
         mut self,
         finish: FinishReason,
-        on_text: &mut dyn FnMut(&str) -> bool,
+        tokenizer: &Tokenizer,
+        on_text: &mut dyn FnMut(Piece) -> bool,
     ) -> Completion {
+        let mut tail = String::new();
         if !self.stopped_by_string {
-            let (tail, _) = self.stops.push(&self.decoder.finish());
-            let tail = tail + &self.stops.finish();
-            if !tail.is_empty() {
-                on_text(&tail);
-                self.text.push_str(&tail);
-            }
+            let (held, _) = self.stops.push(&self.decoder.finish());
+            tail = held + &self.stops.finish();
+            self.text.push_str(&tail);
+        }
+        if !tail.is_empty() || self.log_probs_sent < self.log_probs.len() {
+            self.send(&tail, tokenizer, on_text);
         }
         Completion {
             tokens: self.tokens,
@@ -108,5 +123,20 @@ impl Reply {
             read_back_bytes: 0,
             gen_steps: Default::default(),
         }
+    }
+
+    fn send(
+        &mut self,
+        text: &str,
+        tokenizer: &Tokenizer,
+        on_text: &mut dyn FnMut(Piece) -> bool,
+    ) -> bool {
+        let log_probs = &self.log_probs[self.log_probs_sent..];
+        self.log_probs_sent = self.log_probs.len();
+        on_text(Piece {
+            text,
+            log_probs,
+            tokenizer,
+        })
     }
 }

@@ -7,7 +7,7 @@ use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::grammar::{Constraint, Grammar, Vocabulary};
 use crate::ops::top_k::Pick;
-use crate::reply::Reply;
+use crate::reply::{Piece, Reply};
 use crate::sampler::{Needs, Sampler, TokenLogProb};
 use crate::tokenizer::Tokenizer;
 use crate::Error;
@@ -245,14 +245,15 @@ impl Session {
 
     /// Generates after `prompt` until an end-of-generation token, one of the `stop` strings (which is not
     /// returned), `max_tokens`, a full context, or `on_text` returning false. `on_text` receives the text
-    /// as it completes into valid UTF-8 and can no longer turn into a stop string.
+    /// as it completes into valid UTF-8 and can no longer turn into a stop string, with its tokens'
+    /// log-probabilities where the sampler reports them.
     pub async fn complete(
         &mut self,
         prompt: &[u32],
         max_tokens: usize,
         stop: &[String],
         sampler: &mut Sampler,
-        on_text: &mut dyn FnMut(&str) -> bool,
+        on_text: &mut dyn FnMut(Piece) -> bool,
     ) -> Result<Completion, Error> {
         let start = Instant::now();
         let read_before = self.engine.stats.totals.read_bytes;
@@ -277,7 +278,7 @@ impl Session {
             gen_time: gen_start.elapsed(),
             read_back_bytes: self.engine.stats.totals.read_bytes - read_before,
             gen_steps: self.engine.stats.totals - totals_before,
-            ..reply.finish(finish, on_text)
+            ..reply.finish(finish, &self.tokenizer, on_text)
         })
     }
 
@@ -293,7 +294,7 @@ impl Session {
         stop: &[String],
         sampler: &mut Sampler,
         overflow: Overflow,
-        on_text: &mut dyn FnMut(&str) -> bool,
+        on_text: &mut dyn FnMut(Piece) -> bool,
     ) -> Result<Completion, Error> {
         let n_ctx = self.engine.n_ctx() as usize;
         let mut reply = Completion {

@@ -201,8 +201,8 @@ fn a_reply_that_fills_the_context_stops_or_goes_on_after_dropping_turns() {
             &[],
             &mut greedy(),
             Overflow::DropOldestTurns,
-            &mut |t| {
-                streamed.push_str(t);
+            &mut |piece| {
+                streamed.push_str(piece.text);
                 true
             },
         )

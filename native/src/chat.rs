@@ -67,8 +67,8 @@ pub fn main(args: ChatArgs) -> Result<()> {
                 &[],
                 &mut sampler,
                 overflow,
-                &mut |text| {
-                    let _ = out.write_all(text.as_bytes());
+                &mut |piece| {
+                    let _ = out.write_all(piece.text.as_bytes());
                     let _ = out.flush();
                     !reply.interrupted()
                 },

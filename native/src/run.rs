@@ -32,8 +32,8 @@ pub fn main(args: RunArgs) -> Result<()> {
     let mut sampler = args.sampling.sampler_for(&mut session)?;
     let mut out = std::io::stdout();
     let c = session
-        .complete(&prompt, max, &[], &mut sampler, &mut |text| {
-            let _ = out.write_all(text.as_bytes());
+        .complete(&prompt, max, &[], &mut sampler, &mut |piece| {
+            let _ = out.write_all(piece.text.as_bytes());
             let _ = out.flush();
             true
         })

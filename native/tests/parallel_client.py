@@ -40,6 +40,11 @@ def ask(request):
     if "messages" in request:
         r = client.chat.completions.create(model="any", temperature=0, **request)
         return r.choices[0].message.content, r.choices[0].finish_reason, None
+    if request.get("stream"):
+        # Each piece's tokens' logprobs come with it.
+        pieces = [c.choices[0] for c in client.completions.create(model="any", temperature=0, **request)]
+        log_probs = [x for p in pieces if p.logprobs for x in p.logprobs.token_logprobs]
+        return "".join(p.text for p in pieces), pieces[-1].finish_reason, log_probs
     r = client.completions.create(model="any", temperature=0, **request)
     lp = r.choices[0].logprobs
     return r.choices[0].text, r.choices[0].finish_reason, lp and lp.token_logprobs
@@ -72,33 +77,41 @@ def metrics():
 def main():
     alone = [ask(r) for r in REQUESTS]
     start = time.monotonic()
-    both = together(REQUESTS)
+    # Together, the one with logprobs streamed.
+    both = together(REQUESTS[:3] + [dict(REQUESTS[3], stream=True)])
     for a, b, r in zip(alone, both, REQUESTS):
         check(a[:2] == b[:2], f"given together, {str(r)[:40]}... is answered as alone ({a[:2]} / {b[:2]})")
     lp_alone, lp_together = alone[3][2], both[3][2]
     check(len(lp_alone) == len(lp_together)
           and all(abs(x - y) < 1e-3 for x, y in zip(lp_alone, lp_together)),
-          f"logprobs together are those alone ({lp_alone[:3]} / {lp_together[:3]})")
+          f"logprobs together and streamed are those alone ({lp_alone[:3]} / {lp_together[:3]})")
     print(f"4 requests together: {time.monotonic() - start:.1f} s", flush=True)
 
-    # A request that arrives mid-generation joins at the next step: it finishes long before the
-    # long one that was already generating.
+    # A request that arrives mid-generation joins at the next step: it is answered while the long
+    # one that was already generating goes on.
     done = {}
+    generating = threading.Event()
 
     def long_one():
         done["long_start"] = time.monotonic()
-        ask(dict(prompt="Once upon a time", max_tokens=40))
+        stream = client.completions.create(model="any", temperature=0, prompt="Once upon a time",
+                                           max_tokens=60, stream=True)
+        for chunk in stream:
+            done["long_pieces"] = done.get("long_pieces", 0) + 1
+            generating.set()
         done["long"] = time.monotonic()
 
     long_thread = threading.Thread(target=long_one)
     long_thread.start()
-    time.sleep(8)
+    generating.wait(timeout=600)
     ask(dict(prompt="The capital of France is", max_tokens=2))
     done["short"] = time.monotonic()
+    pieces_by_then = done["long_pieces"]
     long_thread.join()
-    check(done["short"] < done["long"] - 5,
+    check(done["short"] < done["long"] and pieces_by_then < done["long_pieces"],
           f"a request arriving mid-generation is answered while the other goes on "
-          f"({done['short'] - done['long_start']:.0f} s against {done['long'] - done['long_start']:.0f} s)")
+          f"({done['short'] - done['long_start']:.1f} s against {done['long'] - done['long_start']:.1f} s; "
+          f"{pieces_by_then} of the long reply's {done['long_pieces']} pieces had come)")
 
     # The same conversation again reuses the slot that holds it.
     chat = dict(messages=[{"role": "user", "content": "What is the capital of Italy?"}], max_tokens=3)

@@ -99,9 +99,19 @@ def main():
           and all(a.logprob >= b.logprob for c in content for a, b in zip(c.top_logprobs, c.top_logprobs[1:])),
           f"a chat reply's logprobs: its tokens, each the likeliest of 3 ({[c.token for c in content]})")
     chunks = list(client.chat.completions.create(**asked, stream=True))
-    streamed_lp = [c for ch in chunks if ch.choices and ch.choices[0].logprobs for c in ch.choices[0].logprobs.content]
-    check([(c.token, round(c.logprob, 5)) for c in streamed_lp] == [(c.token, round(c.logprob, 5)) for c in content],
-          "streamed, the same logprobs (with the last chunk)")
+    carrying = [ch.choices[0] for ch in chunks if ch.choices and ch.choices[0].logprobs]
+    streamed_lp = [c for choice in carrying for c in choice.logprobs.content]
+    check([(c.token, round(c.logprob, 5)) for c in streamed_lp] == [(c.token, round(c.logprob, 5)) for c in content]
+          and len(carrying) > 1 and all(c.delta.content == "".join(t.token for t in c.logprobs.content)
+                                        for c in carrying),
+          f"streamed, each piece with its own tokens' logprobs, together the whole reply's ({len(carrying)} pieces)")
+    pieces = [ch.choices[0] for ch in client.completions.create(
+        model="any", prompt=golden["prompt"], temperature=0, max_tokens=clear, logprobs=2, stream=True)]
+    joined = {field: [x for p in pieces if p.logprobs for x in getattr(p.logprobs, field)]
+              for field in ("tokens", "token_logprobs", "text_offset")}
+    check(joined["tokens"] == lp.tokens and joined["text_offset"] == lp.text_offset and not pieces[-1].logprobs
+          and all(abs(a - b) < 1e-4 for a, b in zip(joined["token_logprobs"], lp.token_logprobs, strict=True)),
+          f"a streamed text completion's logprobs, piece by piece, are the whole reply's ({joined['text_offset']})")
     eog = client.chat.completions.create(model="any", messages=[{"role": "user", "content": QUESTION}],
                                          temperature=0, max_tokens=64)
     check(eog.choices[0].finish_reason == "stop", "the end-of-turn token finishes a chat with 'stop'")
@@ -110,6 +120,15 @@ def main():
                                         max_tokens=12, stop=["\n"])
     check(stopped.choices[0].text == " Paris." and stopped.choices[0].finish_reason == "stop",
           f"a stop string ends the text and is left out ({stopped.choices[0].text!r})")
+    # The stop string's tokens' logprobs, whose text never goes out, come with the last piece.
+    asked = dict(model="any", prompt="The capital of France is", temperature=0, max_tokens=12, stop=["\n"],
+                 logprobs=1)
+    whole = client.completions.create(**asked).choices[0]
+    pieces = [ch.choices[0] for ch in client.completions.create(**asked, stream=True)]
+    streamed_tokens = [t for p in pieces if p.logprobs for t in p.logprobs.tokens]
+    check(whole.text == " Paris." and "".join(p.text for p in pieces) == whole.text
+          and streamed_tokens == whole.logprobs.tokens and "\n" in "".join(streamed_tokens),
+          f"stopped by a string, streamed logprobs are the whole reply's ({streamed_tokens})")
 
     # Bad requests: each gets its status and OpenAI's error shape.
     status, _, payload = raw("POST", "/v1/chat/completions", b"{not json")

@@ -59,14 +59,18 @@ pub fn chat(tokenizer: &Tokenizer, probs: &[TokenLogProb]) -> serde_json::Value 
 
 /// A text completion's `logprobs` in OpenAI's older shape: `{ tokens, token_logprobs, top_logprobs:
 /// [{ token: logprob }], text_offset }`, each offset in characters from the start of the reply's
-/// text, the first at `offset`.
-pub fn text(tokenizer: &Tokenizer, probs: &[TokenLogProb], offset: usize) -> serde_json::Value {
+/// text, the first at `offset`, which moves past these tokens (a streamed reply's next piece starts
+/// there).
+pub fn text(
+    tokenizer: &Tokenizer,
+    probs: &[TokenLogProb],
+    offset: &mut usize,
+) -> serde_json::Value {
     let text = |id: u32| String::from_utf8_lossy(tokenizer.token_piece(id)).into_owned();
-    let mut at = offset;
     let mut offsets = Vec::with_capacity(probs.len());
     for p in probs {
-        offsets.push(at);
-        at += text(p.token).chars().count();
+        offsets.push(*offset);
+        *offset += text(p.token).chars().count();
     }
     serde_json::json!({
         "tokens": probs.iter().map(|p| text(p.token)).collect::<Vec<_>>(),

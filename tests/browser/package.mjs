@@ -71,8 +71,8 @@ test('a reply reads back its greedy choice, its top-k candidates, or without top
   ranOn(await appStats());
 });
 
-test("a reply's log-probabilities, whole and with the last streamed chunk", async () => {
-  const { whole, last } = await app.evaluate(async () => {
+test("a reply's log-probabilities, whole and streamed with each piece", async () => {
+  const { whole, chunks } = await app.evaluate(async () => {
     const engine = window.engine;
     const body = {
       messages: [{ role: 'user', content: 'hello' }],
@@ -84,7 +84,7 @@ test("a reply's log-probabilities, whole and with the last streamed chunk", asyn
     const whole = await engine.chat.completions.create(body);
     const chunks = [];
     for await (const chunk of await engine.chat.completions.create({ ...body, stream: true })) chunks.push(chunk);
-    return { whole, last: chunks.at(-1) };
+    return { whole, chunks };
   });
   const { content } = whole.choices[0].logprobs;
   assert.equal(content.length, whole.usage.completion_tokens);
@@ -98,7 +98,14 @@ test("a reply's log-probabilities, whole and with the last streamed chunk", asyn
     if (!t.token.includes('\ufffd')) assert.deepEqual(t.bytes, [...new TextEncoder().encode(t.token)]);
   }
   assert.equal(content.map((t) => t.token).join(''), whole.choices[0].message.content);
-  assert.deepEqual(last.choices[0].logprobs, whole.choices[0].logprobs);
+  // Streamed, each piece carries its own tokens' log-probabilities; together they are the whole's.
+  const carrying = chunks.filter((c) => c.choices[0]?.logprobs);
+  assert.ok(carrying.length > 1, JSON.stringify(chunks));
+  for (const c of carrying) {
+    assert.equal(c.choices[0].logprobs.content.map((t) => t.token).join(''), c.choices[0].delta.content);
+  }
+  assert.deepEqual(carrying.flatMap((c) => c.choices[0].logprobs.content), content);
+  assert.equal(chunks.at(-1).choices[0].logprobs, null);
   ranOn(await appStats());
 });
 

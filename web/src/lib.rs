@@ -14,6 +14,7 @@ use wick::engine::{LoadOptions, Profiled, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::{Gpu, Tuning};
 use wick::openai;
+use wick::reply::Piece;
 use wick::session::{Overflow, Session};
 use wick::tools::{Call, ToolUse};
 
@@ -324,8 +325,9 @@ struct TuneStep {
 #[wasm_bindgen]
 impl Model {
     /// Takes an OpenAI chat request body (JSON), renders the conversation with the model's chat
-    /// template and generates the assistant's reply, reusing the cached turns. `on_text(piece)` receives
-    /// the reply as it grows; returning false stops it. Resolves to { text, finishReason, promptTokens,
+    /// template and generates the assistant's reply, reusing the cached turns. `on_text(piece, logprobs)`
+    /// receives the reply as it grows (with its tokens' log-probabilities as OpenAI's `logprobs` JSON,
+    /// where asked for); returning false stops it. Resolves to { text, finishReason, promptTokens,
     /// completionTokens, ... }; a bad request rejects with a BadRequestError.
     pub fn chat(&self, body: String, on_text: Function) -> Promise {
         let session = self.session.clone();
@@ -365,11 +367,19 @@ impl Model {
             // With tools the text is read as calls once it is whole, so it is not sent as it comes.
             let streamed = tool_use.is_none();
             let max_tokens = settings.max_tokens.unwrap_or(n_ctx);
-            let mut on_text = |piece: &str| {
+            let mut on_text = |piece: Piece| {
                 if !streamed {
                     return true;
                 }
-                let go_on = on_text.call1(&JsValue::NULL, &JsValue::from_str(piece));
+                let log_probs = match piece.log_probs {
+                    [] => JsValue::UNDEFINED,
+                    probs => {
+                        let json = openai::log_probs::chat(piece.tokenizer, probs).to_string();
+                        JsValue::from_str(&json)
+                    }
+                };
+                let text = JsValue::from_str(piece.text);
+                let go_on = on_text.call2(&JsValue::NULL, &text, &log_probs);
                 go_on.map_or(false, |v| v.as_bool() != Some(false))
             };
             let completion = session

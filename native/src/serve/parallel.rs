@@ -8,7 +8,7 @@ use super::worker::{self, Event, Job, Prepared, Task};
 use pollster::FutureExt as _;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use wick::reply::Reply;
+use wick::reply::{Piece, Reply};
 use wick::session::{Completion, Session};
 use wick::slots::{SlotStep, Slots};
 
@@ -139,10 +139,8 @@ fn step(
         let a = active[s].as_mut().expect("stepped");
         a.prompt_time.get_or_insert_with(|| a.admitted.elapsed());
         let room = slots.pos(s) < slots.rows();
-        let events = &a.job.events;
-        let streamed = a.prepared.streamed();
-        let mut on_text =
-            |text: &str| !streamed || events.blocking_send(Event::Text(text.into())).is_ok();
+        let (events, pieces) = (&a.job.events, &mut a.prepared.pieces);
+        let mut on_text = |piece: Piece| pieces.send(events, piece);
         let sampler = &a.prepared.sampler;
         let picked = (token, log_prob);
         match a
@@ -156,18 +154,21 @@ fn step(
 }
 
 /// Sends a finished request its last events.
-fn answer(session: &Session, a: Active, finish: wick::session::FinishReason, metrics: &Metrics) {
+fn answer(
+    session: &Session,
+    mut a: Active,
+    finish: wick::session::FinishReason,
+    metrics: &Metrics,
+) {
     let prompt_time = a.prompt_time.unwrap_or_default();
-    let events = &a.job.events;
-    let streamed = a.prepared.streamed();
-    let mut on_text =
-        |text: &str| !streamed || events.blocking_send(Event::Text(text.into())).is_ok();
+    let (events, pieces) = (&a.job.events, &mut a.prepared.pieces);
+    let mut on_text = |piece: Piece| pieces.send(events, piece);
     let completion = Completion {
         prompt_tokens: a.prepared.prompt.len(),
         prompt_processed: a.processed,
         prompt_time,
         gen_time: a.admitted.elapsed().saturating_sub(prompt_time),
-        ..a.reply.finish(finish, &mut on_text)
+        ..a.reply.finish(finish, &session.tokenizer, &mut on_text)
     };
     let tool_use = a.prepared.tool_use.as_ref();
     let last = worker::done(session, &a.job, tool_use, &completion, metrics);

@@ -212,7 +212,7 @@ async fn run(
     let mut text = String::new();
     loop {
         match rx.recv().await {
-            Some(Event::Text(t)) => text += &t,
+            Some(Event::Text { text: t, .. }) => text += &t,
             Some(Event::Done {
                 finish,
                 usage,
@@ -228,8 +228,10 @@ async fn run(
     }
 }
 
-/// Server-sent events: a chunk per piece of text, a last chunk with the finish reason (and the
-/// reply's log-probabilities, where asked for), the usage chunk if asked for, then `[DONE]`. Dropping the stream (the client left) drops `rx`, which stops the job.
+/// Server-sent events: a chunk per piece of text (with its tokens' log-probabilities, where asked
+/// for), a last chunk with the finish reason (and the reply's log-probabilities where no piece
+/// carried them: a reply read as tool calls), the usage chunk if asked for, then `[DONE]`. Dropping
+/// the stream (the client left) drops `rx`, which stops the job.
 fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Response {
     let first = match meta.kind {
         Kind::Chat => Some(sse(
@@ -237,12 +239,18 @@ fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Re
         )),
         Kind::Text => None,
     };
-    let rest = futures_util::stream::unfold(Some(rx), move |rx| {
+    // The receiver, and whether a piece carried log-probabilities.
+    let rest = futures_util::stream::unfold(Some((rx, false)), move |state| {
         let meta = meta.clone();
         async move {
-            let mut rx = rx?;
-            let (bytes, rx) = match rx.recv().await {
-                Some(Event::Text(t)) => (sse(&meta.chunk(meta.delta(&t), None)), Some(rx)),
+            let (mut rx, pieces_had_log_probs) = state?;
+            let (bytes, state) = match rx.recv().await {
+                Some(Event::Text { text, log_probs }) => {
+                    let mut chunk = meta.chunk(meta.delta(&text), None);
+                    let carried = log_probs.is_some();
+                    chunk["choices"][0]["logprobs"] = log_probs.unwrap_or(Value::Null);
+                    (sse(&chunk), Some((rx, pieces_had_log_probs || carried)))
+                }
                 Some(Event::Done {
                     finish,
                     usage,
@@ -255,7 +263,9 @@ fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Re
                         out += &sse(&meta.chunk(delta, None));
                     }
                     let mut last = meta.chunk(meta.delta(""), Some(finish));
-                    last["choices"][0]["logprobs"] = log_probs.unwrap_or(Value::Null);
+                    if !pieces_had_log_probs {
+                        last["choices"][0]["logprobs"] = log_probs.unwrap_or(Value::Null);
+                    }
                     out += &sse(&last);
                     if include_usage {
                         out += &sse(&meta.usage_chunk(usage));
@@ -265,7 +275,7 @@ fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Re
                 Some(Event::Failed(e)) => (sse(&e.body()) + "data: [DONE]\n\n", None),
                 Some(Event::Started) | None => (sse(&engine_stopped().body()), None),
             };
-            Some((Ok::<_, std::convert::Infallible>(Bytes::from(bytes)), rx))
+            Some((Ok::<_, std::convert::Infallible>(Bytes::from(bytes)), state))
         }
     });
     let body = futures_util::stream::iter(first.map(|b| Ok(Bytes::from(b)))).chain(rest);

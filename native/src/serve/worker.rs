@@ -12,6 +12,7 @@ use wick::chat_template::ChatMessage;
 use wick::grammar::Grammar;
 use wick::openai::embeddings::{self, EmbedError, EmbeddingRequest};
 use wick::openai::{self, Answer, Usage};
+use wick::reply::Piece;
 use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::{Completion, Session};
 use wick::tools::{Call, Offered, ToolUse};
@@ -51,13 +52,19 @@ pub struct Job {
 pub enum Event {
     /// The prompt was accepted and generation begins.
     Started,
-    Text(String),
+    /// A piece of the reply's text, with its tokens' log-probabilities in OpenAI's shape for the
+    /// request where it asks for them.
+    Text {
+        text: String,
+        log_probs: Option<Value>,
+    },
     Done {
         finish: &'static str,
         usage: Usage,
         /// The calls the reply made (its text, if any, came as Text before).
         calls: Vec<Call>,
-        /// The reply's tokens' log-probabilities in OpenAI's shape for the request, where asked for.
+        /// All the reply's tokens' log-probabilities in OpenAI's shape for the request, where asked
+        /// for (a streamed reply sent them with its pieces too).
         log_probs: Option<Value>,
     },
     Failed(ApiError),
@@ -147,12 +154,34 @@ pub struct Prepared {
     pub max_tokens: usize,
     /// The tools offered, where the reply is to be read as calls: its text is sent when whole.
     pub tool_use: Option<ToolUse>,
+    pub pieces: Pieces,
 }
 
-impl Prepared {
-    /// Whether the reply's text goes out as it comes (with tools it is read as calls once whole).
-    pub fn streamed(&self) -> bool {
-        self.tool_use.is_none()
+/// Sends a reply's text to its client as it comes, each piece with its tokens' log-probabilities
+/// where the request asks for them. With tools nothing goes out as it comes: the reply is read as
+/// calls once whole.
+pub struct Pieces {
+    streamed: bool,
+    chat: bool,
+    /// Where a text completion's next token starts, in characters.
+    text_offset: usize,
+}
+
+impl Pieces {
+    /// Sends `piece`; false when the client has gone.
+    pub fn send(&mut self, events: &mpsc::Sender<Event>, piece: Piece) -> bool {
+        if !self.streamed {
+            return true;
+        }
+        let (tokenizer, probs) = (piece.tokenizer, piece.log_probs);
+        let log_probs = (!probs.is_empty()).then(|| match self.chat {
+            true => openai::log_probs::chat(tokenizer, probs),
+            false => openai::log_probs::text(tokenizer, probs, &mut self.text_offset),
+        });
+        let text = piece.text.to_string();
+        events
+            .blocking_send(Event::Text { text, log_probs })
+            .is_ok()
     }
 }
 
@@ -183,8 +212,12 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
         Input::Text(text) => text.clone(),
     };
     let prompt = session.tokenize_prompt(&prompt_text);
+    let prompt_field = match job.input {
+        Input::Chat(..) => "messages",
+        Input::Text(_) => "prompt",
+    };
     if prompt.is_empty() {
-        return Err(ApiError::invalid("the prompt is empty", "prompt"));
+        return Err(ApiError::invalid("the prompt is empty", prompt_field));
     }
     if prompt.len() >= n_ctx {
         return Err(ApiError {
@@ -194,7 +227,7 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
                     "the prompt is {} tokens; this server's context is {n_ctx} tokens",
                     prompt.len()
                 ),
-                "messages",
+                prompt_field,
             )
         });
     }
@@ -208,11 +241,17 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
     if job.events.blocking_send(Event::Started).is_err() {
         return Err(ApiError::invalid("the client left", "messages"));
     }
+    let pieces = Pieces {
+        streamed: tool_use.is_none(),
+        chat: matches!(job.input, Input::Chat(..)),
+        text_offset: 0,
+    };
     Ok(Prepared {
         prompt,
         sampler,
         max_tokens: job.max_tokens.unwrap_or(n_ctx),
         tool_use,
+        pieces,
     })
 }
 
@@ -224,12 +263,12 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
         mut sampler,
         max_tokens,
         tool_use,
+        mut pieces,
     } = prepare(session, &job, n_ctx)?;
     let events = &job.events;
-    let streamed = tool_use.is_none();
     let completion = session
-        .complete(&prompt, max_tokens, &job.stop, &mut sampler, &mut |text| {
-            !streamed || events.blocking_send(Event::Text(text.to_string())).is_ok()
+        .complete(&prompt, max_tokens, &job.stop, &mut sampler, &mut |piece| {
+            pieces.send(events, piece)
         })
         .block_on()
         .map_err(generation_failed)?;
@@ -257,7 +296,11 @@ pub fn done(
 ) -> Event {
     let answer = Answer::of(&completion.text, completion.finish, tool_use);
     if tool_use.is_some() && !answer.content.is_empty() {
-        let _ = job.events.blocking_send(Event::Text(answer.content));
+        let text = answer.content;
+        let _ = job.events.blocking_send(Event::Text {
+            text,
+            log_probs: None,
+        });
     }
     let usage = Usage::of(completion);
     metrics.add(Generated {
@@ -271,7 +314,7 @@ pub fn done(
         let probs = &completion.log_probs;
         match job.input {
             Input::Chat(..) => openai::log_probs::chat(&session.tokenizer, probs),
-            Input::Text(_) => openai::log_probs::text(&session.tokenizer, probs, 0),
+            Input::Text(_) => openai::log_probs::text(&session.tokenizer, probs, &mut 0),
         }
     });
     Event::Done {
