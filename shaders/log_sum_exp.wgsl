@@ -5,6 +5,7 @@
 struct Params {
     n: u32,
     at: u32,
+    row: u32, // where the row starts in `logits`
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
@@ -17,12 +18,12 @@ override WG: u32 = 256u;
 fn main(@builtin(local_invocation_index) t: u32) {
     var top = -3.0e38;
     for (var i = t; i < P.n; i += WG) {
-        top = max(top, logits[i]);
+        top = max(top, logits[P.row + i]);
     }
     top = reduce_max(t, top);
     var sum = 0.0;
     for (var i = t; i < P.n; i += WG) {
-        sum += exp(logits[i] - top);
+        sum += exp(logits[P.row + i] - top);
     }
     sum = reduce_sum(t, sum);
     if (t == 0u) {

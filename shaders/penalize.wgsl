@@ -3,7 +3,8 @@
 // per token. Needs pick.wgsl.
 
 struct Params {
-    n: u32, // logits
+    n: u32,   // logits in the row
+    row: u32, // where the row starts in `logits`
 }
 
 @group(0) @binding(0) var<storage, read_write> logits: array<f32>;
@@ -22,6 +23,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= P.n) {
         return;
     }
-    let l = logits[t];
-    logits[t] = select(l * pick.penalty, l / pick.penalty, l > 0.0);
+    let l = logits[P.row + t];
+    logits[P.row + t] = select(l * pick.penalty, l / pick.penalty, l > 0.0);
 }

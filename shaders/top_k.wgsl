@@ -15,6 +15,7 @@ struct Candidate {
 struct Params {
     n: u32,           // inputs
     from_logits: u32, // 1: read `logits`, else `candidates`
+    row: u32,         // where the row of logits starts in `logits`
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
@@ -55,7 +56,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         if (j < P.n) {
             var c = Candidate(0.0, j);
             if (P.from_logits == 1u) {
-                c.value = logits[j];
+                c.value = logits[P.row + j];
             } else {
                 c = candidates[j];
             }

@@ -14,7 +14,7 @@ mod profile;
 mod sequences;
 mod tune;
 pub use profile::{Profile, Profiled};
-pub use sequences::SequenceStep;
+pub use sequences::{SequenceStep, Want};
 pub use tune::{TuneShapes, Tuned, Tuner};
 
 #[derive(Clone, Debug)]
@@ -141,8 +141,9 @@ pub struct Engine {
     greedy_choice: wgpu::Buffer,
     /// After a decode step, the sampler's candidates: the repetition penalty, then the top k logits
     /// with their ids (`step_candidates`).
-    sample: Plan,
-    candidates: crate::ops::top_k::Candidates,
+    sample: Sample,
+    /// The same for each row of a parallel step's logits (`step_sequences`).
+    row_samples: Vec<Sample>,
     /// Mapped to read back the logits (n_vocab f32), or what else a run reads.
     staging: wgpu::Buffer,
     n_ctx: u32,
@@ -155,6 +156,33 @@ pub struct Engine {
     /// What steps of several sequences cost, as measured (`step_sequences`).
     step_times: sequences::StepTimes,
     pub stats: Stats,
+}
+
+/// A plan that reduces a row of logits to the sampler's candidates, run after a step in its pass,
+/// and its buffers.
+struct Sample {
+    plan: Plan,
+    candidates: crate::ops::top_k::Candidates,
+}
+
+impl Sample {
+    async fn new(
+        gpu: &Gpu,
+        forward: &Forward,
+        logits: &wgpu::Buffer,
+        row: u32,
+    ) -> Result<Sample, Error> {
+        let mut plan = Plan::new(gpu, &forward.step, 1);
+        let candidates =
+            crate::ops::top_k::push(&mut plan, gpu, logits, forward.n_vocab, row).await?;
+        plan.finish(gpu).await?;
+        Ok(Sample { plan, candidates })
+    }
+
+    /// The span of this sample's result that `read` (a `Read::Candidates`) reads back.
+    fn read_back(&self, read: Read) -> (&wgpu::Buffer, u64, u64) {
+        (&self.candidates.result, 0, Ranked::bytes(read) as u64)
+    }
 }
 
 /// A model's recurrent states as they stood after `pos` tokens.
@@ -264,10 +292,13 @@ impl Engine {
             forward.n_vocab,
         );
         greedy.finish(&gpu).await?;
-        let mut sample = Plan::new(&gpu, &forward.step, 1);
-        let candidates =
-            crate::ops::top_k::push(&mut sample, &gpu, &forward.logits, forward.n_vocab).await?;
-        sample.finish(&gpu).await?;
+        let sample = Sample::new(&gpu, &forward, &forward.logits, 0).await?;
+        let mut row_samples = Vec::new();
+        if let Some(parallel) = &forward.parallel {
+            for row in 0..parallel.plan.batch {
+                row_samples.push(Sample::new(&gpu, &forward, &parallel.logits, row).await?);
+            }
+        }
         let stats = Stats {
             dispatches_per_token: forward.decode.dispatches.len() as u32,
             chunk_tokens: forward.prefill.as_ref().map_or(1, |p| p.batch),
@@ -284,7 +315,7 @@ impl Engine {
             greedy,
             greedy_choice,
             sample,
-            candidates,
+            row_samples,
             staging,
             n_ctx,
             pos: 0,
@@ -385,19 +416,28 @@ impl Engine {
         pick: &crate::ops::top_k::Pick,
         log_sum_exp: bool,
     ) -> Result<Ranked, Error> {
+        let read = self.write_pick(&self.sample, pick, log_sum_exp);
+        let bytes = self.run(Run::Decode(read), &[token]).await?;
+        Ok(Ranked::read(
+            &bytes.expect("the candidates were asked for"),
+            read,
+        ))
+    }
+
+    /// Writes what `sample` is to pick; returns the read that takes its result.
+    fn write_pick(
+        &self,
+        sample: &Sample,
+        pick: &crate::ops::top_k::Pick,
+        log_sum_exp: bool,
+    ) -> Read {
         let k = pick.k();
         assert!(k >= 1, "at least one candidate");
-        let gpu = &self.gpu;
-        gpu.queue
-            .write_buffer(&self.candidates.pick, 0, bytemuck::bytes_of(pick));
-        let read = Read::Candidates { k, log_sum_exp };
-        let bytes = self.run(Run::Decode(read), &[token]).await?;
-        let bytes = bytes.expect("the candidates were asked for");
-        let at = crate::ops::top_k::LOG_SUM_EXP_AT as usize;
-        Ok(Ranked {
-            candidates: crate::ops::top_k::candidates(&bytes, k),
-            log_sum_exp: log_sum_exp.then(|| cast::<f32>(bytes[at..at + 4].to_vec())[0]),
-        })
+        let pick = bytemuck::bytes_of(pick);
+        self.gpu
+            .queue
+            .write_buffer(&sample.candidates.pick, 0, pick);
+        Read::Candidates { k, log_sum_exp }
     }
 
     /// Runs `tokens` at the next position (`run_segments`), which they then fill.
@@ -465,13 +505,18 @@ impl Engine {
                 let read = (bytes > 0).then_some((&hidden.states, first as u64 * row, bytes));
                 (&hidden.plan, read.into_iter().collect())
             }
-            (Run::Parallel { logits_of }, _) => {
+            (Run::Parallel { reads }, _) => {
                 let parallel = f.parallel.as_ref().expect("a parallel decode plan");
                 let row = n_vocab as u64 * 4;
                 let choices = (&parallel.choices, 0, tokens.len() as u64 * 4);
-                let rows = (0..tokens.len() as u64)
-                    .filter(|&i| logits_of[i as usize])
-                    .map(|i| (&parallel.logits, i * row, row));
+                let rows = reads
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, read)| match *read {
+                        Read::Logits => Some((&parallel.logits, i as u64 * row, row)),
+                        Read::Candidates { .. } => Some(self.row_samples[i].read_back(*read)),
+                        Read::Greedy | Read::Nothing => None,
+                    });
                 (&parallel.plan, [choices].into_iter().chain(rows).collect())
             }
             (Run::Decode(read), long) => {
@@ -483,24 +528,23 @@ impl Engine {
                     Read::Nothing => vec![],
                     Read::Logits => vec![(&f.logits, 0, n_vocab as u64 * 4)],
                     Read::Greedy => vec![(&self.greedy_choice, 0, 4)],
-                    Read::Candidates { k, log_sum_exp } => {
-                        let bytes = match log_sum_exp {
-                            true => crate::ops::top_k::LOG_SUM_EXP_AT + 4,
-                            false => k as u64 * 8,
-                        };
-                        vec![(&self.candidates.result, 0, bytes)]
-                    }
+                    Read::Candidates { .. } => vec![self.sample.read_back(read)],
                 };
                 (plan, read_back)
             }
         };
         // What runs after the step, in the same pass, to reduce the logits for the sampler.
-        let after = match run {
-            Run::Decode(Read::Greedy) => Some(&self.greedy),
-            Run::Decode(Read::Candidates { .. }) => Some(&self.sample),
-            _ => None,
+        let after: Vec<&Plan> = match run {
+            Run::Decode(Read::Greedy) => vec![&self.greedy],
+            Run::Decode(Read::Candidates { .. }) => vec![&self.sample.plan],
+            Run::Parallel { reads } => (reads.iter().enumerate())
+                .filter(|(_, read)| matches!(read, Read::Candidates { .. }))
+                .map(|(i, _)| &self.row_samples[i].plan)
+                .collect(),
+            _ => vec![],
         };
-        let dispatches = plan.dispatches.len() + after.map_or(0, |p| p.dispatches.len());
+        let dispatches =
+            plan.dispatches.len() + after.iter().map(|p| p.dispatches.len()).sum::<usize>();
         let weight_bytes = plan.weight_bytes;
         let record_start = Instant::now();
         f.step.write_segments(gpu, segments, next.unwrap_or(0));
@@ -511,7 +555,7 @@ impl Engine {
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             plan.record(&mut pass, tokens.len() as u32);
-            if let Some(after) = after {
+            for after in after {
                 after.record(&mut pass, 1);
             }
         }
@@ -616,14 +660,39 @@ pub struct Ranked {
     pub log_sum_exp: Option<f32>,
 }
 
+impl Ranked {
+    /// From the bytes a `Read::Candidates` read back.
+    pub(crate) fn read(bytes: &[u8], read: Read) -> Ranked {
+        let Read::Candidates { k, log_sum_exp } = read else {
+            unreachable!("candidates were read")
+        };
+        let at = crate::ops::top_k::LOG_SUM_EXP_AT as usize;
+        Ranked {
+            candidates: crate::ops::top_k::candidates(bytes, k),
+            log_sum_exp: log_sum_exp.then(|| cast::<f32>(bytes[at..at + 4].to_vec())[0]),
+        }
+    }
+
+    /// Bytes a `Read::Candidates` reads back.
+    pub(crate) fn bytes(read: Read) -> usize {
+        match read {
+            Read::Candidates {
+                log_sum_exp: true, ..
+            } => crate::ops::top_k::LOG_SUM_EXP_AT as usize + 4,
+            Read::Candidates { k, .. } => k as usize * 8,
+            _ => 0,
+        }
+    }
+}
+
 /// Which plan a run records, and what it reads back.
 #[derive(Clone, Copy)]
 enum Run<'a> {
     /// One token through the decode plan.
     Decode(Read),
     /// One token of each sequence through the parallel decode plan: the choice of each read back,
-    /// and the logits of those `logits_of` marks.
-    Parallel { logits_of: &'a [bool] },
+    /// and what else `reads` asks of each (its logits, or its candidates as its row's pick asks).
+    Parallel { reads: &'a [Read] },
     /// A prompt chunk through the prefill plan; nothing read back.
     Prefill,
     /// A chunk through the scoring plan, `next` the token after its last; each token's
@@ -635,7 +704,7 @@ enum Run<'a> {
 
 /// What a decode step reads back.
 #[derive(Clone, Copy)]
-enum Read {
+pub(crate) enum Read {
     Nothing,
     Logits,
     /// The index of the largest logit, computed after the step in the same pass.

@@ -3,8 +3,9 @@
 //! The first steps, up to top-k, usually run on the GPU after the decode step (`Needs`): then only the
 //! k candidates come back, and the rest runs here on them.
 
+use crate::engine::{SequenceStep, Want};
 use crate::grammar::Constraint;
-use crate::ops::top_k::{K_MAX, PENALIZED_MAX};
+use crate::ops::top_k::{Pick, K_MAX, PENALIZED_MAX};
 use web_time::{Duration, Instant};
 
 /// Sampling settings; `temperature <= 0` means greedy.
@@ -157,6 +158,58 @@ impl Sampler {
         match c.top_k {
             k @ 1.. if k <= K_MAX as usize => Needs::Candidates(k as u32),
             _ => Needs::Logits,
+        }
+    }
+
+    /// What a step must read back for this sampler to pick the token after `history` (the tokens the
+    /// repetition penalty looks at) and report its log-probability where asked for: the GPU's
+    /// choice, its candidates (with the row's log-sum-exp when reporting, a greedy step's one
+    /// candidate its choice), or the whole row of logits.
+    pub fn want(&self, history: &[u32]) -> Want {
+        let report = self.log_probs;
+        let needs = match (self.needs(), report) {
+            (Needs::Largest, Some(_)) => Needs::Candidates(1),
+            (needs, _) => needs,
+        };
+        match needs {
+            Needs::Largest => Want::Choice,
+            Needs::Candidates(own) => {
+                // The sampler draws from its own k; the alternatives reported may be more.
+                let k = own.max(report.unwrap_or(0) as u32);
+                let penalized = self.penalized(history);
+                Want::Candidates {
+                    pick: Pick::new(k, self.config.repeat_penalty, &penalized),
+                    log_sum_exp: report.is_some(),
+                }
+            }
+            Needs::Logits => Want::Logits,
+        }
+    }
+
+    /// Picks the token after `history` from what a step read back as `want` asked, with its
+    /// log-probability where reported; the grammar's work is added to `mask_time`.
+    pub fn pick_from_step(
+        &mut self,
+        step: SequenceStep,
+        history: &[u32],
+        mask_time: &mut Duration,
+    ) -> Result<(u32, Option<TokenLogProb>), crate::Error> {
+        match step {
+            SequenceStep::Choice(id) => Ok((id, None)),
+            SequenceStep::Candidates(ranked) => {
+                let own = match self.needs() {
+                    Needs::Candidates(own) => own as usize,
+                    _ => 1,
+                };
+                let candidates = &ranked.candidates;
+                let next = self.pick_from(&candidates[..candidates.len().min(own)]);
+                let log_prob = (self.log_probs.zip(ranked.log_sum_exp))
+                    .map(|(n, sum)| TokenLogProb::of_candidates(next, candidates, sum, n));
+                Ok((next, log_prob))
+            }
+            SequenceStep::Logits(mut logits) => {
+                self.pick_from_logits(&mut logits, history, mask_time)
+            }
         }
     }
 

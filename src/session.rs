@@ -3,12 +3,12 @@
 
 use crate::chat_template::{self, ChatMessage};
 use crate::engine::{Engine, LoadOptions, Totals};
+use crate::engine::{SequenceStep, Want};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::grammar::{Constraint, Grammar, Vocabulary};
-use crate::ops::top_k::Pick;
 use crate::reply::{Piece, Reply};
-use crate::sampler::{Needs, Sampler, TokenLogProb};
+use crate::sampler::{Sampler, TokenLogProb};
 use crate::tokenizer::Tokenizer;
 use crate::Error;
 use serde_json::Value;
@@ -203,41 +203,21 @@ impl Session {
             .cached
             .len()
             .saturating_sub(sampler.config.repeat_last_n);
-        let history = || [&self.cached[from..], &[token]].concat();
-        let report = sampler.log_probs;
-        let mut log_prob = None;
-        // With log-probabilities to report, a greedy step reads candidates: its choice is the first.
-        let needs = match (sampler.needs(), report) {
-            (Needs::Largest, Some(_)) => Needs::Candidates(1),
-            (needs, _) => needs,
-        };
-        let next = match needs {
-            Needs::Largest => self.engine.step_greedy(token).await?,
-            Needs::Candidates(own) => {
-                let penalized = sampler.penalized(&history());
-                // The sampler draws from its own k; the alternatives reported may be more.
-                let k = own.max(report.unwrap_or(0) as u32);
-                let pick = Pick::new(k, sampler.config.repeat_penalty, &penalized);
-                let ranked = self
-                    .engine
-                    .step_candidates(token, &pick, report.is_some())
-                    .await?;
-                let candidates = &ranked.candidates;
-                let next = sampler.pick_from(&candidates[..candidates.len().min(own as usize)]);
-                if let (Some(n), Some(sum)) = (report, ranked.log_sum_exp) {
-                    log_prob = Some(TokenLogProb::of_candidates(next, candidates, sum, n));
-                }
-                next
-            }
-            Needs::Logits => {
-                let mut logits = self.engine.step(token, true).await?;
-                let logits = logits.as_mut().expect("logits were asked for");
-                let mask_time = &mut self.engine.stats.totals.mask;
-                let (next, reported) = sampler.pick_from_logits(logits, &history(), mask_time)?;
-                log_prob = reported;
-                next
+        let history = [&self.cached[from..], &[token]].concat();
+        let step = match sampler.want(&history) {
+            Want::Choice => SequenceStep::Choice(self.engine.step_greedy(token).await?),
+            Want::Candidates { pick, log_sum_exp } => SequenceStep::Candidates(
+                (self.engine)
+                    .step_candidates(token, &pick, log_sum_exp)
+                    .await?,
+            ),
+            Want::Logits => {
+                let logits = self.engine.step(token, true).await?;
+                SequenceStep::Logits(logits.expect("logits were asked for"))
             }
         };
+        let mask_time = &mut self.engine.stats.totals.mask;
+        let (next, log_prob) = sampler.pick_from_step(step, &history, mask_time)?;
         self.cached.push(token);
         sampler.accept(next, &mut self.engine.stats.totals.mask)?;
         Ok((next, log_prob))

@@ -4,9 +4,9 @@
 //! slot that is generating (`Engine::step_sequences`: one pass, one submit); prompts are read a chunk
 //! at a time between steps, so a new request holds the others up by one chunk at most.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Want};
 use crate::gpu::Segment;
-use crate::sampler::{Needs, Sampler, TokenLogProb};
+use crate::sampler::{Sampler, TokenLogProb};
 use crate::Error;
 
 pub struct Slots {
@@ -154,30 +154,26 @@ impl Slots {
                 }
             })
             .collect();
-        // Only a greedy choice with nothing to report does without its row of logits.
-        let logits_of: Vec<bool> = steps
-            .iter()
-            .map(|s| s.sampler.needs() != Needs::Largest || s.sampler.log_probs.is_some())
+        // The tokens the repetition penalty looks at: the last ones cached, and this one.
+        let histories: Vec<Vec<u32>> = (steps.iter())
+            .map(|step| {
+                let cached = &self.slots[step.slot].cached;
+                let from = cached
+                    .len()
+                    .saturating_sub(step.sampler.config.repeat_last_n);
+                [&cached[from..], &[step.token]].concat()
+            })
             .collect();
-        let rows = engine.step_sequences(&segments, &logits_of).await?;
+        let wants: Vec<Want> = (steps.iter().zip(&histories))
+            .map(|(step, history)| step.sampler.want(history))
+            .collect();
+        let read = engine.step_sequences(&segments, &wants).await?;
         let mut picked = Vec::with_capacity(steps.len());
-        for (step, row) in steps.iter_mut().zip(rows) {
-            let slot = &mut self.slots[step.slot];
+        for ((step, read), history) in steps.iter_mut().zip(read).zip(&histories) {
             let sampler = &mut *step.sampler;
             let mask_time = &mut engine.stats.totals.mask;
-            let (next, log_prob) = match row.logits {
-                None => (row.choice, None),
-                Some(mut logits) => {
-                    // The tokens the repetition penalty looks at: the last ones cached, and this one.
-                    let from = slot
-                        .cached
-                        .len()
-                        .saturating_sub(sampler.config.repeat_last_n);
-                    let history = [&slot.cached[from..], &[step.token]].concat();
-                    sampler.pick_from_logits(&mut logits, &history, mask_time)?
-                }
-            };
-            slot.cached.push(step.token);
+            let (next, log_prob) = sampler.pick_from_step(read, history, mask_time)?;
+            self.slots[step.slot].cached.push(step.token);
             sampler.accept(next, mask_time)?;
             picked.push((next, log_prob));
         }

@@ -125,7 +125,7 @@ fn top_k_candidates_against_cpu() {
         let pick = top_k::Pick::new(k, 1.3, &[2, 4, 50]);
         let xb = f32_buffer(&gpu, &logits);
         let mut plan = plan_at(&gpu, 0, &[0]);
-        let candidates = top_k::push(&mut plan, &gpu, &xb, n as u32)
+        let candidates = top_k::push(&mut plan, &gpu, &xb, n as u32, 0)
             .block_on()
             .unwrap();
         gpu.queue

@@ -7,17 +7,33 @@
 //! whose parallel pass does a whole tile's arithmetic for a few tokens), n passes can be cheaper.
 //! Which is measured while serving (`StepTimes`), not guessed.
 
-use super::{cast, Engine, Read, Run};
+use super::{cast, Engine, Ranked, Read, Run};
 use crate::gpu::Segment;
+use crate::ops::top_k::Pick;
 use crate::Error;
 use web_time::{Duration, Instant};
 
-/// What a step of several sequences gives one of them (`Engine::step_sequences`).
+/// What a sequence's step reads back besides the index of its largest logit
+/// (`Engine::step_sequences`).
+#[derive(Clone, Copy)]
+pub enum Want {
+    /// Nothing more: a greedy request's next token is that index.
+    Choice,
+    /// The sampler's candidates as `pick` asks (the repetition penalty, then the k largest logits),
+    /// with the penalized row's log-sum-exp where asked for: a few hundred bytes, not the row.
+    Candidates { pick: Pick, log_sum_exp: bool },
+    /// The row of logits (a grammar's mask needs it whole).
+    Logits,
+}
+
+/// What a step of several sequences read back for one of them, as its `Want` asked
+/// (`Engine::step_sequences`).
 #[derive(Clone, Debug)]
-pub struct SequenceStep {
-    /// The index of the largest logit (the first of equals): a greedy request's next token.
-    pub choice: u32,
-    pub logits: Option<Vec<f32>>,
+pub enum SequenceStep {
+    /// The index of the largest logit (the first of equals).
+    Choice(u32),
+    Candidates(Ranked),
+    Logits(Vec<f32>),
 }
 
 impl Engine {
@@ -46,37 +62,38 @@ impl Engine {
     }
 
     /// One decode step of several sequences, each segment one token at its own place: returns for
-    /// each the index of its largest logit and, where `logits_of` marks it, its row of logits. One
-    /// pass of the parallel plan, or a pass of the one-token plan for each, whichever has been
-    /// measured the faster for this many.
+    /// each the index of its largest logit and what `wants` asks of it. One pass of the parallel
+    /// plan, or a pass of the one-token plan for each, whichever has been measured the faster for
+    /// this many.
     pub async fn step_sequences(
         &mut self,
         steps: &[Segment<'_>],
-        logits_of: &[bool],
+        wants: &[Want],
     ) -> Result<Vec<SequenceStep>, Error> {
         let n = steps.len();
         if n > 1 && !self.step_times.one_at_a_time(n) {
             let start = Instant::now();
-            let out = self.step_parallel(steps, logits_of).await?;
+            let out = self.step_parallel(steps, wants).await?;
             self.step_times.record(n, start.elapsed());
             return Ok(out);
         }
         let mut out = Vec::with_capacity(n);
-        for (step, &with_logits) in steps.iter().zip(logits_of) {
+        for (step, want) in steps.iter().zip(wants) {
             let start = Instant::now();
-            out.push(self.step_one(step, with_logits).await?);
+            out.push(self.step_one(step, want).await?);
             self.step_times.record(1, start.elapsed());
         }
         Ok(out)
     }
 
-    /// One pass of the parallel plan for the sequences of `steps` (as `step_sequences`).
+    /// One pass of the parallel plan for the sequences of `steps` (as `step_sequences`): each row's
+    /// candidates are picked after the step in the same pass.
     pub async fn step_parallel(
         &mut self,
         steps: &[Segment<'_>],
-        logits_of: &[bool],
+        wants: &[Want],
     ) -> Result<Vec<SequenceStep>, Error> {
-        assert_eq!(steps.len(), logits_of.len());
+        assert_eq!(steps.len(), wants.len());
         assert!(steps.iter().all(|s| s.tokens.len() == 1), "one token each");
         if steps.len() > self.sequences() as usize || self.forward.parallel.is_none() {
             return Err(Error::Model(format!(
@@ -85,48 +102,55 @@ impl Engine {
                 self.sequences()
             )));
         }
+        let reads: Vec<Read> = (wants.iter().enumerate())
+            .map(|(i, want)| match want {
+                Want::Choice => Read::Greedy,
+                Want::Logits => Read::Logits,
+                Want::Candidates { pick, log_sum_exp } => {
+                    self.write_pick(&self.row_samples[i], pick, *log_sum_exp)
+                }
+            })
+            .collect();
         let bytes = self
-            .run_segments(Run::Parallel { logits_of }, steps)
+            .run_segments(Run::Parallel { reads: &reads }, steps)
             .await?;
-        let values: Vec<u32> = cast(bytes.expect("the choices are read back"));
-        let (choices, mut rows) = values.split_at(steps.len());
-        let n_vocab = self.forward.n_vocab as usize;
-        Ok(choices
-            .iter()
-            .zip(logits_of)
-            .map(|(&choice, &with_logits)| SequenceStep {
-                choice,
-                logits: with_logits.then(|| {
-                    let (row, rest) = rows.split_at(n_vocab);
-                    rows = rest;
-                    row.iter().map(|&bits| f32::from_bits(bits)).collect()
-                }),
+        let bytes = bytes.expect("the choices are read back");
+        let (choices, mut rest) = bytes.split_at(steps.len() * 4);
+        let row_bytes = self.forward.n_vocab as usize * 4;
+        let mut take = |n: usize| {
+            let (taken, after) = rest.split_at(n);
+            rest = after;
+            taken
+        };
+        Ok(cast::<u32>(choices.to_vec())
+            .into_iter()
+            .zip(reads)
+            .map(|(choice, read)| match read {
+                Read::Candidates { .. } => {
+                    SequenceStep::Candidates(Ranked::read(take(Ranked::bytes(read)), read))
+                }
+                Read::Logits => SequenceStep::Logits(cast(take(row_bytes).to_vec())),
+                _ => SequenceStep::Choice(choice),
             })
             .collect())
     }
 
     /// One sequence's token through the one-token decode plan.
-    async fn step_one(
-        &mut self,
-        step: &Segment<'_>,
-        with_logits: bool,
-    ) -> Result<SequenceStep, Error> {
+    async fn step_one(&mut self, step: &Segment<'_>, want: &Want) -> Result<SequenceStep, Error> {
         assert_eq!(step.tokens.len(), 1, "one token");
-        let read = match with_logits {
-            true => Read::Logits,
-            false => Read::Greedy,
+        let read = match want {
+            Want::Choice => Read::Greedy,
+            Want::Logits => Read::Logits,
+            Want::Candidates { pick, log_sum_exp } => {
+                self.write_pick(&self.sample, pick, *log_sum_exp)
+            }
         };
-        let values = self.run_segments(Run::Decode(read), &[*step]).await?;
-        let values: Vec<f32> = cast(values.expect("read back"));
-        Ok(match with_logits {
-            true => SequenceStep {
-                choice: crate::sampler::argmax(&values),
-                logits: Some(values),
-            },
-            false => SequenceStep {
-                choice: values[0].to_bits(),
-                logits: None,
-            },
+        let bytes = self.run_segments(Run::Decode(read), &[*step]).await?;
+        let bytes = bytes.expect("read back");
+        Ok(match read {
+            Read::Candidates { .. } => SequenceStep::Candidates(Ranked::read(&bytes, read)),
+            Read::Logits => SequenceStep::Logits(cast(bytes)),
+            _ => SequenceStep::Choice(cast::<u32>(bytes)[0]),
         })
     }
 }

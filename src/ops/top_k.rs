@@ -62,6 +62,7 @@ pub const LOG_SUM_EXP_AT: u64 = K_MAX as u64 * 8;
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct PenalizeParams {
     n: u32,
+    row: u32,
 }
 
 #[repr(C)]
@@ -69,6 +70,7 @@ struct PenalizeParams {
 struct LogSumExpParams {
     n: u32,
     at: u32,
+    row: u32,
 }
 
 #[repr(C)]
@@ -76,17 +78,20 @@ struct LogSumExpParams {
 struct LevelParams {
     n: u32,
     from_logits: u32,
+    row: u32,
 }
 
-/// Adds to the plan the penalty on `logits` (one row of n_vocab), the levels of the top-k, each a
-/// slice of the level before per workgroup (2 levels for 49k logits, 3 for 262k), and the
+/// Adds to the plan the penalty on row `row` of `logits` (rows of n_vocab), the levels of the top-k,
+/// each a slice of the level before per workgroup (2 levels for 49k logits, 3 for 262k), and the
 /// log-sum-exp of the penalized row.
 pub async fn push(
     plan: &mut Plan,
     gpu: &Gpu,
     logits: &wgpu::Buffer,
     n_vocab: u32,
+    row: u32,
 ) -> Result<Candidates, GpuError> {
+    let row = row * n_vocab;
     let pick = storage_buffer(
         gpu,
         "sampler pick",
@@ -99,7 +104,7 @@ pub async fn push(
     plan.push(
         penalize,
         &[logits, &pick],
-        super::params(&PenalizeParams { n: n_vocab }),
+        super::params(&PenalizeParams { n: n_vocab, row }),
         [(PENALIZED_MAX as u32).div_ceil(64), 1, 1],
     );
     let level = PipelineKey {
@@ -112,7 +117,11 @@ pub async fn push(
         plan.push(
             level,
             &[logits, &src, &pick, &dst],
-            super::params(&LevelParams { n, from_logits }),
+            super::params(&LevelParams {
+                n,
+                from_logits,
+                row,
+            }),
             [slices, 1, 1],
         );
         if slices == 1 {
@@ -121,7 +130,11 @@ pub async fn push(
                 ..PipelineKey::new(Kernel::LogSumExp, None)
             };
             let at = (LOG_SUM_EXP_AT / 4) as u32;
-            let params = LogSumExpParams { n: n_vocab, at };
+            let params = LogSumExpParams {
+                n: n_vocab,
+                at,
+                row,
+            };
             plan.push(key, &[logits, &dst], super::params(&params), [1, 1, 1]);
             return Ok(Candidates { pick, result: dst });
         }

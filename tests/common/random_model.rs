@@ -10,9 +10,10 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use wick::engine::Engine;
+use wick::engine::{Engine, SequenceStep, Want};
 use wick::gguf::{read_header, FileSource};
 use wick::gpu::Gpu;
+use wick::ops::top_k::{self, Pick};
 use wick::tokenizer::Tokenizer;
 
 /// How one file compared.
@@ -209,7 +210,9 @@ pub fn check_text_perplexity(gpu: &Arc<Gpu>, golden: &Value) {
 /// so one step holds different tokens at different positions; the last reads its first ids as a
 /// prompt (`Engine::feed_at`) before it joins. Every row of logits of the first sequence is compared
 /// with the f32 reference, the others' with the one-sequence steps (which `check_all` compares with
-/// it), and each step's choice with its row's largest logit.
+/// it). Each step then runs again at the same places (writing the same cache rows), half its rows
+/// asking for the choice, checked against the row's largest logit, half for the sampler's
+/// candidates after a repetition penalty, checked against the CPU's ranking of the row.
 pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
     const SEQUENCES: usize = 4;
     const ROWS: u32 = 32; // each sequence's share of the cache
@@ -265,13 +268,19 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                     tokens: &sequences[s][next[s]..next[s] + 1],
                 })
                 .collect();
-            let out = engine
-                .step_parallel(&segments, &vec![true; active.len()])
+            let rows = engine
+                .step_parallel(&segments, &vec![Want::Logits; active.len()])
                 .block_on()
                 .unwrap();
-            for (&s, got) in active.iter().zip(&out) {
+            let rows: Vec<Vec<f32>> = rows
+                .into_iter()
+                .map(|row| match row {
+                    SequenceStep::Logits(logits) => logits,
+                    other => panic!("logits were asked for, not {other:?}"),
+                })
+                .collect();
+            for (&s, logits) in active.iter().zip(&rows) {
                 let pos = next[s];
-                let logits = got.logits.as_ref().unwrap();
                 let (e, i) = max_abs(logits, &want[s][pos]);
                 assert!(
                     e < f32_tolerance,
@@ -280,14 +289,71 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                     want[s][pos][i]
                 );
                 worst = worst.max(e);
-                let top = logits
-                    .iter()
-                    .enumerate()
-                    .fold(0, |b, (i, &v)| if v > logits[b] { i } else { b });
-                assert_eq!(
-                    got.choice as usize, top,
-                    "{name} sequence {s} position {pos}"
-                );
+            }
+            // The same step again: a choice or candidates for each row.
+            // Candidates for every other row, its sequence's last three distinct tokens penalized.
+            let picks: Vec<Option<Vec<u32>>> = active
+                .iter()
+                .map(|&s| {
+                    let mut penalized: Vec<u32> = Vec::new();
+                    for &t in sequences[s][..next[s]].iter().rev() {
+                        if penalized.len() < 3 && !penalized.contains(&t) {
+                            penalized.push(t);
+                        }
+                    }
+                    ((s + step) % 2 == 1).then_some(penalized)
+                })
+                .collect();
+            let wants: Vec<Want> = picks
+                .iter()
+                .map(|pick| match pick {
+                    Some(penalized) => Want::Candidates {
+                        pick: Pick::new(8, 1.3, penalized),
+                        log_sum_exp: true,
+                    },
+                    None => Want::Choice,
+                })
+                .collect();
+            let out = engine.step_parallel(&segments, &wants).block_on().unwrap();
+            for ((&s, got), (logits, pick)) in active.iter().zip(out).zip(rows.iter().zip(&picks)) {
+                let pos = next[s];
+                match (got, pick) {
+                    (SequenceStep::Choice(choice), None) => {
+                        let top =
+                            logits
+                                .iter()
+                                .enumerate()
+                                .fold(0, |b, (i, &v)| if v > logits[b] { i } else { b });
+                        assert_eq!(choice as usize, top, "{name} sequence {s} position {pos}");
+                    }
+                    (SequenceStep::Candidates(ranked), Some(penalized)) => {
+                        let cpu = top_k::reference(logits, &Pick::new(8, 1.3, penalized));
+                        let ids =
+                            |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
+                        assert_eq!(
+                            ids(&ranked.candidates),
+                            ids(&cpu),
+                            "{name} sequence {s} position {pos}"
+                        );
+                        for (&(_, a), &(_, b)) in ranked.candidates.iter().zip(&cpu) {
+                            assert!(
+                                (a - b).abs() < 1e-5,
+                                "{name} sequence {s} position {pos}: {a} / {b}"
+                            );
+                        }
+                        let mut row = logits.clone();
+                        wick::sampler::penalize(&mut row, penalized, 1.3);
+                        let top = row.iter().fold(f64::MIN, |m, &v| m.max(v as f64));
+                        let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
+                        let lse = ranked.log_sum_exp.unwrap() as f64;
+                        assert!(
+                            (lse - (top + sum.ln())).abs() < 1e-4,
+                            "{name} sequence {s} position {pos}: log-sum-exp {lse}, CPU {}",
+                            top + sum.ln()
+                        );
+                    }
+                    (got, _) => panic!("{name} sequence {s}: {got:?} for {}", pick.is_some()),
+                }
                 next[s] += 1;
             }
         }
