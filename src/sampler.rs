@@ -178,7 +178,7 @@ impl Sampler {
                 let k = own.max(report.unwrap_or(0) as u32);
                 let penalized = self.penalized(history);
                 Want::Candidates {
-                    pick: Pick::new(k, self.config.repeat_penalty, &penalized),
+                    pick: Box::new(Pick::new(k, self.config.repeat_penalty, &penalized)),
                     log_sum_exp: report.is_some(),
                 }
             }

@@ -15,13 +15,13 @@ use web_time::{Duration, Instant};
 
 /// What a sequence's step reads back besides the index of its largest logit
 /// (`Engine::step_sequences`).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub enum Want {
     /// Nothing more: a greedy request's next token is that index.
     Choice,
     /// The sampler's candidates as `pick` asks (the repetition penalty, then the k largest logits),
     /// with the penalized row's log-sum-exp where asked for: a few hundred bytes, not the row.
-    Candidates { pick: Pick, log_sum_exp: bool },
+    Candidates { pick: Box<Pick>, log_sum_exp: bool },
     /// The row of logits (a grammar's mask needs it whole).
     Logits,
 }

@@ -308,7 +308,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                 .iter()
                 .map(|pick| match pick {
                     Some(penalized) => Want::Candidates {
-                        pick: Pick::new(8, 1.3, penalized),
+                        pick: Box::new(Pick::new(8, 1.3, penalized)),
                         log_sum_exp: true,
                     },
                     None => Want::Choice,
