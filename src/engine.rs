@@ -424,7 +424,7 @@ impl Engine {
         ))
     }
 
-    /// Writes what `sample` is to pick; returns the read that takes its result.
+    /// Writes `pick` where `sample`'s plan reads it; returns the read that takes the plan's result.
     fn write_pick(
         &self,
         sample: &Sample,
