@@ -46,16 +46,28 @@ fn matvec_every_type_against_cpu() {
 
 /// The prompt's product (shaders/matmul.wgsl): a run of 21 tokens in a plan for 40, so one 16-token
 /// tile is full, one is partly used and one is skipped; 37 rows leave most of the 64-row tile empty.
+/// Plans for 8 and 4 tokens (a decode step of several sequences): runs of 7 and 3 fill part of one
+/// tile.
 #[test]
 fn matmul_every_type_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(2024);
-    let (batch, n_tokens) = (40usize, 21usize);
+    for (batch, n_tokens) in [(40usize, 21usize), (8, 7), (4, 3)] {
+        matmul_against_cpu(&gpu, &mut rng, batch, n_tokens);
+    }
+}
+
+fn matmul_against_cpu(
+    gpu: &std::sync::Arc<wick::gpu::Gpu>,
+    rng: &mut Rng,
+    batch: usize,
+    n_tokens: usize,
+) {
     for ty in GgmlType::ALL {
         let cols = if ty.block_len() == 256 { 768 } else { 736 };
         let rows = 37usize;
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows as u32, cols, row_bytes * 10 + 4, &mut rng);
+        let (w, deq) = packed(&gpu, ty, rows as u32, cols, row_bytes * 10 + 4, rng);
         let x = rng.vec(batch * cols as usize);
         let y0 = rng.vec(batch * rows);
         for accumulate in [false, true] {
@@ -73,9 +85,16 @@ fn matmul_every_type_against_cpu() {
                 matvec::reference(&deq, x_t, &mut want[t * rows..(t + 1) * rows], accumulate);
             }
             let e = nmse(&got, &want);
-            assert!(e < 1e-10, "{ty} accumulate={accumulate}: nmse {e}");
+            assert!(
+                e < 1e-10,
+                "{ty} {n_tokens} of {batch} accumulate={accumulate}: nmse {e}"
+            );
             // Rows of tokens past the run are left as they were.
-            assert_eq!(got[n_tokens * rows..], y0[n_tokens * rows..], "{ty}");
+            assert_eq!(
+                got[n_tokens * rows..],
+                y0[n_tokens * rows..],
+                "{ty} {n_tokens} of {batch}"
+            );
         }
     }
 }
