@@ -59,6 +59,10 @@ pub struct BenchArgs {
     /// the file
     #[arg(long)]
     per_layer_on_gpu: bool,
+    /// With --profile, also time a decode step of this many sequences at once (`wick serve
+    /// --parallel`'s step), kernel by kernel
+    #[arg(long = "parallel", default_value_t = 1)]
+    parallel: u32,
 }
 
 /// One test's measurements: the wall time of each counted repetition and what its runs cost.
@@ -111,11 +115,12 @@ impl Measured {
 pub fn main(args: BenchArgs) -> Result<()> {
     let source = load::open_source(&args.model)?;
     let gpu = load::gpu()?;
-    let n_ctx = (args.n_prompt + args.n_gen).max(1);
+    let n_ctx = (args.n_prompt + args.n_gen).max(args.parallel);
     let options = LoadOptions {
         n_ctx,
         batch: args.batch,
         per_layer_on_gpu: args.per_layer_on_gpu,
+        sequences: args.parallel,
         ..Default::default()
     };
     let held_before = gpu.memory().buffer_bytes;
@@ -197,6 +202,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
         print_profile(&mut engine, Profiled::Decode)?;
         if args.n_prompt > 0 {
             print_profile(&mut engine, Profiled::Prefill)?;
+        }
+        if args.parallel > 1 {
+            print_profile(&mut engine, Profiled::Parallel)?;
         }
     }
     let adapter = gpu.info.name.clone();
@@ -394,6 +402,7 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
     let run = match plan {
         Profiled::Decode => "a decode step".to_string(),
         Profiled::Prefill => format!("a chunk of {} prompt tokens", engine.stats.chunk_tokens),
+        Profiled::Parallel => format!("a step of {} sequences", engine.sequences()),
     };
     eprintln!(
         "time of {run} by kernel, each dispatch alone ({:.2} ms in all):",

@@ -33,18 +33,25 @@ pub enum Profiled {
     Decode,
     /// One full chunk of a prompt.
     Prefill,
+    /// A decode step of as many sequences as the engine was loaded for, one token each.
+    Parallel,
 }
 
 impl Engine {
-    /// Times a plan on the GPU: the decode plan for one token, or the prefill plan for a whole chunk,
-    /// at the current position (nothing is cached: the KV cache rows written are the next ones); `None`
-    /// where the model has no prefill plan. A profile, not a run.
+    /// Times a plan on the GPU: the decode plan for one token, the prefill plan for a whole chunk, or
+    /// the parallel plan for all its sequences, at the current position (nothing is cached: the KV
+    /// cache rows written are the next ones); `None` where the model has no such plan. A profile, not
+    /// a run.
     pub async fn profile(&mut self, plan: Profiled) -> Result<Option<Profile>, Error> {
         let gpu = &self.gpu;
         let plan = match plan {
             Profiled::Decode => &self.forward.decode,
             Profiled::Prefill => match &self.forward.prefill {
                 Some(prefill) => prefill,
+                None => return Ok(None),
+            },
+            Profiled::Parallel => match &self.forward.parallel {
+                Some(parallel) => &parallel.plan,
                 None => return Ok(None),
             },
         };
