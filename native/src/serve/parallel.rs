@@ -86,7 +86,7 @@ fn admit(
     let prepared = match worker::prepare(session, &job, slots.rows() as usize) {
         Ok(prepared) => prepared,
         Err(e) => {
-            let _ = job.events.blocking_send(Event::Failed(e));
+            let _ = job.events.send(Event::Failed(e));
             metrics.end_task();
             return;
         }
@@ -172,7 +172,7 @@ fn answer(
     };
     let tool_use = a.prepared.tool_use.as_ref();
     let last = worker::done(session, &a.job, tool_use, &completion, metrics);
-    let _ = a.job.events.blocking_send(last);
+    let _ = a.job.events.send(last);
     metrics.end_task();
 }
 
@@ -190,7 +190,7 @@ fn fail(
             let _ = a
                 .job
                 .events
-                .blocking_send(Event::Failed(worker::generation_failed(&e)));
+                .send(Event::Failed(worker::generation_failed(&e)));
             metrics.end_task();
         }
     }

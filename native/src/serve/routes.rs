@@ -177,7 +177,7 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let (input, sampling) = request?;
     let settings = Settings::from(sampling, clock_seed())?;
-    let (events, mut rx) = mpsc::channel(64);
+    let (events, mut rx) = mpsc::unbounded_channel();
     let job = Job {
         input,
         max_tokens: settings.max_tokens,
@@ -232,7 +232,7 @@ async fn run(
 /// for), a last chunk with the finish reason (and the reply's log-probabilities where no piece
 /// carried them: a reply read as tool calls), the usage chunk if asked for, then `[DONE]`. Dropping
 /// the stream (the client left) drops `rx`, which stops the job.
-fn stream(meta: Arc<Meta>, rx: mpsc::Receiver<Event>, include_usage: bool) -> Response {
+fn stream(meta: Arc<Meta>, rx: mpsc::UnboundedReceiver<Event>, include_usage: bool) -> Response {
     let first = match meta.kind {
         Kind::Chat => Some(sse(
             &meta.chunk(json!({ "role": "assistant", "content": "" }), None)

@@ -46,7 +46,9 @@ pub struct Job {
     pub grammar: Option<Grammar>,
     /// Report each token's log-probability and this many alternatives.
     pub log_probs: Option<usize>,
-    pub events: mpsc::Sender<Event>,
+    /// Where the reply goes. Unbounded, so that a client slow to read never holds up the engine
+    /// thread (and with it every other request): what waits is one reply's pieces at most.
+    pub events: mpsc::UnboundedSender<Event>,
 }
 
 pub enum Event {
@@ -109,7 +111,7 @@ fn serve_in_turn(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics:
             Err(e) => Event::Failed(e),
         };
         metrics.end_task();
-        let _ = events.blocking_send(last);
+        let _ = events.send(last);
     }
 }
 
@@ -169,7 +171,7 @@ pub struct Pieces {
 
 impl Pieces {
     /// Sends `piece`; false when the client has gone.
-    pub fn send(&mut self, events: &mpsc::Sender<Event>, piece: Piece) -> bool {
+    pub fn send(&mut self, events: &mpsc::UnboundedSender<Event>, piece: Piece) -> bool {
         if !self.streamed {
             return true;
         }
@@ -179,9 +181,7 @@ impl Pieces {
             false => openai::log_probs::text(tokenizer, probs, &mut self.text_offset),
         });
         let text = piece.text.to_string();
-        events
-            .blocking_send(Event::Text { text, log_probs })
-            .is_ok()
+        events.send(Event::Text { text, log_probs }).is_ok()
     }
 }
 
@@ -238,7 +238,7 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
         job.grammar.as_ref(),
         job.log_probs,
     )?;
-    if job.events.blocking_send(Event::Started).is_err() {
+    if job.events.send(Event::Started).is_err() {
         return Err(ApiError::invalid("the client left", "messages"));
     }
     let pieces = Pieces {
@@ -297,7 +297,7 @@ pub fn done(
     let answer = Answer::of(&completion.text, completion.finish, tool_use);
     if tool_use.is_some() && !answer.content.is_empty() {
         let text = answer.content;
-        let _ = job.events.blocking_send(Event::Text {
+        let _ = job.events.send(Event::Text {
             text,
             log_probs: None,
         });
