@@ -1,7 +1,8 @@
 // W x for kernels that combine rows in pairs (2p, 2p+1): gate and up rows interleaved for SwiGLU, the
 // two dimensions RoPE rotates together. As matvec.wgsl otherwise: a workgroup of WG threads takes
 // WG / TPR pairs, and the TPR threads of a pair split its row as the row_dot file says, reading each x
-// once for both rows. One layer of workgroups (z) per token of the run. The store file declares
+// once for both rows. One layer of workgroups (z) per TOKENS tokens of the run: one, or four (a
+// decode step of several sequences), each weight then dequantized once for the four. The store file declares
 // Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. Needs step.wgsl,
 // a row_dot file and a row_sum file.
 
@@ -11,10 +12,19 @@
 
 override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per pair, a power of two dividing WG
+override TOKENS: u32 = 1u; // 1 or 4
+
+// The four tokens' sums of a pair's parts: tokens 0 and 1 (each the pair's two rows), 2 and 3.
+var<workgroup> sums01: array<vec4<f32>, 256>;
+var<workgroup> sums23: array<vec4<f32>, 256>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
+    if (TOKENS == 4u) {
+        four_tokens(wg, nwg, t);
+        return;
+    }
     let token = wg.z;
     if (token >= step.n_tokens) {
         return;
@@ -28,5 +38,44 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let sum = pair_sum(t, acc);
     if (t % TPR == 0u && in_range) {
         store_pair(token, 2u * pair, sum.x, sum.y);
+    }
+}
+
+// main for TOKENS = 4. The four sums go through workgroup memory together, in one reduction: one
+// per token (with its barriers) made it slower than the tiled product on a CPU-backed adapter.
+fn four_tokens(wg: vec3<u32>, nwg: vec3<u32>, t: u32) {
+    let token0 = wg.z * 4u;
+    if (token0 >= step.n_tokens) {
+        return;
+    }
+    // Tokens past the run read the last one's x; their sums are not stored.
+    let last = step.n_tokens - 1u;
+    let row_x = P.cols / 4u;
+    let x0 = vec4<u32>(token0, min(token0 + 1u, last), min(token0 + 2u, last), min(token0 + 3u, last)) * row_x;
+    let pair = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
+    // An odd last row (a part of a plain matrix) pairs with what follows it; store_pair drops that.
+    let in_range = pair < (P.rows + 1u) / 2u;
+    var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
+    if (in_range) {
+        acc = pair_dot4(2u * pair * P.row_bytes, P.row_bytes, x0, P.cols, t % TPR);
+    }
+    let lane = t % TPR;
+    sums01[t] = acc[0];
+    sums23[t] = acc[1];
+    workgroupBarrier();
+    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            sums01[t] += sums01[t + s];
+            sums23[t] += sums23[t + s];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && in_range) {
+        let a = sums01[t];
+        let b = sums23[t];
+        store_pair(token0, 2u * pair, a.x, a.y);
+        if (token0 + 1u <= last) { store_pair(token0 + 1u, 2u * pair, a.z, a.w); }
+        if (token0 + 2u <= last) { store_pair(token0 + 2u, 2u * pair, b.x, b.y); }
+        if (token0 + 3u <= last) { store_pair(token0 + 3u, 2u * pair, b.z, b.w); }
     }
 }

@@ -40,3 +40,30 @@ fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f3
     }
     return acc;
 }
+
+// pair_dot for four tokens, whose x start at vec4s x0.x, .y, .z, .w: each weight dequantized once
+// for the four. Returns (token 0's two rows, token 1's), (token 2's, token 3's).
+fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> array<vec4<f32>, 2> {
+    var a01 = vec4<f32>(0.0);
+    var a23 = vec4<f32>(0.0);
+    for (var blk = lane; blk < cols / BLOCK_LEN; blk += TPR) {
+        let b0 = base + blk * BLOCK_BYTES;
+        let b1 = b0 + row_bytes;
+        let k0 = block_at(b0);
+        let k1 = block_at(b1);
+        for (var sub = 0u; sub < SUBS; sub++) {
+            let w0 = block_dequant32(k0, b0, sub);
+            let w1 = block_dequant32(k1, b1, sub);
+            let xs = x0 + vec4<u32>((blk * SUBS + sub) * 8u);
+            for (var i = 0u; i < 8u; i++) {
+                let x = X[xs.x + i];
+                let y = X[xs.y + i];
+                let z = X[xs.z + i];
+                let v = X[xs.w + i];
+                a01 += vec4<f32>(dot(w0[i], x), dot(w1[i], x), dot(w0[i], y), dot(w1[i], y));
+                a23 += vec4<f32>(dot(w0[i], z), dot(w1[i], z), dot(w0[i], v), dot(w1[i], v));
+            }
+        }
+    }
+    return array<vec4<f32>, 2>(a01, a23);
+}

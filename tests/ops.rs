@@ -8,7 +8,9 @@ use common::{
 };
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Stacked};
+use wick::gpu::{
+    read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecShape, Stacked, Store, Tuning,
+};
 use wick::ops::glu::{self, Activation};
 use wick::ops::{add_position, embed, layer_norm, matvec, rms_norm};
 
@@ -44,58 +46,93 @@ fn matvec_every_type_against_cpu() {
     }
 }
 
-/// The prompt's product (shaders/matmul.wgsl): a run of 21 tokens in a plan for 40, so one 16-token
-/// tile is full, one is partly used and one is skipped; 37 rows leave most of the 64-row tile empty.
-/// Plans for 8 and 4 tokens (a decode step of several sequences): runs of 7 and 3 fill part of one
-/// tile.
+/// The products of a run (shaders/matmul.wgsl): 21 tokens in a plan for 40, so one 16-token tile is
+/// full, one is partly used and one is skipped; 37 rows leave most of the 64-row tile empty. A plan
+/// for 8 tokens (a decode step of 8 sequences) runs 7 in one tile; a plan for 4 runs 3 through the
+/// matvec kernel four tokens at a time (shaders/matvec_pairs.wgsl), in every kernel shape the tuner
+/// may pick for it, the odd last row included.
 #[test]
 fn matmul_every_type_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(2024);
-    for (batch, n_tokens) in [(40usize, 21usize), (8, 7), (4, 3)] {
-        matmul_against_cpu(&gpu, &mut rng, batch, n_tokens);
+    for (batch, n_tokens) in [(40u32, 21usize), (8, 7), (4, 3)] {
+        for ty in GgmlType::ALL {
+            let cols = if ty.block_len() == 256 { 768 } else { 736 };
+            let rows = 37u32;
+            let row_bytes = ty.bytes_for(cols as u64).unwrap();
+            let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
+            let x = rng.vec(batch as usize * cols as usize);
+            let y0 = rng.vec(batch as usize * rows as usize);
+            let product = Product {
+                w: &w,
+                deq: &deq,
+                x: &x,
+                y0: &y0,
+                batch,
+                n_tokens,
+            };
+            for accumulate in [false, true] {
+                product.check(&gpu, accumulate, "");
+            }
+            if batch <= 4 {
+                // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
+                let shape = |rows| MatvecShape {
+                    kernel: Kernel::MatvecPairs(Store::Rows),
+                    ty,
+                    cols,
+                    rows,
+                };
+                for candidate in shape(rows).candidates(gpu.subgroup_size) {
+                    let mut tuning = Tuning::default();
+                    for part in &w.parts {
+                        tuning.matvec.insert(shape(part.rows).key(), candidate);
+                    }
+                    gpu.set_tuning(tuning);
+                    product.check(&gpu, false, &candidate.to_string());
+                }
+                gpu.set_tuning(Tuning::default());
+            }
+        }
     }
 }
 
-fn matmul_against_cpu(
-    gpu: &std::sync::Arc<wick::gpu::Gpu>,
-    rng: &mut Rng,
-    batch: usize,
+/// A product of a random matrix and the x of a run's tokens, and its CPU reference.
+struct Product<'a> {
+    w: &'a GpuTensor,
+    deq: &'a [f32],
+    x: &'a [f32],
+    y0: &'a [f32],
+    batch: u32,
     n_tokens: usize,
-) {
-    for ty in GgmlType::ALL {
-        let cols = if ty.block_len() == 256 { 768 } else { 736 };
-        let rows = 37usize;
-        let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows as u32, cols, row_bytes * 10 + 4, rng);
-        let x = rng.vec(batch * cols as usize);
-        let y0 = rng.vec(batch * rows);
-        for accumulate in [false, true] {
-            let xb = f32_buffer(&gpu, &x);
-            let yb = f32_buffer(&gpu, &y0);
-            let step = wick::gpu::StepInput::new(&gpu, batch as u32);
-            step.write(&gpu, 0, &vec![0; n_tokens]);
-            let mut plan = wick::gpu::Plan::new(&gpu, &step, batch as u32);
-            matvec::push(&mut plan, &w, &xb, &yb, accumulate);
-            run(&gpu, plan);
-            let got = read_back_f32(&gpu, &yb, y0.len()).block_on().unwrap();
-            let mut want = y0.clone();
-            for t in 0..n_tokens {
-                let x_t = &x[t * cols as usize..(t + 1) * cols as usize];
-                matvec::reference(&deq, x_t, &mut want[t * rows..(t + 1) * rows], accumulate);
-            }
-            let e = nmse(&got, &want);
-            assert!(
-                e < 1e-10,
-                "{ty} {n_tokens} of {batch} accumulate={accumulate}: nmse {e}"
-            );
-            // Rows of tokens past the run are left as they were.
-            assert_eq!(
-                got[n_tokens * rows..],
-                y0[n_tokens * rows..],
-                "{ty} {n_tokens} of {batch}"
+}
+
+impl Product<'_> {
+    fn check(&self, gpu: &Gpu, accumulate: bool, shape: &str) {
+        let (rows, cols) = (self.w.rows as usize, self.w.row_len as usize);
+        let (ty, n_tokens, batch) = (self.w.ty, self.n_tokens, self.batch);
+        let xb = f32_buffer(gpu, self.x);
+        let yb = f32_buffer(gpu, self.y0);
+        let step = wick::gpu::StepInput::new(gpu, batch);
+        step.write(gpu, 0, &vec![0; n_tokens]);
+        let mut plan = wick::gpu::Plan::new(gpu, &step, batch);
+        matvec::push(&mut plan, self.w, &xb, &yb, accumulate);
+        run(gpu, plan);
+        let got = read_back_f32(gpu, &yb, self.y0.len()).block_on().unwrap();
+        let mut want = self.y0.to_vec();
+        for t in 0..n_tokens {
+            let x_t = &self.x[t * cols..(t + 1) * cols];
+            matvec::reference(
+                self.deq,
+                x_t,
+                &mut want[t * rows..(t + 1) * rows],
+                accumulate,
             );
         }
+        let e = nmse(&got, &want);
+        let what = format!("{ty} {n_tokens} of {batch} accumulate={accumulate} {shape}");
+        assert!(e < 1e-10, "{what}: nmse {e}");
+        // Rows of tokens past the run are left as they were.
+        assert_eq!(got[n_tokens * rows..], self.y0[n_tokens * rows..], "{what}");
     }
 }
 

@@ -261,6 +261,9 @@ pub struct PipelineKey {
     pub subgroup_sum: bool,
     /// Those threads split a row by whole blocks rather than by 32-weight chunks.
     pub blocks: bool,
+    /// Tokens a layer of `Kernel::MatvecPairs` workgroups takes, where not one (the `TOKENS`
+    /// override constant of shaders/matvec_pairs.wgsl).
+    pub tokens: Option<u32>,
 }
 
 impl PipelineKey {
@@ -272,6 +275,7 @@ impl PipelineKey {
             threads_per_row: None,
             subgroup_sum: false,
             blocks: false,
+            tokens: None,
         }
     }
 
@@ -284,6 +288,7 @@ impl PipelineKey {
             threads_per_row: Some(shape.threads_per_row),
             subgroup_sum: shape.subgroup_sum,
             blocks: shape.blocks,
+            tokens: None,
         }
     }
 
@@ -302,6 +307,9 @@ impl PipelineKey {
         if self.blocks {
             name += " blocks";
         }
+        if let Some(tokens) = self.tokens {
+            name += &format!(" x{tokens}");
+        }
         name
     }
 
@@ -309,6 +317,9 @@ impl PipelineKey {
         let mut c = vec![("WG", self.workgroup as f64)];
         if let Some(tpr) = self.threads_per_row {
             c.push(("TPR", tpr as f64));
+        }
+        if let Some(tokens) = self.tokens {
+            c.push(("TOKENS", tokens as f64));
         }
         c
     }

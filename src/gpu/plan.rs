@@ -6,7 +6,7 @@
 //! single compute pass. What changes from run to run (the position and the tokens) is in the plan's
 //! `StepInput`, written before each submit.
 
-use super::{Gpu, GpuError, MatvecKernel, MatvecShape, PipelineKey, Tuning};
+use super::{Gpu, GpuError, Kernel, MatvecKernel, MatvecShape, PipelineKey, Tuning};
 use std::sync::Arc;
 
 /// The inputs of one run, as shaders/step.wgsl reads them: { n_tokens, next, tokens[batch] }, each
@@ -211,7 +211,12 @@ impl Plan {
     /// Adds a matvec dispatch (shaders/matvec.wgsl or matvec_pairs.wgsl) of this shape, with the
     /// kernel shape the plan's tuning gives it, for each token of the run.
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
-        let key = PipelineKey::matvec(shape.kernel, shape.ty, self.tuning.matvec(&shape));
+        let mut key = PipelineKey::matvec(shape.kernel, shape.ty, self.tuning.matvec(&shape));
+        // A plan of a few tokens (`ops::matvec` sends those of up to four here) takes them four to a
+        // layer of workgroups.
+        if self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(_)) {
+            key.tokens = Some(4);
+        }
         let workgroups = matvec_workgroups(&shape, &key, self.batch);
         self.push_shaped(key, buffers, params, workgroups.into(), Some(shape));
     }
@@ -385,7 +390,7 @@ fn bind(
 fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey, tokens: u32) -> [u32; 3] {
     let slots = key.workgroup / key.threads_per_row.expect("a matvec key");
     let [x, y, _] = grid(shape.rows.div_ceil(shape.rows_per_slot() * slots));
-    [x, y, tokens]
+    [x, y, tokens.div_ceil(key.tokens.unwrap_or(1))]
 }
 
 /// Workgroup counts for `n` workgroups, folded into a second dimension past the 65535 limit.

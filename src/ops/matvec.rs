@@ -48,6 +48,12 @@ struct GroupedParams {
 /// Rows and tokens of W x X^T one matmul workgroup computes (TM, TN in shaders/matmul_tile.wgsl).
 const MATMUL_TILE: (u32, u32) = (64, 16);
 
+/// The most tokens a plan's runs may hold for its products to go through the matvec kernel (four
+/// tokens to a layer of workgroups) rather than the tiled matmul: a decode step of up to four
+/// sequences. On lavapipe a 4-sequence step so costs 1.7x a one-token step, against 2.1x tiled;
+/// at 8 the tiles win.
+const MATVEC_TOKENS_MAX: u32 = 4;
+
 /// Adds `y = W x` (or `y += W x` when `accumulate`) for each token row of the run, one dispatch per
 /// part of W. x: (batch, W.row_len) f32, y: (batch, W.rows) f32.
 pub fn push(plan: &mut Plan, w: &GpuTensor, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
@@ -89,7 +95,7 @@ fn push_at(
 }
 
 /// Adds W x for each token of the run, computed two rows at a time, each pair handed to `store`:
-/// shaders/matvec_pairs.wgsl for one token, the tiled matmul for more. `outputs` bind after W, x and
+/// shaders/matvec_pairs.wgsl for up to `MATVEC_TOKENS_MAX` tokens, the tiled matmul for more. `outputs` bind after W, x and
 /// the step input, and `params` gives each part of W its store's parameters (which hold the part's
 /// rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
 pub fn push_pairs(
@@ -110,7 +116,7 @@ pub fn push_pairs(
         let mut buffers = vec![&part.buffer, x, &step];
         buffers.extend_from_slice(outputs);
         let params = params(part);
-        if plan.batch == 1 {
+        if plan.batch <= MATVEC_TOKENS_MAX {
             let shape = MatvecShape {
                 kernel: Kernel::MatvecPairs(store),
                 ty: w.ty,
