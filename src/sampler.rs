@@ -161,6 +161,13 @@ impl Sampler {
         }
     }
 
+    /// The tokens the repetition penalty looks at when `token` runs after `cached`: the last ones
+    /// cached, and this one.
+    pub fn history(&self, cached: &[u32], token: u32) -> Vec<u32> {
+        let from = cached.len().saturating_sub(self.config.repeat_last_n);
+        [&cached[from..], &[token]].concat()
+    }
+
     /// What a step must read back for this sampler to pick the token after `history` (the tokens the
     /// repetition penalty looks at) and report its log-probability where asked for: the GPU's
     /// choice, its candidates (with the row's log-sum-exp when reporting, a greedy step's one

@@ -3,7 +3,6 @@
 
 use crate::chat_template::{self, ChatMessage};
 use crate::engine::{Engine, LoadOptions, Totals};
-use crate::engine::{SequenceStep, Want};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::grammar::{Constraint, Grammar, Vocabulary};
@@ -198,24 +197,11 @@ impl Session {
         token: u32,
         sampler: &mut Sampler,
     ) -> Result<(u32, Option<TokenLogProb>), Error> {
-        // The tokens the repetition penalty looks at: the last ones cached, and this one.
-        let from = self
-            .cached
-            .len()
-            .saturating_sub(sampler.config.repeat_last_n);
-        let history = [&self.cached[from..], &[token]].concat();
-        let step = match sampler.want(&history) {
-            Want::Choice => SequenceStep::Choice(self.engine.step_greedy(token).await?),
-            Want::Candidates { pick, log_sum_exp } => SequenceStep::Candidates(
-                (self.engine)
-                    .step_candidates(token, &pick, log_sum_exp)
-                    .await?,
-            ),
-            Want::Logits => {
-                let logits = self.engine.step(token, true).await?;
-                SequenceStep::Logits(logits.expect("logits were asked for"))
-            }
-        };
+        let history = sampler.history(&self.cached, token);
+        let step = self
+            .engine
+            .step_wanted(token, &sampler.want(&history))
+            .await?;
         let mask_time = &mut self.engine.stats.totals.mask;
         let (next, log_prob) = sampler.pick_from_step(step, &history, mask_time)?;
         self.cached.push(token);

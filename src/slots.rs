@@ -154,15 +154,8 @@ impl Slots {
                 }
             })
             .collect();
-        // The tokens the repetition penalty looks at: the last ones cached, and this one.
         let histories: Vec<Vec<u32>> = (steps.iter())
-            .map(|step| {
-                let cached = &self.slots[step.slot].cached;
-                let from = cached
-                    .len()
-                    .saturating_sub(step.sampler.config.repeat_last_n);
-                [&cached[from..], &[step.token]].concat()
-            })
+            .map(|step| (step.sampler).history(&self.slots[step.slot].cached, step.token))
             .collect();
         let wants: Vec<Want> = (steps.iter().zip(&histories))
             .map(|(step, history)| step.sampler.want(history))

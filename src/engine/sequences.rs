@@ -103,13 +103,7 @@ impl Engine {
             )));
         }
         let reads: Vec<Read> = (wants.iter().enumerate())
-            .map(|(i, want)| match want {
-                Want::Choice => Read::Greedy,
-                Want::Logits => Read::Logits,
-                Want::Candidates { pick, log_sum_exp } => {
-                    self.write_pick(&self.row_samples[i], pick, *log_sum_exp)
-                }
-            })
+            .map(|(i, want)| self.read_for(want, &self.row_samples[i]))
             .collect();
         let bytes = self
             .run_segments(Run::Parallel { reads: &reads }, steps)
@@ -117,41 +111,56 @@ impl Engine {
         let bytes = bytes.expect("the choices are read back");
         let (choices, mut rest) = bytes.split_at(steps.len() * 4);
         let row_bytes = self.forward.n_vocab as usize * 4;
-        let mut take = |n: usize| {
-            let (taken, after) = rest.split_at(n);
-            rest = after;
-            taken
-        };
         Ok(cast::<u32>(choices.to_vec())
             .into_iter()
             .zip(reads)
-            .map(|(choice, read)| match read {
-                Read::Candidates { .. } => {
-                    SequenceStep::Candidates(Ranked::read(take(Ranked::bytes(read)), read))
-                }
-                Read::Logits => SequenceStep::Logits(cast(take(row_bytes).to_vec())),
-                _ => SequenceStep::Choice(choice),
+            .map(|(choice, read)| {
+                let bytes = match read {
+                    Read::Candidates { .. } => Ranked::bytes(read),
+                    Read::Logits => row_bytes,
+                    _ => return SequenceStep::Choice(choice),
+                };
+                let (taken, after) = rest.split_at(bytes);
+                rest = after;
+                SequenceStep::read(taken, read)
             })
             .collect())
+    }
+
+    /// Runs `token` at the next position (as `step_greedy`, `step_candidates` and `step` do) and
+    /// reads back what `want` asks.
+    pub async fn step_wanted(&mut self, token: u32, want: &Want) -> Result<SequenceStep, Error> {
+        let read = self.read_for(want, &self.sample);
+        let bytes = self.run(Run::Decode(read), &[token]).await?;
+        Ok(SequenceStep::read(&bytes.expect("read back"), read))
+    }
+
+    /// What a run reads back for `want`; candidates are picked by `sample`'s plan, its pick written.
+    fn read_for(&self, want: &Want, sample: &super::Sample) -> Read {
+        match want {
+            Want::Choice => Read::Greedy,
+            Want::Logits => Read::Logits,
+            Want::Candidates { pick, log_sum_exp } => self.write_pick(sample, pick, *log_sum_exp),
+        }
     }
 
     /// One sequence's token through the one-token decode plan.
     async fn step_one(&mut self, step: &Segment<'_>, want: &Want) -> Result<SequenceStep, Error> {
         assert_eq!(step.tokens.len(), 1, "one token");
-        let read = match want {
-            Want::Choice => Read::Greedy,
-            Want::Logits => Read::Logits,
-            Want::Candidates { pick, log_sum_exp } => {
-                self.write_pick(&self.sample, pick, *log_sum_exp)
-            }
-        };
+        let read = self.read_for(want, &self.sample);
         let bytes = self.run_segments(Run::Decode(read), &[*step]).await?;
-        let bytes = bytes.expect("read back");
-        Ok(match read {
-            Read::Candidates { .. } => SequenceStep::Candidates(Ranked::read(&bytes, read)),
-            Read::Logits => SequenceStep::Logits(cast(bytes)),
-            _ => SequenceStep::Choice(cast::<u32>(bytes)[0]),
-        })
+        Ok(SequenceStep::read(&bytes.expect("read back"), read))
+    }
+}
+
+impl SequenceStep {
+    /// From the bytes `read` read back for one sequence.
+    fn read(bytes: &[u8], read: Read) -> SequenceStep {
+        match read {
+            Read::Candidates { .. } => SequenceStep::Candidates(Ranked::read(bytes, read)),
+            Read::Logits => SequenceStep::Logits(cast(bytes.to_vec())),
+            _ => SequenceStep::Choice(cast::<u32>(bytes.to_vec())[0]),
+        }
     }
 }
 
