@@ -151,7 +151,8 @@ export interface ChatCompletion {
   model: string;
   choices: {
     index: number;
-    message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] };
+    /** reasoning_content: what a reasoning model (Qwen 3, gpt-oss) thought before its answer. */
+    message: { role: 'assistant'; content: string | null; reasoning_content?: string; tool_calls?: ToolCall[] };
     finish_reason: FinishReason;
     /** With `logprobs: true`. */
     logprobs: ChoiceLogProbs | null;
@@ -166,7 +167,12 @@ export interface ChatCompletionChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: 'assistant'; content?: string; tool_calls?: (ToolCall & { index: number })[] };
+    delta: {
+      role?: 'assistant';
+      content?: string;
+      reasoning_content?: string;
+      tool_calls?: (ToolCall & { index: number })[];
+    };
     finish_reason: FinishReason | null;
     /** With `logprobs: true`, on the chunk that finishes. */
     logprobs: ChoiceLogProbs | null;

@@ -232,6 +232,8 @@ export class Wick {
       const reply = r.toolCalls.length
         ? { role: 'assistant', content: r.text || null, tool_calls: toolCalls(r) }
         : { role: 'assistant', content: r.text };
+      // The model's reasoning, where its chat template marks it, apart from the answer.
+      if (r.reasoning) reply.reasoning_content = r.reasoning;
       return {
         ...envelope('chat.completion'),
         choices: [{ index: 0, message: reply, finish_reason: r.finishReason, logprobs: logProbs(r) }],
@@ -258,14 +260,14 @@ export class Wick {
           // Each piece's tokens' log-probabilities, where asked for, come with it.
           const logprobs = e.logprobs ? JSON.parse(e.logprobs) : null;
           piecesHadLogProbs ||= Boolean(logprobs);
-          stream.push(chunk({ content: e.piece }, null, logprobs));
+          stream.push(chunk(delta(e.piece, e.reasoning), null, logprobs));
           accepted.resolve();
         },
       })
       .then(
         (r) => {
           // With tools the text comes whole at the end, read apart from the calls.
-          if (body.tools?.length && r.text) stream.push(chunk({ content: r.text }, null));
+          if (body.tools?.length && (r.text || r.reasoning)) stream.push(chunk(delta(r.text, r.reasoning), null));
           if (r.toolCalls.length) {
             stream.push(chunk({ tool_calls: toolCalls(r).map((call, index) => ({ index, ...call })) }, null));
           }
@@ -283,6 +285,14 @@ export class Wick {
     await taken;
     return stream;
   }
+}
+
+/** A chunk's delta: the answer's new text and the reasoning's, each where there is some. */
+function delta(content, reasoning) {
+  const d = {};
+  if (content) d.content = content;
+  if (reasoning) d.reasoning_content = reasoning;
+  return d;
 }
 
 /** OpenAI's `logprobs` of the reply (`{ content: [{ token, logprob, bytes, top_logprobs }] }`), or null. */

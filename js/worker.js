@@ -154,9 +154,9 @@ async function tuneWhenIdle(id) {
 async function chat(id, body) {
   if (!model) throw new Error('no model is loaded');
   try {
-    const result = await model.chat(body, (piece, logprobs) => {
+    const result = await model.chat(body, (piece, logprobs, reasoning) => {
       if (aborted.has(id)) return false;
-      post({ type: 'text', id, piece, logprobs });
+      post({ type: 'text', id, piece, logprobs, reasoning });
       return true;
     });
     if (aborted.has(id)) throw abortError();

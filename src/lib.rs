@@ -18,6 +18,7 @@ pub mod perplexity;
 pub mod quant;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod quantize;
+pub mod reasoning;
 pub mod reply;
 pub mod sampler;
 pub mod session;

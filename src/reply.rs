@@ -2,6 +2,7 @@
 //! decoded so far. `Session::complete` drives one; a server's parallel slots (`slots::Slots`) drive
 //! several, each step picking a token for all of them at once.
 
+use crate::reasoning::{Channels, Split};
 use crate::sampler::{Sampler, TokenLogProb};
 use crate::session::{Completion, FinishReason};
 use crate::stop::StopStrings;
@@ -10,8 +11,10 @@ use web_time::Duration;
 
 /// Text a reply completes, with the log-probabilities of the tokens taken since the last piece
 /// (where the sampler reports them; empty otherwise) and the tokenizer that names those tokens.
+/// A reply split by its reasoning format has its answer in `text`, its reasoning in `reasoning`.
 pub struct Piece<'a> {
     pub text: &'a str,
+    pub reasoning: &'a str,
     pub log_probs: &'a [TokenLogProb],
     pub tokenizer: &'a Tokenizer,
 }
@@ -20,11 +23,14 @@ pub struct Reply {
     max_tokens: usize,
     decoder: StreamDecoder,
     stops: StopStrings,
+    /// Where the reply's reasoning is read apart from its answer.
+    channels: Option<Channels>,
     tokens: Vec<u32>,
     log_probs: Vec<TokenLogProb>,
     /// How many of `log_probs` went out with a piece.
     log_probs_sent: usize,
     text: String,
+    reasoning: String,
     /// A stop string ended the reply: what was held back is not part of it.
     stopped_by_string: bool,
 }
@@ -35,12 +41,22 @@ impl Reply {
             max_tokens,
             decoder: StreamDecoder::default(),
             stops: StopStrings::new(stop),
+            channels: None,
             tokens: Vec::new(),
             log_probs: Vec::new(),
             log_probs_sent: 0,
             text: String::new(),
+            reasoning: String::new(),
             stopped_by_string: false,
         }
+    }
+
+    /// The reply's reasoning goes apart from its answer, read by `channels` (whose markers the
+    /// decoder writes out where they are control tokens). Stop strings apply to the answer.
+    pub fn with_reasoning(mut self, channels: Channels, tokenizer: &Tokenizer) -> Reply {
+        self.decoder = StreamDecoder::showing(tokenizer, channels.format().markers());
+        self.channels = Some(channels);
+        self
     }
 
     /// The tokens taken so far.
@@ -70,9 +86,13 @@ impl Reply {
         }
         self.tokens.push(id);
         self.log_probs.extend(log_prob);
-        let (piece, stopped) = self.stops.push(&self.decoder.push(tokenizer, id));
+        let text = self.decoder.push(tokenizer, id);
+        let split = self.split(text);
+        let (piece, stopped) = self.stops.push(&split.content);
         self.text.push_str(&piece);
-        if !piece.is_empty() && !self.send(&piece, tokenizer, on_text) {
+        self.reasoning.push_str(&split.reasoning);
+        let said = !piece.is_empty() || !split.reasoning.is_empty();
+        if said && !self.send(&piece, &split.reasoning, tokenizer, on_text) {
             return Some(FinishReason::Cancelled);
         }
         if stopped {
@@ -103,18 +123,30 @@ impl Reply {
         on_text: &mut dyn FnMut(Piece) -> bool,
     ) -> Completion {
         let mut tail = String::new();
+        let mut reasoning = String::new();
         if !self.stopped_by_string {
-            let (held, _) = self.stops.push(&self.decoder.finish());
+            let text = self.decoder.finish();
+            let mut split = self.split(text);
+            if let Some(channels) = &mut self.channels {
+                let last = channels.finish();
+                split.content += &last.content;
+                split.reasoning += &last.reasoning;
+            }
+            let (held, _) = self.stops.push(&split.content);
             tail = held + &self.stops.finish();
+            reasoning = split.reasoning;
             self.text.push_str(&tail);
+            self.reasoning.push_str(&reasoning);
         }
-        if !tail.is_empty() || self.log_probs_sent < self.log_probs.len() {
-            self.send(&tail, tokenizer, on_text);
+        let unsent = self.log_probs_sent < self.log_probs.len();
+        if !tail.is_empty() || !reasoning.is_empty() || unsent {
+            self.send(&tail, &reasoning, tokenizer, on_text);
         }
         Completion {
             tokens: self.tokens,
             log_probs: self.log_probs,
             text: self.text,
+            reasoning: self.reasoning,
             finish,
             prompt_tokens: 0,
             prompt_processed: 0,
@@ -125,9 +157,21 @@ impl Reply {
         }
     }
 
+    /// Decoded text split into reasoning and answer (all answer where the reply is not split).
+    fn split(&mut self, text: String) -> Split {
+        match &mut self.channels {
+            Some(channels) => channels.push(&text),
+            None => Split {
+                reasoning: String::new(),
+                content: text,
+            },
+        }
+    }
+
     fn send(
         &mut self,
         text: &str,
+        reasoning: &str,
         tokenizer: &Tokenizer,
         on_text: &mut dyn FnMut(Piece) -> bool,
     ) -> bool {
@@ -135,6 +179,7 @@ impl Reply {
         self.log_probs_sent = self.log_probs.len();
         on_text(Piece {
             text,
+            reasoning,
             log_probs,
             tokenizer,
         })

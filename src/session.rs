@@ -6,6 +6,7 @@ use crate::engine::{Engine, LoadOptions, Totals};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::grammar::{Constraint, Grammar, Vocabulary};
+use crate::reasoning::{Channels, Format};
 use crate::reply::{Piece, Reply};
 use crate::sampler::{Sampler, TokenLogProb};
 use crate::tokenizer::Tokenizer;
@@ -44,7 +45,10 @@ pub struct Completion {
     pub tokens: Vec<u32>,
     /// Each of `tokens`' log-probability, where the sampler reports them (`Sampler::log_probs`).
     pub log_probs: Vec<TokenLogProb>,
+    /// The answer; where the model's reasoning is read apart (`Session::chat_reply`), without it.
     pub text: String,
+    /// The reasoning the model wrote before its answer, markers dropped (empty for most models).
+    pub reasoning: String,
     pub finish: FinishReason,
     /// Prompt tokens, and how many of them had to be processed (the rest were cached).
     pub prompt_tokens: usize,
@@ -154,6 +158,17 @@ impl Session {
         })
     }
 
+    /// A reply to a chat whose rendered prompt is `prompt`: where the model's template marks
+    /// reasoning (`reasoning::Format`), the reasoning is read apart from the answer.
+    pub fn chat_reply(&self, prompt: &str, max_tokens: usize, stop: &[String]) -> Reply {
+        let reply = Reply::new(max_tokens, stop);
+        let format = self.chat_template().ok().and_then(Format::of_template);
+        match format {
+            Some(format) => reply.with_reasoning(Channels::after(format, prompt), &self.tokenizer),
+            None => reply,
+        }
+    }
+
     /// Forgets the cache.
     pub fn reset(&mut self) {
         self.cached.clear();
@@ -209,15 +224,14 @@ impl Session {
         Ok((next, log_prob))
     }
 
-    /// Generates after `prompt` until an end-of-generation token, one of the `stop` strings (which is not
-    /// returned), `max_tokens`, a full context, or `on_text` returning false. `on_text` receives the text
-    /// as it completes into valid UTF-8 and can no longer turn into a stop string, with its tokens'
-    /// log-probabilities where the sampler reports them.
+    /// Generates `reply` after `prompt` until an end-of-generation token, one of its stop strings
+    /// (which is not returned), its token budget, a full context, or `on_text` returning false.
+    /// `on_text` receives the text as it completes into valid UTF-8 and can no longer turn into a stop
+    /// string, with its tokens' log-probabilities where the sampler reports them.
     pub async fn complete(
         &mut self,
         prompt: &[u32],
-        max_tokens: usize,
-        stop: &[String],
+        mut reply: Reply,
         sampler: &mut Sampler,
         on_text: &mut dyn FnMut(Piece) -> bool,
     ) -> Result<Completion, Error> {
@@ -228,7 +242,6 @@ impl Session {
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let totals_before = self.engine.stats.totals;
-        let mut reply = Reply::new(max_tokens, stop);
         let finish = loop {
             let room = self.engine.pos() < self.engine.n_ctx();
             let picked = (id, log_prob.take());
@@ -267,6 +280,7 @@ impl Session {
             tokens: Vec::new(),
             log_probs: Vec::new(),
             text: String::new(),
+            reasoning: String::new(),
             finish: FinishReason::ContextFull,
             prompt_tokens: 0,
             prompt_processed: 0,
@@ -276,9 +290,11 @@ impl Session {
             gen_steps: Totals::default(),
         };
         loop {
-            let mut prompt = self.tokenize_prompt(&self.chat_prompt(messages, tools)?);
+            let mut text = self.chat_prompt(messages, tools)?;
+            let mut prompt = self.tokenize_prompt(&text);
             // The reply so far is read again after the shortened conversation.
             prompt.extend_from_slice(&reply.tokens);
+            text += &self.tokenizer.decode(&reply.tokens, true);
             let fits = prompt.len() < n_ctx; // room for one more token at least
             if !fits {
                 if overflow == Overflow::DropOldestTurns && drop_oldest_turn(messages) {
@@ -293,10 +309,12 @@ impl Session {
                 reply.prompt_tokens = prompt.len(); // the conversation as it was first run
             }
             let left = max_tokens - reply.tokens.len();
-            let part = self.complete(&prompt, left, stop, sampler, on_text).await?;
+            let part_reply = self.chat_reply(&text, left, stop);
+            let part = self.complete(&prompt, part_reply, sampler, on_text).await?;
             reply.tokens.extend_from_slice(&part.tokens);
             reply.log_probs.extend(part.log_probs);
             reply.text.push_str(&part.text);
+            reply.reasoning.push_str(&part.reasoning);
             reply.prompt_processed += part.prompt_processed;
             reply.prompt_time += part.prompt_time;
             reply.gen_time += part.gen_time;

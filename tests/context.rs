@@ -10,6 +10,7 @@ use serde_json::Value;
 use wick::chat_template::ChatMessage;
 use wick::engine::Engine;
 use wick::gguf::FileSource;
+use wick::reply::Reply;
 use wick::session::{FinishReason, Overflow, Session};
 use wick::Error;
 
@@ -59,7 +60,7 @@ fn decoding_to_a_full_context_matches_llama_cpp_and_stops_there() {
         .block_on()
         .unwrap();
     let reply = session
-        .complete(&prompt, 1000, &[], &mut greedy(), &mut |_| true)
+        .complete(&prompt, Reply::new(1000, &[]), &mut greedy(), &mut |_| true)
         .block_on()
         .unwrap();
     assert_eq!(reply.finish, FinishReason::ContextFull);
@@ -78,7 +79,7 @@ fn a_reply_cut_at_max_tokens_runs_nothing_past_it() {
     let prompt = session.tokenize_prompt("The capital of France is");
     let before = session.engine.stats.totals.tokens;
     let reply = session
-        .complete(&prompt, 5, &[], &mut greedy(), &mut |_| true)
+        .complete(&prompt, Reply::new(5, &[]), &mut greedy(), &mut |_| true)
         .block_on()
         .unwrap();
     assert_eq!(reply.finish, FinishReason::Length);

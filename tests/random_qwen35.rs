@@ -26,6 +26,7 @@ use wick::engine::{Engine, LoadOptions};
 use wick::gguf::write::TensorSpec;
 use wick::gguf::{FileSource, MemorySource, Value};
 use wick::gpu::Gpu;
+use wick::reply::Reply;
 use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::{Overflow, Session};
 
@@ -156,7 +157,7 @@ fn max_abs(a: &[f32], b: &[f32]) -> f32 {
 fn reply(session: &mut Session, prompt: &[u32]) -> (Vec<u32>, usize) {
     let mut sampler = Sampler::new(SamplerConfig::greedy());
     let c = session
-        .complete(prompt, 24, &[], &mut sampler, &mut |_| true)
+        .complete(prompt, Reply::new(24, &[]), &mut sampler, &mut |_| true)
         .block_on()
         .unwrap();
     (c.tokens, c.prompt_processed)
@@ -244,7 +245,54 @@ fn chat(
         )
         .block_on()
         .unwrap();
-    (c.text, messages)
+    // Qwen3.5's template opens the reasoning: a reply's text is its reasoning, then its answer.
+    (c.reasoning + "\n" + &c.text, messages)
+}
+
+/// Qwen3.5's template ends the prompt inside `<think>`: a chat reply's text up to `</think>` is its
+/// reasoning, the rest its answer, each trimmed, and the pieces streamed say the same. The
+/// reference is the raw reply to the rendered prompt, split here by hand.
+#[test]
+fn random_qwen35_reasoning_is_read_apart_from_the_answer() {
+    let Some(gpu) = gpu() else { return };
+    let file = path(&golden()["records"][0]);
+    let mut s = chat_session(&gpu, &file, 256);
+    let messages = vec![ChatMessage::new("user", "What is 2 + 2?")];
+    let prompt = s.chat_prompt(&messages, &[]).unwrap();
+    assert!(prompt.ends_with("<think>\n"), "{prompt:?}");
+    let tokens = s.tokenize_prompt(&prompt);
+    let greedy = || Sampler::new(SamplerConfig::greedy());
+    let raw = s
+        .complete(&tokens, Reply::new(20, &[]), &mut greedy(), &mut |_| true)
+        .block_on()
+        .unwrap()
+        .text;
+    let (reasoning, answer) = match raw.find("</think>") {
+        Some(at) => (raw[..at].trim(), raw[at + "</think>".len()..].trim_start()),
+        None => (raw.trim(), ""),
+    };
+    assert!(!reasoning.is_empty(), "{raw:?}");
+
+    let (mut streamed_reasoning, mut streamed_text) = (String::new(), String::new());
+    let mut messages = messages;
+    let c = s
+        .chat(
+            &mut messages,
+            &[],
+            20,
+            &[],
+            &mut greedy(),
+            Overflow::Stop,
+            &mut |piece| {
+                streamed_reasoning += piece.reasoning;
+                streamed_text += piece.text;
+                true
+            },
+        )
+        .block_on()
+        .unwrap();
+    assert_eq!((c.reasoning.as_str(), c.text.as_str()), (reasoning, answer));
+    assert_eq!((streamed_reasoning, streamed_text), (c.reasoning, c.text));
 }
 
 #[test]
@@ -266,6 +314,7 @@ fn random_qwen35_chat_turns_equal_fresh_loads() {
         ChatMessage::new("user", "What is the capital of France?"),
     ];
     let (first, _) = chat(&mut s, &messages, 16, stop);
+    assert!(first.trim().len() > 8, "{first:?}");
     assert_eq!(first, fresh(&messages, 512, stop).0);
     // Regenerate.
     assert_eq!(chat(&mut s, &messages, 16, stop).0, first, "regenerated");

@@ -9,6 +9,7 @@ use common::{gpu, tiny_chat_session};
 use pollster::FutureExt as _;
 use std::collections::BTreeMap;
 use wick::ops::top_k::{self, Pick};
+use wick::reply::Reply;
 use wick::sampler::{Needs, Sampler, SamplerConfig};
 
 fn config(seed: u64) -> SamplerConfig {
@@ -126,7 +127,7 @@ fn sampled_tokens_follow_the_cpu_samplers_distribution() {
     for seed in 0..n {
         let mut sampler = Sampler::new(config(seed));
         let reply = session
-            .complete(&prompt, 1, &[], &mut sampler, &mut |_| true)
+            .complete(&prompt, Reply::new(1, &[]), &mut sampler, &mut |_| true)
             .block_on()
             .unwrap();
         let id = reply.tokens.first().copied().unwrap_or(end);
@@ -208,7 +209,7 @@ fn log_probabilities_match_the_cpu_over_full_logits() {
         let mut sampler = Sampler::new(config.clone());
         sampler.log_probs = Some(5);
         let reply = session
-            .complete(&prompt, 8, &[], &mut sampler, &mut |_| true)
+            .complete(&prompt, Reply::new(8, &[]), &mut sampler, &mut |_| true)
             .block_on()
             .unwrap();
         assert!(reply.tokens.len() >= 4, "{label}: {:?}", reply.tokens);

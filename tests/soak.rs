@@ -5,6 +5,7 @@ mod common;
 
 use common::{gpu, tiny_chat_session};
 use pollster::FutureExt as _;
+use wick::reply::Reply;
 use wick::sampler::{Sampler, SamplerConfig};
 
 /// Resident bytes of this process, from /proc (None elsewhere).
@@ -35,8 +36,7 @@ fn four_hundred_completions_leave_gpu_and_host_memory_as_they_were() {
         let c = session
             .complete(
                 &prompt,
-                1 + (i % 2) as usize,
-                &[],
+                Reply::new(1 + (i % 2) as usize, &[]),
                 &mut sampler,
                 &mut |_| true,
             )

@@ -138,14 +138,35 @@ function renderTranscript() {
   updateControls();
 }
 
+/** Where a reasoning model's thoughts go, folded away: hidden while it has none. */
+function thinkingElement() {
+  const details = document.createElement('details');
+  details.className = 'thinking';
+  const summary = document.createElement('summary');
+  summary.textContent = 'Thinking';
+  const text = document.createElement('div');
+  text.className = 'thought';
+  details.append(summary, text);
+  return details;
+}
+
+function showThinking(div, message) {
+  const details = div.querySelector('.thinking');
+  details.hidden = !message.reasoning;
+  details.querySelector('.thought').textContent = message.reasoning ?? '';
+}
+
 /** One message with its actions; `count` is the number of messages (the last reply can be redone). */
 function messageElement(message, index, count) {
   const div = document.createElement('div');
   div.className = `message ${message.role}`;
   const content = document.createElement('div');
   content.className = 'content';
-  if (message.role === 'assistant') renderMarkdown(message.content, content);
-  else content.textContent = message.content;
+  if (message.role === 'assistant') {
+    div.append(thinkingElement());
+    showThinking(div, message);
+    renderMarkdown(message.content, content);
+  } else content.textContent = message.content;
   const actions = document.createElement('div');
   actions.className = 'actions';
   actions.append(copyButton(() => message.content));
@@ -229,6 +250,7 @@ async function reply() {
   if (system.trim()) messages.unshift({ role: 'system', content: system.trim() });
   const redraw = throttled(() => {
     const follow = isAtBottom();
+    showThinking(out, message);
     renderMarkdown(message.content, out.querySelector('.content'));
     if (follow) $('transcript').scrollTop = $('transcript').scrollHeight;
   });
@@ -239,7 +261,9 @@ async function reply() {
       { signal: generating.controller.signal },
     );
     for await (const chunk of stream) {
-      message.content += chunk.choices[0]?.delta?.content ?? '';
+      const delta = chunk.choices[0]?.delta;
+      message.content += delta?.content ?? '';
+      if (delta?.reasoning_content) message.reasoning = (message.reasoning ?? '') + delta.reasoning_content;
       redraw();
     }
   } catch (e) {

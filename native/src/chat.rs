@@ -4,7 +4,7 @@ use crate::{load, ModelArgs, SamplingArgs};
 use anyhow::Result;
 use clap::Args;
 use pollster::FutureExt as _;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use wick::chat_template::ChatMessage;
 use wick::session::{FinishReason, Overflow};
 
@@ -59,6 +59,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
             .map(|g| session.constraint(g))
             .transpose()?;
         let reply = interrupt::Reply::start();
+        let mut thoughts = Thoughts::default();
         let c = session
             .chat(
                 &mut messages,
@@ -68,12 +69,17 @@ pub fn main(args: ChatArgs) -> Result<()> {
                 &mut sampler,
                 overflow,
                 &mut |piece| {
-                    let _ = out.write_all(piece.text.as_bytes());
-                    let _ = out.flush();
+                    thoughts.say(piece.reasoning);
+                    if !piece.text.is_empty() {
+                        thoughts.end();
+                        let _ = out.write_all(piece.text.as_bytes());
+                        let _ = out.flush();
+                    }
                     !reply.interrupted()
                 },
             )
             .block_on();
+        thoughts.end();
         drop(reply);
         let c = match c {
             Err(wick::Error::ContextFull(n)) => {
@@ -110,6 +116,37 @@ pub fn main(args: ChatArgs) -> Result<()> {
         messages.push(ChatMessage::new("assistant", c.text));
     }
     Ok(())
+}
+
+/// A reply's reasoning, shown on standard error (dimmed on a terminal) as it comes, so that standard
+/// output carries the answers alone.
+#[derive(Default)]
+struct Thoughts {
+    open: bool,
+}
+
+impl Thoughts {
+    fn say(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut err = std::io::stderr();
+        if !self.open {
+            self.open = true;
+            let _ = err.write_all(if err.is_terminal() { b"\x1b[2m" } else { b"" });
+        }
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+
+    fn end(&mut self) {
+        if std::mem::take(&mut self.open) {
+            let mut err = std::io::stderr();
+            let reset: &[u8] = if err.is_terminal() { b"\x1b[0m" } else { b"" };
+            let _ = err.write_all(reset);
+            let _ = err.write_all(b"\n");
+        }
+    }
 }
 
 /// Ctrl-C: during a reply it stops the reply (what was said stays in the conversation); at the prompt

@@ -5,6 +5,7 @@ use anyhow::Result;
 use clap::Args;
 use pollster::FutureExt as _;
 use std::io::Write;
+use wick::reply::Reply;
 use wick::session::FinishReason;
 
 #[derive(Args)]
@@ -32,7 +33,7 @@ pub fn main(args: RunArgs) -> Result<()> {
     let mut sampler = args.sampling.sampler_for(&mut session)?;
     let mut out = std::io::stdout();
     let c = session
-        .complete(&prompt, max, &[], &mut sampler, &mut |piece| {
+        .complete(&prompt, Reply::new(max, &[]), &mut sampler, &mut |piece| {
             let _ = out.write_all(piece.text.as_bytes());
             let _ = out.flush();
             true

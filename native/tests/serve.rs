@@ -193,6 +193,18 @@ fn embeddings_through_the_openai_client() {
     let _ = std::fs::remove_file(&path);
 }
 
+/// A model whose template marks reasoning: `reasoning_content` beside `content`, whole and streamed
+/// (reasoning_client.py, on the random Qwen3.5 file).
+#[test]
+fn reasoning_through_the_openai_client() {
+    client_against(
+        "tests/data/random-qwen35-q8_0.gguf",
+        256,
+        "reasoning_client.py",
+        &[],
+    );
+}
+
 /// Four slots (`-np 4`): requests answered together as alone, one joining mid-generation, a slot's
 /// conversation reused, a slot's share of the context, and mixed requests with disconnects
 /// (parallel_client.py).

@@ -8,6 +8,8 @@ use super::Tokenizer;
 pub struct StreamDecoder {
     pending: Vec<u8>,
     special: bool,
+    /// Control tokens written even so, sorted (a reasoning format's markers).
+    shown: Vec<u32>,
 }
 
 impl StreamDecoder {
@@ -19,15 +21,26 @@ impl StreamDecoder {
     /// A decoder that also writes control tokens' text (e.g. `<|im_end|>`).
     pub fn with_special() -> StreamDecoder {
         StreamDecoder {
-            pending: Vec::new(),
             special: true,
+            ..StreamDecoder::default()
+        }
+    }
+
+    /// A decoder that leaves out control and unknown tokens but those whose text is one of
+    /// `texts` (where `tokenizer` has them as tokens).
+    pub fn showing(tokenizer: &Tokenizer, texts: &[&str]) -> StreamDecoder {
+        let mut shown: Vec<u32> = texts.iter().filter_map(|t| tokenizer.token_id(t)).collect();
+        shown.sort_unstable();
+        StreamDecoder {
+            shown,
+            ..StreamDecoder::default()
         }
     }
 
     /// Adds token `id` and returns the text that is now complete (often empty while a character is
     /// incomplete). Bytes that can never become valid UTF-8 come out as U+FFFD.
     pub fn push(&mut self, tokenizer: &Tokenizer, id: u32) -> String {
-        if !self.special && tokenizer.is_hidden(id) {
+        if !self.special && tokenizer.is_hidden(id) && self.shown.binary_search(&id).is_err() {
             return String::new();
         }
         self.pending.extend_from_slice(tokenizer.token_piece(id));

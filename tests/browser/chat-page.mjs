@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { MODEL, ROOT, TINY, WORK, base, context, modelBytes, nativeReply, noCorsUrl, noRangeUrl, openPage, pageStats, ranOn, responses, server, steered, test, tests } from './harness.mjs';
+import { MODEL, QWEN35, ROOT, TINY, WORK, base, context, modelBytes, nativeReply, noCorsUrl, noRangeUrl, openPage, pageStats, ranOn, responses, server, steered, test, tests } from './harness.mjs';
 
 // ---- The chat page ----------------------------------------------------------------------------------
 
@@ -314,6 +314,26 @@ test('a local .gguf file loads and answers on the page', async () => {
   const stats = await pageStats(chatPage);
   ranOn(stats);
   assert.ok(stats.lastPromptTokens > 0 && stats.tokensPerSecond > 0, JSON.stringify(stats));
+});
+
+test("a reasoning model's thoughts fold away above its answer", async () => {
+  const { status } = await loadOnPage(chatPage, () => chatPage.setInputFiles('#model-file', join(ROOT, QWEN35)));
+  assert.equal(status, '');
+  // The progress line said ready for the model before: wait for this one's name.
+  await chatPage.waitForFunction(() => /random-qwen35/.test(document.querySelector('#adapter').textContent));
+  await chatPage.fill('#max-tokens', '6');
+  await chatPage.fill('#prompt', 'What is 2 + 2?');
+  await chatPage.click('#send');
+  await chatPage.waitForFunction(() => !document.querySelector('#send').disabled);
+  // Qwen3.5's template opens the reasoning: all six tokens are thoughts, shown folded, kept on redraw.
+  const thinking = await chatPage.evaluate(() => {
+    const last = [...document.querySelectorAll('.message.assistant')].at(-1);
+    const details = last.querySelector('details.thinking');
+    return { hidden: details.hidden, open: details.open, thought: details.querySelector('.thought').textContent };
+  });
+  assert.equal(thinking.hidden, false);
+  assert.equal(thinking.open, false);
+  assert.ok(thinking.thought.trim().length > 0, JSON.stringify(thinking));
 });
 
 // The page as a user meets it, on its own tab: the default model from the cache, markdown, two

@@ -172,7 +172,12 @@ export const pageStats = (page) => page.evaluate(() => window.wickEngine.stats()
 
 // ---- Native reference --------------------------------------------------------------------------------
 
-/** The native engine's greedy reply to one user message, through `wick serve`'s chat API. */
+/** A chat reply's message as one text: its reasoning (where its model's template marks it), then its answer. */
+function said(message) {
+  return [message.reasoning_content, message.content].filter(Boolean).join('\n\n');
+}
+
+/** The native engine's greedy reply to one user message, through `wick serve`'s chat API, as `said` writes it. */
 export async function nativeReply(content, maxTokens, model = MODEL) {
   const wick = join(ROOT, 'target/release/wick');
   if (!existsSync(wick)) throw new Error('target/release/wick is missing: cargo build --release -p wick-cli');
@@ -196,7 +201,7 @@ export async function nativeReply(content, maxTokens, model = MODEL) {
       body: JSON.stringify({ messages: [{ role: 'user', content }], temperature: 0, max_tokens: maxTokens }),
     });
     const body = await response.json();
-    return body.choices[0].message.content;
+    return said(body.choices[0].message);
   } finally {
     child.kill();
   }

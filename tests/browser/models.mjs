@@ -57,8 +57,10 @@ async function packageReply(model, content, maxTokens, { profile = false } = {})
     const stats = await engine.stats();
     const steps = profile ? await engine.profile('decode') : null;
     await engine.unload();
-    const [text, regenerated] = [answer, again].map((a) => a.choices[0].message.content);
-    return { text, again: regenerated, stats, profile: steps };
+    const said = ({ reasoning_content, content }) => [reasoning_content, content].filter(Boolean).join('\n\n');
+    const [text, regenerated] = [answer, again].map((a) => said(a.choices[0].message));
+    const reasoning = answer.choices[0].message.reasoning_content ?? '';
+    return { text, reasoning, again: regenerated, stats, profile: steps };
   }, { model, content, maxTokens, adapter: COMPAT, profile });
   await page.close();
   ranOn(reply.stats);
@@ -81,7 +83,8 @@ test('a random-weight Qwen3.5 file (qwen35: Gated DeltaNet beside gated attentio
   // The file's recurrent_layers: [true, false, true, false].
   assert.deepEqual(reply.profile.layerKinds.map(([kind, layers]) => [kind, layers]).sort(), [['attention', 2], ['linear attention', 2]]);
   assert.equal(reply.text, await nativeReply(content, 16, QWEN35));
-  assert.ok(reply.text.length > 0);
+  // Qwen3.5's template opens the reasoning: the reply is read as reasoning, as natively.
+  assert.ok(reply.reasoning.length > 0);
 });
 
 /**

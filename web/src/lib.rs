@@ -212,6 +212,9 @@ pub async fn load(
 struct ChatResult {
     /// The reply's text: with tools, what is left once the calls are read out of it.
     text: String,
+    /// The reasoning the model wrote before its answer, where its chat template marks it (empty
+    /// otherwise).
+    reasoning: String,
     /// OpenAI's finish_reason.
     finish_reason: &'static str,
     /// The tools the reply called, in order.
@@ -325,9 +328,10 @@ struct TuneStep {
 #[wasm_bindgen]
 impl Model {
     /// Takes an OpenAI chat request body (JSON), renders the conversation with the model's chat
-    /// template and generates the assistant's reply, reusing the cached turns. `on_text(piece, logprobs)`
-    /// receives the reply as it grows (with its tokens' log-probabilities as OpenAI's `logprobs` JSON,
-    /// where asked for); returning false stops it. Resolves to { text, finishReason, promptTokens,
+    /// template and generates the assistant's reply, reusing the cached turns.
+    /// `on_text(piece, logprobs, reasoning)` receives the reply as it grows (with its tokens'
+    /// log-probabilities as OpenAI's `logprobs` JSON, where asked for, and the reasoning it adds,
+    /// where the model's template marks reasoning); returning false stops it. Resolves to { text, finishReason, promptTokens,
     /// completionTokens, ... }; a bad request rejects with a BadRequestError.
     pub fn chat(&self, body: String, on_text: Function) -> Promise {
         let session = self.session.clone();
@@ -379,7 +383,8 @@ impl Model {
                     }
                 };
                 let text = JsValue::from_str(piece.text);
-                let go_on = on_text.call2(&JsValue::NULL, &text, &log_probs);
+                let reasoning = JsValue::from_str(piece.reasoning);
+                let go_on = on_text.call3(&JsValue::NULL, &text, &log_probs, &reasoning);
                 go_on.map_or(false, |v| v.as_bool() != Some(false))
             };
             let completion = session
@@ -418,6 +423,7 @@ impl Model {
                     openai::log_probs::chat(&session.tokenizer, &completion.log_probs).to_string()
                 }),
                 text: answer.content,
+                reasoning: completion.reasoning,
             };
             let value = serde_wasm_bindgen::to_value(&result)?;
             *last.borrow_mut() = Some(result);

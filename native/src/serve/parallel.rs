@@ -8,7 +8,7 @@ use super::worker::{self, Event, Job, Prepared, Task};
 use pollster::FutureExt as _;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use wick::reply::{Piece, Reply};
+use wick::reply::Piece;
 use wick::session::{Completion, Session};
 use wick::slots::{SlotStep, Slots};
 
@@ -16,7 +16,6 @@ use wick::slots::{SlotStep, Slots};
 struct Active {
     job: Job,
     prepared: Prepared,
-    reply: Reply,
     /// What its next step runs: the prompt's last token, then each one picked.
     token: u32,
     /// Prompt tokens the slot's cache did not hold.
@@ -96,7 +95,6 @@ fn admit(
     // `prepare` refused a prompt longer than a slot.
     let (token, processed) = slots.begin(s, &prepared.prompt).expect("the prompt fits");
     active[s] = Some(Active {
-        reply: Reply::new(prepared.max_tokens, &job.stop),
         job,
         prepared,
         token,
@@ -144,6 +142,7 @@ fn step(
         let sampler = &a.prepared.sampler;
         let picked = (token, log_prob);
         match a
+            .prepared
             .reply
             .push(&session.tokenizer, picked, sampler, room, &mut on_text)
         {
@@ -168,7 +167,9 @@ fn answer(
         prompt_processed: a.processed,
         prompt_time,
         gen_time: a.admitted.elapsed().saturating_sub(prompt_time),
-        ..a.reply.finish(finish, &session.tokenizer, &mut on_text)
+        ..a.prepared
+            .reply
+            .finish(finish, &session.tokenizer, &mut on_text)
     };
     let tool_use = a.prepared.tool_use.as_ref();
     let last = worker::done(session, &a.job, tool_use, &completion, metrics);

@@ -95,7 +95,7 @@ async fn metrics(Shared(state): Shared<Arc<State>>) -> Response {
 }
 
 /// Chat and text completions differ only in their input and in the shape of their answers.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Chat,
     Text,
@@ -209,17 +209,29 @@ async fn run(
     if settings.stream {
         return Ok(stream(meta, rx, settings.include_usage));
     }
-    let mut text = String::new();
+    let (mut text, mut reasoning) = (String::new(), String::new());
     loop {
         match rx.recv().await {
-            Some(Event::Text { text: t, .. }) => text += &t,
+            Some(Event::Text {
+                text: t,
+                reasoning: r,
+                ..
+            }) => {
+                text += &t;
+                reasoning += &r;
+            }
             Some(Event::Done {
                 finish,
                 usage,
                 calls,
                 log_probs,
             }) => {
-                let whole = meta.whole(&text, &calls, finish, usage, log_probs);
+                let said = Said {
+                    text: &text,
+                    reasoning: &reasoning,
+                    calls: &calls,
+                };
+                let whole = meta.whole(said, finish, usage, log_probs);
                 return Ok(json_response(200, whole));
             }
             Some(Event::Failed(e)) => return Err(e),
@@ -245,8 +257,12 @@ fn stream(meta: Arc<Meta>, rx: mpsc::UnboundedReceiver<Event>, include_usage: bo
         async move {
             let (mut rx, pieces_had_log_probs) = state?;
             let (bytes, state) = match rx.recv().await {
-                Some(Event::Text { text, log_probs }) => {
-                    let mut chunk = meta.chunk(meta.delta(&text), None);
+                Some(Event::Text {
+                    text,
+                    reasoning,
+                    log_probs,
+                }) => {
+                    let mut chunk = meta.chunk(meta.delta(&text, &reasoning), None);
                     let carried = log_probs.is_some();
                     chunk["choices"][0]["logprobs"] = log_probs.unwrap_or(Value::Null);
                     (sse(&chunk), Some((rx, pieces_had_log_probs || carried)))
@@ -262,7 +278,7 @@ fn stream(meta: Arc<Meta>, rx: mpsc::UnboundedReceiver<Event>, include_usage: bo
                         let delta = json!({ "tool_calls": meta.tool_calls(&calls, true) });
                         out += &sse(&meta.chunk(delta, None));
                     }
-                    let mut last = meta.chunk(meta.delta(""), Some(finish));
+                    let mut last = meta.chunk(meta.delta("", ""), Some(finish));
                     if !pieces_had_log_probs {
                         last["choices"][0]["logprobs"] = log_probs.unwrap_or(Value::Null);
                     }
@@ -290,6 +306,13 @@ fn sse(value: &Value) -> String {
     format!("data: {value}\n\n")
 }
 
+/// What a finished reply said: its answer, its reasoning, its calls.
+struct Said<'a> {
+    text: &'a str,
+    reasoning: &'a str,
+    calls: &'a [Call],
+}
+
 /// What every answer to one request carries.
 struct Meta {
     kind: Kind,
@@ -314,15 +337,13 @@ impl Meta {
         })
     }
 
-    fn whole(
-        &self,
-        text: &str,
-        calls: &[Call],
-        finish: &str,
-        usage: Usage,
-        log_probs: Option<Value>,
-    ) -> Value {
-        let choice = match self.kind {
+    fn whole(&self, said: Said, finish: &str, usage: Usage, log_probs: Option<Value>) -> Value {
+        let Said {
+            text,
+            reasoning,
+            calls,
+        } = said;
+        let mut choice = match self.kind {
             Kind::Chat if !calls.is_empty() => json!({
                 "index": 0, "logprobs": null, "finish_reason": finish,
                 "message": { "role": "assistant", "content": (!text.is_empty()).then_some(text),
@@ -336,6 +357,9 @@ impl Meta {
                 json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": finish })
             }
         };
+        if !reasoning.is_empty() {
+            choice["message"]["reasoning_content"] = json!(reasoning);
+        }
         let mut v = self.envelope(false, json!([choice]));
         v["choices"][0]["logprobs"] = log_probs.unwrap_or(Value::Null);
         v["usage"] = json!(usage);
@@ -355,13 +379,20 @@ impl Meta {
         Value::Array(listed.collect())
     }
 
-    /// The part of a chunk that carries new text.
-    fn delta(&self, text: &str) -> Value {
-        match (self.kind, text.is_empty()) {
-            (Kind::Chat, true) => json!({}),
-            (Kind::Chat, false) => json!({ "content": text }),
-            (Kind::Text, _) => json!(text),
+    /// The part of a chunk that carries new text: a chat's answer and reasoning, each where there
+    /// is some (a text completion's reasoning is never read apart).
+    fn delta(&self, text: &str, reasoning: &str) -> Value {
+        if self.kind == Kind::Text {
+            return json!(text);
         }
+        let mut delta = json!({});
+        if !text.is_empty() {
+            delta["content"] = json!(text);
+        }
+        if !reasoning.is_empty() {
+            delta["reasoning_content"] = json!(reasoning);
+        }
+        delta
     }
 
     fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {

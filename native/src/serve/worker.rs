@@ -12,7 +12,7 @@ use wick::chat_template::ChatMessage;
 use wick::grammar::Grammar;
 use wick::openai::embeddings::{self, EmbedError, EmbeddingRequest};
 use wick::openai::{self, Answer, Usage};
-use wick::reply::Piece;
+use wick::reply::{Piece, Reply};
 use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::{Completion, Session};
 use wick::tools::{Call, Offered, ToolUse};
@@ -54,10 +54,11 @@ pub struct Job {
 pub enum Event {
     /// The prompt was accepted and generation begins.
     Started,
-    /// A piece of the reply's text, with its tokens' log-probabilities in OpenAI's shape for the
-    /// request where it asks for them.
+    /// A piece of the reply's text (its answer, and its reasoning where the model's is read apart),
+    /// with its tokens' log-probabilities in OpenAI's shape for the request where it asks for them.
     Text {
         text: String,
+        reasoning: String,
         log_probs: Option<Value>,
     },
     Done {
@@ -149,11 +150,12 @@ fn embed(
         })
 }
 
-/// A request made ready for the engine: its prompt's tokens, its sampler, its budget.
+/// A request made ready for the engine: its prompt's tokens, its sampler, its reply (the budget,
+/// the stop strings, the reasoning read apart for a chat).
 pub struct Prepared {
     pub prompt: Vec<u32>,
     pub sampler: Sampler,
-    pub max_tokens: usize,
+    pub reply: Reply,
     /// The tools offered, where the reply is to be read as calls: its text is sent when whole.
     pub tool_use: Option<ToolUse>,
     pub pieces: Pieces,
@@ -180,8 +182,13 @@ impl Pieces {
             true => openai::log_probs::chat(tokenizer, probs),
             false => openai::log_probs::text(tokenizer, probs, &mut self.text_offset),
         });
-        let text = piece.text.to_string();
-        events.send(Event::Text { text, log_probs }).is_ok()
+        let (text, reasoning) = (piece.text.to_string(), piece.reasoning.to_string());
+        let event = Event::Text {
+            text,
+            reasoning,
+            log_probs,
+        };
+        events.send(event).is_ok()
     }
 }
 
@@ -246,10 +253,15 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
         chat: matches!(job.input, Input::Chat(..)),
         text_offset: 0,
     };
+    let max_tokens = job.max_tokens.unwrap_or(n_ctx);
+    let reply = match job.input {
+        Input::Chat(..) => session.chat_reply(&prompt_text, max_tokens, &job.stop),
+        Input::Text(_) => Reply::new(max_tokens, &job.stop),
+    };
     Ok(Prepared {
         prompt,
         sampler,
-        max_tokens: job.max_tokens.unwrap_or(n_ctx),
+        reply,
         tool_use,
         pieces,
     })
@@ -261,13 +273,13 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
     let Prepared {
         prompt,
         mut sampler,
-        max_tokens,
+        reply,
         tool_use,
         mut pieces,
     } = prepare(session, &job, n_ctx)?;
     let events = &job.events;
     let completion = session
-        .complete(&prompt, max_tokens, &job.stop, &mut sampler, &mut |piece| {
+        .complete(&prompt, reply, &mut sampler, &mut |piece| {
             pieces.send(events, piece)
         })
         .block_on()
@@ -295,10 +307,11 @@ pub fn done(
     metrics: &Metrics,
 ) -> Event {
     let answer = Answer::of(&completion.text, completion.finish, tool_use);
-    if tool_use.is_some() && !answer.content.is_empty() {
-        let text = answer.content;
+    let said = !answer.content.is_empty() || !completion.reasoning.is_empty();
+    if tool_use.is_some() && said {
         let _ = job.events.send(Event::Text {
-            text,
+            text: answer.content,
+            reasoning: completion.reasoning.clone(),
             log_probs: None,
         });
     }

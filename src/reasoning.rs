@@ -1,0 +1,452 @@
+//! A reply's reasoning apart from its answer. Models that think before they answer mark their
+//! thoughts: Qwen 3, Qwen3.5 and DeepSeek-R1 write them between `<think>` and `</think>`; gpt-oss
+//! writes harmony messages, `<|channel|>analysis<|message|>…<|end|>` for its thoughts, then
+//! `<|start|>assistant<|channel|>final<|message|>…` for the answer. `Channels` reads a reply's text as
+//! it comes (markers included) and hands back the reasoning and the content apart, the markers
+//! dropped, as OpenAI-style servers answer with `reasoning_content` beside `content`.
+//!
+//! Where a reply starts depends on the prompt: Qwen3.5's template opens `<think>` itself, so its
+//! replies begin inside the reasoning; `Channels::after` reads that off the rendered prompt.
+
+/// How a model marks its reasoning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Between `<think>` and `</think>`, before the answer.
+    Think,
+    /// OpenAI's harmony messages: the analysis channel is reasoning, the others (final, commentary)
+    /// are the answer.
+    Harmony,
+}
+
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+const START: &str = "<|start|>";
+const CHANNEL: &str = "<|channel|>";
+const MESSAGE: &str = "<|message|>";
+/// What ends a harmony message (the last two also end a reply, where they are tokens).
+const MESSAGE_ENDS: [&str; 3] = ["<|end|>", "<|return|>", "<|call|>"];
+/// A harmony header longer than this is not one: its text is the answer's.
+const HEADER_MAX: usize = 256;
+
+impl Format {
+    /// The format of the model whose chat template is `template`, if it reasons.
+    pub fn of_template(template: &str) -> Option<Format> {
+        if template.contains(CHANNEL) && template.contains(MESSAGE) {
+            Some(Format::Harmony)
+        } else if template.contains(THINK_OPEN) && template.contains(THINK_CLOSE) {
+            Some(Format::Think)
+        } else {
+            None
+        }
+    }
+
+    /// The markers' texts: a decoder must write them out even where they are control tokens.
+    pub fn markers(self) -> &'static [&'static str] {
+        match self {
+            Format::Think => &[THINK_OPEN, THINK_CLOSE],
+            Format::Harmony => &[
+                START,
+                CHANNEL,
+                MESSAGE,
+                MESSAGE_ENDS[0],
+                MESSAGE_ENDS[1],
+                MESSAGE_ENDS[2],
+                "<|constrain|>",
+            ],
+        }
+    }
+}
+
+/// Where the text being read goes.
+#[derive(Clone, Debug, PartialEq)]
+enum Part {
+    /// Nothing but whitespace yet: an opening marker may still come (`<think>`, a harmony header).
+    Opening,
+    Reasoning,
+    Content,
+    /// A harmony header, read up to its `<|message|>`: it names the channel.
+    Header,
+    /// After a harmony message's end, up to the next header: dropped.
+    Between,
+}
+
+/// Text split into the reasoning and the answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Split {
+    pub reasoning: String,
+    pub content: String,
+}
+
+/// Reads a reply's text as it comes and splits it (see the module's comment).
+#[derive(Clone, Debug)]
+pub struct Channels {
+    format: Format,
+    part: Part,
+    /// Text that may still turn into a marker, a header being read, or whitespace whose part is not
+    /// settled yet.
+    held: String,
+    /// The part began at the last marker: its leading whitespace is dropped.
+    fresh: bool,
+    /// Some reasoning was written.
+    reasoned: bool,
+}
+
+impl Channels {
+    /// Channels for a reply that begins with nothing read.
+    pub fn new(format: Format) -> Channels {
+        Channels {
+            format,
+            part: Part::Opening,
+            held: String::new(),
+            fresh: true,
+            reasoned: false,
+        }
+    }
+
+    /// Channels for a reply that continues `prompt`: the rendered chat prompt, with the reply so far
+    /// (markers written) where a reply goes on after the context overflowed.
+    pub fn after(format: Format, prompt: &str) -> Channels {
+        let mut channels = Channels::new(format);
+        match format {
+            Format::Think => {
+                let open = prompt.rfind(THINK_OPEN);
+                if open.is_some() && open > prompt.rfind(THINK_CLOSE) {
+                    channels.part = Part::Reasoning;
+                }
+            }
+            // Read the last message of the prompt as if it were the reply's; a header that names no
+            // channel yet (the generation prompt's `<|start|>assistant`) leaves the reply to open one.
+            Format::Harmony => {
+                if let Some(at) = prompt.rfind(START) {
+                    channels.part = Part::Between;
+                    channels.push(&prompt[at..]);
+                    if channels.part == Part::Header && !channels.held.contains(CHANNEL) {
+                        channels.part = Part::Opening;
+                        channels.held.clear();
+                    }
+                }
+            }
+        }
+        channels
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Adds text of the reply; returns what is now settled of each part.
+    pub fn push(&mut self, text: &str) -> Split {
+        self.held.push_str(text);
+        let mut out = Split::default();
+        while self.advance(&mut out) {}
+        out
+    }
+
+    /// The reply ended: what is held goes where it was headed (an unfinished header nowhere).
+    pub fn finish(&mut self) -> Split {
+        let held = std::mem::take(&mut self.held);
+        let mut out = Split::default();
+        match self.part {
+            Part::Opening | Part::Content => self.emit_content(&mut out, &held),
+            Part::Reasoning => self.emit_reasoning(&mut out, held.trim_end()),
+            Part::Header | Part::Between => {}
+        }
+        out
+    }
+
+    /// Reads what `held` settles; true where a marker moved to another part and more may follow.
+    fn advance(&mut self, out: &mut Split) -> bool {
+        match (self.part.clone(), self.format) {
+            (Part::Opening, format) => {
+                let opening = match format {
+                    Format::Think => THINK_OPEN,
+                    Format::Harmony => CHANNEL,
+                };
+                let text = self.held.trim_start();
+                if let Some(rest) = text.strip_prefix(opening) {
+                    self.held = match format {
+                        Format::Think => rest.to_string(),
+                        // The header's channel marker stays: the header is read from it.
+                        Format::Harmony => text.to_string(),
+                    };
+                    self.enter(match format {
+                        Format::Think => Part::Reasoning,
+                        Format::Harmony => Part::Header,
+                    });
+                    return true;
+                }
+                if opening.starts_with(text) {
+                    return false; // all whitespace, or the start of the opening marker
+                }
+                self.enter(Part::Content);
+                true
+            }
+            (Part::Reasoning, Format::Think) => {
+                if let Some(at) = self.held.find(THINK_CLOSE) {
+                    let before = self.take(at, THINK_CLOSE.len());
+                    self.emit_reasoning(out, before.trim_end());
+                    self.enter(Part::Content);
+                    return true;
+                }
+                // Trailing whitespace waits (with what may begin the closing marker after it): it
+                // is dropped if the reasoning ends there.
+                let marker = self.undecided(&[THINK_CLOSE]);
+                let before = &self.held[..self.held.len() - marker];
+                let keep = marker + before.len() - before.trim_end().len();
+                let settled = self.take_settled(keep);
+                self.emit_reasoning(out, &settled);
+                false
+            }
+            (Part::Content, Format::Think) => {
+                let text = std::mem::take(&mut self.held);
+                self.emit_content(out, &text);
+                false
+            }
+            (Part::Reasoning | Part::Content, Format::Harmony) => {
+                let reasoning = self.part == Part::Reasoning;
+                let ends: Vec<(usize, &str, Part)> = MESSAGE_ENDS
+                    .iter()
+                    .map(|&m| (m, Part::Between))
+                    .chain([(START, Part::Header), (CHANNEL, Part::Header)])
+                    .filter_map(|(m, next)| self.held.find(m).map(|at| (at, m, next)))
+                    .collect();
+                let first = ends.into_iter().min_by_key(|(at, ..)| *at);
+                let (text, next) = match first {
+                    Some((at, marker, next)) => {
+                        // A header keeps its channel marker, as the opening's does.
+                        let skip = if marker == CHANNEL { 0 } else { marker.len() };
+                        (self.take(at, skip), Some(next))
+                    }
+                    None => {
+                        let keep = self.undecided(Format::Harmony.markers());
+                        (self.take_settled(keep), None)
+                    }
+                };
+                match reasoning {
+                    true => self.emit_reasoning(out, &text),
+                    false => self.emit_content(out, &text),
+                }
+                let moved = next.is_some();
+                if let Some(next) = next {
+                    self.enter(next);
+                }
+                moved
+            }
+            (Part::Header, _) => {
+                let Some(at) = self.held.find(MESSAGE) else {
+                    if self.held.len() > HEADER_MAX {
+                        let text = std::mem::take(&mut self.held);
+                        self.enter(Part::Content);
+                        self.emit_content(out, &text);
+                    }
+                    return false;
+                };
+                let header = self.take(at, MESSAGE.len());
+                let channel = header
+                    .split(CHANNEL)
+                    .nth(1)
+                    .and_then(|c| c.split(|ch: char| ch.is_whitespace() || ch == '<').next())
+                    .unwrap_or("");
+                self.enter(match channel {
+                    "analysis" => Part::Reasoning,
+                    _ => Part::Content,
+                });
+                true
+            }
+            (Part::Between, _) => {
+                let next = [START, CHANNEL]
+                    .iter()
+                    .filter_map(|m| self.held.find(m).map(|at| (at, *m)))
+                    .min();
+                if let Some((at, marker)) = next {
+                    let skip = if marker == CHANNEL { 0 } else { marker.len() };
+                    self.take(at, skip);
+                    self.enter(Part::Header);
+                    return true;
+                }
+                let keep = self.undecided(&[START, CHANNEL]);
+                self.take_settled(keep);
+                false
+            }
+        }
+    }
+
+    fn enter(&mut self, part: Part) {
+        self.part = part;
+        self.fresh = true;
+    }
+
+    /// Removes and returns `held[..at]`, and the `skip` bytes after it (a marker).
+    fn take(&mut self, at: usize, skip: usize) -> String {
+        let text = self.held[..at].to_string();
+        self.held.drain(..at + skip);
+        text
+    }
+
+    /// Removes and returns all of `held` but its last `keep` bytes.
+    fn take_settled(&mut self, keep: usize) -> String {
+        let at = self.held.len() - keep;
+        self.take(at, 0)
+    }
+
+    /// Bytes at the end of `held` that begin one of `markers`.
+    fn undecided(&self, markers: &[&str]) -> usize {
+        let held = self.held.as_str();
+        (1..=held.len())
+            .rev()
+            .filter(|&n| held.is_char_boundary(held.len() - n))
+            .find(|&n| {
+                markers
+                    .iter()
+                    .any(|m| m.starts_with(&held[held.len() - n..]))
+            })
+            .unwrap_or(0)
+    }
+
+    fn emit_content(&mut self, out: &mut Split, text: &str) {
+        let text = self.unfreshened(text);
+        out.content.push_str(text);
+    }
+
+    /// Reasoning text; a blank line parts it from an earlier message's (harmony's analysis may come
+    /// in several messages).
+    fn emit_reasoning(&mut self, out: &mut Split, text: &str) {
+        let opens = self.fresh;
+        let text = self.unfreshened(text);
+        if text.is_empty() {
+            return;
+        }
+        if opens && self.reasoned {
+            out.reasoning.push_str("\n\n");
+        }
+        self.reasoned = true;
+        out.reasoning.push_str(text);
+    }
+
+    /// `text` without the whitespace that opens a part.
+    fn unfreshened<'a>(&mut self, text: &'a str) -> &'a str {
+        if !self.fresh {
+            return text;
+        }
+        let text = text.trim_start();
+        self.fresh = text.is_empty();
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The split of `text` fed in pieces of `n` bytes (whole characters), the ends included.
+    fn split(channels: &Channels, text: &str, n: usize) -> Split {
+        let mut channels = channels.clone();
+        let mut all = Split::default();
+        let mut add = |s: Split| {
+            all.reasoning += &s.reasoning;
+            all.content += &s.content;
+        };
+        let mut rest = text;
+        while !rest.is_empty() {
+            let mut at = n.min(rest.len());
+            while !rest.is_char_boundary(at) {
+                at += 1;
+            }
+            add(channels.push(&rest[..at]));
+            rest = &rest[at..];
+        }
+        add(channels.finish());
+        all
+    }
+
+    /// Every way of feeding `text` in pieces splits it as `reasoning` and `content`.
+    fn check(channels: Channels, text: &str, reasoning: &str, content: &str) {
+        for n in 1..=text.len().max(1) {
+            let s = split(&channels, text, n);
+            assert_eq!(
+                (s.reasoning.as_str(), s.content.as_str()),
+                (reasoning, content),
+                "{text:?} in pieces of {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn think_splits_the_reasoning_from_the_answer() {
+        let fresh = Channels::new(Format::Think);
+        check(
+            fresh.clone(),
+            "<think>\nLet me see.\n</think>\n\nParis.",
+            "Let me see.",
+            "Paris.",
+        );
+        // Empty reasoning (thinking switched off by the model), none at all, and a reply that never
+        // closes its reasoning.
+        check(fresh.clone(), "<think>\n\n</think>\n\nHi", "", "Hi");
+        check(
+            fresh.clone(),
+            "  Hello <think> there",
+            "",
+            "Hello <think> there",
+        );
+        check(fresh.clone(), "<think>still going  ", "still going", "");
+        // A partial marker that never completes is text.
+        check(fresh.clone(), "<thin", "", "<thin");
+        check(fresh, "<think>a </thin b", "a </thin b", "");
+    }
+
+    #[test]
+    fn think_replies_open_where_the_prompt_leaves_them() {
+        let template_opened = "<|im_start|>assistant\n<think>\n";
+        let opened = Channels::after(Format::Think, template_opened);
+        check(opened, "Hmm, 2+2.\n</think>\n\n4", "Hmm, 2+2.", "4");
+        let closed = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+        check(Channels::after(Format::Think, closed), "4", "", "4");
+        let earlier = "<think>a</think>b<|im_end|><|im_start|>assistant\n";
+        check(
+            Channels::after(Format::Think, earlier),
+            "<think>x</think>y",
+            "x",
+            "y",
+        );
+    }
+
+    #[test]
+    fn harmony_splits_analysis_from_final() {
+        let prompt = "<|start|>user<|message|>Hi<|end|><|start|>assistant";
+        let channels = Channels::after(Format::Harmony, prompt);
+        let reply = "<|channel|>analysis<|message|>User greets. Reply.<|end|>\
+                     <|start|>assistant<|channel|>final<|message|>Hello!";
+        check(channels.clone(), reply, "User greets. Reply.", "Hello!");
+        // Two analysis messages, then a commentary preamble and a final answer.
+        let reply = "<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis\
+                     <|message|>Two.<|end|><|start|>assistant<|channel|>commentary<|message|>Checking. \
+                     <|end|><|start|>assistant<|channel|>final<|message|>Done.<|return|>";
+        check(channels.clone(), reply, "One.\n\nTwo.", "Checking. Done.");
+        // A reply without harmony's header (a grammar's JSON) is all answer.
+        check(channels.clone(), "{\"a\": 1}", "", "{\"a\": 1}");
+        // A header that never ends gives nothing; one far too long is text.
+        check(channels.clone(), "<|channel|>analysis", "", "");
+        let long = format!("<|channel|>{}", "x".repeat(HEADER_MAX));
+        check(channels, &long, "", &long);
+    }
+
+    #[test]
+    fn harmony_goes_on_inside_a_message_the_prompt_left_open() {
+        let prompt = "<|start|>assistant<|channel|>analysis<|message|>So far";
+        let channels = Channels::after(Format::Harmony, prompt);
+        let reply = " more.<|end|><|start|>assistant<|channel|>final<|message|>Yes.";
+        check(channels, reply, " more.", "Yes.");
+    }
+
+    #[test]
+    fn formats_come_from_templates() {
+        assert_eq!(
+            Format::of_template("{{'<|start|>assistant<|channel|>final<|message|>'}}"),
+            Some(Format::Harmony)
+        );
+        let qwen3 = "{%- if '</think>' in content %}<think>\n{% endif %}";
+        assert_eq!(Format::of_template(qwen3), Some(Format::Think));
+        assert_eq!(Format::of_template("{{ '<|im_start|>' }}"), None);
+    }
+}
