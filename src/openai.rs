@@ -7,7 +7,7 @@
 pub mod embeddings;
 pub mod log_probs;
 
-use crate::chat_template::ChatMessage;
+use crate::chat_template::{self, ChatMessage, Variables};
 use crate::grammar::Grammar;
 use crate::sampler::{Sampler, SamplerConfig};
 use crate::session::{Completion, FinishReason, Session};
@@ -20,6 +20,11 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     pub tools: Option<Vec<Tool>>,
     pub tool_choice: Option<ToolChoiceField>,
+    /// Variables for the chat template, as llama.cpp's server takes them (`{"enable_thinking":
+    /// false}` for Qwen 3 and Gemma 4).
+    pub chat_template_kwargs: Option<serde_json::Value>,
+    /// OpenAI's `low`, `medium` or `high`: the template's `reasoning_effort` (gpt-oss reads it).
+    pub reasoning_effort: Option<String>,
     #[serde(flatten)]
     pub sampling: Sampling,
 }
@@ -255,6 +260,26 @@ impl ChatRequest {
                 })
             })
             .collect()
+    }
+
+    /// The variables the chat template gets besides the messages: `chat_template_kwargs`, and
+    /// `reasoning_effort`. Refused: kwargs that are not an object or set a variable Wick sets
+    /// itself, an effort other than low, medium or high.
+    pub fn template_variables(&self) -> Result<Variables, InvalidRequest> {
+        let field = "chat_template_kwargs";
+        let mut variables = match &self.chat_template_kwargs {
+            None | Some(serde_json::Value::Null) => Variables::new(),
+            Some(kwargs) => chat_template::variables(kwargs)
+                .map_err(|why| invalid(format!("{field} {why}"), field))?,
+        };
+        if let Some(effort) = &self.reasoning_effort {
+            if !["low", "medium", "high"].contains(&effort.as_str()) {
+                let message = format!("reasoning_effort is low, medium or high, not {effort:?}");
+                return Err(invalid(message, "reasoning_effort"));
+            }
+            variables.insert("reasoning_effort".into(), effort.as_str().into());
+        }
+        Ok(variables)
     }
 
     /// The tools the model may call and how; None where the request offers none. Refused: a choice
@@ -592,6 +617,33 @@ mod tests {
             (r#", "logprobs": "yes""#, "logprobs"),
         ] {
             assert_eq!(asked(bad).expect_err(bad).param, field);
+        }
+    }
+
+    #[test]
+    fn template_variables_are_checked() {
+        let variables = |extra: &str| {
+            let json = format!(r#"{{"messages": [{{"role": "user", "content": "hi"}}]{extra}}}"#);
+            serde_json::from_str::<ChatRequest>(&json)
+                .unwrap()
+                .template_variables()
+        };
+        assert!(variables("").unwrap().is_empty());
+        let set = variables(
+            r#", "chat_template_kwargs": {"enable_thinking": false}, "reasoning_effort": "high""#,
+        )
+        .unwrap();
+        assert_eq!(set["enable_thinking"], false);
+        assert_eq!(set["reasoning_effort"], "high");
+        for (extra, param) in [
+            (r#", "chat_template_kwargs": [1]"#, "chat_template_kwargs"),
+            (
+                r#", "chat_template_kwargs": {"messages": []}"#,
+                "chat_template_kwargs",
+            ),
+            (r#", "reasoning_effort": "extreme""#, "reasoning_effort"),
+        ] {
+            assert_eq!(variables(extra).expect_err(extra).param, param);
         }
     }
 

@@ -1,6 +1,6 @@
 //! A reply's reasoning apart from its answer. Models that think before they answer mark their
-//! thoughts: Qwen 3, Qwen3.5 and DeepSeek-R1 write them between `<think>` and `</think>`; gpt-oss
-//! writes harmony messages, `<|channel|>analysis<|message|>…<|end|>` for its thoughts, then
+//! thoughts: Qwen 3, Qwen3.5 and DeepSeek-R1 write them between `<think>` and `</think>`, Gemma 4
+//! between `<|channel>thought` and `<channel|>`; gpt-oss writes harmony messages, `<|channel|>analysis<|message|>…<|end|>` for its thoughts, then
 //! `<|start|>assistant<|channel|>final<|message|>…` for the answer. `Channels` reads a reply's text as
 //! it comes (markers included) and hands back the reasoning and the content apart, the markers
 //! dropped, as OpenAI-style servers answer with `reasoning_content` beside `content`.
@@ -11,15 +11,29 @@
 /// How a model marks its reasoning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// Between `<think>` and `</think>`, before the answer.
-    Think,
+    /// Between an opening and a closing tag, before the answer.
+    Tagged(Tags),
     /// OpenAI's harmony messages: the analysis channel is reasoning, the others (final, commentary)
     /// are the answer.
     Harmony,
 }
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tags {
+    pub open: &'static str,
+    pub close: &'static str,
+}
+
+/// Qwen 3, Qwen3.5, DeepSeek-R1.
+pub const THINK: Tags = Tags {
+    open: "<think>",
+    close: "</think>",
+};
+/// Gemma 4: its thinking is a channel named "thought", opened by a token and the name in text.
+pub const GEMMA4_THOUGHT: Tags = Tags {
+    open: "<|channel>thought",
+    close: "<channel|>",
+};
 const START: &str = "<|start|>";
 const CHANNEL: &str = "<|channel|>";
 const MESSAGE: &str = "<|message|>";
@@ -32,19 +46,23 @@ impl Format {
     /// The format of the model whose chat template is `template`, if it reasons.
     pub fn of_template(template: &str) -> Option<Format> {
         if template.contains(CHANNEL) && template.contains(MESSAGE) {
-            Some(Format::Harmony)
-        } else if template.contains(THINK_OPEN) && template.contains(THINK_CLOSE) {
-            Some(Format::Think)
-        } else {
-            None
+            return Some(Format::Harmony);
         }
+        [THINK, GEMMA4_THOUGHT]
+            .into_iter()
+            .find(|t| template.contains(t.open) && template.contains(t.close))
+            .map(Format::Tagged)
     }
 
-    /// The markers' texts: a decoder must write them out even where they are control tokens.
-    pub fn markers(self) -> &'static [&'static str] {
+    /// The markers' texts: a decoder must write them out even where they are control tokens. A tag
+    /// that is a token and a name (`<|channel>thought`) is marked by its token.
+    pub fn markers(self) -> Vec<&'static str> {
         match self {
-            Format::Think => &[THINK_OPEN, THINK_CLOSE],
-            Format::Harmony => &[
+            Format::Tagged(Tags { open, close }) => {
+                let token = open.split_inclusive('>').next().unwrap_or(open);
+                vec![token, close]
+            }
+            Format::Harmony => vec![
                 START,
                 CHANNEL,
                 MESSAGE,
@@ -108,9 +126,9 @@ impl Channels {
     pub fn after(format: Format, prompt: &str) -> Channels {
         let mut channels = Channels::new(format);
         match format {
-            Format::Think => {
-                let open = prompt.rfind(THINK_OPEN);
-                if open.is_some() && open > prompt.rfind(THINK_CLOSE) {
+            Format::Tagged(tags) => {
+                let open = prompt.rfind(tags.open);
+                if open.is_some() && open > prompt.rfind(tags.close) {
                     channels.part = Part::Reasoning;
                 }
             }
@@ -159,18 +177,18 @@ impl Channels {
         match (self.part.clone(), self.format) {
             (Part::Opening, format) => {
                 let opening = match format {
-                    Format::Think => THINK_OPEN,
+                    Format::Tagged(tags) => tags.open,
                     Format::Harmony => CHANNEL,
                 };
                 let text = self.held.trim_start();
                 if let Some(rest) = text.strip_prefix(opening) {
                     self.held = match format {
-                        Format::Think => rest.to_string(),
+                        Format::Tagged(_) => rest.to_string(),
                         // The header's channel marker stays: the header is read from it.
                         Format::Harmony => text.to_string(),
                     };
                     self.enter(match format {
-                        Format::Think => Part::Reasoning,
+                        Format::Tagged(_) => Part::Reasoning,
                         Format::Harmony => Part::Header,
                     });
                     return true;
@@ -181,23 +199,23 @@ impl Channels {
                 self.enter(Part::Content);
                 true
             }
-            (Part::Reasoning, Format::Think) => {
-                if let Some(at) = self.held.find(THINK_CLOSE) {
-                    let before = self.take(at, THINK_CLOSE.len());
+            (Part::Reasoning, Format::Tagged(tags)) => {
+                if let Some(at) = self.held.find(tags.close) {
+                    let before = self.take(at, tags.close.len());
                     self.emit_reasoning(out, before.trim_end());
                     self.enter(Part::Content);
                     return true;
                 }
                 // Trailing whitespace waits (with what may begin the closing marker after it): it
                 // is dropped if the reasoning ends there.
-                let marker = self.undecided(&[THINK_CLOSE]);
+                let marker = self.undecided(&[tags.close]);
                 let before = &self.held[..self.held.len() - marker];
                 let keep = marker + before.len() - before.trim_end().len();
                 let settled = self.take_settled(keep);
                 self.emit_reasoning(out, &settled);
                 false
             }
-            (Part::Content, Format::Think) => {
+            (Part::Content, Format::Tagged(_)) => {
                 let text = std::mem::take(&mut self.held);
                 self.emit_content(out, &text);
                 false
@@ -218,7 +236,7 @@ impl Channels {
                         (self.take(at, skip), Some(next))
                     }
                     None => {
-                        let keep = self.undecided(Format::Harmony.markers());
+                        let keep = self.undecided(&Format::Harmony.markers());
                         (self.take_settled(keep), None)
                     }
                 };
@@ -373,7 +391,7 @@ mod tests {
 
     #[test]
     fn think_splits_the_reasoning_from_the_answer() {
-        let fresh = Channels::new(Format::Think);
+        let fresh = Channels::new(Format::Tagged(THINK));
         check(
             fresh.clone(),
             "<think>\nLet me see.\n</think>\n\nParis.",
@@ -398,17 +416,28 @@ mod tests {
     #[test]
     fn think_replies_open_where_the_prompt_leaves_them() {
         let template_opened = "<|im_start|>assistant\n<think>\n";
-        let opened = Channels::after(Format::Think, template_opened);
+        let opened = Channels::after(Format::Tagged(THINK), template_opened);
         check(opened, "Hmm, 2+2.\n</think>\n\n4", "Hmm, 2+2.", "4");
         let closed = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
-        check(Channels::after(Format::Think, closed), "4", "", "4");
+        check(Channels::after(Format::Tagged(THINK), closed), "4", "", "4");
         let earlier = "<think>a</think>b<|im_end|><|im_start|>assistant\n";
         check(
-            Channels::after(Format::Think, earlier),
+            Channels::after(Format::Tagged(THINK), earlier),
             "<think>x</think>y",
             "x",
             "y",
         );
+    }
+
+    #[test]
+    fn gemma4_thoughts_are_a_channel_named_thought() {
+        let format = Format::Tagged(GEMMA4_THOUGHT);
+        let reply = "<|channel>thought\nThe user greets.<channel|>Hello!";
+        check(Channels::new(format), reply, "The user greets.", "Hello!");
+        // Thinking off: the template closes an empty thought itself.
+        let prompt = "<|turn>model\n<|channel>thought\n<channel|>";
+        check(Channels::after(format, prompt), "Hello!", "", "Hello!");
+        assert_eq!(format.markers(), ["<|channel>", "<channel|>"]);
     }
 
     #[test]
@@ -446,7 +475,12 @@ mod tests {
             Some(Format::Harmony)
         );
         let qwen3 = "{%- if '</think>' in content %}<think>\n{% endif %}";
-        assert_eq!(Format::of_template(qwen3), Some(Format::Think));
+        assert_eq!(Format::of_template(qwen3), Some(Format::Tagged(THINK)));
+        let gemma4 = "{{- '<|channel>thought\n<channel|>' -}}";
+        assert_eq!(
+            Format::of_template(gemma4),
+            Some(Format::Tagged(GEMMA4_THOUGHT))
+        );
         assert_eq!(Format::of_template("{{ '<|im_start|>' }}"), None);
     }
 }

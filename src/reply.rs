@@ -54,7 +54,7 @@ impl Reply {
     /// The reply's reasoning goes apart from its answer, read by `channels` (whose markers the
     /// decoder writes out where they are control tokens). Stop strings apply to the answer.
     pub fn with_reasoning(mut self, channels: Channels, tokenizer: &Tokenizer) -> Reply {
-        self.decoder = StreamDecoder::showing(tokenizer, channels.format().markers());
+        self.decoder = StreamDecoder::showing(tokenizer, &channels.format().markers());
         self.channels = Some(channels);
         self
     }

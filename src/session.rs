@@ -1,7 +1,7 @@
 //! A model with its tokenizer and what its KV cache holds: text in, text out, and chat turns that reuse
 //! the cache of the turns already processed.
 
-use crate::chat_template::{self, ChatMessage};
+use crate::chat_template::{self, ChatMessage, Extras};
 use crate::engine::{Engine, LoadOptions, Totals};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
@@ -11,7 +11,6 @@ use crate::reply::{Piece, Reply};
 use crate::sampler::{Sampler, TokenLogProb};
 use crate::tokenizer::Tokenizer;
 use crate::Error;
-use serde_json::Value;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
 
@@ -141,9 +140,9 @@ impl Session {
     }
 
     /// Renders a conversation with the model's chat template, ready for the assistant's turn, with the
-    /// tools the template lays out (none: an empty slice). A template that writes BOS itself (Gemma,
+    /// tools the template lays out and the variables a request sets (`extras`). A template that writes BOS itself (Gemma,
     /// Llama 3) loses it where `tokenize_prompt` adds one, as llama.cpp does: one BOS, not two.
-    pub fn chat_prompt(&self, messages: &[ChatMessage], tools: &[Value]) -> Result<String, Error> {
+    pub fn chat_prompt(&self, messages: &[ChatMessage], extras: &Extras) -> Result<String, Error> {
         let template = self.chat_template()?;
         let piece = |id: Option<u32>| {
             id.map(|i| String::from_utf8_lossy(self.tokenizer.token_piece(i)).into_owned())
@@ -151,7 +150,8 @@ impl Session {
         let bos = piece(self.tokenizer.bos()).unwrap_or_default();
         let eos = piece(self.tokenizer.eos()).unwrap_or_default();
         let limits = chat_template::Limits::default();
-        let text = chat_template::render_with(template, messages, tools, true, &bos, &eos, limits)?;
+        let text =
+            chat_template::render_with(template, messages, extras, true, &bos, &eos, limits)?;
         Ok(match text.strip_prefix(bos.as_str()) {
             Some(rest) if self.tokenizer.add_bos() && !bos.is_empty() => rest.to_string(),
             _ => text,
@@ -262,13 +262,13 @@ impl Session {
     }
 
     /// Generates the assistant's reply to a conversation, rendered with the model's chat template (and
-    /// `tools`, for a template that lays them out); the turns already in the cache are not run again. Where the conversation or the reply outgrows the
+    /// `extras`: tools, for a template that lays them out, and variables); the turns already in the cache are not run again. Where the conversation or the reply outgrows the
     /// context, `overflow` decides: with DropOldestTurns the oldest turns are removed from `messages`
     /// (so the caller's history shrinks with them) and the rest is read again before the reply goes on.
     pub async fn chat(
         &mut self,
         messages: &mut Vec<ChatMessage>,
-        tools: &[Value],
+        extras: &Extras,
         max_tokens: usize,
         stop: &[String],
         sampler: &mut Sampler,
@@ -290,7 +290,7 @@ impl Session {
             gen_steps: Totals::default(),
         };
         loop {
-            let mut text = self.chat_prompt(messages, tools)?;
+            let mut text = self.chat_prompt(messages, extras)?;
             let mut prompt = self.tokenize_prompt(&text);
             // The reply so far is read again after the shortened conversation.
             prompt.extend_from_slice(&reply.tokens);

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use wick::chat_template::{render, render_with, ChatMessage, Limits, TemplateError};
+use wick::chat_template::{render, render_with, ChatMessage, Extras, Limits, TemplateError};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/goldens/chat_template")
@@ -55,11 +55,14 @@ fn templates_render_as_jinja2_does() {
         let name = t["template"].as_str().unwrap();
         let source = std::fs::read_to_string(dir().join(format!("{name}.jinja"))).unwrap();
         for (i, case) in t["cases"].as_array().unwrap().iter().enumerate() {
-            let tools = case["tools"].as_array().cloned().unwrap_or_default();
+            let extras = Extras {
+                tools: case["tools"].as_array().cloned().unwrap_or_default(),
+                variables: case["variables"].as_object().cloned().unwrap_or_default(),
+            };
             let got = render_with(
                 &source,
                 &messages(&case["messages"]),
-                &tools,
+                &extras,
                 case["add_generation_prompt"].as_bool().unwrap(),
                 case["bos_token"].as_str().unwrap(),
                 case["eos_token"].as_str().unwrap(),
@@ -165,7 +168,15 @@ fn hostile_templates_are_stopped() {
         max_template_bytes: 100,
         ..Limits::default()
     };
-    let r = render_with(&"x".repeat(101), &[], &[], false, "", "", limits);
+    let r = render_with(
+        &"x".repeat(101),
+        &[],
+        &Extras::default(),
+        false,
+        "",
+        "",
+        limits,
+    );
     assert!(
         matches!(r, Err(TemplateError::TemplateTooLarge { .. })),
         "{r:?}"

@@ -7,7 +7,7 @@ use common::fidelity::{check_greedy, Tolerance};
 use common::{gpu, greedy, model_path, options, tiny_chat_session};
 use pollster::FutureExt as _;
 use serde_json::Value;
-use wick::chat_template::ChatMessage;
+use wick::chat_template::{ChatMessage, Extras};
 use wick::engine::Engine;
 use wick::gguf::FileSource;
 use wick::reply::Reply;
@@ -94,7 +94,7 @@ fn tiny_session(n_ctx: u32) -> Option<Session> {
 
 fn rendered_len(session: &Session, messages: &[ChatMessage]) -> usize {
     session
-        .tokenize_prompt(&session.chat_prompt(messages, &[]).unwrap())
+        .tokenize_prompt(&session.chat_prompt(messages, &Extras::default()).unwrap())
         .len()
 }
 
@@ -125,7 +125,7 @@ fn a_conversation_longer_than_the_context_is_refused_or_loses_its_oldest_turns()
     let refused = session
         .chat(
             &mut messages,
-            &[],
+            &Extras::default(),
             4,
             &[],
             &mut greedy(),
@@ -143,7 +143,7 @@ fn a_conversation_longer_than_the_context_is_refused_or_loses_its_oldest_turns()
     let reply = session
         .chat(
             &mut messages,
-            &[],
+            &Extras::default(),
             4,
             &[],
             &mut greedy(),
@@ -180,7 +180,7 @@ fn a_reply_that_fills_the_context_stops_or_goes_on_after_dropping_turns() {
     let stopped = session
         .chat(
             &mut messages,
-            &[],
+            &Extras::default(),
             30,
             &[],
             &mut greedy(),
@@ -197,7 +197,7 @@ fn a_reply_that_fills_the_context_stops_or_goes_on_after_dropping_turns() {
     let went_on = session
         .chat(
             &mut messages,
-            &[],
+            &Extras::default(),
             30,
             &[],
             &mut greedy(),

@@ -273,7 +273,9 @@ fn random_gemma4_chat_prompt_has_one_bos() {
         wick::chat_template::ChatMessage::new("system", "You are terse."),
         wick::chat_template::ChatMessage::new("user", "Hello!"),
     ];
-    let text = s.chat_prompt(&messages, &[]).unwrap();
+    let text = s
+        .chat_prompt(&messages, &wick::chat_template::Extras::default())
+        .unwrap();
     assert!(
         text.starts_with("<|turn>system\nYou are terse.<turn|>\n"),
         "{text:?}"
@@ -286,7 +288,7 @@ fn random_gemma4_chat_prompt_has_one_bos() {
     let reply = s
         .chat(
             &mut messages,
-            &[],
+            &wick::chat_template::Extras::default(),
             8,
             &[],
             &mut sampler,

@@ -21,7 +21,7 @@ use pollster::FutureExt as _;
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use wick::chat_template::ChatMessage;
+use wick::chat_template::{ChatMessage, Extras};
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::write::TensorSpec;
 use wick::gguf::{FileSource, MemorySource, Value};
@@ -236,7 +236,7 @@ fn chat(
     let c = s
         .chat(
             &mut messages,
-            &[],
+            &Extras::default(),
             max,
             &[],
             &mut sampler,
@@ -258,7 +258,7 @@ fn random_qwen35_reasoning_is_read_apart_from_the_answer() {
     let file = path(&golden()["records"][0]);
     let mut s = chat_session(&gpu, &file, 256);
     let messages = vec![ChatMessage::new("user", "What is 2 + 2?")];
-    let prompt = s.chat_prompt(&messages, &[]).unwrap();
+    let prompt = s.chat_prompt(&messages, &Extras::default()).unwrap();
     assert!(prompt.ends_with("<think>\n"), "{prompt:?}");
     let tokens = s.tokenize_prompt(&prompt);
     let greedy = || Sampler::new(SamplerConfig::greedy());
@@ -278,7 +278,7 @@ fn random_qwen35_reasoning_is_read_apart_from_the_answer() {
     let c = s
         .chat(
             &mut messages,
-            &[],
+            &Extras::default(),
             20,
             &[],
             &mut greedy(),

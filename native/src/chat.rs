@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::Args;
 use pollster::FutureExt as _;
 use std::io::{BufRead, IsTerminal, Write};
-use wick::chat_template::ChatMessage;
+use wick::chat_template::{ChatMessage, Extras, Variables};
 use wick::session::{FinishReason, Overflow};
 
 #[derive(Args)]
@@ -18,12 +18,21 @@ pub struct ChatArgs {
     /// Tokens per reply at most
     #[arg(short = 'n', long = "n-predict", default_value_t = 1024)]
     n_predict: usize,
+    /// Variables for the chat template, a JSON object: '{"enable_thinking": false}' keeps Qwen 3 from
+    /// thinking, '{"reasoning_effort": "low"}' shortens gpt-oss's
+    #[arg(long = "chat-template-kwargs", value_name = "JSON", value_parser = template_variables)]
+    chat_template_kwargs: Option<Variables>,
     /// When the conversation fills the context, drop the oldest turns (the system prompt stays) and go
     /// on, instead of ending the reply there
     #[arg(long = "drop-old-turns")]
     drop_old_turns: bool,
     #[command(flatten)]
     sampling: SamplingArgs,
+}
+
+fn template_variables(text: &str) -> Result<Variables, String> {
+    let value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    wick::chat_template::variables(&value)
 }
 
 pub fn main(args: ChatArgs) -> Result<()> {
@@ -34,6 +43,10 @@ pub fn main(args: ChatArgs) -> Result<()> {
         Overflow::DropOldestTurns
     } else {
         Overflow::Stop
+    };
+    let extras = Extras {
+        tools: Vec::new(),
+        variables: args.chat_template_kwargs.unwrap_or_default(),
     };
     let mut messages: Vec<ChatMessage> = Vec::new();
     if let Some(system) = args.system {
@@ -63,7 +76,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
         let c = session
             .chat(
                 &mut messages,
-                &[],
+                &extras,
                 args.n_predict,
                 &[],
                 &mut sampler,

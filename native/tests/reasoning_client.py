@@ -6,7 +6,8 @@ file: its template opens `<think>`), with the official `openai` client and raw H
 
 A chat reply carries the reasoning as `reasoning_content` beside `content`, streamed as
 `delta.reasoning_content`; the stream's pieces together equal the whole reply; a text completion of the
-same request's rendered prompt is the raw text, markers and all.
+same request's rendered prompt is the raw text, markers and all. With `chat_template_kwargs`
+`{"enable_thinking": false}` the template closes an empty reasoning itself: the reply is all answer.
 """
 import sys
 
@@ -35,4 +36,21 @@ raw = client.completions.create(model="any", prompt=prompt, temperature=0, max_t
 answer = raw.split("</think>", 1)
 check(answer[0].strip() == reasoning, f"raw {raw!r} against reasoning {reasoning!r}")
 check((answer[1].lstrip() if len(answer) > 1 else "") == whole.message.content, f"raw {raw!r}")
+
+# Thinking off: the template writes an empty <think></think>, the reply is the answer alone.
+off = client.chat.completions.create(**ASK, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+off = off.choices[0].message
+check(not (off.model_extra or {}).get("reasoning_content"), f"no reasoning with thinking off: {off!r}")
+prompt_off = prompt + "\n</think>\n\n"
+raw_off = client.completions.create(model="any", prompt=prompt_off, temperature=0, max_tokens=16).choices[0].text
+check(off.content == raw_off.lstrip() and off.content, f"thinking off: {off.content!r} against {raw_off!r}")
+
+for extra, param in [({"chat_template_kwargs": [1]}, "chat_template_kwargs"),
+                     ({"chat_template_kwargs": {"add_generation_prompt": False}}, "chat_template_kwargs"),
+                     ({"reasoning_effort": "extreme"}, "reasoning_effort")]:
+    try:
+        client.chat.completions.create(**ASK, extra_body=extra)
+        check(False, f"{extra} refused")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and e.param == param, f"{extra} refused naming {param}")
 print("reasoning: ok")

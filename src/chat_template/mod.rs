@@ -141,7 +141,7 @@ pub fn render(
     render_with(
         template,
         messages,
-        &[],
+        &Extras::default(),
         add_generation_prompt,
         bos_token,
         eos_token,
@@ -155,12 +155,47 @@ pub fn takes_tools(template: &str) -> bool {
     template.contains("tools")
 }
 
-/// As `render`, with the tools the model may call (OpenAI's `tools` entries; none: an empty slice,
-/// which templates see as no `tools`) and explicit limits.
+/// What a chat template reads besides the messages: the tools it lays out (OpenAI's `tools` entries;
+/// none: templates see no `tools`) and variables a request sets (llama.cpp's `chat_template_kwargs`:
+/// `enable_thinking` for Qwen 3 and Gemma 4, `reasoning_effort` for gpt-oss).
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    pub tools: Vec<serde_json::Value>,
+    pub variables: Variables,
+}
+
+pub type Variables = serde_json::Map<String, serde_json::Value>;
+
+/// The variables Wick sets itself: a request's may not.
+pub const RESERVED_VARIABLES: [&str; 5] = [
+    "messages",
+    "tools",
+    "add_generation_prompt",
+    "bos_token",
+    "eos_token",
+];
+
+/// Template variables from a JSON object (a request's `chat_template_kwargs`, `wick chat
+/// --chat-template-kwargs`); refused, saying why, where it is not an object or sets a variable Wick
+/// sets itself.
+pub fn variables(value: &serde_json::Value) -> Result<Variables, String> {
+    let serde_json::Value::Object(map) = value else {
+        return Err("must be a JSON object".into());
+    };
+    match RESERVED_VARIABLES
+        .iter()
+        .find(|&&name| map.contains_key(name))
+    {
+        Some(name) => Err(format!("may not set {name}")),
+        None => Ok(map.clone()),
+    }
+}
+
+/// As `render`, with the tools and variables of `extras` and explicit limits.
 pub fn render_with(
     template: &str,
     messages: &[ChatMessage],
-    tools: &[serde_json::Value],
+    extras: &Extras,
     add_generation_prompt: bool,
     bos_token: &str,
     eos_token: &str,
@@ -192,13 +227,14 @@ pub fn render_with(
             Value::from(fields)
         })
         .collect();
-    let tools = (!tools.is_empty()).then(|| Value::from_serialize(tools));
+    let tools = (!extras.tools.is_empty()).then(|| Value::from_serialize(&extras.tools));
     let ctx = minijinja::context! {
         messages => messages,
         tools => tools,
         add_generation_prompt => add_generation_prompt,
         bos_token => bos_token,
         eos_token => eos_token,
+        ..Value::from_serialize(&extras.variables)
     };
     let mut out = CappedWriter {
         buf: Vec::new(),

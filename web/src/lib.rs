@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
+use wick::chat_template::Extras;
 use wick::embeddings::Pooling;
 use wick::engine::{LoadOptions, Profiled, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
@@ -343,6 +344,7 @@ impl Model {
                 .map_err(|e| bad_request(format!("the request is not valid: {e}")))?;
             let messages = request.conversation().map_err(bad_request)?;
             let offered = request.tools().map_err(bad_request)?;
+            let variables = request.template_variables().map_err(bad_request)?;
             let default_seed = (js_sys::Math::random() * 4294967296.0) as u64;
             let settings =
                 openai::Settings::from(request.sampling, default_seed).map_err(bad_request)?;
@@ -390,7 +392,12 @@ impl Model {
             let completion = session
                 .chat(
                     &mut messages,
-                    tool_use.as_ref().map_or(&[], ToolUse::template_tools),
+                    &Extras {
+                        tools: tool_use
+                            .as_ref()
+                            .map_or(Vec::new(), |t| t.template_tools().to_vec()),
+                        variables,
+                    },
                     max_tokens,
                     &settings.stop,
                     &mut sampler,

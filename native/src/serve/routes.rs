@@ -102,8 +102,10 @@ enum Kind {
 }
 
 async fn chat(Shared(state): Shared<Arc<State>>, body: Result<Bytes, BytesRejection>) -> Response {
-    let request = parse::<ChatRequest>(body)
-        .and_then(|r| Ok((Input::Chat(r.conversation()?, r.tools()?), r.sampling)));
+    let request = parse::<ChatRequest>(body).and_then(|r| {
+        let input = Input::Chat(r.conversation()?, r.tools()?, r.template_variables()?);
+        Ok((input, r.sampling))
+    });
     respond(state, Kind::Chat, request).await
 }
 

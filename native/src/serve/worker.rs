@@ -8,7 +8,7 @@ use pollster::FutureExt as _;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
-use wick::chat_template::ChatMessage;
+use wick::chat_template::{ChatMessage, Extras, Variables};
 use wick::grammar::Grammar;
 use wick::openai::embeddings::{self, EmbedError, EmbeddingRequest};
 use wick::openai::{self, Answer, Usage};
@@ -21,7 +21,8 @@ use wick::tools::{Call, Offered, ToolUse};
 pub const QUEUE_DEPTH: usize = 64;
 
 pub enum Input {
-    Chat(Vec<ChatMessage>, Option<Offered>),
+    /// A conversation, the tools offered, the chat template's variables.
+    Chat(Vec<ChatMessage>, Option<Offered>, Variables),
     Text(String),
 }
 
@@ -206,12 +207,18 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
     };
     let mut tool_use = None;
     let prompt_text = match &job.input {
-        Input::Chat(messages, offered) => {
+        Input::Chat(messages, offered, variables) => {
             let template = session.chat_template().map_err(template_failed)?;
             let tools = offered.clone().map(|o| ToolUse::new(template, o));
+            let extras = Extras {
+                tools: tools
+                    .as_ref()
+                    .map_or(Vec::new(), |t| t.template_tools().to_vec()),
+                variables: variables.clone(),
+            };
             let text = match &tools {
-                Some(t) => session.chat_prompt(&t.messages(messages), t.template_tools()),
-                None => session.chat_prompt(messages, &[]),
+                Some(t) => session.chat_prompt(&t.messages(messages), &extras),
+                None => session.chat_prompt(messages, &extras),
             };
             tool_use = tools;
             text.map_err(template_failed)?

@@ -65,6 +65,15 @@ TOOLS = [
             "a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}},
 ]
 
+# Variables a request sets (llama.cpp's chat_template_kwargs), each rendered for the first two
+# conversations: the switches of reasoning models.
+VARIABLES = {
+    "qwen3": {"enable_thinking": False},
+    "qwen3.5": {"enable_thinking": False},
+    "gemma4": {"enable_thinking": True},
+    "gpt-oss": {"reasoning_effort": "high"},
+}
+
 # Formats llama.cpp builds in for files without a template, rendered by llama.cpp itself
 # (llama_chat_apply_template) when llama-cpp-python is at hand.
 BUILTINS = ["gemma"]
@@ -111,17 +120,21 @@ def main():
             template = env.from_string(f.read())
         bos, eos = TOKENS[name]
         cases = []
-        runs = [(conv, gen, None) for conv, gen in CONVERSATIONS]
+        runs = [(conv, gen, None, {}) for conv, gen in CONVERSATIONS]
         if name in TOOL_TEMPLATES:
-            runs += [(conv, gen, TOOLS) for conv, gen in CONVERSATIONS[:2]]
-        for conv, gen, tools in runs:
+            runs += [(conv, gen, TOOLS, {}) for conv, gen in CONVERSATIONS[:2]]
+        if name in VARIABLES:
+            runs += [(conv, gen, None, VARIABLES[name]) for conv, gen in CONVERSATIONS[:2]]
+        for conv, gen, tools, variables in runs:
             messages = [{"role": r, "content": c} for r, c in conv]
             case = {"messages": messages, "add_generation_prompt": gen, "bos_token": bos, "eos_token": eos}
             if tools:
                 case["tools"] = tools
+            if variables:
+                case["variables"] = variables
             try:
                 case["output"] = template.render(messages=messages, tools=tools, add_generation_prompt=gen,
-                                                 bos_token=bos, eos_token=eos)
+                                                 bos_token=bos, eos_token=eos, **variables)
             except RaisedError as e:
                 case["raised"] = str(e)
             except (TemplateError, IndexError, KeyError, TypeError) as e:
