@@ -7,7 +7,7 @@ mod common;
 use common::{f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer};
+use wick::gpu::{read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecShape, Tuning};
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec_id::{self, Experts, Output};
 use wick::ops::mla::{self, Mla};
@@ -146,69 +146,80 @@ fn router_and_expert_matvecs_against_cpu() {
                 n_slots: g.n_used,
                 route: &route,
             };
-            // Per slot, one x for all.
-            let x = rng.vec(cols as usize);
-            let y = scratch_buffer(&gpu, "y", (rows * g.n_used) as u64 * 4)
-                .block_on()
-                .unwrap();
-            let mut plan = one_token_plan(&gpu);
-            matvec_id::push(
-                &mut plan,
-                &w,
-                &experts,
-                &f32_buffer(&gpu, &x),
-                0,
-                &y,
-                Output::PerSlot,
-            );
-            run(&gpu, plan);
-            let mut want = vec![0f32; (rows * g.n_used) as usize];
-            matvec_id::reference(
-                &deq,
-                cols as usize,
-                (&ids, &weights),
-                &x,
-                0,
-                &mut want,
-                Output::PerSlot,
-            );
-            let e = nmse(
-                &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
-                &want,
-            );
-            assert!(e < 1e-10, "{ty} per slot: nmse {e}");
-            // Weighted sum into a residual, one x per slot.
-            let xs = rng.vec((cols * g.n_used) as usize);
-            let y0 = rng.vec(rows as usize);
-            let y = f32_buffer(&gpu, &y0);
-            let mut plan = one_token_plan(&gpu);
-            matvec_id::push(
-                &mut plan,
-                &w,
-                &experts,
-                &f32_buffer(&gpu, &xs),
-                cols,
-                &y,
-                Output::WeightedSum,
-            );
-            run(&gpu, plan);
-            let mut want = y0.clone();
-            matvec_id::reference(
-                &deq,
-                cols as usize,
-                (&ids, &weights),
-                &xs,
-                cols as usize,
-                &mut want,
-                Output::WeightedSum,
-            );
-            let e = nmse(
-                &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
-                &want,
-            );
-            assert!(e < 1e-10, "{ty} weighted sum: nmse {e}");
+            let route = (&ids[..], &weights[..]);
+            check_expert_matvecs(&gpu, (&w, &deq), &experts, route, &ty.to_string(), &mut rng);
+            if !*with_bias {
+                continue;
+            }
+            // Every kernel shape the tuner may pick, for both outputs (per slot: rows of every
+            // slot; summed: one expert's rows).
+            for items in [rows * g.n_used, rows] {
+                let shape = MatvecShape {
+                    kernel: Kernel::MatvecId,
+                    ty,
+                    cols,
+                    rows: items,
+                };
+                for candidate in shape.candidates(gpu.subgroup_size) {
+                    let mut tuning = Tuning::default();
+                    tuning.matvec.insert(shape.key(), candidate);
+                    gpu.set_tuning(tuning);
+                    let label = format!("{} at {candidate}", shape.key());
+                    check_expert_matvecs(&gpu, (&w, &deq), &experts, route, &label, &mut rng);
+                }
+                gpu.set_tuning(Tuning::default());
+            }
         }
     }
+}
+
+/// The chosen experts' matvecs (`ids`, `weights`) over `w` (dequantized: `deq`) against the CPU:
+/// per slot from one x, and summed by weight into a residual from one x per slot.
+fn check_expert_matvecs(
+    gpu: &Gpu,
+    (w, deq): (&GpuTensor, &[f32]),
+    experts: &Experts,
+    (ids, weights): (&[u32], &[f32]),
+    label: &str,
+    rng: &mut Rng,
+) {
+    let (rows, cols) = (experts.rows, w.row_len);
+    let n_slots = experts.n_slots;
+    let x = rng.vec(cols as usize);
+    let y = scratch_buffer(gpu, "y", (rows * n_slots) as u64 * 4)
+        .block_on()
+        .unwrap();
+    let mut plan = one_token_plan(gpu);
+    let x_buffer = f32_buffer(gpu, &x);
+    matvec_id::push(&mut plan, w, experts, &x_buffer, 0, &y, Output::PerSlot);
+    run(gpu, plan);
+    let mut want = vec![0f32; (rows * n_slots) as usize];
+    let (c, route) = (cols as usize, (ids, weights));
+    matvec_id::reference(deq, c, route, &x, 0, &mut want, Output::PerSlot);
+    let got = read_back_f32(gpu, &y, want.len()).block_on().unwrap();
+    let e = nmse(&got, &want);
+    assert!(e < 1e-10, "{label} per slot: nmse {e}");
+
+    let xs = rng.vec((cols * n_slots) as usize);
+    let y0 = rng.vec(rows as usize);
+    let y = f32_buffer(gpu, &y0);
+    let mut plan = one_token_plan(gpu);
+    let xs_buffer = f32_buffer(gpu, &xs);
+    matvec_id::push(
+        &mut plan,
+        w,
+        experts,
+        &xs_buffer,
+        cols,
+        &y,
+        Output::WeightedSum,
+    );
+    run(gpu, plan);
+    let mut want = y0.clone();
+    matvec_id::reference(deq, c, route, &xs, c, &mut want, Output::WeightedSum);
+    let got = read_back_f32(gpu, &y, want.len()).block_on().unwrap();
+    let e = nmse(&got, &want);
+    assert!(e < 1e-10, "{label} weighted sum: nmse {e}");
 }
 
 /// The experts' block over a run of 21 tokens (each expert's list in tiles of 16, the second partial),

@@ -59,7 +59,8 @@ impl std::fmt::Display for MatvecKernel {
 /// What a matvec dispatch's shape is, for finding its winner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatvecShape {
-    /// `Kernel::Matvec` or `Kernel::MatvecPairs`.
+    /// `Kernel::Matvec`, `Kernel::MatvecPairs` or `Kernel::MatvecId` (rows: the rows its slots
+    /// compute together).
     pub kernel: Kernel,
     pub ty: GgmlType,
     pub cols: u32,
@@ -75,6 +76,7 @@ impl MatvecShape {
             Kernel::MatvecPairs(Store::Glu(Activation::GeluTanh)) => shape + " geglu",
             Kernel::MatvecPairs(Store::Glu(Activation::SwigluOai)) => shape + " swiglu_oai",
             Kernel::MatvecPairs(Store::RopeKv) => shape + " rope_kv",
+            Kernel::MatvecId => shape + " experts",
             _ => shape,
         }
     }

@@ -1,6 +1,6 @@
 //! Matvecs over the experts a router chose, read by index (shaders/matvec_id.wgsl).
 
-use crate::gpu::{grid, GpuTensor, Kernel, PipelineKey, Plan};
+use crate::gpu::{GpuTensor, Kernel, MatvecShape, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -45,14 +45,17 @@ pub fn push(
     output: Output,
 ) {
     assert!(x_slot_stride % 4 == 0);
-    let tpr = crate::gpu::default_threads_per_row(w.row_len);
-    let key = PipelineKey {
-        threads_per_row: Some(tpr),
-        ..PipelineKey::new(Kernel::MatvecId, Some(w.ty))
-    };
     let items = match output {
         Output::PerSlot => experts.rows * experts.n_slots,
         Output::WeightedSum => experts.rows,
+    };
+    // A matvec shape of its own: the tuner times its kernel shapes as it does the dense ones'
+    // (threads per row, workgroup, the sum by subgroup, the K-quants' block form).
+    let shape = MatvecShape {
+        kernel: Kernel::MatvecId,
+        ty: w.ty,
+        cols: w.row_len,
+        rows: items,
     };
     for part in &w.parts {
         let p = Params {
@@ -65,12 +68,8 @@ pub fn push(
             x_slot_stride: x_slot_stride / 4,
             combine: (output == Output::WeightedSum) as u32,
         };
-        plan.push(
-            key,
-            &[&part.buffer, x, y, experts.route],
-            super::params(&p),
-            grid(items.div_ceil(key.workgroup / tpr)),
-        );
+        let buffers = [&part.buffer, x, y, experts.route];
+        plan.push_matvec(shape, &buffers, super::params(&p));
     }
     // Only the chosen experts' rows are read.
     let n_expert = (w.rows / experts.rows) as u64;
