@@ -175,118 +175,131 @@ impl Channels {
     /// Reads what `held` settles; true where a marker moved to another part and more may follow.
     fn advance(&mut self, out: &mut Split) -> bool {
         match (self.part.clone(), self.format) {
-            (Part::Opening, format) => {
-                let opening = match format {
-                    Format::Tagged(tags) => tags.open,
-                    Format::Harmony => CHANNEL,
-                };
-                let text = self.held.trim_start();
-                if let Some(rest) = text.strip_prefix(opening) {
-                    self.held = match format {
-                        Format::Tagged(_) => rest.to_string(),
-                        // The header's channel marker stays: the header is read from it.
-                        Format::Harmony => text.to_string(),
-                    };
-                    self.enter(match format {
-                        Format::Tagged(_) => Part::Reasoning,
-                        Format::Harmony => Part::Header,
-                    });
-                    return true;
-                }
-                if opening.starts_with(text) {
-                    return false; // all whitespace, or the start of the opening marker
-                }
-                self.enter(Part::Content);
-                true
-            }
-            (Part::Reasoning, Format::Tagged(tags)) => {
-                if let Some(at) = self.held.find(tags.close) {
-                    let before = self.take(at, tags.close.len());
-                    self.emit_reasoning(out, before.trim_end());
-                    self.enter(Part::Content);
-                    return true;
-                }
-                // Trailing whitespace waits (with what may begin the closing marker after it): it
-                // is dropped if the reasoning ends there.
-                let marker = self.undecided(&[tags.close]);
-                let before = &self.held[..self.held.len() - marker];
-                let keep = marker + before.len() - before.trim_end().len();
-                let settled = self.take_settled(keep);
-                self.emit_reasoning(out, &settled);
-                false
-            }
+            (Part::Opening, _) => self.open(),
+            (Part::Reasoning, Format::Tagged(tags)) => self.think(out, tags),
             (Part::Content, Format::Tagged(_)) => {
                 let text = std::mem::take(&mut self.held);
                 self.emit_content(out, &text);
                 false
             }
-            (Part::Reasoning | Part::Content, Format::Harmony) => {
-                let reasoning = self.part == Part::Reasoning;
-                let ends: Vec<(usize, &str, Part)> = MESSAGE_ENDS
-                    .iter()
-                    .map(|&m| (m, Part::Between))
-                    .chain([(START, Part::Header), (CHANNEL, Part::Header)])
-                    .filter_map(|(m, next)| self.held.find(m).map(|at| (at, m, next)))
-                    .collect();
-                let first = ends.into_iter().min_by_key(|(at, ..)| *at);
-                let (text, next) = match first {
-                    Some((at, marker, next)) => {
-                        // A header keeps its channel marker, as the opening's does.
-                        let skip = if marker == CHANNEL { 0 } else { marker.len() };
-                        (self.take(at, skip), Some(next))
-                    }
-                    None => {
-                        let keep = self.undecided(&Format::Harmony.markers());
-                        (self.take_settled(keep), None)
-                    }
-                };
-                match reasoning {
-                    true => self.emit_reasoning(out, &text),
-                    false => self.emit_content(out, &text),
-                }
-                let moved = next.is_some();
-                if let Some(next) = next {
-                    self.enter(next);
-                }
-                moved
-            }
-            (Part::Header, _) => {
-                let Some(at) = self.held.find(MESSAGE) else {
-                    if self.held.len() > HEADER_MAX {
-                        let text = std::mem::take(&mut self.held);
-                        self.enter(Part::Content);
-                        self.emit_content(out, &text);
-                    }
-                    return false;
-                };
-                let header = self.take(at, MESSAGE.len());
-                let channel = header
-                    .split(CHANNEL)
-                    .nth(1)
-                    .and_then(|c| c.split(|ch: char| ch.is_whitespace() || ch == '<').next())
-                    .unwrap_or("");
-                self.enter(match channel {
-                    "analysis" => Part::Reasoning,
-                    _ => Part::Content,
-                });
-                true
-            }
-            (Part::Between, _) => {
-                let next = [START, CHANNEL]
-                    .iter()
-                    .filter_map(|m| self.held.find(m).map(|at| (at, *m)))
-                    .min();
-                if let Some((at, marker)) = next {
-                    let skip = if marker == CHANNEL { 0 } else { marker.len() };
-                    self.take(at, skip);
-                    self.enter(Part::Header);
-                    return true;
-                }
-                let keep = self.undecided(&[START, CHANNEL]);
-                self.take_settled(keep);
-                false
-            }
+            (Part::Reasoning | Part::Content, Format::Harmony) => self.message(out),
+            (Part::Header, _) => self.header(out),
+            (Part::Between, _) => self.between(),
         }
+    }
+
+    /// Nothing but whitespace read: the opening marker (`<think>`, harmony's `<|channel|>`), the
+    /// start of one, or the answer.
+    fn open(&mut self) -> bool {
+        let opening = match self.format {
+            Format::Tagged(tags) => tags.open,
+            Format::Harmony => CHANNEL,
+        };
+        let text = self.held.trim_start();
+        if let Some(rest) = text.strip_prefix(opening) {
+            let (held, next) = match self.format {
+                Format::Tagged(_) => (rest.to_string(), Part::Reasoning),
+                // The header's channel marker stays: the header is read from it.
+                Format::Harmony => (text.to_string(), Part::Header),
+            };
+            self.held = held;
+            self.enter(next);
+            return true;
+        }
+        if opening.starts_with(text) {
+            return false; // all whitespace, or the start of the opening marker
+        }
+        self.enter(Part::Content);
+        true
+    }
+
+    /// Tagged reasoning, up to its closing tag.
+    fn think(&mut self, out: &mut Split, tags: Tags) -> bool {
+        if let Some(at) = self.held.find(tags.close) {
+            let before = self.take(at, tags.close.len());
+            self.emit_reasoning(out, before.trim_end());
+            self.enter(Part::Content);
+            return true;
+        }
+        // Trailing whitespace waits (with what may begin the closing marker after it): it is dropped
+        // if the reasoning ends there.
+        let marker = self.undecided(&[tags.close]);
+        let before = &self.held[..self.held.len() - marker];
+        let keep = marker + before.len() - before.trim_end().len();
+        let settled = self.take_settled(keep);
+        self.emit_reasoning(out, &settled);
+        false
+    }
+
+    /// A harmony message's text, up to what ends it or the next header.
+    fn message(&mut self, out: &mut Split) -> bool {
+        let ends = MESSAGE_ENDS
+            .iter()
+            .map(|&m| (m, Part::Between))
+            .chain([(START, Part::Header), (CHANNEL, Part::Header)]);
+        let first = ends
+            .filter_map(|(m, next)| self.held.find(m).map(|at| (at, m, next)))
+            .min_by_key(|(at, ..)| *at);
+        let (text, next) = match first {
+            Some((at, marker, next)) => {
+                // A header keeps its channel marker, as the opening's does.
+                let skip = if marker == CHANNEL { 0 } else { marker.len() };
+                (self.take(at, skip), Some(next))
+            }
+            None => {
+                let keep = self.undecided(&Format::Harmony.markers());
+                (self.take_settled(keep), None)
+            }
+        };
+        match self.part {
+            Part::Reasoning => self.emit_reasoning(out, &text),
+            _ => self.emit_content(out, &text),
+        }
+        let moved = next.is_some();
+        if let Some(next) = next {
+            self.enter(next);
+        }
+        moved
+    }
+
+    /// A harmony header, up to `<|message|>`: the analysis channel is reasoning, others the answer.
+    fn header(&mut self, out: &mut Split) -> bool {
+        let Some(at) = self.held.find(MESSAGE) else {
+            if self.held.len() > HEADER_MAX {
+                let text = std::mem::take(&mut self.held);
+                self.enter(Part::Content);
+                self.emit_content(out, &text);
+            }
+            return false;
+        };
+        let header = self.take(at, MESSAGE.len());
+        let channel = header
+            .split(CHANNEL)
+            .nth(1)
+            .and_then(|c| c.split(|ch: char| ch.is_whitespace() || ch == '<').next())
+            .unwrap_or("");
+        self.enter(match channel {
+            "analysis" => Part::Reasoning,
+            _ => Part::Content,
+        });
+        true
+    }
+
+    /// Between harmony messages: dropped up to the next header.
+    fn between(&mut self) -> bool {
+        let next = [START, CHANNEL]
+            .iter()
+            .filter_map(|m| self.held.find(m).map(|at| (at, *m)))
+            .min();
+        if let Some((at, marker)) = next {
+            let skip = if marker == CHANNEL { 0 } else { marker.len() };
+            self.take(at, skip);
+            self.enter(Part::Header);
+            return true;
+        }
+        let keep = self.undecided(&[START, CHANNEL]);
+        self.take_settled(keep);
+        false
     }
 
     fn enter(&mut self, part: Part) {
