@@ -1,8 +1,8 @@
 // One level of the sampler's top-k: the k largest values of each slice of the input, largest first
 // (the first id of equals first), as (value, id) pairs, in K_MAX slots per slice. The first level reads
 // the logits (a value's id is its position), later levels the pairs the level before wrote, until one
-// slice is left. Non-finite values are never candidates; slots past the last candidate hold id NONE.
-// Needs pick.wgsl.
+// slice is left. Non-finite values are never candidates, nor, where the row's flag in `allowed` is
+// set, the ids a grammar does not allow; slots past the last candidate hold id NONE. Needs pick.wgsl.
 //
 // A workgroup holds its slice in registers, E values per thread. Each round the threads offer their
 // best remaining value, a tree in workgroup memory finds the largest, and its thread takes it out.
@@ -16,13 +16,15 @@ struct Params {
     n: u32,           // inputs
     from_logits: u32, // 1: read `logits`, else `candidates`
     row: u32,         // where the row of logits starts in `logits`
+    allowed_at: u32,  // where the row's flag and bits start in `allowed`
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
 @group(0) @binding(1) var<storage, read> candidates: array<Candidate>;
 @group(0) @binding(2) var<storage, read> pick: Pick;
 @group(0) @binding(3) var<storage, read_write> out: array<Candidate>; // (slices, K_MAX)
-@group(0) @binding(4) var<uniform> P: Params;
+@group(0) @binding(4) var<storage, read> allowed: array<u32>;
+@group(0) @binding(5) var<uniform> P: Params;
 
 const NONE: u32 = 0xffffffffu;
 const K_MAX: u32 = 64u;
@@ -49,6 +51,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     var value: array<f32, E>;
     var id: array<u32, E>;
     let base = wg.x * WG * E;
+    let masked = P.from_logits == 1u && allowed[P.allowed_at] != 0u;
     for (var e = 0u; e < E; e++) {
         let j = base + e * WG + t;
         value[e] = 0.0;
@@ -60,7 +63,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             } else {
                 c = candidates[j];
             }
-            if (c.id != NONE && finite(c.value)) {
+            let ok = !masked || ((allowed[P.allowed_at + 1u + j / 32u] >> (j % 32u)) & 1u) == 1u;
+            if (c.id != NONE && finite(c.value) && ok) {
                 value[e] = c.value;
                 id[e] = c.id;
             }

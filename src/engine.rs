@@ -173,8 +173,9 @@ impl Sample {
         row: u32,
     ) -> Result<Sample, Error> {
         let mut plan = Plan::new(gpu, &forward.step, 1);
+        let allowed = (row, &forward.allowed);
         let candidates =
-            crate::ops::top_k::push(&mut plan, gpu, logits, forward.n_vocab, row).await?;
+            crate::ops::top_k::push(&mut plan, gpu, logits, forward.n_vocab, allowed).await?;
         plan.finish(gpu).await?;
         Ok(Sample { plan, candidates })
     }
@@ -290,6 +291,7 @@ impl Engine {
             &forward.logits,
             &greedy_choice,
             forward.n_vocab,
+            &forward.allowed,
         );
         greedy.finish(&gpu).await?;
         let sample = Sample::new(&gpu, &forward, &forward.logits, 0).await?;

@@ -74,19 +74,35 @@ impl Constraint {
 
     /// Sets the logits of the tokens the grammar does not allow next to -inf.
     pub fn mask(&mut self, logits: &mut [f32]) -> Result<(), GrammarError> {
-        let allowed = self.allowed()?;
-        let end_allowed = allowed.is_allowed(self.eos);
+        let bits = self.allowed_bits(logits.len() as u32)?;
         for (id, logit) in logits.iter_mut().enumerate() {
-            let id = id as u32;
-            let ok = match self.end_of_generation.contains(&id) {
-                true => end_allowed,
-                false => id < allowed.len() as u32 && allowed.is_allowed(id),
-            };
-            if !ok {
+            if bits[id / 32] >> (id % 32) & 1 == 0 {
                 *logit = f32::NEG_INFINITY;
             }
         }
         Ok(())
+    }
+
+    /// The tokens the grammar allows next among `n_vocab`, a bit each (id i: bit i % 32 of word
+    /// i / 32): the model's end-of-generation tokens where the grammar may end, ids past the
+    /// tokenizer's (a padded head) never.
+    pub fn allowed_bits(&mut self, n_vocab: u32) -> Result<Vec<u32>, GrammarError> {
+        let allowed = self.allowed()?;
+        let mut bits = vec![0u32; n_vocab.div_ceil(32) as usize];
+        let known = (allowed.len() as u32).min(n_vocab) as usize;
+        let words = known / 32;
+        bits[..words].copy_from_slice(&allowed.as_slice()[..words]);
+        for id in words * 32..known {
+            bits[id / 32] |= (allowed.is_allowed(id as u32) as u32) << (id % 32);
+        }
+        let end_allowed = allowed.is_allowed(self.eos);
+        for &id in &self.end_of_generation {
+            if id < n_vocab {
+                let (word, bit) = (id as usize / 32, id % 32);
+                bits[word] = (bits[word] & !(1 << bit)) | ((end_allowed as u32) << bit);
+            }
+        }
+        Ok(bits)
     }
 
     fn allowed(&mut self) -> Result<SimpleVob, GrammarError> {

@@ -138,13 +138,11 @@ impl Sampler {
 
     /// What a decode step must hand this sampler: the largest logit's index (greedy, found on the
     /// GPU), the top k candidates after the penalty (found on the GPU, for k up to
-    /// `top_k::K_MAX`), or the whole row of logits (a top-k of 0 or above K_MAX, a penalty over
-    /// more recent tokens than the GPU takes, or a grammar to mask them with), sampled here.
+    /// `top_k::K_MAX`), or the whole row of logits (a top-k of 0 or above K_MAX, or a penalty over
+    /// more recent tokens than the GPU takes), sampled here. A grammar's mask goes to the GPU with
+    /// the first two, and is applied here to the third.
     pub fn needs(&self) -> Needs {
         let c = &self.config;
-        if self.constraint.is_some() {
-            return Needs::Logits;
-        }
         let penalized = c.repeat_penalty != 1.0;
         if penalized && c.repeat_last_n > PENALIZED_MAX {
             return Needs::Logits;
@@ -171,8 +169,37 @@ impl Sampler {
     /// What a step must read back for this sampler to pick the token after `history` (the tokens the
     /// repetition penalty looks at) and report its log-probability where asked for: the GPU's
     /// choice, its candidates (with the row's log-sum-exp when reporting, a greedy step's one
-    /// candidate its choice), or the whole row of logits.
-    pub fn want(&self, history: &[u32]) -> Want {
+    /// candidate its choice), or the whole row of logits. With a grammar, the first two among the
+    /// `n_vocab` tokens it allows (its work added to `mask_time`); where log-probabilities are
+    /// reported, the row, whose alternatives the grammar does not cut.
+    pub fn want(
+        &mut self,
+        history: &[u32],
+        n_vocab: u32,
+        mask_time: &mut Duration,
+    ) -> Result<Want, crate::Error> {
+        let want = match (&self.constraint, self.log_probs) {
+            (None, _) => return Ok(self.want_unmasked(history)),
+            (Some(_), Some(_)) => return Ok(Want::Logits),
+            (Some(_), None) => self.want_unmasked(history),
+        };
+        let Some(constraint) = self
+            .constraint
+            .as_mut()
+            .filter(|_| !matches!(want, Want::Logits))
+        else {
+            return Ok(want);
+        };
+        let start = Instant::now();
+        let bits = constraint.allowed_bits(n_vocab)?;
+        *mask_time += start.elapsed();
+        Ok(Want::Allowed {
+            bits,
+            then: Box::new(want),
+        })
+    }
+
+    fn want_unmasked(&self, history: &[u32]) -> Want {
         let report = self.log_probs;
         let needs = match (self.needs(), report) {
             (Needs::Largest, Some(_)) => Needs::Candidates(1),

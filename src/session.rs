@@ -213,10 +213,9 @@ impl Session {
         sampler: &mut Sampler,
     ) -> Result<(u32, Option<TokenLogProb>), Error> {
         let history = sampler.history(&self.cached, token);
-        let step = self
-            .engine
-            .step_wanted(token, &sampler.want(&history))
-            .await?;
+        let n_vocab = self.engine.n_vocab();
+        let want = sampler.want(&history, n_vocab, &mut self.engine.stats.totals.mask)?;
+        let step = self.engine.step_wanted(token, &want).await?;
         let mask_time = &mut self.engine.stats.totals.mask;
         let (next, log_prob) = sampler.pick_from_step(step, &history, mask_time)?;
         self.cached.push(token);

@@ -157,9 +157,11 @@ impl Slots {
         let histories: Vec<Vec<u32>> = (steps.iter())
             .map(|step| (step.sampler).history(&self.slots[step.slot].cached, step.token))
             .collect();
-        let wants: Vec<Want> = (steps.iter().zip(&histories))
-            .map(|(step, history)| step.sampler.want(history))
-            .collect();
+        let n_vocab = engine.n_vocab();
+        let mask_time = &mut engine.stats.totals.mask;
+        let wants: Vec<Want> = (steps.iter_mut().zip(&histories))
+            .map(|(step, history)| step.sampler.want(history, n_vocab, mask_time))
+            .collect::<Result<_, _>>()?;
         let read = engine.step_sequences(&segments, &wants).await?;
         let mut picked = Vec::with_capacity(steps.len());
         for ((step, read), history) in steps.iter_mut().zip(read).zip(&histories) {

@@ -6,6 +6,7 @@ mod common;
 use common::{f32_buffer, gpu, nmse, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gpu::{read_back_f32, scratch_buffer, Plan, StepInput};
+use wick::ops::allowed::Allowed;
 use wick::ops::{argmax, log_prob, softcap, top_k};
 
 /// Each row's largest value, the first of equals as the CPU's argmax picks it: rows of Gemma's vocabulary
@@ -27,18 +28,40 @@ fn argmax_against_cpu() {
     let out = scratch_buffer(&gpu, "out", rows as u64 * 4)
         .block_on()
         .unwrap();
-    let mut plan = plan_at(&gpu, 0, &[0; 4]);
-    argmax::push(&mut plan, &xb, &out, n as u32);
-    run(&gpu, plan);
-    let got: Vec<u32> = read_back_f32(&gpu, &out, rows)
+    let allowed = Allowed::new(&gpu, rows as u32, n as u32)
         .block_on()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
+        .unwrap();
+    // The choices with row 1 held to the ids `bits` allows, or every id.
+    let choose = |bits: Option<&[u32]>| {
+        allowed.write(&gpu, 1, bits);
+        let mut plan = plan_at(&gpu, 0, &[0; 4]);
+        argmax::push(&mut plan, &xb, &out, n as u32, &allowed);
+        run(&gpu, plan);
+        read_back_f32(&gpu, &out, rows)
+            .block_on()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<u32>>()
+    };
     let want: Vec<u32> = x.chunks(n).map(wick::sampler::argmax).collect();
     assert_eq!(want, [1000, 333, n as u32 - 1, 0]);
-    assert_eq!(got, want);
+    assert_eq!(choose(None), want);
+    // Row 1 without its two largest (333 and 589) and every id past 50 000.
+    let mut bits = vec![u32::MAX; n.div_ceil(32)];
+    for id in [333, 333 + 256].into_iter().chain(50_000..n) {
+        bits[id / 32] &= !(1 << (id % 32));
+    }
+    let mut row = x[n..2 * n].to_vec();
+    for (id, v) in row.iter_mut().enumerate() {
+        if bits[id / 32] >> (id % 32) & 1 == 0 {
+            *v = f32::NEG_INFINITY;
+        }
+    }
+    let masked = wick::sampler::argmax(&row);
+    assert!(masked != 333 && masked < 50_000);
+    let got = choose(Some(&bits));
+    assert_eq!(got, [want[0], masked, want[2], want[3]], "row 1 masked");
 }
 
 /// Soft-capping in place, on values far past the cap on both sides (where tanh saturates) and near 0, for
@@ -125,7 +148,8 @@ fn top_k_candidates_against_cpu() {
         let pick = top_k::Pick::new(k, 1.3, &[2, 4, 50]);
         let xb = f32_buffer(&gpu, &logits);
         let mut plan = plan_at(&gpu, 0, &[0]);
-        let candidates = top_k::push(&mut plan, &gpu, &xb, n as u32, 0)
+        let allowed = Allowed::new(&gpu, 1, n as u32).block_on().unwrap();
+        let candidates = top_k::push(&mut plan, &gpu, &xb, n as u32, (0, &allowed))
             .block_on()
             .unwrap();
         gpu.queue

@@ -8,6 +8,8 @@ mod common;
 use common::{gpu, tiny_chat_session};
 use pollster::FutureExt as _;
 use std::collections::BTreeMap;
+use wick::engine::{SequenceStep, Want};
+use wick::grammar::Grammar;
 use wick::ops::top_k::{self, Pick};
 use wick::reply::Reply;
 use wick::sampler::{Needs, Sampler, SamplerConfig};
@@ -248,4 +250,66 @@ fn log_probabilities_match_the_cpu_over_full_logits() {
         }
         session.reset();
     }
+}
+
+/// A grammar's mask applied on the GPU: along a reply held to a JSON schema, each step's choice is
+/// the CPU's argmax over the step's logits with the tokens the grammar does not allow at -inf, and its
+/// top 5 candidates the CPU's top 5 of that row; a masked greedy step reads back 4 bytes, not the row.
+#[test]
+fn a_grammars_mask_on_the_gpu_equals_the_cpus_along_a_reply() {
+    let Some(gpu) = gpu() else { return };
+    let mut session = tiny_chat_session(gpu, 64).unwrap();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": { "name": { "type": "string", "minLength": 24 }, "n": { "type": "integer" } },
+        "required": ["name", "n"],
+    });
+    let mut constraint = session.constraint(&Grammar::JsonSchema(schema)).unwrap();
+    let engine = &mut session.engine;
+    let n_vocab = engine.n_vocab();
+    let mut token = 1u32;
+    let mut steps = 0;
+    for pos in 0..40 {
+        if constraint.is_finished() {
+            break;
+        }
+        let logits = engine.step(token, true).block_on().unwrap().unwrap();
+        engine.rewind(pos);
+        let bits = constraint.allowed_bits(n_vocab).unwrap();
+        let mut allowed = logits.clone();
+        constraint.mask(&mut allowed).unwrap();
+        let masked = |then: Want| Want::Allowed {
+            bits: bits.clone(),
+            then: Box::new(then),
+        };
+        // The top 5 allowed, then (the same position again) the choice.
+        let pick = Pick::new(5, 1.0, &[]);
+        let want = masked(Want::Candidates {
+            pick: Box::new(pick),
+            log_sum_exp: false,
+        });
+        let SequenceStep::Candidates(ranked) = engine.step_wanted(token, &want).block_on().unwrap()
+        else {
+            panic!("candidates were asked for")
+        };
+        engine.rewind(pos);
+        let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
+        let cpu = top_k::reference(&allowed, &pick);
+        assert_eq!(ids(&ranked.candidates), ids(&cpu), "position {pos}");
+        let read_before = engine.stats.totals.read_bytes;
+        let got = engine.step_wanted(token, &masked(Want::Choice)).block_on();
+        assert_eq!(engine.stats.totals.read_bytes - read_before, 4);
+        let SequenceStep::Choice(choice) = got.unwrap() else {
+            panic!("the choice was asked for")
+        };
+        assert_eq!(choice, wick::sampler::argmax(&allowed), "position {pos}");
+        assert!(
+            bits[choice as usize / 32] >> (choice % 32) & 1 == 1,
+            "an allowed token"
+        );
+        constraint.accept(choice).unwrap();
+        token = choice;
+        steps += 1;
+    }
+    assert!(steps >= 8, "{steps} steps of the grammar");
 }

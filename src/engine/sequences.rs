@@ -22,8 +22,11 @@ pub enum Want {
     /// The sampler's candidates as `pick` asks (the repetition penalty, then the k largest logits),
     /// with the penalized row's log-sum-exp where asked for: a few hundred bytes, not the row.
     Candidates { pick: Box<Pick>, log_sum_exp: bool },
-    /// The row of logits (a grammar's mask needs it whole).
+    /// The row of logits (to sample from all of it, on the CPU).
     Logits,
+    /// As `then` asks, among the tokens `bits` allows (a grammar's next tokens, a bit each: id i is
+    /// bit i % 32 of word i / 32), masked on the GPU before the choice or the candidates.
+    Allowed { bits: Vec<u32>, then: Box<Want> },
 }
 
 /// What a step of several sequences read back for one of them, as its `Want` asked
@@ -103,7 +106,7 @@ impl Engine {
             )));
         }
         let reads: Vec<Read> = (wants.iter().enumerate())
-            .map(|(i, want)| self.read_for(want, &self.row_samples[i]))
+            .map(|(i, want)| self.read_for(want, &self.row_samples[i], i as u32))
             .collect();
         let bytes = self
             .run_segments(Run::Parallel { reads: &reads }, steps)
@@ -130,24 +133,31 @@ impl Engine {
     /// Runs `token` at the next position (as `step_greedy`, `step_candidates` and `step` do) and
     /// reads back what `want` asks.
     pub async fn step_wanted(&mut self, token: u32, want: &Want) -> Result<SequenceStep, Error> {
-        let read = self.read_for(want, &self.sample);
+        let read = self.read_for(want, &self.sample, 0);
         let bytes = self.run(Run::Decode(read), &[token]).await?;
         Ok(SequenceStep::read(&bytes.expect("read back"), read))
     }
 
-    /// What a run reads back for `want`; candidates are picked by `sample`'s plan, its pick written.
-    fn read_for(&self, want: &Want, sample: &super::Sample) -> Read {
+    /// What a run reads back for `want`; candidates are picked by `sample`'s plan, its pick written,
+    /// and the tokens row `row` of the choices and candidates may take (all, unless a grammar's).
+    fn read_for(&self, want: &Want, sample: &super::Sample, row: u32) -> Read {
+        let (want, bits) = match want {
+            Want::Allowed { bits, then } => (&**then, Some(&bits[..])),
+            want => (want, None),
+        };
+        self.forward.allowed.write(&self.gpu, row, bits);
         match want {
             Want::Choice => Read::Greedy,
             Want::Logits => Read::Logits,
             Want::Candidates { pick, log_sum_exp } => self.write_pick(sample, pick, *log_sum_exp),
+            Want::Allowed { .. } => panic!("a mask of a mask"),
         }
     }
 
     /// One sequence's token through the one-token decode plan.
     async fn step_one(&mut self, step: &Segment<'_>, want: &Want) -> Result<SequenceStep, Error> {
         assert_eq!(step.tokens.len(), 1, "one token");
-        let read = self.read_for(want, &self.sample);
+        let read = self.read_for(want, &self.sample, 0);
         let bytes = self.run_segments(Run::Decode(read), &[*step]).await?;
         Ok(SequenceStep::read(&bytes.expect("read back"), read))
     }

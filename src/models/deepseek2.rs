@@ -358,6 +358,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         parallel: plans.parallel,
         step,
         logits,
+        allowed: plans.allowed,
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
         recurrent: Vec::new(),

@@ -336,6 +336,7 @@ pub async fn load(
         parallel: plans.parallel,
         step,
         logits,
+        allowed: plans.allowed,
         n_vocab: c.n_vocab,
         n_ctx_train: c.n_ctx_train,
         recurrent,

@@ -27,6 +27,7 @@ use crate::gguf::{ByteSource, Header, TensorInfo};
 use crate::gpu::{
     read_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan, Stacked, StepInput,
 };
+use crate::ops::allowed::Allowed;
 use crate::ops::glu::GateUp;
 use crate::Error;
 use std::sync::Arc;
@@ -103,6 +104,8 @@ pub struct Forward {
     pub step: StepInput,
     /// (n_vocab) f32, written by the step.
     pub logits: wgpu::Buffer,
+    /// The tokens a decode step's choice and candidates may take, a row per sequence.
+    pub allowed: Allowed,
     pub n_vocab: u32,
     pub n_ctx_train: u32,
     /// The buffers that carry a sequence from run to run besides the KV cache: the recurrent states
@@ -147,6 +150,8 @@ pub struct PromptRuns {
 
 /// `Forward::prefill`, `Forward::score`, `Forward::hidden` and `Forward::parallel`.
 pub struct PromptPlans {
+    /// The tokens each decode row's choice and candidates may take (a row per sequence).
+    pub allowed: Allowed,
     pub prefill: Option<Plan>,
     pub score: Option<Score>,
     pub hidden: Option<Hidden>,
@@ -177,6 +182,7 @@ pub async fn prompt_plans(
     push_logits: impl Fn(&mut Plan, &wgpu::Buffer),
 ) -> Result<PromptPlans, Error> {
     let batch = runs.batch;
+    let allowed = Allowed::new(gpu, runs.sequences.max(1), n_vocab).await?;
     let prefill = match batch {
         1 => None,
         _ => {
@@ -227,7 +233,7 @@ pub async fn prompt_plans(
             let mut plan = Plan::new(gpu, step, rows);
             push_layers(&mut plan);
             push_logits(&mut plan, &logits);
-            crate::ops::argmax::push(&mut plan, &logits, &choices, n_vocab);
+            crate::ops::argmax::push(&mut plan, &logits, &choices, n_vocab, &allowed);
             plan.finish(gpu).await?;
             Some(Parallel {
                 plan,
@@ -237,6 +243,7 @@ pub async fn prompt_plans(
         }
     };
     Ok(PromptPlans {
+        allowed,
         prefill,
         score,
         hidden,

@@ -1,6 +1,7 @@
 //! One file per op family, beside its shader: the dispatch it adds to a plan and a plain CPU reference.
 
 pub mod add_position;
+pub mod allowed;
 pub mod argmax;
 pub mod attention;
 pub mod bias;

@@ -4,6 +4,7 @@
 //! log of the sum of the row's exponentials after the K_MAX slots, which makes a candidate's logit its
 //! log-probability (4 bytes more, read where log-probabilities are asked for).
 
+use super::allowed::Allowed;
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuError, Kernel, PipelineKey, Plan};
 
 /// The most candidates the GPU picks (a level's slots per slice).
@@ -79,18 +80,21 @@ struct LevelParams {
     n: u32,
     from_logits: u32,
     row: u32,
+    allowed_at: u32,
 }
 
-/// Adds to the plan the penalty on row `row` of `logits` (rows of n_vocab), the levels of the top-k,
-/// each a slice of the level before per workgroup (2 levels for 49k logits, 3 for 262k), and the
-/// log-sum-exp of the penalized row.
+/// Adds to the plan the penalty on row `row` of `logits` (rows of n_vocab), the levels of the top-k
+/// over the ids that row `row` of `allowed` allows, each a slice of the level before per workgroup (2
+/// levels for 49k logits, 3 for 262k), and the log-sum-exp of the penalized row (all of it: a
+/// log-probability is the model's, before a grammar).
 pub async fn push(
     plan: &mut Plan,
     gpu: &Gpu,
     logits: &wgpu::Buffer,
     n_vocab: u32,
-    row: u32,
+    (row, allowed): (u32, &Allowed),
 ) -> Result<Candidates, GpuError> {
+    let allowed_at = allowed.row_at(row);
     let row = row * n_vocab;
     let pick = storage_buffer(
         gpu,
@@ -116,11 +120,12 @@ pub async fn push(
         let slices = n.div_ceil(SLICE);
         plan.push(
             level,
-            &[logits, &src, &pick, &dst],
+            &[logits, &src, &pick, &dst, &allowed.buffer],
             super::params(&LevelParams {
                 n,
                 from_logits,
                 row,
+                allowed_at,
             }),
             [slices, 1, 1],
         );

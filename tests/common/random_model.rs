@@ -5,6 +5,7 @@
 //! perplexity of the teacher-forced ids is compared too.
 
 use super::fidelity::{check_greedy, ids, Agreement, Tolerance};
+use super::Rng;
 use pollster::FutureExt as _;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -304,30 +305,63 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                     ((s + step) % 2 == 1).then_some(penalized)
                 })
                 .collect();
+            // Every third row among the tokens a (random) grammar allows: about half of them.
+            let masks: Vec<Option<Vec<u32>>> = active
+                .iter()
+                .map(|&s| {
+                    let mut rng = Rng((s * 1000 + step) as u64 + 1);
+                    let words = rows[0].len().div_ceil(32);
+                    let bits = (0..words).map(|_| (rng.next_u64() >> 16) as u32).collect();
+                    ((s + step) % 3 == 0).then_some(bits)
+                })
+                .collect();
             let wants: Vec<Want> = picks
                 .iter()
-                .map(|pick| match pick {
-                    Some(penalized) => Want::Candidates {
-                        pick: Box::new(Pick::new(8, 1.3, penalized)),
-                        log_sum_exp: true,
-                    },
-                    None => Want::Choice,
+                .zip(&masks)
+                .map(|(pick, mask)| {
+                    let want = match pick {
+                        Some(penalized) => Want::Candidates {
+                            pick: Box::new(Pick::new(8, 1.3, penalized)),
+                            log_sum_exp: true,
+                        },
+                        None => Want::Choice,
+                    };
+                    match mask {
+                        Some(bits) => Want::Allowed {
+                            bits: bits.clone(),
+                            then: Box::new(want),
+                        },
+                        None => want,
+                    }
                 })
                 .collect();
             let out = engine.step_parallel(&segments, &wants).block_on().unwrap();
-            for ((&s, got), (logits, pick)) in active.iter().zip(out).zip(rows.iter().zip(&picks)) {
+            let rows_and_masks = rows.iter().zip(&masks);
+            for ((&s, got), ((logits, mask), pick)) in
+                active.iter().zip(out).zip(rows_and_masks.zip(&picks))
+            {
                 let pos = next[s];
+                // The row as the grammar leaves it: the tokens it does not allow at -inf.
+                let mut allowed = logits.clone();
+                for (i, v) in allowed.iter_mut().enumerate() {
+                    if mask
+                        .as_ref()
+                        .is_some_and(|m| m[i / 32] >> (i % 32) & 1 == 0)
+                    {
+                        *v = f32::NEG_INFINITY;
+                    }
+                }
                 match (got, pick) {
                     (SequenceStep::Choice(choice), None) => {
                         let top =
-                            logits
+                            allowed
                                 .iter()
                                 .enumerate()
-                                .fold(0, |b, (i, &v)| if v > logits[b] { i } else { b });
+                                .fold(0, |b, (i, &v)| if v > allowed[b] { i } else { b });
                         assert_eq!(choice as usize, top, "{name} sequence {s} position {pos}");
                     }
                     (SequenceStep::Candidates(ranked), Some(penalized)) => {
-                        let cpu = top_k::reference(logits, &Pick::new(8, 1.3, penalized));
+                        let cpu = top_k::reference(&allowed, &Pick::new(8, 1.3, penalized));
                         let ids =
                             |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
                         assert_eq!(
