@@ -97,6 +97,7 @@ const readbacks = [
   ['choice (greedy)', { temperature: 0 }],
   ['candidates (top_k 40)', { temperature: 0.8, top_k: 40, seed: 1 }],
   ['logits (no top_k)', { temperature: 0.8, seed: 1 }],
+  ['choice among a JSON object grammar\'s tokens (greedy)', { temperature: 0, response_format: { type: 'json_object' } }],
 ];
 const { adapter, rows, profile } = await page.evaluate(
   async ({ model, tokens, rounds, prompt, readbacks, featureLevel, profiled }) => {

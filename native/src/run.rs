@@ -66,9 +66,10 @@ pub fn main(args: RunArgs) -> Result<()> {
     if sampler.constraint.is_some() {
         let steps = c.gen_steps.runs.max(1) as f64;
         eprintln!(
-            "wick: the grammar took {:.2} ms a step (masks and moves), the steps {:.1} ms",
+            "wick: the grammar took {:.2} ms a step (masks and moves), the steps {:.1} ms, each reading back {:.0} bytes",
             c.gen_steps.mask.as_secs_f64() * 1e3 / steps,
             c.gen_steps.time.as_secs_f64() * 1e3 / steps,
+            c.gen_steps.read_bytes as f64 / steps,
         );
     }
     Ok(())
