@@ -163,6 +163,9 @@ pub struct Engine {
 struct Sample {
     plan: Plan,
     candidates: crate::ops::top_k::Candidates,
+    /// The penalty and a draw from the whole row (a sampler without a top-k).
+    draw: Plan,
+    drawn: crate::ops::draw::Drawn,
 }
 
 impl Sample {
@@ -177,12 +180,32 @@ impl Sample {
         let candidates =
             crate::ops::top_k::push(&mut plan, gpu, logits, forward.n_vocab, allowed).await?;
         plan.finish(gpu).await?;
-        Ok(Sample { plan, candidates })
+        let mut draw = Plan::new(gpu, &forward.step, 1);
+        let drawn =
+            crate::ops::draw::push(&mut draw, gpu, logits, forward.n_vocab, allowed).await?;
+        draw.finish(gpu).await?;
+        Ok(Sample {
+            plan,
+            candidates,
+            draw,
+            drawn,
+        })
     }
 
-    /// The span of this sample's result that `read` (a `Read::Candidates`) reads back.
+    /// The span of this sample's result that `read` (candidates or a draw) reads back.
     fn read_back(&self, read: Read) -> (&wgpu::Buffer, u64, u64) {
-        (&self.candidates.result, 0, Ranked::bytes(read) as u64)
+        match read {
+            Read::Drawn => (&self.drawn.token, 0, 4),
+            _ => (&self.candidates.result, 0, Ranked::bytes(read) as u64),
+        }
+    }
+
+    /// The plan that runs after the step for `read`.
+    fn plan_for(&self, read: Read) -> &Plan {
+        match read {
+            Read::Drawn => &self.draw,
+            _ => &self.plan,
+        }
     }
 }
 
@@ -442,6 +465,19 @@ impl Engine {
         Read::Candidates { k, log_sum_exp }
     }
 
+    /// Writes what a draw from the whole row asks of `sample`'s plan: the penalty and the draw.
+    fn write_draw(
+        &self,
+        sample: &Sample,
+        pick: &crate::ops::top_k::Pick,
+        draw: &crate::ops::draw::Draw,
+    ) -> Read {
+        let queue = &self.gpu.queue;
+        queue.write_buffer(&sample.drawn.pick, 0, bytemuck::bytes_of(pick));
+        queue.write_buffer(&sample.drawn.draw, 0, bytemuck::bytes_of(draw));
+        Read::Drawn
+    }
+
     /// Runs `tokens` at the next position (`run_segments`), which they then fill.
     async fn run(&mut self, run: Run<'_>, tokens: &[u32]) -> Result<Option<Vec<u8>>, Error> {
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
@@ -516,7 +552,9 @@ impl Engine {
                     .enumerate()
                     .filter_map(|(i, read)| match *read {
                         Read::Logits => Some((&parallel.logits, i as u64 * row, row)),
-                        Read::Candidates { .. } => Some(self.row_samples[i].read_back(*read)),
+                        Read::Candidates { .. } | Read::Drawn => {
+                            Some(self.row_samples[i].read_back(*read))
+                        }
                         Read::Greedy | Read::Nothing => None,
                     });
                 (&parallel.plan, [choices].into_iter().chain(rows).collect())
@@ -530,7 +568,7 @@ impl Engine {
                     Read::Nothing => vec![],
                     Read::Logits => vec![(&f.logits, 0, n_vocab as u64 * 4)],
                     Read::Greedy => vec![(&self.greedy_choice, 0, 4)],
-                    Read::Candidates { .. } => vec![self.sample.read_back(read)],
+                    Read::Candidates { .. } | Read::Drawn => vec![self.sample.read_back(read)],
                 };
                 (plan, read_back)
             }
@@ -538,10 +576,12 @@ impl Engine {
         // What runs after the step, in the same pass, to reduce the logits for the sampler.
         let after: Vec<&Plan> = match run {
             Run::Decode(Read::Greedy) => vec![&self.greedy],
-            Run::Decode(Read::Candidates { .. }) => vec![&self.sample.plan],
+            Run::Decode(read @ (Read::Candidates { .. } | Read::Drawn)) => {
+                vec![self.sample.plan_for(read)]
+            }
             Run::Parallel { reads } => (reads.iter().enumerate())
-                .filter(|(_, read)| matches!(read, Read::Candidates { .. }))
-                .map(|(i, _)| &self.row_samples[i].plan)
+                .filter(|(_, read)| matches!(read, Read::Candidates { .. } | Read::Drawn))
+                .map(|(i, read)| self.row_samples[i].plan_for(*read))
                 .collect(),
             _ => vec![],
         };
@@ -717,6 +757,8 @@ pub(crate) enum Read {
         k: u32,
         log_sum_exp: bool,
     },
+    /// A token drawn from the row on the GPU, computed after the step in the same pass.
+    Drawn,
 }
 
 /// Copies each of `from` into its counterpart in `to`, in submission order with the runs.

@@ -5,6 +5,7 @@
 
 use crate::engine::{SequenceStep, Want};
 use crate::grammar::Constraint;
+use crate::ops::draw::Draw;
 use crate::ops::top_k::{Pick, K_MAX, PENALIZED_MAX};
 use web_time::{Duration, Instant};
 
@@ -127,20 +128,25 @@ impl Sampler {
         }
     }
 
-    /// A uniform number in [0, 1) (xorshift64*).
-    fn uniform(&mut self) -> f32 {
+    /// The seeded generator's next number (xorshift64*).
+    fn next_u64(&mut self) -> u64 {
         self.rng ^= self.rng >> 12;
         self.rng ^= self.rng << 25;
         self.rng ^= self.rng >> 27;
-        let x = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        (x >> 40) as f32 / (1u64 << 24) as f32
+        self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A uniform number in [0, 1).
+    fn uniform(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
     }
 
     /// What a decode step must hand this sampler: the largest logit's index (greedy, found on the
     /// GPU), the top k candidates after the penalty (found on the GPU, for k up to
     /// `top_k::K_MAX`), or the whole row of logits (a top-k of 0 or above K_MAX, or a penalty over
-    /// more recent tokens than the GPU takes), sampled here. A grammar's mask goes to the GPU with
-    /// the first two, and is applied here to the third.
+    /// more recent tokens than the GPU takes), sampled here; or, without a top-k or top-p, a token
+    /// drawn on the GPU. A grammar's mask goes to the GPU with all but the row, and is applied here
+    /// to the row.
     pub fn needs(&self) -> Needs {
         let c = &self.config;
         let penalized = c.repeat_penalty != 1.0;
@@ -155,6 +161,7 @@ impl Sampler {
         }
         match c.top_k {
             k @ 1.. if k <= K_MAX as usize => Needs::Candidates(k as u32),
+            _ if c.top_p >= 1.0 => Needs::Drawn,
             _ => Needs::Logits,
         }
     }
@@ -178,11 +185,13 @@ impl Sampler {
         n_vocab: u32,
         mask_time: &mut Duration,
     ) -> Result<Want, crate::Error> {
-        let want = match (&self.constraint, self.log_probs) {
-            (None, _) => return Ok(self.want_unmasked(history)),
+        let mut want = match (&self.constraint, self.log_probs) {
             (Some(_), Some(_)) => return Ok(Want::Logits),
-            (Some(_), None) => self.want_unmasked(history),
+            _ => self.want_unmasked(history),
         };
+        if let Want::Drawn { draw, .. } = &mut want {
+            draw.key = (self.next_u64() >> 32) as u32;
+        }
         let Some(constraint) = self
             .constraint
             .as_mut()
@@ -203,6 +212,7 @@ impl Sampler {
         let report = self.log_probs;
         let needs = match (self.needs(), report) {
             (Needs::Largest, Some(_)) => Needs::Candidates(1),
+            (Needs::Drawn, Some(_)) => Needs::Logits,
             (needs, _) => needs,
         };
         match needs {
@@ -214,6 +224,14 @@ impl Sampler {
                 Want::Candidates {
                     pick: Box::new(Pick::new(k, self.config.repeat_penalty, &penalized)),
                     log_sum_exp: report.is_some(),
+                }
+            }
+            Needs::Drawn => {
+                let c = &self.config;
+                Want::Drawn {
+                    pick: Box::new(Pick::new(0, c.repeat_penalty, &self.penalized(history))),
+                    // The key is the step's draw from the seeded generator (`want`).
+                    draw: Draw::new(c.temperature, c.min_p, 0),
                 }
             }
             Needs::Logits => Want::Logits,
@@ -369,6 +387,8 @@ impl Sampler {
 pub enum Needs {
     Largest,
     Candidates(u32),
+    /// The token, drawn on the GPU at the temperature within min-p.
+    Drawn,
     Logits,
 }
 

@@ -24,6 +24,12 @@ pub enum Want {
     Candidates { pick: Box<Pick>, log_sum_exp: bool },
     /// The row of logits (to sample from all of it, on the CPU).
     Logits,
+    /// A token drawn from the row after the penalty `pick` asks for, as `draw` says (a temperature
+    /// above 0, min-p): the sampler's choice made on the GPU (`ops::draw`).
+    Drawn {
+        pick: Box<Pick>,
+        draw: crate::ops::draw::Draw,
+    },
     /// As `then` asks, among the tokens `bits` allows (a grammar's next tokens, a bit each: id i is
     /// bit i % 32 of word i / 32), masked on the GPU before the choice or the candidates.
     Allowed { bits: Vec<u32>, then: Box<Want> },
@@ -120,6 +126,7 @@ impl Engine {
             .map(|(choice, read)| {
                 let bytes = match read {
                     Read::Candidates { .. } => Ranked::bytes(read),
+                    Read::Drawn => 4,
                     Read::Logits => row_bytes,
                     _ => return SequenceStep::Choice(choice),
                 };
@@ -150,6 +157,7 @@ impl Engine {
             Want::Choice => Read::Greedy,
             Want::Logits => Read::Logits,
             Want::Candidates { pick, log_sum_exp } => self.write_pick(sample, pick, *log_sum_exp),
+            Want::Drawn { pick, draw } => self.write_draw(sample, pick, draw),
             Want::Allowed { .. } => panic!("a mask of a mask"),
         }
     }

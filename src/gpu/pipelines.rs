@@ -61,6 +61,8 @@ pub enum Kernel {
     LogSumExp,
     /// One level of the sampler's top-k: each slice's k largest values with their ids.
     TopK,
+    /// A token drawn from a row at a temperature, within min-p (the Gumbel-max draw).
+    Draw,
     /// MLA's cache row: the latent normed, the rope part rotated.
     MlaKv,
     /// MLA in absorbed form, in the latent space, a workgroup per head and token.
@@ -204,6 +206,7 @@ impl Kernel {
             Kernel::Penalize => wgsl!("pick.wgsl", "penalize.wgsl"),
             Kernel::LogSumExp => wgsl!("reduce.wgsl", "log_sum_exp.wgsl"),
             Kernel::TopK => wgsl!("pick.wgsl", "top_k.wgsl"),
+            Kernel::Draw => wgsl!("draw.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {
                 wgsl!(

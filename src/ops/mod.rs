@@ -6,6 +6,7 @@ pub mod argmax;
 pub mod attention;
 pub mod bias;
 pub mod delta_net;
+pub mod draw;
 pub mod embed;
 pub mod glu;
 pub mod head_norm_rope_kv;

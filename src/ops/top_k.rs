@@ -83,6 +83,16 @@ struct LevelParams {
     allowed_at: u32,
 }
 
+/// Adds the repetition penalty `pick` asks for on the row of `logits` at `row` (in floats), in place.
+pub fn push_penalty(plan: &mut Plan, logits: &wgpu::Buffer, pick: &wgpu::Buffer, n: u32, row: u32) {
+    plan.push(
+        PipelineKey::new(Kernel::Penalize, None),
+        &[logits, pick],
+        super::params(&PenalizeParams { n, row }),
+        [(PENALIZED_MAX as u32).div_ceil(64), 1, 1],
+    );
+}
+
 /// Adds to the plan the penalty on row `row` of `logits` (rows of n_vocab), the levels of the top-k
 /// over the ids that row `row` of `allowed` allows, each a slice of the level before per workgroup (2
 /// levels for 49k logits, 3 for 262k), and the log-sum-exp of the penalized row (all of it: a
@@ -104,13 +114,7 @@ pub async fn push(
     let slots = (n_vocab.div_ceil(SLICE) as u64 * K_MAX as u64 * 8).max(LOG_SUM_EXP_AT + 4);
     let mut src = scratch_buffer(gpu, "top-k candidates", slots).await?;
     let mut dst = scratch_buffer(gpu, "top-k candidates", slots).await?;
-    let penalize = PipelineKey::new(Kernel::Penalize, None);
-    plan.push(
-        penalize,
-        &[logits, &pick],
-        super::params(&PenalizeParams { n: n_vocab, row }),
-        [(PENALIZED_MAX as u32).div_ceil(64), 1, 1],
-    );
+    push_penalty(plan, logits, &pick, n_vocab, row);
     let level = PipelineKey {
         workgroup: 128,
         ..PipelineKey::new(Kernel::TopK, None)

@@ -1,0 +1,112 @@
+// A token drawn from a row of logits (after the repetition penalty) at a temperature, among those within
+// min-p of the largest and, where the row's flag in `allowed` is set, those a grammar allows: the
+// Gumbel-max draw, argmax of logit / temperature + G with G = -ln(-ln(u)) and u uniform, which picks
+// token i with probability softmax(logits / temperature)[i] over the kept ones. Each token's u comes
+// from a hash of its id and the step's key (the sampler's seeded generator gives a key a step), so a
+// seed repeats its draws. One workgroup; out[0] is the token (0 where none is kept).
+
+struct Params {
+    n: u32,          // logits in the row
+    row: u32,        // where the row starts in `logits`
+    allowed_at: u32, // where the row's flag and bits start in `allowed`
+}
+
+struct Draw {
+    temperature: f32,
+    min_p: f32,      // 0: no floor
+    key: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read> allowed: array<u32>;
+@group(0) @binding(2) var<storage, read> draw: Draw;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+@group(0) @binding(4) var<uniform> P: Params;
+
+override WG: u32 = 256u; // the workgroup arrays hold 256
+const NONE: u32 = 0xffffffffu;
+
+var<workgroup> best_value: array<f32, 256>;
+var<workgroup> best_id: array<u32, 256>;
+
+fn finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+fn kept(j: u32, x: f32) -> bool {
+    let masked = allowed[P.allowed_at] != 0u;
+    let ok = !masked || ((allowed[P.allowed_at + 1u + j / 32u] >> (j % 32u)) & 1u) == 1u;
+    return ok && finite(x);
+}
+
+// A 32-bit hash (PCG's output permutation of one LCG step).
+fn hash(x: u32) -> u32 {
+    let s = x * 747796405u + 2891336453u;
+    let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+    return (w >> 22u) ^ w;
+}
+
+// Whether (v, i) goes before (w, j): a token before none, then larger, then the smaller id.
+fn before(v: f32, i: u32, w: f32, j: u32) -> bool {
+    if (i == NONE) {
+        return false;
+    }
+    return j == NONE || v > w || (v == w && i < j);
+}
+
+// The workgroup's best (value, id) of each thread's; every thread gets it.
+fn best(t: u32, v: f32, i: u32) -> vec2<u32> {
+    best_value[t] = v;
+    best_id[t] = i;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (t < s && before(best_value[t + s], best_id[t + s], best_value[t], best_id[t])) {
+            best_value[t] = best_value[t + s];
+            best_id[t] = best_id[t + s];
+        }
+        workgroupBarrier();
+    }
+    let winner = vec2<u32>(bitcast<u32>(best_value[0]), best_id[0]);
+    workgroupBarrier(); // all have read it before the arrays are written again
+    return winner;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) t: u32) {
+    // The largest kept logit, for min-p's floor.
+    var v = 0.0;
+    var i = NONE;
+    for (var j = t; j < P.n; j += WG) {
+        let x = logits[P.row + j];
+        if (kept(j, x) && before(x, j, v, i)) {
+            v = x;
+            i = j;
+        }
+    }
+    let largest = best(t, v, i);
+    // exp(l - largest) >= min_p  <=>  l >= largest + ln(min_p). (With none kept, none is drawn.)
+    var lowest = -3.4e38;
+    if (draw.min_p > 0.0) {
+        lowest = bitcast<f32>(largest.x) + log(draw.min_p);
+    }
+    let key = hash(draw.key);
+    v = 0.0;
+    i = NONE;
+    for (var j = t; j < P.n; j += WG) {
+        let x = logits[P.row + j];
+        if (kept(j, x) && x >= lowest) {
+            // u in (0, 1): 24 bits and a half.
+            let u = (f32(hash(j ^ key) >> 8u) + 0.5) / 16777216.0;
+            let g = x / draw.temperature - log(-log(u));
+            if (before(g, j, v, i)) {
+                v = g;
+                i = j;
+            }
+        }
+    }
+    let drawn = best(t, v, i);
+    if (t == 0u) {
+        out[0] = select(drawn.y, 0u, drawn.y == NONE);
+    }
+}
