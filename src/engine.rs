@@ -192,10 +192,12 @@ impl Sample {
         })
     }
 
-    /// The span of this sample's result that `read` (candidates or a draw) reads back.
+    /// The span of this sample's result that `read` (candidates, the choice among them, or a draw)
+    /// reads back.
     fn read_back(&self, read: Read) -> (&wgpu::Buffer, u64, u64) {
         match read {
             Read::Drawn => (&self.drawn.token, 0, 4),
+            Read::Chosen => (&self.candidates.result, crate::ops::top_k::CHOSEN_AT, 4),
             _ => (&self.candidates.result, 0, Ranked::bytes(read) as u64),
         }
     }
@@ -465,6 +467,21 @@ impl Engine {
         Read::Candidates { k, log_sum_exp }
     }
 
+    /// Writes what the choice among the candidates asks of `sample`'s plan: the pick and the choice.
+    fn write_choose(
+        &self,
+        sample: &Sample,
+        pick: &crate::ops::top_k::Pick,
+        choose: &crate::ops::top_k::Choose,
+    ) -> Read {
+        self.write_pick(sample, pick, false);
+        let choose = bytemuck::bytes_of(choose);
+        self.gpu
+            .queue
+            .write_buffer(&sample.candidates.choose, 0, choose);
+        Read::Chosen
+    }
+
     /// Writes what a draw from the whole row asks of `sample`'s plan: the penalty and the draw.
     fn write_draw(
         &self,
@@ -552,7 +569,7 @@ impl Engine {
                     .enumerate()
                     .filter_map(|(i, read)| match *read {
                         Read::Logits => Some((&parallel.logits, i as u64 * row, row)),
-                        Read::Candidates { .. } | Read::Drawn => {
+                        Read::Candidates { .. } | Read::Chosen | Read::Drawn => {
                             Some(self.row_samples[i].read_back(*read))
                         }
                         Read::Greedy | Read::Nothing => None,
@@ -568,7 +585,9 @@ impl Engine {
                     Read::Nothing => vec![],
                     Read::Logits => vec![(&f.logits, 0, n_vocab as u64 * 4)],
                     Read::Greedy => vec![(&self.greedy_choice, 0, 4)],
-                    Read::Candidates { .. } | Read::Drawn => vec![self.sample.read_back(read)],
+                    Read::Candidates { .. } | Read::Chosen | Read::Drawn => {
+                        vec![self.sample.read_back(read)]
+                    }
                 };
                 (plan, read_back)
             }
@@ -576,11 +595,13 @@ impl Engine {
         // What runs after the step, in the same pass, to reduce the logits for the sampler.
         let after: Vec<&Plan> = match run {
             Run::Decode(Read::Greedy) => vec![&self.greedy],
-            Run::Decode(read @ (Read::Candidates { .. } | Read::Drawn)) => {
+            Run::Decode(read @ (Read::Candidates { .. } | Read::Chosen | Read::Drawn)) => {
                 vec![self.sample.plan_for(read)]
             }
             Run::Parallel { reads } => (reads.iter().enumerate())
-                .filter(|(_, read)| matches!(read, Read::Candidates { .. } | Read::Drawn))
+                .filter(|(_, read)| {
+                    matches!(read, Read::Candidates { .. } | Read::Chosen | Read::Drawn)
+                })
                 .map(|(i, read)| self.row_samples[i].plan_for(*read))
                 .collect(),
             _ => vec![],
@@ -757,6 +778,8 @@ pub(crate) enum Read {
         k: u32,
         log_sum_exp: bool,
     },
+    /// The sampler's choice among its candidates, computed after the step in the same pass.
+    Chosen,
     /// A token drawn from the row on the GPU, computed after the step in the same pass.
     Drawn,
 }

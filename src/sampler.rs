@@ -6,7 +6,7 @@
 use crate::engine::{SequenceStep, Want};
 use crate::grammar::Constraint;
 use crate::ops::draw::Draw;
-use crate::ops::top_k::{Pick, K_MAX, PENALIZED_MAX};
+use crate::ops::top_k::{Choose, Pick, K_MAX, PENALIZED_MAX};
 use web_time::{Duration, Instant};
 
 /// Sampling settings; `temperature <= 0` means greedy.
@@ -189,8 +189,11 @@ impl Sampler {
             (Some(_), Some(_)) => return Ok(Want::Logits),
             _ => self.want_unmasked(history),
         };
-        if let Want::Drawn { draw, .. } = &mut want {
-            draw.key = (self.next_u64() >> 32) as u32;
+        // A sampled step takes one number from the seeded generator, as `choose` would.
+        match &mut want {
+            Want::Drawn { draw, .. } => draw.key = (self.next_u64() >> 32) as u32,
+            Want::Chosen { choose, .. } if choose.temperature > 0.0 => choose.r = self.uniform(),
+            _ => {}
         }
         let Some(constraint) = self
             .constraint
@@ -217,6 +220,20 @@ impl Sampler {
         };
         match needs {
             Needs::Largest => Want::Choice,
+            Needs::Candidates(own) if report.is_none() => {
+                let c = &self.config;
+                Want::Chosen {
+                    pick: Box::new(Pick::new(own, c.repeat_penalty, &self.penalized(history))),
+                    // The draw is the step's number from the seeded generator (`want`).
+                    choose: Choose {
+                        temperature: c.temperature,
+                        top_p: c.top_p,
+                        min_p: c.min_p,
+                        r: 0.0,
+                        k: own,
+                    },
+                }
+            }
             Needs::Candidates(own) => {
                 // The sampler draws from its own k; the alternatives reported may be more.
                 let k = own.max(report.unwrap_or(0) as u32);

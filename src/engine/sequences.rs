@@ -24,6 +24,12 @@ pub enum Want {
     Candidates { pick: Box<Pick>, log_sum_exp: bool },
     /// The row of logits (to sample from all of it, on the CPU).
     Logits,
+    /// The token the sampler chooses among the candidates `pick` asks for, as `choose` says
+    /// (top-p, min-p, the temperature, the draw): the CPU sampler's choice, made on the GPU.
+    Chosen {
+        pick: Box<Pick>,
+        choose: crate::ops::top_k::Choose,
+    },
     /// A token drawn from the row after the penalty `pick` asks for, as `draw` says (a temperature
     /// above 0, min-p): the sampler's choice made on the GPU (`ops::draw`).
     Drawn {
@@ -126,7 +132,7 @@ impl Engine {
             .map(|(choice, read)| {
                 let bytes = match read {
                     Read::Candidates { .. } => Ranked::bytes(read),
-                    Read::Drawn => 4,
+                    Read::Chosen | Read::Drawn => 4,
                     Read::Logits => row_bytes,
                     _ => return SequenceStep::Choice(choice),
                 };
@@ -157,6 +163,7 @@ impl Engine {
             Want::Choice => Read::Greedy,
             Want::Logits => Read::Logits,
             Want::Candidates { pick, log_sum_exp } => self.write_pick(sample, pick, *log_sum_exp),
+            Want::Chosen { pick, choose } => self.write_choose(sample, pick, choose),
             Want::Drawn { pick, draw } => self.write_draw(sample, pick, draw),
             Want::Allowed { .. } => panic!("a mask of a mask"),
         }

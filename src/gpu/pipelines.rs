@@ -63,6 +63,8 @@ pub enum Kernel {
     TopK,
     /// A token drawn from a row at a temperature, within min-p (the Gumbel-max draw).
     Draw,
+    /// The sampler's choice among its top-k candidates: top-p, min-p, the temperature, a draw.
+    Choose,
     /// MLA's cache row: the latent normed, the rope part rotated.
     MlaKv,
     /// MLA in absorbed form, in the latent space, a workgroup per head and token.
@@ -207,6 +209,7 @@ impl Kernel {
             Kernel::LogSumExp => wgsl!("reduce.wgsl", "log_sum_exp.wgsl"),
             Kernel::TopK => wgsl!("pick.wgsl", "top_k.wgsl"),
             Kernel::Draw => wgsl!("draw.wgsl"),
+            Kernel::Choose => wgsl!("choose.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {
                 wgsl!(

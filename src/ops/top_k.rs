@@ -48,16 +48,33 @@ impl Pick {
     }
 }
 
+/// The sampler's choice among the candidates, as `Sampler::choose` makes it (shaders/choose.wgsl):
+/// top-p, min-p, the temperature, and the draw `r` in [0, 1); the first candidate at temperature 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Choose {
+    pub temperature: f32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub r: f32,
+    /// The candidates to choose among (the sampler's own k).
+    pub k: u32,
+}
+
 /// The buffers of the candidates plan: what the sampler asks, and where the last level writes.
 pub struct Candidates {
     pub pick: wgpu::Buffer,
+    pub choose: wgpu::Buffer,
     /// K_MAX (value f32, id u32) pairs, the first `k` read back; then (at byte `LOG_SUM_EXP_AT`) the
-    /// log of the sum of the exponentials of the penalized logits.
+    /// log of the sum of the exponentials of the penalized logits, and (at `CHOSEN_AT`) the token
+    /// chosen among them.
     pub result: wgpu::Buffer,
 }
 
 /// Where `Candidates::result` holds the log-sum-exp, in bytes.
 pub const LOG_SUM_EXP_AT: u64 = K_MAX as u64 * 8;
+/// Where `Candidates::result` holds the token chosen, in bytes.
+pub const CHOSEN_AT: u64 = LOG_SUM_EXP_AT + 4;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -111,7 +128,15 @@ pub async fn push(
         "sampler pick",
         bytemuck::bytes_of(&Pick::new(0, 1.0, &[])),
     );
-    let slots = (n_vocab.div_ceil(SLICE) as u64 * K_MAX as u64 * 8).max(LOG_SUM_EXP_AT + 4);
+    let choose = Choose {
+        temperature: 0.0,
+        top_p: 1.0,
+        min_p: 0.0,
+        r: 0.0,
+        k: 1,
+    };
+    let choose = storage_buffer(gpu, "sampler choice", bytemuck::bytes_of(&choose));
+    let slots = (n_vocab.div_ceil(SLICE) as u64 * K_MAX as u64 * 8).max(CHOSEN_AT + 4);
     let mut src = scratch_buffer(gpu, "top-k candidates", slots).await?;
     let mut dst = scratch_buffer(gpu, "top-k candidates", slots).await?;
     push_penalty(plan, logits, &pick, n_vocab, row);
@@ -145,7 +170,17 @@ pub async fn push(
                 row,
             };
             plan.push(key, &[logits, &dst], super::params(&params), [1, 1, 1]);
-            return Ok(Candidates { pick, result: dst });
+            let key = PipelineKey {
+                workgroup: 1,
+                ..PipelineKey::new(Kernel::Choose, None)
+            };
+            let chosen_at = (CHOSEN_AT / 4) as u32;
+            plan.push(key, &[&dst, &choose], super::params(&chosen_at), [1, 1, 1]);
+            return Ok(Candidates {
+                pick,
+                choose,
+                result: dst,
+            });
         }
         n = slices * K_MAX;
         from_logits = 0;

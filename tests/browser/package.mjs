@@ -50,7 +50,7 @@ test('the installed package loads a model and answers plain and streamed', async
   assert.ok(result.stats.dispatchesPerToken > 0);
 });
 
-test('a reply reads back its greedy choice, its top-k candidates, or without top_k the row of logits', async () => {
+test('a reply reads back its token, chosen or drawn on the GPU; candidates where log-probabilities are asked for; the row only for top_p without top_k', async () => {
   const perToken = await app.evaluate(async () => {
     const engine = window.engine;
     const ask = async (sampling) => {
@@ -59,14 +59,18 @@ test('a reply reads back its greedy choice, its top-k candidates, or without top
     };
     return {
       greedy: await ask({ temperature: 0 }),
-      topK: await ask({ temperature: 0.8, top_k: 40, seed: 1 }),
-      row: await ask({ temperature: 0.8, seed: 1 }),
+      topK: await ask({ temperature: 0.8, top_k: 40, top_p: 0.9, seed: 1 }),
+      drawn: await ask({ temperature: 0.8, min_p: 0.05, seed: 1 }),
+      candidates: await ask({ temperature: 0.8, top_k: 40, seed: 1, logprobs: true, top_logprobs: 2 }),
+      row: await ask({ temperature: 0.8, top_p: 0.9, seed: 1 }),
     };
   });
   console.log(`    bytes read back per token: ${JSON.stringify(perToken)}`);
   // A reply that ends early (an end-of-generation token) ran one more step than it has tokens.
-  assert.ok(perToken.greedy >= 4 && perToken.greedy <= 8, JSON.stringify(perToken));
-  assert.ok(perToken.topK >= 320 && perToken.topK <= 640, JSON.stringify(perToken));
+  for (const token of ['greedy', 'topK', 'drawn']) {
+    assert.ok(perToken[token] >= 4 && perToken[token] <= 8, JSON.stringify(perToken));
+  }
+  assert.ok(perToken.candidates >= 324 && perToken.candidates <= 648, JSON.stringify(perToken));
   assert.ok(perToken.row >= 512 * 4, JSON.stringify(perToken));
   ranOn(await appStats());
 });
