@@ -11,9 +11,12 @@ use web_time::{Duration, Instant};
 
 mod embed;
 mod profile;
+mod sample;
 mod sequences;
 mod tune;
 pub use profile::{Profile, Profiled};
+pub use sample::Ranked;
+use sample::{Read, Sample};
 pub use sequences::{SequenceStep, Want};
 pub use tune::{TuneShapes, Tuned, Tuner};
 
@@ -156,59 +159,6 @@ pub struct Engine {
     /// What steps of several sequences cost, as measured (`step_sequences`).
     step_times: sequences::StepTimes,
     pub stats: Stats,
-}
-
-/// A plan that reduces a row of logits to the sampler's candidates, run after a step in its pass,
-/// and its buffers.
-struct Sample {
-    plan: Plan,
-    candidates: crate::ops::top_k::Candidates,
-    /// The penalty and a draw from the whole row (a sampler without a top-k).
-    draw: Plan,
-    drawn: crate::ops::draw::Drawn,
-}
-
-impl Sample {
-    async fn new(
-        gpu: &Gpu,
-        forward: &Forward,
-        logits: &wgpu::Buffer,
-        row: u32,
-    ) -> Result<Sample, Error> {
-        let mut plan = Plan::new(gpu, &forward.step, 1);
-        let allowed = (row, &forward.allowed);
-        let candidates =
-            crate::ops::top_k::push(&mut plan, gpu, logits, forward.n_vocab, allowed).await?;
-        plan.finish(gpu).await?;
-        let mut draw = Plan::new(gpu, &forward.step, 1);
-        let drawn =
-            crate::ops::draw::push(&mut draw, gpu, logits, forward.n_vocab, allowed).await?;
-        draw.finish(gpu).await?;
-        Ok(Sample {
-            plan,
-            candidates,
-            draw,
-            drawn,
-        })
-    }
-
-    /// The span of this sample's result that `read` (candidates, the choice among them, or a draw)
-    /// reads back.
-    fn read_back(&self, read: Read) -> (&wgpu::Buffer, u64, u64) {
-        match read {
-            Read::Drawn => (&self.drawn.token, 0, 4),
-            Read::Chosen => (&self.candidates.result, crate::ops::top_k::CHOSEN_AT, 4),
-            _ => (&self.candidates.result, 0, Ranked::bytes(read) as u64),
-        }
-    }
-
-    /// The plan that runs after the step for `read`.
-    fn plan_for(&self, read: Read) -> &Plan {
-        match read {
-            Read::Drawn => &self.draw,
-            _ => &self.plan,
-        }
-    }
 }
 
 /// A model's recurrent states as they stood after `pos` tokens.
@@ -443,56 +393,12 @@ impl Engine {
         pick: &crate::ops::top_k::Pick,
         log_sum_exp: bool,
     ) -> Result<Ranked, Error> {
-        let read = self.write_pick(&self.sample, pick, log_sum_exp);
+        let read = self.sample.write_pick(&self.gpu, pick, log_sum_exp);
         let bytes = self.run(Run::Decode(read), &[token]).await?;
         Ok(Ranked::read(
             &bytes.expect("the candidates were asked for"),
             read,
         ))
-    }
-
-    /// Writes `pick` where `sample`'s plan reads it; returns the read that takes the plan's result.
-    fn write_pick(
-        &self,
-        sample: &Sample,
-        pick: &crate::ops::top_k::Pick,
-        log_sum_exp: bool,
-    ) -> Read {
-        let k = pick.k();
-        assert!(k >= 1, "at least one candidate");
-        let pick = bytemuck::bytes_of(pick);
-        self.gpu
-            .queue
-            .write_buffer(&sample.candidates.pick, 0, pick);
-        Read::Candidates { k, log_sum_exp }
-    }
-
-    /// Writes what the choice among the candidates asks of `sample`'s plan: the pick and the choice.
-    fn write_choose(
-        &self,
-        sample: &Sample,
-        pick: &crate::ops::top_k::Pick,
-        choose: &crate::ops::top_k::Choose,
-    ) -> Read {
-        self.write_pick(sample, pick, false);
-        let choose = bytemuck::bytes_of(choose);
-        self.gpu
-            .queue
-            .write_buffer(&sample.candidates.choose, 0, choose);
-        Read::Chosen
-    }
-
-    /// Writes what a draw from the whole row asks of `sample`'s plan: the penalty and the draw.
-    fn write_draw(
-        &self,
-        sample: &Sample,
-        pick: &crate::ops::top_k::Pick,
-        draw: &crate::ops::draw::Draw,
-    ) -> Read {
-        let queue = &self.gpu.queue;
-        queue.write_buffer(&sample.drawn.pick, 0, bytemuck::bytes_of(pick));
-        queue.write_buffer(&sample.drawn.draw, 0, bytemuck::bytes_of(draw));
-        Read::Drawn
     }
 
     /// Runs `tokens` at the next position (`run_segments`), which they then fill.
@@ -713,41 +619,6 @@ impl Engine {
     }
 }
 
-/// A sampled step's candidates (`Engine::step_candidates`).
-#[derive(Clone, Debug)]
-pub struct Ranked {
-    /// (id, logit after the penalty), largest first.
-    pub candidates: Vec<(u32, f32)>,
-    /// log(sum(exp(logit))) over the penalized row, where asked for: a logit less this is its
-    /// token's log-probability.
-    pub log_sum_exp: Option<f32>,
-}
-
-impl Ranked {
-    /// From the bytes a `Read::Candidates` read back.
-    pub(crate) fn read(bytes: &[u8], read: Read) -> Ranked {
-        let Read::Candidates { k, log_sum_exp } = read else {
-            unreachable!("candidates were read")
-        };
-        let at = crate::ops::top_k::LOG_SUM_EXP_AT as usize;
-        Ranked {
-            candidates: crate::ops::top_k::candidates(bytes, k),
-            log_sum_exp: log_sum_exp.then(|| cast::<f32>(bytes[at..at + 4].to_vec())[0]),
-        }
-    }
-
-    /// Bytes a `Read::Candidates` reads back.
-    pub(crate) fn bytes(read: Read) -> usize {
-        match read {
-            Read::Candidates {
-                log_sum_exp: true, ..
-            } => crate::ops::top_k::LOG_SUM_EXP_AT as usize + 4,
-            Read::Candidates { k, .. } => k as usize * 8,
-            _ => 0,
-        }
-    }
-}
-
 /// Which plan a run records, and what it reads back.
 #[derive(Clone, Copy)]
 enum Run<'a> {
@@ -763,25 +634,6 @@ enum Run<'a> {
     Score { next: u32 },
     /// A chunk through the hidden-state run; the states of its tokens `rows` read back.
     Hidden { rows: (u32, u32) },
-}
-
-/// What a decode step reads back.
-#[derive(Clone, Copy)]
-pub(crate) enum Read {
-    Nothing,
-    Logits,
-    /// The index of the largest logit, computed after the step in the same pass.
-    Greedy,
-    /// The sampler's k candidates, computed after the step in the same pass, and the penalized
-    /// row's log-sum-exp where asked for.
-    Candidates {
-        k: u32,
-        log_sum_exp: bool,
-    },
-    /// The sampler's choice among its candidates, computed after the step in the same pass.
-    Chosen,
-    /// A token drawn from the row on the GPU, computed after the step in the same pass.
-    Drawn,
 }
 
 /// Copies each of `from` into its counterpart in `to`, in submission order with the runs.

@@ -7,7 +7,7 @@
 //! whose parallel pass does a whole tile's arithmetic for a few tokens), n passes can be cheaper.
 //! Which is measured while serving (`StepTimes`), not guessed.
 
-use super::{cast, Engine, Ranked, Read, Run};
+use super::{cast, Engine, Ranked, Read, Run, Sample};
 use crate::gpu::Segment;
 use crate::ops::top_k::Pick;
 use crate::Error;
@@ -153,7 +153,7 @@ impl Engine {
 
     /// What a run reads back for `want`; candidates are picked by `sample`'s plan, its pick written,
     /// and the tokens row `row` of the choices and candidates may take (all, unless a grammar's).
-    fn read_for(&self, want: &Want, sample: &super::Sample, row: u32) -> Read {
+    fn read_for(&self, want: &Want, sample: &Sample, row: u32) -> Read {
         let (want, bits) = match want {
             Want::Allowed { bits, then } => (&**then, Some(&bits[..])),
             want => (want, None),
@@ -162,9 +162,11 @@ impl Engine {
         match want {
             Want::Choice => Read::Greedy,
             Want::Logits => Read::Logits,
-            Want::Candidates { pick, log_sum_exp } => self.write_pick(sample, pick, *log_sum_exp),
-            Want::Chosen { pick, choose } => self.write_choose(sample, pick, choose),
-            Want::Drawn { pick, draw } => self.write_draw(sample, pick, draw),
+            Want::Candidates { pick, log_sum_exp } => {
+                sample.write_pick(&self.gpu, pick, *log_sum_exp)
+            }
+            Want::Chosen { pick, choose } => sample.write_choose(&self.gpu, pick, choose),
+            Want::Drawn { pick, draw } => sample.write_draw(&self.gpu, pick, draw),
             Want::Allowed { .. } => panic!("a mask of a mask"),
         }
     }
