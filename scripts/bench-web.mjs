@@ -95,8 +95,9 @@ if (embedTexts) {
 
 const readbacks = [
   ['choice (greedy)', { temperature: 0 }],
-  ['candidates (top_k 40)', { temperature: 0.8, top_k: 40, seed: 1 }],
-  ['logits (no top_k)', { temperature: 0.8, seed: 1 }],
+  ['top_k 40: the choice among the candidates, made on the GPU', { temperature: 0.8, top_k: 40, seed: 1 }],
+  ['no top_k: a token drawn on the GPU', { temperature: 0.8, seed: 1 }],
+  ['top_p 0.9 without top_k: the row, sampled on the CPU', { temperature: 0.8, top_p: 0.9, seed: 1 }],
   ['choice among a JSON object grammar\'s tokens (greedy)', { temperature: 0, response_format: { type: 'json_object' } }],
 ];
 const { adapter, rows, profile } = await page.evaluate(
