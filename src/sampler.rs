@@ -141,12 +141,11 @@ impl Sampler {
         (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
     }
 
-    /// What a decode step must hand this sampler: the largest logit's index (greedy, found on the
-    /// GPU), the top k candidates after the penalty (found on the GPU, for k up to
-    /// `top_k::K_MAX`), or the whole row of logits (a top-k of 0 or above K_MAX, or a penalty over
-    /// more recent tokens than the GPU takes), sampled here; or, without a top-k or top-p, a token
-    /// drawn on the GPU. A grammar's mask goes to the GPU with all but the row, and is applied here
-    /// to the row.
+    /// What a decode step must work out for this sampler: the largest logit's index (greedy), the
+    /// top k candidates after the penalty (for k up to `top_k::K_MAX`), a token drawn from the
+    /// whole row (no top-k, no top-p), all on the GPU; or the whole row of logits (top-p without a
+    /// top-k, a top-k above K_MAX, a penalty over more recent tokens than the GPU takes), sampled
+    /// here.
     pub fn needs(&self) -> Needs {
         let c = &self.config;
         let penalized = c.repeat_penalty != 1.0;
@@ -174,11 +173,12 @@ impl Sampler {
     }
 
     /// What a step must read back for this sampler to pick the token after `history` (the tokens the
-    /// repetition penalty looks at) and report its log-probability where asked for: the GPU's
-    /// choice, its candidates (with the row's log-sum-exp when reporting, a greedy step's one
-    /// candidate its choice), or the whole row of logits. With a grammar, the first two among the
-    /// `n_vocab` tokens it allows (its work added to `mask_time`); where log-probabilities are
-    /// reported, the row, whose alternatives the grammar does not cut.
+    /// repetition penalty looks at) and report its log-probability where asked for: the token,
+    /// chosen on the GPU (greedy; among the candidates as `choose` would, with this step's number
+    /// from the seeded generator; or drawn from the row, keyed by it); the candidates with the
+    /// row's log-sum-exp where log-probabilities are reported; or the whole row. With a grammar, all
+    /// but the row among the `n_vocab` tokens it allows (its work added to `mask_time`); where
+    /// log-probabilities are reported, the row, whose alternatives the grammar does not cut.
     pub fn want(
         &mut self,
         history: &[u32],
