@@ -97,7 +97,8 @@ const readbacks = [
   ['choice (greedy)', { temperature: 0 }],
   ['top_k 40: the choice among the candidates, made on the GPU', { temperature: 0.8, top_k: 40, seed: 1 }],
   ['no top_k: a token drawn on the GPU', { temperature: 0.8, seed: 1 }],
-  ['top_p 0.9 without top_k: the row, sampled on the CPU', { temperature: 0.8, top_p: 0.9, seed: 1 }],
+  ['top_p 0.9 without top_k: a token drawn on the GPU', { temperature: 0.8, top_p: 0.9, seed: 1 }],
+  ['top_k 100 (above 64): the row, sampled on the CPU', { temperature: 0.8, top_k: 100, seed: 1 }],
   ['choice among a JSON object grammar\'s tokens (greedy)', { temperature: 0, response_format: { type: 'json_object' } }],
 ];
 const { adapter, rows, profile } = await page.evaluate(

@@ -1,5 +1,6 @@
-// A token drawn from a row of logits (after the repetition penalty) at a temperature, among those within
-// min-p of the largest and, where the row's flag in `allowed` is set, those a grammar allows: the
+// A token drawn from a row of logits (after the repetition penalty) at a temperature, among the fewest
+// largest whose probabilities reach top-p, those within min-p of the largest and, where the row's flag
+// in `allowed` is set, those a grammar allows: the
 // Gumbel-max draw, argmax of logit / temperature + G with G = -ln(-ln(u)) and u uniform, which picks
 // token i with probability softmax(logits / temperature)[i] over the kept ones. Each token's u comes
 // from a hash of its id and the step's key (the sampler's seeded generator gives a key a step), so a
@@ -15,7 +16,7 @@ struct Draw {
     temperature: f32,
     min_p: f32,      // 0: no floor
     key: u32,
-    _pad: u32,
+    top_p: f32,      // 1: every token
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
@@ -29,6 +30,7 @@ const NONE: u32 = 0xffffffffu;
 
 var<workgroup> best_value: array<f32, 256>;
 var<workgroup> best_id: array<u32, 256>;
+var<workgroup> sums: array<f32, 256>;
 
 fn finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
@@ -72,6 +74,33 @@ fn best(t: u32, v: f32, i: u32) -> vec2<u32> {
     return winner;
 }
 
+// The workgroup's sum of each thread's `v`; every thread gets it.
+fn total(t: u32, v: f32) -> f32 {
+    sums[t] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (t < s) {
+            sums[t] += sums[t + s];
+        }
+        workgroupBarrier();
+    }
+    let sum = sums[0];
+    workgroupBarrier();
+    return sum;
+}
+
+// The kept tokens' probability (at temperature 1, over `z`) at or above logit `at`.
+fn mass(t: u32, at: f32, top: f32, z: f32) -> f32 {
+    var m = 0.0;
+    for (var j = t; j < P.n; j += WG) {
+        let x = logits[P.row + j];
+        if (kept(j, x) && x >= at) {
+            m += exp(x - top);
+        }
+    }
+    return total(t, m) / z;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) t: u32) {
     // The largest kept logit, for min-p's floor.
@@ -85,10 +114,27 @@ fn main(@builtin(local_invocation_index) t: u32) {
         }
     }
     let largest = best(t, v, i);
-    // exp(l - largest) >= min_p  <=>  l >= largest + ln(min_p). (With none kept, none is drawn.)
+    let top = bitcast<f32>(largest.x);
     var lowest = -3.4e38;
+    // Top-p: the largest logit `lo` whose tokens at or above reach top_p of the probability, by
+    // halving [top - 64, top + 1] (what lies below top - 64 is under e^-64 of the largest).
+    if (draw.top_p < 1.0) {
+        let z = mass(t, -3.4e38, top, 1.0);
+        var lo = top - 64.0;
+        var hi = top + 1.0;
+        for (var step = 0u; step < 32u; step++) {
+            let mid = 0.5 * (lo + hi);
+            if (mass(t, mid, top, z) >= draw.top_p) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lowest = lo;
+    }
+    // Min-p: exp(l - top) >= min_p  <=>  l >= top + ln(min_p). (With none kept, none is drawn.)
     if (draw.min_p > 0.0) {
-        lowest = bitcast<f32>(largest.x) + log(draw.min_p);
+        lowest = max(lowest, top + log(draw.min_p));
     }
     let key = hash(draw.key);
     v = 0.0;

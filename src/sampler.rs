@@ -143,9 +143,8 @@ impl Sampler {
 
     /// What a decode step must work out for this sampler: the largest logit's index (greedy), the
     /// top k candidates after the penalty (for k up to `top_k::K_MAX`), a token drawn from the
-    /// whole row (no top-k, no top-p), all on the GPU; or the whole row of logits (top-p without a
-    /// top-k, a top-k above K_MAX, a penalty over more recent tokens than the GPU takes), sampled
-    /// here.
+    /// whole row (no top-k), all on the GPU; or the whole row of logits (a top-k above K_MAX, a
+    /// penalty over more recent tokens than the GPU takes), sampled here.
     pub fn needs(&self) -> Needs {
         let c = &self.config;
         let penalized = c.repeat_penalty != 1.0;
@@ -159,8 +158,8 @@ impl Sampler {
             };
         }
         match c.top_k {
-            k @ 1.. if k <= K_MAX as usize => Needs::Candidates(k as u32),
-            _ if c.top_p >= 1.0 => Needs::Drawn,
+            0 => Needs::Drawn,
+            k if k <= K_MAX as usize => Needs::Candidates(k as u32),
             _ => Needs::Logits,
         }
     }
@@ -248,7 +247,7 @@ impl Sampler {
                 Want::Drawn {
                     pick: Box::new(Pick::new(0, c.repeat_penalty, &self.penalized(history))),
                     // The key is the step's draw from the seeded generator (`want`).
-                    draw: Draw::new(c.temperature, c.min_p, 0),
+                    draw: Draw::new(c.temperature, c.top_p, c.min_p, 0),
                 }
             }
             Needs::Logits => Want::Logits,

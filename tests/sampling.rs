@@ -94,10 +94,10 @@ fn sampled_tokens_follow_the_cpu_samplers_distribution() {
     check_first_tokens(config, true);
 }
 
-/// Without a top-k or top-p the token is drawn on the GPU (`ops::draw`, a Gumbel-max draw from
-/// its own generator): its distribution over 400 replies against the CPU sampler's over 100 000
-/// draws (chi-square at p = 0.001), at a temperature, within min-p, after the penalty; and a step
-/// reads back the token alone.
+/// Without a top-k the token is drawn on the GPU (`ops::draw`, a Gumbel-max draw from its own
+/// generator): its distribution over 400 replies against the CPU sampler's over 100 000 draws
+/// (chi-square at p = 0.001), at a temperature, within min-p or top-p, after the penalty; and a
+/// step reads back the token alone.
 #[test]
 fn tokens_drawn_on_the_gpu_follow_the_cpu_samplers_distribution() {
     let drawn = |seed| SamplerConfig {
@@ -109,6 +109,13 @@ fn tokens_drawn_on_the_gpu_follow_the_cpu_samplers_distribution() {
     };
     assert_eq!(Sampler::new(drawn(0)).needs(), Needs::Drawn);
     check_first_tokens(drawn, false);
+    // With top-p (cut on the GPU by halving a threshold), and without min-p.
+    let top_p = |seed| SamplerConfig {
+        top_p: 0.8,
+        min_p: 0.0,
+        ..drawn(seed)
+    };
+    check_first_tokens(top_p, false);
 }
 
 /// The distribution of a reply's first token drawn through `Session::complete` with `config(seed)`

@@ -1,6 +1,8 @@
 //! Sampling a token on the GPU (shaders/draw.wgsl): after the repetition penalty, a draw from the
-//! softmax of a row of logits at a temperature, among the tokens within min-p of the largest (and a
-//! grammar's allowed ones), so a sampled step without a top-k reads back its token, not its row. The
+//! softmax of a row of logits at a temperature, among the fewest largest that reach top-p, those
+//! within min-p of the largest (and a grammar's allowed ones), so a sampled step without a top-k reads
+//! back its token, not its row. Top-p's cut is found by halving a logit threshold (32 passes over the
+//! row, where top-p is below 1). The
 //! Gumbel-max draw picks each token with its softmax probability; a token's uniform number is a hash
 //! of its id and the step's key, which the sampler's seeded generator gives.
 
@@ -16,17 +18,18 @@ pub struct Draw {
     /// 0: no floor.
     pub min_p: f32,
     pub key: u32,
-    _pad: u32,
+    /// 1: every token.
+    pub top_p: f32,
 }
 
 impl Draw {
-    pub fn new(temperature: f32, min_p: f32, key: u32) -> Draw {
+    pub fn new(temperature: f32, top_p: f32, min_p: f32, key: u32) -> Draw {
         assert!(temperature > 0.0, "a draw at a temperature above 0");
         Draw {
             temperature,
             min_p,
             key,
-            _pad: 0,
+            top_p,
         }
     }
 }
@@ -58,7 +61,7 @@ pub async fn push(
 ) -> Result<Drawn, GpuError> {
     let pick = top_k::Pick::new(0, 1.0, &[]);
     let pick = storage_buffer(gpu, "draw's penalty", bytemuck::bytes_of(&pick));
-    let draw = Draw::new(1.0, 0.0, 0);
+    let draw = Draw::new(1.0, 1.0, 0.0, 0);
     let draw = storage_buffer(gpu, "draw", bytemuck::bytes_of(&draw));
     let token = scratch_buffer(gpu, "token drawn", 4).await?;
     let at = row * n_vocab;

@@ -50,7 +50,7 @@ test('the installed package loads a model and answers plain and streamed', async
   assert.ok(result.stats.dispatchesPerToken > 0);
 });
 
-test('a reply reads back its token, chosen or drawn on the GPU; candidates where log-probabilities are asked for; the row only for top_p without top_k', async () => {
+test('a reply reads back its token, chosen or drawn on the GPU; candidates where log-probabilities are asked for; the row only for a top_k above 64', async () => {
   const perToken = await app.evaluate(async () => {
     const engine = window.engine;
     const ask = async (sampling) => {
@@ -61,13 +61,14 @@ test('a reply reads back its token, chosen or drawn on the GPU; candidates where
       greedy: await ask({ temperature: 0 }),
       topK: await ask({ temperature: 0.8, top_k: 40, top_p: 0.9, seed: 1 }),
       drawn: await ask({ temperature: 0.8, min_p: 0.05, seed: 1 }),
+      drawnTopP: await ask({ temperature: 0.8, top_p: 0.9, seed: 1 }),
       candidates: await ask({ temperature: 0.8, top_k: 40, seed: 1, logprobs: true, top_logprobs: 2 }),
-      row: await ask({ temperature: 0.8, top_p: 0.9, seed: 1 }),
+      row: await ask({ temperature: 0.8, top_k: 100, seed: 1 }),
     };
   });
   console.log(`    bytes read back per token: ${JSON.stringify(perToken)}`);
   // A reply that ends early (an end-of-generation token) ran one more step than it has tokens.
-  for (const token of ['greedy', 'topK', 'drawn']) {
+  for (const token of ['greedy', 'topK', 'drawn', 'drawnTopP']) {
     assert.ok(perToken[token] >= 4 && perToken[token] <= 8, JSON.stringify(perToken));
   }
   assert.ok(perToken.candidates >= 324 && perToken.candidates <= 648, JSON.stringify(perToken));
