@@ -1,0 +1,243 @@
+//! Tensors from the file to the GPU: each checked against the shape the model expects, streamed in
+//! pieces with the load's progress, split across bindings where a tensor is larger than one.
+
+use super::Meta;
+use crate::gguf::{ByteSource, Header, TensorInfo};
+use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Stacked};
+use crate::ops::glu::GateUp;
+use crate::Error;
+use std::sync::Arc;
+
+/// Streams tensors from the source into the GPU, checking each against the shape the model expects.
+/// Its metadata is at hand through `Meta`.
+pub struct Loader<'a> {
+    pub gpu: Arc<Gpu>,
+    pub meta: Meta<'a>,
+    pub source: &'a dyn ByteSource,
+    pub progress: &'a mut dyn FnMut(u64, u64),
+    /// Tables that could stay in the file (Gemma 4's per-layer embeddings) go to the GPU anyway.
+    pub per_layer_on_gpu: bool,
+    done: u64,
+    total: u64,
+}
+
+impl<'a> std::ops::Deref for Loader<'a> {
+    type Target = Meta<'a>;
+    fn deref(&self) -> &Meta<'a> {
+        &self.meta
+    }
+}
+
+impl<'a> Loader<'a> {
+    pub fn new(
+        gpu: Arc<Gpu>,
+        header: &'a Header,
+        source: &'a dyn ByteSource,
+        progress: &'a mut dyn FnMut(u64, u64),
+    ) -> Result<Loader<'a>, Error> {
+        let total = header.tensors.iter().map(|t| t.bytes()).sum();
+        Ok(Loader {
+            gpu,
+            meta: Meta::new(header)?,
+            source,
+            progress,
+            per_layer_on_gpu: false,
+            done: 0,
+            total,
+        })
+    }
+
+    fn info(&self, name: &str, shape: &[u32]) -> Result<&'a TensorInfo, Error> {
+        let t = self
+            .meta
+            .header
+            .tensor(name)
+            .ok_or_else(|| Error::Model(format!("tensor {name} is missing")))?;
+        let want: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+        // Trailing dimensions of 1 say nothing ([n] and [n, 1] are one vector), as in ggml.
+        let trim = |dims: &[u64]| dims.len() - dims.iter().rev().take_while(|&&d| d == 1).count();
+        if t.dims[..trim(&t.dims)] != want[..trim(&want)] {
+            return Err(Error::Model(format!(
+                "tensor {name} has shape {:?}, expected {want:?}",
+                t.dims
+            )));
+        }
+        Ok(t)
+    }
+
+    /// A weight matrix of `rows` rows of `cols` weights, packed as in the file.
+    pub async fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuTensor, Error> {
+        self.packed(name, &[cols, rows]).await
+    }
+
+    /// `n` matrices of `rows` rows of `cols` weights stacked in one tensor (experts, or per-head
+    /// matrices), packed as in the file; kernels see n * rows rows.
+    pub async fn matrices(
+        &mut self,
+        name: &str,
+        cols: u32,
+        rows: u32,
+        n: u32,
+    ) -> Result<GpuTensor, Error> {
+        self.packed(name, &[cols, rows, n]).await
+    }
+
+    /// Matrices of `cols` weights per row that read the same input, by name and rows, stacked where
+    /// their types agree.
+    pub async fn stacked(
+        &mut self,
+        names: &[String],
+        cols: u32,
+        rows: &[u32],
+    ) -> Result<Stacked, Error> {
+        self.stacked_reordered(names, cols, rows, &vec![None; names.len()])
+            .await
+    }
+
+    /// As `stacked`, with the rows of a matrix that comes with an order taken in that order: its row
+    /// r is the file's row `order[r]`.
+    pub async fn stacked_reordered(
+        &mut self,
+        names: &[String],
+        cols: u32,
+        rows: &[u32],
+        orders: &[Option<&[u32]>],
+    ) -> Result<Stacked, Error> {
+        let infos = names
+            .iter()
+            .zip(rows)
+            .zip(orders)
+            .map(|((name, &r), &order)| Ok((self.info(name, &[cols, r])?, order)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let mut tensors = Vec::new();
+        let mut offset = 0;
+        for run in infos.chunk_by(|a, b| a.0.ty == b.0.ty) {
+            let tensor = self.upload(run).await?;
+            let rows = tensor.rows;
+            tensors.push((tensor, offset));
+            offset += rows;
+        }
+        Ok(Stacked {
+            tensors,
+            rows: offset,
+        })
+    }
+
+    /// A SwiGLU block's gate and up matrices (`rows` rows of `cols` weights each): interleaved where
+    /// their types agree, stacked otherwise.
+    pub async fn gate_up(
+        &mut self,
+        [gate, up]: [&str; 2],
+        cols: u32,
+        rows: u32,
+    ) -> Result<GateUp, Error> {
+        let (g, u) = (
+            self.info(gate, &[cols, rows])?,
+            self.info(up, &[cols, rows])?,
+        );
+        if g.ty != u.ty {
+            let names = [gate.to_string(), up.to_string()];
+            return Ok(GateUp::Apart(
+                self.stacked(&names, cols, &[rows, rows]).await?,
+            ));
+        }
+        check_row_len(g)?;
+        let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
+        let tensor = GpuTensor::upload_interleaved(
+            &self.gpu,
+            self.meta.header,
+            self.source,
+            [g, u],
+            self.gpu.max_binding(),
+            &mut |n| {
+                *done += n;
+                progress(*done, total);
+            },
+        )
+        .await?;
+        Ok(GateUp::Interleaved(tensor))
+    }
+
+    /// A gated feed-forward block's gate and up as one matrix of `2 rows` rows, gate's first (Phi-3's
+    /// ffn_up), loaded with their rows interleaved as `gate_up` interleaves two.
+    pub async fn gate_up_fused(
+        &mut self,
+        name: &str,
+        cols: u32,
+        rows: u32,
+    ) -> Result<GateUp, Error> {
+        let t = self.info(name, &[cols, 2 * rows])?;
+        let order: Vec<u32> = (0..rows).flat_map(|r| [r, rows + r]).collect();
+        Ok(GateUp::Interleaved(
+            self.upload(&[(t, Some(&order))]).await?,
+        ))
+    }
+
+    async fn packed(&mut self, name: &str, shape: &[u32]) -> Result<GpuTensor, Error> {
+        let t = self.info(name, shape)?;
+        self.upload(&[(t, None)]).await
+    }
+
+    async fn upload(
+        &mut self,
+        infos: &[(&TensorInfo, Option<&[u32]>)],
+    ) -> Result<GpuTensor, Error> {
+        check_row_len(infos[0].0)?;
+        let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
+        let tensor = GpuTensor::upload_reordered(
+            &self.gpu,
+            self.meta.header,
+            self.source,
+            infos,
+            self.gpu.max_binding(),
+            &mut |n| {
+                *done += n;
+                progress(*done, total);
+            },
+        )
+        .await?;
+        Ok(tensor)
+    }
+
+    /// Counts a tensor as loaded that stays in the file (read later by rows).
+    pub fn skip(&mut self, name: &str) {
+        if let Some(t) = self.meta.header.tensor(name) {
+            self.done += t.bytes();
+            (self.progress)(self.done, self.total);
+        }
+    }
+
+    /// A tensor of the given shape, dequantized to f32 on the host (weights the model derives others
+    /// from at load).
+    pub async fn host_f32(&mut self, name: &str, shape: &[u32]) -> Result<Vec<f32>, Error> {
+        let t = self.info(name, shape)?;
+        let data = read_f32(self.meta.header, self.source, t).await?;
+        self.done += t.bytes();
+        (self.progress)(self.done, self.total);
+        Ok(data)
+    }
+
+    /// A small vector (norm weights, rope factors, biases), as f32.
+    pub async fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer, Error> {
+        self.vectors(name, len, 1).await
+    }
+
+    /// `n` small vectors of `len` in one tensor (each expert's bias), as f32.
+    pub async fn vectors(&mut self, name: &str, len: u32, n: u32) -> Result<wgpu::Buffer, Error> {
+        let shape = [len, n];
+        let data = self.host_f32(name, &shape[..1 + (n > 1) as usize]).await?;
+        Ok(storage_buffer(&self.gpu, name, bytemuck::cast_slice(&data)))
+    }
+}
+
+/// The kernels take rows in 32-weight chunks.
+fn check_row_len(info: &TensorInfo) -> Result<(), Error> {
+    let cols = info.row_len();
+    if cols % 32 != 0 {
+        return Err(Error::Model(format!(
+            "tensor {}: rows of {cols} weights are not a multiple of 32",
+            info.name
+        )));
+    }
+    Ok(())
+}
