@@ -91,6 +91,10 @@ export interface ChatCompletionRequest {
   temperature?: number;
   /** 0 to 1. Default 1. */
   top_p?: number;
+  /** -2 to 2, over the last 64 tokens (default 0, none): subtracted from a token's logit once if it
+   * is there (presence), once a time it is there (frequency). */
+  presence_penalty?: number;
+  frequency_penalty?: number;
   /** llama.cpp's server's fields. top_k: the k most likely tokens only (0, the default: all); from 1
    * to 64 they are found on the GPU and only they are read back. min_p: 0 to 1 (default 0).
    * repeat_penalty: over the last 64 tokens (default 1, none). */
@@ -114,7 +118,7 @@ export interface ChatCompletionRequest {
   tools?: Tool[];
   /** 'auto' (the default with tools): text or a call; 'required': a call; 'none': text; or one named function. */
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
-  /** Each reply token's log-probability (after repeat_penalty), with the `top_logprobs` (0 to 20)
+  /** Each reply token's log-probability (after the penalties), with the `top_logprobs` (0 to 20)
    * likeliest tokens at its step. Streamed, each chunk carries its own tokens'. */
   logprobs?: boolean;
   top_logprobs?: number;

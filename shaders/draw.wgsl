@@ -1,4 +1,4 @@
-// A token drawn from a row of logits (after the repetition penalty) at a temperature, among the fewest
+// A token drawn from a row of logits (after the penalties) at a temperature, among the fewest
 // largest whose probabilities reach top-p, those within min-p of the largest and, where the row's flag
 // in `allowed` is set, those a grammar allows: the
 // Gumbel-max draw, argmax of logit / temperature + G with G = -ln(-ln(u)) and u uniform, which picks

@@ -1,4 +1,4 @@
-// out[P.at] = log(sum(exp(logits))) over one row of n logits (after the sampler's penalty): a logit less
+// out[P.at] = log(sum(exp(logits))) over one row of n logits (after the sampler's penalties): a logit less
 // this is its token's log-probability, so a step that reports log-probabilities reads back one more
 // number, not the row. One workgroup. Needs reduce.wgsl.
 

@@ -1,6 +1,7 @@
-// The repetition penalty, in place, on the logits of the tokens the sampler names (each once, as
-// llama.cpp applies it): a positive logit divided by the penalty, a negative one multiplied. A thread
-// per token. Needs pick.wgsl.
+// The penalties, in place, on the logits of the tokens the sampler names (each once, as llama.cpp
+// applies them): a positive logit divided by the repetition penalty, a negative one multiplied, then
+// the frequency penalty subtracted once a time the token was seen and the presence penalty once. A
+// thread per token. Needs pick.wgsl.
 
 struct Params {
     n: u32,   // logits in the row
@@ -24,5 +25,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let l = logits[P.row + t];
-    logits[P.row + t] = select(l * pick.penalty, l / pick.penalty, l > 0.0);
+    let repeated = select(l * pick.repeat, l / pick.repeat, l > 0.0);
+    logits[P.row + t] = repeated - (f32(pick.counts[i]) * pick.frequency + pick.presence);
 }

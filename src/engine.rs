@@ -365,6 +365,12 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether the model carries recurrent states from run to run (`Forward::recurrent`), which
+    /// going back to an earlier position needs a snapshot of (`snapshot`).
+    pub fn keeps_states(&self) -> bool {
+        !self.forward.recurrent.is_empty()
+    }
+
     /// Runs one token at the next position. Returns its logits when `want_logits` (a prompt's tokens but
     /// the last need none, and then nothing waits for the GPU).
     pub async fn step(&mut self, token: u32, want_logits: bool) -> Result<Option<Vec<f32>>, Error> {
@@ -484,6 +490,7 @@ impl Engine {
             }
             (Run::Decode(read), long) => {
                 let plan = match long {
+                    _ if tokens.len() > 1 => f.prefill.as_ref().expect("a prefill plan"),
                     Some((from, long)) if segments[0].pos >= *from => long,
                     _ => &f.decode,
                 };
@@ -498,7 +505,12 @@ impl Engine {
                 (plan, read_back)
             }
         };
-        // What runs after the step, in the same pass, to reduce the logits for the sampler.
+        // What runs after the step, in the same pass: the head of a chunk's last token where a
+        // prompt's last chunk ends in its logits, then what reduces the logits for the sampler.
+        let head = match run {
+            Run::Decode(_) if tokens.len() > 1 => f.prompt_head.as_ref(),
+            _ => None,
+        };
         let after: Vec<&Plan> = match run {
             Run::Decode(Read::Greedy) => vec![&self.greedy],
             Run::Decode(read @ (Read::Candidates { .. } | Read::Chosen | Read::Drawn)) => {
@@ -512,9 +524,10 @@ impl Engine {
                 .collect(),
             _ => vec![],
         };
+        let after: Vec<&Plan> = head.into_iter().chain(after).collect();
         let dispatches =
             plan.dispatches.len() + after.iter().map(|p| p.dispatches.len()).sum::<usize>();
-        let weight_bytes = plan.weight_bytes;
+        let weight_bytes = plan.weight_bytes + after.iter().map(|p| p.weight_bytes).sum::<u64>();
         let record_start = Instant::now();
         f.step.write_segments(gpu, segments, next.unwrap_or(0));
         if let Some(rows) = &f.token_rows {
@@ -557,20 +570,30 @@ impl Engine {
         Ok(values)
     }
 
-    /// Runs `tokens` and returns the logits after the last one. All but the last go through the prefill
-    /// plan a chunk per run, where the model has one; the last is a decode step, which ends in the logits.
+    /// Runs `tokens` and returns the logits after the last one: through the prefill plan a chunk per
+    /// run where the model has one, the last chunk ending in the logits (`prompt_end`).
     pub async fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
-        let (last, rest) = tokens
-            .split_last()
-            .ok_or_else(|| Error::Model("an empty prompt".into()))?;
+        if tokens.is_empty() {
+            return Err(Error::Model("an empty prompt".into()));
+        }
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
+        let (rest, last_run) = tokens.split_at(self.prompt_end(tokens.len()));
         self.feed(rest).await?;
-        Ok(self
-            .step(*last, true)
-            .await?
-            .expect("logits were asked for"))
+        let logits = self.run(Run::Decode(Read::Logits), last_run).await?;
+        Ok(cast(logits.expect("logits were asked for")))
+    }
+
+    /// Where the last run of `n` prompt tokens begins, the run that ends in the logits after them:
+    /// their last chunk, whose head gives the logits in the chunk's pass, or their last token where
+    /// the model runs one token at a time.
+    pub fn prompt_end(&self, n: usize) -> usize {
+        let chunk = self.stats.chunk_tokens as usize;
+        match n {
+            0 => 0,
+            n => (n - 1) / chunk * chunk,
+        }
     }
 
     /// Runs `tokens` into the cache, a chunk per run where the model has a prefill plan, and reads
@@ -622,7 +645,8 @@ impl Engine {
 /// Which plan a run records, and what it reads back.
 #[derive(Clone, Copy)]
 enum Run<'a> {
-    /// One token through the decode plan.
+    /// Tokens through the model, what `Read` says read back after the last: one token through the
+    /// decode plan; a prompt's last chunk through the prefill plan, then the head of its last token.
     Decode(Read),
     /// One token of each sequence through the parallel decode plan: the choice of each read back,
     /// and what else `reads` asks of each (its logits, or its candidates as its row's pick asks).

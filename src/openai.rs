@@ -87,6 +87,9 @@ pub struct CompletionRequest {
 pub struct Sampling {
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
+    /// Over the last 64 tokens, from -2 to 2 (0: none).
+    pub presence_penalty: Option<f32>,
+    pub frequency_penalty: Option<f32>,
     /// Beyond OpenAI's fields, as llama.cpp's server takes them: top-k (0: none, the default),
     /// min-p (0 unless given) and the repetition penalty over the last 64 tokens (1: none).
     pub top_k: Option<u32>,
@@ -133,8 +136,6 @@ const NOT_HONOURED: &[&str] = &[
     "functions",
     "function_call",
     "logit_bias",
-    "presence_penalty",
-    "frequency_penalty",
     "audio",
     "modalities",
     "prediction",
@@ -231,6 +232,14 @@ fn invalid(message: impl Into<String>, param: &'static str) -> InvalidRequest {
     InvalidRequest {
         message: message.into(),
         param,
+    }
+}
+
+/// A presence or frequency penalty: from -2 to 2, as OpenAI takes them; 0 when not given.
+fn penalty(value: Option<f32>, param: &'static str) -> Result<f32, InvalidRequest> {
+    match value.unwrap_or(0.0) {
+        p if (-2.0..=2.0).contains(&p) => Ok(p),
+        _ => Err(invalid(format!("{param} must be between -2 and 2"), param)),
     }
 }
 
@@ -416,6 +425,8 @@ impl Settings {
                 "repeat_penalty",
             ));
         }
+        let presence_penalty = penalty(s.presence_penalty, "presence_penalty")?;
+        let frequency_penalty = penalty(s.frequency_penalty, "frequency_penalty")?;
         if s.n.is_some_and(|n| n != 1) {
             return Err(invalid("only n = 1 is supported", "n"));
         }
@@ -451,6 +462,8 @@ impl Settings {
                 top_p,
                 min_p,
                 repeat_penalty,
+                presence_penalty,
+                frequency_penalty,
                 repeat_last_n: 64,
                 seed: s.seed.unwrap_or(default_seed),
             },
@@ -548,10 +561,15 @@ mod tests {
         let json = format!(r#"{{{messages}, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}}"#);
         let s = settings(&json).unwrap().sampler;
         assert_eq!((s.top_k, s.min_p, s.repeat_penalty), (40, 0.05, 1.1));
+        let json = format!(r#"{{{messages}, "presence_penalty": 0.5, "frequency_penalty": -1.5}}"#);
+        let s = settings(&json).unwrap().sampler;
+        assert_eq!((s.presence_penalty, s.frequency_penalty), (0.5, -1.5));
         for (field, value) in [
             ("min_p", "1.5"),
             ("repeat_penalty", "0"),
             ("repeat_penalty", "-1"),
+            ("presence_penalty", "2.5"),
+            ("frequency_penalty", "-3"),
         ] {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
             let e = settings(&json).err().expect("refused");
@@ -582,7 +600,7 @@ mod tests {
     #[test]
     fn fields_that_would_change_the_answer_are_refused_by_name() {
         let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
-        for (field, value) in [("logit_bias", r#"{"15": 10}"#), ("presence_penalty", "0.5")] {
+        for (field, value) in [("logit_bias", r#"{"15": 10}"#), ("functions", r#"[{}]"#)] {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
             let e = settings(&json).err().expect("refused");
             assert_eq!(e.param, field, "{}", e.message);
@@ -590,7 +608,7 @@ mod tests {
         // Values that ask for nothing, and fields that do not change the answer, pass.
         for (field, value) in [
             ("logprobs", "false"),
-            ("presence_penalty", "0"),
+            ("logit_bias", "null"),
             ("user", r#""someone""#),
         ] {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);

@@ -1,5 +1,6 @@
-//! Choosing the next token from logits: greedy, or temperature with top-k, top-p and min-p, a repetition
-//! penalty and a seeded generator, in llama.cpp's order (penalties, top-k, top-p, min-p, temperature).
+//! Choosing the next token from logits: greedy, or temperature with top-k, top-p and min-p, the
+//! repetition, presence and frequency penalties and a seeded generator, in llama.cpp's order
+//! (penalties, top-k, top-p, min-p, temperature).
 //! The first steps, up to top-k, usually run on the GPU after the decode step (`Needs`): then only the
 //! k candidates come back, and the rest runs here on them.
 
@@ -17,7 +18,13 @@ pub struct SamplerConfig {
     pub top_p: f32,
     pub min_p: f32,
     pub repeat_penalty: f32,
-    /// How many of the last tokens the penalty looks at.
+    /// Subtracted from the logit of each token among the last `repeat_last_n` (OpenAI's
+    /// presence_penalty).
+    pub presence_penalty: f32,
+    /// Subtracted from the logit of each token among the last `repeat_last_n` once for each time it
+    /// is there (OpenAI's frequency_penalty).
+    pub frequency_penalty: f32,
+    /// How many of the last tokens the penalties look at.
     pub repeat_last_n: usize,
     pub seed: u64,
 }
@@ -30,6 +37,8 @@ impl Default for SamplerConfig {
             top_p: 0.95,
             min_p: 0.05,
             repeat_penalty: 1.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
             repeat_last_n: 64,
             seed: 0,
         }
@@ -42,6 +51,38 @@ impl SamplerConfig {
             temperature: 0.0,
             ..Default::default()
         }
+    }
+
+    pub fn penalties(&self) -> Penalties {
+        Penalties {
+            repeat: self.repeat_penalty,
+            presence: self.presence_penalty,
+            frequency: self.frequency_penalty,
+        }
+    }
+}
+
+/// The penalties on the recent tokens, as llama.cpp applies them (`penalize`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Penalties {
+    /// A positive logit divided by it, a negative one multiplied.
+    pub repeat: f32,
+    /// Subtracted once from a token that is there.
+    pub presence: f32,
+    /// Subtracted once for each time a token is there.
+    pub frequency: f32,
+}
+
+impl Penalties {
+    pub const NONE: Penalties = Penalties {
+        repeat: 1.0,
+        presence: 0.0,
+        frequency: 0.0,
+    };
+
+    /// Whether any of them changes a logit.
+    pub fn any(&self) -> bool {
+        *self != Penalties::NONE
     }
 }
 
@@ -59,7 +100,7 @@ pub struct Sampler {
 pub const MAX_TOP_LOG_PROBS: usize = 20;
 
 /// A generated token's log-probability and the likeliest tokens at its step, largest first: of the
-/// model's distribution after the repetition penalty (the logits' own where there is none), before a
+/// model's distribution after the penalties (the logits' own where there is none), before a
 /// grammar's mask and the sampler's temperature and cuts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokenLogProb {
@@ -147,7 +188,7 @@ impl Sampler {
     /// penalty over more recent tokens than the GPU takes), sampled here.
     pub fn needs(&self) -> Needs {
         let c = &self.config;
-        let penalized = c.repeat_penalty != 1.0;
+        let penalized = c.penalties().any();
         if penalized && c.repeat_last_n > PENALIZED_MAX {
             return Needs::Logits;
         }
@@ -164,15 +205,15 @@ impl Sampler {
         }
     }
 
-    /// The tokens the repetition penalty looks at when `token` runs after `cached`: the last ones
-    /// cached, and this one.
+    /// The tokens the penalties look at when `token` runs after `cached`: the last ones cached, and
+    /// this one.
     pub fn history(&self, cached: &[u32], token: u32) -> Vec<u32> {
         let from = cached.len().saturating_sub(self.config.repeat_last_n);
         [&cached[from..], &[token]].concat()
     }
 
     /// What a step must read back for this sampler to pick the token after `history` (the tokens the
-    /// repetition penalty looks at) and report its log-probability where asked for: the token,
+    /// penalties look at) and report its log-probability where asked for: the token,
     /// chosen on the GPU (greedy; among the candidates as `choose` would, with this step's number
     /// from the seeded generator; or drawn from the row, keyed by it); the candidates with the
     /// row's log-sum-exp where log-probabilities are reported; or the whole row. With a grammar, all
@@ -222,7 +263,7 @@ impl Sampler {
             Needs::Candidates(own) if report.is_none() => {
                 let c = &self.config;
                 Want::Chosen {
-                    pick: Box::new(Pick::new(own, c.repeat_penalty, &self.penalized(history))),
+                    pick: Box::new(Pick::new(own, c.penalties(), &self.penalized(history))),
                     // The draw is the step's number from the seeded generator (`want`).
                     choose: Choose {
                         temperature: c.temperature,
@@ -238,14 +279,14 @@ impl Sampler {
                 let k = own.max(report.unwrap_or(0) as u32);
                 let penalized = self.penalized(history);
                 Want::Candidates {
-                    pick: Box::new(Pick::new(k, self.config.repeat_penalty, &penalized)),
+                    pick: Box::new(Pick::new(k, self.config.penalties(), &penalized)),
                     log_sum_exp: report.is_some(),
                 }
             }
             Needs::Drawn => {
                 let c = &self.config;
                 Want::Drawn {
-                    pick: Box::new(Pick::new(0, c.repeat_penalty, &self.penalized(history))),
+                    pick: Box::new(Pick::new(0, c.penalties(), &self.penalized(history))),
                     // The key is the step's draw from the seeded generator (`want`).
                     draw: Draw::new(c.temperature, c.top_p, c.min_p, 0),
                 }
@@ -281,29 +322,33 @@ impl Sampler {
         }
     }
 
-    /// The tokens the repetition penalty applies to: each token of the last `repeat_last_n` of
-    /// `history` once, in order of first appearance; none without a penalty.
-    pub fn penalized(&self, history: &[u32]) -> Vec<u32> {
+    /// The tokens the penalties apply to, each with how often it is among the last `repeat_last_n`
+    /// of `history`, in order of first appearance; none without a penalty.
+    pub fn penalized(&self, history: &[u32]) -> Vec<(u32, u32)> {
         let c = &self.config;
-        if c.repeat_penalty == 1.0 {
+        if !c.penalties().any() {
             return Vec::new();
         }
         let start = history.len().saturating_sub(c.repeat_last_n);
-        let mut seen = std::collections::HashSet::new();
-        history[start..]
-            .iter()
-            .copied()
-            .filter(|&t| seen.insert(t))
-            .collect()
+        let mut counted: Vec<(u32, u32)> = Vec::new();
+        let mut at = std::collections::HashMap::new();
+        for &t in &history[start..] {
+            let i = *at.entry(t).or_insert_with(|| {
+                counted.push((t, 0));
+                counted.len() - 1
+            });
+            counted[i].1 += 1;
+        }
+        counted
     }
 
-    /// Picks a token from all the logits. `history` holds the tokens so far, for the repetition penalty.
+    /// Picks a token from all the logits. `history` holds the tokens so far, for the penalties.
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
         let mut logits = logits.to_vec();
         penalize(
             &mut logits,
             &self.penalized(history),
-            self.config.repeat_penalty,
+            self.config.penalties(),
         );
         if self.config.temperature <= 0.0 {
             return argmax(&logits);
@@ -317,7 +362,7 @@ impl Sampler {
 
     /// Picks a token from a step's whole row of logits (`Needs::Logits`, or wherever the row was read
     /// back), the grammar's mask applied first, and the token's log-probability where reported.
-    /// `history` holds the tokens so far, for the repetition penalty; the grammar's work is added to
+    /// `history` holds the tokens so far, for the penalties; the grammar's work is added to
     /// `mask_time`.
     pub fn pick_from_logits(
         &mut self,
@@ -327,11 +372,7 @@ impl Sampler {
     ) -> Result<(u32, Option<TokenLogProb>), crate::Error> {
         let penalized = self.log_probs.map(|_| {
             let mut row = logits.to_vec();
-            penalize(
-                &mut row,
-                &self.penalized(history),
-                self.config.repeat_penalty,
-            );
+            penalize(&mut row, &self.penalized(history), self.config.penalties());
             row
         });
         if let Some(constraint) = &mut self.constraint {
@@ -408,12 +449,19 @@ pub enum Needs {
     Logits,
 }
 
-/// The repetition penalty, as llama.cpp applies it: each of `tokens`' positive logits divided by
-/// `penalty`, negative ones multiplied. (shaders/penalize.wgsl does the same on the GPU.)
-pub fn penalize(logits: &mut [f32], tokens: &[u32], penalty: f32) {
-    for &t in tokens {
+/// The penalties, as llama.cpp applies them, on each of `tokens` (id, times seen): a positive logit
+/// divided by the repetition penalty, a negative one multiplied, then the frequency penalty taken
+/// once per time seen and the presence penalty once. (shaders/penalize.wgsl does the same on the
+/// GPU.)
+pub fn penalize(logits: &mut [f32], tokens: &[(u32, u32)], p: Penalties) {
+    for &(t, count) in tokens {
         if let Some(l) = logits.get_mut(t as usize) {
-            *l = if *l > 0.0 { *l / penalty } else { *l * penalty };
+            *l = if *l > 0.0 {
+                *l / p.repeat
+            } else {
+                *l * p.repeat
+            };
+            *l -= count as f32 * p.frequency + p.presence;
         }
     }
 }
@@ -469,6 +517,37 @@ mod tests {
             ..SamplerConfig::greedy()
         };
         assert_eq!(Sampler::new(c).sample(&[0.1, 3.0, -1.0, 2.0], &[1]), 3);
+    }
+
+    /// llama.cpp's penalties over the last `repeat_last_n` tokens, worked by hand: a token seen
+    /// twice at logit 3.0 becomes 3.0 / 1.5 - 2 * 0.25 - 0.5 = 1.0; seen once at -1.0, -1.0 * 1.5 -
+    /// 0.25 - 0.5 = -2.25; a token seen only before the window is left alone.
+    #[test]
+    fn presence_and_frequency_penalties_count_the_recent_tokens() {
+        let c = SamplerConfig {
+            repeat_penalty: 1.5,
+            presence_penalty: 0.5,
+            frequency_penalty: 0.25,
+            repeat_last_n: 3,
+            ..SamplerConfig::greedy()
+        };
+        let s = Sampler::new(c.clone());
+        let history = [0, 1, 2, 1];
+        assert_eq!(s.penalized(&history), vec![(1, 2), (2, 1)]);
+        let mut logits = vec![0.1, 3.0, -1.0, 2.0];
+        penalize(&mut logits, &s.penalized(&history), c.penalties());
+        assert_eq!(logits, vec![0.1, 1.0, -2.25, 2.0]);
+        // Either alone is a penalty: the tokens are counted.
+        for (presence, frequency) in [(0.5, 0.0), (0.0, -0.5)] {
+            let c = SamplerConfig {
+                presence_penalty: presence,
+                frequency_penalty: frequency,
+                ..SamplerConfig::greedy()
+            };
+            assert_eq!(Sampler::new(c).penalized(&[4, 4]), vec![(4, 2)]);
+        }
+        let none = Sampler::new(SamplerConfig::greedy());
+        assert!(none.penalized(&history).is_empty());
     }
 
     #[test]

@@ -175,15 +175,17 @@ impl Session {
         self.engine.rewind(0);
     }
 
-    /// Brings the cache to hold all of `prompt` but its last token, reusing the longest prefix it
-    /// already holds, and returns that last token (the step that runs it picks the first reply token)
-    /// and how many tokens it leaves to process, the last one included. A model with recurrent states
-    /// goes back to its latest snapshot within that prefix, and keeps one where the prompt ends: what
-    /// regenerating, editing the last message or dropping old turns return to.
-    async fn feed(&mut self, prompt: &[u32]) -> Result<(u32, usize), Error> {
-        let Some((&last, _)) = prompt.split_last() else {
+    /// Brings the cache to hold `prompt` up to its last run, reusing the longest prefix it already
+    /// holds, and returns where that run begins (the step that runs it picks the first reply token)
+    /// and how many tokens it leaves to process, the last run included. The last run is the
+    /// prompt's last chunk, whose head gives the logits after it in the chunk's pass. A model with
+    /// recurrent states goes back to its latest snapshot within the reused prefix, and runs the last
+    /// token alone after keeping one: what regenerating, editing the last message or dropping old
+    /// turns return to.
+    async fn feed(&mut self, prompt: &[u32]) -> Result<(usize, usize), Error> {
+        if prompt.is_empty() {
             return Err(Error::Model("the prompt is empty".into()));
-        };
+        }
         if prompt.len() > self.engine.n_ctx() as usize {
             return Err(Error::ContextFull(self.engine.n_ctx()));
         }
@@ -196,29 +198,38 @@ impl Session {
         // The last prompt token is always run again: the next token is picked from its logits.
         let keep = self.engine.rewind(common.min(prompt.len() - 1) as u32) as usize;
         self.cached.truncate(keep);
-        let rest = &prompt[keep..prompt.len() - 1];
+        let last_run = match self.engine.keeps_states() {
+            true => prompt.len() - 1,
+            false => keep + self.engine.prompt_end(prompt.len() - keep),
+        };
+        let rest = &prompt[keep..last_run];
         self.engine.feed(rest).await?;
         self.cached.extend_from_slice(rest);
         self.engine.snapshot().await?;
-        Ok((last, rest.len() + 1))
+        Ok((last_run, prompt.len() - keep))
     }
 
-    /// Runs `token` at the next position and picks the token after it, reading back what the
-    /// sampler needs: the GPU's choice (greedy), its top candidates, or the logits; and the picked
-    /// token's log-probability where the sampler reports them (`Sampler::log_probs`: then a greedy
-    /// step reads candidates, with the row's log-sum-exp).
+    /// Runs `tokens` at the next positions (a token, or a prompt's last run) and picks the token
+    /// after the last, reading back what the sampler needs: the GPU's choice (greedy, or the
+    /// sampler's made on the GPU), its top candidates, or the logits; and the picked token's
+    /// log-probability where the sampler reports them (`Sampler::log_probs`: then a greedy step
+    /// reads candidates, with the row's log-sum-exp).
     async fn step(
         &mut self,
-        token: u32,
+        tokens: &[u32],
         sampler: &mut Sampler,
     ) -> Result<(u32, Option<TokenLogProb>), Error> {
+        let (&token, before) = tokens.split_last().expect("a token to run");
+        let cached = self.cached.len();
+        self.cached.extend_from_slice(before);
         let history = sampler.history(&self.cached, token);
+        self.cached.truncate(cached);
         let n_vocab = self.engine.n_vocab();
         let want = sampler.want(&history, n_vocab, &mut self.engine.stats.totals.mask)?;
-        let step = self.engine.step_wanted(token, &want).await?;
+        let step = self.engine.step_wanted(tokens, &want).await?;
         let mask_time = &mut self.engine.stats.totals.mask;
         let (next, log_prob) = sampler.pick_from_step(step, &history, mask_time)?;
-        self.cached.push(token);
+        self.cached.extend_from_slice(tokens);
         sampler.accept(next, &mut self.engine.stats.totals.mask)?;
         Ok((next, log_prob))
     }
@@ -236,8 +247,8 @@ impl Session {
     ) -> Result<Completion, Error> {
         let start = Instant::now();
         let read_before = self.engine.stats.totals.read_bytes;
-        let (last, processed) = self.feed(prompt).await?;
-        let (mut id, mut log_prob) = self.step(last, sampler).await?;
+        let (last_run, processed) = self.feed(prompt).await?;
+        let (mut id, mut log_prob) = self.step(&prompt[last_run..], sampler).await?;
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let totals_before = self.engine.stats.totals;
@@ -247,7 +258,7 @@ impl Session {
             if let Some(finish) = reply.push(&self.tokenizer, picked, sampler, room, on_text) {
                 break finish;
             }
-            (id, log_prob) = self.step(id, sampler).await?;
+            (id, log_prob) = self.step(&[id], sampler).await?;
         };
         Ok(Completion {
             prompt_tokens: prompt.len(),

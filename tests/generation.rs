@@ -90,6 +90,32 @@ fn prefill_batch_sizes_match_f32_reference() {
     check_f32_goldens(engine, 4);
 }
 
+/// A prompt's first reply token comes from its last chunk's pass (the head on the chunk's last
+/// token), not from a decode step of its own: a prompt of n tokens is ceil(n / batch) runs, and its
+/// logits are those of the prompt run a token at a time through the decode plan, at lengths on both
+/// sides of the chunk edges.
+#[test]
+fn a_prompts_last_chunk_ends_in_its_logits() {
+    let (Some(mut chunked), Some(mut one)) = (engine_with_batch(7), engine_with_batch(1)) else {
+        return;
+    };
+    let n_vocab = chunked.n_vocab();
+    for n in [1u32, 6, 7, 8, 20] {
+        let prompt: Vec<u32> = (0..n).map(|i| (i * 7919 + 13) % n_vocab).collect();
+        chunked.rewind(0);
+        one.rewind(0);
+        let runs_before = chunked.stats.totals.runs;
+        let got = chunked.prefill(&prompt).block_on().unwrap();
+        let runs = chunked.stats.totals.runs - runs_before;
+        assert_eq!(runs, n.div_ceil(7) as u64, "runs for {n} tokens");
+        let want = one.prefill(&prompt).block_on().unwrap();
+        let err = (got.iter().zip(&want))
+            .map(|(g, w)| (g - w).abs())
+            .fold(0.0f32, f32::max);
+        assert!(err < F32.logit, "{n} tokens: logits {err} apart");
+    }
+}
+
 /// Each f32 golden over its first `steps` steps (`WICK_FULL_REPLIES=1`: all).
 fn check_f32_goldens(mut engine: Engine, steps: usize) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/goldens/numpy");

@@ -12,7 +12,7 @@ use wick::engine::{SequenceStep, Want};
 use wick::grammar::Grammar;
 use wick::ops::top_k::{self, Pick};
 use wick::reply::Reply;
-use wick::sampler::{Needs, Sampler, SamplerConfig};
+use wick::sampler::{Needs, Penalties, Sampler, SamplerConfig};
 
 fn config(seed: u64) -> SamplerConfig {
     SamplerConfig {
@@ -21,6 +21,8 @@ fn config(seed: u64) -> SamplerConfig {
         top_p: 0.95,
         min_p: 0.02,
         repeat_penalty: 1.5,
+        presence_penalty: 0.3,
+        frequency_penalty: 0.2,
         repeat_last_n: 64,
         seed,
     }
@@ -42,11 +44,7 @@ fn candidates_equal_the_cpu_top_k_along_a_reply() {
         let token = *history.last().unwrap();
         let logits = engine.step(token, true).block_on().unwrap().unwrap();
         engine.rewind(pos);
-        let pick = Pick::new(
-            k,
-            sampler.config.repeat_penalty,
-            &sampler.penalized(&history),
-        );
+        let pick = Pick::new(k, sampler.config.penalties(), &sampler.penalized(&history));
         // Every fourth step also the penalized row's log-sum-exp, which log-probabilities need.
         let with_sum = pos % 4 == 0;
         let read_before = engine.stats.totals.read_bytes;
@@ -60,7 +58,7 @@ fn candidates_equal_the_cpu_top_k_along_a_reply() {
                 assert_eq!(read, top_k::LOG_SUM_EXP_AT + 4);
                 let mut penalized = logits.clone();
                 let recent = sampler.penalized(&history);
-                wick::sampler::penalize(&mut penalized, &recent, sampler.config.repeat_penalty);
+                wick::sampler::penalize(&mut penalized, &recent, sampler.config.penalties());
                 let top = penalized.iter().fold(f64::MIN, |m, &l| m.max(l as f64));
                 let sum: f64 = penalized.iter().map(|&l| (l as f64 - top).exp()).sum();
                 let want = top + sum.ln();
@@ -258,7 +256,7 @@ fn log_probabilities_match_the_cpu_over_full_logits() {
             let recent = &history[history.len().saturating_sub(config.repeat_last_n)..];
             let mut row = logits.clone();
             let penalized = Sampler::new(config.clone()).penalized(recent);
-            wick::sampler::penalize(&mut row, &penalized, config.repeat_penalty);
+            wick::sampler::penalize(&mut row, &penalized, config.penalties());
             let log_prob = |id: u32| wick::ops::log_prob::reference(&row, id as usize);
             assert_eq!(got.token, token, "{label}");
             let want = log_prob(token);
@@ -318,12 +316,13 @@ fn a_grammars_mask_on_the_gpu_equals_the_cpus_along_a_reply() {
             then: Box::new(then),
         };
         // The top 5 allowed, then (the same position again) the choice.
-        let pick = Pick::new(5, 1.0, &[]);
+        let pick = Pick::new(5, Penalties::NONE, &[]);
         let want = masked(Want::Candidates {
             pick: Box::new(pick),
             log_sum_exp: false,
         });
-        let SequenceStep::Candidates(ranked) = engine.step_wanted(token, &want).block_on().unwrap()
+        let SequenceStep::Candidates(ranked) =
+            engine.step_wanted(&[token], &want).block_on().unwrap()
         else {
             panic!("candidates were asked for")
         };
@@ -332,7 +331,9 @@ fn a_grammars_mask_on_the_gpu_equals_the_cpus_along_a_reply() {
         let cpu = top_k::reference(&allowed, &pick);
         assert_eq!(ids(&ranked.candidates), ids(&cpu), "position {pos}");
         let read_before = engine.stats.totals.read_bytes;
-        let got = engine.step_wanted(token, &masked(Want::Choice)).block_on();
+        let got = engine
+            .step_wanted(&[token], &masked(Want::Choice))
+            .block_on();
         assert_eq!(engine.stats.totals.read_bytes - read_before, 4);
         let SequenceStep::Choice(choice) = got.unwrap() else {
             panic!("the choice was asked for")

@@ -30,6 +30,8 @@ fn four_hundred_completions_leave_gpu_and_host_memory_as_they_were() {
             top_p: 0.95,
             min_p: 0.0,
             repeat_penalty: 1.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
             repeat_last_n: 0,
             seed: i,
         });

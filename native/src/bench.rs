@@ -179,7 +179,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
                         }
                         Read::Choice => engine.step_greedy(t).block_on()?,
                         Read::Candidates => {
-                            let pick = Pick::new(40, 1.0, &[]);
+                            let pick = Pick::new(40, wick::sampler::Penalties::NONE, &[]);
                             engine
                                 .step_candidates(t, &pick, false)
                                 .block_on()?

@@ -89,6 +89,20 @@ pub struct SamplingArgs {
     pub min_p: f32,
     #[arg(long = "repeat-penalty", default_value_t = 1.0)]
     pub repeat_penalty: f32,
+    /// Subtracted from the logit of each of the last repeat-last-n tokens
+    #[arg(
+        long = "presence-penalty",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
+    pub presence_penalty: f32,
+    /// Subtracted from the logit of each of the last repeat-last-n tokens once a time it is there
+    #[arg(
+        long = "frequency-penalty",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
+    pub frequency_penalty: f32,
     #[arg(long = "repeat-last-n", default_value_t = 64)]
     pub repeat_last_n: usize,
     /// Random seed [default: from the clock]
@@ -176,6 +190,8 @@ impl SamplingArgs {
             top_p: self.top_p,
             min_p: self.min_p,
             repeat_penalty: self.repeat_penalty,
+            presence_penalty: self.presence_penalty,
+            frequency_penalty: self.frequency_penalty,
             repeat_last_n: self.repeat_last_n,
             seed,
         })

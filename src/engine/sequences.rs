@@ -143,11 +143,23 @@ impl Engine {
             .collect())
     }
 
-    /// Runs `token` at the next position (as `step_greedy`, `step_candidates` and `step` do) and
-    /// reads back what `want` asks.
-    pub async fn step_wanted(&mut self, token: u32, want: &Want) -> Result<SequenceStep, Error> {
+    /// Runs `tokens` at the next positions and reads back what `want` asks after the last: one
+    /// token (as `step_greedy`, `step_candidates` and `step` do), or a prompt's last run
+    /// (`prompt_end`), at most a chunk.
+    pub async fn step_wanted(
+        &mut self,
+        tokens: &[u32],
+        want: &Want,
+    ) -> Result<SequenceStep, Error> {
+        if tokens.len() > self.stats.chunk_tokens as usize || tokens.is_empty() {
+            return Err(Error::Model(format!(
+                "{} tokens in one run; it takes 1 to {}",
+                tokens.len(),
+                self.stats.chunk_tokens
+            )));
+        }
         let read = self.read_for(want, &self.sample, 0);
-        let bytes = self.run(Run::Decode(read), &[token]).await?;
+        let bytes = self.run(Run::Decode(read), tokens).await?;
         Ok(SequenceStep::read(&bytes.expect("read back"), read))
     }
 

@@ -170,6 +170,9 @@ impl Engine {
         if let Some((_, long)) = &mut self.forward.decode_long {
             long.retune(&self.gpu, &tuning);
         }
+        if let Some(head) = &mut self.forward.prompt_head {
+            head.retune(&self.gpu, &tuning);
+        }
         Tuned {
             shape,
             before: (current, before.unwrap_or(best_time)),

@@ -53,6 +53,8 @@ pub enum Kernel {
     TokenLogProb,
     /// x = cap * tanh(x / cap), in place.
     Softcap,
+    /// A run's last row copied to row 0.
+    LastRow,
     /// The index of each row's largest value.
     Argmax,
     /// The repetition penalty on the logits of the sampler's recent tokens, in place.
@@ -204,6 +206,7 @@ impl Kernel {
             Kernel::MoeCombine => wgsl!("step.wgsl", "moe_combine.wgsl"),
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),
+            Kernel::LastRow => wgsl!("step.wgsl", "last_row.wgsl"),
             Kernel::Argmax => wgsl!("step.wgsl", "argmax.wgsl"),
             Kernel::Penalize => wgsl!("pick.wgsl", "penalize.wgsl"),
             Kernel::LogSumExp => wgsl!("reduce.wgsl", "log_sum_exp.wgsl"),

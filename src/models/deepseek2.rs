@@ -346,13 +346,20 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         c.n_vocab,
         |plan| model.push_layers(plan),
         (final_norm, &a.xn, d),
-        |plan, logits| ends.push_logits(plan, &a.x, &a.xn, logits, c.rms_eps),
+        (
+            |plan: &mut Plan, logits: &wgpu::Buffer| {
+                ends.push_logits(plan, &a.x, &a.xn, logits, c.rms_eps)
+            },
+            &a.x,
+            &logits,
+        ),
     )
     .await?;
     Ok(Forward {
         decode,
         decode_long: None,
         prefill: plans.prefill,
+        prompt_head: plans.prompt_head,
         score: plans.score,
         hidden: plans.hidden,
         parallel: plans.parallel,

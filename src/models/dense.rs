@@ -316,7 +316,12 @@ pub async fn load(
         c.n_vocab,
         |plan| model.push_layers(plan, Attention::Whole),
         (final_norm, &a.xn, d),
-        push_logits,
+        // The last layer's post-norm leaves the normed state in xn, which the head reads.
+        (
+            push_logits,
+            if f.post_norms { &a.xn } else { &a.x },
+            &logits,
+        ),
     )
     .await?;
     let recurrent = blocks
@@ -331,6 +336,7 @@ pub async fn load(
         decode,
         decode_long,
         prefill: plans.prefill,
+        prompt_head: plans.prompt_head,
         score: plans.score,
         hidden: plans.hidden,
         parallel: plans.parallel,

@@ -89,6 +89,10 @@ pub struct Forward {
     /// Up to `step.batch` tokens of a prompt through the layers, filling the KV cache; no logits.
     /// None where the load asked for one token at a time.
     pub prefill: Option<Plan>,
+    /// Recorded after `prefill` in its pass where a prompt's last chunk ends the prompt: the chunk's
+    /// last token through the final norm and the head into `logits`, as a decode step's end, so
+    /// the first reply token is picked without a step of its own. With `prefill`.
+    pub prompt_head: Option<Plan>,
     /// Up to `plan.batch` tokens through the layers and the head, each scored by the log-probability of
     /// its successor. Only where the load asked for it (perplexity), since it holds a row of logits per
     /// token.
@@ -152,6 +156,7 @@ pub struct PromptPlans {
     /// The tokens each decode row's choice and candidates may take (a row per sequence).
     pub allowed: Allowed,
     pub prefill: Option<Plan>,
+    pub prompt_head: Option<Plan>,
     pub score: Option<Score>,
     pub hidden: Option<Hidden>,
     pub parallel: Option<Parallel>,
@@ -168,9 +173,10 @@ pub struct Hidden {
 
 /// What every architecture makes the same way from its layers (`push_layers` adds them for a plan's
 /// tokens), its final norm (`push_final_norm` leaves each token's normed state in `states`, `width`
-/// values a row) and its head (`push_logits` writes each token's logits into the buffer it is given):
-/// a prompt's chunk when `batch` > 1, and the scoring, hidden-state and parallel decode runs when asked
-/// for.
+/// values a row) and its head (`push_logits` writes each token's logits into the buffer it is given,
+/// from the rows of `head_reads`, `width` values a row, that the layers leave): a prompt's chunk and
+/// the head of its last token into `logits` when `batch` > 1, and the scoring, hidden-state and
+/// parallel decode runs when asked for.
 pub async fn prompt_plans(
     gpu: &Gpu,
     step: &StepInput,
@@ -178,17 +184,26 @@ pub async fn prompt_plans(
     n_vocab: u32,
     push_layers: impl Fn(&mut Plan),
     (push_final_norm, states, width): (impl Fn(&mut Plan), &wgpu::Buffer, u32),
-    push_logits: impl Fn(&mut Plan, &wgpu::Buffer),
+    (push_logits, head_reads, logits): (
+        impl Fn(&mut Plan, &wgpu::Buffer),
+        &wgpu::Buffer,
+        &wgpu::Buffer,
+    ),
 ) -> Result<PromptPlans, Error> {
     let batch = runs.batch;
     let allowed = Allowed::new(gpu, runs.sequences.max(1), n_vocab).await?;
-    let prefill = match batch {
-        1 => None,
+    let (prefill, prompt_head) = match batch {
+        1 => (None, None),
         _ => {
             let mut plan = Plan::new(gpu, step, batch);
             push_layers(&mut plan);
             plan.finish(gpu).await?;
-            Some(plan)
+            // One token's head, as a decode step's, on the chunk's last row moved to row 0.
+            let mut head = Plan::new(gpu, step, 1);
+            crate::ops::last_row::push(&mut head, head_reads, width);
+            push_logits(&mut head, logits);
+            head.finish(gpu).await?;
+            (Some(plan), Some(head))
         }
     };
     let score = match runs.scoring {
@@ -244,6 +259,7 @@ pub async fn prompt_plans(
     Ok(PromptPlans {
         allowed,
         prefill,
+        prompt_head,
         score,
         hidden,
         parallel,

@@ -59,7 +59,7 @@ pub async fn push(
     n_vocab: u32,
     (row, allowed): (u32, &Allowed),
 ) -> Result<Drawn, GpuError> {
-    let pick = top_k::Pick::new(0, 1.0, &[]);
+    let pick = top_k::Pick::none();
     let pick = storage_buffer(gpu, "draw's penalty", bytemuck::bytes_of(&pick));
     let draw = Draw::new(1.0, 1.0, 0.0, 0);
     let draw = storage_buffer(gpu, "draw", bytemuck::bytes_of(&draw));

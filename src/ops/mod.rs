@@ -10,6 +10,7 @@ pub mod draw;
 pub mod embed;
 pub mod glu;
 pub mod head_norm_rope_kv;
+pub mod last_row;
 pub mod layer_norm;
 pub mod log_prob;
 pub mod matvec;

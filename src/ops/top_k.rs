@@ -1,15 +1,16 @@
-//! The sampler's candidates on the GPU (shaders/penalize.wgsl, shaders/top_k.wgsl): the repetition
-//! penalty on the logits of the recent tokens, then the k largest logits with their ids, largest first,
+//! The sampler's candidates on the GPU (shaders/penalize.wgsl, shaders/top_k.wgsl): the penalties on
+//! the logits of the recent tokens, then the k largest logits with their ids, largest first,
 //! so a sampled step reads back k pairs (8 bytes each) instead of its row of n_vocab logits; and the
 //! log of the sum of the row's exponentials after the K_MAX slots, which makes a candidate's logit its
 //! log-probability (4 bytes more, read where log-probabilities are asked for).
 
 use super::allowed::Allowed;
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuError, Kernel, PipelineKey, Plan};
+use crate::sampler::Penalties;
 
 /// The most candidates the GPU picks (a level's slots per slice).
 pub const K_MAX: u32 = 64;
-/// The most distinct tokens the penalty takes (shaders/pick.wgsl).
+/// The most distinct tokens the penalties take (shaders/pick.wgsl).
 pub const PENALIZED_MAX: usize = 256;
 /// Inputs per workgroup of a level: 128 threads, 16 values each.
 const SLICE: u32 = 128 * 16;
@@ -22,25 +23,39 @@ const NONE: u32 = u32::MAX;
 pub struct Pick {
     k: u32,
     n_penalized: u32,
-    penalty: f32,
-    _pad: u32,
+    repeat: f32,
+    presence: f32,
+    frequency: f32,
+    _pad: [u32; 3],
     penalized: [u32; PENALIZED_MAX],
+    counts: [u32; PENALIZED_MAX],
 }
 
 impl Pick {
-    /// `k` candidates (at most K_MAX) after dividing the positive logits of `penalized` (distinct
-    /// tokens, at most PENALIZED_MAX) by `penalty` and multiplying the negative ones.
-    pub fn new(k: u32, penalty: f32, penalized: &[u32]) -> Pick {
+    /// `k` candidates (at most K_MAX) after `penalties` on `penalized` (distinct tokens, at most
+    /// PENALIZED_MAX, each with the times it was seen), as `sampler::penalize` applies them.
+    pub fn new(k: u32, penalties: Penalties, penalized: &[(u32, u32)]) -> Pick {
         assert!(k <= K_MAX && penalized.len() <= PENALIZED_MAX);
         let mut pick = Pick {
             k,
             n_penalized: penalized.len() as u32,
-            penalty,
-            _pad: 0,
+            repeat: penalties.repeat,
+            presence: penalties.presence,
+            frequency: penalties.frequency,
+            _pad: [0; 3],
             penalized: [0; PENALIZED_MAX],
+            counts: [0; PENALIZED_MAX],
         };
-        pick.penalized[..penalized.len()].copy_from_slice(penalized);
+        for (i, &(token, count)) in penalized.iter().enumerate() {
+            pick.penalized[i] = token;
+            pick.counts[i] = count;
+        }
         pick
+    }
+
+    /// No candidates and no penalty: what a pick buffer holds before a step writes one.
+    pub fn none() -> Pick {
+        Pick::new(0, Penalties::NONE, &[])
     }
 
     pub fn k(&self) -> u32 {
@@ -100,7 +115,7 @@ struct LevelParams {
     allowed_at: u32,
 }
 
-/// Adds the repetition penalty `pick` asks for on the row of `logits` at `row` (in floats), in place.
+/// Adds the penalties `pick` asks for on the row of `logits` at `row` (in floats), in place.
 pub fn push_penalty(plan: &mut Plan, logits: &wgpu::Buffer, pick: &wgpu::Buffer, n: u32, row: u32) {
     plan.push(
         PipelineKey::new(Kernel::Penalize, None),
@@ -123,11 +138,7 @@ pub async fn push(
 ) -> Result<Candidates, GpuError> {
     let allowed_at = allowed.row_at(row);
     let row = row * n_vocab;
-    let pick = storage_buffer(
-        gpu,
-        "sampler pick",
-        bytemuck::bytes_of(&Pick::new(0, 1.0, &[])),
-    );
+    let pick = storage_buffer(gpu, "sampler pick", bytemuck::bytes_of(&Pick::none()));
     let choose = Choose {
         temperature: 0.0,
         top_p: 1.0,
@@ -203,8 +214,16 @@ pub fn candidates(bytes: &[u8], k: u32) -> Vec<(u32, f32)> {
 /// CPU reference: the sampler's own penalty and ranking over the whole row, cut at k.
 pub fn reference(logits: &[f32], pick: &Pick) -> Vec<(u32, f32)> {
     let mut logits = logits.to_vec();
-    let penalized = &pick.penalized[..pick.n_penalized as usize];
-    crate::sampler::penalize(&mut logits, penalized, pick.penalty);
+    let n = pick.n_penalized as usize;
+    let penalized: Vec<(u32, u32)> = (pick.penalized[..n].iter().copied())
+        .zip(pick.counts[..n].iter().copied())
+        .collect();
+    let penalties = Penalties {
+        repeat: pick.repeat,
+        presence: pick.presence,
+        frequency: pick.frequency,
+    };
+    crate::sampler::penalize(&mut logits, &penalized, penalties);
     let mut all = crate::sampler::ranked(&logits);
     all.truncate(pick.k as usize);
     all

@@ -15,7 +15,15 @@ use wick::engine::{Engine, SequenceStep, Want};
 use wick::gguf::{read_header, FileSource};
 use wick::gpu::Gpu;
 use wick::ops::top_k::{self, Pick};
+use wick::sampler::Penalties;
 use wick::tokenizer::Tokenizer;
+
+/// The penalties of the parallel steps' candidates.
+const PENALTIES: Penalties = Penalties {
+    repeat: 1.3,
+    presence: 0.4,
+    frequency: 0.2,
+};
 
 /// How one file compared.
 #[derive(Debug)]
@@ -292,14 +300,15 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                 worst = worst.max(e);
             }
             // The same step again: a choice or candidates for each row.
-            // Candidates for every other row, its sequence's last three distinct tokens penalized.
-            let picks: Vec<Option<Vec<u32>>> = active
+            // Candidates for every other row, its sequence's last three distinct tokens penalized (each as
+            // if seen 1 to 3 times).
+            let picks: Vec<Option<Vec<(u32, u32)>>> = active
                 .iter()
                 .map(|&s| {
-                    let mut penalized: Vec<u32> = Vec::new();
+                    let mut penalized: Vec<(u32, u32)> = Vec::new();
                     for &t in sequences[s][..next[s]].iter().rev() {
-                        if penalized.len() < 3 && !penalized.contains(&t) {
-                            penalized.push(t);
+                        if penalized.len() < 3 && !penalized.iter().any(|&(p, _)| p == t) {
+                            penalized.push((t, 1 + t % 3));
                         }
                     }
                     ((s + step) % 2 == 1).then_some(penalized)
@@ -321,7 +330,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                 .map(|(pick, mask)| {
                     let want = match pick {
                         Some(penalized) => Want::Candidates {
-                            pick: Box::new(Pick::new(8, 1.3, penalized)),
+                            pick: Box::new(Pick::new(8, PENALTIES, penalized)),
                             log_sum_exp: true,
                         },
                         None => Want::Choice,
@@ -361,7 +370,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                         assert_eq!(choice as usize, top, "{name} sequence {s} position {pos}");
                     }
                     (SequenceStep::Candidates(ranked), Some(penalized)) => {
-                        let cpu = top_k::reference(&allowed, &Pick::new(8, 1.3, penalized));
+                        let cpu = top_k::reference(&allowed, &Pick::new(8, PENALTIES, penalized));
                         let ids =
                             |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
                         assert_eq!(
@@ -376,7 +385,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                             );
                         }
                         let mut row = logits.clone();
-                        wick::sampler::penalize(&mut row, penalized, 1.3);
+                        wick::sampler::penalize(&mut row, penalized, PENALTIES);
                         let top = row.iter().fold(f64::MIN, |m, &v| m.max(v as f64));
                         let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
                         let lse = ranked.log_sum_exp.unwrap() as f64;
