@@ -135,13 +135,24 @@ fn json_schema(schema: serde_json::Value) -> TopLevelGrammar {
 
 /// The schema with llguidance's options for compact JSON (`{"a": 1, "b": [2, 3]}`) unless it sets its
 /// own: with free whitespace a small model may write newlines until the token budget runs out.
-pub fn compact_json(mut schema: serde_json::Value) -> serde_json::Value {
+pub fn compact_json(schema: serde_json::Value) -> serde_json::Value {
+    json_separated(schema, (", ", ": "))
+}
+
+/// The schema with JSON written without spaces (`{"a":1,"b":[2,3]}`) unless it sets its own
+/// options: as gpt-oss writes its calls' arguments.
+pub fn tight_json(schema: serde_json::Value) -> serde_json::Value {
+    json_separated(schema, (",", ":"))
+}
+
+/// The schema with its JSON's whitespace fixed to the (item, key) separators, unless it sets its own.
+fn json_separated(mut schema: serde_json::Value, (item, key): (&str, &str)) -> serde_json::Value {
     if let Some(object) = schema.as_object_mut() {
         if !object.contains_key("x-guidance") {
             let options = JsonCompileOptions {
                 whitespace_flexible: false,
-                item_separator: ", ".into(),
-                key_separator: ": ".into(),
+                item_separator: item.into(),
+                key_separator: key.into(),
                 ..Default::default()
             };
             options.apply_to(&mut schema);

@@ -510,8 +510,9 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn of(text: &str, finish: FinishReason, tools: Option<&ToolUse>) -> Answer {
-        let reply = tools.map(|t| t.read(text));
+    pub fn of(completion: &Completion, tools: Option<&ToolUse>) -> Answer {
+        let (text, finish) = (&completion.text, completion.finish);
+        let reply = tools.map(|t| t.read(text, &completion.calls));
         let (content, calls) = match reply {
             Some(r) => (r.content.unwrap_or_default(), r.calls),
             None => (text.to_string(), Vec::new()),

@@ -3,10 +3,14 @@
 //! between `<|channel>thought` and `<channel|>`; gpt-oss writes harmony messages, `<|channel|>analysis<|message|>…<|end|>` for its thoughts, then
 //! `<|start|>assistant<|channel|>final<|message|>…` for the answer. `Channels` reads a reply's text as
 //! it comes (markers included) and hands back the reasoning and the content apart, the markers
-//! dropped, as OpenAI-style servers answer with `reasoning_content` beside `content`.
+//! dropped, as OpenAI-style servers answer with `reasoning_content` beside `content`. A harmony
+//! message addressed to a function (`to=functions.NAME` in its header) is a tool call, its text the
+//! arguments: it comes back apart too.
 //!
 //! Where a reply starts depends on the prompt: Qwen3.5's template opens `<think>` itself, so its
 //! replies begin inside the reasoning; `Channels::after` reads that off the rendered prompt.
+
+use crate::tools::Call;
 
 /// How a model marks its reasoning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,7 +18,7 @@ pub enum Format {
     /// Between an opening and a closing tag, before the answer.
     Tagged(Tags),
     /// OpenAI's harmony messages: the analysis channel is reasoning, the others (final, commentary)
-    /// are the answer.
+    /// are the answer, but for messages to a function, which are calls.
     Harmony,
 }
 
@@ -41,6 +45,8 @@ const MESSAGE: &str = "<|message|>";
 const MESSAGE_ENDS: [&str; 3] = ["<|end|>", "<|return|>", "<|call|>"];
 /// A harmony header longer than this is not one: its text is the answer's.
 const HEADER_MAX: usize = 256;
+/// In a harmony header, what names a function as the message's recipient.
+pub const TO_FUNCTION: &str = "to=functions.";
 
 impl Format {
     /// The format of the model whose chat template is `template`, if it reasons.
@@ -82,17 +88,20 @@ enum Part {
     Opening,
     Reasoning,
     Content,
-    /// A harmony header, read up to its `<|message|>`: it names the channel.
+    /// A harmony header, read up to its `<|message|>`: it names the channel and any recipient.
     Header,
+    /// A harmony message to the function named: its text is the call's arguments.
+    Call(String),
     /// After a harmony message's end, up to the next header: dropped.
     Between,
 }
 
-/// Text split into the reasoning and the answer.
+/// Text split into the reasoning and the answer, and the calls of functions that ended in it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Split {
     pub reasoning: String,
     pub content: String,
+    pub calls: Vec<Call>,
 }
 
 /// Reads a reply's text as it comes and splits it (see the module's comment).
@@ -107,6 +116,8 @@ pub struct Channels {
     fresh: bool,
     /// Some reasoning was written.
     reasoned: bool,
+    /// The arguments read so far of the call being read (`Part::Call`).
+    arguments: String,
 }
 
 impl Channels {
@@ -118,6 +129,7 @@ impl Channels {
             held: String::new(),
             fresh: true,
             reasoned: false,
+            arguments: String::new(),
         }
     }
 
@@ -164,9 +176,14 @@ impl Channels {
     pub fn finish(&mut self) -> Split {
         let held = std::mem::take(&mut self.held);
         let mut out = Split::default();
-        match self.part {
+        match self.part.clone() {
             Part::Opening | Part::Content => self.emit_content(&mut out, &held),
             Part::Reasoning => self.emit_reasoning(&mut out, held.trim_end()),
+            // A call ends with the reply where nothing follows its arguments (a grammar's end).
+            Part::Call(name) => {
+                self.arguments.push_str(&held);
+                self.emit_call(&mut out, name);
+            }
             Part::Header | Part::Between => {}
         }
         out
@@ -182,7 +199,10 @@ impl Channels {
                 self.emit_content(out, &text);
                 false
             }
-            (Part::Reasoning | Part::Content, Format::Harmony) => self.message(out),
+            // Only harmony's headers name a call.
+            (Part::Reasoning | Part::Content, Format::Harmony) | (Part::Call(_), _) => {
+                self.message(out)
+            }
             (Part::Header, _) => self.header(out),
             (Part::Between, _) => self.between(),
         }
@@ -251,8 +271,14 @@ impl Channels {
                 (self.take_settled(keep), None)
             }
         };
-        match self.part {
+        match self.part.clone() {
             Part::Reasoning => self.emit_reasoning(out, &text),
+            Part::Call(name) => {
+                self.arguments.push_str(&text);
+                if next.is_some() {
+                    self.emit_call(out, name);
+                }
+            }
             _ => self.emit_content(out, &text),
         }
         let moved = next.is_some();
@@ -262,7 +288,8 @@ impl Channels {
         moved
     }
 
-    /// A harmony header, up to `<|message|>`: the analysis channel is reasoning, others the answer.
+    /// A harmony header, up to `<|message|>`: the analysis channel is reasoning, a message to a
+    /// function a call, others the answer.
     fn header(&mut self, out: &mut Split) -> bool {
         let Some(at) = self.held.find(MESSAGE) else {
             if self.held.len() > HEADER_MAX {
@@ -278,8 +305,13 @@ impl Channels {
             .nth(1)
             .and_then(|c| c.split(|ch: char| ch.is_whitespace() || ch == '<').next())
             .unwrap_or("");
-        self.enter(match channel {
-            "analysis" => Part::Reasoning,
+        let function = header.split(TO_FUNCTION).nth(1).map(|rest| {
+            let end = rest.find(|ch: char| ch.is_whitespace() || ch == '<');
+            rest[..end.unwrap_or(rest.len())].to_string()
+        });
+        self.enter(match (function, channel) {
+            (Some(name), _) if !name.is_empty() => Part::Call(name),
+            (_, "analysis") => Part::Reasoning,
             _ => Part::Content,
         });
         true
@@ -334,6 +366,15 @@ impl Channels {
             .unwrap_or(0)
     }
 
+    /// The call being read, its arguments complete.
+    fn emit_call(&mut self, out: &mut Split, name: String) {
+        let arguments = std::mem::take(&mut self.arguments);
+        out.calls.push(Call {
+            name,
+            arguments: arguments.trim().to_string(),
+        });
+    }
+
     fn emit_content(&mut self, out: &mut Split, text: &str) {
         let text = self.unfreshened(text);
         out.content.push_str(text);
@@ -376,6 +417,7 @@ mod tests {
         let mut add = |s: Split| {
             all.reasoning += &s.reasoning;
             all.content += &s.content;
+            all.calls.extend(s.calls);
         };
         let mut rest = text;
         while !rest.is_empty() {
@@ -390,13 +432,24 @@ mod tests {
         all
     }
 
-    /// Every way of feeding `text` in pieces splits it as `reasoning` and `content`.
+    /// Every way of feeding `text` in pieces splits it as `reasoning` and `content`, and no calls.
     fn check(channels: Channels, text: &str, reasoning: &str, content: &str) {
+        check_calls(channels, text, (reasoning, content), &[]);
+    }
+
+    /// As `check`, with the calls (name, arguments) it makes.
+    fn check_calls(channels: Channels, text: &str, split_as: (&str, &str), calls: &[(&str, &str)]) {
+        let calls: Vec<Call> = (calls.iter())
+            .map(|&(name, arguments)| Call {
+                name: name.into(),
+                arguments: arguments.into(),
+            })
+            .collect();
         for n in 1..=text.len().max(1) {
             let s = split(&channels, text, n);
             assert_eq!(
-                (s.reasoning.as_str(), s.content.as_str()),
-                (reasoning, content),
+                (s.reasoning.as_str(), s.content.as_str(), &s.calls),
+                (split_as.0, split_as.1, &calls),
                 "{text:?} in pieces of {n}"
             );
         }
@@ -471,6 +524,28 @@ mod tests {
         check(channels.clone(), "<|channel|>analysis", "", "");
         let long = format!("<|channel|>{}", "x".repeat(HEADER_MAX));
         check(channels, &long, "", &long);
+    }
+
+    /// A message to a function is a call, its recipient in the header as the model writes it (after
+    /// the channel) or as gpt-oss's template renders earlier calls (before it); the arguments end with
+    /// `<|call|>` or with the reply.
+    #[test]
+    fn harmony_messages_to_functions_are_calls() {
+        let channels = Channels::after(Format::Harmony, "<|start|>assistant");
+        let reply = "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant\
+                     <|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>\
+                     {\"city\": \"Paris\"}<|call|>";
+        let call = [("get_weather", "{\"city\": \"Paris\"}")];
+        check_calls(channels.clone(), reply, ("Need the weather.", ""), &call);
+        let unended = reply.trim_end_matches("<|call|>");
+        check_calls(channels.clone(), unended, ("Need the weather.", ""), &call);
+        let rendered = "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant \
+                        to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\"}\
+                        <|call|>";
+        check_calls(channels.clone(), rendered, ("Need the weather.", ""), &call);
+        // A commentary message to no one is the answer's.
+        let said = "<|channel|>commentary<|message|>Looking.<|end|>";
+        check(channels, said, "", "Looking.");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::sampler::{Sampler, TokenLogProb};
 use crate::session::{Completion, FinishReason};
 use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
+use crate::tools::Call;
 use web_time::Duration;
 
 /// Text a reply completes, with the log-probabilities of the tokens taken since the last piece
@@ -31,6 +32,8 @@ pub struct Reply {
     log_probs_sent: usize,
     text: String,
     reasoning: String,
+    /// Functions the reply called, where its format marks calls (harmony).
+    calls: Vec<Call>,
     /// A stop string ended the reply: what was held back is not part of it.
     stopped_by_string: bool,
 }
@@ -47,6 +50,7 @@ impl Reply {
             log_probs_sent: 0,
             text: String::new(),
             reasoning: String::new(),
+            calls: Vec::new(),
             stopped_by_string: false,
         }
     }
@@ -91,6 +95,7 @@ impl Reply {
         let (piece, stopped) = self.stops.push(&split.content);
         self.text.push_str(&piece);
         self.reasoning.push_str(&split.reasoning);
+        self.calls.extend(split.calls);
         let said = !piece.is_empty() || !split.reasoning.is_empty();
         if said && !self.send(&piece, &split.reasoning, tokenizer, on_text) {
             return Some(FinishReason::Cancelled);
@@ -131,10 +136,12 @@ impl Reply {
                 let last = channels.finish();
                 split.content += &last.content;
                 split.reasoning += &last.reasoning;
+                split.calls.extend(last.calls);
             }
             let (held, _) = self.stops.push(&split.content);
             tail = held + &self.stops.finish();
             reasoning = split.reasoning;
+            self.calls.extend(split.calls);
             self.text.push_str(&tail);
             self.reasoning.push_str(&reasoning);
         }
@@ -147,6 +154,7 @@ impl Reply {
             log_probs: self.log_probs,
             text: self.text,
             reasoning: self.reasoning,
+            calls: self.calls,
             finish,
             prompt_tokens: 0,
             prompt_processed: 0,
@@ -162,8 +170,8 @@ impl Reply {
         match &mut self.channels {
             Some(channels) => channels.push(&text),
             None => Split {
-                reasoning: String::new(),
                 content: text,
+                ..Default::default()
             },
         }
     }

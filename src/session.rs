@@ -48,6 +48,9 @@ pub struct Completion {
     pub text: String,
     /// The reasoning the model wrote before its answer, markers dropped (empty for most models).
     pub reasoning: String,
+    /// The functions the reply called, where its format marks calls itself (harmony's messages to
+    /// functions; `tools::ToolUse::read` finds the others' in `text`).
+    pub calls: Vec<crate::tools::Call>,
     pub finish: FinishReason,
     /// Prompt tokens, and how many of them had to be processed (the rest were cached).
     pub prompt_tokens: usize,
@@ -291,6 +294,7 @@ impl Session {
             log_probs: Vec::new(),
             text: String::new(),
             reasoning: String::new(),
+            calls: Vec::new(),
             finish: FinishReason::ContextFull,
             prompt_tokens: 0,
             prompt_processed: 0,
@@ -325,6 +329,7 @@ impl Session {
             reply.log_probs.extend(part.log_probs);
             reply.text.push_str(&part.text);
             reply.reasoning.push_str(&part.reasoning);
+            reply.calls.extend(part.calls);
             reply.prompt_processed += part.prompt_processed;
             reply.prompt_time += part.prompt_time;
             reply.gen_time += part.gen_time;

@@ -1,12 +1,13 @@
 //! Tool calls. The tools a request offers reach the model through its chat template where the template
-//! lays out tools and its model writes `<tool_call>` blocks (Qwen 2.5, Hermes-style); any other model
-//! gets them described in a system message and answers in a JSON envelope, as llama.cpp's server does
-//! for templates without tools. Either way a grammar holds the reply to a call of an offered tool with
-//! arguments matching its parameters (or, where the choice allows, to text), and the reply's text is
-//! read back as the calls.
+//! lays out tools and its model writes `<tool_call>` blocks (Qwen 2.5, Hermes-style) or harmony
+//! messages to functions (gpt-oss); any other model gets them described in a system message and
+//! answers in a JSON envelope, as llama.cpp's server does for templates without tools. Either way a
+//! grammar holds the reply to a call of an offered tool with arguments matching its parameters (or,
+//! where the choice allows, to text), and the reply is read back as the calls.
 
 use crate::chat_template::{self, ChatMessage};
 use crate::grammar::{self, Grammar};
+use crate::reasoning;
 use serde_json::{json, Value};
 
 /// OpenAI's `tool_choice`.
@@ -51,6 +52,10 @@ enum Format {
     Tagged,
     /// `{"tool_call": {"name": ..., "arguments": {...}}}` or `{"response": "..."}`, asked for in a system message.
     Envelope,
+    /// Harmony: analysis, then a final message or one to a function (`<|channel|>commentary
+    /// to=functions.NAME <|constrain|>json<|message|>{...}`), which the reasoning reader returns as a
+    /// call (`reasoning::Channels`).
+    Harmony,
 }
 
 const OPEN: &str = "<tool_call>";
@@ -65,14 +70,15 @@ pub struct ToolUse {
 
 impl ToolUse {
     pub fn new(template: &str, offered: Offered) -> ToolUse {
-        let tagged = chat_template::takes_tools(template) && template.contains(OPEN);
+        let takes_tools = chat_template::takes_tools(template);
+        let harmony = reasoning::Format::of_template(template) == Some(reasoning::Format::Harmony);
         ToolUse {
             tools: offered.tools,
             choice: offered.choice,
-            format: if tagged {
-                Format::Tagged
-            } else {
-                Format::Envelope
+            format: match (takes_tools, harmony, template.contains(OPEN)) {
+                (true, true, _) => Format::Harmony,
+                (true, _, true) => Format::Tagged,
+                _ => Format::Envelope,
             },
         }
     }
@@ -81,7 +87,7 @@ impl ToolUse {
     pub fn template_tools(&self) -> &[Value] {
         match (self.format, &self.choice) {
             (_, ToolChoice::None) | (Format::Envelope, _) => &[],
-            (Format::Tagged, _) => &self.tools,
+            (Format::Tagged | Format::Harmony, _) => &self.tools,
         }
     }
 
@@ -89,7 +95,7 @@ impl ToolUse {
     /// described in the system message (added, or put after the caller's).
     pub fn messages(&self, messages: &[ChatMessage]) -> Vec<ChatMessage> {
         let mut out = messages.to_vec();
-        if self.format == Format::Tagged || self.choice == ToolChoice::None {
+        if self.format != Format::Envelope || self.choice == ToolChoice::None {
             return out;
         }
         let listed: Vec<String> = self
@@ -131,6 +137,9 @@ impl ToolUse {
 
     /// What the reply must match; none where the model may not call.
     pub fn grammar(&self) -> Option<Grammar> {
+        if self.format == Format::Harmony {
+            return self.harmony_grammar();
+        }
         let call = self.call_schema()?;
         Some(match self.format {
             Format::Tagged => {
@@ -157,17 +166,58 @@ impl ToolUse {
                     _ => called,
                 })
             }
+            Format::Harmony => unreachable!("harmony_grammar"),
+        })
+    }
+
+    /// Harmony's reply after the prompt's `<|start|>assistant`: analysis if the model likes, then
+    /// (where the choice allows) a final answer, or a message to one of the tools with arguments
+    /// that match its parameters. The markers are control tokens, named as such (`<|channel|>`).
+    fn harmony_grammar(&self) -> Option<Grammar> {
+        let calls: Vec<String> = (self.allowed())
+            .map(|t| {
+                let f = &t["function"];
+                let name = f["name"].as_str().unwrap_or_default();
+                let parameters = match &f["parameters"] {
+                    Value::Null => json!({ "type": "object" }),
+                    p => p.clone(),
+                };
+                let parameters = grammar::tight_json(parameters);
+                let to = reasoning::TO_FUNCTION;
+                let name =
+                    serde_json::to_string(&format!("commentary {to}{name} ")).expect("a string");
+                format!("<|channel|> {name} <|constrain|> \"json\" <|message|> %json {parameters}")
+            })
+            .collect();
+        if calls.is_empty() {
+            return None;
+        }
+        let answer = match self.choice {
+            ToolChoice::Auto => "final | ",
+            _ => "",
+        };
+        Some(Grammar::Lark(format!(
+            "start: analysis? ({answer}call)\n\
+             analysis: <|channel|> \"analysis\" <|message|> TEXT <|end|> <|start|> \"assistant\"\n\
+             final: <|channel|> \"final\" <|message|> TEXT\n\
+             call: {}\n\
+             TEXT: /(?s:.*)/\n",
+            calls.join("\n    | ")
+        )))
+    }
+
+    /// The offered tools the choice allows the model to call.
+    fn allowed(&self) -> impl Iterator<Item = &Value> {
+        self.tools.iter().filter(|t| match &self.choice {
+            ToolChoice::None => false,
+            ToolChoice::Named(name) => t["function"]["name"] == json!(name),
+            _ => true,
         })
     }
 
     /// A call of one of the tools the choice allows, its arguments matching the tool's parameters.
     fn call_schema(&self) -> Option<Value> {
-        let allowed = self.tools.iter().filter(|t| match &self.choice {
-            ToolChoice::None => false,
-            ToolChoice::Named(name) => t["function"]["name"] == json!(name),
-            _ => true,
-        });
-        let calls: Vec<Value> = allowed
+        let calls: Vec<Value> = (self.allowed())
             .map(|t| {
                 let f = &t["function"];
                 let parameters = match &f["parameters"] {
@@ -186,8 +236,9 @@ impl ToolUse {
         }
     }
 
-    /// The reply read back: text and calls. A reply that was cut short and does not parse is text.
-    pub fn read(&self, text: &str) -> Reply {
+    /// The reply read back: text and calls, from its answer `text` and the calls its format marked
+    /// itself (`Completion::calls`: harmony's). A reply that was cut short and does not parse is text.
+    pub fn read(&self, text: &str, marked: &[Call]) -> Reply {
         let as_text = || Reply {
             content: Some(text.to_string()),
             calls: Vec::new(),
@@ -196,6 +247,23 @@ impl ToolUse {
             return as_text();
         }
         match self.format {
+            Format::Harmony => {
+                let calls: Vec<Call> = (marked.iter())
+                    .filter_map(|c| {
+                        let arguments: Value = serde_json::from_str(&c.arguments).ok()?;
+                        let name = c.name.clone();
+                        Some(Call {
+                            name,
+                            arguments: arguments.to_string(),
+                        })
+                    })
+                    .collect();
+                let text = text.trim();
+                Reply {
+                    content: (!text.is_empty() || calls.is_empty()).then(|| text.to_string()),
+                    calls,
+                }
+            }
             Format::Tagged => {
                 let Some((before, rest)) = text.split_once(OPEN) else {
                     return match parse_call(text.trim()) {

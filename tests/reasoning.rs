@@ -121,3 +121,84 @@ fn harmony_markers_that_are_control_tokens_split_the_reply() {
         "analysisAdding two and two.assistantfinalFour."
     );
 }
+
+/// gpt-oss's tool calls in its own format: on gpt-oss's template the tools' grammar holds a reply to
+/// harmony messages (analysis if the model likes, then a message to an offered function whose
+/// arguments match its parameters, or a final answer where the choice allows), its markers control
+/// tokens; and the reply reads back as the call, its reasoning apart.
+#[test]
+fn harmony_tool_calls_are_held_to_the_tools_and_read_back() {
+    use serde_json::json;
+    use std::sync::Arc;
+    use wick::grammar::{Constraint, Vocabulary};
+    use wick::tools::{Offered, ToolChoice, ToolUse};
+    let tokenizer = Arc::new(harmony_tokenizer());
+    let vocabulary = Vocabulary::new(&tokenizer).unwrap();
+    let template = include_str!("goldens/chat_template/gpt-oss.jinja");
+    let weather = json!({ "type": "function", "function": { "name": "get_weather",
+        "parameters": { "type": "object", "properties": { "city": { "type": "string" } },
+            "required": ["city"], "additionalProperties": false } } });
+    let time = json!({ "type": "function", "function": { "name": "get_time" } });
+    let tools = |choice| {
+        let tools = vec![weather.clone(), time.clone()];
+        ToolUse::new(template, Offered { tools, choice })
+    };
+    // Whether the grammar takes `reply` token by token, the last an end of generation.
+    let n_vocab = tokenizer.vocab_size() as u32;
+    let takes = |tools: &ToolUse, reply: &str| {
+        let grammar = tools.grammar().expect("a grammar");
+        let mut constraint = Constraint::new(&vocabulary, &tokenizer, &grammar).unwrap();
+        let end = tokenizer.token_id("<|call|>").unwrap();
+        let ids = [tokenizer.encode(reply, true), vec![end]].concat();
+        ids.iter().all(|&id| {
+            let bits = constraint.allowed_bits(n_vocab).unwrap();
+            let allowed = bits[id as usize / 32] >> (id % 32) & 1 == 1;
+            allowed && (constraint.is_finished() || constraint.accept(id).is_ok())
+        })
+    };
+    let analysis = "<|channel|>analysis<|message|>The user wants Paris.<|end|><|start|>assistant";
+    let call = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}";
+    let final_answer = "<|channel|>final<|message|>Sunny.";
+    let auto = tools(ToolChoice::Auto);
+    assert!(takes(&auto, &format!("{analysis}{call}")));
+    assert!(takes(&auto, call));
+    assert!(takes(&auto, &format!("{analysis}{final_answer}")));
+    let required = tools(ToolChoice::Required);
+    assert!(takes(&required, &format!("{analysis}{call}")));
+    assert!(
+        !takes(&required, final_answer),
+        "required: a call, not an answer"
+    );
+    let bad_arguments = call.replace("\"city\"", "\"town\"");
+    assert!(
+        !takes(&required, &bad_arguments),
+        "arguments outside the parameters"
+    );
+    let unknown = call.replace("get_weather", "get_news");
+    assert!(!takes(&required, &unknown), "a function not offered");
+    let named = tools(ToolChoice::Named("get_time".into()));
+    assert!(!takes(&named, call), "named: only get_time");
+    let time_call = "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}";
+    assert!(takes(&named, time_call));
+
+    // Read back: the call (its arguments as OpenAI gives them), the reasoning apart.
+    let prompt = "<|start|>user<|message|>Weather in Paris?<|end|><|start|>assistant";
+    let ids = tokenizer.encode(&format!("{analysis}{call}<|call|>"), true);
+    let mut reply = Reply::new(100, &[]);
+    reply = reply.with_reasoning(Channels::after(Format::Harmony, prompt), &tokenizer);
+    let sampler = Sampler::new(SamplerConfig::greedy());
+    let mut on_text = |_: wick::reply::Piece| true;
+    let finish = ids
+        .iter()
+        .find_map(|&id| reply.push(&tokenizer, (id, None), &sampler, true, &mut on_text))
+        .unwrap_or(FinishReason::Length);
+    assert_eq!(finish, FinishReason::Stop, "<|call|> ends the reply");
+    let completion = reply.finish(finish, &tokenizer, &mut on_text);
+    assert_eq!(completion.reasoning, "The user wants Paris.");
+    let answer = wick::openai::Answer::of(&completion, Some(&auto));
+    assert_eq!(answer.finish_reason, "tool_calls");
+    assert_eq!(answer.calls.len(), 1);
+    assert_eq!(answer.calls[0].name, "get_weather");
+    assert_eq!(answer.calls[0].arguments, r#"{"city":"Paris"}"#);
+    assert_eq!(answer.content, "");
+}

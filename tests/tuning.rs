@@ -113,3 +113,24 @@ fn tuning_between_steps_keeps_the_conversation() {
         tuner.timed
     );
 }
+
+/// Winners kept from an older set of candidates (a file written before the set grew, which has no
+/// `candidates`) are dropped when given to the GPU, so their shapes are timed again among the new
+/// candidates; winners of the current set are kept.
+#[test]
+fn winners_of_an_older_candidate_set_are_timed_again() {
+    let Some(gpu) = gpu() else { return };
+    let old = r#"{"matvec": {"Q4_K 2048x2048": {"workgroup": 64, "threads_per_row": 8,
+        "subgroup_sum": false, "blocks": true}}}"#;
+    let old: wick::gpu::Tuning = serde_json::from_str(old).unwrap();
+    assert_eq!(old.candidates, 0);
+    gpu.set_tuning(old.clone());
+    assert!(gpu.tuning().matvec.is_empty(), "{:?}", gpu.tuning());
+    let current = wick::gpu::Tuning {
+        candidates: wick::gpu::CANDIDATES,
+        ..old
+    };
+    gpu.set_tuning(current.clone());
+    assert_eq!(gpu.tuning().matvec, current.matvec);
+    gpu.set_tuning(Default::default());
+}

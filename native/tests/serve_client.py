@@ -101,7 +101,10 @@ def main():
     chunks = list(client.chat.completions.create(**asked, stream=True))
     carrying = [ch.choices[0] for ch in chunks if ch.choices and ch.choices[0].logprobs]
     streamed_lp = [c for choice in carrying for c in choice.logprobs.content]
-    check([(c.token, round(c.logprob, 5)) for c in streamed_lp] == [(c.token, round(c.logprob, 5)) for c in content]
+    # The same prompt again is cached: its first token's logits now come from a decode step, not from
+    # the head of the prompt's last chunk, the same math summed in another order.
+    check([c.token for c in streamed_lp] == [c.token for c in content]
+          and all(abs(a.logprob - b.logprob) < 1e-4 for a, b in zip(streamed_lp, content))
           and len(carrying) > 1 and all(c.delta.content == "".join(t.token for t in c.logprobs.content)
                                         for c in carrying),
           f"streamed, each piece with its own tokens' logprobs, together the whole reply's ({len(carrying)} pieces)")

@@ -24,3 +24,17 @@ fn block_dequant32(k: KScales, b: u32, sub: u32) -> array<vec4<f32>, 8> {
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     return block_dequant32(block_at(b), b, sub);
 }
+
+// Part `part` of 16 threads sharing the block (row_dot_parts.wgsl): quant bytes 8 part..8 part + 8,
+// whose low nibbles are 8 weights of sub-block 2g and high nibbles the same 8 of sub-block 2g + 1
+// (g = part / 4), at x as k4_part_x4 says.
+fn block_part16(k: KScales, b: u32, part: u32) -> array<vec4<f32>, 4> {
+    let sub = 2u * (part / 4u);
+    let qs = (b + 16u) / 4u + 2u * part;
+    let q = vec2<u32>(W[qs], W[qs + 1u]);
+    return k4_part16(k, sub, q, vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+}
+
+fn part_x4(part: u32, j: u32) -> u32 {
+    return k4_part_x4(part, j);
+}

@@ -26,3 +26,23 @@ fn block_dequant32(k: KScales, b: u32, sub: u32) -> array<vec4<f32>, 8> {
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     return block_dequant32(block_at(b), b, sub);
 }
+
+// Part `part` of 16 threads sharing the block (row_dot_parts.wgsl): as Q4_K's, with the fifth bits
+// of the same 8 weights of each sub-block from fifth-bit bytes 8 (part % 4)..8 (part % 4) + 8.
+fn block_part16(k: KScales, b: u32, part: u32) -> array<vec4<f32>, 4> {
+    let sub = 2u * (part / 4u);
+    let qs = (b + 48u) / 4u + 2u * part;
+    let qh = (b + 16u) / 4u + 2u * (part % 4u);
+    let q = vec2<u32>(W[qs], W[qs + 1u]);
+    let h0 = W[qh];
+    let h1 = W[qh + 1u];
+    return k4_part16(
+        k, sub, q,
+        16.0 * byte_bits(h0, sub), 16.0 * byte_bits(h1, sub),
+        16.0 * byte_bits(h0, sub + 1u), 16.0 * byte_bits(h1, sub + 1u),
+    );
+}
+
+fn part_x4(part: u32, j: u32) -> u32 {
+    return k4_part_x4(part, j);
+}

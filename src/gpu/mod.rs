@@ -11,7 +11,7 @@ pub use buffers::{
 };
 pub use pipelines::{Activation, Kernel, PipelineKey, Pipelines, Store};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, UniformArena};
-pub use tuning::{default_threads_per_row, MatvecKernel, MatvecShape, Tuning};
+pub use tuning::{default_threads_per_row, MatvecKernel, MatvecShape, Split, Tuning, CANDIDATES};
 
 use std::sync::Arc;
 
@@ -137,8 +137,12 @@ impl Gpu {
     }
 
     /// Sets the kernel shapes plans made from now on use; any that sum by subgroups are left out
-    /// where this device has none.
+    /// where this device has none, and all where they were timed among an older set of candidates
+    /// (they are timed again).
     pub fn set_tuning(&self, mut tuning: Tuning) {
+        if tuning.candidates != tuning::CANDIDATES {
+            tuning = Tuning::default();
+        }
         if self.subgroup_size.is_none() {
             tuning.matvec.retain(|_, k| !k.subgroup_sum);
         }

@@ -5,7 +5,7 @@
 //! K-quant files also define a block form (`block_at`, `block_dequant32`): a block's header read once
 //! for its eight sub-blocks, which `row_dot_blocks.wgsl` splits rows by.
 
-use super::MatvecKernel;
+use super::{MatvecKernel, Split};
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -268,8 +268,8 @@ pub struct PipelineKey {
     pub threads_per_row: Option<u32>,
     /// Those threads sum by subgroup shuffles rather than through workgroup memory.
     pub subgroup_sum: bool,
-    /// Those threads split a row by whole blocks rather than by 32-weight chunks.
-    pub blocks: bool,
+    /// How those threads divide a row.
+    pub split: Split,
     /// Tokens a layer of `Kernel::MatvecPairs` workgroups takes, where not one (the `TOKENS`
     /// override constant of shaders/matvec_pairs.wgsl).
     pub tokens: Option<u32>,
@@ -283,7 +283,7 @@ impl PipelineKey {
             workgroup: 64,
             threads_per_row: None,
             subgroup_sum: false,
-            blocks: false,
+            split: Split::Chunks,
             tokens: None,
         }
     }
@@ -296,7 +296,7 @@ impl PipelineKey {
             workgroup: shape.workgroup,
             threads_per_row: Some(shape.threads_per_row),
             subgroup_sum: shape.subgroup_sum,
-            blocks: shape.blocks,
+            split: shape.split,
             tokens: None,
         }
     }
@@ -313,8 +313,10 @@ impl PipelineKey {
         if self.subgroup_sum {
             name += " subgroup";
         }
-        if self.blocks {
-            name += " blocks";
+        match self.split {
+            Split::Chunks => {}
+            Split::Blocks => name += " blocks",
+            Split::BlockParts => name += " block-parts",
         }
         if let Some(tokens) = self.tokens {
             name += &format!(" x{tokens}");
@@ -343,9 +345,10 @@ impl PipelineKey {
             false => include_str!("../../shaders/row_sum.wgsl"),
             true => include_str!("../../shaders/row_sum_subgroup.wgsl"),
         };
-        let row_dot = match self.blocks {
-            false => include_str!("../../shaders/row_dot.wgsl"),
-            true => include_str!("../../shaders/row_dot_blocks.wgsl"),
+        let row_dot = match self.split {
+            Split::Chunks => include_str!("../../shaders/row_dot.wgsl"),
+            Split::Blocks => include_str!("../../shaders/row_dot_blocks.wgsl"),
+            Split::BlockParts => include_str!("../../shaders/row_dot_parts.wgsl"),
         };
         src.push_str(&self.kernel.body(row_dot, row_sum));
         src

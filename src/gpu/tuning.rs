@@ -9,11 +9,27 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Winners by shape.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tuning {
+    /// The set of candidates the winners were timed among (`CANDIDATES`): kept winners of an older
+    /// set are dropped (`Gpu::set_tuning`), so that their shapes are timed again among the new.
+    #[serde(default)]
+    pub candidates: u32,
     /// "TYPE COLSxROWS" (a matvec's weight type, row length and rows; then the store, for the kernels
     /// that take rows in pairs) to its kernel shape.
     pub matvec: BTreeMap<String, MatvecKernel>,
+}
+
+/// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads).
+pub const CANDIDATES: u32 = 2;
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning {
+            candidates: CANDIDATES,
+            matvec: BTreeMap::new(),
+        }
+    }
 }
 
 /// How a matvec kernel runs: its override constants, and how a row's threads sum their parts.
@@ -23,10 +39,25 @@ pub struct MatvecKernel {
     pub threads_per_row: u32,
     /// By subgroup shuffles (shaders/row_sum_subgroup.wgsl) rather than through workgroup memory.
     pub subgroup_sum: bool,
-    /// A row's threads split it by whole blocks (shaders/row_dot_blocks.wgsl), each block's header read
-    /// once, rather than by 32-weight chunks. For the types with a block form.
+    /// How a row's threads divide it.
     #[serde(default)]
-    pub blocks: bool,
+    pub split: Split,
+}
+
+/// How the threads of a row divide it (which shaders/row_dot*.wgsl file the kernel has).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// By 32-weight chunks, thread i taking chunks i, i + TPR, ... (row_dot.wgsl).
+    #[default]
+    Chunks,
+    /// By whole blocks, each read by one thread that decodes its header once (row_dot_blocks.wgsl).
+    /// For the types with a block form.
+    Blocks,
+    /// By whole blocks, each shared by 16 threads reading neighbouring words (row_dot_parts.wgsl),
+    /// as llama.cpp's K-quant matvecs split them: what a GPU's memory coalesces. For the types with
+    /// a block form, 16 threads a row or more.
+    BlockParts,
 }
 
 impl MatvecKernel {
@@ -36,7 +67,7 @@ impl MatvecKernel {
             workgroup: 64,
             threads_per_row: default_threads_per_row(cols),
             subgroup_sum: false,
-            blocks: false,
+            split: Split::Chunks,
         }
     }
 }
@@ -49,8 +80,10 @@ impl std::fmt::Display for MatvecKernel {
             "shared"
         };
         write!(f, "wg{} tpr{} {sum}", self.workgroup, self.threads_per_row)?;
-        if self.blocks {
-            write!(f, " blocks")?;
+        match self.split {
+            Split::Chunks => {}
+            Split::Blocks => write!(f, " blocks")?,
+            Split::BlockParts => write!(f, " block-parts")?,
         }
         Ok(())
     }
@@ -93,7 +126,8 @@ impl MatvecShape {
     /// (no more than the row has 32-weight chunks), each summing through workgroup memory and, where
     /// the adapter's subgroups (`subgroup_size` lanes at least) hold a row's threads, by shuffles.
     /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
-    /// than the row has blocks.
+    /// than the row has blocks; and by blocks shared by 16 threads: 16 to 64 threads per row, no
+    /// more than 16 a block of the row.
     pub fn candidates(&self, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
         let default = MatvecKernel::default_for(self.cols);
         let chunks = default.threads_per_row;
@@ -107,16 +141,17 @@ impl MatvecShape {
             let by_blocks = [1, 2, 4, 8, 16, 32, 64]
                 .into_iter()
                 .filter(|&t| t <= blocks);
-            let splits = by_chunks
-                .map(|t| (t, false))
-                .chain(by_blocks.map(|t| (t, true)));
-            for (threads_per_row, blocks) in splits {
+            let by_parts = [16, 32, 64].into_iter().filter(|&t| t / 16 <= blocks);
+            let splits = (by_chunks.map(|t| (t, Split::Chunks)))
+                .chain(by_blocks.map(|t| (t, Split::Blocks)))
+                .chain(by_parts.map(|t| (t, Split::BlockParts)));
+            for (threads_per_row, split) in splits {
                 for subgroup_sum in [false, true] {
                     let k = MatvecKernel {
                         workgroup,
                         threads_per_row,
                         subgroup_sum,
-                        blocks,
+                        split,
                     };
                     let fits = !subgroup_sum || subgroup_size.is_some_and(|s| threads_per_row <= s);
                     if fits && k != default {

@@ -415,7 +415,7 @@ impl Model {
                 }
                 Err(e) => return Err(js_error(lost_or(&session.engine.gpu, e).await)),
             };
-            let answer = openai::Answer::of(&completion.text, completion.finish, tool_use.as_ref());
+            let answer = openai::Answer::of(&completion, tool_use.as_ref());
             let result = ChatResult {
                 finish_reason: answer.finish_reason,
                 tool_calls: answer.calls,

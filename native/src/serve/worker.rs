@@ -313,7 +313,7 @@ pub fn done(
     completion: &Completion,
     metrics: &Metrics,
 ) -> Event {
-    let answer = Answer::of(&completion.text, completion.finish, tool_use);
+    let answer = Answer::of(completion, tool_use);
     let said = !answer.content.is_empty() || !completion.reasoning.is_empty();
     if tool_use.is_some() && said {
         let _ = job.events.send(Event::Text {

@@ -1,0 +1,66 @@
+// row_dot.wgsl's functions with each block shared by 16 threads: a row's TPR threads are TPR / 16
+// groups, group g taking blocks g, g + TPR / 16, ..., and thread `part` (0..15) of a group the 16
+// weights the dequant file's block_part16 gives it, which lie in x where part_x4 says. The 16
+// threads of a block read neighbouring words of it at once, which a GPU serves in few transactions,
+// where a thread walking a whole block (row_dot_blocks.wgsl) reads 144-210 bytes alone. Each thread
+// decodes the block's header (the same words for the 16). For the K-quants; needs TPR >= 16 and
+// TPR / 16 <= the row's blocks to keep every thread busy.
+
+const PARTS: u32 = 16u;
+// vec4s of x a block covers.
+const BLOCK_X4: u32 = BLOCK_LEN / 4u;
+
+fn row_dot(base: u32, x0: u32, cols: u32, lane: u32) -> f32 {
+    let part = lane % PARTS;
+    var acc = 0.0;
+    for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
+        let b = base + blk * BLOCK_BYTES;
+        let w = block_part16(block_at(b), b, part);
+        let xs = x0 + blk * BLOCK_X4;
+        for (var j = 0u; j < 4u; j++) {
+            acc += dot(w[j], X[xs + part_x4(part, j)]);
+        }
+    }
+    return acc;
+}
+
+fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f32> {
+    let part = lane % PARTS;
+    var acc = vec2<f32>(0.0);
+    for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
+        let b0 = base + blk * BLOCK_BYTES;
+        let b1 = b0 + row_bytes;
+        let w0 = block_part16(block_at(b0), b0, part);
+        let w1 = block_part16(block_at(b1), b1, part);
+        let xs = x0 + blk * BLOCK_X4;
+        for (var j = 0u; j < 4u; j++) {
+            let x = X[xs + part_x4(part, j)];
+            acc += vec2<f32>(dot(w0[j], x), dot(w1[j], x));
+        }
+    }
+    return acc;
+}
+
+// pair_dot for four tokens, whose x start at vec4s x0.x, .y, .z, .w: each weight dequantized once
+// for the four. Returns (token 0's two rows, token 1's), (token 2's, token 3's).
+fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> array<vec4<f32>, 2> {
+    let part = lane % PARTS;
+    var a01 = vec4<f32>(0.0);
+    var a23 = vec4<f32>(0.0);
+    for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
+        let b0 = base + blk * BLOCK_BYTES;
+        let b1 = b0 + row_bytes;
+        let w0 = block_part16(block_at(b0), b0, part);
+        let w1 = block_part16(block_at(b1), b1, part);
+        for (var j = 0u; j < 4u; j++) {
+            let xs = x0 + vec4<u32>(blk * BLOCK_X4 + part_x4(part, j));
+            let x = X[xs.x];
+            let y = X[xs.y];
+            let z = X[xs.z];
+            let v = X[xs.w];
+            a01 += vec4<f32>(dot(w0[j], x), dot(w1[j], x), dot(w0[j], y), dot(w1[j], y));
+            a23 += vec4<f32>(dot(w0[j], z), dot(w1[j], z), dot(w0[j], v), dot(w1[j], v));
+        }
+    }
+    return array<vec4<f32>, 2>(a01, a23);
+}
