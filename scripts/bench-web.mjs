@@ -10,7 +10,9 @@
 // TEXTS.json (a JSON array of strings) times embeddings instead: the texts in one request, after one
 // of the first that warms up, the model pooled by --pooling (mean by default; it overrides what a
 // file names). Needs `npm run build` (pkg/) and the model.
-// Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile]
+// --greedy runs the greedy reply alone and prints its text and its tokens' bytes (to set against
+// `wick serve`'s for the same request, with `logprobs: true`), with the time the load took: for models too large to time every readback of.
+// Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile] [--greedy]
 //        node scripts/bench-web.mjs MODEL --embed TEXTS.json [--pooling mean|cls|last] [--compat]
 
 import { chromium } from 'playwright-core';
@@ -32,6 +34,7 @@ const prompt = option('--prompt', 'Hi');
 const flag = (name) => args.includes(name) && args.splice(args.indexOf(name), 1).length > 0;
 const compat = flag('--compat');
 const profiled = flag('--profile');
+const greedyOnly = flag('--greedy');
 const embedTexts = option('--embed', null);
 const pooling = option('--pooling', undefined);
 if (args.length !== 1) {
@@ -93,7 +96,7 @@ if (embedTexts) {
   process.exit(0);
 }
 
-const readbacks = [
+const allReadbacks = [
   ['choice (greedy)', { temperature: 0 }],
   ['top_k 40: the choice among the candidates, made on the GPU', { temperature: 0.8, top_k: 40, seed: 1 }],
   ['no top_k: a token drawn on the GPU', { temperature: 0.8, seed: 1 }],
@@ -101,10 +104,14 @@ const readbacks = [
   ['top_k 100 (above 64): the row, sampled on the CPU', { temperature: 0.8, top_k: 100, seed: 1 }],
   ['choice among a JSON object grammar\'s tokens (greedy)', { temperature: 0, response_format: { type: 'json_object' } }],
 ];
-const { adapter, rows, profile } = await page.evaluate(
+// The greedy reply alone, with its tokens' bytes (logprobs), to set against the native engine's.
+const readbacks = greedyOnly ? [['choice (greedy), its tokens', { temperature: 0, logprobs: true }]] : allReadbacks;
+const { adapter, rows, profile, loadSeconds } = await page.evaluate(
   async ({ model, tokens, rounds, prompt, readbacks, featureLevel, profiled }) => {
     const { Wick } = await import('wick-llm');
+    const loadStart = performance.now();
     const engine = await Wick.load(model, { tune: false, nCtx: 512, featureLevel });
+    const loadSeconds = (performance.now() - loadStart) / 1000;
     const rows = [];
     for (let round = 1; round <= rounds; round++) {
       for (const [name, sampling] of readbacks) {
@@ -120,13 +127,15 @@ const { adapter, rows, profile } = await page.evaluate(
           tps: s.tokensPerSecond,
           bytes: s.readBackBytesPerToken,
           step: s.stepMs,
+          text: reply.choices[0].message.content,
+          tokenBytes: reply.choices[0].logprobs?.content.map((t) => t.bytes),
         });
       }
     }
     const { adapter } = await engine.stats();
     const profile = profiled ? await engine.profile('decode') : null;
     await engine.unload();
-    return { adapter, rows, profile };
+    return { adapter, rows, profile, loadSeconds };
   },
   { model, tokens, rounds, prompt, readbacks, featureLevel: compat ? 'compatibility' : 'core', profiled },
 );
@@ -140,6 +149,10 @@ for (const r of rows) {
   console.log(`| ${[...cells, ...parts].join(' | ')} | ${r.bytes.toFixed(0)} |`);
 }
 console.log('\nrecord, submit, wait, other: ms per decode step after the prompt (see StepMs in index.d.ts)');
+if (greedyOnly) {
+  console.log(`\nloaded in ${loadSeconds.toFixed(1)} s; the greedy replies:`);
+  for (const r of rows) console.log(JSON.stringify(r.text), JSON.stringify(r.tokenBytes));
+}
 if (profile) {
   const total = profile.kernels.reduce((sum, [, ms]) => sum + ms, 0);
   console.log(`\ntime of a decode step by kernel, each dispatch alone (${total.toFixed(2)} ms in all):`);

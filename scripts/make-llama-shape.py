@@ -28,7 +28,7 @@ scripts/make-shape-model.py uses too), so writing takes seconds and little memor
 random per layer. The tokenizer is the test models' 512-token byte-level gpt2 BPE
 (tests/goldens/random_vocab.py, same seed, so the same tokens and merges), padded with UNUSED
 "[PAD<i>]" tokens up to the real vocabulary size, so token_embd has the real shape (128256 x 2048).
-Embeddings are tied as in the real 1B model: there is no output.weight, token_embd is also the head;
+The chat template is tests/goldens/chat_template/llama3.jinja. Embeddings are tied as in the real 1B model: there is no output.weight, token_embd is also the head;
 the 8B file has its own output.weight, as the real one.
 
 Configuration (meta-llama/Llama-3.2-1B, HF architecture LlamaForCausalLM, its config.json)
@@ -145,6 +145,9 @@ def write(path, m, type_name, rng):
     wr.add_rope_freq_base(m["rope_base"])
     wr.add_layer_norm_rms_eps(m["rms_eps"])
     add_vocabulary(wr, m["n_vocab"], bos=True)
+    # The chat template of the tiny files, so that the chat page and the package can talk to it.
+    with open(os.path.join(ROOT, "tests", "goldens", "chat_template", "llama3.jinja")) as f:
+        wr.add_chat_template(f.read())
     return write_tensors(wr, tensors)
 
 
