@@ -31,6 +31,11 @@ const NONE: u32 = 0xffffffffu;
 var<workgroup> best_value: array<f32, 256>;
 var<workgroup> best_id: array<u32, 256>;
 var<workgroup> sums: array<f32, 256>;
+// Each thread's masses at the top-p search's eight thresholds, two vec4s a thread.
+var<workgroup> sums_at: array<vec4<f32>, 512>;
+
+// Passes of the top-p search: its interval of 65 logits narrows to 65 / 8^10, under 1e-7.
+const PASSES: u32 = 10u;
 
 fn finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
@@ -89,16 +94,47 @@ fn total(t: u32, v: f32) -> f32 {
     return sum;
 }
 
-// The kept tokens' probability (at temperature 1, over `z`) at or above logit `at`.
-fn mass(t: u32, at: f32, top: f32, z: f32) -> f32 {
+// The kept tokens' probability (at temperature 1, unnormalized: over e^top) at or above each of
+// the eight logits lo + step, lo + 2 step, ..., lo + 8 step, in one pass over the row; every
+// thread gets them, the first four in [0], the others in [1].
+fn masses(t: u32, lo: f32, step: f32, top: f32) -> array<vec4<f32>, 2> {
+    let at0 = lo + step * vec4<f32>(1.0, 2.0, 3.0, 4.0);
+    let at1 = lo + step * vec4<f32>(5.0, 6.0, 7.0, 8.0);
+    var m0 = vec4<f32>(0.0);
+    var m1 = vec4<f32>(0.0);
+    for (var j = t; j < P.n; j += WG) {
+        let x = logits[P.row + j];
+        if (kept(j, x) && x >= at0.x) {
+            let e = vec4<f32>(exp(x - top));
+            m0 += select(vec4<f32>(0.0), e, vec4<f32>(x) >= at0);
+            m1 += select(vec4<f32>(0.0), e, vec4<f32>(x) >= at1);
+        }
+    }
+    sums_at[2u * t] = m0;
+    sums_at[2u * t + 1u] = m1;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (t < s) {
+            sums_at[2u * t] += sums_at[2u * (t + s)];
+            sums_at[2u * t + 1u] += sums_at[2u * (t + s) + 1u];
+        }
+        workgroupBarrier();
+    }
+    let m = array<vec4<f32>, 2>(sums_at[0], sums_at[1]);
+    workgroupBarrier(); // all have read them before the array is written again
+    return m;
+}
+
+// The kept tokens' probability, unnormalized as `masses`.
+fn mass_all(t: u32, top: f32) -> f32 {
     var m = 0.0;
     for (var j = t; j < P.n; j += WG) {
         let x = logits[P.row + j];
-        if (kept(j, x) && x >= at) {
+        if (kept(j, x)) {
             m += exp(x - top);
         }
     }
-    return total(t, m) / z;
+    return total(t, m);
 }
 
 @compute @workgroup_size(WG)
@@ -117,18 +153,22 @@ fn main(@builtin(local_invocation_index) t: u32) {
     let top = bitcast<f32>(largest.x);
     var lowest = -3.4e38;
     // Top-p: the largest logit `lo` whose tokens at or above reach top_p of the probability, by
-    // halving [top - 64, top + 1] (what lies below top - 64 is under e^-64 of the largest).
+    // narrowing [top - 64, top + 1] (what lies below top - 64 is under e^-64 of the largest) to an
+    // eighth a pass: the mass at the eight thresholds that cut it in eighths in one pass over the
+    // row, the interval then the eighth from the last threshold that still reaches top_p.
     if (draw.top_p < 1.0) {
-        let z = mass(t, -3.4e38, top, 1.0);
+        let wanted = draw.top_p * mass_all(t, top);
         var lo = top - 64.0;
-        var hi = top + 1.0;
-        for (var step = 0u; step < 32u; step++) {
-            let mid = 0.5 * (lo + hi);
-            if (mass(t, mid, top, z) >= draw.top_p) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
+        var width = 65.0;
+        for (var p = 0u; p < PASSES; p++) {
+            let step = width / 8.0;
+            let m = masses(t, lo, step, top);
+            // The masses fall with the threshold: those that reach top_p come first.
+            let one = vec4<f32>(1.0);
+            let reached = dot(select(vec4<f32>(0.0), one, m[0] >= vec4<f32>(wanted)), one)
+                + dot(select(vec4<f32>(0.0), one, m[1] >= vec4<f32>(wanted)), one);
+            lo += reached * step;
+            width = step;
         }
         lowest = lo;
     }

@@ -1,8 +1,9 @@
-//! Sampling a token on the GPU (shaders/draw.wgsl): after the repetition penalty, a draw from the
+//! Sampling a token on the GPU (shaders/draw.wgsl): after the penalties, a draw from the
 //! softmax of a row of logits at a temperature, among the fewest largest that reach top-p, those
 //! within min-p of the largest (and a grammar's allowed ones), so a sampled step without a top-k reads
-//! back its token, not its row. Top-p's cut is found by halving a logit threshold (32 passes over the
-//! row, where top-p is below 1). The
+//! back its token, not its row. Top-p's cut is found by narrowing a logit threshold to an eighth of
+//! its interval a pass, eight thresholds' masses summed in each (10 passes over the row, where top-p
+//! is below 1). The
 //! Gumbel-max draw picks each token with its softmax probability; a token's uniform number is a hash
 //! of its id and the step's key, which the sampler's seeded generator gives.
 
