@@ -4,7 +4,8 @@
 // Gumbel-max draw, argmax of logit / temperature + G with G = -ln(-ln(u)) and u uniform, which picks
 // token i with probability softmax(logits / temperature)[i] over the kept ones. Each token's u comes
 // from a hash of its id and the step's key (the sampler's seeded generator gives a key a step), so a
-// seed repeats its draws. One workgroup; out[0] is the token (0 where none is kept).
+// seed repeats its draws. One workgroup; out[0] is the token (0 where none is kept). Needs
+// reduce.wgsl.
 
 struct Params {
     n: u32,          // logits in the row
@@ -30,7 +31,6 @@ const NONE: u32 = 0xffffffffu;
 
 var<workgroup> best_value: array<f32, 256>;
 var<workgroup> best_id: array<u32, 256>;
-var<workgroup> sums: array<f32, 256>;
 // Each thread's masses at the top-p search's eight thresholds, two vec4s a thread.
 var<workgroup> sums_at: array<vec4<f32>, 512>;
 
@@ -79,21 +79,6 @@ fn best(t: u32, v: f32, i: u32) -> vec2<u32> {
     return winner;
 }
 
-// The workgroup's sum of each thread's `v`; every thread gets it.
-fn total(t: u32, v: f32) -> f32 {
-    sums[t] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            sums[t] += sums[t + s];
-        }
-        workgroupBarrier();
-    }
-    let sum = sums[0];
-    workgroupBarrier();
-    return sum;
-}
-
 // The kept tokens' probability (at temperature 1, unnormalized: over e^top) at or above each of
 // the eight logits lo + step, lo + 2 step, ..., lo + 8 step, in one pass over the row; every
 // thread gets them, the first four in [0], the others in [1].
@@ -134,7 +119,7 @@ fn mass_all(t: u32, top: f32) -> f32 {
             m += exp(x - top);
         }
     }
-    return total(t, m);
+    return reduce_sum(t, m);
 }
 
 @compute @workgroup_size(WG)

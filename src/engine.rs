@@ -456,6 +456,8 @@ impl Engine {
         let start = Instant::now();
         let gpu = &self.gpu;
         let f = &self.forward;
+        // A decode run of several tokens is a prompt's last chunk, which ends in its logits.
+        let ends_prompt = matches!(run, Run::Decode(_)) && tokens.len() > 1;
         // The plan, and the spans (buffer, offset, bytes) read back one after the other.
         let (plan, read_back) = match (run, &f.decode_long) {
             (Run::Prefill, _) => (f.prefill.as_ref().expect("a prefill plan"), vec![]),
@@ -490,7 +492,7 @@ impl Engine {
             }
             (Run::Decode(read), long) => {
                 let plan = match long {
-                    _ if tokens.len() > 1 => f.prefill.as_ref().expect("a prefill plan"),
+                    _ if ends_prompt => f.prefill.as_ref().expect("a prefill plan"),
                     Some((from, long)) if segments[0].pos >= *from => long,
                     _ => &f.decode,
                 };
@@ -507,10 +509,7 @@ impl Engine {
         };
         // What runs after the step, in the same pass: the head of a chunk's last token where a
         // prompt's last chunk ends in its logits, then what reduces the logits for the sampler.
-        let head = match run {
-            Run::Decode(_) if tokens.len() > 1 => f.prompt_head.as_ref(),
-            _ => None,
-        };
+        let head = f.prompt_head.as_ref().filter(|_| ends_prompt);
         let after: Vec<&Plan> = match run {
             Run::Decode(Read::Greedy) => vec![&self.greedy],
             Run::Decode(read @ (Read::Candidates { .. } | Read::Chosen | Read::Drawn)) => {

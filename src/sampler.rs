@@ -62,8 +62,10 @@ impl SamplerConfig {
     }
 }
 
-/// The penalties on the recent tokens, as llama.cpp applies them (`penalize`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The penalties on the recent tokens, as llama.cpp applies them (`penalize`); the GPU reads them
+/// as they are (shaders/pick.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Penalties {
     /// A positive logit divided by it, a negative one multiplied.
     pub repeat: f32,

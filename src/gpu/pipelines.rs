@@ -211,7 +211,7 @@ impl Kernel {
             Kernel::Penalize => wgsl!("pick.wgsl", "penalize.wgsl"),
             Kernel::LogSumExp => wgsl!("reduce.wgsl", "log_sum_exp.wgsl"),
             Kernel::TopK => wgsl!("pick.wgsl", "top_k.wgsl"),
-            Kernel::Draw => wgsl!("draw.wgsl"),
+            Kernel::Draw => wgsl!("reduce.wgsl", "draw.wgsl"),
             Kernel::Choose => wgsl!("choose.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {

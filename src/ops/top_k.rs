@@ -23,9 +23,7 @@ const NONE: u32 = u32::MAX;
 pub struct Pick {
     k: u32,
     n_penalized: u32,
-    repeat: f32,
-    presence: f32,
-    frequency: f32,
+    penalties: Penalties,
     _pad: [u32; 3],
     penalized: [u32; PENALIZED_MAX],
     counts: [u32; PENALIZED_MAX],
@@ -39,9 +37,7 @@ impl Pick {
         let mut pick = Pick {
             k,
             n_penalized: penalized.len() as u32,
-            repeat: penalties.repeat,
-            presence: penalties.presence,
-            frequency: penalties.frequency,
+            penalties,
             _pad: [0; 3],
             penalized: [0; PENALIZED_MAX],
             counts: [0; PENALIZED_MAX],
@@ -218,12 +214,7 @@ pub fn reference(logits: &[f32], pick: &Pick) -> Vec<(u32, f32)> {
     let penalized: Vec<(u32, u32)> = (pick.penalized[..n].iter().copied())
         .zip(pick.counts[..n].iter().copied())
         .collect();
-    let penalties = Penalties {
-        repeat: pick.repeat,
-        presence: pick.presence,
-        frequency: pick.frequency,
-    };
-    crate::sampler::penalize(&mut logits, &penalized, penalties);
+    crate::sampler::penalize(&mut logits, &penalized, pick.penalties);
     let mut all = crate::sampler::ranked(&logits);
     all.truncate(pick.k as usize);
     all

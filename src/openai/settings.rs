@@ -1,0 +1,186 @@
+//! What a request asks of the reply, checked and defaulted as OpenAI does (`Settings`), the sampler
+//! it is drawn with, and the finished reply as OpenAI answers it (`Answer`).
+
+use super::{invalid, log_probs, Grammar, InvalidRequest, ResponseFormat, Sampling, Strings};
+use crate::sampler::{Sampler, SamplerConfig};
+use crate::session::{Completion, FinishReason, Session};
+use crate::tools::{Call, ToolUse};
+
+/// Fields OpenAI takes that would change the answer and Wick does not honour yet, refused by name
+/// (`tools` and `tool_choice` land here only in text completions; chat takes them). A field whose
+/// value is its default (null, false, 0, an empty list, "none") asks for nothing and passes.
+const NOT_HONOURED: &[&str] = &[
+    "tools",
+    "tool_choice",
+    "functions",
+    "function_call",
+    "logit_bias",
+    "audio",
+    "modalities",
+    "prediction",
+    "web_search_options",
+    "reasoning_effort",
+];
+
+/// A presence or frequency penalty: from -2 to 2, as OpenAI takes them; 0 when not given.
+fn penalty(value: Option<f32>, param: &'static str) -> Result<f32, InvalidRequest> {
+    match value.unwrap_or(0.0) {
+        p if (-2.0..=2.0).contains(&p) => Ok(p),
+        _ => Err(invalid(format!("{param} must be between -2 and 2"), param)),
+    }
+}
+
+/// A request's sampling settings, checked and defaulted as OpenAI does.
+pub struct Settings {
+    pub sampler: SamplerConfig,
+    /// What the reply must match, if anything.
+    pub grammar: Option<Grammar>,
+    pub max_tokens: Option<usize>,
+    pub stop: Vec<String>,
+    pub stream: bool,
+    pub include_usage: bool,
+    /// Report each token's log-probability and this many alternatives (`Sampler::log_probs`).
+    pub log_probs: Option<usize>,
+}
+
+impl Settings {
+    /// `default_seed` seeds a request that names none.
+    pub fn from(s: Sampling, default_seed: u64) -> Result<Settings, InvalidRequest> {
+        let temperature = s.temperature.unwrap_or(1.0);
+        if !(0.0..=2.0).contains(&temperature) {
+            return Err(invalid(
+                "temperature must be between 0 and 2",
+                "temperature",
+            ));
+        }
+        let top_p = s.top_p.unwrap_or(1.0);
+        if !(0.0..=1.0).contains(&top_p) {
+            return Err(invalid("top_p must be between 0 and 1", "top_p"));
+        }
+        let min_p = s.min_p.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&min_p) {
+            return Err(invalid("min_p must be between 0 and 1", "min_p"));
+        }
+        let repeat_penalty = s.repeat_penalty.unwrap_or(1.0);
+        if !(repeat_penalty > 0.0 && repeat_penalty.is_finite()) {
+            return Err(invalid(
+                "repeat_penalty must be a positive number",
+                "repeat_penalty",
+            ));
+        }
+        let presence_penalty = penalty(s.presence_penalty, "presence_penalty")?;
+        let frequency_penalty = penalty(s.frequency_penalty, "frequency_penalty")?;
+        if s.n.is_some_and(|n| n != 1) {
+            return Err(invalid("only n = 1 is supported", "n"));
+        }
+        let max_tokens = s.max_completion_tokens.or(s.max_tokens);
+        if max_tokens == Some(0) {
+            return Err(invalid("max_tokens must be at least 1", "max_tokens"));
+        }
+        let stop = s.stop.map(Strings::into_vec).unwrap_or_default();
+        if stop.len() > 4 {
+            return Err(invalid("at most 4 stop sequences", "stop"));
+        }
+        let log_probs = log_probs::asked(&s.other)?;
+        for &field in NOT_HONOURED {
+            if s.other.get(field).is_some_and(asks_for_something) {
+                return Err(invalid(
+                    format!("{field} is not supported by this server"),
+                    field,
+                ));
+            }
+        }
+        let grammar = match s.response_format {
+            None | Some(ResponseFormat::Text) => None,
+            Some(ResponseFormat::JsonObject) => Some(Grammar::JsonObject),
+            Some(ResponseFormat::JsonSchema { json_schema }) => Some(Grammar::JsonSchema(
+                json_schema.schema.unwrap_or(serde_json::json!({})),
+            )),
+        };
+        Ok(Settings {
+            grammar,
+            sampler: SamplerConfig {
+                temperature,
+                top_k: s.top_k.unwrap_or(0) as usize,
+                top_p,
+                min_p,
+                repeat_penalty,
+                presence_penalty,
+                frequency_penalty,
+                repeat_last_n: 64,
+                seed: s.seed.unwrap_or(default_seed),
+            },
+            max_tokens: max_tokens.map(|n| n as usize),
+            stop,
+            stream: s.stream,
+            include_usage: s.stream_options.is_some_and(|o| o.include_usage),
+            log_probs,
+        })
+    }
+}
+
+/// The sampler a request's reply is drawn with: its settings, held to the tools' grammar where tools
+/// may be called, else to the response format's. A grammar that cannot be used is refused naming the
+/// field it came from.
+pub fn sampler(
+    session: &mut Session,
+    config: SamplerConfig,
+    tools: Option<&ToolUse>,
+    response_format: Option<&Grammar>,
+    log_probs: Option<usize>,
+) -> Result<Sampler, InvalidRequest> {
+    let mut sampler = Sampler::new(config);
+    sampler.log_probs = log_probs;
+    let (grammar, field) = match tools.and_then(ToolUse::grammar) {
+        Some(g) => (Some(g), "tools"),
+        None => (response_format.cloned(), "response_format"),
+    };
+    if let Some(grammar) = grammar {
+        let constraint = session
+            .constraint(&grammar)
+            .map_err(|e| invalid(format!("the {field} cannot be used: {e}"), field))?;
+        sampler.constraint = Some(constraint);
+    }
+    Ok(sampler)
+}
+
+/// A finished reply as OpenAI answers it: its text (with tools, what is left once the calls are read
+/// out), the calls, and the finish_reason (`tool_calls` where it called).
+pub struct Answer {
+    pub content: String,
+    pub calls: Vec<Call>,
+    pub finish_reason: &'static str,
+}
+
+impl Answer {
+    pub fn of(completion: &Completion, tools: Option<&ToolUse>) -> Answer {
+        let (text, finish) = (&completion.text, completion.finish);
+        let reply = tools.map(|t| t.read(text, &completion.calls));
+        let (content, calls) = match reply {
+            Some(r) => (r.content.unwrap_or_default(), r.calls),
+            None => (text.to_string(), Vec::new()),
+        };
+        let finish_reason = match finish {
+            _ if !calls.is_empty() => "tool_calls",
+            FinishReason::Stop | FinishReason::Cancelled => "stop",
+            FinishReason::Length | FinishReason::ContextFull => "length",
+        };
+        Answer {
+            content,
+            calls,
+            finish_reason,
+        }
+    }
+}
+
+/// Whether a field's value asks for anything: not null, false, zero or empty.
+fn asks_for_something(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Null | Value::Bool(false) => false,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::Array(a) => !a.is_empty(),
+        Value::String(s) => s != "none",
+        _ => true,
+    }
+}
