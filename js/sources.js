@@ -113,8 +113,10 @@ export async function urlReader(url, { signal, onDownload = () => {}, onWarning 
       const wanted = [];
       for (let i = first; i <= last; i++) wanted.push(chunk(i));
       // Reads ahead while the engine loads tensors in order; not for the small scattered reads after
-      // loading (a token's row of Gemma 4's per-layer table), where the next chunks are not wanted.
-      if (length >= SMALL_READ) {
+      // loading (a token's row of Gemma 4's per-layer table), where the next chunks are not wanted, nor
+      // for the header's prefixes (from offset 0): the engine allocates every buffer before it reads a
+      // weight, and a model the adapter cannot hold is refused with nothing more fetched.
+      if (length >= SMALL_READ && offset > 0) {
         for (let i = last + 1; i <= Math.min(chunkCount - 1, last + AHEAD); i++) if (!chunks.has(i)) chunk(i);
       }
       evict();

@@ -226,29 +226,35 @@ impl Engine {
             embeddings: pooling.is_some(),
             sequences,
         };
-        let forward = models::load(&mut loader, n_ctx, runs).await.map_err(|e| {
-            // The tensors loaded so far are dropped with the error, but the queue still holds the
-            // writes that filled them (and so the buffers) until its next submit: flush it now.
-            gpu.queue.submit([]);
-            #[cfg(not(target_arch = "wasm32"))]
-            let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+        // Every buffer is allocated before any weight is read: a model the adapter cannot hold, or one
+        // that cannot run as asked, is refused having read its header and small vectors alone.
+        let loaded = async {
+            let forward = models::load(&mut loader, n_ctx, runs).await?;
+            if sequences > 1 && !forward.recurrent.is_empty() {
+                return Err(Error::Model(format!(
+                    "{} keeps one recurrent state, so it runs one sequence at a time, not {sequences}",
+                    loader.arch
+                )));
+            }
+            loader.fill().await?;
+            Ok(forward)
+        };
+        let forward = loaded.await.map_err(|e| {
+            // The buffers allocated so far are dropped with the error, but the queue still holds any
+            // writes that were filling them (and so the buffers) until its next submit: flush it now.
+            gpu.flush_writes();
             match e {
                 Error::Gpu(e @ (GpuError::TooLarge { .. } | GpuError::OutOfMemory { .. })) => {
                     Error::DoesNotFit {
                         adapter: gpu.describe(),
                         weight_bytes: header.tensors.iter().map(|t| t.bytes()).sum(),
-                        source: e,
+                        why: e,
                     }
                 }
                 e => e,
             }
         })?;
-        if sequences > 1 && !forward.recurrent.is_empty() {
-            return Err(Error::Model(format!(
-                "{} keeps one recurrent state, so it runs one sequence at a time, not {sequences}",
-                loader.arch
-            )));
-        }
+        drop(loader);
         let states = forward.hidden.as_ref().map_or(0, |h| h.states.size());
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),

@@ -44,11 +44,12 @@ pub enum Error {
     UnsupportedArchitecture(String),
     #[error("{0}")]
     Model(String),
-    #[error("the model does not fit {adapter}: its weights alone are {:.1} MB, and {source}", *weight_bytes as f64 / 1e6)]
+    // `why` is part of the message, not a source: a source would print it twice after it.
+    #[error("the model does not fit {adapter}: its weights alone are {:.1} MB, and {why}", *weight_bytes as f64 / 1e6)]
     DoesNotFit {
         adapter: String,
         weight_bytes: u64,
-        source: gpu::GpuError,
+        why: gpu::GpuError,
     },
     #[error("the context is full ({0} tokens)")]
     ContextFull(u32),

@@ -54,33 +54,78 @@ fn tensors_split_across_bindings_give_the_same_logits() {
     assert_eq!(whole, split);
 }
 
+/// A source that counts the bytes read from its data section (past the header).
+struct CountingSource {
+    inner: FileSource,
+    data_offset: u64,
+    data_read: std::cell::Cell<u64>,
+}
+
+impl wick::gguf::ByteSource for CountingSource {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> wick::gguf::ReadFuture<'a> {
+        let end = offset + buf.len() as u64;
+        let past_header = end.saturating_sub(offset.max(self.data_offset));
+        self.data_read.set(self.data_read.get() + past_header);
+        self.inner.read_at(offset, buf)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
 #[test]
-fn a_load_that_fails_halfway_leaves_nothing_on_the_gpu() {
+fn a_model_the_adapter_cannot_hold_is_refused_before_its_weights_are_read() {
     // The tiny model's weights split into 64 KiB bindings, but its KV cache at a 256-token context
-    // needs 128 KiB in one: the load fails with weights already on the GPU.
+    // needs 128 KiB in one. Every buffer is allocated before any weight is read, so the refusal
+    // comes having read the header and the small vectors (norms) alone, and leaves nothing behind.
     let Some(gpu) = gpu_limited_to(64 << 10) else {
         return;
     };
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let source = FileSource::open(path).unwrap();
+    let header = wick::gguf::read_header(&FileSource::open(&path).unwrap())
+        .block_on()
+        .unwrap();
+    let vector_bytes: u64 = header
+        .tensors
+        .iter()
+        .filter(|t| t.rows() == 1)
+        .map(|t| t.bytes())
+        .sum();
+    let weight_bytes: u64 = header.tensors.iter().map(|t| t.bytes()).sum();
+    let source = CountingSource {
+        inner: FileSource::open(&path).unwrap(),
+        data_offset: header.data_offset,
+        data_read: Default::default(),
+    };
     let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
     let empty = gpu.memory();
-    let mut loaded = 0;
-    let err = Engine::load(gpu.clone(), &source, &options(256), &mut |done, _| {
-        loaded = done
-    })
+    // The header is read apart (a first read takes a few MB, all of this small file).
+    let err = Engine::load_with_header(
+        gpu.clone(),
+        header.clone(),
+        &source,
+        &options(256),
+        &mut |_, _| {},
+    )
     .block_on()
     .err()
     .expect("a 64 KiB limit cannot hold the cache")
     .to_string();
-    eprintln!("after {loaded} bytes of weights: {err}");
+    let read = source.data_read.get();
+    eprintln!("{read} of {weight_bytes} bytes of weights read: {err}");
     assert!(err.contains("does not fit"), "{err}");
-    assert!(
-        loaded > 100_000,
-        "weights were loaded first ({loaded} bytes)"
-    );
     assert!(err.contains("k_cache"), "{err}");
+    assert!(err.contains("limit of 65536 bytes"), "{err}");
+    assert!(
+        read <= vector_bytes && vector_bytes * 20 < weight_bytes,
+        "{read} bytes of weights read; the vectors alone are {vector_bytes}"
+    );
     let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
     // wgpu keeps a staging buffer or two of its own, which come and go: compare with the empty device.
     let after = gpu.memory();
@@ -88,6 +133,15 @@ fn a_load_that_fails_halfway_leaves_nothing_on_the_gpu() {
         after.buffers <= empty.buffers && after.buffer_bytes <= empty.buffer_bytes,
         "what the load allocated is freed: {after:?}, before the load {empty:?}"
     );
+    // With room for the cache, the same source loads whole.
+    let Some(roomy) = gpu_limited_to(1 << 20) else {
+        return;
+    };
+    source.data_read.set(0);
+    Engine::load_with_header(roomy, header, &source, &options(256), &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    assert!(source.data_read.get() >= weight_bytes - vector_bytes);
 }
 
 /// Wick's kernels bind up to `STORAGE_BUFFERS_PER_KERNEL` storage buffers (compatibility-mode WebGPU

@@ -167,6 +167,52 @@ impl Packed<'_> {
     }
 }
 
+/// A tensor's buffers and the bytes that go into them. Loading a model allocates every buffer first and
+/// fills them after, so that a model the GPU cannot hold is refused before its weights are read.
+pub struct Fill<'a> {
+    /// Each part's buffer and how many bytes of the packed tensor it takes, in order.
+    parts: Vec<(wgpu::Buffer, u64)>,
+    packed: Packed<'a>,
+}
+
+impl<'a> Fill<'a> {
+    fn of(tensor: &GpuTensor, packed: Packed<'a>) -> Fill<'a> {
+        let row_bytes = tensor.row_bytes as u64;
+        let parts = tensor.parts.iter();
+        let parts = parts.map(|p| (p.buffer.clone(), p.rows as u64 * row_bytes));
+        Fill {
+            parts: parts.collect(),
+            packed,
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.parts.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Streams the bytes in `UPLOAD_CHUNK` pieces, calling `progress` with bytes done.
+    pub async fn run(self, gpu: &Gpu, progress: &mut dyn FnMut(u64)) -> Result<(), crate::Error> {
+        let mut at = 0u64;
+        let mut chunk = Vec::new();
+        for (buffer, bytes) in &self.parts {
+            let mut done = 0u64;
+            while done < *bytes {
+                let n = UPLOAD_CHUNK.min(bytes - done);
+                chunk.clear();
+                chunk.resize(n.next_multiple_of(4) as usize, 0);
+                self.packed
+                    .read(at + done, &mut chunk[..n as usize])
+                    .await?;
+                gpu.queue.write_buffer(buffer, done, &chunk);
+                done += n;
+                progress(n);
+            }
+            at += bytes;
+        }
+        Ok(())
+    }
+}
+
 impl GpuTensor {
     /// Streams a tensor's byte range from `source` into GPU buffers, calling `progress` with bytes done.
     /// No buffer is larger than `max_part` bytes (the adapter's binding limit, or less to test splitting).
@@ -205,6 +251,20 @@ impl GpuTensor {
         max_part: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
+        let (tensor, fill) =
+            GpuTensor::allocate_reordered(gpu, header, source, tensors, max_part).await?;
+        fill.run(gpu, progress).await?;
+        Ok(tensor)
+    }
+
+    /// The buffers `upload_reordered` fills, allocated, and the fill that reads the tensors into them.
+    pub async fn allocate_reordered<'a>(
+        gpu: &Gpu,
+        header: &Header,
+        source: &'a dyn ByteSource,
+        tensors: &[(&TensorInfo, Option<&[u32]>)],
+        max_part: u64,
+    ) -> Result<(GpuTensor, Fill<'a>), crate::Error> {
         let infos: Vec<&TensorInfo> = tensors.iter().map(|(i, _)| *i).collect();
         let first = Shape::of(infos[0]);
         assert!(infos
@@ -241,8 +301,9 @@ impl GpuTensor {
                 }
             }
         }
-        let packed = Packed::Source(source, ranges);
-        GpuTensor::stream(gpu, &shape, max_part, &packed, progress).await
+        let tensor = GpuTensor::allocate(gpu, &shape, max_part).await?;
+        let fill = Fill::of(&tensor, Packed::Source(source, ranges));
+        Ok((tensor, fill))
     }
 
     /// Streams two tensors of one shape and type into one, their rows interleaved: a's row 0, b's row
@@ -251,10 +312,24 @@ impl GpuTensor {
         gpu: &Gpu,
         header: &Header,
         source: &dyn ByteSource,
-        [a, b]: [&TensorInfo; 2],
+        pair: [&TensorInfo; 2],
         max_part: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<GpuTensor, crate::Error> {
+        let (tensor, fill) =
+            GpuTensor::allocate_interleaved(gpu, header, source, pair, max_part).await?;
+        fill.run(gpu, progress).await?;
+        Ok(tensor)
+    }
+
+    /// The buffers `upload_interleaved` fills, allocated, and the fill that reads the pair into them.
+    pub async fn allocate_interleaved<'a>(
+        gpu: &Gpu,
+        header: &Header,
+        source: &'a dyn ByteSource,
+        [a, b]: [&TensorInfo; 2],
+        max_part: u64,
+    ) -> Result<(GpuTensor, Fill<'a>), crate::Error> {
         assert!(a.ty == b.ty && a.dims == b.dims);
         let first = Shape::of(a);
         let shape = Shape {
@@ -265,8 +340,9 @@ impl GpuTensor {
         };
         let row_bytes = a.ty.bytes_for(first.row_len).unwrap_or(0);
         let ranges = [header.tensor_range(a), header.tensor_range(b)];
-        let packed = Packed::Interleaved(source, ranges, row_bytes);
-        GpuTensor::stream(gpu, &shape, max_part, &packed, progress).await
+        let tensor = GpuTensor::allocate(gpu, &shape, max_part).await?;
+        let fill = Fill::of(&tensor, Packed::Interleaved(source, ranges, row_bytes));
+        Ok((tensor, fill))
     }
 
     /// A tensor made on the host (weights derived at load), packed as `shape.ty`.
@@ -275,17 +351,15 @@ impl GpuTensor {
         shape: &Shape,
         bytes: &[u8],
     ) -> Result<GpuTensor, crate::Error> {
-        let packed = Packed::Host(bytes);
-        GpuTensor::stream(gpu, shape, gpu.max_binding(), &packed, &mut |_| {}).await
+        let tensor = GpuTensor::allocate(gpu, shape, gpu.max_binding()).await?;
+        Fill::of(&tensor, Packed::Host(bytes))
+            .run(gpu, &mut |_| {})
+            .await?;
+        Ok(tensor)
     }
 
-    async fn stream(
-        gpu: &Gpu,
-        shape: &Shape,
-        max_part: u64,
-        packed: &Packed<'_>,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<GpuTensor, crate::Error> {
+    /// Empty buffers for a tensor of `shape`, split by rows into parts of at most `max_part` bytes.
+    async fn allocate(gpu: &Gpu, shape: &Shape, max_part: u64) -> Result<GpuTensor, crate::Error> {
         let max_part = max_part.min(gpu.max_binding());
         let too_large = |what: &str, bytes: u64| GpuError::TooLarge {
             what: format!("{what} of tensor {}", shape.name),
@@ -324,28 +398,18 @@ impl GpuTensor {
             let part_rows = rows_per_part.min(rows - first_row);
             let bytes = part_rows * row_bytes;
             let buffer = gpu
-                .checked(&format!("allocating {}", shape.name), || {
-                    gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some(&shape.name),
-                        size: bytes.next_multiple_of(4),
-                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    })
-                })
+                .checked(
+                    &format!("allocating {} ({bytes} bytes)", shape.name),
+                    || {
+                        gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                            label: Some(&shape.name),
+                            size: bytes.next_multiple_of(4),
+                            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                            mapped_at_creation: false,
+                        })
+                    },
+                )
                 .await?;
-            let mut done = 0u64;
-            let mut chunk = Vec::new();
-            while done < bytes {
-                let n = UPLOAD_CHUNK.min(bytes - done);
-                chunk.clear();
-                chunk.resize(n.next_multiple_of(4) as usize, 0);
-                packed
-                    .read(first_row * row_bytes + done, &mut chunk[..n as usize])
-                    .await?;
-                gpu.queue.write_buffer(&buffer, done, &chunk);
-                done += n;
-                progress(n);
-            }
             parts.push(TensorPart {
                 buffer,
                 first_row: first_row as u32,

@@ -7,7 +7,8 @@ mod plan;
 mod tuning;
 
 pub use buffers::{
-    read_f32, scratch_buffer, storage_buffer, uniform_buffer, GpuTensor, Shape, Stacked, TensorPart,
+    read_f32, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape, Stacked,
+    TensorPart,
 };
 pub use pipelines::{Activation, Kernel, PipelineKey, Pipelines, Store};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, UniformArena};
@@ -222,6 +223,14 @@ impl Gpu {
             })?;
         signal.await;
         Ok(())
+    }
+
+    /// Runs the buffer writes queued so far, so that their staging copies are freed: natively once the
+    /// device is polled (here, at once); in the browser as the page's event loop runs the queue.
+    pub fn flush_writes(&self) {
+        self.queue.submit([]);
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
     }
 
     /// Copies `len` bytes of `src` into host memory: one submit and a wait.

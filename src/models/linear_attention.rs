@@ -3,7 +3,7 @@
 //! files name them, its states, and its dispatches (ops/delta_net.rs says what they compute).
 
 use super::Loader;
-use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked};
+use crate::gpu::{scratch_buffer, GpuTensor, Plan, Stacked};
 use crate::ops::delta_net::{self, Shape};
 use crate::ops::matvec;
 use crate::Error;
@@ -77,20 +77,28 @@ impl DeltaNet {
                 &[shape.conv_channels(), shape.value_dim(), n_v, n_v],
             )
             .await?;
+        let conv_name = name("ssm_conv1d.weight");
+        let conv_shape = [shape.conv_kernel, shape.conv_channels()];
+        let conv_len = (shape.conv_kernel * shape.conv_channels()) as usize;
         let conv = l
-            .host_f32(
-                &name("ssm_conv1d.weight"),
-                &[shape.conv_kernel, shape.conv_channels()],
-            )
+            .floats("ssm_conv1d", &[(&conv_name, &conv_shape)], conv_len, |r| {
+                r.concat()
+            })
             .await?;
-        let mut gates = l.host_f32(&name("ssm_a"), &[n_v]).await?;
-        gates.extend(l.host_f32(&name("ssm_dt.bias"), &[n_v]).await?);
+        let gate_names = [name("ssm_a"), name("ssm_dt.bias")];
+        let n = [n_v];
+        let gate_tensors = [(gate_names[0].as_str(), &n[..]), (&gate_names[1], &n[..])];
+        let gates = l
+            .floats("ssm_a + ssm_dt", &gate_tensors, 2 * n_v as usize, |r| {
+                r.concat()
+            })
+            .await?;
         let gpu = l.gpu.clone();
         let floats = |n: u64| (n * 4).max(4);
         Ok(DeltaNet {
             in_proj,
-            conv: storage_buffer(&gpu, "ssm_conv1d", bytemuck::cast_slice(&conv)),
-            gates: storage_buffer(&gpu, "ssm_a + ssm_dt", bytemuck::cast_slice(&gates)),
+            conv,
+            gates,
             norm: l.vector(&name("ssm_norm.weight"), shape.dim).await?,
             ssm_out: l
                 .matrix(&name("ssm_out.weight"), shape.value_dim(), n_embd)

@@ -1,9 +1,12 @@
-//! Tensors from the file to the GPU: each checked against the shape the model expects, streamed in
-//! pieces with the load's progress, split across bindings where a tensor is larger than one.
+//! Tensors from the file to the GPU: each checked against the shape the model expects, split across
+//! bindings where a tensor is larger than one, its buffers allocated as the model asks for it and its
+//! bytes streamed in pieces, with the load's progress, once every buffer is allocated (`fill`): a model
+//! the adapter cannot hold is refused before its weights are downloaded. Small tensors (norm gains,
+//! biases) wait for the fill too; `host_f32` reads at once, for the few values the model is built from.
 
 use super::Meta;
 use crate::gguf::{ByteSource, Header, TensorInfo};
-use crate::gpu::{read_f32, storage_buffer, Gpu, GpuTensor, Stacked};
+use crate::gpu::{read_f32, scratch_buffer, Fill, Gpu, GpuTensor, Stacked};
 use crate::ops::glu::GateUp;
 use crate::Error;
 use std::sync::Arc;
@@ -17,6 +20,8 @@ pub struct Loader<'a> {
     pub progress: &'a mut dyn FnMut(u64, u64),
     /// Tables that could stay in the file (Gemma 4's per-layer embeddings) go to the GPU anyway.
     pub per_layer_on_gpu: bool,
+    /// Buffers allocated and not yet filled, in the order the model asked for them.
+    fills: Vec<Pending<'a>>,
     done: u64,
     total: u64,
 }
@@ -42,6 +47,7 @@ impl<'a> Loader<'a> {
             source,
             progress,
             per_layer_on_gpu: false,
+            fills: Vec::new(),
             done: 0,
             total,
         })
@@ -142,19 +148,16 @@ impl<'a> Loader<'a> {
             ));
         }
         check_row_len(g)?;
-        let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
-        let tensor = GpuTensor::upload_interleaved(
+        let max_part = self.gpu.max_binding();
+        let (tensor, fill) = GpuTensor::allocate_interleaved(
             &self.gpu,
             self.meta.header,
             self.source,
             [g, u],
-            self.gpu.max_binding(),
-            &mut |n| {
-                *done += n;
-                progress(*done, total);
-            },
+            max_part,
         )
         .await?;
+        self.fills.push(Pending::Tensor(fill));
         Ok(GateUp::Interleaved(tensor))
     }
 
@@ -183,20 +186,59 @@ impl<'a> Loader<'a> {
         infos: &[(&TensorInfo, Option<&[u32]>)],
     ) -> Result<GpuTensor, Error> {
         check_row_len(infos[0].0)?;
-        let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
-        let tensor = GpuTensor::upload_reordered(
+        let max_part = self.gpu.max_binding();
+        let (tensor, fill) = GpuTensor::allocate_reordered(
             &self.gpu,
             self.meta.header,
             self.source,
             infos,
-            self.gpu.max_binding(),
-            &mut |n| {
-                *done += n;
-                progress(*done, total);
-            },
+            max_part,
         )
         .await?;
+        self.fills.push(Pending::Tensor(fill));
         Ok(tensor)
+    }
+
+    /// Reads every tensor asked for so far into its buffers, in the order the model asked for them.
+    pub async fn fill(&mut self) -> Result<(), Error> {
+        let (done, total, progress) = (&mut self.done, self.total, &mut *self.progress);
+        let mut flushed = *done;
+        for pending in self.fills.drain(..) {
+            // Each write is staged in host memory until a submit has run it: without a submit now
+            // and then, a model's weights would be held twice until the first token.
+            if *done - flushed >= FLUSH_WRITES {
+                self.gpu.flush_writes();
+                flushed = *done;
+            }
+            match pending {
+                Pending::Tensor(fill) => {
+                    fill.run(&self.gpu, &mut |n| {
+                        *done += n;
+                        progress(*done, total);
+                    })
+                    .await?
+                }
+                Pending::Floats {
+                    buffer,
+                    tensors,
+                    len,
+                    make,
+                } => {
+                    let mut read = Vec::with_capacity(tensors.len());
+                    for t in tensors {
+                        read.push(read_f32(self.meta.header, self.source, t).await?);
+                        *done += t.bytes();
+                        progress(*done, total);
+                    }
+                    let floats = make(read);
+                    assert_eq!(floats.len(), len, "{:?}", buffer);
+                    self.gpu
+                        .queue
+                        .write_buffer(&buffer, 0, bytemuck::cast_slice(&floats));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Counts a tensor as loaded that stays in the file (read later by rows).
@@ -217,7 +259,7 @@ impl<'a> Loader<'a> {
         Ok(data)
     }
 
-    /// A small vector (norm weights, rope factors, biases), as f32.
+    /// A small vector (norm weights, biases), as f32.
     pub async fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer, Error> {
         self.vectors(name, len, 1).await
     }
@@ -225,9 +267,51 @@ impl<'a> Loader<'a> {
     /// `n` small vectors of `len` in one tensor (each expert's bias), as f32.
     pub async fn vectors(&mut self, name: &str, len: u32, n: u32) -> Result<wgpu::Buffer, Error> {
         let shape = [len, n];
-        let data = self.host_f32(name, &shape[..1 + (n > 1) as usize]).await?;
-        Ok(storage_buffer(&self.gpu, name, bytemuck::cast_slice(&data)))
+        let shape = &shape[..1 + (n > 1) as usize];
+        let floats = len as usize * n as usize;
+        self.floats(name, &[(name, shape)], floats, |mut read| read.remove(0))
+            .await
     }
+
+    /// A buffer of `len` f32 values that `make` derives from small tensors (by name and shape), read
+    /// as f32 when the buffer is filled: biases or norm gains concatenated, their elements reordered.
+    pub async fn floats(
+        &mut self,
+        label: &str,
+        tensors: &[(&str, &[u32])],
+        len: usize,
+        make: impl FnOnce(Vec<Vec<f32>>) -> Vec<f32> + 'a,
+    ) -> Result<wgpu::Buffer, Error> {
+        let tensors = tensors
+            .iter()
+            .map(|&(name, shape)| self.info(name, shape))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let buffer = scratch_buffer(&self.gpu, label, len as u64 * 4).await?;
+        self.fills.push(Pending::Floats {
+            buffer: buffer.clone(),
+            tensors,
+            len,
+            make: Box::new(make),
+        });
+        Ok(buffer)
+    }
+}
+
+/// Bytes written to buffers between submits that free their staging copies.
+const FLUSH_WRITES: u64 = 256 << 20;
+
+/// A buffer allocated and waiting for its bytes.
+enum Pending<'a> {
+    /// A packed tensor, streamed from the source.
+    Tensor(Fill<'a>),
+    /// `len` f32 values made from small tensors read whole.
+    Floats {
+        buffer: wgpu::Buffer,
+        tensors: Vec<&'a TensorInfo>,
+        len: usize,
+        #[allow(clippy::type_complexity)]
+        make: Box<dyn FnOnce(Vec<Vec<f32>>) -> Vec<f32> + 'a>,
+    },
 }
 
 /// The kernels take rows in 32-weight chunks.

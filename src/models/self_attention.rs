@@ -7,7 +7,7 @@
 use super::dense::Activations;
 use super::family::{Config, Family, LayerAttention};
 use super::Loader;
-use crate::gpu::{scratch_buffer, storage_buffer, GpuTensor, Plan, Stacked};
+use crate::gpu::{scratch_buffer, GpuTensor, Plan, Stacked};
 use crate::ops::head_norm_rope_kv::KvWrite;
 use crate::ops::{attention, head_norm_rope_kv, matvec, rope, rope_kv, sigmoid_gate};
 use crate::Error;
@@ -178,42 +178,51 @@ impl SelfAttention {
                         "layer {i} reads another layer's cache but has q/k/v biases: not supported"
                     )));
                 }
-                let bias = |t: &'static str, n: u32| (format!("blk.{i}.{t}.bias"), n);
-                let mut all = Vec::new();
-                for ((name, n), order) in [
-                    (bias("attn_q", q_dim), &q_order),
-                    (bias("attn_k", kv_dim), &k_order),
-                    (bias("attn_v", kv_dim), &None),
-                ] {
-                    all.extend(reorder(l.host_f32(&name, &[n]).await?, order));
-                }
-                Some(storage_buffer(
-                    &gpu,
-                    "attn_qkv.bias",
-                    bytemuck::cast_slice(&all),
-                ))
+                let names = ["attn_q", "attn_k", "attn_v"].map(|t| format!("blk.{i}.{t}.bias"));
+                let shapes = [[q_dim], [kv_dim], [kv_dim]];
+                let tensors: Vec<(&str, &[u32])> = names
+                    .iter()
+                    .zip(&shapes)
+                    .map(|(n, s)| (n.as_str(), &s[..]))
+                    .collect();
+                let orders = [q_order.clone(), k_order.clone(), None];
+                let len = (q_dim + 2 * kv_dim) as usize;
+                Some(
+                    l.floats("attn_qkv.bias", &tensors, len, move |read| {
+                        read.into_iter()
+                            .zip(&orders)
+                            .flat_map(|(v, order)| reorder(v, order))
+                            .collect()
+                    })
+                    .await?,
+                )
             }
         };
         let attn_qkv_norm = match f.qk_norm {
             false => None,
             true => {
-                let mut norms = Vec::new();
                 let normed: &[&str] = match kv {
                     KvWrite::None => &["attn_q_norm"],
                     _ => &["attn_q_norm", "attn_k_norm"],
                 };
-                for t in normed {
-                    let w = l.host_f32(&name(t), &[hd]).await?;
-                    norms.extend(reorder(w, &head_order));
-                }
-                if kv == KvWrite::KvNormed {
-                    norms.extend(std::iter::repeat_n(1.0f32, hd as usize));
-                }
-                Some(storage_buffer(
-                    &gpu,
-                    "attn_qkv_norm",
-                    bytemuck::cast_slice(&norms),
-                ))
+                let names: Vec<String> = normed.iter().map(|t| name(t)).collect();
+                let shape = [hd];
+                let tensors: Vec<(&str, &[u32])> =
+                    names.iter().map(|n| (n.as_str(), &shape[..])).collect();
+                // Normed values take unit gains after q's and k's.
+                let ones = match kv == KvWrite::KvNormed {
+                    true => hd as usize,
+                    false => 0,
+                };
+                let len = names.len() * hd as usize + ones;
+                let head_order = head_order.clone();
+                Some(
+                    l.floats("attn_qkv_norm", &tensors, len, move |read| {
+                        let gains = read.into_iter().flat_map(|w| reorder(w, &head_order));
+                        gains.chain(std::iter::repeat_n(1.0, ones)).collect()
+                    })
+                    .await?,
+                )
             }
         };
         if attn_qkv_bias.is_some() && attn_qkv_norm.is_some() {

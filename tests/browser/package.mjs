@@ -171,6 +171,38 @@ test('load progress comes in order (download, GPU, then tuning), each byte count
   assert.equal(fetched.reduce((n, r) => n + r.end - r.start + 1, 0), size, 'the second load fetched nothing');
 });
 
+test("a model the adapter cannot hold is refused before its weights are downloaded, naming the limit", async () => {
+  // The default model with its trained context raised to 2^20 tokens, asked for all of it: a layer's
+  // K cache is then 768 MiB, more than a compatibility-mode binding holds. Every buffer is allocated
+  // before any weight is read, so the refusal comes having fetched the header's chunk alone.
+  const bytes = Buffer.from(modelBytes);
+  const key = Buffer.from('llama.context_length');
+  const at = bytes.indexOf(key) + key.length;
+  assert.equal(bytes.readUInt32LE(at), 4, 'a u32 value');
+  assert.equal(bytes.readUInt32LE(at + 4), 8192);
+  bytes.writeUInt32LE(1 << 20, at + 4);
+  const { state, url } = steered;
+  state.files['/long-context.gguf'] = { bytes, etag: '"long-context-1"' };
+  state.log.length = 0;
+  const result = await app.evaluate(async ({ modelUrl, adapter }) => {
+    const { Wick } = await import('wick-llm');
+    try {
+      await Wick.load(modelUrl, { ...adapter, nCtx: 1 << 20, tune: false });
+      return { error: null };
+    } catch (e) {
+      return { error: String(e?.message ?? e) };
+    }
+  }, { modelUrl: `${url}/long-context.gguf`, adapter: COMPAT });
+  const fetched = state.log
+    .filter((r) => r.path === '/long-context.gguf')
+    .reduce((n, r) => n + r.end - r.start + 1, 0);
+  console.log(`    ${fetched} of ${bytes.length} bytes fetched: ${result.error}`);
+  assert.match(result.error ?? '', /does not fit .*blk\.0\.k_cache needs 805306368 bytes .* limit of \d+ bytes/);
+  // The reader's first request is a 1-byte probe of the size; then the header's chunk, no more.
+  assert.ok(fetched <= (8 << 20) + 1, `${fetched} bytes fetched: no more than the header's 8 MiB chunk`);
+  delete state.files['/long-context.gguf'];
+});
+
 test('abort stops a reply; the engine answers the next request', async () => {
   const result = await app.evaluate(async () => {
     const engine = window.engine;
