@@ -177,12 +177,21 @@ pub struct Fill<'a> {
 
 impl<'a> Fill<'a> {
     fn of(tensor: &GpuTensor, packed: Packed<'a>) -> Fill<'a> {
-        let row_bytes = tensor.row_bytes as u64;
-        let parts = tensor.parts.iter();
-        let parts = parts.map(|p| (p.buffer.clone(), p.rows as u64 * row_bytes));
         Fill {
-            parts: parts.collect(),
+            parts: tensor.part_buffers(),
             packed,
+        }
+    }
+
+    /// Bytes made on the host into buffers (`GpuTensor::part_buffers`, or one buffer and its size).
+    pub fn from_host(parts: Vec<(wgpu::Buffer, u64)>, bytes: &'a [u8]) -> Fill<'a> {
+        assert_eq!(
+            parts.iter().map(|(_, n)| n).sum::<u64>(),
+            bytes.len() as u64
+        );
+        Fill {
+            parts,
+            packed: Packed::Host(bytes),
         }
     }
 
@@ -358,8 +367,21 @@ impl GpuTensor {
         Ok(tensor)
     }
 
+    /// Each part's buffer and the bytes of the packed tensor it holds, in order.
+    pub fn part_buffers(&self) -> Vec<(wgpu::Buffer, u64)> {
+        let row_bytes = self.row_bytes as u64;
+        let parts = self.parts.iter();
+        parts
+            .map(|p| (p.buffer.clone(), p.rows as u64 * row_bytes))
+            .collect()
+    }
+
     /// Empty buffers for a tensor of `shape`, split by rows into parts of at most `max_part` bytes.
-    async fn allocate(gpu: &Gpu, shape: &Shape, max_part: u64) -> Result<GpuTensor, crate::Error> {
+    pub async fn allocate(
+        gpu: &Gpu,
+        shape: &Shape,
+        max_part: u64,
+    ) -> Result<GpuTensor, crate::Error> {
         let max_part = max_part.min(gpu.max_binding());
         let too_large = |what: &str, bytes: u64| GpuError::TooLarge {
             what: format!("{what} of tensor {}", shape.name),

@@ -245,17 +245,8 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
 async fn split_kv_b(l: &mut Loader<'_>, m: &Mla, i: u32) -> Result<(GpuTensor, GpuTensor), Error> {
     let (lora, nope, vd) = (m.kv_lora as usize, m.q_nope as usize, m.v_dim as usize);
     let name = format!("blk.{i}.attn_kv_b.weight");
-    let kv_b = l
-        .host_f32(&name, &[m.kv_lora, m.n_head * (m.q_nope + m.v_dim)])
-        .await?;
-    let (mut k_b, mut v_b) = (Vec::new(), Vec::new());
-    for head in kv_b.chunks(lora * (nope + vd)) {
-        let (k, v) = head.split_at(lora * nope);
-        for c in 0..lora {
-            k_b.extend((0..nope).map(|r| half::f16::from_f32(k[r * lora + c])));
-        }
-        v_b.extend(v.iter().map(|&x| half::f16::from_f32(x)));
-    }
+    let kv_b_shape = [m.kv_lora, m.n_head * (m.q_nope + m.v_dim)];
+    let kv_b = [(name.as_str(), &kv_b_shape[..])];
     let shape = |t: &str, row_len: u32, rows: u32| Shape {
         name: format!("blk.{i}.{t} (from attn_kv_b)"),
         ty: GgmlType::F16,
@@ -263,20 +254,27 @@ async fn split_kv_b(l: &mut Loader<'_>, m: &Mla, i: u32) -> Result<(GpuTensor, G
         rows: (rows * m.n_head) as u64,
         group_rows: rows as u64,
     };
-    Ok((
-        GpuTensor::from_host(
-            &l.gpu,
-            &shape("attn_k_b", m.q_nope, m.kv_lora),
-            bytemuck::cast_slice(&k_b),
-        )
-        .await?,
-        GpuTensor::from_host(
-            &l.gpu,
-            &shape("attn_v_b", m.kv_lora, m.v_dim),
-            bytemuck::cast_slice(&v_b),
-        )
-        .await?,
-    ))
+    let shapes = [
+        shape("attn_k_b", m.q_nope, m.kv_lora),
+        shape("attn_v_b", m.kv_lora, m.v_dim),
+    ];
+    let mut made = l
+        .derived(&shapes, &kv_b, move |read| {
+            let (mut k_b, mut v_b) = (Vec::new(), Vec::new());
+            for head in read[0].chunks(lora * (nope + vd)) {
+                let (k, v) = head.split_at(lora * nope);
+                for c in 0..lora {
+                    k_b.extend((0..nope).map(|r| half::f16::from_f32(k[r * lora + c])));
+                }
+                v_b.extend(v.iter().map(|&x| half::f16::from_f32(x)));
+            }
+            k_b.extend(v_b);
+            bytemuck::cast_slice(&k_b).to_vec()
+        })
+        .await?;
+    let v_b = made.pop().expect("two shapes, two tensors");
+    let k_b = made.pop().expect("two shapes, two tensors");
+    Ok((k_b, v_b))
 }
 
 /// The activations, f32, a row per token of the run.

@@ -6,7 +6,7 @@
 
 use super::Meta;
 use crate::gguf::{ByteSource, Header, TensorInfo};
-use crate::gpu::{read_f32, scratch_buffer, Fill, Gpu, GpuTensor, Stacked};
+use crate::gpu::{read_f32, scratch_buffer, Fill, Gpu, GpuTensor, Shape, Stacked};
 use crate::ops::glu::GateUp;
 use crate::Error;
 use std::sync::Arc;
@@ -218,10 +218,9 @@ impl<'a> Loader<'a> {
                     })
                     .await?
                 }
-                Pending::Floats {
-                    buffer,
+                Pending::Made {
+                    parts,
                     tensors,
-                    len,
                     make,
                 } => {
                     let mut read = Vec::with_capacity(tensors.len());
@@ -230,11 +229,10 @@ impl<'a> Loader<'a> {
                         *done += t.bytes();
                         progress(*done, total);
                     }
-                    let floats = make(read);
-                    assert_eq!(floats.len(), len, "{:?}", buffer);
-                    self.gpu
-                        .queue
-                        .write_buffer(&buffer, 0, bytemuck::cast_slice(&floats));
+                    let bytes = make(read);
+                    Fill::from_host(parts, &bytes)
+                        .run(&self.gpu, &mut |_| {})
+                        .await?;
                 }
             }
         }
@@ -282,18 +280,50 @@ impl<'a> Loader<'a> {
         len: usize,
         make: impl FnOnce(Vec<Vec<f32>>) -> Vec<f32> + 'a,
     ) -> Result<wgpu::Buffer, Error> {
+        let bytes = len as u64 * 4;
+        let buffer = scratch_buffer(&self.gpu, label, bytes).await?;
+        self.made(vec![(buffer.clone(), bytes)], tensors, move |read| {
+            let floats = make(read);
+            assert_eq!(floats.len(), len);
+            bytemuck::cast_slice(&floats).to_vec()
+        })?;
+        Ok(buffer)
+    }
+
+    /// Tensors of these shapes packed on the host by `make` (their bytes one after the other) from
+    /// tensors of the file (by name and shape), read as f32 when they are filled: weights the model
+    /// derives from others.
+    pub async fn derived(
+        &mut self,
+        shapes: &[Shape],
+        tensors: &[(&str, &[u32])],
+        make: impl FnOnce(Vec<Vec<f32>>) -> Vec<u8> + 'a,
+    ) -> Result<Vec<GpuTensor>, Error> {
+        let mut made = Vec::new();
+        for shape in shapes {
+            made.push(GpuTensor::allocate(&self.gpu, shape, self.gpu.max_binding()).await?);
+        }
+        let parts = made.iter().flat_map(|t| t.part_buffers()).collect();
+        self.made(parts, tensors, make)?;
+        Ok(made)
+    }
+
+    fn made(
+        &mut self,
+        parts: Vec<(wgpu::Buffer, u64)>,
+        tensors: &[(&str, &[u32])],
+        make: impl FnOnce(Vec<Vec<f32>>) -> Vec<u8> + 'a,
+    ) -> Result<(), Error> {
         let tensors = tensors
             .iter()
             .map(|&(name, shape)| self.info(name, shape))
             .collect::<Result<Vec<_>, Error>>()?;
-        let buffer = scratch_buffer(&self.gpu, label, len as u64 * 4).await?;
-        self.fills.push(Pending::Floats {
-            buffer: buffer.clone(),
+        self.fills.push(Pending::Made {
+            parts,
             tensors,
-            len,
             make: Box::new(make),
         });
-        Ok(buffer)
+        Ok(())
     }
 }
 
@@ -304,13 +334,12 @@ const FLUSH_WRITES: u64 = 256 << 20;
 enum Pending<'a> {
     /// A packed tensor, streamed from the source.
     Tensor(Fill<'a>),
-    /// `len` f32 values made from small tensors read whole.
-    Floats {
-        buffer: wgpu::Buffer,
+    /// Bytes made on the host from tensors read whole, as f32, into buffers (each with its size).
+    Made {
+        parts: Vec<(wgpu::Buffer, u64)>,
         tensors: Vec<&'a TensorInfo>,
-        len: usize,
         #[allow(clippy::type_complexity)]
-        make: Box<dyn FnOnce(Vec<Vec<f32>>) -> Vec<f32> + 'a>,
+        make: Box<dyn FnOnce(Vec<Vec<f32>>) -> Vec<u8> + 'a>,
     },
 }
 
