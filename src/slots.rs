@@ -2,7 +2,8 @@
 //! share of the KV cache and remembers the tokens it holds, so a request that continues a
 //! conversation a slot still holds reads only what is new. One decode step runs a token of every
 //! slot that is generating (`Engine::step_sequences`: one pass, one submit); prompts are read a chunk
-//! at a time between steps, so a new request holds the others up by one chunk at most.
+//! at a time between steps, the new requests' prompts together in one run, so new requests hold the
+//! others up by one chunk at most.
 
 use crate::engine::{Engine, Want};
 use crate::gpu::Segment;
@@ -115,14 +116,44 @@ impl Slots {
         self.slots[s].cached.len() as u32
     }
 
-    /// Reads the next chunk of slot `s`'s prompt into its rows of the cache.
-    pub async fn read_chunk(&mut self, engine: &mut Engine, s: usize) -> Result<(), Error> {
-        let slot = &mut self.slots[s];
-        let n = slot.pending.len().min(self.chunk);
-        let chunk: Vec<u32> = slot.pending.drain(..n).collect();
-        let pos = slot.cached.len() as u32;
-        engine.feed_at(slot.base, pos, &chunk).await?;
-        slot.cached.extend_from_slice(&chunk);
+    /// Reads the next piece of the prompts of the slots in `reading` into their rows of the cache, in
+    /// one run of at most a chunk's tokens: an equal share each, and what a short prompt leaves of
+    /// its share to the others in turn.
+    pub async fn read_chunks(
+        &mut self,
+        engine: &mut Engine,
+        reading: &[usize],
+    ) -> Result<(), Error> {
+        let mut take = vec![0usize; reading.len()];
+        let mut room = self.chunk;
+        let share = self.chunk.div_ceil(reading.len().max(1));
+        for (n, &s) in take.iter_mut().zip(reading) {
+            *n = self.slots[s].pending.len().min(share).min(room);
+            room -= *n;
+        }
+        for (n, &s) in take.iter_mut().zip(reading) {
+            let more = (self.slots[s].pending.len() - *n).min(room);
+            *n += more;
+            room -= more;
+        }
+        let chunks: Vec<(usize, Vec<u32>)> = (reading.iter().zip(&take))
+            .filter(|(_, &n)| n > 0)
+            .map(|(&s, &n)| (s, self.slots[s].pending.drain(..n).collect()))
+            .collect();
+        let segments: Vec<Segment> = (chunks.iter())
+            .map(|(s, tokens)| Segment {
+                base: self.slots[*s].base,
+                pos: self.slots[*s].cached.len() as u32,
+                tokens,
+            })
+            .collect();
+        engine.feed_sequences(&segments).await?;
+        // Done before the next step starts: the engine times its steps to choose how to run them,
+        // and a step that waited for a chunk would seem to cost the chunk too.
+        engine.gpu.finished().await?;
+        for (s, tokens) in chunks {
+            self.slots[s].cached.extend_from_slice(&tokens);
+        }
         Ok(())
     }
 

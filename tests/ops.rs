@@ -76,11 +76,13 @@ fn matmul_every_type_against_cpu() {
             }
             if batch <= 4 {
                 // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
+                // Several tokens take four to a workgroup, with winners of their own.
                 let shape = |rows| MatvecShape {
                     kernel: Kernel::MatvecPairs(Store::Rows),
                     ty,
                     cols,
                     rows,
+                    tokens: if batch > 1 { 4 } else { 1 },
                 };
                 for candidate in shape(rows).candidates(gpu.subgroup_size) {
                     let mut tuning = Tuning::default();
@@ -415,6 +417,7 @@ fn swiglu_block_against_cpu() {
             ty,
             cols,
             rows: 2 * n_ff,
+            tokens: 1,
         };
         for candidate in shape.candidates(gpu.subgroup_size) {
             let mut tuning = wick::gpu::Tuning::default();
@@ -506,6 +509,7 @@ fn matvec_every_tuning_candidate_against_cpu() {
             ty,
             cols,
             rows,
+            tokens: 1,
         };
         let x = rng.vec(cols as usize);
         for candidate in shape.candidates(gpu.subgroup_size) {

@@ -159,6 +159,7 @@ fn router_and_expert_matvecs_against_cpu() {
                     ty,
                     cols,
                     rows: items,
+                    tokens: 1,
                 };
                 for candidate in shape.candidates(gpu.subgroup_size) {
                     let mut tuning = Tuning::default();

@@ -134,3 +134,71 @@ fn winners_of_an_older_candidate_set_are_timed_again() {
     assert_eq!(gpu.tuning().matvec, current.matvec);
     gpu.set_tuning(Default::default());
 }
+
+/// A step of several sequences takes four tokens to a workgroup in its products: shapes with winners
+/// of their own (`MatvecShape::tokens`). The tuner times them beside the decode step's, the parallel
+/// plan runs the winners from then on, and its logits stay as they were, up to summation order.
+#[test]
+fn a_parallel_steps_shapes_are_tuned_too() {
+    let Some(gpu) = gpu() else { return };
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let source = FileSource::open(path).unwrap();
+    let options = LoadOptions {
+        n_ctx: 64,
+        sequences: 4,
+        ..Default::default()
+    };
+    let mut engine = Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let segments: Vec<wick::gpu::Segment> = [[1u32], [50], [300], [7]]
+        .iter()
+        .enumerate()
+        .map(|(s, t)| wick::gpu::Segment {
+            base: s as u32 * 16,
+            pos: 0,
+            tokens: t,
+        })
+        .collect();
+    let wants = vec![wick::engine::Want::Logits; 4];
+    let rows = |engine: &mut Engine| -> Vec<f32> {
+        let steps = engine.step_parallel(&segments, &wants).block_on().unwrap();
+        (steps.into_iter())
+            .flat_map(|s| match s {
+                wick::engine::SequenceStep::Logits(row) => row,
+                other => panic!("logits were asked for, not {other:?}"),
+            })
+            .collect()
+    };
+    let want = rows(&mut engine);
+    let untuned = engine.untuned_shapes();
+    assert!(untuned.iter().any(|s| s.tokens == 4), "{untuned:?}");
+    let (tuning, report) = engine.tune(TuneShapes::New).block_on().unwrap();
+    for t in report.iter().filter(|t| t.shape.tokens == 4) {
+        assert!(t.shape.key().contains(" x4"), "{t:?}");
+        assert!(
+            !t.after.0.subgroup_sum,
+            "four tokens sum in workgroup memory: {t:?}"
+        );
+        assert_eq!(tuning.matvec.get(&t.shape.key()), Some(&t.after.0));
+    }
+    // The parallel plan runs the winners.
+    let profile = engine
+        .profile(wick::engine::Profiled::Parallel)
+        .block_on()
+        .unwrap()
+        .unwrap();
+    for t in report.iter().filter(|t| t.shape.tokens == 4) {
+        let name = wick::gpu::PipelineKey::matvec(&t.shape, t.after.0).name();
+        assert!(
+            profile.kernels.iter().any(|(n, _)| *n == name),
+            "{name}: {profile:?}"
+        );
+    }
+    let got = rows(&mut engine);
+    let diff = (got.iter().zip(&want))
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(diff < 1e-3, "tuned logits differ by {diff}");
+}

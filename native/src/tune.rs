@@ -99,9 +99,16 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
     bar.finish_and_clear();
     let tuning = (*engine.gpu.tuning()).clone();
     let adapter = engine.gpu.adapter_key();
-    // Read again: another command may have kept shapes of its own since this one started.
+    // Read again: another command may have kept shapes of its own since this one started. Winners
+    // timed among an older set of candidates go: the GPU dropped them, and kept they would be dropped
+    // (and timed again) at every load.
     let mut all = read_all(&path);
-    all.entry(adapter).or_default().matvec.extend(tuning.matvec);
+    match all.get_mut(&adapter) {
+        Some(kept) if kept.candidates == tuning.candidates => kept.matvec.extend(tuning.matvec),
+        _ => {
+            all.insert(adapter, tuning);
+        }
+    }
     write_all(&path, &all)?;
     eprintln!(
         "wick: tuned in {:.1} s, kept in {}",
@@ -145,9 +152,9 @@ pub fn apply_stored(gpu: &Gpu) -> usize {
     let Some(path) = tuning_path() else { return 0 };
     match read_all(&path).remove(&gpu.adapter_key()) {
         Some(tuning) => {
-            let n = tuning.matvec.len();
             gpu.set_tuning(tuning);
-            n
+            // What the GPU kept: not winners timed among an older set of candidates.
+            gpu.tuning().matvec.len()
         }
         None => 0,
     }

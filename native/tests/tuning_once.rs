@@ -1,6 +1,7 @@
 //! Tuning happens once per shape: the first command to load a model on an adapter times its new
 //! kernel shapes and keeps the winners in the tuning file; the next one starts with them and times
-//! nothing; WICK_TUNING=off times nothing and keeps nothing.
+//! nothing; winners timed among an older set of candidates are timed again, once; WICK_TUNING=off
+//! times nothing and keeps nothing.
 
 use std::path::Path;
 use std::process::Command;
@@ -50,6 +51,39 @@ fn new_shapes_are_tuned_once_and_kept() {
         second.contains(&format!("({shapes} kernel shapes tuned)")),
         "{second}"
     );
+
+    // Winners timed among an older set of candidates (a file from before the set grew) are timed
+    // again, once: the file then names the current set, and the next command times nothing.
+    let mut older = kept.clone();
+    for tuning in older.as_object_mut().unwrap().values_mut() {
+        tuning["candidates"] = serde_json::json!(0);
+    }
+    std::fs::write(&file, serde_json::to_vec(&older).unwrap()).unwrap();
+    let again = run_with_tuning(file.to_str().unwrap());
+    assert!(
+        again.contains(&format!("timing {shapes} new kernel shapes")),
+        "{again}"
+    );
+    let renewed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    // The same adapter, set and shapes (the winners may differ: timings are noisy).
+    let shape_names = |v: &serde_json::Value| {
+        let tuning = v.as_object().unwrap().values().next().unwrap().clone();
+        let names: Vec<String> = tuning["matvec"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        (
+            v.as_object().unwrap().keys().cloned().collect::<Vec<_>>(),
+            tuning["candidates"].clone(),
+            names,
+        )
+    };
+    assert_eq!(shape_names(&renewed), shape_names(&kept), "{renewed}");
+    let after = run_with_tuning(file.to_str().unwrap());
+    assert!(!after.contains("new kernel shapes"), "{after}");
 
     let off = run_with_tuning("off");
     assert!(!off.contains("kernel shapes"), "{off}");

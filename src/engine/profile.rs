@@ -115,6 +115,7 @@ impl Engine {
     /// profile, tuning): the cache rows they write are ones later steps write again. Near a full cache
     /// its last rows are taken instead, which no later step reads without writing them first.
     pub(super) fn write_scratch_step(&self, n: u32) {
+        let n = n.min(self.n_ctx);
         let pos = self.pos.min(self.n_ctx - n);
         self.forward
             .step

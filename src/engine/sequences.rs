@@ -76,6 +76,22 @@ impl Engine {
         Ok(())
     }
 
+    /// Runs a prompt chunk of each of several sequences, each into its own cache rows, as one run of
+    /// the prefill plan (their tokens together at most its batch); nothing read back. Without a
+    /// prefill plan, each sequence's tokens run as `feed_at` runs them.
+    pub async fn feed_sequences(&mut self, chunks: &[Segment<'_>]) -> Result<(), Error> {
+        let Some(prefill) = &self.forward.prefill else {
+            for c in chunks {
+                self.feed_at(c.base, c.pos, c.tokens).await?;
+            }
+            return Ok(());
+        };
+        let tokens: usize = chunks.iter().map(|c| c.tokens.len()).sum();
+        assert!(tokens <= prefill.batch as usize, "chunks beyond the batch");
+        self.run_segments(Run::Prefill, chunks).await?;
+        Ok(())
+    }
+
     /// One decode step of several sequences, each segment one token at its own place: returns for
     /// each the index of its largest logit and what `wants` asks of it. One pass of the parallel
     /// plan, or a pass of the one-token plan for each, whichever has been measured the faster for
@@ -226,11 +242,13 @@ impl StepTimes {
     }
 
     /// Whether n sequences should go one at a time: n one-sequence steps have been measured faster
-    /// than one parallel step of n (and the parallel step is not due another try).
+    /// than one parallel step of n (and the parallel step is not due another try). Until both are
+    /// measured, the one not yet measured: the parallel step first. (Sequences that all join at
+    /// once never make a one-sequence step by themselves.)
     pub(super) fn one_at_a_time(&mut self, n: usize) -> bool {
         let time = |k: usize| self.seconds.get(k).copied().flatten();
         let (Some(one), Some(many)) = (time(1), time(n)) else {
-            return false;
+            return time(n).is_some();
         };
         if many <= one * n as f64 {
             return false;
@@ -256,8 +274,13 @@ mod tests {
     fn sequences_go_one_at_a_time_only_where_measured_faster() {
         let mut times = StepTimes::default();
         let ms = Duration::from_millis;
-        // Nothing measured: the parallel step.
+        // Nothing measured: the parallel step; then one at a time, to measure that too.
         assert!(!times.one_at_a_time(4));
+        times.record(4, ms(300));
+        assert!(
+            times.one_at_a_time(4),
+            "a one-sequence step is yet to be measured"
+        );
         times.record(1, ms(100));
         times.record(4, ms(300));
         assert!(!times.one_at_a_time(4), "4 at once beat 4 one at a time");

@@ -64,7 +64,7 @@ impl Tuner {
 }
 
 impl Engine {
-    /// The decode step's matvec shapes the GPU's tuning has no winner for.
+    /// The plans' matvec shapes the GPU's tuning has no winner for.
     pub fn untuned_shapes(&self) -> Vec<MatvecShape> {
         let tuning = self.gpu.tuning();
         let mut shapes = self.matvec_shapes();
@@ -72,18 +72,15 @@ impl Engine {
         shapes
     }
 
-    /// The decode step's matvec shapes, each once, in plan order.
+    /// The plans' matvec shapes (the decode step's, then those of a step of several sequences), each
+    /// once, in plan order.
     fn matvec_shapes(&self) -> Vec<MatvecShape> {
         let mut shapes: Vec<MatvecShape> = Vec::new();
-        for shape in self
-            .forward
-            .decode
-            .dispatches
-            .iter()
-            .filter_map(|d| d.matvec)
-        {
-            if !shapes.contains(&shape) {
-                shapes.push(shape);
+        for plan in self.forward.plans() {
+            for shape in plan.dispatches.iter().filter_map(|d| d.matvec) {
+                if !shapes.contains(&shape) {
+                    shapes.push(shape);
+                }
             }
         }
         shapes
@@ -139,13 +136,16 @@ impl Engine {
         }
         let timing = tuner.current.as_mut().expect("a shape being timed");
         let candidate = timing.left.pop().expect("a shape with candidates left");
-        self.write_scratch_step(1);
-        let plan = &self.forward.decode;
-        let d = plan
-            .dispatches
-            .iter()
-            .find(|d| d.matvec == Some(timing.shape))
-            .expect("a shape of the decode plan");
+        self.write_scratch_step(timing.shape.tokens);
+        let (plan, d) = (self.forward.plans())
+            .find_map(|plan| {
+                let d = plan
+                    .dispatches
+                    .iter()
+                    .find(|d| d.matvec == Some(timing.shape));
+                d.map(|d| (plan, d))
+            })
+            .expect("a shape of a plan");
         let (pipeline, bind_group, workgroups) = plan.reshaped(&self.gpu, d, candidate);
         let time = time_dispatch(&self.gpu, &pipeline, &bind_group, workgroups, TUNE_BATCH).await?;
         timing.times.push((candidate, time));
@@ -166,12 +166,8 @@ impl Engine {
         let before = times.iter().find(|(c, _)| *c == current).map(|&(_, t)| t);
         tuning.matvec.insert(shape.key(), best);
         self.gpu.set_tuning(tuning.clone());
-        self.forward.decode.retune(&self.gpu, &tuning);
-        if let Some((_, long)) = &mut self.forward.decode_long {
-            long.retune(&self.gpu, &tuning);
-        }
-        if let Some(head) = &mut self.forward.prompt_head {
-            head.retune(&self.gpu, &tuning);
+        for plan in self.forward.plans_mut() {
+            plan.retune(&self.gpu, &tuning);
         }
         Tuned {
             shape,

@@ -5,7 +5,7 @@
 //! K-quant files also define a block form (`block_at`, `block_dequant32`): a block's header read once
 //! for its eight sub-blocks, which `row_dot_blocks.wgsl` splits rows by.
 
-use super::{MatvecKernel, Split};
+use super::{MatvecKernel, MatvecShape, Split};
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -288,16 +288,16 @@ impl PipelineKey {
         }
     }
 
-    /// A matvec kernel (`Kernel::Matvec` or `Kernel::MatvecPairs`) for a weight type, shaped.
-    pub fn matvec(kernel: Kernel, ty: GgmlType, shape: MatvecKernel) -> PipelineKey {
+    /// The kernel of a matvec shape (`Kernel::Matvec`, `MatvecPairs` or `MatvecId`) in a kernel shape.
+    pub fn matvec(shape: &MatvecShape, kernel: MatvecKernel) -> PipelineKey {
         PipelineKey {
-            kernel,
-            ty: Some(ty),
-            workgroup: shape.workgroup,
-            threads_per_row: Some(shape.threads_per_row),
-            subgroup_sum: shape.subgroup_sum,
-            split: shape.split,
-            tokens: None,
+            kernel: shape.kernel,
+            ty: Some(shape.ty),
+            workgroup: kernel.workgroup,
+            threads_per_row: Some(kernel.threads_per_row),
+            subgroup_sum: kernel.subgroup_sum,
+            split: kernel.split,
+            tokens: (shape.tokens > 1).then_some(shape.tokens),
         }
     }
 

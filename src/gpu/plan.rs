@@ -211,12 +211,13 @@ impl Plan {
     /// Adds a matvec dispatch (shaders/matvec.wgsl or matvec_pairs.wgsl) of this shape, with the
     /// kernel shape the plan's tuning gives it, for each token of the run.
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
-        let mut key = PipelineKey::matvec(shape.kernel, shape.ty, self.tuning.matvec(&shape));
         // A plan of a few tokens (`ops::matvec` sends those of up to four here) takes them four to a
         // layer of workgroups.
-        if self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(_)) {
-            key.tokens = Some(4);
-        }
+        let shape = match self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(_)) {
+            true => MatvecShape { tokens: 4, ..shape },
+            false => shape,
+        };
+        let key = PipelineKey::matvec(&shape, self.tuning.matvec(&shape));
         let workgroups = matvec_workgroups(&shape, &key, self.batch);
         self.push_shaped(key, buffers, params, workgroups.into(), Some(shape));
     }
@@ -312,7 +313,7 @@ impl Plan {
         for d in &mut dispatches {
             let Some(matvec) = d.matvec else { continue };
             let shape = tuning.matvec(&matvec);
-            let key = PipelineKey::matvec(matvec.kernel, matvec.ty, shape);
+            let key = PipelineKey::matvec(&matvec, shape);
             if d.key != key {
                 let (pipeline, bind_group, workgroups) = self.reshaped(gpu, d, shape);
                 d.key = key;
@@ -333,7 +334,7 @@ impl Plan {
         shape: MatvecKernel,
     ) -> (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]) {
         let matvec = d.matvec.expect("a matvec dispatch");
-        let key = PipelineKey::matvec(matvec.kernel, matvec.ty, shape);
+        let key = PipelineKey::matvec(&matvec, shape);
         let pipeline = gpu.pipelines.get(&gpu.device, key);
         let arena = self.arena_buffer.as_ref().expect("a finished plan");
         let bind_group = bind(gpu, &pipeline, &d.buffers, (arena, d.params));

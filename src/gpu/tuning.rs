@@ -98,11 +98,28 @@ pub struct MatvecShape {
     pub ty: GgmlType,
     pub cols: u32,
     pub rows: u32,
+    /// Tokens a workgroup takes: 1, or 4 for `Kernel::MatvecPairs` in a run of several (a step of
+    /// parallel sequences), which reads each weight once for the four and has winners of its own.
+    pub tokens: u32,
 }
 
 impl MatvecShape {
+    /// The shape of a matvec of W (rows of its part) for one token at a time.
+    pub fn of(kernel: Kernel, ty: GgmlType, cols: u32, rows: u32) -> MatvecShape {
+        MatvecShape {
+            kernel,
+            ty,
+            cols,
+            rows,
+            tokens: 1,
+        }
+    }
+
     pub fn key(&self) -> String {
-        let shape = format!("{} {}x{}", self.ty, self.cols, self.rows);
+        let mut shape = format!("{} {}x{}", self.ty, self.cols, self.rows);
+        if self.tokens > 1 {
+            shape += &format!(" x{}", self.tokens);
+        }
         match self.kernel {
             Kernel::MatvecPairs(Store::Rows) => shape + " pairs",
             Kernel::MatvecPairs(Store::Glu(Activation::Silu)) => shape + " swiglu",
@@ -153,7 +170,10 @@ impl MatvecShape {
                         subgroup_sum,
                         split,
                     };
-                    let fits = !subgroup_sum || subgroup_size.is_some_and(|s| threads_per_row <= s);
+                    // Four tokens at a time sum through workgroup memory whatever the shape says.
+                    let fits = !subgroup_sum
+                        || (self.tokens == 1
+                            && subgroup_size.is_some_and(|s| threads_per_row <= s));
                     if fits && k != default {
                         c.push(k);
                     }

@@ -122,6 +122,32 @@ pub struct Forward {
     pub token_rows: Option<per_layer_embd::TokenRows>,
 }
 
+impl Forward {
+    /// Every plan: the decode step's first.
+    pub fn plans(&self) -> impl Iterator<Item = &Plan> {
+        let long = self.decode_long.as_ref().map(|(_, plan)| plan);
+        let score = self.score.as_ref().map(|s| &s.plan);
+        let hidden = self.hidden.as_ref().map(|h| &h.plan);
+        let parallel = self.parallel.as_ref().map(|p| &p.plan);
+        let optional = [long, self.prefill.as_ref(), self.prompt_head.as_ref()];
+        std::iter::once(&self.decode)
+            .chain(optional.into_iter().flatten())
+            .chain([score, hidden, parallel].into_iter().flatten())
+    }
+
+    /// Every plan, for giving them all new kernel shapes (`Plan::retune`).
+    pub fn plans_mut(&mut self) -> impl Iterator<Item = &mut Plan> {
+        let long = self.decode_long.as_mut().map(|(_, plan)| plan);
+        let score = self.score.as_mut().map(|s| &mut s.plan);
+        let hidden = self.hidden.as_mut().map(|h| &mut h.plan);
+        let parallel = self.parallel.as_mut().map(|p| &mut p.plan);
+        let optional = [long, self.prefill.as_mut(), self.prompt_head.as_mut()];
+        std::iter::once(&mut self.decode)
+            .chain(optional.into_iter().flatten())
+            .chain([score, hidden, parallel].into_iter().flatten())
+    }
+}
+
 /// A run that scores its tokens (`Forward::score`).
 pub struct Score {
     pub plan: Plan,

@@ -117,12 +117,7 @@ pub fn push_pairs(
         buffers.extend_from_slice(outputs);
         let params = params(part);
         if plan.batch <= MATVEC_TOKENS_MAX {
-            let shape = MatvecShape {
-                kernel: Kernel::MatvecPairs(store),
-                ty: w.ty,
-                cols: w.row_len,
-                rows: part.rows,
-            };
+            let shape = MatvecShape::of(Kernel::MatvecPairs(store), w.ty, w.row_len, part.rows);
             plan.push_matvec(shape, &buffers, &params);
         } else {
             let (tile_rows, tile_tokens) = MATMUL_TILE;
@@ -201,12 +196,7 @@ fn push_one(
     assert_eq!(plan.batch, 1, "the matvec kernel runs one token");
     for part in &w.parts {
         // Each part is its own shape: the tuned kernel shape for its rows.
-        let shape = MatvecShape {
-            kernel: Kernel::Matvec,
-            ty: w.ty,
-            cols: w.row_len,
-            rows: part.rows,
-        };
+        let shape = MatvecShape::of(Kernel::Matvec, w.ty, w.row_len, part.rows);
         let p = Params {
             rows: part.rows,
             cols: w.row_len,

@@ -51,12 +51,7 @@ pub fn push(
     };
     // A matvec shape of its own: the tuner times its kernel shapes as it does the dense ones'
     // (threads per row, workgroup, the sum by subgroup, the K-quants' block form).
-    let shape = MatvecShape {
-        kernel: Kernel::MatvecId,
-        ty: w.ty,
-        cols: w.row_len,
-        rows: items,
-    };
+    let shape = MatvecShape::of(Kernel::MatvecId, w.ty, w.row_len, items);
     for part in &w.parts {
         let p = Params {
             rows: experts.rows,

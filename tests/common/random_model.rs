@@ -216,8 +216,8 @@ pub fn check_text_perplexity(gpu: &Arc<Gpu>, golden: &Value) {
 
 /// Runs several sequences at once, each at its own rows of one cache (`Engine::step_parallel`):
 /// sequence s is the record's teacher-forced ids rotated by 5s, and starts s steps after the first,
-/// so one step holds different tokens at different positions; the last reads its first ids as a
-/// prompt (`Engine::feed_at`) before it joins. Every row of logits of the first sequence is compared
+/// so one step holds different tokens at different positions; the last two read their first ids as
+/// prompts, both in one run (`Engine::feed_sequences`), before they join. Every row of logits of the first sequence is compared
 /// with the f32 reference, the others' with the one-sequence steps (which `check_all` compares with
 /// it). Each step then runs again at the same places (writing the same cache rows), half its rows
 /// asking for the choice, checked against the row's largest logit, half for the sampler's
@@ -254,13 +254,22 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                 .map(|&t| engine.step(t, true).block_on().unwrap().unwrap());
             want.push(alone.collect());
         }
-        let last = SEQUENCES - 1;
         let base = |s: usize| s as u32 * ROWS;
-        let prompt = &sequences[last][..PROMPT];
-        engine.feed_at(base(last), 0, prompt).block_on().unwrap();
+        // The last two read their first ids as prompts, together in one run (`feed_sequences`).
+        let prompts = [(SEQUENCES - 2, PROMPT - 4), (SEQUENCES - 1, PROMPT)];
+        let chunks: Vec<wick::gpu::Segment> = (prompts.iter())
+            .map(|&(s, n)| wick::gpu::Segment {
+                base: base(s),
+                pos: 0,
+                tokens: &sequences[s][..n],
+            })
+            .collect();
+        engine.feed_sequences(&chunks).block_on().unwrap();
         // Each sequence's next position.
         let mut next = [0; SEQUENCES];
-        next[last] = PROMPT;
+        for (s, n) in prompts {
+            next[s] = n;
+        }
         let mut worst = 0f32;
         for step in 0..teacher.len() + SEQUENCES {
             let active: Vec<usize> = (0..SEQUENCES)

@@ -1,7 +1,8 @@
 //! The engine thread of a server with several slots (`--parallel N`): requests join between decode
 //! steps and leave as they finish or as their clients go; each step runs a token of every request
-//! that is generating, in one pass (`wick::slots::Slots`). A new request's prompt is read a chunk at
-//! a time between steps, so it holds the others up by one chunk at most.
+//! that is generating, in one pass (`wick::slots::Slots`). New requests' prompts are read a chunk at
+//! a time between steps (several prompts' pieces in one chunk), so they hold the others up by one
+//! chunk at most.
 
 use super::metrics::Metrics;
 use super::worker::{self, Event, Job, Prepared, Task};
@@ -59,10 +60,12 @@ pub fn serve(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Me
                 metrics.end_task();
             }
         }
-        let reading = (0..slots.len()).find(|&s| active[s].is_some() && slots.reading(s));
-        if let Some(s) = reading {
-            if let Err(e) = slots.read_chunk(&mut session.engine, s).block_on() {
-                fail(&mut active, &mut slots, &[s], e, metrics);
+        let reading: Vec<usize> = (0..slots.len())
+            .filter(|&s| active[s].is_some() && slots.reading(s))
+            .collect();
+        if !reading.is_empty() {
+            if let Err(e) = slots.read_chunks(&mut session.engine, &reading).block_on() {
+                fail(&mut active, &mut slots, &reading, e, metrics);
             }
         }
         step(&mut session, &mut slots, &mut active, metrics);
