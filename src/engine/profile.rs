@@ -89,7 +89,7 @@ impl Engine {
                 None => kernels.push((name, time)),
             }
         }
-        kernels.sort_by(|a, b| b.1.cmp(&a.1));
+        kernels.sort_by_key(|k| std::cmp::Reverse(k.1));
         // The whole plan, PLAN_RUNS times in one submit and one wait: what a step costs the GPU
         // without its readback and the CPU's work between steps.
         let mut enc = gpu.device.create_command_encoder(&Default::default());

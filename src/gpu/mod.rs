@@ -161,7 +161,9 @@ impl Gpu {
 
     /// The largest buffer one binding may see.
     pub fn max_binding(&self) -> u64 {
-        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
     }
 
     /// "name (backend)", for messages and benchmarks.

@@ -363,9 +363,7 @@ fn refuse_unsupported(m: &Meta, c: &Config, f: &Family) -> Result<(), Error> {
     }
     let mut names = vec!["output.bias".to_string()];
     for i in 0..c.n_layer {
-        for t in ["attn_qkv.bias"] {
-            names.push(format!("blk.{i}.{t}"));
-        }
+        names.push(format!("blk.{i}.attn_qkv.bias"));
         if !f.post_norms {
             // The scale is applied where the post-norms fold the residual add.
             names.push(format!("blk.{i}.layer_output_scale.weight"));

@@ -346,7 +346,7 @@ enum Pending<'a> {
 /// The kernels take rows in 32-weight chunks.
 fn check_row_len(info: &TensorInfo) -> Result<(), Error> {
     let cols = info.row_len();
-    if cols % 32 != 0 {
+    if !cols.is_multiple_of(32) {
         return Err(Error::Model(format!(
             "tensor {}: rows of {cols} weights are not a multiple of 32",
             info.name

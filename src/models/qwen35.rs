@@ -68,7 +68,7 @@ fn recurrent_layers(m: &Meta, n_layer: u32) -> Result<Vec<bool>, Error> {
         };
     }
     let interval = m.meta_u32_or("full_attention_interval", 4)?;
-    if interval == 0 || n_layer % interval != 0 {
+    if interval == 0 || !n_layer.is_multiple_of(interval) {
         return Err(Error::Model(format!(
             "metadata {}.full_attention_interval: {interval} does not divide the {n_layer} layers",
             m.arch

@@ -57,13 +57,13 @@ pub const ATTENTION_SPLITS: u32 = 16;
 /// Checks that the kernels take a layer's heads, naming what they do not.
 pub fn check(layer: &LayerAttention) -> Result<(), Error> {
     let hd = layer.head_dim;
-    if hd % 4 != 0 || hd > attention::MAX_HEAD_DIM {
+    if !hd.is_multiple_of(4) || hd > attention::MAX_HEAD_DIM {
         return Err(Error::Model(format!(
             "heads of {hd} dimensions are not supported (a multiple of 4, at most {})",
             attention::MAX_HEAD_DIM
         )));
     }
-    if layer.rope.n_rot % 2 != 0 || layer.rope.n_rot > hd {
+    if !layer.rope.n_rot.is_multiple_of(2) || layer.rope.n_rot > hd {
         return Err(Error::Model(format!(
             "RoPE over {} of {hd} dimensions is not supported",
             layer.rope.n_rot
@@ -156,7 +156,7 @@ impl SelfAttention {
                 .await?
             }
             (false, _) => {
-                let names = ["attn_q", "attn_k", "attn_v"].map(|t| name(t));
+                let names = ["attn_q", "attn_k", "attn_v"].map(&name);
                 l.stacked_reordered(
                     &names,
                     d,

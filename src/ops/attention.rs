@@ -84,7 +84,7 @@ impl AttentionBuffers<'_> {
 /// 0..=pos + t (the last `window` of them on a sliding-window layer); without `causal`, to every
 /// position of the run (those within window / 2 of its own on a sliding-window layer).
 pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
-    assert!(s.head_dim % 4 == 0 && s.head_dim <= MAX_HEAD_DIM);
+    assert!(s.head_dim.is_multiple_of(4) && s.head_dim <= MAX_HEAD_DIM);
     let p = Params {
         n_head: s.n_head,
         n_kv_head: s.n_kv_head,

@@ -99,7 +99,7 @@ pub struct Buffers<'a> {
 pub fn push(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32) {
     assert!(s.dim.is_power_of_two() && s.dim <= MAX_DIM && s.dim >= 4);
     assert!((1..=MAX_CONV_KERNEL).contains(&s.conv_kernel));
-    assert!(s.n_v_heads % s.n_k_heads == 0);
+    assert!(s.n_v_heads.is_multiple_of(s.n_k_heads));
     let step = plan.step.clone();
     let conv = ConvParams {
         channels: s.conv_channels(),

@@ -49,7 +49,7 @@ pub fn push(
     heads: Heads,
     b: &RopeBuffers,
 ) {
-    assert!(heads.head_dim % 2 == 0 && heads.head_dim <= MAX_HEAD_DIM);
+    assert!(heads.head_dim.is_multiple_of(2) && heads.head_dim <= MAX_HEAD_DIM);
     let step = plan.step.clone();
     let q_dim = heads.n_head * heads.head_dim;
     let k_at = q_dim * (1 + gated as u32);

@@ -192,7 +192,7 @@ fn push_one(
     group_rows: u32,
     group_stride: u32,
 ) {
-    assert!(group_stride % 4 == 0 && group_rows > 0);
+    assert!(group_stride.is_multiple_of(4) && group_rows > 0);
     assert_eq!(plan.batch, 1, "the matvec kernel runs one token");
     for part in &w.parts {
         // Each part is its own shape: the tuned kernel shape for its rows.

@@ -44,7 +44,7 @@ pub fn push(
     y: &wgpu::Buffer,
     output: Output,
 ) {
-    assert!(x_slot_stride % 4 == 0);
+    assert!(x_slot_stride.is_multiple_of(4));
     let items = match output {
         Output::PerSlot => experts.rows * experts.n_slots,
         Output::WeightedSum => experts.rows,
