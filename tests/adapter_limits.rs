@@ -144,6 +144,76 @@ fn a_model_the_adapter_cannot_hold_is_refused_before_its_weights_are_read() {
     assert!(source.data_read.get() >= weight_bytes - vector_bytes);
 }
 
+/// A source whose reads past `fail_from` fail, as a connection lost halfway through a download.
+struct FailingSource {
+    inner: FileSource,
+    fail_from: u64,
+}
+
+impl wick::gguf::ByteSource for FailingSource {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> wick::gguf::ReadFuture<'a> {
+        if offset + buf.len() as u64 > self.fail_from {
+            let lost = wick::gguf::SourceError::Other("connection lost".into());
+            return Box::pin(std::future::ready(Err(lost)));
+        }
+        self.inner.read_at(offset, buf)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+#[test]
+fn a_download_that_fails_halfway_leaves_nothing_on_the_gpu() {
+    // Every buffer is allocated, half the weights are written, then the source fails: the error says
+    // so, and what the load allocated is freed.
+    let Some(gpu) = gpu_limited_to(64 << 20) else {
+        return;
+    };
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let header = wick::gguf::read_header(&FileSource::open(&path).unwrap())
+        .block_on()
+        .unwrap();
+    let data = header.data_offset;
+    let source = FailingSource {
+        inner: FileSource::open(&path).unwrap(),
+        fail_from: data + (std::fs::metadata(&path).unwrap().len() - data) / 2,
+    };
+    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    let empty = gpu.memory();
+    let mut loaded = 0;
+    let err = Engine::load_with_header(
+        gpu.clone(),
+        header,
+        &source,
+        &options(64),
+        &mut |done, _| loaded = done,
+    )
+    .block_on()
+    .err()
+    .expect("the source fails halfway")
+    .to_string();
+    eprintln!("after {loaded} bytes: {err}");
+    assert!(err.contains("connection lost"), "{err}");
+    assert!(err.contains("reading blk."), "the tensor is named: {err}");
+    assert!(
+        loaded > 100_000,
+        "weights were written first ({loaded} bytes)"
+    );
+    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    let after = gpu.memory();
+    assert!(
+        after.buffers <= empty.buffers && after.buffer_bytes <= empty.buffer_bytes,
+        "what the load allocated is freed: {after:?}, before the load {empty:?}"
+    );
+}
+
 /// Wick's kernels bind up to `STORAGE_BUFFERS_PER_KERNEL` storage buffers (compatibility-mode WebGPU
 /// guarantees only 4): an adapter that grants that many runs a prompt's chunk and decode steps, and one
 /// that grants fewer is refused by name when the GPU is opened, before any pipeline fails validation.

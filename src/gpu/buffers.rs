@@ -170,6 +170,8 @@ impl Packed<'_> {
 /// A tensor's buffers and the bytes that go into them. Loading a model allocates every buffer first and
 /// fills them after, so that a model the GPU cannot hold is refused before its weights are read.
 pub struct Fill<'a> {
+    /// The tensor's name, for messages.
+    name: String,
     /// Each part's buffer and how many bytes of the packed tensor it takes, in order.
     parts: Vec<(wgpu::Buffer, u64)>,
     packed: Packed<'a>,
@@ -178,18 +180,20 @@ pub struct Fill<'a> {
 impl<'a> Fill<'a> {
     fn of(tensor: &GpuTensor, packed: Packed<'a>) -> Fill<'a> {
         Fill {
+            name: tensor.name.clone(),
             parts: tensor.part_buffers(),
             packed,
         }
     }
 
     /// Bytes made on the host into buffers (`GpuTensor::part_buffers`, or one buffer and its size).
-    pub fn from_host(parts: Vec<(wgpu::Buffer, u64)>, bytes: &'a [u8]) -> Fill<'a> {
+    pub fn from_host(name: &str, parts: Vec<(wgpu::Buffer, u64)>, bytes: &'a [u8]) -> Fill<'a> {
         assert_eq!(
             parts.iter().map(|(_, n)| n).sum::<u64>(),
             bytes.len() as u64
         );
         Fill {
+            name: name.to_string(),
             parts,
             packed: Packed::Host(bytes),
         }
@@ -209,9 +213,8 @@ impl<'a> Fill<'a> {
                 let n = UPLOAD_CHUNK.min(bytes - done);
                 chunk.clear();
                 chunk.resize(n.next_multiple_of(4) as usize, 0);
-                self.packed
-                    .read(at + done, &mut chunk[..n as usize])
-                    .await?;
+                (self.packed.read(at + done, &mut chunk[..n as usize]).await)
+                    .map_err(|e| read_failed(&self.name, e))?;
                 gpu.queue.write_buffer(buffer, done, &chunk);
                 done += n;
                 progress(n);
@@ -219,6 +222,14 @@ impl<'a> Fill<'a> {
             at += bytes;
         }
         Ok(())
+    }
+}
+
+/// A read that failed while loading, naming the tensor it was for.
+pub fn read_failed(tensor: &str, e: crate::Error) -> crate::Error {
+    match e {
+        crate::Error::Source(e) => crate::Error::Model(format!("reading {tensor}: {e}")),
+        e => e,
     }
 }
 

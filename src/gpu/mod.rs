@@ -7,8 +7,8 @@ mod plan;
 mod tuning;
 
 pub use buffers::{
-    read_f32, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape, Stacked,
-    TensorPart,
+    read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
+    Stacked, TensorPart,
 };
 pub use pipelines::{Activation, Kernel, PipelineKey, Pipelines, Store};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, UniformArena};

@@ -6,7 +6,7 @@
 
 use super::Meta;
 use crate::gguf::{ByteSource, Header, TensorInfo};
-use crate::gpu::{read_f32, scratch_buffer, Fill, Gpu, GpuTensor, Shape, Stacked};
+use crate::gpu::{read_f32, read_failed, scratch_buffer, Fill, Gpu, GpuTensor, Shape, Stacked};
 use crate::ops::glu::GateUp;
 use crate::Error;
 use std::sync::Arc;
@@ -219,18 +219,20 @@ impl<'a> Loader<'a> {
                     .await?
                 }
                 Pending::Made {
+                    label,
                     parts,
                     tensors,
                     make,
                 } => {
                     let mut read = Vec::with_capacity(tensors.len());
                     for t in tensors {
-                        read.push(read_f32(self.meta.header, self.source, t).await?);
+                        let floats = read_f32(self.meta.header, self.source, t).await;
+                        read.push(floats.map_err(|e| read_failed(&t.name, e))?);
                         *done += t.bytes();
                         progress(*done, total);
                     }
                     let bytes = make(read);
-                    Fill::from_host(parts, &bytes)
+                    Fill::from_host(&label, parts, &bytes)
                         .run(&self.gpu, &mut |_| {})
                         .await?;
                 }
@@ -251,7 +253,8 @@ impl<'a> Loader<'a> {
     /// from at load).
     pub async fn host_f32(&mut self, name: &str, shape: &[u32]) -> Result<Vec<f32>, Error> {
         let t = self.info(name, shape)?;
-        let data = read_f32(self.meta.header, self.source, t).await?;
+        let data =
+            (read_f32(self.meta.header, self.source, t).await).map_err(|e| read_failed(name, e))?;
         self.done += t.bytes();
         (self.progress)(self.done, self.total);
         Ok(data)
@@ -282,7 +285,7 @@ impl<'a> Loader<'a> {
     ) -> Result<wgpu::Buffer, Error> {
         let bytes = len as u64 * 4;
         let buffer = scratch_buffer(&self.gpu, label, bytes).await?;
-        self.made(vec![(buffer.clone(), bytes)], tensors, move |read| {
+        self.made(label, vec![(buffer.clone(), bytes)], tensors, move |read| {
             let floats = make(read);
             assert_eq!(floats.len(), len);
             bytemuck::cast_slice(&floats).to_vec()
@@ -304,12 +307,14 @@ impl<'a> Loader<'a> {
             made.push(GpuTensor::allocate(&self.gpu, shape, self.gpu.max_binding()).await?);
         }
         let parts = made.iter().flat_map(|t| t.part_buffers()).collect();
-        self.made(parts, tensors, make)?;
+        let names: Vec<&str> = shapes.iter().map(|s| s.name.as_str()).collect();
+        self.made(&names.join(" + "), parts, tensors, make)?;
         Ok(made)
     }
 
     fn made(
         &mut self,
+        label: &str,
         parts: Vec<(wgpu::Buffer, u64)>,
         tensors: &[(&str, &[u32])],
         make: impl FnOnce(Vec<Vec<f32>>) -> Vec<u8> + 'a,
@@ -319,6 +324,7 @@ impl<'a> Loader<'a> {
             .map(|&(name, shape)| self.info(name, shape))
             .collect::<Result<Vec<_>, Error>>()?;
         self.fills.push(Pending::Made {
+            label: label.to_string(),
             parts,
             tensors,
             make: Box::new(make),
@@ -336,6 +342,7 @@ enum Pending<'a> {
     Tensor(Fill<'a>),
     /// Bytes made on the host from tensors read whole, as f32, into buffers (each with its size).
     Made {
+        label: String,
         parts: Vec<(wgpu::Buffer, u64)>,
         tensors: Vec<&'a TensorInfo>,
         #[allow(clippy::type_complexity)]
