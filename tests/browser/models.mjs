@@ -87,6 +87,21 @@ test('a random-weight Qwen3.5 file (qwen35: Gated DeltaNet beside gated attentio
   assert.ok(reply.reasoning.length > 0);
 });
 
+// The mixture-of-experts families (experts read by index on the GPU; gpt-oss's MXFP4 experts, sinks
+// and harmony template), tiny random-weight files, each reply against the native engine's.
+for (const [family, file] of [
+  ['qwen3moe', 'tests/data/random-qwen3moe-q8_0.gguf'],
+  ['qwen35moe', 'tests/data/random-qwen35moe-q8_0.gguf'],
+  ['gpt-oss', 'tests/data/random-gpt-oss-mxfp4.gguf'],
+]) {
+  test(`a random-weight ${family} file (experts) answers in the package as the native engine does`, async () => {
+    const content = 'What is the capital of France?';
+    const reply = await packageReply(`/${file}`, content, 12);
+    console.log(`    ${reply.stats.dispatchesPerToken} dispatches a token; ${JSON.stringify(reply.text.slice(0, 48))}`);
+    assert.equal(reply.text, await nativeReply(content, 12, file));
+  });
+}
+
 /**
  * Where a GGUF file's tensor `name` lies: { at, length } of its data, and `field`, where the header holds
  * its offset (a u64 from the start of the data section), and `dataStart`, `alignment`.
