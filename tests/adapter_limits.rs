@@ -54,20 +54,43 @@ fn tensors_split_across_bindings_give_the_same_logits() {
     assert_eq!(whole, split);
 }
 
-/// A source that counts the bytes read from its data section (past the header).
-struct CountingSource {
+/// The tiny model's file, read through a source that counts the bytes read from its data section
+/// (past the header) and fails any read reaching past `fail_from`, as a connection lost halfway.
+struct WatchedSource {
     inner: FileSource,
     data_offset: u64,
     data_read: std::cell::Cell<u64>,
+    fail_from: u64,
 }
 
-impl wick::gguf::ByteSource for CountingSource {
+impl WatchedSource {
+    /// The tiny model, its header read apart (a first read takes a few MB: all of this small file).
+    fn tiny() -> (WatchedSource, wick::gguf::Header) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/random-llama-chat.gguf");
+        let inner = FileSource::open(&path).unwrap();
+        let header = wick::gguf::read_header(&inner).block_on().unwrap();
+        let source = WatchedSource {
+            inner,
+            data_offset: header.data_offset,
+            data_read: Default::default(),
+            fail_from: u64::MAX,
+        };
+        (source, header)
+    }
+}
+
+impl wick::gguf::ByteSource for WatchedSource {
     fn len(&self) -> u64 {
         self.inner.len()
     }
 
     fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> wick::gguf::ReadFuture<'a> {
         let end = offset + buf.len() as u64;
+        if end > self.fail_from {
+            let lost = wick::gguf::SourceError::Other("connection lost".into());
+            return Box::pin(std::future::ready(Err(lost)));
+        }
         let past_header = end.saturating_sub(offset.max(self.data_offset));
         self.data_read.set(self.data_read.get() + past_header);
         self.inner.read_at(offset, buf)
@@ -86,11 +109,7 @@ fn a_model_the_adapter_cannot_hold_is_refused_before_its_weights_are_read() {
     let Some(gpu) = gpu_limited_to(64 << 10) else {
         return;
     };
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let header = wick::gguf::read_header(&FileSource::open(&path).unwrap())
-        .block_on()
-        .unwrap();
+    let (source, header) = WatchedSource::tiny();
     let vector_bytes: u64 = header
         .tensors
         .iter()
@@ -98,14 +117,8 @@ fn a_model_the_adapter_cannot_hold_is_refused_before_its_weights_are_read() {
         .map(|t| t.bytes())
         .sum();
     let weight_bytes: u64 = header.tensors.iter().map(|t| t.bytes()).sum();
-    let source = CountingSource {
-        inner: FileSource::open(&path).unwrap(),
-        data_offset: header.data_offset,
-        data_read: Default::default(),
-    };
     let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
     let empty = gpu.memory();
-    // The header is read apart (a first read takes a few MB, all of this small file).
     let err = Engine::load_with_header(
         gpu.clone(),
         header.clone(),
@@ -144,30 +157,6 @@ fn a_model_the_adapter_cannot_hold_is_refused_before_its_weights_are_read() {
     assert!(source.data_read.get() >= weight_bytes - vector_bytes);
 }
 
-/// A source whose reads past `fail_from` fail, as a connection lost halfway through a download.
-struct FailingSource {
-    inner: FileSource,
-    fail_from: u64,
-}
-
-impl wick::gguf::ByteSource for FailingSource {
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> wick::gguf::ReadFuture<'a> {
-        if offset + buf.len() as u64 > self.fail_from {
-            let lost = wick::gguf::SourceError::Other("connection lost".into());
-            return Box::pin(std::future::ready(Err(lost)));
-        }
-        self.inner.read_at(offset, buf)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-}
-
 #[test]
 fn a_download_that_fails_halfway_leaves_nothing_on_the_gpu() {
     // Every buffer is allocated, half the weights are written, then the source fails: the error says
@@ -175,16 +164,9 @@ fn a_download_that_fails_halfway_leaves_nothing_on_the_gpu() {
     let Some(gpu) = gpu_limited_to(64 << 20) else {
         return;
     };
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let header = wick::gguf::read_header(&FileSource::open(&path).unwrap())
-        .block_on()
-        .unwrap();
+    let (mut source, header) = WatchedSource::tiny();
     let data = header.data_offset;
-    let source = FailingSource {
-        inner: FileSource::open(&path).unwrap(),
-        fail_from: data + (std::fs::metadata(&path).unwrap().len() - data) / 2,
-    };
+    source.fail_from = data + (wick::gguf::ByteSource::len(&source) - data) / 2;
     let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
     let empty = gpu.memory();
     let mut loaded = 0;
