@@ -14,10 +14,6 @@ override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per pair, a power of two dividing WG
 override TOKENS: u32 = 1u; // 1 or 4
 
-// The four tokens' sums of a pair's parts: tokens 0 and 1 (each the pair's two rows), 2 and 3.
-var<workgroup> sums01: array<vec4<f32>, 256>;
-var<workgroup> sums23: array<vec4<f32>, 256>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
@@ -41,8 +37,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
 }
 
-// main for TOKENS = 4. The four sums go through workgroup memory together, in one reduction: one
-// per token (with its barriers) made it slower than the tiled product on a CPU-backed adapter.
+// main for TOKENS = 4.
 fn four_tokens(wg: vec3<u32>, nwg: vec3<u32>, t: u32) {
     let token0 = wg.z * 4u;
     if (token0 >= step.n_tokens) {
@@ -59,20 +54,10 @@ fn four_tokens(wg: vec3<u32>, nwg: vec3<u32>, t: u32) {
     if (in_range) {
         acc = pair_dot4(2u * pair * P.row_bytes, P.row_bytes, x0, P.cols, t % TPR);
     }
-    let lane = t % TPR;
-    sums01[t] = acc[0];
-    sums23[t] = acc[1];
-    workgroupBarrier();
-    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            sums01[t] += sums01[t + s];
-            sums23[t] += sums23[t + s];
-        }
-        workgroupBarrier();
-    }
-    if (lane == 0u && in_range) {
-        let a = sums01[t];
-        let b = sums23[t];
+    let sums = pair_sum4(t, acc);
+    if (t % TPR == 0u && in_range) {
+        let a = sums[0];
+        let b = sums[1];
         store_pair(token0, 2u * pair, a.x, a.y);
         if (token0 + 1u <= last) { store_pair(token0 + 1u, 2u * pair, a.z, a.w); }
         if (token0 + 2u <= last) { store_pair(token0 + 2u, 2u * pair, b.x, b.y); }

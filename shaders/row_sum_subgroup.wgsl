@@ -11,6 +11,17 @@ fn pair_sum(t: u32, v: vec2<f32>) -> vec2<f32> {
     return sum;
 }
 
+// pair_sum for four tokens' sums of a pair (pair_dot4's two vec4s).
+fn pair_sum4(t: u32, v: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
+    var a = v[0];
+    var b = v[1];
+    for (var mask = TPR / 2u; mask > 0u; mask >>= 1u) {
+        a += subgroupShuffleXor(a, mask);
+        b += subgroupShuffleXor(b, mask);
+    }
+    return array<vec4<f32>, 2>(a, b);
+}
+
 fn row_sum(t: u32, v: f32) -> f32 {
     var sum = v;
     for (var mask = TPR / 2u; mask > 0u; mask >>= 1u) {

@@ -417,6 +417,22 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
             100.0 * ms / (total * 1e3)
         );
     }
+    if let Some(in_plan) = &profile.in_plan {
+        let total: f64 = in_plan.iter().map(|(_, t)| t.as_secs_f64()).sum();
+        eprintln!(
+            "the same, each dispatch where it runs in the plan ({:.2} ms in all):",
+            total * 1e3
+        );
+        for (name, t) in in_plan {
+            let ms = t.as_secs_f64() * 1e3;
+            eprintln!(
+                "  {:<28} {:>9.3} ms {:>5.1}%",
+                name,
+                ms,
+                100.0 * ms / (total * 1e3)
+            );
+        }
+    }
     eprintln!(
         "  the whole plan, its runs back to back in one submit: {:.2} ms a run",
         profile.whole.as_secs_f64() * 1e3

@@ -3,8 +3,9 @@
 
 use super::{copy_buffers, Engine};
 use crate::gpu::scratch_buffer;
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Plan};
 use crate::Error;
+use std::sync::Arc;
 use web_time::{Duration, Instant};
 
 /// What `Engine::profile` found.
@@ -13,6 +14,11 @@ pub struct Profile {
     /// Each pipeline's name and the summed time of its dispatches per run, slowest first; each
     /// dispatch timed alone, less a submit's own cost (`time_dispatch`).
     pub kernels: Vec<(String, Duration)>,
+    /// The same per kernel, each dispatch timed where it runs in the plan (timestamps between the
+    /// dispatches of one run), slowest first; where the adapter writes timestamps inside a pass.
+    /// A dispatch alone runs on what the one before it left in the caches (its own weights, on a
+    /// CPU), so the two can differ by tens of percent.
+    pub in_plan: Option<Vec<(String, Duration)>>,
     /// The whole plan per run, its runs recorded back to back in one pass and one submit.
     pub whole: Duration,
     /// Where the model names its layers' kinds (attention, linear attention): each kind's layers, how
@@ -56,11 +62,7 @@ impl Engine {
             },
         };
         // The plan's runs change a recurrent model's states: they are put back after.
-        let mut held = Vec::new();
-        for b in &self.forward.recurrent {
-            held.push(scratch_buffer(gpu, "states held", b.size()).await?);
-        }
-        copy_buffers(gpu, &self.forward.recurrent, &held);
+        let held = self.hold_states().await?;
         self.write_scratch_step(plan.batch);
         let mut kernels: Vec<(String, Duration)> = Vec::new();
         let mut layer_kinds: Vec<(String, u32, Duration)> = Vec::new();
@@ -90,6 +92,18 @@ impl Engine {
             }
         }
         kernels.sort_by_key(|k| std::cmp::Reverse(k.1));
+        let in_plan = dispatch_times(gpu, plan, &[]).await?.map(|times| {
+            let mut kernels: Vec<(String, Duration)> = Vec::new();
+            for (d, time) in plan.dispatches.iter().zip(times) {
+                let name = d.key.name();
+                match kernels.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, sum)) => *sum += time,
+                    None => kernels.push((name, time)),
+                }
+            }
+            kernels.sort_by_key(|k| std::cmp::Reverse(k.1));
+            kernels
+        });
         // The whole plan, PLAN_RUNS times in one submit and one wait: what a step costs the GPU
         // without its readback and the CPU's work between steps.
         let mut enc = gpu.device.create_command_encoder(&Default::default());
@@ -103,12 +117,28 @@ impl Engine {
         gpu.queue.submit([enc.finish()]);
         gpu.finished().await?;
         let whole = start.elapsed() / PLAN_RUNS;
-        copy_buffers(gpu, &held, &self.forward.recurrent);
+        self.restore_states(&held);
         Ok(Some(Profile {
             kernels,
+            in_plan,
             whole,
             layer_kinds,
         }))
+    }
+
+    /// A copy of a recurrent model's states (none for others), for runs that are not steps.
+    pub(super) async fn hold_states(&self) -> Result<Vec<wgpu::Buffer>, Error> {
+        let mut held = Vec::new();
+        for b in &self.forward.recurrent {
+            held.push(scratch_buffer(&self.gpu, "states held", b.size()).await?);
+        }
+        copy_buffers(&self.gpu, &self.forward.recurrent, &held);
+        Ok(held)
+    }
+
+    /// Puts back the states `hold_states` copied.
+    pub(super) fn restore_states(&self, held: &[wgpu::Buffer]) {
+        copy_buffers(&self.gpu, held, &self.forward.recurrent);
     }
 
     /// Points the step input at the next position with `n` tokens, for runs of single dispatches (a
@@ -121,6 +151,74 @@ impl Engine {
             .step
             .write(&self.gpu, pos, &vec![0; n as usize]);
     }
+}
+
+/// A dispatch of a plan run another way (a matvec with another kernel shape, `Plan::reshaped`).
+pub(super) type Swap = (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]);
+
+/// The time of each dispatch of `plan` where it runs among the others, from timestamps written
+/// between them in one run (after a run that warms the caches as a step before it would): dispatch
+/// i as `swaps[i]` says where that is `Some`. `None` where the adapter writes no timestamps inside a
+/// pass, or the plan has more dispatches than a query set holds.
+pub(super) async fn dispatch_times(
+    gpu: &Gpu,
+    plan: &Plan,
+    swaps: &[Option<Swap>],
+) -> Result<Option<Vec<Duration>>, Error> {
+    let n = plan.dispatches.len() as u32 + 1;
+    if !gpu.times_dispatches() || n > wgpu::QUERY_SET_MAX_QUERIES {
+        return Ok(None);
+    }
+    let queries = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+        label: Some("dispatch times"),
+        ty: wgpu::QueryType::Timestamp,
+        count: n,
+    });
+    let bytes = n as u64 * 8;
+    let resolved = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("dispatch times"),
+        size: bytes,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let mut enc = gpu.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        for timed in [false, true] {
+            if timed {
+                pass.write_timestamp(&queries, 0);
+            }
+            for (i, d) in plan.dispatches.iter().enumerate() {
+                match swaps.get(i).and_then(Option::as_ref) {
+                    Some((pipeline, bind_group, [x, y, z])) => {
+                        pass.set_pipeline(pipeline);
+                        pass.set_bind_group(0, bind_group, &[]);
+                        pass.dispatch_workgroups(*x, *y, *z);
+                    }
+                    None => {
+                        pass.set_pipeline(&d.pipeline);
+                        pass.set_bind_group(0, &d.bind_group, &[]);
+                        let [x, y, z] = d.workgroups.counts(plan.batch);
+                        pass.dispatch_workgroups(x, y, z);
+                    }
+                }
+                if timed {
+                    pass.write_timestamp(&queries, i as u32 + 1);
+                }
+            }
+        }
+    }
+    enc.resolve_query_set(&queries, 0..n, &resolved, 0);
+    gpu.queue.submit([enc.finish()]);
+    let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&gpu.read_back(&resolved, bytes).await?);
+    let period = gpu.queue.get_timestamp_period() as f64;
+    let nanos = |t: &[u64]| t[1].saturating_sub(t[0]) as f64 * period;
+    Ok(Some(
+        ticks
+            .windows(2)
+            .map(|t| Duration::from_nanos(nanos(t) as u64))
+            .collect(),
+    ))
 }
 
 /// The time of one dispatch. A one-workgroup dispatch first pays what a first use costs (compiling

@@ -3,8 +3,15 @@
 //! to the GPU and to the engine's plans as soon as its last candidate is timed. A caller with other
 //! work runs the steps in between (the browser's worker answers requests first and tunes when idle);
 //! `Engine::tune` runs them all.
+//!
+//! A dispatch timed alone runs again and again on the same weights, which stay in the caches; in a
+//! step it reads them after the rest of the model. The two can disagree: on a CPU-backed adapter a
+//! kernel whose threads each walk a row of their own ran a 4-token product in half the time of the
+//! others alone and in twice its own time in the plan. So where the adapter writes timestamps between
+//! dispatches, the last steps time each shape's few fastest candidates (and the kernel shape it had)
+//! again where they run, in whole runs of the plan, and the fastest there wins.
 
-use super::profile::time_dispatch;
+use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
 use crate::gpu::{MatvecKernel, MatvecShape, Tuning};
 use crate::Error;
@@ -13,6 +20,17 @@ use web_time::Duration;
 
 /// How long the dispatches of one candidate's timing submit run together, at least.
 const TUNE_BATCH: Duration = Duration::from_millis(2);
+
+/// The candidates of a shape timed again in the plan: the fastest this many alone, and the kernel
+/// shape the shape had.
+const FINALISTS: usize = 3;
+
+/// Runs of the plan that time each finalist; its time is the best of them.
+const FINAL_RUNS: usize = 2;
+
+/// Rounds of finals: each times every shape's k-th finalist, for k up to FINALISTS (the fastest
+/// alone, then the kernel shape it had), FINAL_RUNS times over.
+const FINAL_ROUNDS: usize = (FINALISTS + 1) * FINAL_RUNS;
 
 /// Which shapes `Engine::tune` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +56,11 @@ pub struct Tuner {
     waiting: VecDeque<MatvecShape>,
     current: Option<Timing>,
     done: Vec<Tuned>,
+    /// Shapes whose candidates were all timed alone, waiting to have their finalists timed in the
+    /// plan (where the adapter writes timestamps between dispatches).
+    finals: Vec<Final>,
+    /// Rounds of finals run.
+    rounds: usize,
     /// Shapes to time in all.
     pub shapes: usize,
     /// Candidates to time in all, over every shape, and how many are timed.
@@ -52,9 +75,17 @@ struct Timing {
     times: Vec<(MatvecKernel, Duration)>,
 }
 
+/// A shape's finalists (the kernel shape it had last) and the best of each one's times in the plan,
+/// a dispatch's mean.
+struct Final {
+    shape: MatvecShape,
+    kernels: Vec<MatvecKernel>,
+    times: Vec<Option<Duration>>,
+}
+
 impl Tuner {
     pub fn finished(&self) -> bool {
-        self.current.is_none() && self.waiting.is_empty()
+        self.current.is_none() && self.waiting.is_empty() && self.finals.is_empty()
     }
 
     /// The shapes whose winners are in, in the order they were timed.
@@ -103,17 +134,23 @@ impl Engine {
             }
             _ => None,
         };
+        let finals = match self.gpu.times_dispatches() && !shapes.is_empty() {
+            true => FINAL_ROUNDS,
+            false => 0,
+        };
         Ok(Tuner {
             subgroup_size,
             shapes: shapes.len(),
-            candidates: shapes
-                .iter()
-                .map(|s| s.candidates(subgroup_size).len())
-                .sum(),
+            candidates: finals
+                + (shapes.iter())
+                    .map(|s| s.candidates(subgroup_size).len())
+                    .sum::<usize>(),
             timed: 0,
             waiting: shapes.into(),
             current: None,
             done: Vec::new(),
+            finals: Vec::new(),
+            rounds: 0,
         })
     }
 
@@ -124,7 +161,10 @@ impl Engine {
     pub async fn tune_step(&mut self, tuner: &mut Tuner) -> Result<bool, Error> {
         if tuner.current.is_none() {
             let Some(shape) = tuner.waiting.pop_front() else {
-                return Ok(false);
+                if !tuner.finals.is_empty() {
+                    self.final_round(tuner).await?;
+                }
+                return Ok(!tuner.finished());
             };
             let mut left = shape.candidates(tuner.subgroup_size);
             left.reverse();
@@ -152,9 +192,82 @@ impl Engine {
         tuner.timed += 1;
         if timing.left.is_empty() {
             let timing = tuner.current.take().expect("a shape being timed");
+            if self.gpu.times_dispatches() {
+                tuner
+                    .finals
+                    .push(finalists(&timing, self.gpu.tuning().matvec(&timing.shape)));
+            }
             tuner.done.push(self.keep_winner(timing));
         }
         Ok(!tuner.finished())
+    }
+
+    /// Times each shape's next finalist in whole runs of the plans that hold it; after the last
+    /// round, each shape's fastest there goes to the GPU and the plans.
+    async fn final_round(&mut self, tuner: &mut Tuner) -> Result<(), Error> {
+        let k = tuner.rounds % (FINALISTS + 1);
+        let held = self.hold_states().await?;
+        for plan in self.forward.plans() {
+            let mut swaps: Vec<Option<Swap>> = Vec::new();
+            let mut timed: Vec<(usize, usize)> = Vec::new(); // (dispatch, final)
+            for (i, d) in plan.dispatches.iter().enumerate() {
+                let f = (tuner.finals.iter()).position(|f| d.matvec == Some(f.shape));
+                let kernel = f.and_then(|f| tuner.finals[f].kernels.get(k));
+                swaps.push(kernel.map(|&kernel| plan.reshaped(&self.gpu, d, kernel)));
+                if let (Some(f), Some(_)) = (f, kernel) {
+                    timed.push((i, f));
+                }
+            }
+            if timed.is_empty() {
+                continue;
+            }
+            self.write_scratch_step(plan.batch);
+            let Some(times) = dispatch_times(&self.gpu, plan, &swaps).await? else {
+                continue;
+            };
+            for (f, fin) in tuner.finals.iter_mut().enumerate() {
+                let mine: Vec<Duration> = (timed.iter())
+                    .filter(|&&(_, of)| of == f)
+                    .map(|&(i, _)| times[i])
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let mean = mine.iter().sum::<Duration>() / mine.len() as u32;
+                let best = &mut fin.times[k];
+                *best = Some(best.map_or(mean, |b| b.min(mean)));
+            }
+        }
+        self.restore_states(&held);
+        tuner.rounds += 1;
+        tuner.timed += 1;
+        if tuner.rounds == FINAL_ROUNDS {
+            for fin in std::mem::take(&mut tuner.finals) {
+                self.keep_final(fin, &mut tuner.done);
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes a shape's fastest finalist in the plan the one the GPU and the plans use, and says so
+    /// in its report: its time and that of the kernel shape it had, as the plan ran them.
+    fn keep_final(&mut self, fin: Final, done: &mut [Tuned]) {
+        let timed = (fin.kernels.iter().zip(&fin.times)).filter_map(|(&k, t)| Some((k, (*t)?)));
+        let Some((best, best_time)) = timed.min_by_key(|&(_, t)| t) else {
+            return; // no plan timed it
+        };
+        let had = *fin.kernels.last().expect("the kernel shape it had");
+        let had_time = fin.times.last().copied().flatten().unwrap_or(best_time);
+        let mut tuning: Tuning = (*self.gpu.tuning()).clone();
+        tuning.matvec.insert(fin.shape.key(), best);
+        self.gpu.set_tuning(tuning.clone());
+        for plan in self.forward.plans_mut() {
+            plan.retune(&self.gpu, &tuning);
+        }
+        if let Some(t) = done.iter_mut().find(|t| t.shape == fin.shape) {
+            t.before = (had, had_time);
+            t.after = (best, best_time);
+        }
     }
 
     /// Makes a timed shape's fastest candidate the one the GPU and this engine's plans use.
@@ -183,5 +296,23 @@ impl Engine {
         let mut tuner = self.tuner(which).await?;
         while self.tune_step(&mut tuner).await? {}
         Ok(((*self.gpu.tuning()).clone(), tuner.done))
+    }
+}
+
+/// A timed shape's finalists: its fastest candidates alone, then the kernel shape it had (last,
+/// whether or not among them).
+fn finalists(timing: &Timing, had: MatvecKernel) -> Final {
+    let mut by_time = timing.times.clone();
+    by_time.sort_by_key(|&(_, t)| t);
+    let mut kernels: Vec<MatvecKernel> = (by_time.iter())
+        .map(|&(k, _)| k)
+        .filter(|&k| k != had)
+        .take(FINALISTS)
+        .collect();
+    kernels.push(had);
+    Final {
+        shape: timing.shape,
+        times: vec![None; kernels.len()],
+        kernels,
     }
 }

@@ -97,8 +97,16 @@ impl Gpu {
         if granted < STORAGE_BUFFERS_PER_KERNEL {
             return Err(GpuError::TooFewStorageBuffers { granted });
         }
-        let features = adapter.features() & wgpu::Features::SUBGROUP;
-        let subgroup_size = (!features.is_empty()).then_some(info.subgroup_min_size);
+        // Timestamps between dispatches time kernels where they run in a plan (`Engine::profile`,
+        // tuning); timestamps only around a pass (WebGPU's) would not.
+        let timestamps =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        let mut features = adapter.features() & wgpu::Features::SUBGROUP;
+        if adapter.features().contains(timestamps) {
+            features |= timestamps;
+        }
+        let subgroup_size =
+            (features.contains(wgpu::Features::SUBGROUP)).then_some(info.subgroup_min_size);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wick"),
@@ -148,6 +156,11 @@ impl Gpu {
             tuning.matvec.retain(|_, k| !k.subgroup_sum);
         }
         *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tuning);
+    }
+
+    /// Whether a compute pass may write timestamps between its dispatches.
+    pub fn times_dispatches(&self) -> bool {
+        (self.device.features()).contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
     }
 
     /// Names this adapter and driver, for keeping tuning results apart.

@@ -20,8 +20,9 @@ pub struct Tuning {
     pub matvec: BTreeMap<String, MatvecKernel>,
 }
 
-/// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads).
-pub const CANDIDATES: u32 = 2;
+/// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads;
+/// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row).
+pub const CANDIDATES: u32 = 3;
 
 impl Default for Tuning {
     fn default() -> Tuning {
@@ -142,6 +143,10 @@ impl MatvecShape {
     /// The candidates `Engine::tune` times: workgroups of 64 to 256 threads, 4 to 64 threads per row
     /// (no more than the row has 32-weight chunks), each summing through workgroup memory and, where
     /// the adapter's subgroups (`subgroup_size` lanes at least) hold a row's threads, by shuffles.
+    /// Products of several tokens also try 1 and 2 threads a row: there each weight meets four x,
+    /// and where neighbouring threads take neighbouring rows they read the same x at once (one load
+    /// on a CPU-backed adapter, where a row's threads each read x of their own, gathered lane by
+    /// lane); one token's products read too little x for that to pay for reading rows apart.
     /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
     /// than the row has blocks; and by blocks shared by 16 threads: 16 to 64 threads per row, no
     /// more than 16 a block of the row.
@@ -154,7 +159,10 @@ impl MatvecShape {
         };
         let mut c = vec![default]; // the default comes first
         for workgroup in [64, 128, 256] {
-            let by_chunks = [4, 8, 16, 32, 64].into_iter().filter(|&t| t <= chunks);
+            // One or two threads a row only for several tokens: see above.
+            let by_chunks = [1, 2, 4, 8, 16, 32, 64]
+                .into_iter()
+                .filter(|&t| t <= chunks && (t >= 4 || self.tokens > 1));
             let by_blocks = [1, 2, 4, 8, 16, 32, 64]
                 .into_iter()
                 .filter(|&t| t <= blocks);
@@ -170,10 +178,7 @@ impl MatvecShape {
                         subgroup_sum,
                         split,
                     };
-                    // Four tokens at a time sum through workgroup memory whatever the shape says.
-                    let fits = !subgroup_sum
-                        || (self.tokens == 1
-                            && subgroup_size.is_some_and(|s| threads_per_row <= s));
+                    let fits = !subgroup_sum || subgroup_size.is_some_and(|s| threads_per_row <= s);
                     if fits && k != default {
                         c.push(k);
                     }
