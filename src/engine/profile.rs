@@ -156,16 +156,21 @@ impl Engine {
 /// A dispatch of a plan run another way (a matvec with another kernel shape, `Plan::reshaped`).
 pub(super) type Swap = (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]);
 
+/// Runs of a plan `dispatch_times` times in one submit; each dispatch's time is its best. The first
+/// runs on caches as the step before it would leave them, as each later one does.
+const TIMED_RUNS: u32 = 2;
+
 /// The time of each dispatch of `plan` where it runs among the others, from timestamps written
-/// between them in one run (after a run that warms the caches as a step before it would): dispatch
-/// i as `swaps[i]` says where that is `Some`. `None` where the adapter writes no timestamps inside a
-/// pass, or the plan has more dispatches than a query set holds.
+/// between them (the best of `TIMED_RUNS` runs): dispatch i as `swaps[i]` says where that is
+/// `Some`. `None` where the adapter writes no timestamps inside a pass, or the runs have more
+/// dispatches than a query set holds.
 pub(super) async fn dispatch_times(
     gpu: &Gpu,
     plan: &Plan,
     swaps: &[Option<Swap>],
 ) -> Result<Option<Vec<Duration>>, Error> {
-    let n = plan.dispatches.len() as u32 + 1;
+    let per_run = plan.dispatches.len() as u32 + 1;
+    let n = per_run * TIMED_RUNS;
     if !gpu.times_dispatches() || n > wgpu::QUERY_SET_MAX_QUERIES {
         return Ok(None);
     }
@@ -184,10 +189,9 @@ pub(super) async fn dispatch_times(
     let mut enc = gpu.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
-        for timed in [false, true] {
-            if timed {
-                pass.write_timestamp(&queries, 0);
-            }
+        for run in 0..TIMED_RUNS {
+            let first = run * per_run;
+            pass.write_timestamp(&queries, first);
             for (i, d) in plan.dispatches.iter().enumerate() {
                 match swaps.get(i).and_then(Option::as_ref) {
                     Some((pipeline, bind_group, [x, y, z])) => {
@@ -202,9 +206,7 @@ pub(super) async fn dispatch_times(
                         pass.dispatch_workgroups(x, y, z);
                     }
                 }
-                if timed {
-                    pass.write_timestamp(&queries, i as u32 + 1);
-                }
+                pass.write_timestamp(&queries, first + i as u32 + 1);
             }
         }
     }
@@ -212,13 +214,12 @@ pub(super) async fn dispatch_times(
     gpu.queue.submit([enc.finish()]);
     let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&gpu.read_back(&resolved, bytes).await?);
     let period = gpu.queue.get_timestamp_period() as f64;
-    let nanos = |t: &[u64]| t[1].saturating_sub(t[0]) as f64 * period;
-    Ok(Some(
-        ticks
-            .windows(2)
-            .map(|t| Duration::from_nanos(nanos(t) as u64))
-            .collect(),
-    ))
+    let runs: Vec<&[u64]> = ticks.chunks(per_run as usize).collect();
+    let times = (0..plan.dispatches.len()).map(|i| {
+        let ticks = (runs.iter()).map(|r| r[i + 1].saturating_sub(r[i])).min();
+        Duration::from_nanos((ticks.unwrap_or(0) as f64 * period) as u64)
+    });
+    Ok(Some(times.collect()))
 }
 
 /// The time of one dispatch. A one-workgroup dispatch first pays what a first use costs (compiling

@@ -25,12 +25,9 @@ const TUNE_BATCH: Duration = Duration::from_millis(2);
 /// shape the shape had.
 const FINALISTS: usize = 3;
 
-/// Runs of the plan that time each finalist; its time is the best of them.
-const FINAL_RUNS: usize = 2;
-
-/// Rounds of finals: each times every shape's k-th finalist, for k up to FINALISTS (the fastest
-/// alone, then the kernel shape it had), FINAL_RUNS times over.
-const FINAL_ROUNDS: usize = (FINALISTS + 1) * FINAL_RUNS;
+/// Rounds of finals: round k times every shape's k-th finalist (the fastest alone, then the kernel
+/// shape it had) in runs of the plans that hold it.
+const FINAL_ROUNDS: usize = FINALISTS + 1;
 
 /// Which shapes `Engine::tune` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,7 +202,7 @@ impl Engine {
     /// Times each shape's next finalist in whole runs of the plans that hold it; after the last
     /// round, each shape's fastest there goes to the GPU and the plans.
     async fn final_round(&mut self, tuner: &mut Tuner) -> Result<(), Error> {
-        let k = tuner.rounds % (FINALISTS + 1);
+        let k = tuner.rounds;
         let held = self.hold_states().await?;
         for plan in self.forward.plans() {
             let mut swaps: Vec<Option<Swap>> = Vec::new();
