@@ -48,9 +48,9 @@ fn matvec_every_type_against_cpu() {
 
 /// The products of a run (shaders/matmul.wgsl): 21 tokens in a plan for 40, so one 16-token tile is
 /// full, one is partly used and one is skipped; 37 rows leave most of the 64-row tile empty. A plan
-/// for 8 tokens (a decode step of 8 sequences) runs 7 in one tile; a plan for 4 runs 3 through the
-/// matvec kernel four tokens at a time (shaders/matvec_pairs.wgsl), in every kernel shape the tuner
-/// may pick for it, the odd last row included.
+/// for 8 tokens (a decode step of 8 sequences) runs 7 through the matvec kernel four tokens at a
+/// time (shaders/matvec_pairs.wgsl), in two layers of workgroups, the second short of a token; a
+/// plan for 4 runs 3 so, in every kernel shape the tuner may pick for it, the odd last row included.
 #[test]
 fn matmul_every_type_against_cpu() {
     let Some(gpu) = gpu() else { return };

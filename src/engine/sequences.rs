@@ -2,9 +2,9 @@
 //! each sequence's place; `Engine::pos` and `rewind` belong to the one-sequence calls.
 //!
 //! A decode step of n sequences runs either as one pass of the parallel plan (each weight read once
-//! for all n tokens) or as n passes of the one-token plan. Where memory bandwidth bounds a step (a
-//! GPU), the one pass costs about what one token does; where compute does (a CPU-backed adapter,
-//! whose parallel pass does a whole tile's arithmetic for a few tokens), n passes can be cheaper.
+//! for every four tokens) or as n passes of the one-token plan. Where memory bandwidth bounds a step
+//! (a GPU), the one pass costs about what one token does; where compute does (a CPU-backed adapter,
+//! where a pass for 2 tokens does the arithmetic of 4), n passes can be cheaper.
 //! Which is measured while serving (`StepTimes`), not guessed.
 
 use super::{cast, Engine, Ranked, Read, Run, Sample};

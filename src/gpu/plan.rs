@@ -211,7 +211,7 @@ impl Plan {
     /// Adds a matvec dispatch (shaders/matvec.wgsl or matvec_pairs.wgsl) of this shape, with the
     /// kernel shape the plan's tuning gives it, for each token of the run.
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
-        // A plan of a few tokens (`ops::matvec` sends those of up to four here) takes them four to a
+        // A plan of a few tokens (`ops::matvec` sends those of up to eight here) takes them four to a
         // layer of workgroups.
         let shape = match self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(_)) {
             true => MatvecShape { tokens: 4, ..shape },

@@ -49,10 +49,11 @@ struct GroupedParams {
 const MATMUL_TILE: (u32, u32) = (64, 16);
 
 /// The most tokens a plan's runs may hold for its products to go through the matvec kernel (four
-/// tokens to a layer of workgroups) rather than the tiled matmul: a decode step of up to four
-/// sequences. On lavapipe a 4-sequence step so costs 1.7x a one-token step, against 2.1x tiled;
-/// at 8 the tiles win.
-const MATVEC_TOKENS_MAX: u32 = 4;
+/// tokens to a layer of workgroups, each weight read once a layer) rather than the tiled matmul
+/// (each read once, but with a 16-token tile's arithmetic): a decode step of up to eight sequences.
+/// On lavapipe (SmolLM2) a step of 4 costs 2.0x a one-token step through the matvec kernel, 2.1x
+/// tiled; a step of 8 costs 3.2-3.7x in two layers of four, 5-6.5x tiled.
+const MATVEC_TOKENS_MAX: u32 = 8;
 
 /// Adds `y = W x` (or `y += W x` when `accumulate`) for each token row of the run, one dispatch per
 /// part of W. x: (batch, W.row_len) f32, y: (batch, W.rows) f32.
@@ -95,9 +96,9 @@ fn push_at(
 }
 
 /// Adds W x for each token of the run, computed two rows at a time, each pair handed to `store`:
-/// shaders/matvec_pairs.wgsl for up to `MATVEC_TOKENS_MAX` tokens, the tiled matmul for more. `outputs` bind after W, x and
-/// the step input, and `params` gives each part of W its store's parameters (which hold the part's
-/// rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
+/// shaders/matvec_pairs.wgsl for up to `MATVEC_TOKENS_MAX` tokens, the tiled matmul for more.
+/// `outputs` bind after W, x and the step input, and `params` gives each part of W its store's
+/// parameters (which hold the part's rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
 pub fn push_pairs(
     plan: &mut Plan,
     w: &GpuTensor,

@@ -214,16 +214,17 @@ pub fn check_text_perplexity(gpu: &Arc<Gpu>, golden: &Value) {
     }
 }
 
-/// Runs several sequences at once, each at its own rows of one cache (`Engine::step_parallel`):
-/// sequence s is the record's teacher-forced ids rotated by 5s, and starts s steps after the first,
-/// so one step holds different tokens at different positions; the last two read their first ids as
-/// prompts, both in one run (`Engine::feed_sequences`), before they join. Every row of logits of the first sequence is compared
-/// with the f32 reference, the others' with the one-sequence steps (which `check_all` compares with
+/// Runs six sequences at once, each at its own rows of one cache (`Engine::step_parallel`):
+/// sequence s is the record's teacher-forced ids rotated by 5s (mod their count), and starts s steps after the first,
+/// so one step holds different tokens at different positions, and steps of five and six take the
+/// products' second layer of four tokens; the last two read their first ids as prompts, both in one
+/// run (`Engine::feed_sequences`), before they join. Every row of logits of the first sequence is
+/// compared with the f32 reference, the others' with the one-sequence steps (which `check_all` compares with
 /// it). Each step then runs again at the same places (writing the same cache rows), half its rows
 /// asking for the choice, checked against the row's largest logit, half for the sampler's
 /// candidates after a repetition penalty, checked against the CPU's ranking of the row.
 pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
-    const SEQUENCES: usize = 4;
+    const SEQUENCES: usize = 6;
     const ROWS: u32 = 32; // each sequence's share of the cache
     const PROMPT: usize = 10; // what the last sequence reads before its first step
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -242,7 +243,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
         let sequences: Vec<Vec<u32>> = (0..SEQUENCES)
             .map(|s| {
                 let mut t = teacher.clone();
-                t.rotate_left(5 * s);
+                t.rotate_left(5 * s % teacher.len());
                 t
             })
             .collect();
