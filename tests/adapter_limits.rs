@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::watched_source::WatchedSource;
 use common::{model_path, options};
 use pollster::FutureExt as _;
 use std::sync::Arc;
@@ -54,51 +55,11 @@ fn tensors_split_across_bindings_give_the_same_logits() {
     assert_eq!(whole, split);
 }
 
-/// The tiny model's file, read through a source that counts the bytes read from its data section
-/// (past the header) and fails any read reaching past `fail_from`, as a connection lost halfway.
-struct WatchedSource {
-    inner: FileSource,
-    data_offset: u64,
-    data_read: std::cell::Cell<u64>,
-    fail_from: u64,
-}
-
-impl WatchedSource {
-    /// The tiny model, its header read apart (a first read takes a few MB: all of this small file).
-    fn tiny() -> (WatchedSource, wick::gguf::Header) {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/random-llama-chat.gguf");
-        let inner = FileSource::open(&path).unwrap();
-        let header = wick::gguf::read_header(&inner).block_on().unwrap();
-        let source = WatchedSource {
-            inner,
-            data_offset: header.data_offset,
-            data_read: Default::default(),
-            fail_from: u64::MAX,
-        };
-        (source, header)
-    }
-}
-
-impl wick::gguf::ByteSource for WatchedSource {
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> wick::gguf::ReadFuture<'a> {
-        let end = offset + buf.len() as u64;
-        if end > self.fail_from {
-            let lost = wick::gguf::SourceError::Other("connection lost".into());
-            return Box::pin(std::future::ready(Err(lost)));
-        }
-        let past_header = end.saturating_sub(offset.max(self.data_offset));
-        self.data_read.set(self.data_read.get() + past_header);
-        self.inner.read_at(offset, buf)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
+/// The tiny model's file, read through a source that counts the bytes read from its data section.
+fn tiny() -> (WatchedSource, wick::gguf::Header) {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    WatchedSource::open(&path)
 }
 
 #[test]
@@ -109,7 +70,7 @@ fn a_model_the_adapter_cannot_hold_is_refused_before_its_weights_are_read() {
     let Some(gpu) = gpu_limited_to(64 << 10) else {
         return;
     };
-    let (source, header) = WatchedSource::tiny();
+    let (source, header) = tiny();
     let vector_bytes: u64 = header
         .tensors
         .iter()
@@ -164,7 +125,7 @@ fn a_download_that_fails_halfway_leaves_nothing_on_the_gpu() {
     let Some(gpu) = gpu_limited_to(64 << 20) else {
         return;
     };
-    let (mut source, header) = WatchedSource::tiny();
+    let (mut source, header) = tiny();
     let data = header.data_offset;
     source.fail_from = data + (wick::gguf::ByteSource::len(&source) - data) / 2;
     let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());

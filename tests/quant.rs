@@ -12,6 +12,7 @@ use wick::quantize::{output_type, quantize_model};
 mod common;
 
 use common::quant_goldens::goldens;
+use common::watched_source::WatchedSource;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Goldens
@@ -553,30 +554,6 @@ fn quantize_model_converts_each_tensor_as_llama_cpp_does() {
     std::fs::remove_file(&src_path).unwrap();
 }
 
-/// A source whose reads from `from` on fail.
-struct FailingSource {
-    inner: FileSource,
-    from: u64,
-}
-
-impl gguf::ByteSource for FailingSource {
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn read_at<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> gguf::ReadFuture<'a> {
-        if offset >= self.from {
-            let lost = gguf::SourceError::Other("connection lost".into());
-            return Box::pin(std::future::ready(Err(lost)));
-        }
-        self.inner.read_at(offset, buf)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-}
-
 #[test]
 fn quantize_model_names_what_failed_and_leaves_no_file() {
     let bad = temp_path("bad.gguf");
@@ -597,13 +574,10 @@ fn quantize_model_names_what_failed_and_leaves_no_file() {
     let good = temp_path("good.gguf");
     write_model(&good);
     let (h, _) = read_model(&good);
-    let from = h
+    let (mut src, _) = WatchedSource::open(&good);
+    src.fail_from = h
         .tensor_range(h.tensor("blk.0.attn_q.weight").unwrap())
         .start;
-    let src = FailingSource {
-        inner: FileSource::open(&good).unwrap(),
-        from,
-    };
     let dst = temp_path("half.gguf");
     let err = quantize_model(&src, &dst, GgmlType::Q8_0, &mut |_, _| {})
         .block_on()
