@@ -55,6 +55,22 @@ fn tensors_split_across_bindings_give_the_same_logits() {
     assert_eq!(whole, split);
 }
 
+/// What the GPU holds once the work submitted so far is done.
+fn settled_memory(gpu: &Gpu) -> wick::gpu::GpuMemory {
+    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    gpu.memory()
+}
+
+/// What a failed load allocated is freed. wgpu keeps a staging buffer or two of its own, which come
+/// and go: compare with the empty device.
+fn assert_freed(gpu: &Gpu, empty: &wick::gpu::GpuMemory) {
+    let after = settled_memory(gpu);
+    assert!(
+        after.buffers <= empty.buffers && after.buffer_bytes <= empty.buffer_bytes,
+        "what the load allocated is freed: {after:?}, before the load {empty:?}"
+    );
+}
+
 /// The tiny model's file, read through a source that counts the bytes read from its data section.
 fn tiny() -> (WatchedSource, wick::gguf::Header) {
     let path =
@@ -78,8 +94,7 @@ fn a_model_the_adapter_cannot_hold_is_refused_before_its_weights_are_read() {
         .map(|t| t.bytes())
         .sum();
     let weight_bytes: u64 = header.tensors.iter().map(|t| t.bytes()).sum();
-    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
-    let empty = gpu.memory();
+    let empty = settled_memory(&gpu);
     let err = Engine::load_with_header(
         gpu.clone(),
         header.clone(),
@@ -100,13 +115,7 @@ fn a_model_the_adapter_cannot_hold_is_refused_before_its_weights_are_read() {
         read <= vector_bytes && vector_bytes * 20 < weight_bytes,
         "{read} bytes of weights read; the vectors alone are {vector_bytes}"
     );
-    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
-    // wgpu keeps a staging buffer or two of its own, which come and go: compare with the empty device.
-    let after = gpu.memory();
-    assert!(
-        after.buffers <= empty.buffers && after.buffer_bytes <= empty.buffer_bytes,
-        "what the load allocated is freed: {after:?}, before the load {empty:?}"
-    );
+    assert_freed(&gpu, &empty);
     // With room for the cache, the same source loads whole.
     let Some(roomy) = gpu_limited_to(1 << 20) else {
         return;
@@ -128,8 +137,7 @@ fn a_download_that_fails_halfway_leaves_nothing_on_the_gpu() {
     let (mut source, header) = tiny();
     let data = header.data_offset;
     source.fail_from = data + (wick::gguf::ByteSource::len(&source) - data) / 2;
-    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
-    let empty = gpu.memory();
+    let empty = settled_memory(&gpu);
     let mut loaded = 0;
     let err = Engine::load_with_header(
         gpu.clone(),
@@ -149,12 +157,7 @@ fn a_download_that_fails_halfway_leaves_nothing_on_the_gpu() {
         loaded > 100_000,
         "weights were written first ({loaded} bytes)"
     );
-    let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
-    let after = gpu.memory();
-    assert!(
-        after.buffers <= empty.buffers && after.buffer_bytes <= empty.buffer_bytes,
-        "what the load allocated is freed: {after:?}, before the load {empty:?}"
-    );
+    assert_freed(&gpu, &empty);
 }
 
 /// Wick's kernels bind up to `STORAGE_BUFFERS_PER_KERNEL` storage buffers (compatibility-mode WebGPU

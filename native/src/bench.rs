@@ -404,34 +404,12 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
         Profiled::Prefill => format!("a chunk of {} prompt tokens", engine.stats.chunk_tokens),
         Profiled::Parallel => format!("a step of {} sequences", engine.sequences()),
     };
-    eprintln!(
-        "time of {run} by kernel, each dispatch alone ({:.2} ms in all):",
-        total * 1e3
+    print_kernels(
+        &format!("time of {run} by kernel, each dispatch alone"),
+        &profile.kernels,
     );
-    for (name, t) in profile.kernels {
-        let ms = t.as_secs_f64() * 1e3;
-        eprintln!(
-            "  {:<28} {:>9.3} ms {:>5.1}%",
-            name,
-            ms,
-            100.0 * ms / (total * 1e3)
-        );
-    }
     if let Some(in_plan) = &profile.in_plan {
-        let total: f64 = in_plan.iter().map(|(_, t)| t.as_secs_f64()).sum();
-        eprintln!(
-            "the same, each dispatch where it runs in the plan ({:.2} ms in all):",
-            total * 1e3
-        );
-        for (name, t) in in_plan {
-            let ms = t.as_secs_f64() * 1e3;
-            eprintln!(
-                "  {:<28} {:>9.3} ms {:>5.1}%",
-                name,
-                ms,
-                100.0 * ms / (total * 1e3)
-            );
-        }
+        print_kernels("the same, each dispatch where it runs in the plan", in_plan);
     }
     eprintln!(
         "  the whole plan, its runs back to back in one submit: {:.2} ms a run",
@@ -446,4 +424,19 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Each kernel's time and share of their sum, under `heading`.
+fn print_kernels(heading: &str, kernels: &[(String, std::time::Duration)]) {
+    let total: f64 = kernels.iter().map(|(_, t)| t.as_secs_f64()).sum();
+    eprintln!("{heading} ({:.2} ms in all):", total * 1e3);
+    for (name, t) in kernels {
+        let ms = t.as_secs_f64() * 1e3;
+        eprintln!(
+            "  {:<28} {:>9.3} ms {:>5.1}%",
+            name,
+            ms,
+            100.0 * ms / (total * 1e3)
+        );
+    }
 }

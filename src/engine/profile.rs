@@ -3,7 +3,7 @@
 
 use super::{copy_buffers, Engine};
 use crate::gpu::scratch_buffer;
-use crate::gpu::{Gpu, Plan};
+use crate::gpu::{map_and_copy, Gpu, Plan};
 use crate::Error;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
@@ -64,7 +64,7 @@ impl Engine {
         // The plan's runs change a recurrent model's states: they are put back after.
         let held = self.hold_states().await?;
         self.write_scratch_step(plan.batch);
-        let mut kernels: Vec<(String, Duration)> = Vec::new();
+        let mut alone = Vec::with_capacity(plan.dispatches.len());
         let mut layer_kinds: Vec<(String, u32, Duration)> = Vec::new();
         for (i, d) in plan.dispatches.iter().enumerate() {
             let time = time_dispatch(
@@ -85,25 +85,10 @@ impl Engine {
                     None => layer_kinds.push((kind.to_string(), 1, time)),
                 }
             }
-            let name = d.key.name();
-            match kernels.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, t)) => *t += time,
-                None => kernels.push((name, time)),
-            }
+            alone.push(time);
         }
-        kernels.sort_by_key(|k| std::cmp::Reverse(k.1));
-        let in_plan = dispatch_times(gpu, plan, &[]).await?.map(|times| {
-            let mut kernels: Vec<(String, Duration)> = Vec::new();
-            for (d, time) in plan.dispatches.iter().zip(times) {
-                let name = d.key.name();
-                match kernels.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, sum)) => *sum += time,
-                    None => kernels.push((name, time)),
-                }
-            }
-            kernels.sort_by_key(|k| std::cmp::Reverse(k.1));
-            kernels
-        });
+        let kernels = by_kernel(plan, &alone);
+        let in_plan = (dispatch_times(gpu, plan, &[]).await?).map(|times| by_kernel(plan, &times));
         // The whole plan, PLAN_RUNS times in one submit and one wait: what a step costs the GPU
         // without its readback and the CPU's work between steps.
         let mut enc = gpu.device.create_command_encoder(&Default::default());
@@ -156,6 +141,20 @@ impl Engine {
 /// A dispatch of a plan run another way (a matvec with another kernel shape, `Plan::reshaped`).
 pub(super) type Swap = (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]);
 
+/// The times of a plan's dispatches summed per kernel (`PipelineKey::name`), slowest first.
+fn by_kernel(plan: &Plan, times: &[Duration]) -> Vec<(String, Duration)> {
+    let mut kernels: Vec<(String, Duration)> = Vec::new();
+    for (d, &time) in plan.dispatches.iter().zip(times) {
+        let name = d.key.name();
+        match kernels.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, sum)) => *sum += time,
+            None => kernels.push((name, time)),
+        }
+    }
+    kernels.sort_by_key(|k| std::cmp::Reverse(k.1));
+    kernels
+}
+
 /// Runs of a plan `dispatch_times` times in one submit; each dispatch's time is its best. The first
 /// runs on caches as the step before it would leave them, as each later one does.
 const TIMED_RUNS: u32 = 2;
@@ -180,12 +179,16 @@ pub(super) async fn dispatch_times(
         count: n,
     });
     let bytes = n as u64 * 8;
-    let resolved = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("dispatch times"),
-        size: bytes,
-        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-        mapped_at_creation: false,
-    });
+    let buffer = |usage| {
+        gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("dispatch times"),
+            size: bytes,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let resolved = buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
+    let staging = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
     let mut enc = gpu.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
@@ -211,8 +214,9 @@ pub(super) async fn dispatch_times(
         }
     }
     enc.resolve_query_set(&queries, 0..n, &resolved, 0);
+    enc.copy_buffer_to_buffer(&resolved, 0, &staging, 0, bytes);
     gpu.queue.submit([enc.finish()]);
-    let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&gpu.read_back(&resolved, bytes).await?);
+    let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&map_and_copy(gpu, &staging, bytes).await?);
     let period = gpu.queue.get_timestamp_period() as f64;
     let runs: Vec<&[u64]> = ticks.chunks(per_run as usize).collect();
     let times = (0..plan.dispatches.len()).map(|i| {

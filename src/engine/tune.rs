@@ -72,8 +72,8 @@ struct Timing {
     times: Vec<(MatvecKernel, Duration)>,
 }
 
-/// A shape's finalists (the kernel shape it had last) and the best of each one's times in the plan,
-/// a dispatch's mean.
+/// A shape's finalists (the kernel shape it had last) and each one's time in the plan, a dispatch's
+/// mean.
 struct Final {
     shape: MatvecShape,
     kernels: Vec<MatvecKernel>,
@@ -199,21 +199,33 @@ impl Engine {
         Ok(!tuner.finished())
     }
 
-    /// Times each shape's next finalist in whole runs of the plans that hold it; after the last
-    /// round, each shape's fastest there goes to the GPU and the plans.
+    /// Times each shape's next finalist in a whole run of the first plan that holds it (as
+    /// `tune_step` times its candidates); after the last round, each shape's fastest there goes to
+    /// the GPU and the plans.
     async fn final_round(&mut self, tuner: &mut Tuner) -> Result<(), Error> {
         let k = tuner.rounds;
         let held = self.hold_states().await?;
+        let mut placed = vec![false; tuner.finals.len()];
         for plan in self.forward.plans() {
             let mut swaps: Vec<Option<Swap>> = Vec::new();
             let mut timed: Vec<(usize, usize)> = Vec::new(); // (dispatch, final)
+                                                             // The finals this plan runs: those an earlier plan did not.
+            let here: Vec<bool> = (tuner.finals.iter().zip(&placed))
+                .map(|(f, &done)| {
+                    !done && plan.dispatches.iter().any(|d| d.matvec == Some(f.shape))
+                })
+                .collect();
             for (i, d) in plan.dispatches.iter().enumerate() {
-                let f = (tuner.finals.iter()).position(|f| d.matvec == Some(f.shape));
+                let f = (tuner.finals.iter().enumerate())
+                    .position(|(f, fin)| here[f] && d.matvec == Some(fin.shape));
                 let kernel = f.and_then(|f| tuner.finals[f].kernels.get(k));
                 swaps.push(kernel.map(|&kernel| plan.reshaped(&self.gpu, d, kernel)));
                 if let (Some(f), Some(_)) = (f, kernel) {
                     timed.push((i, f));
                 }
+            }
+            for (p, h) in placed.iter_mut().zip(&here) {
+                *p |= h;
             }
             if timed.is_empty() {
                 continue;
@@ -230,9 +242,7 @@ impl Engine {
                 if mine.is_empty() {
                     continue;
                 }
-                let mean = mine.iter().sum::<Duration>() / mine.len() as u32;
-                let best = &mut fin.times[k];
-                *best = Some(best.map_or(mean, |b| b.min(mean)));
+                fin.times[k] = Some(mine.iter().sum::<Duration>() / mine.len() as u32);
             }
         }
         self.restore_states(&held);
