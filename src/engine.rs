@@ -9,15 +9,15 @@ use crate::Error;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
 
+mod check;
 mod embed;
 mod profile;
 mod sample;
 mod sequences;
 mod tune;
+use crate::sampler::Ranked;
 pub use profile::{Profile, Profiled};
-pub use sample::Ranked;
-use sample::{Read, Sample};
-pub use sequences::{SequenceStep, Want};
+use sample::{read_ranked, Read, Sample};
 pub use tune::{TuneShapes, Tuned, Tuner};
 
 #[derive(Clone, Debug)]
@@ -39,6 +39,9 @@ pub struct LoadOptions {
     /// Sequences one decode step may hold (`Engine::step_sequences`: parallel requests, each at its
     /// own rows of the cache). More than one needs a model whose memory is a KV cache alone.
     pub sequences: u32,
+    /// Tokens one speculative step may check at once (`Engine::check`: the token picked last and
+    /// the draft after it), each a row of the parallel plan; 0 or 1: no speculative steps.
+    pub check_tokens: u32,
 }
 
 /// Prompt tokens per run unless told otherwise: enough that the matmul tiles (16 tokens) fill up and
@@ -48,12 +51,13 @@ pub const DEFAULT_BATCH: u32 = 64;
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
-            n_ctx: 2048,
+            n_ctx: models::DEFAULT_N_CTX,
             batch: DEFAULT_BATCH,
             scoring: false,
             per_layer_on_gpu: false,
             pooling: None,
             sequences: 1,
+            check_tokens: 0,
         }
     }
 }
@@ -158,6 +162,10 @@ pub struct Engine {
     pooling: Option<Pooling>,
     /// What steps of several sequences cost, as measured (`step_sequences`).
     step_times: sequences::StepTimes,
+    /// Sequences a parallel step may hold (`LoadOptions::sequences`).
+    sequences: u32,
+    /// The last speculative check, until `keep_checked` says how much of it stays.
+    checked: Option<check::Checked>,
     pub stats: Stats,
 }
 
@@ -211,9 +219,12 @@ impl Engine {
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
         let sequences = options.sequences.min(n_ctx);
+        // Rows of the parallel plan: a sequence each in a step of several, or a token each in a
+        // speculative step's check.
+        let rows = sequences.max(options.check_tokens).min(n_ctx);
         // An encoder reads each input in one run; a parallel step's tokens are a run too.
         let batch = match models::causal(&loader.arch) {
-            true => options.batch.max(sequences).min(n_ctx),
+            true => options.batch.max(rows).min(n_ctx),
             false => n_ctx,
         };
         let pooling = match options.pooling {
@@ -224,7 +235,7 @@ impl Engine {
             batch,
             scoring: options.scoring,
             embeddings: pooling.is_some(),
-            sequences,
+            rows,
         };
         // Every buffer is allocated before any weight is read: a model the adapter cannot hold, or one
         // that cannot run as asked, is refused having read its header and small vectors alone.
@@ -261,7 +272,7 @@ impl Engine {
             size: (forward.n_vocab.max(batch) as u64 * 4)
                 .max(crate::ops::top_k::K_MAX as u64 * 8)
                 .max(states)
-                .max(sequences as u64 * (forward.n_vocab as u64 + 1) * 4),
+                .max(rows as u64 * (forward.n_vocab as u64 + 1) * 4),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -305,6 +316,8 @@ impl Engine {
             snapshots: Vec::new(),
             pooling,
             step_times: Default::default(),
+            sequences,
+            checked: None,
             stats,
         })
     }
@@ -407,7 +420,7 @@ impl Engine {
     ) -> Result<Ranked, Error> {
         let read = self.sample.write_pick(&self.gpu, pick, log_sum_exp);
         let bytes = self.run(Run::Decode(read), &[token]).await?;
-        Ok(Ranked::read(
+        Ok(read_ranked(
             &bytes.expect("the candidates were asked for"),
             read,
         ))

@@ -122,6 +122,20 @@ impl Constraint {
             .map_err(|e| GrammarError(e.to_string()))
     }
 
+    /// Takes back the last `n` tokens accepted (a speculative step's draft, walked to mask each of
+    /// its rows).
+    pub fn rollback(&mut self, n: usize) -> Result<(), GrammarError> {
+        self.matcher
+            .rollback(n)
+            .map_err(|e| GrammarError(e.to_string()))
+    }
+
+    /// Whether `bits` (as `allowed_bits` gives them) allow `token`.
+    pub fn allows(bits: &[u32], token: u32) -> bool {
+        bits.get(token as usize / 32)
+            .is_some_and(|w| w >> (token % 32) & 1 == 1)
+    }
+
     /// Nothing more can follow: the reply is complete.
     pub fn is_finished(&self) -> bool {
         self.matcher.is_stopped()

@@ -23,6 +23,7 @@ pub mod reply;
 pub mod sampler;
 pub mod session;
 pub mod slots;
+pub mod speculate;
 pub mod stop;
 pub mod tokenizer;
 pub mod tools;

@@ -4,11 +4,17 @@
 //! The first steps, up to top-k, usually run on the GPU after the decode step (`Needs`): then only the
 //! k candidates come back, and the rest runs here on them.
 
-use crate::engine::{SequenceStep, Want};
 use crate::grammar::Constraint;
 use crate::ops::draw::Draw;
 use crate::ops::top_k::{Choose, Pick, K_MAX, PENALIZED_MAX};
 use web_time::{Duration, Instant};
+
+pub mod logits;
+mod speculative;
+mod want;
+pub use logits::{argmax, penalize, ranked, softmax, Penalties};
+pub use speculative::{residual, Chances};
+pub use want::{Ranked, SequenceStep, Want};
 
 /// Sampling settings; `temperature <= 0` means greedy.
 #[derive(Clone, Debug)]
@@ -59,32 +65,6 @@ impl SamplerConfig {
             presence: self.presence_penalty,
             frequency: self.frequency_penalty,
         }
-    }
-}
-
-/// The penalties on the recent tokens, as llama.cpp applies them (`penalize`); the GPU reads them
-/// as they are (shaders/pick.wgsl).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Penalties {
-    /// A positive logit divided by it, a negative one multiplied.
-    pub repeat: f32,
-    /// Subtracted once from a token that is there.
-    pub presence: f32,
-    /// Subtracted once for each time a token is there.
-    pub frequency: f32,
-}
-
-impl Penalties {
-    pub const NONE: Penalties = Penalties {
-        repeat: 1.0,
-        presence: 0.0,
-        frequency: 0.0,
-    };
-
-    /// Whether any of them changes a logit.
-    pub fn any(&self) -> bool {
-        *self != Penalties::NONE
     }
 }
 
@@ -410,10 +390,21 @@ impl Sampler {
     }
 
     /// Top-p, min-p and temperature over candidates sorted largest first, then a draw.
-    fn choose(&mut self, mut cand: Vec<(u32, f32)>) -> u32 {
-        let c = self.config.clone();
+    fn choose(&mut self, cand: Vec<(u32, f32)>) -> u32 {
+        let chances = self.chances(cand);
+        self.draw(&chances)
+    }
+
+    /// The chances this sampler gives each of the candidates (sorted largest first, as top-k
+    /// leaves them): top-p and min-p cut them, then the temperature spreads them; greedy, the first
+    /// has them all. (token, probability) pairs that sum to 1, none where there are no candidates.
+    pub fn chances(&self, mut cand: Vec<(u32, f32)>) -> Vec<(u32, f32)> {
+        let c = &self.config;
         if cand.is_empty() {
-            return 0;
+            return vec![(0, 1.0)];
+        }
+        if c.temperature <= 0.0 {
+            return vec![(cand[0].0, 1.0)];
         }
         let probs = softmax(&cand, 1.0);
         if c.top_p < 1.0 {
@@ -429,15 +420,23 @@ impl Sampler {
             cand.retain(|&(_, l)| l >= floor);
         }
         let probs = softmax(&cand, c.temperature);
+        cand.iter()
+            .zip(probs)
+            .map(|(&(id, _), p)| (id, p))
+            .collect()
+    }
+
+    /// A token drawn by the seeded generator from `chances` ((token, probability), summing to 1).
+    pub fn draw(&mut self, chances: &[(u32, f32)]) -> u32 {
         let r = self.uniform();
         let mut cum = 0.0;
-        for (p, &(id, _)) in probs.iter().zip(&cand) {
+        for &(id, p) in chances {
             cum += p;
             if r < cum {
                 return id;
             }
         }
-        cand[cand.len() - 1].0
+        chances.last().map_or(0, |&(id, _)| id)
     }
 }
 
@@ -449,57 +448,6 @@ pub enum Needs {
     /// The token, drawn on the GPU at the temperature within min-p.
     Drawn,
     Logits,
-}
-
-/// The penalties, as llama.cpp applies them, on each of `tokens` (id, times seen): a positive logit
-/// divided by the repetition penalty, a negative one multiplied, then the frequency penalty taken
-/// once per time seen and the presence penalty once. (shaders/penalize.wgsl does the same on the
-/// GPU.)
-pub fn penalize(logits: &mut [f32], tokens: &[(u32, u32)], p: Penalties) {
-    for &(t, count) in tokens {
-        if let Some(l) = logits.get_mut(t as usize) {
-            *l = if *l > 0.0 {
-                *l / p.repeat
-            } else {
-                *l * p.repeat
-            };
-            *l -= count as f32 * p.frequency + p.presence;
-        }
-    }
-}
-
-/// The finite logits as (id, logit), largest first, the smaller id first among equals: the order
-/// top-k takes them in.
-pub fn ranked(logits: &[f32]) -> Vec<(u32, f32)> {
-    let mut all: Vec<(u32, f32)> = logits
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.is_finite())
-        .map(|(i, &l)| (i as u32, l))
-        .collect();
-    all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    all
-}
-
-/// The index of the largest logit (the first of equals).
-pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &l) in logits.iter().enumerate() {
-        if l > logits[best] {
-            best = i;
-        }
-    }
-    best as u32
-}
-
-fn softmax(cand: &[(u32, f32)], temperature: f32) -> Vec<f32> {
-    let max = cand[0].1;
-    let e: Vec<f32> = cand
-        .iter()
-        .map(|&(_, l)| ((l - max) / temperature).exp())
-        .collect();
-    let sum: f32 = e.iter().sum();
-    e.iter().map(|v| v / sum).collect()
 }
 
 #[cfg(test)]

@@ -9,10 +9,14 @@ use crate::grammar::{Constraint, Grammar, Vocabulary};
 use crate::reasoning::{Channels, Format};
 use crate::reply::{Piece, Reply};
 use crate::sampler::{Sampler, TokenLogProb};
+use crate::speculate::Speculation;
 use crate::tokenizer::Tokenizer;
 use crate::Error;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
+
+mod speculative;
 
 /// Why generation stopped (OpenAI's finish_reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +75,9 @@ pub struct Session {
     cached: Vec<u32>,
     /// The vocabulary as grammars see it, made by the first reply that has one.
     grammar_vocabulary: Option<Vocabulary>,
+    /// Where replies take several tokens a step from a draft (`speculate`); the engine must have
+    /// been loaded to check them (`LoadOptions::check_tokens`).
+    pub speculation: Option<Speculation>,
 }
 
 impl Session {
@@ -88,6 +95,7 @@ impl Session {
             tokenizer: Arc::new(tokenizer),
             cached: Vec::new(),
             grammar_vocabulary: None,
+            speculation: None,
         })
     }
 
@@ -251,17 +259,24 @@ impl Session {
         let start = Instant::now();
         let read_before = self.engine.stats.totals.read_bytes;
         let (last_run, processed) = self.feed(prompt).await?;
-        let (mut id, mut log_prob) = self.step(&prompt[last_run..], sampler).await?;
+        let first = self.step(&prompt[last_run..], sampler).await?;
         let prompt_time = start.elapsed();
         let gen_start = Instant::now();
         let totals_before = self.engine.stats.totals;
+        // Tokens picked and not yet given to the reply: one a step, or several where a speculative
+        // step kept a draft (all in the cache then, but the last).
+        let mut picked = VecDeque::from([first]);
         let finish = loop {
-            let room = self.engine.pos() < self.engine.n_ctx();
-            let picked = (id, log_prob.take());
-            if let Some(finish) = reply.push(&self.tokenizer, picked, sampler, room, on_text) {
+            let (id, log_prob) = picked.pop_front().expect("a token picked");
+            let room = !picked.is_empty() || self.engine.pos() < self.engine.n_ctx();
+            if let Some(finish) =
+                reply.push(&self.tokenizer, (id, log_prob), sampler, room, on_text)
+            {
                 break finish;
             }
-            (id, log_prob) = self.step(&[id], sampler).await?;
+            if picked.is_empty() {
+                picked.extend(self.step_after(id, sampler).await?);
+            }
         };
         Ok(Completion {
             prompt_tokens: prompt.len(),

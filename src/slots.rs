@@ -5,8 +5,9 @@
 //! at a time between steps, the new requests' prompts together in one run, so new requests hold the
 //! others up by one chunk at most.
 
-use crate::engine::{Engine, Want};
+use crate::engine::Engine;
 use crate::gpu::Segment;
+use crate::sampler::Want;
 use crate::sampler::{Sampler, TokenLogProb};
 use crate::Error;
 

@@ -8,11 +8,11 @@ mod common;
 use common::{gpu, tiny_chat_session};
 use pollster::FutureExt as _;
 use std::collections::BTreeMap;
-use wick::engine::{SequenceStep, Want};
 use wick::grammar::Grammar;
 use wick::ops::top_k::{self, Pick};
 use wick::reply::Reply;
 use wick::sampler::{Needs, Penalties, Sampler, SamplerConfig};
+use wick::sampler::{SequenceStep, Want};
 
 fn config(seed: u64) -> SamplerConfig {
     SamplerConfig {

@@ -1,5 +1,6 @@
 //! `wick chat`: turns in the model's chat template; the cache keeps the turns already processed.
 
+use crate::speculate::SpeculationArgs;
 use crate::{load, ModelArgs, SamplingArgs};
 use anyhow::Result;
 use clap::Args;
@@ -28,6 +29,8 @@ pub struct ChatArgs {
     drop_old_turns: bool,
     #[command(flatten)]
     sampling: SamplingArgs,
+    #[command(flatten)]
+    speculation: SpeculationArgs,
 }
 
 fn template_variables(text: &str) -> Result<Variables, String> {
@@ -36,7 +39,9 @@ fn template_variables(text: &str) -> Result<Variables, String> {
 }
 
 pub fn main(args: ChatArgs) -> Result<()> {
-    let mut session = load::session(&args.model, Default::default())?;
+    let options = args.speculation.options(Default::default());
+    let mut session = load::session(&args.model, options)?;
+    args.speculation.start(&mut session)?;
     let mut sampler = args.sampling.sampler();
     let grammar = args.sampling.grammar.grammar()?;
     let overflow = if args.drop_old_turns {

@@ -11,6 +11,7 @@ mod perplexity;
 mod quantize;
 mod run;
 mod serve;
+mod speculate;
 mod tune;
 
 use clap::{Args, Parser, Subcommand};

@@ -1,5 +1,6 @@
 //! `wick run`: the prompt as given, generated text streamed to stdout, stats to stderr.
 
+use crate::speculate::SpeculationArgs;
 use crate::{load, ModelArgs, SamplingArgs};
 use anyhow::Result;
 use clap::Args;
@@ -20,10 +21,14 @@ pub struct RunArgs {
     n_predict: i64,
     #[command(flatten)]
     sampling: SamplingArgs,
+    #[command(flatten)]
+    speculation: SpeculationArgs,
 }
 
 pub fn main(args: RunArgs) -> Result<()> {
-    let mut session = load::session(&args.model, Default::default())?;
+    let options = args.speculation.options(Default::default());
+    let mut session = load::session(&args.model, options)?;
+    args.speculation.start(&mut session)?;
     let prompt = session.tokenize_prompt(&args.prompt);
     let max = if args.n_predict < 0 {
         usize::MAX
@@ -63,6 +68,17 @@ pub fn main(args: RunArgs) -> Result<()> {
         c.gen_time.as_secs_f64(),
         c.tokens.len() as f64 / c.gen_time.as_secs_f64(),
     );
+    if let Some(s) = &session.speculation {
+        let s = s.stats;
+        eprintln!(
+            "wick: {} checks of {} drafted tokens kept {} ({:.0}%): {:.2} tokens a step",
+            s.checks,
+            s.proposed,
+            s.accepted,
+            100.0 * s.accepted as f64 / s.proposed.max(1) as f64,
+            s.tokens_per_check(),
+        );
+    }
     if sampler.constraint.is_some() {
         let steps = c.gen_steps.runs.max(1) as f64;
         eprintln!(

@@ -7,6 +7,7 @@ use crate::gpu::{Gpu, Plan};
 use crate::models::Forward;
 use crate::ops::draw::{self, Draw, Drawn};
 use crate::ops::top_k::{self, Choose, Pick};
+use crate::sampler::Ranked;
 use crate::Error;
 
 /// What a decode step reads back.
@@ -92,7 +93,7 @@ impl Sample {
         match read {
             Read::Drawn => (&self.drawn.token, 0, 4),
             Read::Chosen => (&self.candidates.result, top_k::CHOSEN_AT, 4),
-            _ => (&self.candidates.result, 0, Ranked::bytes(read) as u64),
+            _ => (&self.candidates.result, 0, candidate_bytes(read) as u64),
         }
     }
 
@@ -105,37 +106,25 @@ impl Sample {
     }
 }
 
-/// A sampled step's candidates (`Engine::step_candidates`).
-#[derive(Clone, Debug)]
-pub struct Ranked {
-    /// (id, logit after the penalty), largest first.
-    pub candidates: Vec<(u32, f32)>,
-    /// log(sum(exp(logit))) over the penalized row, where asked for: a logit less this is its
-    /// token's log-probability.
-    pub log_sum_exp: Option<f32>,
+/// A step's candidates, from the bytes a `Read::Candidates` read back.
+pub(crate) fn read_ranked(bytes: &[u8], read: Read) -> Ranked {
+    let Read::Candidates { k, log_sum_exp } = read else {
+        unreachable!("candidates were read")
+    };
+    let at = top_k::LOG_SUM_EXP_AT as usize;
+    Ranked {
+        candidates: top_k::candidates(bytes, k),
+        log_sum_exp: log_sum_exp.then(|| cast::<f32>(bytes[at..at + 4].to_vec())[0]),
+    }
 }
 
-impl Ranked {
-    /// From the bytes a `Read::Candidates` read back.
-    pub(crate) fn read(bytes: &[u8], read: Read) -> Ranked {
-        let Read::Candidates { k, log_sum_exp } = read else {
-            unreachable!("candidates were read")
-        };
-        let at = top_k::LOG_SUM_EXP_AT as usize;
-        Ranked {
-            candidates: top_k::candidates(bytes, k),
-            log_sum_exp: log_sum_exp.then(|| cast::<f32>(bytes[at..at + 4].to_vec())[0]),
-        }
-    }
-
-    /// Bytes a `Read::Candidates` reads back.
-    pub(crate) fn bytes(read: Read) -> usize {
-        match read {
-            Read::Candidates {
-                log_sum_exp: true, ..
-            } => top_k::LOG_SUM_EXP_AT as usize + 4,
-            Read::Candidates { k, .. } => k as usize * 8,
-            _ => 0,
-        }
+/// Bytes a `Read::Candidates` reads back.
+pub(crate) fn candidate_bytes(read: Read) -> usize {
+    match read {
+        Read::Candidates {
+            log_sum_exp: true, ..
+        } => top_k::LOG_SUM_EXP_AT as usize + 4,
+        Read::Candidates { k, .. } => k as usize * 8,
+        _ => 0,
     }
 }

@@ -7,54 +7,17 @@
 //! where a pass for 2 tokens does the arithmetic of 4), n passes can be cheaper.
 //! Which is measured while serving (`StepTimes`), not guessed.
 
-use super::{cast, Engine, Ranked, Read, Run, Sample};
+use super::sample::{candidate_bytes, read_ranked};
+use super::{cast, Engine, Read, Run, Sample};
 use crate::gpu::Segment;
-use crate::ops::top_k::Pick;
+use crate::sampler::{SequenceStep, Want};
 use crate::Error;
 use web_time::{Duration, Instant};
-
-/// What a sequence's step reads back besides the index of its largest logit
-/// (`Engine::step_sequences`).
-#[derive(Clone)]
-pub enum Want {
-    /// Nothing more: a greedy request's next token is that index.
-    Choice,
-    /// The sampler's candidates as `pick` asks (the repetition penalty, then the k largest logits),
-    /// with the penalized row's log-sum-exp where asked for: a few hundred bytes, not the row.
-    Candidates { pick: Box<Pick>, log_sum_exp: bool },
-    /// The row of logits (to sample from all of it, on the CPU).
-    Logits,
-    /// The token the sampler chooses among the candidates `pick` asks for, as `choose` says
-    /// (top-p, min-p, the temperature, the draw): the CPU sampler's choice, made on the GPU.
-    Chosen {
-        pick: Box<Pick>,
-        choose: crate::ops::top_k::Choose,
-    },
-    /// A token drawn from the row after the penalty `pick` asks for, as `draw` says (a temperature
-    /// above 0, min-p): the sampler's choice made on the GPU (`ops::draw`).
-    Drawn {
-        pick: Box<Pick>,
-        draw: crate::ops::draw::Draw,
-    },
-    /// As `then` asks, among the tokens `bits` allows (a grammar's next tokens, a bit each: id i is
-    /// bit i % 32 of word i / 32), masked on the GPU before the choice or the candidates.
-    Allowed { bits: Vec<u32>, then: Box<Want> },
-}
-
-/// What a step of several sequences read back for one of them, as its `Want` asked
-/// (`Engine::step_sequences`).
-#[derive(Clone, Debug)]
-pub enum SequenceStep {
-    /// The index of the largest logit (the first of equals).
-    Choice(u32),
-    Candidates(Ranked),
-    Logits(Vec<f32>),
-}
 
 impl Engine {
     /// Sequences a parallel step may hold (`LoadOptions::sequences`).
     pub fn sequences(&self) -> u32 {
-        self.forward.parallel.as_ref().map_or(1, |p| p.plan.batch)
+        self.sequences
     }
 
     /// Runs `tokens` of one sequence into cache rows base + pos on, a chunk per run where the model
@@ -124,7 +87,6 @@ impl Engine {
         steps: &[Segment<'_>],
         wants: &[Want],
     ) -> Result<Vec<SequenceStep>, Error> {
-        assert_eq!(steps.len(), wants.len());
         assert!(steps.iter().all(|s| s.tokens.len() == 1), "one token each");
         if steps.len() > self.sequences() as usize || self.forward.parallel.is_none() {
             return Err(Error::Model(format!(
@@ -133,28 +95,41 @@ impl Engine {
                 self.sequences()
             )));
         }
+        self.run_rows(steps, wants).await
+    }
+
+    /// One pass of the parallel plan over the tokens of `segments`, a row each, reading back the
+    /// index of each row's largest logit and what `wants` asks of it (its logits, or its candidates
+    /// picked after the step in the same pass).
+    pub(super) async fn run_rows(
+        &mut self,
+        segments: &[Segment<'_>],
+        wants: &[Want],
+    ) -> Result<Vec<SequenceStep>, Error> {
+        let rows: usize = segments.iter().map(|s| s.tokens.len()).sum();
+        assert_eq!(rows, wants.len(), "a want for each row");
         let reads: Vec<Read> = (wants.iter().enumerate())
             .map(|(i, want)| self.read_for(want, &self.row_samples[i], i as u32))
             .collect();
         let bytes = self
-            .run_segments(Run::Parallel { reads: &reads }, steps)
+            .run_segments(Run::Parallel { reads: &reads }, segments)
             .await?;
         let bytes = bytes.expect("the choices are read back");
-        let (choices, mut rest) = bytes.split_at(steps.len() * 4);
+        let (choices, mut rest) = bytes.split_at(rows * 4);
         let row_bytes = self.forward.n_vocab as usize * 4;
         Ok(cast::<u32>(choices.to_vec())
             .into_iter()
             .zip(reads)
             .map(|(choice, read)| {
                 let bytes = match read {
-                    Read::Candidates { .. } => Ranked::bytes(read),
+                    Read::Candidates { .. } => candidate_bytes(read),
                     Read::Chosen | Read::Drawn => 4,
                     Read::Logits => row_bytes,
                     _ => return SequenceStep::Choice(choice),
                 };
                 let (taken, after) = rest.split_at(bytes);
                 rest = after;
-                SequenceStep::read(taken, read)
+                read_step(taken, read)
             })
             .collect())
     }
@@ -176,7 +151,7 @@ impl Engine {
         }
         let read = self.read_for(want, &self.sample, 0);
         let bytes = self.run(Run::Decode(read), tokens).await?;
-        Ok(SequenceStep::read(&bytes.expect("read back"), read))
+        Ok(read_step(&bytes.expect("read back"), read))
     }
 
     /// What a run reads back for `want`; candidates are picked by `sample`'s plan, its pick written,
@@ -204,18 +179,16 @@ impl Engine {
         assert_eq!(step.tokens.len(), 1, "one token");
         let read = self.read_for(want, &self.sample, 0);
         let bytes = self.run_segments(Run::Decode(read), &[*step]).await?;
-        Ok(SequenceStep::read(&bytes.expect("read back"), read))
+        Ok(read_step(&bytes.expect("read back"), read))
     }
 }
 
-impl SequenceStep {
-    /// From the bytes `read` read back for one sequence.
-    fn read(bytes: &[u8], read: Read) -> SequenceStep {
-        match read {
-            Read::Candidates { .. } => SequenceStep::Candidates(Ranked::read(bytes, read)),
-            Read::Logits => SequenceStep::Logits(cast(bytes.to_vec())),
-            _ => SequenceStep::Choice(cast::<u32>(bytes.to_vec())[0]),
-        }
+/// What a step read back for one sequence, from the bytes `read` read.
+fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
+    match read {
+        Read::Candidates { .. } => SequenceStep::Candidates(read_ranked(bytes, read)),
+        Read::Logits => SequenceStep::Logits(cast(bytes.to_vec())),
+        _ => SequenceStep::Choice(cast::<u32>(bytes.to_vec())[0]),
     }
 }
 

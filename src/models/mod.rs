@@ -173,8 +173,9 @@ pub struct PromptRuns {
     pub scoring: bool,
     /// The run that leaves each token's final hidden state (`Forward::hidden`).
     pub embeddings: bool,
-    /// Sequences a decode step may hold (`Forward::parallel` where more than one); at most `batch`.
-    pub sequences: u32,
+    /// Rows of the parallel decode plan (`Forward::parallel` where more than one): the sequences a
+    /// step may hold, or the tokens a speculative step checks; at most `batch`.
+    pub rows: u32,
 }
 
 /// `Forward::prefill`, `Forward::score`, `Forward::hidden` and `Forward::parallel`.
@@ -217,7 +218,7 @@ pub async fn prompt_plans(
     ),
 ) -> Result<PromptPlans, Error> {
     let batch = runs.batch;
-    let allowed = Allowed::new(gpu, runs.sequences.max(1), n_vocab).await?;
+    let allowed = Allowed::new(gpu, runs.rows.max(1), n_vocab).await?;
     let (prefill, prompt_head) = match batch {
         1 => (None, None),
         _ => {
@@ -264,7 +265,7 @@ pub async fn prompt_plans(
             })
         }
     };
-    let parallel = match runs.sequences {
+    let parallel = match runs.rows {
         0 | 1 => None,
         rows => {
             let logits = rows as u64 * n_vocab as u64 * 4;
@@ -385,6 +386,9 @@ pub async fn load(loader: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Resu
     }
 }
 
+/// Positions a load keeps unless told otherwise (`engine::LoadOptions`).
+pub const DEFAULT_N_CTX: u32 = 2048;
+
 /// What the engine does with the model the header describes, in a few lines (`wick info`); an
 /// architecture it does not run is an error, as at load.
 pub fn describe(header: &Header) -> Result<Vec<String>, Error> {
@@ -393,7 +397,7 @@ pub fn describe(header: &Header) -> Result<Vec<String>, Error> {
         (Some(family), _) => {
             let c = family::Config::from_meta(&meta)?;
             // As a load with the default context would run it.
-            let n_ctx = crate::engine::LoadOptions::default().n_ctx.min(c.n_ctx_train);
+            let n_ctx = DEFAULT_N_CTX.min(c.n_ctx_train);
             Ok(family(&meta, &c, n_ctx)?.describe(&c))
         }
         (None, "deepseek2") => Ok(vec![

@@ -6,7 +6,7 @@
 
 use super::allowed::Allowed;
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuError, Kernel, PipelineKey, Plan};
-use crate::sampler::Penalties;
+use crate::sampler::logits::Penalties;
 
 /// The most candidates the GPU picks (a level's slots per slice).
 pub const K_MAX: u32 = 64;
@@ -214,8 +214,8 @@ pub fn reference(logits: &[f32], pick: &Pick) -> Vec<(u32, f32)> {
     let penalized: Vec<(u32, u32)> = (pick.penalized[..n].iter().copied())
         .zip(pick.counts[..n].iter().copied())
         .collect();
-    crate::sampler::penalize(&mut logits, &penalized, pick.penalties);
-    let mut all = crate::sampler::ranked(&logits);
+    crate::sampler::logits::penalize(&mut logits, &penalized, pick.penalties);
+    let mut all = crate::sampler::logits::ranked(&logits);
     all.truncate(pick.k as usize);
     all
 }

@@ -11,11 +11,12 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use wick::engine::{Engine, SequenceStep, Want};
+use wick::engine::Engine;
 use wick::gguf::{read_header, FileSource};
 use wick::gpu::Gpu;
 use wick::ops::top_k::{self, Pick};
 use wick::sampler::Penalties;
+use wick::sampler::{SequenceStep, Want};
 use wick::tokenizer::Tokenizer;
 
 /// The penalties of the parallel steps' candidates.

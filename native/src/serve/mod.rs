@@ -12,6 +12,7 @@ mod parallel;
 mod routes;
 mod worker;
 
+use crate::speculate::SpeculationArgs;
 use crate::{load, ModelArgs};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -38,6 +39,8 @@ pub struct ServeArgs {
     /// decode steps run together, one pass a token for all (`-np` as llama-server spells it)
     #[arg(long = "parallel", default_value_t = 1)]
     parallel: u32,
+    #[command(flatten)]
+    speculation: SpeculationArgs,
 }
 
 pub fn main(args: ServeArgs) -> Result<()> {
@@ -47,11 +50,18 @@ pub fn main(args: ServeArgs) -> Result<()> {
              at a time: leave out one or the other"
         );
     }
+    if args.parallel > 1 && (args.speculation.draft.is_some() || args.speculation.lookup) {
+        anyhow::bail!(
+            "--parallel steps several requests a token at a time; speculative decoding (--draft, \
+             --lookup) runs one request at a time: leave out one or the other"
+        );
+    }
     let options = wick::engine::LoadOptions {
         sequences: args.parallel,
         ..Default::default()
     };
-    let session = load::session(&args.model, options)?;
+    let mut session = load::session(&args.model, args.speculation.options(options))?;
+    args.speculation.start(&mut session)?;
     let model_id = model_id(&args.model);
     let has_key = args.api_key.is_some();
     let metrics = std::sync::Arc::new(metrics::Metrics::default());

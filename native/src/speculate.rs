@@ -1,0 +1,85 @@
+//! Speculative decoding's flags (llama.cpp's spelling where it has one), and the draft model they
+//! name loaded beside the model.
+
+use crate::load;
+use anyhow::{Context, Result};
+use clap::Args;
+use pollster::FutureExt as _;
+use wick::engine::{Engine, LoadOptions};
+use wick::gguf::read_header;
+use wick::session::Session;
+use wick::speculate::{DraftModel, Drafter, Speculation};
+use wick::tokenizer::Tokenizer;
+
+/// Several tokens a step from a draft that the model checks in one run; replies are the same as
+/// without (greedy, token for token; sampled, from the same distribution).
+#[derive(Args, Clone)]
+pub struct SpeculationArgs {
+    /// A draft model: a smaller GGUF (path or URL) with the model's vocabulary, proposing the
+    /// tokens the model checks
+    #[arg(long = "draft", visible_alias = "model-draft", value_name = "FILE")]
+    pub draft: Option<String>,
+    /// Drafts from the prompt and the reply so far (where the last tokens stood before, what
+    /// followed), no draft model
+    #[arg(long = "lookup", conflicts_with = "draft")]
+    pub lookup: bool,
+    /// Tokens a step proposes at most (fewer while drafts fall)
+    #[arg(long = "draft-max", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=31))]
+    pub draft_max: u32,
+}
+
+impl SpeculationArgs {
+    fn speculating(&self) -> bool {
+        self.draft.is_some() || self.lookup
+    }
+
+    /// The load options for the model: with rows to check a draft and the token before it.
+    pub fn options(&self, options: LoadOptions) -> LoadOptions {
+        LoadOptions {
+            check_tokens: match self.speculating() {
+                true => self.draft_max + 1,
+                false => 0,
+            },
+            ..options
+        }
+    }
+
+    /// Sets `session` speculating as these flags say, loading the draft model on its GPU with its
+    /// context and prompt batch.
+    pub fn start(&self, session: &mut Session) -> Result<()> {
+        let drafter = match (&self.draft, self.lookup) {
+            (Some(path), _) => Drafter::Model(Box::new(draft_model(path, session)?)),
+            (None, true) => Drafter::Lookup,
+            (None, false) => return Ok(()),
+        };
+        session.speculation = Some(Speculation::new(drafter, self.draft_max as usize));
+        Ok(())
+    }
+}
+
+fn draft_model(path: &str, session: &Session) -> Result<DraftModel> {
+    let source = load::open_source(&Some(path.to_string()))?;
+    let header = read_header(source.as_ref()).block_on()?;
+    let tokenizer = Tokenizer::from_gguf(&header)?;
+    let options = LoadOptions {
+        n_ctx: session.engine.n_ctx(),
+        batch: session.engine.stats.chunk_tokens,
+        ..Default::default()
+    };
+    let bar = load::progress_bar("loading the draft");
+    let gpu = session.engine.gpu.clone();
+    let engine =
+        Engine::load_with_header(gpu, header, source.as_ref(), &options, &mut |done, all| {
+            bar.set_length(all);
+            bar.set_position(done);
+        })
+        .block_on();
+    bar.finish_and_clear();
+    let mut engine =
+        engine.with_context(|| format!("cannot load the draft {}", source.describe()))?;
+    crate::tune::tune_new_shapes(&mut engine)?;
+    let draft = DraftModel::new(engine, &tokenizer, &session.tokenizer)
+        .with_context(|| format!("{} cannot draft for this model", source.describe()))?;
+    eprintln!("wick: drafting with {}", source.describe());
+    Ok(draft)
+}

@@ -1,0 +1,80 @@
+//! The CPU's side of what happens to a row of logits before a choice: the penalties on recent
+//! tokens, the order top-k takes the logits in, the largest, and the softmax. The GPU's kernels
+//! (shaders/penalize.wgsl, top_k.wgsl) do the same, and take these as their reference.
+
+/// The penalties on the recent tokens, as llama.cpp applies them (`penalize`); the GPU reads them
+/// as they are (shaders/pick.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Penalties {
+    /// A positive logit divided by it, a negative one multiplied.
+    pub repeat: f32,
+    /// Subtracted once from a token that is there.
+    pub presence: f32,
+    /// Subtracted once for each time a token is there.
+    pub frequency: f32,
+}
+
+impl Penalties {
+    pub const NONE: Penalties = Penalties {
+        repeat: 1.0,
+        presence: 0.0,
+        frequency: 0.0,
+    };
+
+    /// Whether any of them changes a logit.
+    pub fn any(&self) -> bool {
+        *self != Penalties::NONE
+    }
+}
+
+/// The penalties, as llama.cpp applies them, on each of `tokens` (id, times seen): a positive logit
+/// divided by the repetition penalty, a negative one multiplied, then the frequency penalty taken
+/// once per time seen and the presence penalty once. (shaders/penalize.wgsl does the same on the
+/// GPU.)
+pub fn penalize(logits: &mut [f32], tokens: &[(u32, u32)], p: Penalties) {
+    for &(t, count) in tokens {
+        if let Some(l) = logits.get_mut(t as usize) {
+            *l = if *l > 0.0 {
+                *l / p.repeat
+            } else {
+                *l * p.repeat
+            };
+            *l -= count as f32 * p.frequency + p.presence;
+        }
+    }
+}
+
+/// The finite logits as (id, logit), largest first, the smaller id first among equals: the order
+/// top-k takes them in.
+pub fn ranked(logits: &[f32]) -> Vec<(u32, f32)> {
+    let mut all: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.is_finite())
+        .map(|(i, &l)| (i as u32, l))
+        .collect();
+    all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    all
+}
+
+/// The index of the largest logit (the first of equals).
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &l) in logits.iter().enumerate() {
+        if l > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+pub fn softmax(cand: &[(u32, f32)], temperature: f32) -> Vec<f32> {
+    let max = cand[0].1;
+    let e: Vec<f32> = cand
+        .iter()
+        .map(|&(_, l)| ((l - max) / temperature).exp())
+        .collect();
+    let sum: f32 = e.iter().sum();
+    e.iter().map(|v| v / sum).collect()
+}

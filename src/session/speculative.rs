@@ -1,0 +1,182 @@
+//! A reply's step where the session speculates (`Session::speculation`): a draft of the next few
+//! tokens, checked in one run of the model, and the tokens the sampler keeps of it.
+
+use super::Session;
+use crate::grammar::Constraint;
+use crate::sampler::{Chances, Sampler, TokenLogProb};
+use crate::speculate::{self, Drafter, Speculation};
+use crate::Error;
+use web_time::{Duration, Instant};
+
+/// A step's draft: the tokens proposed after the token picked last, the chances the drafter gave
+/// each, and the tokens a grammar allows after each row of the check (the picked token's, then
+/// each drafted token's; none without a grammar).
+#[derive(Default)]
+struct Draft {
+    tokens: Vec<u32>,
+    chances: Vec<Chances>,
+    allowed: Vec<Option<Vec<u32>>>,
+}
+
+impl Session {
+    /// Runs `id`, the token picked last, and returns the tokens picked after it with their
+    /// log-probabilities where the sampler reports them: one, or where the session speculates and
+    /// a draft is at hand, the drafted tokens that stand and the model's own after them.
+    pub(super) async fn step_after(
+        &mut self,
+        id: u32,
+        sampler: &mut Sampler,
+    ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
+        let Some(mut speculation) = self.speculation.take() else {
+            return Ok(vec![self.step(&[id], sampler).await?]);
+        };
+        let picked = self.step_speculating(id, sampler, &mut speculation).await;
+        self.speculation = Some(speculation);
+        picked
+    }
+
+    async fn step_speculating(
+        &mut self,
+        id: u32,
+        sampler: &mut Sampler,
+        speculation: &mut Speculation,
+    ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
+        let room = (self.engine.n_ctx() - self.engine.pos()) as usize;
+        let most = (self.engine.check_tokens() as usize).min(room);
+        let n = speculation.size().min(most.saturating_sub(1));
+        let draft = match n {
+            0 => Draft::default(),
+            n => self.draft(id, n, sampler, speculation).await?,
+        };
+        if draft.tokens.is_empty() {
+            return Ok(vec![self.step(&[id], sampler).await?]);
+        }
+        let rows: Vec<u32> = [id]
+            .into_iter()
+            .chain(draft.tokens.iter().copied())
+            .collect();
+        let base = self.cached.len();
+        let mut context = self.cached.clone();
+        context.extend_from_slice(&rows);
+        let histories: Vec<Vec<u32>> = (0..rows.len())
+            .map(|i| sampler.history(&context[..base + i], rows[i]))
+            .collect();
+        let wants: Vec<_> = (histories.iter().zip(&draft.allowed))
+            .map(|(history, bits)| sampler.want_chances(history, bits.clone()))
+            .collect();
+        let steps = self.engine.check(&rows, &wants).await?;
+        // The grammar walked the draft to mask its rows; it goes back, then takes the tokens kept.
+        if let Some(constraint) = &mut sampler.constraint {
+            constraint.rollback(draft.tokens.len())?;
+        }
+        let mut picked = Vec::new();
+        let mut stood = 0;
+        for (i, step) in steps.iter().enumerate() {
+            let chances = sampler.chances_of(step, &histories[i], draft.allowed[i].as_deref());
+            let token = match draft.tokens.get(i) {
+                Some(&proposed) => match sampler.judge(&chances, &draft.chances[i], proposed) {
+                    None => proposed,
+                    Some(other) => other,
+                },
+                None => sampler.draw(&chances),
+            };
+            let stands = draft.tokens.get(i) == Some(&token);
+            picked.push((token, sampler.log_prob_of(step, token, &histories[i])));
+            sampler.accept(token, &mut self.engine.stats.totals.mask)?;
+            let ended = self.tokenizer.is_end_of_generation(token)
+                || sampler.constraint.as_ref().is_some_and(|c| c.is_finished());
+            if !stands || ended {
+                break;
+            }
+            stood += 1;
+        }
+        speculation.record(draft.tokens.len(), stood);
+        // The cache keeps the rows whose successors were picked: the token run last, and the
+        // drafted tokens that stood (the last token picked runs in the next step).
+        self.engine.keep_checked(picked.len()).await?;
+        self.cached.extend_from_slice(&rows[..picked.len()]);
+        Ok(picked)
+    }
+
+    /// Up to `n` tokens to follow `id` from the session's drafter, each allowed by the grammar
+    /// where the reply has one (walked past them; the caller takes it back).
+    async fn draft(
+        &mut self,
+        id: u32,
+        n: usize,
+        sampler: &mut Sampler,
+        speculation: &mut Speculation,
+    ) -> Result<Draft, Error> {
+        let mut context = self.cached.clone();
+        context.push(id);
+        let n_vocab = self.engine.n_vocab();
+        let mask_time = &mut self.engine.stats.totals.mask;
+        let mut draft = Draft::default();
+        draft
+            .allowed
+            .push(allowed_now(sampler, n_vocab, mask_time)?);
+        let mut take = |draft: &mut Draft, token: u32, chances: Chances, sampler: &mut Sampler| {
+            // The end of the reply is not drafted: the model's own pick after the draft finds it.
+            let bits = draft.allowed.last().expect("a row's mask");
+            let refused = bits.as_ref().is_some_and(|b| !Constraint::allows(b, token));
+            if refused || self.tokenizer.is_end_of_generation(token) {
+                return Ok(false);
+            }
+            sampler.accept(token, mask_time)?;
+            draft.tokens.push(token);
+            draft.chances.push(chances);
+            draft
+                .allowed
+                .push(allowed_now(sampler, n_vocab, mask_time)?);
+            Ok::<_, Error>(true)
+        };
+        match &mut speculation.drafter {
+            Drafter::Lookup => {
+                for token in speculate::lookup(&context, n) {
+                    if !take(&mut draft, token, vec![(token, 1.0)], sampler)? {
+                        break;
+                    }
+                }
+            }
+            Drafter::Model(model) => {
+                if !model.catch_up(&context).await? {
+                    return Ok(draft);
+                }
+                let words = model.engine.n_vocab().div_ceil(32) as usize;
+                let mut seen = self.cached.clone();
+                let mut token = id;
+                for _ in 0..n.min(model.room()) {
+                    let bits = draft.allowed.last().expect("a row's mask");
+                    let bits = bits.as_ref().map(|b| b[..words.min(b.len())].to_vec());
+                    let history = sampler.history(&seen, token);
+                    seen.push(token);
+                    let want = sampler.want_chances(&history, bits.clone());
+                    let step = model.step(token, &want).await?;
+                    let chances = sampler.chances_of(&step, &history, bits.as_deref());
+                    let next = sampler.draw(&chances);
+                    if !take(&mut draft, next, chances, sampler)? {
+                        break;
+                    }
+                    token = next;
+                }
+            }
+        }
+        Ok(draft)
+    }
+}
+
+/// The tokens the reply's grammar allows next (`Constraint::allowed_bits`), none without one; the
+/// grammar's work is added to `mask_time`.
+fn allowed_now(
+    sampler: &mut Sampler,
+    n_vocab: u32,
+    mask_time: &mut Duration,
+) -> Result<Option<Vec<u32>>, Error> {
+    let Some(constraint) = &mut sampler.constraint else {
+        return Ok(None);
+    };
+    let start = Instant::now();
+    let bits = constraint.allowed_bits(n_vocab)?;
+    *mask_time += start.elapsed();
+    Ok(Some(bits))
+}

@@ -1,0 +1,80 @@
+//! A smaller model drafting for a larger one: it keeps a cache of its own, brought to the larger
+//! model's tokens before each draft, and decodes ahead of it one token at a time.
+
+use crate::engine::Engine;
+use crate::sampler::{SequenceStep, Want};
+use crate::tokenizer::Tokenizer;
+use crate::Error;
+
+pub struct DraftModel {
+    pub engine: Engine,
+    /// The tokens whose keys and values sit in the draft's cache, in order.
+    cached: Vec<u32>,
+}
+
+impl DraftModel {
+    /// A draft model for a model with tokenizer `target`: refused unless every token the draft
+    /// can propose is the same token of the model's vocabulary.
+    pub fn new(engine: Engine, draft: &Tokenizer, target: &Tokenizer) -> Result<DraftModel, Error> {
+        same_vocabulary(draft, target)?;
+        Ok(DraftModel {
+            engine,
+            cached: Vec::new(),
+        })
+    }
+
+    /// Brings the draft's cache to hold `tokens` but the last, reusing what it holds in common with
+    /// them. False where they do not fit its context with room to draft.
+    pub async fn catch_up(&mut self, tokens: &[u32]) -> Result<bool, Error> {
+        let Some((_, before)) = tokens.split_last() else {
+            return Ok(false);
+        };
+        if tokens.len() >= self.engine.n_ctx() as usize {
+            return Ok(false);
+        }
+        let common = (self.cached.iter().zip(before))
+            .take_while(|(a, b)| a == b)
+            .count();
+        let kept = self.engine.rewind(common as u32) as usize;
+        self.cached.truncate(kept);
+        self.engine.feed(&before[kept..]).await?;
+        self.cached.extend_from_slice(&before[kept..]);
+        Ok(true)
+    }
+
+    /// Runs `token` at the draft's next position and reads back what `want` asks after it.
+    pub async fn step(&mut self, token: u32, want: &Want) -> Result<SequenceStep, Error> {
+        let step = self.engine.step_wanted(&[token], want).await?;
+        self.cached.push(token);
+        Ok(step)
+    }
+
+    /// Room left in the draft's context.
+    pub fn room(&self) -> usize {
+        (self.engine.n_ctx() - self.engine.pos()) as usize
+    }
+}
+
+/// Refuses a draft whose vocabulary is not the model's: a token id the draft may propose that means
+/// another token to the model, or none. (A model with more tokens than its draft is fine.)
+pub fn same_vocabulary(draft: &Tokenizer, target: &Tokenizer) -> Result<(), Error> {
+    if draft.vocab_size() > target.vocab_size() {
+        return Err(Error::Model(format!(
+            "the draft model's vocabulary has {} tokens, the model's {}: token {} ({:?}) is the draft's alone",
+            draft.vocab_size(),
+            target.vocab_size(),
+            target.vocab_size(),
+            draft.token_text(target.vocab_size() as u32).unwrap_or(""),
+        )));
+    }
+    let differs =
+        (0..draft.vocab_size() as u32).find(|&id| draft.token_text(id) != target.token_text(id));
+    if let Some(id) = differs {
+        return Err(Error::Model(format!(
+            "the draft model's vocabulary differs from the model's at token {id}: {:?} in the draft, {:?} in the model",
+            draft.token_text(id).unwrap_or(""),
+            target.token_text(id).unwrap_or(""),
+        )));
+    }
+    Ok(())
+}
