@@ -7,7 +7,7 @@
 
 mod draft_model;
 mod lookup;
-pub use draft_model::DraftModel;
+pub use draft_model::{same_vocabulary, DraftModel};
 pub use lookup::propose as lookup;
 
 /// Where a step's draft comes from.

@@ -197,12 +197,12 @@ fn a_parallel_steps_shapes_are_tuned_too() {
             tokens: t,
         })
         .collect();
-    let wants = vec![wick::engine::Want::Logits; 4];
+    let wants = vec![wick::sampler::Want::Logits; 4];
     let rows = |engine: &mut Engine| -> Vec<f32> {
         let steps = engine.step_parallel(&segments, &wants).block_on().unwrap();
         (steps.into_iter())
             .flat_map(|s| match s {
-                wick::engine::SequenceStep::Logits(row) => row,
+                wick::sampler::SequenceStep::Logits(row) => row,
                 other => panic!("logits were asked for, not {other:?}"),
             })
             .collect()

@@ -1,0 +1,293 @@
+//! Speculative decoding: replies with a draft equal replies without (greedy, token for token, with
+//! the model's log-probabilities), a sampled draft's kept tokens follow the model's distribution,
+//! and a draft model of another vocabulary is refused.
+
+mod common;
+
+use common::gpu;
+use pollster::FutureExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use wick::engine::{Engine, LoadOptions};
+use wick::gguf::{read_header, FileSource, GgmlType};
+use wick::gpu::Gpu;
+use wick::grammar::Grammar;
+use wick::reply::Reply;
+use wick::sampler::{Sampler, SamplerConfig, TokenLogProb};
+use wick::session::Session;
+use wick::speculate::{DraftModel, Drafter, Speculation};
+use wick::tokenizer::Tokenizer;
+
+/// Tokens a check runs: the token picked last and up to 4 drafted.
+const CHECK: u32 = 5;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+fn session(gpu: &Arc<Gpu>, file: &Path, check_tokens: u32) -> Session {
+    let source = FileSource::open(file).unwrap();
+    let options = LoadOptions {
+        n_ctx: 256,
+        batch: 16,
+        check_tokens,
+        ..Default::default()
+    };
+    Session::load(gpu.clone(), &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap()
+}
+
+/// A greedy reply of `n` tokens with each token's log-probability and its two likeliest.
+fn reply(s: &mut Session, prompt: &[u32], n: usize) -> (Vec<u32>, Vec<TokenLogProb>) {
+    let mut sampler = Sampler::new(SamplerConfig::greedy());
+    sampler.log_probs = Some(2);
+    let c = s
+        .complete(prompt, Reply::new(n, &[]), &mut sampler, &mut |_| true)
+        .block_on()
+        .unwrap();
+    (c.tokens, c.log_probs)
+}
+
+/// The speculating reply equals the plain one token for token, with the same log-probabilities,
+/// up to the first near tie in the plain one (where the two runs' sums in other orders may pick
+/// either token; llama.cpp's own backends part there too).
+fn assert_same_reply(
+    name: &str,
+    plain: &(Vec<u32>, Vec<TokenLogProb>),
+    spec: &(Vec<u32>, Vec<TokenLogProb>),
+) {
+    for (i, (a, b)) in plain.1.iter().zip(&spec.1).enumerate() {
+        let gap = a.top[0].1 - a.top.get(1).map_or(f32::NEG_INFINITY, |t| t.1);
+        if a.token != b.token {
+            assert!(
+                gap < 1e-3,
+                "{name}: token {i} is {} with a draft, {} without (gap {gap})",
+                b.token,
+                a.token
+            );
+            return;
+        }
+        assert!(
+            (a.log_prob - b.log_prob).abs() < 2e-3,
+            "{name}: token {i}'s log-probability {} against {}",
+            b.log_prob,
+            a.log_prob
+        );
+    }
+    assert_eq!(plain.0.len(), spec.0.len(), "{name}: reply lengths");
+}
+
+/// `file` requantized to Q4_0 in a temporary file: a draft close to the model but not the same.
+fn requantized(file: &Path) -> PathBuf {
+    let name = file.file_stem().unwrap().to_string_lossy();
+    let out = std::env::temp_dir().join(format!("wick-draft-{}-{name}.gguf", std::process::id()));
+    let source = FileSource::open(file).unwrap();
+    wick::quantize::quantize_model(&source, &out, GgmlType::Q4_0, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    out
+}
+
+/// A draft model for session `s` from `file`.
+fn draft_model(gpu: &Arc<Gpu>, file: &Path, s: &Session) -> DraftModel {
+    let source = FileSource::open(file).unwrap();
+    let header = read_header(&source).block_on().unwrap();
+    let tokenizer = Tokenizer::from_gguf(&header).unwrap();
+    let options = LoadOptions {
+        n_ctx: 256,
+        batch: 16,
+        ..Default::default()
+    };
+    let engine = Engine::load_with_header(gpu.clone(), header, &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    DraftModel::new(engine, &tokenizer, &s.tokenizer).unwrap()
+}
+
+#[test]
+fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
+    let Some(gpu) = gpu() else { return };
+    let files = [
+        "tests/data/random-llama3.gguf",
+        "tests/data/random-llama-q4_k_m.gguf",
+        "tests/data/random-qwen3.gguf",
+        "tests/data/random-phi3.gguf",
+        "tests/data/random-gemma2.gguf",
+        "tests/data/random-gemma4-q8_0.gguf",
+        "tests/data/random-qwen35-q8_0.gguf",
+        "tests/data/random-qwen3moe-q8_0.gguf",
+        "tests/data/random-qwen35moe-q8_0.gguf",
+        "tests/data/random-gpt-oss-q8_0.gguf",
+        "tests/data/random-deepseek2-dense-q0.gguf",
+        "tests/data/random-deepseek2-moe-softmax.gguf",
+    ];
+    // A prompt that repeats itself, so that lookup may find drafts.
+    let prompt: Vec<u32> = (0..36u32).map(|i| (i % 9) * 37 + 11).collect();
+    for name in files {
+        let file = data(name);
+        let plain = reply(&mut session(&gpu, &file, 0), &prompt, 40);
+
+        let mut s = session(&gpu, &file, CHECK);
+        s.speculation = Some(Speculation::new(Drafter::Lookup, CHECK as usize - 1));
+        let lookup = reply(&mut s, &prompt, 40);
+        eprintln!(
+            "{name}, lookup: {:?}",
+            s.speculation.as_ref().unwrap().stats
+        );
+        assert_same_reply(name, &plain, &lookup);
+
+        let draft_file = requantized(&file);
+        let draft = draft_model(&gpu, &draft_file, &s);
+        std::fs::remove_file(&draft_file).ok();
+        s.speculation = Some(Speculation::new(
+            Drafter::Model(Box::new(draft)),
+            CHECK as usize - 1,
+        ));
+        let drafted = reply(&mut s, &prompt, 40);
+        let stats = s.speculation.as_ref().unwrap().stats;
+        eprintln!("{name}, a Q4_0 draft: {stats:?}");
+        assert!(stats.checks > 0, "{name}: no draft was checked");
+        assert_same_reply(name, &plain, &drafted);
+        // The session goes on from what it kept: a second turn is as a fresh session's.
+        let mut next = [prompt.clone(), drafted.0.clone(), vec![5, 6, 7]].concat();
+        next.truncate(120);
+        let fresh = reply(&mut session(&gpu, &file, 0), &next, 12);
+        let again = reply(&mut s, &next, 12);
+        assert_same_reply(name, &fresh, &again);
+    }
+}
+
+#[test]
+fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
+    let Some(gpu) = gpu() else { return };
+    let target = common::model_path();
+    let draft_path = requantized(&target);
+    let mut plain = session(&gpu, &target, 0);
+    let prompt = plain.tokenize_prompt(
+        "<|im_start|>user\nList the planets of the solar system, one a line.<|im_end|>\n<|im_start|>assistant\n",
+    );
+    let want = reply(&mut plain, &prompt, 48);
+    let mut s = session(&gpu, &target, CHECK);
+    let draft = draft_model(&gpu, &draft_path, &s);
+    s.speculation = Some(Speculation::new(
+        Drafter::Model(Box::new(draft)),
+        CHECK as usize - 1,
+    ));
+    let got = reply(&mut s, &prompt, 48);
+    let stats = s.speculation.as_ref().unwrap().stats;
+    eprintln!(
+        "draft model: {stats:?}, {:.2} tokens a check",
+        stats.tokens_per_check()
+    );
+    assert!(
+        stats.accepted > 0 && stats.accepted < stats.proposed,
+        "{stats:?}"
+    );
+    assert_same_reply("smollm2 with a draft", &want, &got);
+    std::fs::remove_file(&draft_path).ok();
+
+    // A JSON reply: the draft proposes within the grammar, the reply is as without a draft.
+    let json = |s: &mut Session| {
+        let mut sampler = Sampler::new(SamplerConfig::greedy());
+        sampler.constraint = Some(s.constraint(&Grammar::JsonObject).unwrap());
+        let prompt = s.tokenize_prompt(
+            "<|im_start|>user\nGive a JSON object with the name and age of a person.<|im_end|>\n<|im_start|>assistant\n",
+        );
+        let c = s
+            .complete(&prompt, Reply::new(40, &[]), &mut sampler, &mut |_| true)
+            .block_on()
+            .unwrap();
+        c.text
+    };
+    let plain_json = json(&mut plain);
+    let before = s.speculation.as_ref().unwrap().stats.checks;
+    assert_eq!(json(&mut s), plain_json);
+    assert!(s.speculation.as_ref().unwrap().stats.checks > before);
+}
+
+#[test]
+fn a_draft_model_of_another_vocabulary_is_refused_naming_the_token() {
+    let tokenizer = |path: &Path| {
+        let header = read_header(&FileSource::open(path).unwrap())
+            .block_on()
+            .unwrap();
+        Tokenizer::from_gguf(&header).unwrap()
+    };
+    let smollm2 = tokenizer(&common::model_path());
+    let qwen = tokenizer(&data("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
+    assert!(wick::speculate::same_vocabulary(&smollm2, &smollm2).is_ok());
+    let e = wick::speculate::same_vocabulary(&smollm2, &qwen)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("differs from the model's at token 0"), "{e}");
+    // A draft with more tokens than the model could propose one the model does not have.
+    let e = wick::speculate::same_vocabulary(&qwen, &smollm2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("token 49152"), "{e}");
+}
+
+/// Pearson's chi-square of `counts` against `chances` (counts of draws, chances summing to 1).
+fn chi_square(counts: &[(u32, u32)], chances: &[(u32, f32)], draws: u32) -> f64 {
+    chances
+        .iter()
+        .map(|&(id, p)| {
+            let seen = counts.iter().find(|c| c.0 == id).map_or(0, |c| c.1) as f64;
+            let expected = p as f64 * draws as f64;
+            (seen - expected).powi(2) / expected
+        })
+        .sum()
+}
+
+#[test]
+fn judged_drafts_follow_the_models_distribution() {
+    // The model's chances and two drafts': another distribution over some of the same tokens and
+    // one the model never picks, and lookup's certainty of one token.
+    let p = vec![(3, 0.4), (7, 0.25), (1, 0.2), (9, 0.1), (4, 0.05)];
+    let drafts = [
+        vec![(7, 0.5), (3, 0.1), (8, 0.3), (4, 0.1)],
+        vec![(9, 1.0)],
+        vec![(8, 1.0)],
+    ];
+    const DRAWS: u32 = 20_000;
+    // 99.9% of chi-square with 4 degrees of freedom.
+    const LIMIT: f64 = 18.47;
+    for q in &drafts {
+        let mut counts: Vec<(u32, u32)> = Vec::new();
+        let mut kept = 0;
+        for seed in 0..DRAWS as u64 {
+            let mut sampler = Sampler::new(SamplerConfig {
+                seed,
+                ..Default::default()
+            });
+            let proposed = sampler.draw(q);
+            let judged = sampler.judge(&p, q, proposed);
+            kept += judged.is_none() as u32;
+            let token = judged.unwrap_or(proposed);
+            match counts.iter_mut().find(|c| c.0 == token) {
+                Some(c) => c.1 += 1,
+                None => counts.push((token, 1)),
+            }
+        }
+        assert!(
+            counts.iter().all(|c| p.iter().any(|t| t.0 == c.0)),
+            "a token the model never picks: {counts:?}"
+        );
+        let x2 = chi_square(&counts, &p, DRAWS);
+        assert!(
+            x2 < LIMIT,
+            "draft {q:?}: chi-square {x2:.1}, counts {counts:?}"
+        );
+        // The chance a draft stands is the overlap of the two: sum of min(p, q).
+        let overlap: f32 = p
+            .iter()
+            .map(|&(id, pc)| q.iter().find(|t| t.0 == id).map_or(0.0, |t| t.1.min(pc)))
+            .sum();
+        let rate = kept as f32 / DRAWS as f32;
+        assert!(
+            (rate - overlap).abs() < 0.015,
+            "kept {rate}, overlap {overlap}"
+        );
+    }
+}
