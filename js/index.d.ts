@@ -4,9 +4,10 @@
  * came from the browser's cache, the rest from the network); 'gpu': bytes in GPU memory; 'warning':
  * something the user should know (`message`), the load goes on. After `Wick.load` resolves, 'tuning':
  * candidate kernel shapes timed (`loaded`) of those to time (`total`), and matvec shapes done
- * (`shapesDone`) of `shapes`. */
+ * (`shapesDone`) of `shapes`. With a `draft` model, 'draft-download' and 'draft-gpu' say the same of it,
+ * after the model's. */
 export interface LoadProgress {
-  phase: 'download' | 'gpu' | 'tuning' | 'warning';
+  phase: 'download' | 'gpu' | 'draft-download' | 'draft-gpu' | 'tuning' | 'warning';
   loaded: number;
   total: number;
   fromCache?: number;
@@ -38,6 +39,16 @@ export interface LoadOptions {
   /** How embeddings pool the tokens' states. An embedding model's file names its own (used when this
    * is absent); a chat model makes embeddings only where this names one. */
   pooling?: 'mean' | 'cls' | 'last';
+  /** Speculative decoding with a draft model: a smaller GGUF (URL or File / Blob) with this model's
+   * vocabulary (another vocabulary is refused, naming the first token that differs). It proposes the
+   * next few tokens and the model checks them in one step; replies are as without (greedy: token for
+   * token; sampled: the same distribution). */
+  draft?: string | Blob;
+  /** Speculative decoding with no second model: drafts from the prompt and the reply so far (where the
+   * last tokens stood before, what followed them). Not with `draft`. */
+  lookup?: boolean;
+  /** Tokens a step proposes at most, 1 to 31 (default 6; fewer while drafts fall). */
+  draftMax?: number;
 }
 
 /** OpenAI's embeddings request. */
@@ -225,6 +236,8 @@ export interface EngineStats {
   stepMs: StepMs | null;
   /** The worker's wasm heap, which never holds the model. */
   wasmMemoryBytes: number;
+  /** Where the model speculates (`draft`, `lookup`): what its checks so far proposed and kept. */
+  speculation: { checks: number; proposed: number; accepted: number; tokensPerCheck: number } | null;
 }
 
 export interface StepMs {

@@ -108,11 +108,26 @@ export class Wick {
    * the rest. `featureLevel` 'compatibility' takes a WebGPU compatibility-mode adapter even where a
    * core one exists; by default core is taken, and compatibility mode where the browser offers only it.
    * `pooling` ('mean', 'cls' or 'last') makes embeddings of a chat model; an embedding model's file
-   * names its own.
+   * names its own. Speculative decoding: `draft` (a URL or File / Blob) loads a smaller model with the
+   * same vocabulary beside this one, which proposes up to `draftMax` tokens (6 unless told) for the model
+   * to check in one step (its load reports phases 'draft-download' and 'draft-gpu'); `lookup: true`
+   * proposes them from the prompt and the reply so far instead. Replies are as without: greedy, token for
+   * token; sampled, from the same distribution.
    */
   static async load(
     source,
-    { onProgress, signal, nCtx = 2048, dropOldTurns = false, tune = true, featureLevel = 'core', pooling } = {},
+    {
+      onProgress,
+      signal,
+      nCtx = 2048,
+      dropOldTurns = false,
+      tune = true,
+      featureLevel = 'core',
+      pooling,
+      draft,
+      draftMax = 6,
+      lookup = false,
+    } = {},
   ) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
       throw new TypeError('Wick.load takes a model URL or a File / Blob');
@@ -126,13 +141,26 @@ export class Wick {
     if (featureLevel !== 'core' && featureLevel !== 'compatibility') {
       throw new TypeError(`featureLevel is 'core' or 'compatibility', not ${JSON.stringify(featureLevel)}`);
     }
+    if (draft !== undefined && typeof draft !== 'string' && !(draft instanceof Blob)) {
+      throw new TypeError('draft is a model URL or a File / Blob');
+    }
+    if (draft !== undefined && lookup) throw new TypeError('draft and lookup: one or the other');
+    if (!Number.isInteger(draftMax) || draftMax < 1 || draftMax > 31) {
+      throw new TypeError(`draftMax is a whole number from 1 to 31, not ${JSON.stringify(draftMax)}`);
+    }
     const url = typeof source === 'string' ? new URL(source, location.href).href : source;
+    const draftUrl = typeof draft === 'string' ? new URL(draft, location.href).href : draft;
+    const speculation = draft !== undefined || lookup ? { draft: draftUrl, draftMax, lookup } : null;
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     const channel = new Channel(worker);
     let stats;
     try {
       stats = await channel.request(
-        { type: 'load', source: url, options: { nCtx, dropOldTurns, featureLevel, pooling, tuning: keptTuning() } },
+        {
+          type: 'load',
+          source: url,
+          options: { nCtx, dropOldTurns, featureLevel, pooling, tuning: keptTuning(), speculation },
+        },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },
       );
     } catch (e) {

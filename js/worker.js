@@ -89,11 +89,18 @@ async function loadModel(id, { source, options }) {
             onWarning: (message) => progress('warning', 0, 0, { message }),
           })
         : fileReader(source, controller.signal);
-    const { nCtx, dropOldTurns, tuning, pooling } = options;
+    const { nCtx, dropOldTurns, tuning, pooling, speculation } = options;
     const level = await chooseFeatureLevel(options.featureLevel);
-    const loaded = await load(reader, { nCtx, dropOldTurns, tuning, pooling }, (loaded, total) =>
+    const checkTokens = speculation ? speculation.draftMax + 1 : undefined;
+    const loaded = await load(reader, { nCtx, dropOldTurns, tuning, pooling, checkTokens }, (loaded, total) =>
       progress('gpu', loaded, total),
     );
+    try {
+      await speculate(loaded, speculation, controller.signal, progress);
+    } catch (e) {
+      loaded.free();
+      throw e;
+    }
     model?.free();
     model = loaded;
     featureLevel = level;
@@ -107,6 +114,22 @@ async function loadModel(id, { source, options }) {
     loads.delete(id);
     aborted.delete(id);
   }
+}
+
+/** Sets `model` speculating as `speculation` says ({ draft, draftMax, lookup }), if at all. */
+async function speculate(model, speculation, signal, progress) {
+  if (!speculation) return;
+  const { draft, draftMax, lookup } = speculation;
+  if (lookup) return model.lookup(draftMax);
+  const reader =
+    typeof draft === 'string'
+      ? await urlReader(draft, {
+          signal,
+          onDownload: (loaded, total, fromCache) => progress('draft-download', loaded, total, { fromCache }),
+          onWarning: (message) => progress('warning', 0, 0, { message }),
+        })
+      : fileReader(draft, signal);
+  await model.draft(reader, draftMax, (loaded, total) => progress('draft-gpu', loaded, total));
 }
 
 /**

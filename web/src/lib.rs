@@ -20,6 +20,7 @@ use wick::session::{Overflow, Session};
 use wick::tools::{Call, ToolUse};
 
 mod embeddings;
+mod speculate;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -151,6 +152,8 @@ struct LoadRequest {
     tuning: Option<String>,
     /// How embeddings pool ("mean", "cls", "last"); absent: as the file says (a chat model's says none).
     pooling: Option<String>,
+    /// Tokens a speculative step checks at once (a draft's and the token before it); absent: none.
+    check_tokens: Option<u32>,
 }
 
 /// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
@@ -183,6 +186,7 @@ pub async fn load(
     let load = LoadOptions {
         n_ctx: options.n_ctx.unwrap_or(LoadOptions::default().n_ctx),
         pooling,
+        check_tokens: options.check_tokens.unwrap_or(0),
         ..Default::default()
     };
     let mut progress = |done: u64, total: u64| {
@@ -302,6 +306,18 @@ struct Stats {
     step_ms: Option<StepMs>,
     /// The wasm heap: it holds one piece of a tensor at a time, never the model.
     wasm_memory_bytes: f64,
+    /// Where the model speculates (`Model::draft`, `Model::lookup`): what its checks so far kept.
+    speculation: Option<Speculated>,
+}
+
+/// What a speculating model's checks proposed and kept, over its replies so far.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Speculated {
+    checks: u64,
+    proposed: u64,
+    accepted: u64,
+    tokens_per_check: f64,
 }
 
 /// A loaded model with its KV cache.
@@ -474,6 +490,12 @@ impl Model {
                 .buffer()
                 .unchecked_into::<js_sys::ArrayBuffer>()
                 .byte_length() as f64,
+            speculation: session.speculation.as_ref().map(|s| Speculated {
+                checks: s.stats.checks,
+                proposed: s.stats.proposed,
+                accepted: s.stats.accepted,
+                tokens_per_check: s.stats.tokens_per_check(),
+            }),
         };
         Ok(serde_wasm_bindgen::to_value(&stats)?)
     }

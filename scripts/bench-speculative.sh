@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Decode speed with and without speculative decoding, greedy, on three kinds of prompt (code, chat,
+# a JSON schema) and a code edit for lookup drafting: `wick run`'s stats lines, each run alternated
+# with its baseline. MODEL and DRAFT name the pair (default: Qwen2.5-Coder-1.5B drafted by 0.5B,
+# `scripts/fetch-model.sh qwen2.5-coder qwen2.5-coder-1.5b`); N tokens a reply (default 64).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=${MODEL:-models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf}
+draft=${DRAFT:-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}
+n=${N:-64}
+wick=target/release/wick
+chat() { printf '<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n' "$1"; }
+code=$(chat 'Write a Python function that returns the n-th Fibonacci number iteratively.')
+talk=$(chat 'Why is the sky blue? Answer in two sentences.')
+schema='{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"city":{"type":"string"}},"required":["name","age","city"]}'
+json=$(chat 'Describe a fictional person as JSON with name, age and city.')
+edit=$(chat 'Rename the variable total to result in this function and return it unchanged otherwise:
+
+def add_numbers(first_value, second_value):
+    total = first_value + second_value
+    print("adding", first_value, "and", second_value)
+    return total')
+run() { "$wick" run -m "$model" -n "$n" --temp 0 "$@" 2>&1 >/dev/null | grep -E 'generated|checks'; }
+for kind in code talk json; do
+  prompt=${!kind}
+  extra=(); [ $kind = json ] && extra=(-j "$schema")
+  echo "== $kind, no draft"; run -p "$prompt" "${extra[@]}"
+  echo "== $kind, --draft"; run -p "$prompt" "${extra[@]}" --draft "$draft"
+done
+echo "== edit, no draft"; run -p "$edit"
+echo "== edit, --lookup"; run -p "$edit" --lookup
