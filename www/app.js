@@ -20,7 +20,8 @@ function setLoading(controller) {
   $('model-file').disabled = Boolean(loading);
 }
 
-async function loadModel(source) {
+/** Loads `source`, with the draft model at `draft` (a URL) proposing tokens for it where one is given. */
+async function loadModel(source, draft) {
   showError(null);
   $('consent').hidden = true;
   $('models').open = false; // the choice is made: the progress and Cancel show under the top bar
@@ -38,7 +39,8 @@ async function loadModel(source) {
   // The file's bytes arrive a few pieces ahead of the GPU upload: one line says both.
   let download = '';
   let gpu = '';
-  const show = () => ($('progress-text').textContent = [download, gpu].filter(Boolean).join(' · '));
+  let drafting = '';
+  const show = () => ($('progress-text').textContent = [download, gpu, drafting].filter(Boolean).join(' · '));
   const onProgress = (p) => {
     if (p.phase === 'warning') return showError(p.message);
     if (p.phase === 'tuning') return showTuning(p);
@@ -47,10 +49,15 @@ async function loadModel(source) {
       gpu = `${megabytes(p.loaded)} of ${megabytes(p.total)} in GPU memory`;
       $('progress').value = p.total ? p.loaded / p.total : 0;
     }
+    if (p.phase === 'draft-download' || p.phase === 'draft-gpu') {
+      drafting = `draft: ${megabytes(p.loaded)} of ${megabytes(p.total)}` + (p.phase === 'draft-gpu' ? ' in GPU memory' : '');
+      $('progress').value = p.total ? p.loaded / p.total : 0;
+    }
     show();
   };
   try {
-    const loaded = await Wick.load(source, { onProgress, signal: loading.signal, featureLevel: FEATURE_LEVEL });
+    const options = { onProgress, signal: loading.signal, featureLevel: FEATURE_LEVEL };
+    const loaded = await Wick.load(source, draft ? { ...options, draft } : options);
     engine = loaded;
     tuningStarted = performance.now();
     loaded.tuned.then((result) => showTuned(result, loaded));
@@ -58,7 +65,8 @@ async function loadModel(source) {
     // The figures of the load itself: stats() would wait for the tuning step under way.
     const file = engine.model.split('/').pop();
     $('model-name').textContent = CATALOG.find((entry) => entry.file === file)?.name ?? file;
-    $('adapter').textContent = `${file} on ${engine.info.adapter}`;
+    const drafter = draft && (CATALOG.find((entry) => entry.file === draft.split('/').pop())?.name ?? draft);
+    $('adapter').textContent = `${file} on ${engine.info.adapter}` + (drafter ? `, drafted by ${drafter}` : '');
     $('adapter').title = $('adapter').textContent;
     $('progress-text').textContent += ' · ready';
     // The load's figures stay in the progress line, out of sight: the chat needs the room.
@@ -134,6 +142,17 @@ function renderCatalog(cached) {
     const text = document.createElement('div');
     text.append(name, facts, source);
     li.append(text, load);
+    // A smaller model of the same vocabulary drafts the next tokens, which this one checks several at
+    // a time: the same replies, sooner where the GPU reads weights faster than it computes.
+    const drafter = entry.draft && CATALOG.find((other) => other.file === entry.draft);
+    if (drafter) {
+      const both = button('Load with draft', () => loadModel(url, modelUrl(drafter)));
+      both.title = `${drafter.name} drafts for it (${megabytes(drafter.bytes)} more)`;
+      both.dataset.file = entry.file;
+      both.dataset.draft = drafter.file;
+      both.disabled = Boolean(loading);
+      li.append(both);
+    }
     return li;
   });
   $('catalog').replaceChildren(...items);

@@ -2,6 +2,8 @@
 // where it is published; a mirror base URL (a setting kept in localStorage) serves the same files from
 // elsewhere. By default that is the repo's models/ folder, which scripts/start-web.sh serves beside the
 // page, so a local setup loads without the network; an empty setting downloads from Hugging Face.
+// `draft` names the catalog file of a smaller model with the same vocabulary that can draft for it
+// (speculative decoding: the page offers to load the pair).
 
 export const CATALOG = [
   {
@@ -30,6 +32,16 @@ export const CATALOG = [
     file: 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf',
     bytes: 491_400_064,
     url: 'https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf',
+  },
+  {
+    name: 'Qwen2.5 Coder 1.5B Instruct',
+    family: 'qwen2',
+    quant: 'Q4_K_M',
+    license: 'Apache-2.0',
+    file: 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf',
+    bytes: 1_117_320_768,
+    url: 'https://huggingface.co/Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf',
+    draft: 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf',
   },
 ];
 

@@ -283,7 +283,12 @@ async function reply() {
 async function showStats() {
   const stats = await engine?.stats().catch(() => null);
   if (stats?.tokensPerSecond) {
-    $('toks').textContent = `${stats.tokensPerSecond.toFixed(1)} tok/s · ${stats.dispatchesPerToken} dispatches per token ·`;
+    const drafted = stats.speculation?.checks
+      ? ` · ${stats.speculation.tokensPerCheck.toFixed(2)} tokens a step (${stats.speculation.accepted} of ` +
+        `${stats.speculation.proposed} drafted kept)`
+      : '';
+    $('toks').textContent =
+      `${stats.tokensPerSecond.toFixed(1)} tok/s · ${stats.dispatchesPerToken} dispatches per token${drafted} ·`;
   }
 }
 

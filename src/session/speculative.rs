@@ -44,13 +44,19 @@ impl Session {
         let room = (self.engine.n_ctx() - self.engine.pos()) as usize;
         let most = (self.engine.check_tokens() as usize).min(room);
         let n = speculation.size().min(most.saturating_sub(1));
+        let start = Instant::now();
         let draft = match n {
             0 => Draft::default(),
             n => self.draft(id, n, sampler, speculation).await?,
         };
+        let drafting = start.elapsed().as_secs_f64();
         if draft.tokens.is_empty() {
-            return Ok(vec![self.step(&[id], sampler).await?]);
+            let start = Instant::now();
+            let picked = self.step(&[id], sampler).await?;
+            speculation.record_step(start.elapsed().as_secs_f64());
+            return Ok(vec![picked]);
         }
+        let start = Instant::now();
         let rows: Vec<u32> = [id]
             .into_iter()
             .chain(draft.tokens.iter().copied())
@@ -90,11 +96,12 @@ impl Session {
             }
             stood += 1;
         }
-        speculation.record(draft.tokens.len(), stood);
         // The cache keeps the rows whose successors were picked: the token run last, and the
         // drafted tokens that stood (the last token picked runs in the next step).
         self.engine.keep_checked(picked.len()).await?;
         self.cached.extend_from_slice(&rows[..picked.len()]);
+        let checking = start.elapsed().as_secs_f64();
+        speculation.record_check(draft.tokens.len(), stood, drafting, checking);
         Ok(picked)
     }
 

@@ -402,14 +402,20 @@ test('the chat page as a user has it: markdown, two conversations kept over a re
   // Tuning would share the CPU with the replies; it has its own tests.
   await page.evaluate(() => window.wickEngine.stopTuning());
 
-  // The catalog: three families, the default first, from the mirror (models/ here) or their public URLs.
+  // The catalog: three families (four models), the default first, from the mirror (models/ here) or their public URLs.
   await openModels(page);
   const sources = () => page.locator('#catalog a.source').evaluateAll((links) => links.map((a) => a.href));
   assert.deepEqual(await sources(), [
     `${base}/models/SmolLM2-135M-Instruct.Q4_1.gguf`,
     `${base}/models/gemma-3-270m-q4_k_m.gguf`,
     `${base}/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf`,
+    `${base}/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`,
   ]);
+  // The pair the catalog names: the 1.5B may be loaded with the 0.5B drafting for it.
+  assert.equal(
+    await page.getAttribute('#catalog button[data-draft]', 'data-draft'),
+    'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf',
+  );
   assert.match(await page.textContent('#catalog'), /llama · Q4_1 · 98\.4 MB · Apache-2\.0 · in this browser.*gemma3.*qwen2/);
   const mirror = await page.inputValue('#mirror');
   await page.fill('#mirror', '');

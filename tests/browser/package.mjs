@@ -406,6 +406,42 @@ test('tools: the default model calls a function, plain and streamed, and takes i
   assert.ok(result.back.message.content || result.back.message.tool_calls?.length);
 });
 
+test('speculative decoding: a draft model or lookup proposes, the replies are those without; another vocabulary is refused', async () => {
+  const result = await app.evaluate(async (adapter) => {
+    const { Wick } = await import('wick-llm');
+    const model = '/models/SmolLM2-135M-Instruct.Q4_1.gguf';
+    const body = {
+      messages: [{ role: 'user', content: 'Repeat after me, twice: the quick brown fox jumps over the lazy dog.' }],
+      temperature: 0,
+      max_tokens: 24,
+    };
+    const answer = async (options) => {
+      const phases = new Set();
+      const engine = await Wick.load(model, { ...adapter, tune: false, nCtx: 256, onProgress: (p) => phases.add(p.phase), ...options });
+      const r = await engine.chat.completions.create(body);
+      const stats = await engine.stats();
+      await engine.unload();
+      return { text: r.choices[0].message.content, speculation: stats.speculation, phases: [...phases].sort() };
+    };
+    const plain = await answer({});
+    const lookup = await answer({ lookup: true, draftMax: 4 });
+    const drafted = await answer({ draft: model, draftMax: 3 });
+    const refused = await Wick.load(model, { ...adapter, tune: false, nCtx: 256, draft: '../tiny.gguf' }).then(
+      () => 'loaded',
+      (e) => e.message,
+    );
+    return { plain, lookup, drafted, refused };
+  }, COMPAT);
+  const { plain, lookup, drafted, refused } = result;
+  assert.equal(plain.speculation, null);
+  assert.equal(lookup.text, plain.text);
+  assert.ok(lookup.speculation.checks > 0, JSON.stringify(lookup.speculation));
+  assert.equal(drafted.text, plain.text);
+  assert.ok(drafted.speculation.checks > 0 && drafted.speculation.accepted > 0, JSON.stringify(drafted.speculation));
+  assert.deepEqual(drafted.phases, ['download', 'draft-download', 'draft-gpu', 'gpu']);
+  assert.match(refused, /vocabulary/);
+});
+
 test('bad requests are refused with a clear message', async () => {
   const messages = await app.evaluate(async () => {
     const out = [];
