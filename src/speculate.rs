@@ -40,6 +40,19 @@ pub struct SpeculationStats {
     pub accepted: u64,
 }
 
+/// What speculation has measured on this adapter (`Speculation::measured`), in seconds.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// A plain step.
+    pub step: Option<f64>,
+    /// A check, by its rows.
+    pub checks: Vec<(usize, f64)>,
+    /// Drafting a token.
+    pub draft: Option<f64>,
+    /// The chance a drafted token stands, as estimated now.
+    pub stands: f64,
+}
+
 impl SpeculationStats {
     /// Tokens each check gave on average: those kept and the model's own after them.
     pub fn tokens_per_check(&self) -> f64 {
@@ -129,11 +142,30 @@ impl Speculation {
         }
     }
 
+    /// What has been measured so far, as the draft sizes are chosen by it.
+    pub fn measured(&self) -> Measured {
+        let c = &self.costs;
+        Measured {
+            step: c.step,
+            checks: (c.checks.iter().enumerate())
+                .filter_map(|(rows, t)| t.map(|t| (rows, t)))
+                .collect(),
+            draft: c.draft,
+            stands: self.stands(),
+        }
+    }
+
+    /// The chance a drafted token stands, from the decaying counts (none counted: even).
+    fn stands(&self) -> f64 {
+        let c = &self.costs;
+        (c.stood + 1.0) / (c.stood + c.fell + 2.0)
+    }
+
     /// The tokens a second a draft of `n` would give: the tokens it is expected to keep and the
     /// model's own after them, over the time to draft and check them.
     fn tokens_per_second(&self, n: usize, step: f64) -> f64 {
         let c = &self.costs;
-        let stands = (c.stood + 1.0) / (c.stood + c.fell + 2.0);
+        let stands = self.stands();
         let tokens: f64 = (0..=n).map(|i| stands.powi(i as i32)).sum();
         tokens / (self.check_time(n + 1, step) + n as f64 * c.draft.unwrap_or(0.0))
     }

@@ -68,8 +68,8 @@ pub fn main(args: RunArgs) -> Result<()> {
         c.gen_time.as_secs_f64(),
         c.tokens.len() as f64 / c.gen_time.as_secs_f64(),
     );
-    if let Some(s) = &session.speculation {
-        let s = s.stats;
+    if let Some(speculation) = &session.speculation {
+        let s = speculation.stats;
         eprintln!(
             "wick: {} checks of {} drafted tokens kept {} ({:.0}%): {:.2} tokens a step",
             s.checks,
@@ -77,6 +77,18 @@ pub fn main(args: RunArgs) -> Result<()> {
             s.accepted,
             100.0 * s.accepted as f64 / s.proposed.max(1) as f64,
             s.tokens_per_check(),
+        );
+        let m = speculation.measured();
+        let ms = |t: Option<f64>| t.map_or("-".to_string(), |t| format!("{:.1} ms", t * 1e3));
+        let checks: Vec<String> = (m.checks.iter())
+            .map(|&(rows, t)| format!("{rows} rows {}", ms(Some(t))))
+            .collect();
+        eprintln!(
+            "wick: measured: a step {}, checks of {}, a drafted token {}; a drafted token stands {:.0}% of the time",
+            ms(m.step),
+            checks.join(", "),
+            ms(m.draft),
+            100.0 * m.stands,
         );
     }
     if sampler.constraint.is_some() {
