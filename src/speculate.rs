@@ -77,13 +77,16 @@ struct Costs {
     /// estimate follows the text (a quote of the prompt, then free prose).
     stood: f64,
     fell: f64,
-    /// Plain steps since the last check.
+    /// Plain steps since the last check, and how many are taken before a draft is tried again.
     plain_steps: u32,
+    retry_after: u32,
 }
 
 /// After this many plain steps chosen as the cheaper, a draft is tried again: the text may have
-/// turned into something drafts get right.
+/// turned into something drafts get right. Each try that finds drafting still dearer doubles the
+/// wait, up to the most: a try costs a check, and a draft model's catching up on the tokens since.
 const RETRY_AFTER: u32 = 16;
+const RETRY_AFTER_MOST: u32 = 512;
 /// How much of the earlier measurements each new one leaves.
 const KEEP: f64 = 0.75;
 
@@ -101,6 +104,7 @@ impl Speculation {
                 stood: 0.0,
                 fell: 0.0,
                 plain_steps: 0,
+                retry_after: RETRY_AFTER,
             },
             stats: SpeculationStats::default(),
         }
@@ -132,14 +136,17 @@ impl Speculation {
             .map(|n| (n, self.tokens_per_second(n, step)))
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .expect("sizes from 1");
+        let c = &mut self.costs;
         if best.1 > 1.0 / step {
+            c.retry_after = RETRY_AFTER;
             return best.0;
         }
-        self.costs.plain_steps += 1;
-        match self.costs.plain_steps > RETRY_AFTER {
-            true => best.0,
-            false => 0,
+        c.plain_steps += 1;
+        if c.plain_steps <= c.retry_after {
+            return 0;
         }
+        c.retry_after = (2 * c.retry_after).min(RETRY_AFTER_MOST);
+        best.0
     }
 
     /// What has been measured so far, as the draft sizes are chosen by it.
@@ -240,14 +247,15 @@ mod tests {
         let mut s = measured(0.07, 0.05, 1);
         assert_eq!(s.size(), 0);
         assert!(measured(0.07, 0.05, 4).size() > 0);
-        // A plain step now and then gives way to a draft again.
-        let mut tries = 0;
-        for _ in 0..2 * RETRY_AFTER {
+        // A plain step now and then gives way to a draft again, less often each time it loses.
+        let mut tries = Vec::new();
+        for step in 0..8 * RETRY_AFTER {
             if s.size() > 0 {
-                tries += 1;
+                tries.push(step);
                 s.record_check(4, 1, 0.0, 0.07 + 4.0 * 0.05);
             }
         }
-        assert_eq!(tries, 1);
+        assert_eq!(tries.len(), 3, "{tries:?}");
+        assert!(tries[2] - tries[1] > tries[1] - tries[0], "{tries:?}");
     }
 }

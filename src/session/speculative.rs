@@ -102,6 +102,8 @@ impl Session {
         // The cache keeps the rows whose successors were picked: the token run last, and the
         // drafted tokens that stood (the last token picked runs in the next step).
         self.engine.keep_checked(picked.len()).await?;
+        // A recurrent state runs the kept tokens again, reading nothing back: a cost of the check.
+        self.engine.gpu.finished().await?;
         self.cached.extend_from_slice(&rows[..picked.len()]);
         let checking = start.elapsed().as_secs_f64();
         speculation.record_check(draft.tokens.len(), stood, drafting, checking);

@@ -59,6 +59,8 @@ impl DraftModel {
         self.cached.truncate(kept);
         self.engine.feed(&before[kept..]).await?;
         self.cached.extend_from_slice(&before[kept..]);
+        // Fed runs read nothing back: wait for them here, or the first drafted token waits.
+        self.engine.gpu.finished().await?;
         // A recurrent state goes back to a snapshot, not to any position: keep one here, where the
         // next draft's tokens begin to differ at the earliest.
         self.engine.snapshot().await?;
