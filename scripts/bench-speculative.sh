@@ -20,7 +20,7 @@ def add_numbers(first_value, second_value):
     total = first_value + second_value
     print("adding", first_value, "and", second_value)
     return total')
-run() { "$wick" run -m "$model" -n "$n" --temp 0 "$@" 2>&1 >/dev/null | grep -E 'generated|checks'; }
+run() { "$wick" run -m "$model" -n "$n" --temp 0 "$@" 2>&1 >/dev/null | grep -E 'generated|checks|measured'; }
 for kind in code talk json; do
   prompt=${!kind}
   extra=(); [ $kind = json ] && extra=(-j "$schema")

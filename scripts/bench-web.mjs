@@ -12,7 +12,10 @@
 // file names). Needs `npm run build` (pkg/) and the model.
 // --greedy runs the greedy reply alone and prints its text and its tokens' bytes (to set against
 // `wick serve`'s for the same request, with `logprobs: true`), with the time the load took: for models too large to time every readback of.
+// --draft FILE or --lookup speculates (`Wick.load`'s draft and lookup) and times the greedy reply alone,
+// with what the checks kept.
 // Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile] [--greedy]
+//        [--draft FILE | --lookup]
 //        node scripts/bench-web.mjs MODEL --embed TEXTS.json [--pooling mean|cls|last] [--compat]
 
 import { chromium } from 'playwright-core';
@@ -37,11 +40,14 @@ const profiled = flag('--profile');
 const greedyOnly = flag('--greedy');
 const embedTexts = option('--embed', null);
 const pooling = option('--pooling', undefined);
+const draftFile = option('--draft', null);
+const lookup = flag('--lookup');
 if (args.length !== 1) {
   console.error('usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT]');
   process.exit(2);
 }
 const model = '/' + relative(ROOT, resolve(args[0]));
+const speculation = { ...(draftFile ? { draft: '/' + relative(ROOT, resolve(draftFile)) } : {}), ...(lookup ? { lookup } : {}) };
 
 const server = await serve({ root: ROOT, port: 0 });
 const base = `http://127.0.0.1:${server.address().port}`;
@@ -105,12 +111,16 @@ const allReadbacks = [
   ['choice among a JSON object grammar\'s tokens (greedy)', { temperature: 0, response_format: { type: 'json_object' } }],
 ];
 // The greedy reply alone, with its tokens' bytes (logprobs), to set against the native engine's.
-const readbacks = greedyOnly ? [['choice (greedy), its tokens', { temperature: 0, logprobs: true }]] : allReadbacks;
+const readbacks = greedyOnly
+  ? [['choice (greedy), its tokens', { temperature: 0, logprobs: true }]]
+  : draftFile || lookup
+    ? [[`choice (greedy), ${draftFile ? 'drafted by ' + draftFile : 'lookup drafts'}`, { temperature: 0 }]]
+    : allReadbacks;
 const { adapter, rows, profile, loadSeconds } = await page.evaluate(
-  async ({ model, tokens, rounds, prompt, readbacks, featureLevel, profiled }) => {
+  async ({ model, tokens, rounds, prompt, readbacks, featureLevel, profiled, speculation }) => {
     const { Wick } = await import('wick-llm');
     const loadStart = performance.now();
-    const engine = await Wick.load(model, { tune: false, nCtx: 512, featureLevel });
+    const engine = await Wick.load(model, { tune: false, nCtx: 512, featureLevel, ...speculation });
     const loadSeconds = (performance.now() - loadStart) / 1000;
     const rows = [];
     for (let round = 1; round <= rounds; round++) {
@@ -129,6 +139,7 @@ const { adapter, rows, profile, loadSeconds } = await page.evaluate(
           step: s.stepMs,
           text: reply.choices[0].message.content,
           tokenBytes: reply.choices[0].logprobs?.content.map((t) => t.bytes),
+          speculation: s.speculation,
         });
       }
     }
@@ -137,7 +148,7 @@ const { adapter, rows, profile, loadSeconds } = await page.evaluate(
     await engine.unload();
     return { adapter, rows, profile, loadSeconds };
   },
-  { model, tokens, rounds, prompt, readbacks, featureLevel: compat ? 'compatibility' : 'core', profiled },
+  { model, tokens, rounds, prompt, readbacks, featureLevel: compat ? 'compatibility' : 'core', profiled, speculation },
 );
 
 console.log(`${model} in headless Chromium on ${adapter}, default kernel shapes, "${prompt}", ${tokens} tokens at most\n`);
@@ -149,6 +160,11 @@ for (const r of rows) {
   console.log(`| ${[...cells, ...parts].join(' | ')} | ${r.bytes.toFixed(0)} |`);
 }
 console.log('\nrecord, submit, wait, other: ms per decode step after the prompt (see StepMs in index.d.ts)');
+for (const r of rows.filter((r) => r.speculation)) {
+  const s = r.speculation;
+  console.log(`round ${r.round}: ${s.checks} checks of ${s.proposed} drafted tokens kept ${s.accepted} (over the rounds so far), ` +
+    `${s.tokensPerCheck.toFixed(2)} tokens a check`);
+}
 if (greedyOnly) {
   console.log(`\nloaded in ${loadSeconds.toFixed(1)} s; the greedy replies:`);
   for (const r of rows) console.log(JSON.stringify(r.text), JSON.stringify(r.tokenBytes));
