@@ -100,8 +100,9 @@ pub struct Forward {
     /// Up to `hidden.plan.batch` tokens through the layers and the final norm, each token's state
     /// left for embeddings to pool. Only where the load asked for embeddings.
     pub hidden: Option<Hidden>,
-    /// One token of each of several sequences through the whole model: a decode step of parallel
-    /// requests. Only where the load asked for more than one sequence.
+    /// Tokens at places of their own through the whole model, each with its logits: a decode step of
+    /// parallel requests (a token of each sequence), or a speculative step's check (the tokens of one
+    /// sequence at consecutive positions). Only where the load asked for more than one row.
     pub parallel: Option<Parallel>,
     /// The position and tokens of the next run, written before each submit.
     pub step: StepInput,
