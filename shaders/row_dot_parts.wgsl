@@ -1,12 +1,12 @@
-// row_dot.wgsl's functions with each block shared by 16 threads: a row's TPR threads are TPR / 16
-// groups, group g taking blocks g, g + TPR / 16, ..., and thread `part` (0..15) of a group the 16
-// weights the dequant file's block_part16 gives it, which lie in x where part_x4 says. The 16
-// threads of a block read neighbouring words of it at once, which a GPU serves in few transactions,
-// where a thread walking a whole block (row_dot_blocks.wgsl) reads 144-210 bytes alone. Each thread
-// decodes the block's header (the same words for the 16). For the K-quants; needs TPR >= 16 and
-// TPR / 16 <= the row's blocks to keep every thread busy.
+// row_dot.wgsl's functions with each block shared by PARTS threads (16 for the K-quants' 256-weight
+// blocks, 4 for the 32-weight ones): a row's TPR threads are TPR / PARTS groups, group g taking blocks
+// g, g + TPR / PARTS, ..., and thread `part` of a group the 4 PART_X4 weights the dequant file's
+// block_part gives it, which lie in x where part_x4 says. The threads of a block read neighbouring
+// words of it at once, which a GPU serves in few transactions, where a thread walking a whole block
+// (row_dot.wgsl, row_dot_blocks.wgsl) reads 18-210 bytes alone. Each thread decodes the block's header
+// (the same words for all). Needs TPR >= PARTS and TPR / PARTS <= the row's blocks to keep every
+// thread busy.
 
-const PARTS: u32 = 16u;
 // vec4s of x a block covers.
 const BLOCK_X4: u32 = BLOCK_LEN / 4u;
 
@@ -15,9 +15,9 @@ fn row_dot(base: u32, x0: u32, cols: u32, lane: u32) -> f32 {
     var acc = 0.0;
     for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
         let b = base + blk * BLOCK_BYTES;
-        let w = block_part16(block_at(b), b, part);
+        let w = block_part(b, part);
         let xs = x0 + blk * BLOCK_X4;
-        for (var j = 0u; j < 4u; j++) {
+        for (var j = 0u; j < PART_X4; j++) {
             acc += dot(w[j], X[xs + part_x4(part, j)]);
         }
     }
@@ -30,10 +30,10 @@ fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f3
     for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
         let b0 = base + blk * BLOCK_BYTES;
         let b1 = b0 + row_bytes;
-        let w0 = block_part16(block_at(b0), b0, part);
-        let w1 = block_part16(block_at(b1), b1, part);
+        let w0 = block_part(b0, part);
+        let w1 = block_part(b1, part);
         let xs = x0 + blk * BLOCK_X4;
-        for (var j = 0u; j < 4u; j++) {
+        for (var j = 0u; j < PART_X4; j++) {
             let x = X[xs + part_x4(part, j)];
             acc += vec2<f32>(dot(w0[j], x), dot(w1[j], x));
         }
@@ -50,9 +50,9 @@ fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> 
     for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
         let b0 = base + blk * BLOCK_BYTES;
         let b1 = b0 + row_bytes;
-        let w0 = block_part16(block_at(b0), b0, part);
-        let w1 = block_part16(block_at(b1), b1, part);
-        for (var j = 0u; j < 4u; j++) {
+        let w0 = block_part(b0, part);
+        let w1 = block_part(b1, part);
+        for (var j = 0u; j < PART_X4; j++) {
             let xs = x0 + vec4<u32>(blk * BLOCK_X4 + part_x4(part, j));
             let x = X[xs.x];
             let y = X[xs.y];

@@ -484,8 +484,9 @@ fn check_swiglu_block(
 }
 
 /// Every kernel shape tuning may choose for a matvec (workgroup, threads per row, subgroup sums where
-/// the adapter has subgroups, and for the K-quants a split by blocks) computes the same product as the
-/// CPU. Q6_K's rows of 5 blocks put every other block and row off word alignment.
+/// the adapter has subgroups, for the K-quants a split by blocks, and for every type blocks shared by
+/// a few threads) computes the same product as the CPU, for every type. Q6_K's rows of 5 blocks put
+/// every other block and row off word alignment, as rows of 23 blocks do for Q4_0, Q5_0, Q8_0 and MXFP4.
 #[test]
 fn matvec_every_tuning_candidate_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -494,13 +495,14 @@ fn matvec_every_tuning_candidate_against_cpu() {
         assert!(matvec::subgroup_sums_work(&gpu).block_on().unwrap());
     }
     let mut rng = Rng(99);
-    let types = [
-        (GgmlType::Q4_K, 1024u32),
-        (GgmlType::Q5_K, 768),
-        (GgmlType::Q6_K, 1280),
-        (GgmlType::Q8_0, 160),
-    ];
-    for (ty, cols) in types {
+    for ty in GgmlType::ALL {
+        let cols = match ty {
+            GgmlType::Q4_K => 1024u32,
+            GgmlType::Q5_K => 768,
+            GgmlType::Q6_K => 1280,
+            GgmlType::Q8_0 => 160,
+            _ => 736,
+        };
         let rows = 37;
         let (w, deq) = packed(&gpu, ty, rows, cols, 1 << 20, &mut rng);
         let kernel = wick::gpu::Kernel::Matvec;

@@ -3,6 +3,9 @@
 // w = d * scale * q - dmin * min. Blocks are word aligned.
 const BLOCK_LEN: u32 = 256u;
 const BLOCK_BYTES: u32 = 176u;
+// Threads that share a block in row_dot_parts.wgsl, and the vec4s of weights each takes.
+const PARTS: u32 = 16u;
+const PART_X4: u32 = 4u;
 
 // The header of the block at `b`, decoded: see scales_mins_k4.
 fn block_at(b: u32) -> KScales {
@@ -29,7 +32,8 @@ fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
 
 // Part `part` of 16 threads sharing the block (row_dot_parts.wgsl): as Q4_K's, with the fifth bits
 // of the same 8 weights of each sub-block from fifth-bit bytes 8 (part % 4)..8 (part % 4) + 8.
-fn block_part16(k: KScales, b: u32, part: u32) -> array<vec4<f32>, 4> {
+fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
+    let k = block_at(b);
     let sub = 2u * (part / 4u);
     let qs = (b + 48u) / 4u + 2u * part;
     let qh = (b + 16u) / 4u + 2u * (part % 4u);

@@ -4,6 +4,9 @@
 // w = d * scale * (q - 32). Blocks are 2-byte aligned.
 const BLOCK_LEN: u32 = 256u;
 const BLOCK_BYTES: u32 = 210u;
+// Threads that share a block in row_dot_parts.wgsl, and the vec4s of weights each takes.
+const PARTS: u32 = 16u;
+const PART_X4: u32 = 4u;
 
 // The header of a block, read once: d and the 16 scales, four to a word.
 struct Q6Scales {
@@ -46,7 +49,8 @@ fn q6_dequant32(b: u32, sub: u32, d: f32, scale_word: u32) -> array<vec4<f32>, 8
 // Part `part` of 16 threads sharing the block (row_dot_parts.wgsl): half n = part / 8, weights
 // l0..l0 + 4 (l0 = 4 (part % 8)) of each of its four quarters, from one word of ql for quarters 0
 // and 2 (low and high nibbles), one for 1 and 3, and one of qh. A quarter's four weights share a scale.
-fn block_part16(k: Q6Scales, b: u32, part: u32) -> array<vec4<f32>, 4> {
+fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
+    let k = block_at(b);
     let n = part / 8u;
     let l0 = 4u * (part % 8u);
     let ql = vec2<u32>(w_u32(b + 64u * n + l0), w_u32(b + 64u * n + 32u + l0));

@@ -72,7 +72,7 @@ impl Engine {
                 &d.pipeline,
                 &d.bind_group,
                 d.workgroups.counts(plan.batch),
-                PROFILE_BATCH,
+                (PROFILE_BATCH, Duration::MAX),
             )
             .await?;
             if let Some(kind) = plan.layer_kind_of(i) {
@@ -229,21 +229,22 @@ pub(super) async fn dispatch_times(
 /// The time of one dispatch. A one-workgroup dispatch first pays what a first use costs (compiling
 /// the pipeline, where the driver waits for its first use); a second says what a submit costs with next
 /// to no work (under 0.1 ms natively, 2-3 ms in a browser, through its GPU process). One full dispatch
-/// then says about how long it takes. From 100 ms up (a CPU emulating a GPU) that is the answer: a
-/// second run would cost as much and change little. Below, the best of 2 submits of as many dispatches
-/// as make about `batch` (at most 50), back to back, less the cost of a submit.
+/// then says about how long it takes. From 100 ms up (a CPU emulating a GPU), or past `enough` (a
+/// time that has lost already), that is the answer: a second run would cost as much and change little.
+/// Below, the best of 2 submits of as many dispatches as make about `batch` (at most 50), back to back,
+/// less the cost of a submit.
 pub(super) async fn time_dispatch(
     gpu: &Gpu,
     pipeline: &wgpu::ComputePipeline,
     bind_group: &wgpu::BindGroup,
     workgroups: [u32; 3],
-    batch: Duration,
+    (batch, enough): (Duration, Duration),
 ) -> Result<Duration, Error> {
     let submit = |workgroups, reps| time_submit(gpu, pipeline, bind_group, workgroups, reps);
     submit([1, 1, 1], 1).await?;
     let empty = submit([1, 1, 1], 1).await?;
     let one = submit(workgroups, 1).await?;
-    if one >= Duration::from_millis(100) {
+    if one >= Duration::from_millis(100) || one.saturating_sub(empty) > enough {
         return Ok(one);
     }
     let reps = (batch.as_nanos() / one.as_nanos().max(1)).clamp(1, 50) as u32;

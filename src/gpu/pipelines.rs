@@ -257,6 +257,16 @@ pub fn has_block_form(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K)
 }
 
+/// The threads that share one of the type's blocks in shaders/row_dot_parts.wgsl (its dequant file's
+/// `PARTS`), and the weights a block holds there: 16 threads a 256-weight K-quant block, 4 a block of
+/// 32 weights for the rest (the float types' 32-weight runs included).
+pub fn block_parts(ty: GgmlType) -> (u32, u32) {
+    match has_block_form(ty) {
+        true => (16, 256),
+        false => (4, 32),
+    }
+}
+
 /// Identifies one compiled pipeline: the kernel, the weight type it reads (if any) and its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PipelineKey {

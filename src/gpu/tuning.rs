@@ -2,7 +2,7 @@
 //! with. The defaults serve every adapter; `Engine::tune` times the candidates on this one, and the
 //! winners, kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
 
-use super::pipelines::has_block_form;
+use super::pipelines::{block_parts, has_block_form};
 use super::{Activation, Kernel, Store};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
@@ -21,8 +21,9 @@ pub struct Tuning {
 }
 
 /// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads;
-/// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row).
-pub const CANDIDATES: u32 = 3;
+/// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row;
+/// 4: 32-weight blocks shared by 4 threads).
+pub const CANDIDATES: u32 = 4;
 
 impl Default for Tuning {
     fn default() -> Tuning {
@@ -55,9 +56,9 @@ pub enum Split {
     /// By whole blocks, each read by one thread that decodes its header once (row_dot_blocks.wgsl).
     /// For the types with a block form.
     Blocks,
-    /// By whole blocks, each shared by 16 threads reading neighbouring words (row_dot_parts.wgsl),
-    /// as llama.cpp's K-quant matvecs split them: what a GPU's memory coalesces. For the types with
-    /// a block form, 16 threads a row or more.
+    /// By whole blocks, each shared by threads reading neighbouring words (row_dot_parts.wgsl), as
+    /// llama.cpp's matvecs split them: what a GPU's memory coalesces. 16 threads share a K-quant's
+    /// 256-weight block, 4 a 32-weight block (`block_parts`); 16 threads a row or more.
     BlockParts,
 }
 
@@ -148,8 +149,8 @@ impl MatvecShape {
     /// on a CPU-backed adapter, where a row's threads each read x of their own, gathered lane by
     /// lane); one token's products read too little x for that to pay for reading rows apart.
     /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
-    /// than the row has blocks; and by blocks shared by 16 threads: 16 to 64 threads per row, no
-    /// more than 16 a block of the row.
+    /// than the row has blocks. For every type, by blocks shared by 16 threads (a K-quant's) or 4
+    /// (32 weights): 16 to 64 threads per row, no more groups of them than the row has blocks.
     pub fn candidates(&self, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
         let default = MatvecKernel::default_for(self.cols);
         let chunks = default.threads_per_row;
@@ -157,6 +158,8 @@ impl MatvecShape {
             true => self.cols / self.ty.block_len() as u32,
             false => 0,
         };
+        let (parts, part_block_len) = block_parts(self.ty);
+        let part_blocks = self.cols / part_block_len;
         let mut c = vec![default]; // the default comes first
         for workgroup in [64, 128, 256] {
             // One or two threads a row only for several tokens: see above.
@@ -166,7 +169,9 @@ impl MatvecShape {
             let by_blocks = [1, 2, 4, 8, 16, 32, 64]
                 .into_iter()
                 .filter(|&t| t <= blocks);
-            let by_parts = [16, 32, 64].into_iter().filter(|&t| t / 16 <= blocks);
+            let by_parts = [16, 32, 64]
+                .into_iter()
+                .filter(|&t| t / parts <= part_blocks);
             let splits = (by_chunks.map(|t| (t, Split::Chunks)))
                 .chain(by_blocks.map(|t| (t, Split::Blocks)))
                 .chain(by_parts.map(|t| (t, Split::BlockParts)));
