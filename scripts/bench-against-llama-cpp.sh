@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Wick against llama.cpp's Vulkan backend on the same GPU and the same files: random weights at real
-# shapes (Llama 3.2 1B in Q4_0, Q8_0 and llama.cpp's Q4_K_M; Llama 3.1 8B in Q4_0; Qwen3.5 2B; the
-# GLM-4.7-Flash shape cut to 5 layers), `wick bench` and `llama-bench` one after the other on each.
+# shapes (Llama 3.1 8B in llama.cpp's Q4_K_M and in Q4_0; Qwen3.5 2B, Qwen2.5 1.5B's matrices and
+# Llama 3.2 1B in Q4_K_M; Qwen3-30B-A3B's layer, 4 of its 48, in Q4_K_M), `wick bench --profile` and
+# `llama-bench` one after the other on each; then decode deep into a long context (-d 4096 and
+# 16384) on the 8B and 1.5B files.
 #
 #   scripts/bench-against-llama-cpp.sh LLAMA_CPP_SOURCE [VULKAN_PREFIX]
 #
 # LLAMA_CPP_SOURCE: a llama.cpp tree (the llama-cpp-python 0.3.36 sdist's vendor/llama.cpp is b11312),
-# built here with GGML_VULKAN into LLAMA_CPP_SOURCE/build (about a minute on 16 cores). VULKAN_PREFIX:
+# built here with GGML_VULKAN into LLAMA_CPP_SOURCE/build (a few minutes on 16 cores). VULKAN_PREFIX:
 # where Vulkan headers of 1.4 or newer, glslc and SPIRV-Headers are unpacked (e.g. Debian 13's
-# libvulkan-dev, glslc, libshaderc1, spirv-headers extracted with `dpkg -x`), if not installed. Needs
-# python3 with numpy and gguf (llama.cpp's gguf-py is used if gguf is missing), cmake and ninja, and
-# target/release/wick (cargo build --release -p wick-cli). Files go to models/shape/ (about 14 GB);
-# the tables to target/bench-against-llama-cpp/.
+# libvulkan-dev, glslc, libshaderc1, spirv-headers extracted with `dpkg -x`), if not installed; without
+# glslc llama.cpp builds without cooperative matrices. Needs python3 with numpy and gguf (llama.cpp's
+# gguf-py is used if gguf is missing), cmake and ninja, and target/release/wick (cargo build --release
+# -p wick-cli). Files go to models/shape/ (about 30 GB, the Q8_0 sources of the Q4_K_M files
+# included); the tables to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=$(cd "$1" && pwd)
@@ -36,19 +39,37 @@ loader=$(ldconfig -p | awk '/libvulkan\.so\.1 /{print $NF; exit}')
 ) > "$out/llama-build.log" 2>&1 || { tail -20 "$out/llama-build.log"; exit 1; }
 bin=$llama/build/bin
 
-python3 scripts/make-llama-shape.py --model 1b --out "$models"
-python3 scripts/make-llama-shape.py --model 1b --type Q8_0 --out "$models"
+# The Q8_0 sources, each quantized by llama.cpp to Q4_K_M (llama-quantize's mix: Q4_K with some Q6_K).
 python3 scripts/make-llama-shape.py --model 8b --out "$models"
+python3 scripts/make-llama-shape.py --model 8b --type Q8_0 --out "$models"
+python3 scripts/make-llama-shape.py --model 1b --type Q8_0 --out "$models"
+python3 scripts/make-llama-shape.py --model qwen2.5-1.5b --type Q8_0 --out "$models"
 python3 scripts/make-qwen35-shape.py --model 2b --out "$models"
-python3 scripts/make-shape-model.py --model glm --layers 5 --out "$models"
-q4km=$models/llama-3.2-1b.shape.Q4_K_M.gguf
-[ -f "$q4km" ] || "$bin/llama-quantize" --allow-requantize "$models/llama-3.2-1b.shape.Q8_0.gguf" "$q4km" Q4_K_M \
-  > "$out/quantize.log" 2>&1
+python3 scripts/make-moe-shape.py --model qwen3moe --layers 4 --out "$models"
+for q8 in llama-3.1-8b.shape llama-3.2-1b.shape qwen2.5-1.5b.shape qwen3.5-2b.shape qwen3-30b-a3b.shape-4L; do
+  [ -f "$models/$q8.Q4_K_M.gguf" ] || "$bin/llama-quantize" --allow-requantize "$models/$q8.Q8_0.gguf" \
+    "$models/$q8.Q4_K_M.gguf" Q4_K_M >> "$out/quantize.log" 2>&1
+done
 
-for f in llama-3.2-1b.shape.Q4_0 llama-3.2-1b.shape.Q4_K_M llama-3.2-1b.shape.Q8_0 llama-3.1-8b.shape.Q4_0 \
-    qwen3.5-2b.shape.Q8_0 glm-4.7-flash.shape-5L.Q8_0; do
+reps=${REPS:-3}
+for f in llama-3.1-8b.shape.Q4_K_M llama-3.1-8b.shape.Q4_0 qwen3.5-2b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M \
+    llama-3.2-1b.shape.Q4_K_M qwen3-30b-a3b.shape-4L.Q4_K_M; do
   echo "== $f: wick"
-  target/release/wick bench -m "$models/$f.gguf" -p 512 -n 128 -r 3 2>&1 | grep -v '^$' | tee -a "$out/wick.md"
+  target/release/wick bench -m "$models/$f.gguf" -p 512 -n 128 -r "$reps" --profile 2>&1 | grep -v '^$' \
+    | tee -a "$out/wick.md"
   echo "== $f: llama.cpp"
-  "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 128 -r 3 2>&1 | grep -v '^$' | tee -a "$out/llama.md"
+  "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 128 -r "$reps" 2>&1 | grep -v '^$' | tee -a "$out/llama.md"
+done
+
+# Decode after a long context: attention reads the whole cache each token (split over the sequence
+# from 1,024 positions on).
+for f in llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M; do
+  for d in ${DEPTHS:-4096 16384}; do
+    echo "== $f at depth $d: wick"
+    target/release/wick bench -m "$models/$f.gguf" -p 0 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
+      | tee -a "$out/wick-depth.md"
+    echo "== $f at depth $d: llama.cpp"
+    "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 0 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
+      | tee -a "$out/llama-depth.md"
+  done
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-weight llama GGUFs at the REAL dimensions of Llama 3.2 1B or Llama 3.1 8B, for `wick bench`: what a token
+"""Random-weight llama GGUFs at the REAL dimensions of Llama 3.2 1B, Llama 3.1 8B or Qwen2.5 1.5B, for `wick bench`: what a token
 costs in dispatches and weight bytes at full size. The numbers the model computes are meaningless.
 
 Run from the repository root with a Python that has numpy and gguf (pip install numpy gguf):
@@ -7,6 +7,7 @@ Run from the repository root with a Python that has numpy and gguf (pip install 
     python scripts/make-llama-shape.py                  # Q4_0
     python scripts/make-llama-shape.py --type Q8_0
     python scripts/make-llama-shape.py --model 8b       # Llama 3.1 8B, Q4_0 (about 4.4 GB)
+    python scripts/make-llama-shape.py --model qwen2.5-1.5b --type Q8_0   # its matrices, no biases
 
 Files go to models/shape/ (git ignores models/):
 - llama-3.2-1b.shape.<TYPE>.gguf   all 16 layers, 1,235,814,432 parameters (the real
@@ -78,6 +79,13 @@ MODELS = {
         n_ctx=131072, rope_base=500000.0, rms_eps=1e-5, tied=False,
         rope_scaling=dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=8192),
     ),
+    # Qwen/Qwen2.5-1.5B's matrices on the llama block (Qwen2's q/k/v biases left out): what its
+    # decode reads and dispatches, tied head, no rope scaling
+    "qwen2.5-1.5b": dict(
+        name="qwen2.5-1.5b", title="Qwen2.5 1.5B layout (random weights, llama block)",
+        n_embd=1536, n_layer=28, n_head=12, n_head_kv=2, head_dim=128, n_ff=8960, n_vocab=151936,
+        n_ctx=32768, rope_base=1000000.0, rms_eps=1e-6, tied=True, rope_scaling=None,
+    ),
 }
 
 
@@ -107,7 +115,8 @@ def build(m, qtype, rng):
     d, hd = m["n_embd"], m["head_dim"]
     # Tied: token_embd is also the head, so small entries (std 0.1) as make-shape-model.py does.
     t = {"token_embd.weight": (W.mat((m["n_vocab"], d), math.sqrt(d) * 0.1), qtype)}
-    t["rope_freqs.weight"] = (rope_factors(m), None)
+    if m["rope_scaling"]:
+        t["rope_freqs.weight"] = (rope_factors(m), None)
     for l in range(m["n_layer"]):
         p = f"blk.{l}."
         t[p + "attn_norm.weight"] = (W.norm(d), None)

@@ -1,10 +1,10 @@
 // Attention of each query of the run over the cache up to its own position (causal; within the last
 // `window` positions on a sliding-window layer), or over every position of its sequence in the run
 // (bidirectional, an embedding model's encoder; within window / 2 positions either side on a
-// sliding-window layer), grouped-query: one workgroup per (q head, token), reading kv head
-// h / (n_head / n_kv_head). A query sees its own sequence's rows only (step.wgsl). No score row is
+// sliding-window layer), grouped-query: one workgroup per (group of up to 4 q heads that read one kv
+// head, token); q head h reads kv head h / (n_head / n_kv_head). A query sees its own sequence's rows only (step.wgsl). No score row is
 // stored (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token.
-// Needs step.wgsl, reduce.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
+// Needs step.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
 // learned logit that takes its share of the softmax and adds no value.
 
 struct Params {
@@ -28,14 +28,20 @@ struct Params {
 
 override WG: u32 = 64u;
 
+var<private> q_first: u32; // the vec4 where the group's first query starts
+
+fn query(g: u32, i: u32) -> vec4<f32> {
+    return Q[q_first + g * (P.head_dim / 4u) + i];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    let h = wg.x;
+    let group = head_group(wg.x, P.n_head / P.n_kv_head);
     let token = wg.y;
     if (token >= step.n_tokens) {
         return;
     }
-    let q = (token * P.n_head + h) * (P.head_dim / 4u);
+    q_first = (token * P.n_head + group.x) * (P.head_dim / 4u);
     let base = step.tokens[token].base;
     let pos = step.tokens[token].pos;
     var first = base + first_key(pos + 1u, P.window);
@@ -49,20 +55,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             end = min(end, base + pos + half + 1u);
         }
     }
-    let r = attend(q, head_keys(h), first, end, t);
-    // With a sink, the max and the sum take its logit too.
-    var rescale = 1.0;
-    var l = r.l;
-    if (P.sinks != 0u) {
-        let m = max(r.m, SINK[h]);
-        rescale = exp(r.m - m);
-        l = r.l * rescale + exp(SINK[h] - m);
-    }
-    let o = (token * P.n_head + h) * P.head_dim;
-    for (var i = 0u; i < 4u; i++) {
-        let dim = t + i * WG;
-        if (dim < P.head_dim) {
-            O[o + dim] = r.acc[i] * rescale / l;
+    let r = attend(head_keys(group.x), group.y, first, end, t);
+    for (var g = 0u; g < group.y; g++) {
+        let h = group.x + g;
+        // With a sink, the max and the sum take its logit too.
+        var rescale = 1.0;
+        var l = r.l[g];
+        if (P.sinks != 0u) {
+            let m = max(r.m[g], SINK[h]);
+            rescale = exp(r.m[g] - m);
+            l = r.l[g] * rescale + exp(SINK[h] - m);
+        }
+        let o = (token * P.n_head + h) * P.head_dim;
+        for (var i = 0u; i < 4u; i++) {
+            let dim = t + i * WG;
+            if (dim < P.head_dim) {
+                O[o + dim] = r.acc[i][g] * rescale / l;
+            }
         }
     }
 }

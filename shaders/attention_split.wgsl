@@ -1,7 +1,7 @@
 // Attention of one token's query split over the sequence (flash-decoding): with a long cache, one
-// workgroup per head leaves most of a GPU idle, so workgroup (h, s) takes split s of the keys and
-// writes its partial state; attention_merge.wgsl combines the splits. Needs step.wgsl, reduce.wgsl,
-// attend.wgsl and head_keys.wgsl.
+// workgroup per group of heads (attention.wgsl) leaves most of a GPU idle, so workgroup (group, s)
+// takes split s of the keys and writes its heads' partial states; attention_merge.wgsl combines the
+// splits. Needs step.wgsl, attend.wgsl and head_keys.wgsl.
 
 struct Params {
     n_head: u32,
@@ -22,10 +22,17 @@ struct Params {
 
 override WG: u32 = 64u;
 
+var<private> q_first: u32; // the vec4 where the group's first query starts
+
+fn query(g: u32, i: u32) -> vec4<f32> {
+    return Q[q_first + g * (P.head_dim / 4u) + i];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    let h = wg.x;
+    let group = head_group(wg.x, P.n_head / P.n_kv_head);
     let split = wg.y;
+    q_first = group.x * (P.head_dim / 4u);
     let base = step.tokens[0].base;
     let n = cache_row(0u) + 1u;
     let seen = base + first_key(step.tokens[0].pos + 1u, P.window);
@@ -33,16 +40,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let per_split = ((n - seen + P.n_split - 1u) / P.n_split + WG - 1u) / WG * WG;
     let first = min(n, seen + split * per_split);
     let end = min(n, first + per_split);
-    let r = attend(h * (P.head_dim / 4u), head_keys(h), first, end, t);
-    let out = (h * P.n_split + split) * (P.head_dim + 2u);
-    for (var i = 0u; i < 4u; i++) {
-        let dim = t + i * WG;
-        if (dim < P.head_dim) {
-            parts[out + dim] = r.acc[i];
+    let r = attend(head_keys(group.x), group.y, first, end, t);
+    for (var g = 0u; g < group.y; g++) {
+        let out = ((group.x + g) * P.n_split + split) * (P.head_dim + 2u);
+        for (var i = 0u; i < 4u; i++) {
+            let dim = t + i * WG;
+            if (dim < P.head_dim) {
+                parts[out + dim] = r.acc[i][g];
+            }
         }
-    }
-    if (t == 0u) {
-        parts[out + P.head_dim] = r.m;
-        parts[out + P.head_dim + 1u] = r.l; // 0 for a split with no keys
+        if (t == 0u) {
+            parts[out + P.head_dim] = r.m[g];
+            parts[out + P.head_dim + 1u] = r.l[g]; // 0 for a split with no keys
+        }
     }
 }

@@ -333,12 +333,12 @@ fn experts_block_over_a_chunk_against_cpu() {
 
 /// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU for a run of three
 /// tokens, against the naive form on the CPU, causal: every head's keys and values decompressed from the
-/// latent cache up to each token's own position.
+/// latent cache up to each token's own position. 6 heads: a workgroup's group of 4 and one of 2.
 #[test]
 fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(23);
-    let (n_head, kv_lora, q_nope, n_rot, v_dim, n_ctx) = (3u32, 64u32, 32u32, 16u32, 24u32, 40u32);
+    let (n_head, kv_lora, q_nope, n_rot, v_dim, n_ctx) = (6u32, 64u32, 32u32, 16u32, 24u32, 40u32);
     let (pos, n_tokens) = (29u32, 3usize);
     for neox in [false, true] {
         let rope = Rope {

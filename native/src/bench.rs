@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// Generated tokens (0: skip the generation test)
     #[arg(short = 'n', long = "n-gen", default_value_t = 128)]
     n_gen: u32,
+    /// Tokens already in the context when each test starts (read once, not timed), as llama-bench's
+    /// -d: decode and prompts deep into a long chat
+    #[arg(short = 'd', long = "n-depth", default_value_t = 0)]
+    depth: u32,
     /// Prompt tokens per GPU run (1: one at a time, as decoding)
     #[arg(short = 'b', long = "batch-size", default_value_t = wick::engine::DEFAULT_BATCH)]
     batch: u32,
@@ -69,6 +73,7 @@ pub struct BenchArgs {
 struct Measured {
     n_prompt: u32,
     n_gen: u32,
+    depth: u32,
     samples_ns: Vec<u64>,
     totals: Totals,
 }
@@ -79,9 +84,13 @@ impl Measured {
     }
 
     fn name(&self) -> String {
-        match self.n_prompt {
+        let test = match self.n_prompt {
             0 => format!("tg{}", self.n_gen),
             n => format!("pp{n}"),
+        };
+        match self.depth {
+            0 => test,
+            d => format!("{test} @ d{d}"),
         }
     }
 
@@ -115,7 +124,7 @@ impl Measured {
 pub fn main(args: BenchArgs) -> Result<()> {
     let source = load::open_source(&args.model)?;
     let gpu = load::gpu()?;
-    let n_ctx = (args.n_prompt + args.n_gen).max(args.parallel);
+    let n_ctx = (args.depth + args.n_prompt + args.n_gen).max(args.parallel);
     let options = LoadOptions {
         n_ctx,
         batch: args.batch,
@@ -151,6 +160,19 @@ pub fn main(args: BenchArgs) -> Result<()> {
     // Token ids spread over the vocabulary, as llama-bench feeds random tokens.
     let n_vocab = engine.n_vocab();
     let token = |i: u32| (i.wrapping_mul(2_654_435_761) >> 7) % n_vocab;
+    if args.depth > 0 {
+        // Each test starts from here: a KV cache is rewound to it, a recurrent state goes back to
+        // its snapshot.
+        let started = Instant::now();
+        let context: Vec<u32> = (0..args.depth).map(|i| token(i + 1_000_003)).collect();
+        engine.prefill(&context).block_on()?;
+        engine.snapshot().block_on()?;
+        eprintln!(
+            "wick: {} tokens of context read in {:.1} s",
+            args.depth,
+            started.elapsed().as_secs_f64()
+        );
+    }
     let mut tests = Vec::new();
     for (n_prompt, n_gen) in [(args.n_prompt, 0), (0, args.n_gen)] {
         if n_prompt + n_gen == 0 {
@@ -159,12 +181,14 @@ pub fn main(args: BenchArgs) -> Result<()> {
         let mut m = Measured {
             n_prompt,
             n_gen,
+            depth: args.depth,
             samples_ns: Vec::new(),
             totals: Totals::default(),
         };
         let mut counted_from = engine.stats.totals;
         for rep in 0..=args.reps {
-            engine.rewind(0);
+            let at = engine.rewind(args.depth);
+            assert_eq!(at, args.depth, "a snapshot at the depth");
             let start = Instant::now();
             if n_prompt > 0 {
                 let prompt: Vec<u32> = (0..n_prompt).map(token).collect();
@@ -199,6 +223,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         tests.push(m);
     }
     if args.profile {
+        engine.rewind(args.depth);
         print_profile(&mut engine, Profiled::Decode)?;
         if args.n_prompt > 0 {
             print_profile(&mut engine, Profiled::Prefill)?;
@@ -295,7 +320,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
             serde_json::json!({
                 "model_filename": model.filename, "model_type": model.model_type(),
                 "model_size": model.size, "model_n_params": model.n_params,
-                "n_batch": c.batch, "n_ubatch": c.batch, "n_prompt": m.n_prompt, "n_gen": m.n_gen,
+                "n_batch": c.batch, "n_ubatch": c.batch, "n_prompt": m.n_prompt, "n_gen": m.n_gen, "n_depth": m.depth,
                 "test_time_unix": time, "backends": c.backend, "gpu_info": c.adapter,
                 "avg_ns": avg_ns as u64, "stddev_ns": stddev_ns as u64, "samples_ns": m.samples_ns,
                 "avg_ts": avg_ts, "stddev_ts": stddev_ts, "samples_ts": m.samples_ts(),
@@ -385,8 +410,12 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         let ms: Vec<f64> = m.samples_ns.iter().map(|&ns| ns as f64 / 1e6).collect();
         let (avg, sd) = mean_sd(&ms);
         println!();
+        let after = match m.depth {
+            0 => String::new(),
+            d => format!(" after {d} tokens of context"),
+        };
         println!(
-            "time to first token after a {}-token prompt: {avg:.1} ± {sd:.1} ms",
+            "time to first token of a {}-token prompt{after}: {avg:.1} ± {sd:.1} ms",
             m.n_prompt
         );
     }

@@ -173,7 +173,6 @@ impl Kernel {
             Kernel::Attention => {
                 wgsl!(
                     "step.wgsl",
-                    "reduce.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention.wgsl"
@@ -182,7 +181,6 @@ impl Kernel {
             Kernel::AttentionSplit => {
                 wgsl!(
                     "step.wgsl",
-                    "reduce.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention_split.wgsl"
@@ -218,7 +216,6 @@ impl Kernel {
                 wgsl!(
                     "step.wgsl",
                     "rope.wgsl",
-                    "reduce.wgsl",
                     "attend.wgsl",
                     "mla_attention.wgsl"
                 )

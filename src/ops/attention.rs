@@ -60,6 +60,15 @@ fn workgroup(head_dim: u32) -> u32 {
     (head_dim / 4).max(64).next_power_of_two()
 }
 
+/// Query heads a workgroup attends at once, where they read the same keys (GROUP in attend.wgsl).
+const HEAD_GROUP: u32 = 4;
+
+/// Workgroups for `n_head` query heads over `n_kv_head` kv heads: the heads of a kv head go in
+/// groups of up to `HEAD_GROUP`, so each key and value is read once for the group.
+pub fn head_groups(n_head: u32, n_kv_head: u32) -> u32 {
+    n_kv_head * (n_head / n_kv_head).div_ceil(HEAD_GROUP)
+}
+
 pub struct AttentionBuffers<'a> {
     /// (batch, n_head, head_dim)
     pub q: &'a wgpu::Buffer,
@@ -103,7 +112,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         },
         &[b.q, b.k_cache, b.v_cache, b.out, &step, b.sinks_or_q()],
         super::params(&p),
-        Groups::per_token(s.n_head),
+        Groups::per_token(head_groups(s.n_head, s.n_kv_head)),
     );
 }
 
@@ -134,7 +143,7 @@ pub fn split_scratch_bytes(n_head: u32, head_dim: u32, n_split: u32) -> u64 {
 }
 
 /// As `push` for a plan of one token, with the keys split `n_split` ways, each split a workgroup per
-/// head, then merged: two dispatches. `parts` holds `split_scratch_bytes`.
+/// group of heads, then merged: two dispatches. `parts` holds `split_scratch_bytes`.
 pub fn push_split(
     plan: &mut Plan,
     s: Shape,
@@ -163,7 +172,7 @@ pub fn push_split(
         },
         &[b.q, b.k_cache, b.v_cache, parts, &step],
         super::params(&p),
-        [n_head, n_split, 1],
+        [head_groups(n_head, s.n_kv_head), n_split, 1],
     );
     let p = MergeParams {
         n_head,

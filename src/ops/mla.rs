@@ -127,7 +127,7 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
         key,
         &[b.q_latent, b.q, b.cache, b.cache, b.out, b.freqs, &step],
         super::params(&p),
-        Groups::per_token(m.n_head),
+        Groups::per_token(super::attention::head_groups(m.n_head, 1)),
     );
 }
 
