@@ -7,7 +7,7 @@
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, cols / 4)
 @group(0) @binding(2) var<storage, read> step: Step;
 
-override WG: u32 = 64u; // must be 64: the tile's shape assumes it
+override WG: u32 = 64u; // the tile's threads (matmul_tile.wgsl)
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -23,10 +23,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     workgroupBarrier();
     let acc = multiply_tile(t, 0u, min(TM, P.rows - row0), row0, tokens);
 
-    // Rows my_rows + (0, 1) and + (2, 3) are pairs: the tile and each thread's block start even.
+    // Rows my_rows + r and r + 1, r even, are pairs: the tile and each thread's block start even.
     let my_rows = tile_rows(t);
     let my_tokens = tile_tokens(t);
-    for (var r = 0u; r < 4u; r += 2u) {
+    for (var r = 0u; r < RB; r += 2u) {
         let row = row0 + my_rows + r;
         for (var n = 0u; n < 4u; n++) {
             let token = my_tokens + n;

@@ -25,7 +25,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> Y: array<f32>;    // (items, rows)
 @group(0) @binding(4) var<uniform> P: Params;
 
-override WG: u32 = 64u; // must be 64: the tile's shape assumes it
+override WG: u32 = 64u; // the tile's threads (matmul_tile.wgsl)
 var<workgroup> items: array<u32, TN>;
 
 @compute @workgroup_size(WG)
@@ -57,7 +57,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 
     let my_rows = tile_rows(t);
     let my_tokens = tile_tokens(t);
-    for (var r = 0u; r < 4u; r++) {
+    for (var r = 0u; r < RB; r++) {
         let j = my_rows + r;
         for (var k = 0u; k < 4u; k++) {
             let slot = my_tokens + k;

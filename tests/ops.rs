@@ -47,7 +47,9 @@ fn matvec_every_type_against_cpu() {
 }
 
 /// The products of a run (shaders/matmul.wgsl): 21 tokens in a plan for 40, so one 16-token tile is
-/// full, one is partly used and one is skipped; 37 rows leave most of the 64-row tile empty. A plan
+/// full, one is partly used and one is skipped; 37 rows leave most of the 64-row tile empty. Then 131
+/// tokens of 150 by 300 rows in one part: several tiles each way, the last of each partly used, in
+/// every tile the tuner may pick (64 x 16, and 128 x 64 where the adapter holds it). A plan
 /// for 8 tokens (a decode step of 8 sequences) runs 7 through the matvec kernel four tokens at a
 /// time (shaders/matvec_pairs.wgsl), in two layers of workgroups, the second short of a token; a
 /// plan for 4 runs 3 so, in every kernel shape the tuner may pick for it, the odd last row included.
@@ -55,12 +57,16 @@ fn matvec_every_type_against_cpu() {
 fn matmul_every_type_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(2024);
-    for (batch, n_tokens) in [(40u32, 21usize), (8, 7), (4, 3)] {
+    for (batch, n_tokens, rows, part_rows) in [
+        (40u32, 21usize, 37u32, 10u64),
+        (150, 131, 300, 300),
+        (8, 7, 37, 10),
+        (4, 3, 37, 10),
+    ] {
         for ty in GgmlType::ALL {
             let cols = if ty.block_len() == 256 { 768 } else { 736 };
-            let rows = 37u32;
             let row_bytes = ty.bytes_for(cols as u64).unwrap();
-            let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
+            let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * part_rows + 4, &mut rng);
             let x = rng.vec(batch as usize * cols as usize);
             let y0 = rng.vec(batch as usize * rows as usize);
             let product = Product {
@@ -73,6 +79,26 @@ fn matmul_every_type_against_cpu() {
             };
             for accumulate in [false, true] {
                 product.check(&gpu, accumulate, "");
+            }
+            if batch > 8 {
+                // Each tile the tuner may pick, where the adapter holds it.
+                let shape = |rows| MatvecShape {
+                    tokens: batch,
+                    ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
+                };
+                for candidate in shape(rows).candidates(gpu.subgroup_size) {
+                    if !shape(rows).fits(&candidate, &gpu.limits) {
+                        eprintln!("{ty}: {candidate} does not fit this adapter");
+                        continue;
+                    }
+                    let mut tuning = Tuning::default();
+                    for part in &w.parts {
+                        tuning.matvec.insert(shape(part.rows).key(), candidate);
+                    }
+                    gpu.set_tuning(tuning);
+                    product.check(&gpu, true, &candidate.to_string());
+                }
+                gpu.set_tuning(Tuning::default());
             }
             if batch <= 4 {
                 // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.

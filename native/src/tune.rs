@@ -38,9 +38,11 @@ pub fn main(args: TuneArgs) -> Result<()> {
         return Ok(());
     }
     let source = load::open_source(&args.model)?;
+    // A prompt's chunk of the default size, so that its products are tuned too.
+    let batch = wick::engine::DEFAULT_BATCH;
     let options = LoadOptions {
-        n_ctx: 64,
-        batch: 1,
+        n_ctx: batch,
+        batch,
         ..Default::default()
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;
@@ -49,7 +51,7 @@ pub fn main(args: TuneArgs) -> Result<()> {
     println!("| --- | --- | ---: | --- | ---: |");
     for t in &report {
         println!(
-            "| matvec {} | {} | {:.1} | {} | {:.1} |",
+            "| {} | {} | {:.1} | {} | {:.1} |",
             t.shape.key(),
             t.before.0,
             t.before.1.as_secs_f64() * 1e6,

@@ -13,7 +13,7 @@
 
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
-use crate::gpu::{MatvecKernel, MatvecShape, Tuning};
+use crate::gpu::{Kernel, MatvecKernel, MatvecShape, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
@@ -131,7 +131,10 @@ impl Engine {
             }
             _ => None,
         };
-        let finals = match self.gpu.times_dispatches() && !shapes.is_empty() {
+        let matvecs = shapes
+            .iter()
+            .any(|s| !matches!(s.kernel, Kernel::Matmul(_)));
+        let finals = match self.gpu.times_dispatches() && matvecs {
             true => FINAL_ROUNDS,
             false => 0,
         };
@@ -140,7 +143,7 @@ impl Engine {
             shapes: shapes.len(),
             candidates: finals
                 + (shapes.iter())
-                    .map(|s| s.candidates(subgroup_size).len())
+                    .map(|s| self.candidates(s, subgroup_size).len())
                     .sum::<usize>(),
             timed: 0,
             waiting: shapes.into(),
@@ -163,7 +166,7 @@ impl Engine {
                 }
                 return Ok(!tuner.finished());
             };
-            let mut left = shape.candidates(tuner.subgroup_size);
+            let mut left = self.candidates(&shape, tuner.subgroup_size);
             left.reverse();
             tuner.current = Some(Timing {
                 shape,
@@ -200,7 +203,10 @@ impl Engine {
         tuner.timed += 1;
         if timing.left.is_empty() {
             let timing = tuner.current.take().expect("a shape being timed");
-            if self.gpu.times_dispatches() {
+            // A matmul's plan is a prompt's chunk: timing it whole, four times over, costs more
+            // than a CPU-backed adapter's tuning should (seconds a round for a 1.5B model).
+            let matmul = matches!(timing.shape.kernel, Kernel::Matmul(_));
+            if self.gpu.times_dispatches() && !matmul {
                 tuner
                     .finals
                     .push(finalists(&timing, self.gpu.tuning().matvec(&timing.shape)));
@@ -305,6 +311,13 @@ impl Engine {
             before: (current, before.unwrap_or(best_time)),
             after: (best, best_time),
         }
+    }
+
+    /// A shape's candidates that this adapter can run.
+    fn candidates(&self, shape: &MatvecShape, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
+        let mut c = shape.candidates(subgroup_size);
+        c.retain(|k| shape.fits(k, &self.gpu.limits));
+        c
     }
 
     /// Times `which` matvec shapes of the decode step on this adapter at every candidate kernel

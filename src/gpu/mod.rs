@@ -10,7 +10,7 @@ pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
     Stacked, TensorPart,
 };
-pub use pipelines::{Activation, Kernel, PipelineKey, Pipelines, Store};
+pub use pipelines::{matmul_tile, Activation, Kernel, MatmulTile, PipelineKey, Pipelines, Store};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, UniformArena};
 pub use tuning::{default_threads_per_row, MatvecKernel, MatvecShape, Split, Tuning, CANDIDATES};
 

@@ -265,6 +265,42 @@ pub fn block_parts(ty: GgmlType) -> (u32, u32) {
 }
 
 /// Identifies one compiled pipeline: the kernel, the weight type it reads (if any) and its shape.
+/// The tile of W's rows by X's tokens a matmul workgroup computes (shaders/matmul_tile.wgsl).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatmulTile {
+    pub rows: u32,
+    pub tokens: u32,
+    /// Rows of the tile one thread accumulates, each for 4 tokens.
+    pub rows_per_thread: u32,
+}
+
+impl MatmulTile {
+    /// Workgroup memory it takes: a 32-weight step of its rows and tokens, and where each token's
+    /// row starts.
+    pub fn workgroup_bytes(&self) -> u32 {
+        (8 * self.rows + 8 * self.tokens) * 16 + self.tokens * 4
+    }
+}
+
+/// A matmul's tile by its threads. 64 (every adapter) take 64 rows by 16 tokens, 4 rows by 4 tokens
+/// each; 256 (for GPUs) take 128 rows by 64 tokens, 8 rows by 4 each: a dequantized weight meets 64
+/// tokens rather than 16, and a thread's read of workgroup memory feeds twice the products (llama.cpp's
+/// tiled products are of this size), for 24.3 KiB of workgroup memory.
+pub fn matmul_tile(workgroup: u32) -> MatmulTile {
+    match workgroup {
+        256 => MatmulTile {
+            rows: 128,
+            tokens: 64,
+            rows_per_thread: 8,
+        },
+        _ => MatmulTile {
+            rows: 64,
+            tokens: 16,
+            rows_per_thread: 4,
+        },
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PipelineKey {
     pub kernel: Kernel,
@@ -295,9 +331,10 @@ impl PipelineKey {
         }
     }
 
-    /// The kernel of a matvec shape (`Kernel::Matvec`, `MatvecPairs` or `MatvecId`) in a kernel shape.
+    /// The kernel of a matvec shape (`Kernel::Matvec`, `MatvecPairs`, `MatvecId` or `Matmul`) in a
+    /// kernel shape.
     pub fn matvec(shape: &MatvecShape, kernel: MatvecKernel) -> PipelineKey {
-        PipelineKey {
+        let key = PipelineKey {
             kernel: shape.kernel,
             ty: Some(shape.ty),
             workgroup: kernel.workgroup,
@@ -305,6 +342,14 @@ impl PipelineKey {
             subgroup_sum: kernel.subgroup_sum,
             split: kernel.split,
             tokens: (shape.tokens > 1).then_some(shape.tokens),
+        };
+        match shape.kernel {
+            // A tile, named by its workgroup size alone.
+            Kernel::Matmul(_) => PipelineKey {
+                workgroup: kernel.workgroup,
+                ..PipelineKey::new(shape.kernel, Some(shape.ty))
+            },
+            _ => key,
         }
     }
 
@@ -344,6 +389,13 @@ impl PipelineKey {
 
     pub fn source(&self) -> String {
         let mut src = String::new();
+        if let Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped = self.kernel {
+            let tile = matmul_tile(self.workgroup);
+            src += &format!(
+                "const TM: u32 = {}u;\nconst TN: u32 = {}u;\nconst RB: u32 = {}u;\n",
+                tile.rows, tile.tokens, tile.rows_per_thread
+            );
+        }
         if let Some(ty) = self.ty {
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));
             src.push_str(dequant_source(ty));

@@ -6,7 +6,7 @@
 //! single compute pass. What changes from run to run (the position and the tokens) is in the plan's
 //! `StepInput`, written before each submit.
 
-use super::{Gpu, GpuError, Kernel, MatvecKernel, MatvecShape, PipelineKey, Tuning};
+use super::{matmul_tile, Gpu, GpuError, Kernel, MatvecKernel, MatvecShape, PipelineKey, Tuning};
 use std::sync::Arc;
 
 /// The inputs of one run, as shaders/step.wgsl reads them: { n_tokens, next, tokens[batch] }, each
@@ -219,7 +219,7 @@ impl Plan {
         };
         let key = PipelineKey::matvec(&shape, self.tuning.matvec(&shape));
         let workgroups = matvec_workgroups(&shape, &key, self.batch);
-        self.push_shaped(key, buffers, params, workgroups.into(), Some(shape));
+        self.push_shaped(key, buffers, params, workgroups, Some(shape));
     }
 
     fn push_shaped(
@@ -315,10 +315,10 @@ impl Plan {
             let shape = tuning.matvec(&matvec);
             let key = PipelineKey::matvec(&matvec, shape);
             if d.key != key {
-                let (pipeline, bind_group, workgroups) = self.reshaped(gpu, d, shape);
+                let (pipeline, bind_group, _) = self.reshaped(gpu, d, shape);
                 d.key = key;
                 (d.pipeline, d.bind_group) = (pipeline, bind_group);
-                d.workgroups = Groups::Fixed(workgroups);
+                d.workgroups = matvec_workgroups(&matvec, &key, self.batch);
             }
         }
         self.dispatches = dispatches;
@@ -341,7 +341,7 @@ impl Plan {
         (
             pipeline,
             bind_group,
-            matvec_workgroups(&matvec, &key, self.batch),
+            matvec_workgroups(&matvec, &key, self.batch).counts(self.batch),
         )
     }
 
@@ -388,10 +388,18 @@ fn bind(
 }
 
 /// A matvec's workgroups: one per WG / TPR row slots, and a layer of them per token.
-fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey, tokens: u32) -> [u32; 3] {
+fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey, tokens: u32) -> Groups {
+    if let Kernel::Matmul(_) = shape.kernel {
+        let tile = matmul_tile(key.workgroup);
+        return Groups::PerTokens {
+            x: shape.rows.div_ceil(tile.rows),
+            per: tile.tokens,
+            z: 1,
+        };
+    }
     let slots = key.workgroup / key.threads_per_row.expect("a matvec key");
     let [x, y, _] = grid(shape.rows.div_ceil(shape.rows_per_slot() * slots));
-    [x, y, tokens.div_ceil(key.tokens.unwrap_or(1))]
+    Groups::Fixed([x, y, tokens.div_ceil(key.tokens.unwrap_or(1))])
 }
 
 /// Workgroup counts for `n` workgroups, folded into a second dimension past the 65535 limit.

@@ -2,7 +2,7 @@
 //! with. The defaults serve every adapter; `Engine::tune` times the candidates on this one, and the
 //! winners, kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
 
-use super::pipelines::{block_parts, has_block_form};
+use super::pipelines::{block_parts, has_block_form, matmul_tile};
 use super::{Activation, Kernel, Store};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
@@ -22,8 +22,8 @@ pub struct Tuning {
 
 /// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads;
 /// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row;
-/// 4: 32-weight blocks shared by 4 threads).
-pub const CANDIDATES: u32 = 4;
+/// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile).
+pub const CANDIDATES: u32 = 5;
 
 impl Default for Tuning {
     fn default() -> Tuning {
@@ -34,7 +34,9 @@ impl Default for Tuning {
     }
 }
 
-/// How a matvec kernel runs: its override constants, and how a row's threads sum their parts.
+/// How a matvec kernel runs: its override constants, and how a row's threads sum their parts. A
+/// matmul (a prompt's product, `Kernel::Matmul`) has only a workgroup size, which names its tile
+/// (`matmul_tile`), and no threads per row (0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MatvecKernel {
     pub workgroup: u32,
@@ -76,6 +78,10 @@ impl MatvecKernel {
 
 impl std::fmt::Display for MatvecKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if self.threads_per_row == 0 {
+            let tile = matmul_tile(self.workgroup);
+            return write!(f, "wg{} tile {}x{}", self.workgroup, tile.rows, tile.tokens);
+        }
         let sum = if self.subgroup_sum {
             "subgroup"
         } else {
@@ -94,14 +100,15 @@ impl std::fmt::Display for MatvecKernel {
 /// What a matvec dispatch's shape is, for finding its winner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatvecShape {
-    /// `Kernel::Matvec`, `Kernel::MatvecPairs` or `Kernel::MatvecId` (rows: the rows its slots
-    /// compute together).
+    /// `Kernel::Matvec`, `Kernel::MatvecPairs`, `Kernel::MatvecId` (rows: the rows its slots
+    /// compute together) or `Kernel::Matmul`.
     pub kernel: Kernel,
     pub ty: GgmlType,
     pub cols: u32,
     pub rows: u32,
     /// Tokens a workgroup takes: 1, or 4 for `Kernel::MatvecPairs` in a run of several (a step of
-    /// parallel sequences), which reads each weight once for the four and has winners of its own.
+    /// parallel sequences), which reads each weight once for the four and has winners of its own;
+    /// for `Kernel::Matmul`, the tokens of its plan's runs (a prompt's chunk).
     pub tokens: u32,
 }
 
@@ -123,13 +130,35 @@ impl MatvecShape {
             shape += &format!(" x{}", self.tokens);
         }
         match self.kernel {
-            Kernel::MatvecPairs(Store::Rows) => shape + " pairs",
-            Kernel::MatvecPairs(Store::Glu(Activation::Silu)) => shape + " swiglu",
-            Kernel::MatvecPairs(Store::Glu(Activation::GeluTanh)) => shape + " geglu",
-            Kernel::MatvecPairs(Store::Glu(Activation::SwigluOai)) => shape + " swiglu_oai",
-            Kernel::MatvecPairs(Store::RopeKv) => shape + " rope_kv",
+            Kernel::MatvecPairs(store) => shape + " " + store_name(store),
             Kernel::MatvecId => shape + " experts",
+            Kernel::Matmul(store) => shape + " matmul " + store_name(store),
             _ => shape,
+        }
+    }
+
+    /// The kernel shape unless tuned: `MatvecKernel::default_for`, or a matmul's 64-thread tile.
+    pub fn default_kernel(&self) -> MatvecKernel {
+        match self.kernel {
+            Kernel::Matmul(_) => MatvecKernel {
+                workgroup: 64,
+                threads_per_row: 0,
+                subgroup_sum: false,
+                split: Split::Chunks,
+            },
+            _ => MatvecKernel::default_for(self.cols),
+        }
+    }
+
+    /// Whether the adapter can run the shape in `kernel`: a matmul's tile needs its workgroup
+    /// memory (128 x 64: 24.3 KiB, more than WebGPU's 16 KiB that every adapter has).
+    pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
+        match self.kernel {
+            Kernel::Matmul(_) => {
+                let bytes = matmul_tile(kernel.workgroup).workgroup_bytes();
+                bytes <= limits.max_compute_workgroup_storage_size
+            }
+            _ => true,
         }
     }
 
@@ -151,8 +180,18 @@ impl MatvecShape {
     /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
     /// than the row has blocks. For every type, by blocks shared by 16 threads (a K-quant's) or 4
     /// (32 weights): 16 to 64 threads per row, no more groups of them than the row has blocks.
+    /// A matmul's candidates are its tiles (`matmul_tile`), which not every adapter `fits`.
     pub fn candidates(&self, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
-        let default = MatvecKernel::default_for(self.cols);
+        let default = self.default_kernel();
+        if let Kernel::Matmul(_) = self.kernel {
+            return vec![
+                default,
+                MatvecKernel {
+                    workgroup: 256,
+                    ..default
+                },
+            ];
+        }
         let chunks = default.threads_per_row;
         let blocks = match has_block_form(self.ty) {
             true => self.cols / self.ty.block_len() as u32,
@@ -194,6 +233,17 @@ impl MatvecShape {
     }
 }
 
+/// How a shape's key names the store of a kernel that computes rows in pairs.
+fn store_name(store: Store) -> &'static str {
+    match store {
+        Store::Rows => "pairs",
+        Store::Glu(Activation::Silu) => "swiglu",
+        Store::Glu(Activation::GeluTanh) => "geglu",
+        Store::Glu(Activation::SwigluOai) => "swiglu_oai",
+        Store::RopeKv => "rope_kv",
+    }
+}
+
 /// Threads per row unless tuned: enough to give each a 32-weight chunk or more, so short rows (576
 /// weights in SmolLM2) do not leave most of a workgroup idle.
 pub fn default_threads_per_row(cols: u32) -> u32 {
@@ -207,6 +257,6 @@ impl Tuning {
         self.matvec
             .get(&shape.key())
             .copied()
-            .unwrap_or(MatvecKernel::default_for(shape.cols))
+            .unwrap_or(shape.default_kernel())
     }
 }

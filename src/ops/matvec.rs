@@ -5,8 +5,8 @@
 
 use crate::gguf::GgmlType;
 use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Groups, Kernel, MatvecShape,
-    PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning,
+    matmul_tile, read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Groups, Kernel,
+    MatvecShape, PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning,
 };
 
 #[repr(C)]
@@ -44,9 +44,6 @@ struct GroupedParams {
     x_stride: u32,
     y_stride: u32,
 }
-
-/// Rows and tokens of W x X^T one matmul workgroup computes (TM, TN in shaders/matmul_tile.wgsl).
-const MATMUL_TILE: (u32, u32) = (64, 16);
 
 /// The most tokens a plan's runs may hold for its products to go through the matvec kernel (four
 /// tokens to a layer of workgroups, each weight read once a layer) rather than the tiled matmul
@@ -121,14 +118,12 @@ pub fn push_pairs(
             let shape = MatvecShape::of(Kernel::MatvecPairs(store), w.ty, w.row_len, part.rows);
             plan.push_matvec(shape, &buffers, &params);
         } else {
-            let (tile_rows, tile_tokens) = MATMUL_TILE;
-            let workgroups = Groups::PerTokens {
-                x: part.rows.div_ceil(tile_rows),
-                per: tile_tokens,
-                z: 1,
+            // The tile is tuned per shape and chunk size (`matmul_tile`).
+            let shape = MatvecShape {
+                tokens: plan.batch,
+                ..MatvecShape::of(Kernel::Matmul(store), w.ty, w.row_len, part.rows)
             };
-            let key = PipelineKey::new(Kernel::Matmul(store), Some(w.ty));
-            plan.push(key, &buffers, &params, workgroups);
+            plan.push_matvec(shape, &buffers, &params);
         }
     }
     plan.weight_bytes += w.bytes();
@@ -167,10 +162,10 @@ pub fn push_grouped(
             x_stride: groups * group_stride / 4,
             y_stride: w.rows,
         };
-        let (tile_rows, tile_tokens) = MATMUL_TILE;
+        let tile = matmul_tile(key.workgroup);
         let workgroups = Groups::PerTokens {
-            x: group_rows.div_ceil(tile_rows),
-            per: tile_tokens,
+            x: group_rows.div_ceil(tile.rows),
+            per: tile.tokens,
             z: groups,
         };
         plan.push(
