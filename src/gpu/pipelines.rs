@@ -283,14 +283,20 @@ impl MatmulTile {
 }
 
 /// A matmul's tile by its threads. 64 (every adapter) take 64 rows by 16 tokens, 4 rows by 4 tokens
-/// each; 256 (for GPUs) take 128 rows by 64 tokens, 8 rows by 4 each: a dequantized weight meets 64
-/// tokens rather than 16, and a thread's read of workgroup memory feeds twice the products (llama.cpp's
-/// tiled products are of this size), for 24.3 KiB of workgroup memory.
+/// each; 256 take 128 rows by 64 tokens, 8 rows by 4 each: a dequantized weight meets 64 tokens
+/// rather than 16, and a thread's read of workgroup memory feeds twice the products (llama.cpp's
+/// tiled products are of this size), for 24.3 KiB of workgroup memory; 128 take 128 rows by 32
+/// tokens, 8 rows by 4 each, for 20.1 KiB: twice the workgroups of a short chunk.
 pub fn matmul_tile(workgroup: u32) -> MatmulTile {
     match workgroup {
         256 => MatmulTile {
             rows: 128,
             tokens: 64,
+            rows_per_thread: 8,
+        },
+        128 => MatmulTile {
+            rows: 128,
+            tokens: 32,
             rows_per_thread: 8,
         },
         _ => MatmulTile {

@@ -151,7 +151,8 @@ impl MatvecShape {
     }
 
     /// Whether the adapter can run the shape in `kernel`: a matmul's tile needs its workgroup
-    /// memory (128 x 64: 24.3 KiB, more than WebGPU's 16 KiB that every adapter has).
+    /// memory (128 x 32 and 128 x 64: 20.1 and 24.3 KiB, more than WebGPU's 16 KiB that every
+    /// adapter has).
     pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
         match self.kernel {
             Kernel::Matmul(_) => {
@@ -184,13 +185,11 @@ impl MatvecShape {
     pub fn candidates(&self, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
         let default = self.default_kernel();
         if let Kernel::Matmul(_) = self.kernel {
-            return vec![
-                default,
-                MatvecKernel {
-                    workgroup: 256,
-                    ..default
-                },
-            ];
+            let tile = |workgroup| MatvecKernel {
+                workgroup,
+                ..default
+            };
+            return vec![default, tile(128), tile(256)];
         }
         let chunks = default.threads_per_row;
         let blocks = match has_block_form(self.ty) {
