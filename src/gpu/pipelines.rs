@@ -368,6 +368,10 @@ impl PipelineKey {
         if let Some(tpr) = self.threads_per_row {
             name += &format!(" wg{} tpr{tpr}", self.workgroup);
         }
+        if let Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped = self.kernel {
+            let tile = matmul_tile(self.workgroup);
+            name += &format!(" tile {}x{}", tile.rows, tile.tokens);
+        }
         if self.subgroup_sum {
             name += " subgroup";
         }
