@@ -86,19 +86,7 @@ fn matmul_every_type_against_cpu() {
                     tokens: batch,
                     ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
                 };
-                for candidate in shape(rows).candidates(gpu.subgroup_size) {
-                    if !shape(rows).fits(&candidate, &gpu.limits) {
-                        eprintln!("{ty}: {candidate} does not fit this adapter");
-                        continue;
-                    }
-                    let mut tuning = Tuning::default();
-                    for part in &w.parts {
-                        tuning.matvec.insert(shape(part.rows).key(), candidate);
-                    }
-                    gpu.set_tuning(tuning);
-                    product.check(&gpu, true, &candidate.to_string());
-                }
-                gpu.set_tuning(Tuning::default());
+                product.check_each_candidate(&gpu, shape, true);
             }
             if batch <= 4 {
                 // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
@@ -110,15 +98,7 @@ fn matmul_every_type_against_cpu() {
                     rows,
                     tokens: if batch > 1 { 4 } else { 1 },
                 };
-                for candidate in shape(rows).candidates(gpu.subgroup_size) {
-                    let mut tuning = Tuning::default();
-                    for part in &w.parts {
-                        tuning.matvec.insert(shape(part.rows).key(), candidate);
-                    }
-                    gpu.set_tuning(tuning);
-                    product.check(&gpu, false, &candidate.to_string());
-                }
-                gpu.set_tuning(Tuning::default());
+                product.check_each_candidate(&gpu, shape, false);
             }
         }
     }
@@ -135,6 +115,30 @@ struct Product<'a> {
 }
 
 impl Product<'_> {
+    /// `check` in each kernel shape the tuner may give `shape` (of W's rows) where the adapter
+    /// holds it, every part of W taking it.
+    fn check_each_candidate(
+        &self,
+        gpu: &Gpu,
+        shape: impl Fn(u32) -> MatvecShape,
+        accumulate: bool,
+    ) {
+        let whole = shape(self.w.rows);
+        for candidate in whole.candidates(gpu.subgroup_size) {
+            if !whole.fits(&candidate, &gpu.limits) {
+                eprintln!("{}: {candidate} does not fit this adapter", self.w.ty);
+                continue;
+            }
+            let mut tuning = Tuning::default();
+            for part in &self.w.parts {
+                tuning.matvec.insert(shape(part.rows).key(), candidate);
+            }
+            gpu.set_tuning(tuning);
+            self.check(gpu, accumulate, &candidate.to_string());
+        }
+        gpu.set_tuning(Tuning::default());
+    }
+
     fn check(&self, gpu: &Gpu, accumulate: bool, shape: &str) {
         let (rows, cols) = (self.w.rows as usize, self.w.row_len as usize);
         let (ty, n_tokens, batch) = (self.w.ty, self.n_tokens, self.batch);

@@ -264,7 +264,6 @@ pub fn block_parts(ty: GgmlType) -> (u32, u32) {
     }
 }
 
-/// Identifies one compiled pipeline: the kernel, the weight type it reads (if any) and its shape.
 /// The tile of W's rows by X's tokens a matmul workgroup computes (shaders/matmul_tile.wgsl).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MatmulTile {
@@ -307,6 +306,7 @@ pub fn matmul_tile(workgroup: u32) -> MatmulTile {
     }
 }
 
+/// Identifies one compiled pipeline: the kernel, the weight type it reads (if any) and its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PipelineKey {
     pub kernel: Kernel,
@@ -341,21 +341,29 @@ impl PipelineKey {
     /// kernel shape.
     pub fn matvec(shape: &MatvecShape, kernel: MatvecKernel) -> PipelineKey {
         let key = PipelineKey {
-            kernel: shape.kernel,
-            ty: Some(shape.ty),
             workgroup: kernel.workgroup,
-            threads_per_row: Some(kernel.threads_per_row),
-            subgroup_sum: kernel.subgroup_sum,
-            split: kernel.split,
-            tokens: (shape.tokens > 1).then_some(shape.tokens),
+            ..PipelineKey::new(shape.kernel, Some(shape.ty))
         };
         match shape.kernel {
             // A tile, named by its workgroup size alone.
-            Kernel::Matmul(_) => PipelineKey {
-                workgroup: kernel.workgroup,
-                ..PipelineKey::new(shape.kernel, Some(shape.ty))
+            Kernel::Matmul(_) => key,
+            _ => PipelineKey {
+                threads_per_row: Some(kernel.threads_per_row),
+                subgroup_sum: kernel.subgroup_sum,
+                split: kernel.split,
+                tokens: (shape.tokens > 1).then_some(shape.tokens),
+                ..key
             },
-            _ => key,
+        }
+    }
+
+    /// The tile of the kernels that multiply tiles (shaders/matmul_tile.wgsl), by the workgroup size.
+    pub fn tile(&self) -> Option<MatmulTile> {
+        match self.kernel {
+            Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped => {
+                Some(matmul_tile(self.workgroup))
+            }
+            _ => None,
         }
     }
 
@@ -368,8 +376,7 @@ impl PipelineKey {
         if let Some(tpr) = self.threads_per_row {
             name += &format!(" wg{} tpr{tpr}", self.workgroup);
         }
-        if let Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped = self.kernel {
-            let tile = matmul_tile(self.workgroup);
+        if let Some(tile) = self.tile() {
             name += &format!(" tile {}x{}", tile.rows, tile.tokens);
         }
         if self.subgroup_sum {
@@ -399,8 +406,7 @@ impl PipelineKey {
 
     pub fn source(&self) -> String {
         let mut src = String::new();
-        if let Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped = self.kernel {
-            let tile = matmul_tile(self.workgroup);
+        if let Some(tile) = self.tile() {
             src += &format!(
                 "const TM: u32 = {}u;\nconst TN: u32 = {}u;\nconst RB: u32 = {}u;\n",
                 tile.rows, tile.tokens, tile.rows_per_thread

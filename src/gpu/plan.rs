@@ -6,7 +6,7 @@
 //! single compute pass. What changes from run to run (the position and the tokens) is in the plan's
 //! `StepInput`, written before each submit.
 
-use super::{matmul_tile, Gpu, GpuError, Kernel, MatvecKernel, MatvecShape, PipelineKey, Tuning};
+use super::{Gpu, GpuError, Kernel, MatvecKernel, MatvecShape, PipelineKey, Tuning};
 use std::sync::Arc;
 
 /// The inputs of one run, as shaders/step.wgsl reads them: { n_tokens, next, tokens[batch] }, each
@@ -389,8 +389,7 @@ fn bind(
 
 /// A matvec's workgroups: one per WG / TPR row slots, and a layer of them per token.
 fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey, tokens: u32) -> Groups {
-    if let Kernel::Matmul(_) = shape.kernel {
-        let tile = matmul_tile(key.workgroup);
+    if let Some(tile) = key.tile() {
         return Groups::PerTokens {
             x: shape.rows.div_ceil(tile.rows),
             per: tile.tokens,

@@ -5,8 +5,8 @@
 
 use crate::gguf::GgmlType;
 use crate::gpu::{
-    matmul_tile, read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Groups, Kernel,
-    MatvecShape, PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning,
+    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Groups, Kernel, MatvecShape,
+    PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning,
 };
 
 #[repr(C)]
@@ -162,7 +162,7 @@ pub fn push_grouped(
             x_stride: groups * group_stride / 4,
             y_stride: w.rows,
         };
-        let tile = matmul_tile(key.workgroup);
+        let tile = key.tile().expect("a tiled kernel");
         let workgroups = Groups::PerTokens {
             x: group_rows.div_ceil(tile.rows),
             per: tile.tokens,

@@ -8,7 +8,7 @@
 use super::bias::{self, Rows};
 use super::glu::{self, Activation};
 use super::matvec_id::{self, Experts, Output};
-use crate::gpu::{matmul_tile, GpuTensor, Groups, Kernel, PipelineKey, Plan};
+use crate::gpu::{GpuTensor, Groups, Kernel, PipelineKey, Plan};
 
 /// The stacked experts' matrices: n_expert * n_ff rows of n_embd (gate, up), n_expert * n_embd rows of
 /// n_ff (down); and each expert's biases after them where the model has them (gpt-oss).
@@ -227,7 +227,7 @@ fn push_by_expert(
             max_items: plan.batch,
             x_per_item: per_item as u32,
         };
-        let tile = matmul_tile(key.workgroup);
+        let tile = key.tile().expect("a tiled kernel");
         let workgroups = [
             rows.div_ceil(tile.rows),
             plan.batch.div_ceil(tile.tokens),
