@@ -3,8 +3,9 @@
 // WG / TPR pairs, and the TPR threads of a pair split its row as the row_dot file says, reading each x
 // once for both rows. One layer of workgroups (z) per TOKENS tokens of the run: one, or four (a
 // decode step of several sequences), each weight then dequantized once for the four. The store file declares
-// Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. Needs step.wgsl,
-// a row_dot file and a row_sum file.
+// Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. x is read as the x
+// file says: as it is (x_rows.wgsl), or normed by RMSNorm on the way in (x_rms_norm.wgsl), each sum
+// then scaled by x_scale. Needs step.wgsl, an x file, a row_dot file and a row_sum file.
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, cols / 4)
@@ -31,7 +32,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (in_range) {
         acc = pair_dot(2u * pair * P.row_bytes, P.row_bytes, token * (P.cols / 4u), P.cols, t % TPR);
     }
-    let sum = pair_sum(t, acc);
+    let sum = pair_sum(t, acc) * x_scale(t, P.cols);
     if (t % TPR == 0u && in_range) {
         store_pair(token, 2u * pair, sum.x, sum.y);
     }
@@ -55,9 +56,10 @@ fn four_tokens(wg: vec3<u32>, nwg: vec3<u32>, t: u32) {
         acc = pair_dot4(2u * pair * P.row_bytes, P.row_bytes, x0, P.cols, t % TPR);
     }
     let sums = pair_sum4(t, acc);
+    let scale = x_scale4(t, P.cols);
     if (t % TPR == 0u && in_range) {
-        let a = sums[0];
-        let b = sums[1];
+        let a = sums[0] * scale.xxyy;
+        let b = sums[1] * scale.zzww;
         store_pair(token0, 2u * pair, a.x, a.y);
         if (token0 + 1u <= last) { store_pair(token0 + 1u, 2u * pair, a.z, a.w); }
         if (token0 + 2u <= last) { store_pair(token0 + 2u, 2u * pair, b.x, b.y); }

@@ -12,9 +12,9 @@ fn row_dot(base: u32, x0: u32, cols: u32, lane: u32) -> f32 {
         let k = block_at(b);
         for (var sub = 0u; sub < SUBS; sub++) {
             let w = block_dequant32(k, b, sub);
-            let xs = x0 + (blk * SUBS + sub) * 8u;
+            let j0 = (blk * SUBS + sub) * 8u;
             for (var i = 0u; i < 8u; i++) {
-                acc += dot(w[i], X[xs + i]);
+                acc += dot(w[i], x_at(x0, j0 + i));
             }
         }
     }
@@ -31,9 +31,9 @@ fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f3
         for (var sub = 0u; sub < SUBS; sub++) {
             let w0 = block_dequant32(k0, b0, sub);
             let w1 = block_dequant32(k1, b1, sub);
-            let xs = x0 + (blk * SUBS + sub) * 8u;
+            let j0 = (blk * SUBS + sub) * 8u;
             for (var i = 0u; i < 8u; i++) {
-                let x = X[xs + i];
+                let x = x_at(x0, j0 + i);
                 acc += vec2<f32>(dot(w0[i], x), dot(w1[i], x));
             }
         }
@@ -54,12 +54,13 @@ fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> 
         for (var sub = 0u; sub < SUBS; sub++) {
             let w0 = block_dequant32(k0, b0, sub);
             let w1 = block_dequant32(k1, b1, sub);
-            let xs = x0 + vec4<u32>((blk * SUBS + sub) * 8u);
+            let j0 = (blk * SUBS + sub) * 8u;
             for (var i = 0u; i < 8u; i++) {
-                let x = X[xs.x + i];
-                let y = X[xs.y + i];
-                let z = X[xs.z + i];
-                let v = X[xs.w + i];
+                let xs = x4_at(x0, j0 + i);
+                let x = xs[0];
+                let y = xs[1];
+                let z = xs[2];
+                let v = xs[3];
                 a01 += vec4<f32>(dot(w0[i], x), dot(w1[i], x), dot(w0[i], y), dot(w1[i], y));
                 a23 += vec4<f32>(dot(w0[i], z), dot(w1[i], z), dot(w0[i], v), dot(w1[i], v));
             }

@@ -16,9 +16,8 @@ fn row_dot(base: u32, x0: u32, cols: u32, lane: u32) -> f32 {
     for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
         let b = base + blk * BLOCK_BYTES;
         let w = block_part(b, part);
-        let xs = x0 + blk * BLOCK_X4;
         for (var j = 0u; j < PART_X4; j++) {
-            acc += dot(w[j], X[xs + part_x4(part, j)]);
+            acc += dot(w[j], x_at(x0, blk * BLOCK_X4 + part_x4(part, j)));
         }
     }
     return acc;
@@ -32,9 +31,8 @@ fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f3
         let b1 = b0 + row_bytes;
         let w0 = block_part(b0, part);
         let w1 = block_part(b1, part);
-        let xs = x0 + blk * BLOCK_X4;
         for (var j = 0u; j < PART_X4; j++) {
-            let x = X[xs + part_x4(part, j)];
+            let x = x_at(x0, blk * BLOCK_X4 + part_x4(part, j));
             acc += vec2<f32>(dot(w0[j], x), dot(w1[j], x));
         }
     }
@@ -53,11 +51,11 @@ fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> 
         let w0 = block_part(b0, part);
         let w1 = block_part(b1, part);
         for (var j = 0u; j < PART_X4; j++) {
-            let xs = x0 + vec4<u32>(blk * BLOCK_X4 + part_x4(part, j));
-            let x = X[xs.x];
-            let y = X[xs.y];
-            let z = X[xs.z];
-            let v = X[xs.w];
+            let xs = x4_at(x0, blk * BLOCK_X4 + part_x4(part, j));
+            let x = xs[0];
+            let y = xs[1];
+            let z = xs[2];
+            let v = xs[3];
             a01 += vec4<f32>(dot(w0[j], x), dot(w1[j], x), dot(w0[j], y), dot(w1[j], y));
             a23 += vec4<f32>(dot(w0[j], z), dot(w1[j], z), dot(w0[j], v), dot(w1[j], v));
         }

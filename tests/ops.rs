@@ -10,8 +10,11 @@ use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
     read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecShape, Stacked, Store, Tuning,
+    XNorm,
 };
 use wick::ops::glu::{self, Activation};
+use wick::ops::matvec::Input;
+use wick::ops::rms_norm::RmsNorm;
 use wick::ops::{add_position, embed, layer_norm, matvec, rms_norm};
 
 #[test]
@@ -92,7 +95,7 @@ fn matmul_every_type_against_cpu() {
                 // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
                 // Several tokens take four to a workgroup, with winners of their own.
                 let shape = |rows| MatvecShape {
-                    kernel: Kernel::MatvecPairs(Store::Rows),
+                    kernel: Kernel::MatvecPairs(Store::Rows, XNorm::None),
                     ty,
                     cols,
                     rows,
@@ -442,16 +445,25 @@ fn swiglu_block_against_cpu() {
     for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
         let f = RandomFile::new(&[(ty, n_ff, cols), (ty, n_ff, cols)], &mut rng);
         let gate_up = glu::GateUp::Interleaved(interleave(&f, 1 << 20));
-        let shape = wick::gpu::MatvecShape {
-            kernel: wick::gpu::Kernel::MatvecPairs(wick::gpu::Store::Glu(Activation::Silu)),
-            ty,
-            cols,
-            rows: 2 * n_ff,
-            tokens: 1,
-        };
-        for candidate in shape.candidates(gpu.subgroup_size) {
+        let store = wick::gpu::Store::Glu(Activation::Silu);
+        // One token's products and four tokens', x as it is and normed on the way in.
+        let shapes: Vec<MatvecShape> = [1, 4]
+            .into_iter()
+            .flat_map(|tokens| {
+                [XNorm::None, XNorm::Rms(SWIGLU_EPS.to_bits())].map(|norm| MatvecShape {
+                    kernel: Kernel::MatvecPairs(store, norm),
+                    ty,
+                    cols,
+                    rows: 2 * n_ff,
+                    tokens,
+                })
+            })
+            .collect();
+        for candidate in shapes[0].candidates(gpu.subgroup_size) {
             let mut tuning = wick::gpu::Tuning::default();
-            tuning.matvec.insert(shape.key(), candidate);
+            for shape in &shapes {
+                tuning.matvec.insert(shape.key(), candidate);
+            }
             gpu.set_tuning(tuning);
             let label = format!("{ty} pairs at {candidate}");
             check_swiglu_block(
@@ -467,8 +479,13 @@ fn swiglu_block_against_cpu() {
     gpu.set_tuning(wick::gpu::Tuning::default());
 }
 
+/// The eps of the norm `check_swiglu_block` puts before the block.
+const SWIGLU_EPS: f32 = 1e-5;
+
 /// `glu::push_ffn` with these gate and up (dequantized: `gate`, `up`) and a random Q8_0 down,
-/// against the CPU, for 1 token and for 5.
+/// against the CPU, for 1 token and for 5; from rows as they are, and from rows that RMSNorm makes
+/// (x of another scale, a random gain), normed on the way in (1 token, and 5 four to a workgroup)
+/// and by the norm's own kernel.
 fn check_swiglu_block(
     gpu: &wick::gpu::Gpu,
     gate_up: &glu::GateUp,
@@ -479,28 +496,66 @@ fn check_swiglu_block(
 ) {
     let (n_ff, d) = (gate_up.n_ff(), cols as usize);
     let (down, down_deq) = packed(gpu, GgmlType::Q8_0, cols, n_ff, 1 << 20, rng);
-    for n_tokens in [1usize, 5] {
-        let (xn, x0) = (rng.vec(n_tokens * d), rng.vec(n_tokens * d));
+    let fused = gpu.fuses_norms();
+    let mut plain_dispatches = std::collections::HashMap::new();
+    for (n_tokens, norm) in [(1usize, None), (5, None), (1, Some(true)), (5, Some(true))]
+        .into_iter()
+        .chain([(5, Some(false))])
+    {
+        let (x_in, x0) = (rng.vec(n_tokens * d), rng.vec(n_tokens * d));
+        let gain: Vec<f32> = rng.vec(d).iter().map(|g| 1.0 + g).collect();
+        let x_in: Vec<f32> = match norm {
+            Some(_) => x_in.iter().map(|v| 7.0 * v).collect(),
+            None => x_in,
+        };
         let x = f32_buffer(gpu, &x0);
         let scratch = |n: u32| {
             let bytes = n_tokens as u64 * n as u64 * 4;
             scratch_buffer(gpu, "scratch", bytes).block_on().unwrap()
         };
-        let (gate_up_out, hidden) = (scratch(2 * n_ff), scratch(n_ff));
+        let (gate_up_out, hidden, xn) = (scratch(2 * n_ff), scratch(n_ff), scratch(cols));
+        if let Some(fuse) = norm {
+            assert!(
+                gpu.set_fuses_norms(fuse),
+                "this adapter cannot norm x on the way in"
+            );
+        }
         let mut plan = plan_at(gpu, 0, &vec![0; n_tokens]);
-        let xn_buffer = f32_buffer(gpu, &xn);
+        gpu.set_fuses_norms(fused);
+        let (x_in_buffer, gain_buffer) = (f32_buffer(gpu, &x_in), f32_buffer(gpu, &gain));
+        let input = match norm {
+            None => Input::Rows(&x_in_buffer),
+            Some(_) => Input::RmsNorm(RmsNorm {
+                x: &x_in_buffer,
+                gain: &gain_buffer,
+                xn: &xn,
+                n: cols,
+                eps: SWIGLU_EPS,
+            }),
+        };
         glu::push_ffn(
             &mut plan,
             Activation::Silu,
             (gate_up, &down),
-            &xn_buffer,
+            input,
             (&gate_up_out, &hidden),
             (&x, true),
         );
+        let dispatches = plan.dispatch_count();
         run(gpu, plan);
+        // Normed on the way in, as many dispatches as from rows; else the norm's own one more.
+        let from_rows = *plain_dispatches.entry(n_tokens).or_insert(dispatches);
+        let norm_dispatch = (norm == Some(false)) as usize;
+        if matches!(gate_up, glu::GateUp::Interleaved(_)) {
+            assert_eq!(dispatches, from_rows + norm_dispatch, "{label}: dispatches");
+        }
         let mut want = x0.clone();
         for t in 0..n_tokens {
-            let xn_t = &xn[t * d..(t + 1) * d];
+            let x_t = &x_in[t * d..(t + 1) * d];
+            let xn_t = &match norm {
+                None => x_t.to_vec(),
+                Some(_) => rms_norm::reference(x_t, &gain, SWIGLU_EPS),
+            };
             let (mut g, mut u) = (vec![0f32; n_ff as usize], vec![0f32; n_ff as usize]);
             matvec::reference(gate, xn_t, &mut g, false);
             matvec::reference(up, xn_t, &mut u, false);
@@ -509,7 +564,10 @@ fn check_swiglu_block(
         }
         let got = read_back_f32(gpu, &x, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
-        assert!(e < 1e-10, "{label}, {n_tokens} tokens: nmse {e}");
+        assert!(
+            e < 1e-10,
+            "{label}, {n_tokens} tokens, norm {norm:?}: nmse {e}"
+        );
     }
 }
 

@@ -8,6 +8,7 @@ use common::{f32_buffer, gpu, nmse, plan_at, run, RandomFile, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Plan, Segment, Stacked, StepInput};
+use wick::ops::matvec::Input;
 use wick::ops::rope::Rope;
 use wick::ops::{attention, matvec, rope_kv};
 
@@ -122,7 +123,7 @@ fn projection_rope_and_attention_against_cpu() {
         rope_kv::push(
             &mut plan,
             (&qkv, None),
-            &f32_buffer(&gpu, &x),
+            Input::Rows(&f32_buffer(&gpu, &x)),
             &rope,
             heads,
             &outputs,

@@ -35,3 +35,20 @@ fn random_families_in_parallel_sequences_match_the_f32_reference() {
     let golden = serde_json::from_str(include_str!("goldens/random-families.json")).unwrap();
     common::random_model::check_parallel(&gpu, &golden, TOL_F32);
 }
+
+/// Both checks with each RMSNorm done in the kernel of the product that reads it where the model
+/// allows (`Gpu::fuses_norms`, a GPU's default, which lavapipe does not take): qwen3's and phi3's
+/// feed-forward input, Llama 3's q/k/v and feed-forward inputs; gemma2's post-norms stay as they
+/// are. A decode step of one sequence, and steps of several, four to a workgroup.
+#[test]
+fn random_families_with_norms_fused_match_references() {
+    let Some(gpu) = gpu() else { return };
+    assert!(
+        gpu.set_fuses_norms(true),
+        "this adapter cannot norm x on the way in"
+    );
+    let golden = serde_json::from_str(include_str!("goldens/random-families.json")).unwrap();
+    let reports = check_all(&gpu, &golden, TOL_F32, LLAMA_CPP);
+    assert_eq!(reports.len(), 4);
+    common::random_model::check_parallel(&gpu, &golden, TOL_F32);
+}

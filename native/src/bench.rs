@@ -67,6 +67,16 @@ pub struct BenchArgs {
     /// --parallel`'s step), kernel by kernel
     #[arg(long = "parallel", default_value_t = 1)]
     parallel: u32,
+    /// Norm each product's input in the product's own kernel (on: one dispatch less for each norm)
+    /// or in a kernel of its own (off) [default: on for GPUs, off for CPU-backed adapters]
+    #[arg(long = "fuse-norms", value_enum)]
+    fuse_norms: Option<Switch>,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum Switch {
+    On,
+    Off,
 }
 
 /// One test's measurements: the wall time of each counted repetition and what its runs cost.
@@ -124,6 +134,11 @@ impl Measured {
 pub fn main(args: BenchArgs) -> Result<()> {
     let source = load::open_source(&args.model)?;
     let gpu = load::gpu()?;
+    if let Some(fuse) = args.fuse_norms {
+        if !gpu.set_fuses_norms(fuse == Switch::On) {
+            anyhow::bail!("this adapter binds too few storage buffers per kernel to norm a product's input in its kernel");
+        }
+    }
     let n_ctx = (args.depth + args.n_prompt + args.n_gen).max(args.parallel);
     let options = LoadOptions {
         n_ctx,
@@ -241,6 +256,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         peak,
         batch: engine.stats.chunk_tokens,
         tuned: engine.untuned_shapes().is_empty(),
+        norms_fused: gpu.fuses_norms(),
     };
     match args.output {
         Format::Json => print_json(&tests, &model, &context, &engine)?,
@@ -257,6 +273,8 @@ struct Context {
     batch: u32,
     /// Every matvec ran with its tuned kernel shape (not the defaults).
     tuned: bool,
+    /// Products normed their inputs in their own kernels (`--fuse-norms`).
+    norms_fused: bool,
 }
 
 /// The model as llama-bench names it.
@@ -335,6 +353,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "peak_percent": c.peak.map(|p| 100.0 * gbps / p),
                 "dispatches_per_layer": s.dispatches_per_layer,
                 "kernels_tuned": c.tuned,
+                "norms_fused": c.norms_fused,
             })
         })
         .collect();
@@ -366,7 +385,7 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         None => "peak unknown (--peak-gbps)".into(),
     };
     println!(
-        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes",
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}",
         model.filename,
         model.model_type(),
         model.size as f64 / 1e6,
@@ -374,7 +393,12 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         c.backend,
         c.batch,
         per_layer.join(", "),
-        if c.tuned { "tuned" } else { "default" }
+        if c.tuned { "tuned" } else { "default" },
+        if c.norms_fused {
+            "in their products' kernels"
+        } else {
+            "in kernels of their own"
+        }
     );
     println!();
     println!("| test | t/s | ms/token | dispatches/token | submits/token | weight MB/token | read back KB/token | weight GB/s | % of peak |");

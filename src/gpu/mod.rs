@@ -10,7 +10,10 @@ pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
     Stacked, TensorPart,
 };
-pub use pipelines::{matmul_tile, Activation, Kernel, MatmulTile, PipelineKey, Pipelines, Store};
+pub use pipelines::{
+    matmul_tile, Activation, Kernel, MatmulTile, PipelineKey, Pipelines, Store, XNorm,
+    NORM_GAIN_BINDING,
+};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, UniformArena};
 pub use tuning::{default_threads_per_row, MatvecKernel, MatvecShape, Split, Tuning, CANDIDATES};
 
@@ -42,7 +45,8 @@ pub enum GpuError {
 }
 
 /// The most storage buffers one of Wick's kernels binds: the fused q/k/v projection (weights, x, the
-/// step input, q, both caches, RoPE's factors, the bias). Core WebGPU guarantees 8; compatibility mode
+/// step input, q, both caches, RoPE's factors, the bias; its form that norms x binds the norm's gain
+/// too, where the adapter allows: `Gpu::fuses_norms`). Core WebGPU guarantees 8; compatibility mode
 /// only 4, though adapters grant more (lavapipe through OpenGL ES: 16).
 pub const STORAGE_BUFFERS_PER_KERNEL: u32 = 8;
 
@@ -69,6 +73,8 @@ pub struct Gpu {
     lost: Arc<std::sync::Mutex<Option<String>>>,
     /// Kernel shapes for this adapter; plans take a copy when they are made.
     tuning: std::sync::RwLock<Arc<Tuning>>,
+    /// Whether plans made from now on norm a product's x in its own kernel (`fuses_norms`).
+    fuse_norms: std::sync::atomic::AtomicBool,
 }
 
 impl Gpu {
@@ -125,16 +131,20 @@ impl Gpu {
             *on_lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
         });
         let pipelines = Pipelines::default();
-        Ok(Arc::new(Gpu {
-            device,
-            queue,
-            info,
-            limits,
-            subgroup_size,
-            pipelines,
-            lost,
-            tuning: Default::default(),
-        }))
+        Ok(Arc::new(
+            Gpu {
+                device,
+                queue,
+                info,
+                limits,
+                subgroup_size,
+                pipelines,
+                lost,
+                tuning: Default::default(),
+                fuse_norms: Default::default(),
+            }
+            .with_fused_norms_by_default(),
+        ))
     }
 
     /// The kernel shapes plans made from now on use.
@@ -156,6 +166,30 @@ impl Gpu {
             tuning.matvec.retain(|_, k| !k.subgroup_sum);
         }
         *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tuning);
+    }
+
+    /// Whether the products that read a norm of x (the q/k/v projection, gate and up) norm x in
+    /// their own kernels in plans of a few tokens (shaders/x_rms_norm.wgsl), saving the norm's own
+    /// dispatch. Each of the product's workgroups then sums x^2 again: on a GPU a little arithmetic
+    /// on what its caches hold, for one dispatch less a layer; where an adapter runs workgroups on
+    /// the CPU, work done again per workgroup. The adapter's kind decides unless set.
+    pub fn fuses_norms(&self) -> bool {
+        self.fuse_norms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets `fuses_norms` for plans made from now on; refused (false) where the adapter binds too few
+    /// storage buffers for the fused projection (one more than `STORAGE_BUFFERS_PER_KERNEL`).
+    pub fn set_fuses_norms(&self, on: bool) -> bool {
+        let possible =
+            self.limits.max_storage_buffers_per_shader_stage > STORAGE_BUFFERS_PER_KERNEL;
+        self.fuse_norms
+            .store(on && possible, std::sync::atomic::Ordering::Relaxed);
+        possible || !on
+    }
+
+    fn with_fused_norms_by_default(self) -> Gpu {
+        self.set_fuses_norms(self.info.device_type != wgpu::DeviceType::Cpu);
+        self
     }
 
     /// Whether a compute pass may write timestamps between its dispatches.

@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 pub enum Kernel {
     /// y = W x (+ y), W packed, for one token; rows may read x in groups (per-head matrices).
     Matvec,
-    /// W x for one token, two rows at a time, each pair stored as the `Store` says.
-    MatvecPairs(Store),
+    /// W x for one token (or four), two rows at a time, each pair stored as the `Store` says, x read
+    /// as the `XNorm` says.
+    MatvecPairs(Store, XNorm),
     /// X W^T, W packed, for the tokens of a prompt's chunk, each pair of rows stored as the `Store` says.
     Matmul(Store),
     /// Matvecs over the experts a router chose, by index.
@@ -95,6 +96,28 @@ pub enum Store {
     RopeKv,
 }
 
+/// How a product's kernel reads x: as it is (shaders/x_rows.wgsl), or normed by RMSNorm on the way
+/// in (shaders/x_rms_norm.wgsl), the norm's eps as f32 bits; its gain binds at `NORM_GAIN_BINDING`.
+/// The norm's own dispatch goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum XNorm {
+    None,
+    Rms(u32),
+}
+
+impl XNorm {
+    fn source(self) -> &'static str {
+        match self {
+            XNorm::None => include_str!("../../shaders/x_rows.wgsl"),
+            XNorm::Rms(_) => include_str!("../../shaders/x_rms_norm.wgsl"),
+        }
+    }
+}
+
+/// Where a kernel that norms its x (`XNorm::Rms`) binds the norm's gain: past every store's bindings
+/// (shaders/x_rms_norm.wgsl).
+pub const NORM_GAIN_BINDING: u32 = 15;
+
 /// How a gated feed-forward block makes h from gate and up (shaders/activation/*.wgsl define `glu`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Activation {
@@ -156,16 +179,22 @@ impl Kernel {
             ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
         }
         let body = match self {
-            Kernel::Matvec => return [row_dot, wgsl!("matvec.wgsl"), row_sum].concat(),
-            Kernel::MatvecPairs(store) => {
+            Kernel::Matvec => {
+                return [wgsl!("x_rows.wgsl"), row_dot, wgsl!("matvec.wgsl"), row_sum].concat()
+            }
+            Kernel::MatvecPairs(store, x) => {
                 let body = wgsl!("matvec_pairs.wgsl");
-                return [wgsl!("step.wgsl"), row_dot, body, row_sum, &store.source()].concat();
+                let head = [wgsl!("step.wgsl"), x.source()].concat();
+                return [&head, row_dot, body, row_sum, &store.source()].concat();
             }
             Kernel::Matmul(store) => {
                 let body = wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul.wgsl");
                 return [body, &store.source()].concat();
             }
-            Kernel::MatvecId => return [row_dot, wgsl!("matvec_id.wgsl"), row_sum].concat(),
+            Kernel::MatvecId => {
+                let body = wgsl!("matvec_id.wgsl");
+                return [wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();
+            }
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),
             Kernel::LayerNorm => wgsl!("step.wgsl", "reduce.wgsl", "layer_norm.wgsl"),
@@ -369,7 +398,11 @@ impl PipelineKey {
 
     /// A short name for profiles: kernel, weight type and shape.
     pub fn name(&self) -> String {
-        let mut name = format!("{:?}", self.kernel).to_lowercase();
+        let mut name = match self.kernel {
+            // How x is read is said at the end.
+            Kernel::MatvecPairs(store, _) => format!("matvecpairs({store:?})").to_lowercase(),
+            kernel => format!("{kernel:?}").to_lowercase(),
+        };
         if let Some(ty) = self.ty {
             name += &format!(" {ty:?}");
         }
@@ -390,6 +423,9 @@ impl PipelineKey {
         if let Some(tokens) = self.tokens {
             name += &format!(" x{tokens}");
         }
+        if let Kernel::MatvecPairs(_, XNorm::Rms(_)) = self.kernel {
+            name += " rms-normed";
+        }
         name
     }
 
@@ -400,6 +436,9 @@ impl PipelineKey {
         }
         if let Some(tokens) = self.tokens {
             c.push(("TOKENS", tokens as f64));
+        }
+        if let Kernel::MatvecPairs(_, XNorm::Rms(eps)) = self.kernel {
+            c.push(("NORM_EPS", f32::from_bits(eps) as f64));
         }
         c
     }

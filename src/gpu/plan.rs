@@ -6,7 +6,9 @@
 //! single compute pass. What changes from run to run (the position and the tokens) is in the plan's
 //! `StepInput`, written before each submit.
 
-use super::{Gpu, GpuError, Kernel, MatvecKernel, MatvecShape, PipelineKey, Tuning};
+use super::{
+    Gpu, GpuError, Kernel, MatvecKernel, MatvecShape, PipelineKey, Tuning, XNorm, NORM_GAIN_BINDING,
+};
 use std::sync::Arc;
 
 /// The inputs of one run, as shaders/step.wgsl reads them: { n_tokens, next, tokens[batch] }, each
@@ -177,6 +179,8 @@ pub struct Plan {
     arena_buffer: Option<wgpu::Buffer>,
     /// The kernel shapes of this plan's dispatches.
     tuning: Arc<Tuning>,
+    /// Whether products that read a norm of x norm it in their own kernels (`Gpu::fuses_norms`).
+    pub fuses_norms: bool,
 }
 
 impl Plan {
@@ -194,6 +198,7 @@ impl Plan {
             layer_kinds: Vec::new(),
             arena_buffer: None,
             tuning: gpu.tuning(),
+            fuses_norms: gpu.fuses_norms(),
         }
     }
 
@@ -213,7 +218,7 @@ impl Plan {
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
         // A plan of a few tokens (`ops::matvec` sends those of up to eight here) takes them four to a
         // layer of workgroups.
-        let shape = match self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(_)) {
+        let shape = match self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(..)) {
             true => MatvecShape { tokens: 4, ..shape },
             false => shape,
         };
@@ -243,8 +248,12 @@ impl Plan {
 
     /// Marks where a layer's dispatches begin; after the last layer, where it ends.
     pub fn layer_boundary(&mut self) {
-        self.layer_bounds
-            .push(self.pending.len() + self.dispatches.len());
+        self.layer_bounds.push(self.dispatch_count());
+    }
+
+    /// Dispatches pushed so far, finished or not.
+    pub fn dispatch_count(&self) -> usize {
+        self.pending.len() + self.dispatches.len()
     }
 
     /// Marks where a layer of this kind begins (see `layer_boundary`).
@@ -287,7 +296,8 @@ impl Plan {
                     .map(|p| {
                         let pipeline = gpu.pipelines.get(&gpu.device, p.key);
                         let params = (p.params_offset, p.params_len);
-                        let bind_group = bind(gpu, &pipeline, &p.buffers, (&arena, params));
+                        let bind_group =
+                            bind(gpu, (&p.key, &pipeline), &p.buffers, (&arena, params));
                         Dispatch {
                             key: p.key,
                             pipeline,
@@ -337,7 +347,7 @@ impl Plan {
         let key = PipelineKey::matvec(&matvec, shape);
         let pipeline = gpu.pipelines.get(&gpu.device, key);
         let arena = self.arena_buffer.as_ref().expect("a finished plan");
-        let bind_group = bind(gpu, &pipeline, &d.buffers, (arena, d.params));
+        let bind_group = bind(gpu, (&key, &pipeline), &d.buffers, (arena, d.params));
         (
             pipeline,
             bind_group,
@@ -357,13 +367,21 @@ impl Plan {
     }
 }
 
-/// Binds `buffers` to 0..n and the parameters (offset and length in `arena`) to n.
+/// Binds `buffers` to 0..n and the parameters (offset and length in `arena`) to n; where the
+/// kernel norms its x, its last buffer is the norm's gain, which binds to `NORM_GAIN_BINDING`.
 fn bind(
     gpu: &Gpu,
-    pipeline: &wgpu::ComputePipeline,
+    (key, pipeline): (&PipelineKey, &wgpu::ComputePipeline),
     buffers: &[wgpu::Buffer],
     (arena, (offset, len)): (&wgpu::Buffer, (u64, u64)),
 ) -> wgpu::BindGroup {
+    let (buffers, gain) = match key.kernel {
+        Kernel::MatvecPairs(_, XNorm::Rms(_)) => {
+            let (gain, rest) = buffers.split_last().expect("a norm's gain");
+            (rest, Some(gain))
+        }
+        _ => (buffers, None),
+    };
     let mut entries: Vec<wgpu::BindGroupEntry> = buffers
         .iter()
         .enumerate()
@@ -372,6 +390,12 @@ fn bind(
             resource: b.as_entire_binding(),
         })
         .collect();
+    if let Some(gain) = gain {
+        entries.push(wgpu::BindGroupEntry {
+            binding: NORM_GAIN_BINDING,
+            resource: gain.as_entire_binding(),
+        });
+    }
     entries.push(wgpu::BindGroupEntry {
         binding: buffers.len() as u32,
         resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {

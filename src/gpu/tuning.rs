@@ -3,7 +3,7 @@
 //! winners, kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
 
 use super::pipelines::{block_parts, has_block_form, matmul_tile};
-use super::{Activation, Kernel, Store};
+use super::{Activation, Kernel, Store, XNorm};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -130,7 +130,10 @@ impl MatvecShape {
             shape += &format!(" x{}", self.tokens);
         }
         match self.kernel {
-            Kernel::MatvecPairs(store) => shape + " " + store_name(store),
+            Kernel::MatvecPairs(store, XNorm::None) => shape + " " + store_name(store),
+            Kernel::MatvecPairs(store, XNorm::Rms(_)) => {
+                shape + " " + store_name(store) + " normed"
+            }
             Kernel::MatvecId => shape + " experts",
             Kernel::Matmul(store) => shape + " matmul " + store_name(store),
             _ => shape,
@@ -166,7 +169,7 @@ impl MatvecShape {
     /// Rows one row slot (TPR threads) of the kernel computes.
     pub fn rows_per_slot(&self) -> u32 {
         match self.kernel {
-            Kernel::MatvecPairs(_) => 2,
+            Kernel::MatvecPairs(..) => 2,
             _ => 1,
         }
     }

@@ -18,11 +18,13 @@ use super::feed_forward::{self, FeedForward, FfnScratch, MoeConfig};
 use super::{Ends, Forward, Loader, PromptRuns};
 use crate::gguf::GgmlType;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
+use crate::ops::embed;
 use crate::ops::glu::Activation;
+use crate::ops::matvec::{self, Input};
 use crate::ops::mla::{self, Mla};
 use crate::ops::moe_route::Gating;
+use crate::ops::rms_norm::{self, RmsNorm};
 use crate::ops::rope::{Rope, Yarn};
-use crate::ops::{embed, matvec, rms_norm};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -393,9 +395,16 @@ impl Model<'_> {
             rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, d, eps);
             self.push_attention(plan, b);
             matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
-            rms_norm::push(plan, &a.x, &b.ffn_norm, &a.xn, d, eps);
+            let (x, gain, xn) = (&a.x, &b.ffn_norm, &a.xn);
+            let ffn_in = Input::RmsNorm(RmsNorm {
+                x,
+                gain,
+                xn,
+                n: d,
+                eps,
+            });
             b.ffn
-                .push(plan, Activation::Silu, &a.xn, &a.ffn, (&a.x, true));
+                .push(plan, Activation::Silu, ffn_in, &a.ffn, (&a.x, true));
         }
         plan.layer_boundary();
     }

@@ -13,8 +13,9 @@ use super::per_layer_embd::PerLayerEmbd;
 use super::self_attention::{self, Attention, SelfAttention};
 use super::{Ends, Forward, Loader, Meta, Norm, PromptRuns};
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, StepInput};
+use crate::ops::matvec::{self, Input};
 use crate::ops::rope;
-use crate::ops::{add_position, attention, bias, embed, matvec, rms_norm, softcap};
+use crate::ops::{add_position, attention, bias, embed, rms_norm, softcap};
 use crate::Error;
 
 /// One transformer block's weights, named as in GGUF.
@@ -411,30 +412,33 @@ impl Model<'_> {
             });
             let layer = &f.layers[i];
             // With post-norms, the previous layer's last kernel already normed x with attn_norm.
-            if i == 0 || !f.post_norms {
-                b.attn_norm.push(plan, &a.x, &a.xn, d, eps);
-            }
+            let attn_in = match i == 0 || !f.post_norms {
+                true => b.attn_norm.input(plan, (&a.x, &a.xn), d, eps),
+                false => Input::Rows(&a.xn),
+            };
             match &b.mixing {
-                Mixing::Attention(sa) => sa.push(plan, (c, f, layer), a, &attention),
+                Mixing::Attention(sa) => sa.push(plan, (c, f, layer), (attn_in, a), &attention),
                 Mixing::DeltaNet(dn) => {
                     let shape = f.delta_net.expect("the family's DeltaNet shape");
                     let rows = a.qkv.as_ref().expect("rows for the DeltaNet projection");
-                    dn.push(plan, shape, (&a.xn, rows, &a.attn), eps);
+                    let xn = attn_in.rows(plan);
+                    dn.push(plan, shape, (xn, rows, &a.attn), eps);
                 }
             }
 
             // attn_output, the residual add and ffn_norm.
-            match (&b.post_attention_norm, &a.sublayer) {
+            let ffn_in = match (&b.post_attention_norm, &a.sublayer) {
                 (Some(post), Some(t)) => {
                     b.mixing.push_output(plan, &a.attn, (t, false));
                     let ffn_norm = (b.ffn_norm.rms(), &a.xn);
                     rms_norm::push_add_norm(plan, (t, post), &a.x, ffn_norm, d, eps);
+                    Input::Rows(&a.xn)
                 }
                 _ => {
                     b.mixing.push_output(plan, &a.attn, (&a.x, true));
-                    b.ffn_norm.push(plan, &a.x, &a.xn, d, eps);
+                    b.ffn_norm.input(plan, (&a.x, &a.xn), d, eps)
                 }
-            }
+            };
 
             // The feed-forward block and its residual add, then the per-layer embedding's part; the
             // layer's last kernel norms x for the next layer.
@@ -446,17 +450,17 @@ impl Model<'_> {
             };
             match (&b.post_ffw_norm, &a.sublayer, self.per_layer) {
                 (Some(post), Some(t), Some(p)) => {
-                    ffn.push(plan, act, &a.xn, scratch, (t, false));
+                    ffn.push(plan, act, ffn_in, scratch, (t, false));
                     // The norm of this sum is not read: the per-layer part norms its own.
                     rms_norm::push_add_norm(plan, (t, post), &a.x, (next(), &a.xn), d, eps);
                     p.push_layer(plan, i, (&a.x, b.out_scale), t, (next(), &a.xn));
                 }
                 (Some(post), Some(t), None) => {
-                    ffn.push(plan, act, &a.xn, scratch, (t, false));
+                    ffn.push(plan, act, ffn_in, scratch, (t, false));
                     let x = (&a.x, b.out_scale);
                     rms_norm::push_add_scale_norm(plan, (t, post), x, (next(), &a.xn), d, eps);
                 }
-                _ => ffn.push(plan, act, &a.xn, scratch, (&a.x, true)),
+                _ => ffn.push(plan, act, ffn_in, scratch, (&a.x, true)),
             }
         }
         plan.layer_boundary();

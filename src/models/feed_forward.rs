@@ -10,9 +10,10 @@ use super::{Loader, Meta};
 use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan, Stacked};
 use crate::ops::bias::{self, Rows};
 use crate::ops::glu::{self, Activation, GateUp};
+use crate::ops::matvec::{self, Input};
 use crate::ops::moe::{self, ExpertBiases, ExpertWeights, MoeBuffers, MoeShape};
 use crate::ops::moe_route::{self, Gating};
-use crate::ops::{matvec, sigmoid_gate};
+use crate::ops::sigmoid_gate;
 use crate::Error;
 
 /// The experts of a model's mixture-of-experts layers.
@@ -302,12 +303,13 @@ impl FeedForward {
     }
 
     /// Adds the sublayer for each token of the run: `act` of the gate times up, from `xn` into `y`
-    /// (added to it where `accumulate`). Experts always add into y, the residual.
+    /// (added to it where `accumulate`). Experts always add into y, the residual. A dense gated
+    /// block may norm xn on the way in (`Input::for_pairs`); the others read its rows.
     pub fn push(
         &self,
         plan: &mut Plan,
         act: Activation,
-        xn: &wgpu::Buffer,
+        xn: Input,
         s: &FfnScratch,
         (y, accumulate): (&wgpu::Buffer, bool),
     ) {
@@ -319,6 +321,7 @@ impl FeedForward {
                 return;
             }
             FeedForward::Plain(p) => {
+                let xn = xn.rows(plan);
                 let (n_ff, n_embd) = (p.up.rows, p.down.rows);
                 matvec::push(plan, &p.up, xn, &s.gate_up, false);
                 if let Some(b) = &p.up_bias {
@@ -335,6 +338,7 @@ impl FeedForward {
             FeedForward::Experts(e) => e,
         };
         assert!(accumulate, "experts add into the residual");
+        let xn = xn.rows(plan);
         let g = &e.config.gating;
         matvec::push_stacked(plan, &e.router, xn, &s.router_logits);
         if let Some(b) = &e.biases {
@@ -371,12 +375,12 @@ impl FeedForward {
         if let Some(sh) = &e.shared {
             if !sh.gated {
                 let ffn = (&sh.gate_up, &sh.down);
-                glu::push_ffn(plan, act, ffn, xn, dense_scratch, (y, true));
+                glu::push_ffn(plan, act, ffn, Input::Rows(xn), dense_scratch, (y, true));
                 return;
             }
             // down(sigmoid(gate) h) = sigmoid(gate) down(h): the gate scales h.
             let n_ff = sh.gate_up.n_ff();
-            glu::push_hidden(plan, act, &sh.gate_up, xn, dense_scratch);
+            glu::push_hidden(plan, act, &sh.gate_up, Input::Rows(xn), dense_scratch);
             let gate = (&s.router_logits, e.router.rows, g.n_expert);
             sigmoid_gate::push_per_row(plan, &s.hidden, n_ff, gate);
             matvec::push(plan, &sh.down, &s.hidden, y, true);

@@ -319,6 +319,31 @@ impl Norm {
         }
     }
 
+    /// xn = norm(x) as the products after it read it: a LayerNorm added now; an RMSNorm left for
+    /// them to add, or to do on the way in (`matvec::Input`).
+    pub fn input<'a>(
+        &'a self,
+        plan: &mut Plan,
+        (x, xn): (&'a wgpu::Buffer, &'a wgpu::Buffer),
+        n: u32,
+        eps: f32,
+    ) -> crate::ops::matvec::Input<'a> {
+        use crate::ops::{matvec::Input, rms_norm::RmsNorm};
+        match self {
+            Norm::Rms(gain) => Input::RmsNorm(RmsNorm {
+                x,
+                gain,
+                xn,
+                n,
+                eps,
+            }),
+            Norm::Layer(..) => {
+                self.push(plan, x, xn, n, eps);
+                Input::Rows(xn)
+            }
+        }
+    }
+
     /// The RMS gain, for the kernels that fuse a norm with a residual add (post-norm families,
     /// whose norms are all RMS).
     pub fn rms(&self) -> &wgpu::Buffer {

@@ -9,6 +9,7 @@ use super::family::{Config, Family, LayerAttention};
 use super::Loader;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Stacked};
 use crate::ops::head_norm_rope_kv::KvWrite;
+use crate::ops::matvec::Input;
 use crate::ops::{attention, head_norm_rope_kv, matvec, rope, rope_kv, sigmoid_gate};
 use crate::Error;
 
@@ -272,13 +273,13 @@ impl SelfAttention {
         self.attn_qkv.rows
     }
 
-    /// q, k and v from xn, rotated, k and v into the cache, then attention into `attn`, gated where
-    /// the family gates it.
+    /// q, k and v from x (the layer's normed input, `Input`), rotated, k and v into the cache, then
+    /// attention into `attn`, gated where the family gates it.
     pub fn push(
         &self,
         plan: &mut Plan,
         (c, f, layer): (&Config, &Family, &LayerAttention),
-        a: &Activations,
+        (x, a): (Input, &Activations),
         attention: &Attention,
     ) {
         let heads = rope_kv::Heads {
@@ -294,14 +295,15 @@ impl SelfAttention {
         };
         match (&self.attn_qkv_norm, &a.qkv) {
             (Some(norms), Some(qkv)) => {
-                matvec::push_stacked(plan, &self.attn_qkv, &a.xn, qkv);
+                let xn = x.rows(plan);
+                matvec::push_stacked(plan, &self.attn_qkv, xn, qkv);
                 let rope = (&layer.rope, c.rms_eps);
                 let row = (qkv, f.attn_gate, self.kv);
                 head_norm_rope_kv::push(plan, row, norms, rope, heads, &outputs);
             }
             _ => {
                 let qkv = (&self.attn_qkv, self.attn_qkv_bias.as_ref());
-                rope_kv::push(plan, qkv, &a.xn, &layer.rope, heads, &outputs);
+                rope_kv::push(plan, qkv, x, &layer.rope, heads, &outputs);
             }
         }
         let shape = attention::Shape {

@@ -3,6 +3,7 @@
 //! of their projection (shaders/store_glu.wgsl); otherwise, and for the experts' outputs,
 //! shaders/glu.wgsl makes h from gate's and up's outputs.
 
+use super::matvec::Input;
 pub use crate::gpu::Activation;
 use crate::gpu::{GpuTensor, Groups, Kernel, PipelineKey, Plan, Stacked, Store, TensorPart};
 
@@ -86,13 +87,13 @@ impl GateUp {
 }
 
 /// A gated feed-forward block: y = down(act(gate xn) * up xn), added to y when `accumulate` (the
-/// residual add). `gate_up_out` (batch, 2 n_ff) is scratch for gate and up kept apart, `hidden`
+/// residual add); xn's norm, where it has one, is done as `Input::for_pairs` says. `gate_up_out` (batch, 2 n_ff) is scratch for gate and up kept apart, `hidden`
 /// (batch, n_ff) for h.
 pub fn push_ffn(
     plan: &mut Plan,
     act: Activation,
     (gate_up, down): (&GateUp, &GpuTensor),
-    xn: &wgpu::Buffer,
+    xn: Input,
     (gate_up_out, hidden): (&wgpu::Buffer, &wgpu::Buffer),
     (y, accumulate): (&wgpu::Buffer, bool),
 ) {
@@ -105,7 +106,7 @@ pub fn push_hidden(
     plan: &mut Plan,
     act: Activation,
     gate_up: &GateUp,
-    xn: &wgpu::Buffer,
+    xn: Input,
     (gate_up_out, hidden): (&wgpu::Buffer, &wgpu::Buffer),
 ) {
     let n_ff = gate_up.n_ff();
@@ -124,6 +125,7 @@ pub fn push_hidden(
             super::matvec::push_pairs(plan, w, xn, Store::Glu(act), &[hidden], params);
         }
         GateUp::Apart(stacked) => {
+            let xn = xn.rows(plan);
             super::matvec::push_stacked(plan, stacked, xn, gate_up_out);
             let (gate, up) = ((gate_up_out, 0, 2 * n_ff), (gate_up_out, n_ff, 2 * n_ff));
             push_rows(plan, act, gate, up, (hidden, n_ff));

@@ -3,11 +3,40 @@
 //! `push_pairs` is the way in for the fused projections: their kernels compute W's rows two at a time
 //! and hand each pair to a store (shaders/store_*.wgsl) that finishes the next step's work.
 
+use super::rms_norm::RmsNorm;
 use crate::gguf::GgmlType;
 use crate::gpu::{
     read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Groups, Kernel, MatvecShape,
-    PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning,
+    PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning, XNorm,
 };
+
+/// What a product reads: each token's row of x as it is, or as RMSNorm makes it (which the pair
+/// kernels may do on the way in, `for_pairs`).
+#[derive(Clone, Copy)]
+pub enum Input<'a> {
+    Rows(&'a wgpu::Buffer),
+    RmsNorm(RmsNorm<'a>),
+}
+
+impl<'a> Input<'a> {
+    /// The rows, normed into the norm's output rows first where this is a norm.
+    pub fn rows(self, plan: &mut Plan) -> &'a wgpu::Buffer {
+        match self {
+            Input::Rows(x) => x,
+            Input::RmsNorm(norm) => norm.push(plan),
+        }
+    }
+
+    /// As the pair kernels (`push_pairs`) take it: a norm stays theirs to do where the plan fuses
+    /// norms and its runs go through the matvec kernel; otherwise the rows (`rows`). Call once
+    /// for all the products that read it.
+    pub fn for_pairs(self, plan: &mut Plan) -> Input<'a> {
+        match self {
+            Input::RmsNorm(_) if plan.fuses_norms && plan.batch <= MATVEC_TOKENS_MAX => self,
+            _ => Input::Rows(self.rows(plan)),
+        }
+    }
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -89,22 +118,30 @@ fn push_at(
         };
         super::params(&p).to_vec()
     };
-    push_pairs(plan, w, x, Store::Rows, &[y], params);
+    push_pairs(plan, w, Input::Rows(x), Store::Rows, &[y], params);
 }
 
 /// Adds W x for each token of the run, computed two rows at a time, each pair handed to `store`:
 /// shaders/matvec_pairs.wgsl for up to `MATVEC_TOKENS_MAX` tokens, the tiled matmul for more.
 /// `outputs` bind after W, x and the step input, and `params` gives each part of W its store's
 /// parameters (which hold the part's rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
+/// x's norm, where it has one, is done as `Input::for_pairs` says.
 pub fn push_pairs(
     plan: &mut Plan,
     w: &GpuTensor,
-    x: &wgpu::Buffer,
+    x: Input,
     store: Store,
     outputs: &[&wgpu::Buffer],
     params: impl Fn(&TensorPart) -> Vec<u8>,
 ) {
     let step = plan.step.clone();
+    let (x, norm, gain) = match x.for_pairs(plan) {
+        Input::Rows(x) => (x, XNorm::None, None),
+        Input::RmsNorm(n) => {
+            assert_eq!(n.n, w.row_len, "{}: a norm of another width", w.name);
+            (n.x, XNorm::Rms(n.eps.to_bits()), Some(n.gain))
+        }
+    };
     for part in &w.parts {
         assert!(
             store == Store::Rows || (part.first_row % 2 == 0 && part.rows % 2 == 0),
@@ -113,9 +150,12 @@ pub fn push_pairs(
         );
         let mut buffers = vec![&part.buffer, x, &step];
         buffers.extend_from_slice(outputs);
+        // The norm's gain binds last (`gpu::NORM_GAIN_BINDING`).
+        buffers.extend(gain);
         let params = params(part);
         if plan.batch <= MATVEC_TOKENS_MAX {
-            let shape = MatvecShape::of(Kernel::MatvecPairs(store), w.ty, w.row_len, part.rows);
+            let kernel = Kernel::MatvecPairs(store, norm);
+            let shape = MatvecShape::of(kernel, w.ty, w.row_len, part.rows);
             plan.push_matvec(shape, &buffers, &params);
         } else {
             // The tile is tuned per shape and chunk size (`matmul_tile`).

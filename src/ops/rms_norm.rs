@@ -11,6 +11,25 @@ struct Params {
     eps: f32,
 }
 
+/// rmsnorm(x) * gain for each token row of x (n values), as products read it
+/// (`matvec::Input::RmsNorm`): pushed into `xn`, or done by their kernels on the way in.
+#[derive(Clone, Copy)]
+pub struct RmsNorm<'a> {
+    pub x: &'a wgpu::Buffer,
+    pub gain: &'a wgpu::Buffer,
+    pub xn: &'a wgpu::Buffer,
+    pub n: u32,
+    pub eps: f32,
+}
+
+impl<'a> RmsNorm<'a> {
+    /// Adds the norm into `xn`, and gives `xn`.
+    pub fn push(self, plan: &mut Plan) -> &'a wgpu::Buffer {
+        push(plan, self.x, self.gain, self.xn, self.n, self.eps);
+        self.xn
+    }
+}
+
 /// Adds `y = rmsnorm(x) * w` to the plan for each token row. x, y: (batch, n) f32; w: (n).
 pub fn push(
     plan: &mut Plan,

@@ -2,6 +2,7 @@
 //! matrix), q and k rotated by RoPE at each token's position, q into its row and k and v into the
 //! cache at that position (the pair kernels ending in shaders/store_rope_kv.wgsl).
 
+use super::matvec::Input;
 use super::rope::{Rope, RopeParams};
 use crate::gpu::{Plan, Stacked, Store, TensorPart};
 
@@ -40,11 +41,11 @@ pub struct RopeBuffers<'a> {
 
 /// Adds the projection of x (batch, cols) through `qkv` (q's, k's and v's rows stacked), plus `bias`
 /// (q's, k's and v's, stacked alike) where the model has one, rotated and cached, for each token of
-/// the run.
+/// the run. x's norm, where it has one, is done once for the three (`Input::for_pairs`).
 pub fn push(
     plan: &mut Plan,
     (qkv, bias): (&Stacked, Option<&wgpu::Buffer>),
-    x: &wgpu::Buffer,
+    x: Input,
     rope: &Rope,
     heads: Heads,
     b: &RopeBuffers,
@@ -56,6 +57,7 @@ pub fn push(
     let step = plan.step.clone();
     let bias_or_step = bias.unwrap_or(&step);
     let outputs = [b.q, b.k_cache, b.v_cache, b.freqs, bias_or_step];
+    let x = x.for_pairs(plan);
     for (w, offset) in &qkv.tensors {
         assert!(offset % 2 == 0, "{}: its rows start inside a pair", w.name);
         let params = |part: &TensorPart| {
