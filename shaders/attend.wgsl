@@ -1,11 +1,13 @@
-// What the attention kernels share: up to GROUP query heads that read the same keys, over a range of
-// cached keys, with a running max and sum (online softmax). Each head is a lane of a vec4, so a key
-// and a value are read once for the group (grouped-query attention's heads of one kv head; every
-// head of Multi-head Latent Attention) and the group's maxes and sums take the barriers of one. The
-// keys go by in blocks of WG, one per thread; each thread keeps 4 output dims (t, t + WG, ...), so a
-// value is at most 4 * WG floats, WG at most 128. The kernel declares KC, VC (which may be one buffer
-// bound twice), P (with scale and softcap), WG and `fn query(g: u32, i: u32) -> vec4<f32>`: vec4 i of
-// the group's head g. Call from uniform control flow.
+// What the attention kernels share: up to GROUP query heads that read the same keys, for each of TQ
+// queries (consecutive tokens of a run), over ranges of cached keys, with a running max and sum
+// (online softmax). Each head is a lane of a vec4, so a key and a value are read once for the group
+// (grouped-query attention's heads of one kv head; every head of Multi-head Latent Attention) and for
+// the TQ queries, which a prompt's chunk has side by side (flash attention's tile of queries; TQ is 1
+// when decoding); the group's maxes and sums take the barriers of one. The keys go by in blocks of
+// WG, one per thread; each thread keeps 4 output dims (t, t + WG, ...) of each query, so a value is at
+// most 4 * WG floats, WG at most 128. The kernel declares KC, VC (which may be one buffer bound
+// twice), P (with scale and softcap), WG, the constant TQ and `fn query(q: u32, g: u32, i: u32) ->
+// vec4<f32>`: vec4 i of query q's head g. Call from uniform control flow.
 
 const GROUP: u32 = 4u;
 
@@ -19,12 +21,12 @@ struct Keys {
     value_len: u32, // at most 4 * WG
 }
 
-// The state after some keys, lane g for the group's head g: the max score m, the sum l of
-// exp(score - m), and this thread's dims of the sum of exp(score - m) * v.
+// The state after some keys for each query q, lane g for the group's head g: the max score m, the
+// sum l of exp(score - m), and this thread's dims of the sum of exp(score - m) * v.
 struct Attended {
-    m: vec4<f32>,
-    l: vec4<f32>,
-    acc: array<vec4<f32>, 4>,
+    m: array<vec4<f32>, TQ>,
+    l: array<vec4<f32>, TQ>,
+    acc: array<array<vec4<f32>, 4>, TQ>,
 }
 
 // The first key a query at position end - 1 sees: the last `window` keys, or all where window is 0.
@@ -40,86 +42,126 @@ fn head_group(i: u32, n_group: u32) -> vec2<u32> {
     return vec2<u32>(first, min(GROUP, n_group - (i % per) * GROUP));
 }
 
-var<workgroup> weights: array<vec4<f32>, 128>; // a block's exp(score - max), one per key
-var<workgroup> lanes: array<vec4<f32>, 128>;   // a reduction's values, one per thread
+// A block's exp(score - max), one per key, for each query; between blocks, a reduction's values, one
+// per thread.
+var<workgroup> block: array<array<vec4<f32>, TQ>, 128>;
 
-fn group_max(t: u32, v: vec4<f32>) -> vec4<f32> {
-    lanes[t] = v;
+fn group_max(t: u32, v: array<vec4<f32>, TQ>) -> array<vec4<f32>, TQ> {
+    block[t] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if (t < s) {
-            lanes[t] = max(lanes[t], lanes[t + s]);
+            for (var q = 0u; q < TQ; q++) {
+                block[t][q] = max(block[t][q], block[t + s][q]);
+            }
         }
         workgroupBarrier();
     }
-    let r = lanes[0];
+    let r = block[0];
     workgroupBarrier();
     return r;
 }
 
-fn group_sum(t: u32, v: vec4<f32>) -> vec4<f32> {
-    lanes[t] = v;
+fn group_sum(t: u32, v: array<vec4<f32>, TQ>) -> array<vec4<f32>, TQ> {
+    block[t] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if (t < s) {
-            lanes[t] += lanes[t + s];
+            for (var q = 0u; q < TQ; q++) {
+                block[t][q] += block[t + s][q];
+            }
         }
         workgroupBarrier();
     }
-    let r = lanes[0];
+    let r = block[0];
     workgroupBarrier();
     return r;
 }
 
-// The group's `heads` queries over keys [first, end) of the cache. Lanes past `heads` hold nothing
-// meant. A block's max goes through group_max's tree; its sum does not: each thread keeps the sum of
-// its own keys' weights (rescaled as the max moves, as every thread's is), and the threads' sums are
-// added once, at the end: a block takes 10 barriers with 64 threads rather than 17, and barriers are
-// most of a long cache's time on a CPU-backed adapter.
-fn attend(keys: Keys, heads: u32, first: u32, end: u32, t: u32) -> Attended {
+// The group's `heads` heads of each query q over keys [ranges[q].x, ranges[q].y) of the cache, the
+// blocks walking the union of the ranges (a chunk's causal ranges nest: the last query's). Lanes past
+// `heads` hold nothing meant; a query with no keys keeps l = 0. A block's max goes through group_max's
+// tree; its sum does not: each thread keeps the sum of its own keys' weights (rescaled as the max
+// moves, as every thread's is), and the threads' sums are added once, at the end: a block takes 10
+// barriers with 64 threads rather than 17, and barriers are most of a long cache's time on a
+// CPU-backed adapter.
+fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Attended {
     let k4 = keys.key_len / 4u;
+    var first = ranges[0].x;
+    var end = ranges[0].y;
+    for (var q = 1u; q < TQ; q++) {
+        first = min(first, ranges[q].x);
+        end = max(end, ranges[q].y);
+    }
     var r: Attended;
-    r.m = vec4<f32>(-3.0e38);
-    var l = vec4<f32>(0.0); // this thread's keys' part of r.l
+    var l: array<vec4<f32>, TQ>; // this thread's keys' part of r.l
+    for (var q = 0u; q < TQ; q++) {
+        r.m[q] = vec4<f32>(-3.0e38);
+    }
     for (var start = first; start < end; start += WG) {
         let p = start + t;
-        var s = vec4<f32>(-3.0e38);
+        var s: array<vec4<f32>, TQ>;
+        var seen: array<bool, TQ>; // query q sees key p
+        for (var q = 0u; q < TQ; q++) {
+            s[q] = vec4<f32>(-3.0e38);
+            seen[q] = ranges[q].x <= p && p < ranges[q].y;
+        }
         if (p < end) {
             let k = (p * keys.row + keys.offset) / 4u;
-            var d = vec4<f32>(0.0);
+            var d: array<vec4<f32>, TQ>;
             for (var i = 0u; i < k4; i++) {
                 let key = KC[k + i];
-                for (var g = 0u; g < heads; g++) {
-                    d[g] += dot(query(g, i), key);
+                for (var q = 0u; q < TQ; q++) {
+                    for (var g = 0u; g < heads; g++) {
+                        d[q][g] += dot(query(q, g, i), key);
+                    }
                 }
             }
-            s = d * P.scale;
-            if (P.softcap > 0.0) {
-                // tanh of a clamped argument: some backends compute tanh by exp, which overflows.
-                s = P.softcap * tanh(clamp(s / P.softcap, vec4<f32>(-20.0), vec4<f32>(20.0)));
+            for (var q = 0u; q < TQ; q++) {
+                var score = d[q] * P.scale;
+                if (P.softcap > 0.0) {
+                    // tanh of a clamped argument: some backends compute tanh by exp, which overflows.
+                    score = P.softcap * tanh(clamp(score / P.softcap, vec4<f32>(-20.0), vec4<f32>(20.0)));
+                }
+                s[q] = select(vec4<f32>(-3.0e38), score, seen[q]);
             }
         }
-        let m_new = max(r.m, group_max(t, s));
-        let e = select(vec4<f32>(0.0), exp(s - m_new), p < end);
-        weights[t] = e;
-        workgroupBarrier(); // publishes weights[]
-        // Rescale what came before to the new max (nothing came before the first block).
-        let rescale = select(exp(r.m - m_new), vec4<f32>(0.0), start == first);
-        l = l * rescale + e;
+        let block_max = group_max(t, s);
+        var e: array<vec4<f32>, TQ>;
+        var rescale: array<vec4<f32>, TQ>;
+        for (var q = 0u; q < TQ; q++) {
+            let m_new = max(r.m[q], block_max[q]);
+            e[q] = select(vec4<f32>(0.0), exp(s[q] - m_new), seen[q]);
+            // Rescale what came before to the new max (nothing came before a query's first key:
+            // its max was -3e38 and its sums 0).
+            rescale[q] = exp(r.m[q] - m_new);
+            l[q] = l[q] * rescale[q] + e[q];
+            r.m[q] = m_new;
+        }
+        block[t] = e;
+        workgroupBarrier(); // publishes block[]
         let count = min(WG, end - start);
         for (var i = 0u; i < 4u; i++) {
             let dim = t + i * WG;
             if (dim < keys.value_len) {
-                var a = r.acc[i] * rescale;
+                var a: array<vec4<f32>, TQ>;
+                for (var q = 0u; q < TQ; q++) {
+                    a[q] = r.acc[q][i] * rescale[q];
+                }
                 let v = start * keys.row + keys.offset + dim;
                 for (var j = 0u; j < count; j++) {
-                    a += weights[j] * VC[v + j * keys.row];
+                    let value = VC[v + j * keys.row];
+                    let w = block[j];
+                    for (var q = 0u; q < TQ; q++) {
+                        a[q] += w[q] * value;
+                    }
                 }
-                r.acc[i] = a;
+                for (var q = 0u; q < TQ; q++) {
+                    r.acc[q][i] = a[q];
+                }
             }
         }
-        r.m = m_new;
-        workgroupBarrier(); // the next block overwrites weights[]
+        workgroupBarrier(); // the next block overwrites block[]
     }
     r.l = group_sum(t, l);
     return r;

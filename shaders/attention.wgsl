@@ -2,8 +2,10 @@
 // `window` positions on a sliding-window layer), or over every position of its sequence in the run
 // (bidirectional, an embedding model's encoder; within window / 2 positions either side on a
 // sliding-window layer), grouped-query: one workgroup per (group of up to 4 q heads that read one kv
-// head, token); q head h reads kv head h / (n_head / n_kv_head). A query sees its own sequence's rows only (step.wgsl). No score row is
-// stored (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token.
+// head, TQ consecutive tokens of the run); q head h reads kv head h / (n_head / n_kv_head). A query
+// sees its own sequence's rows only (step.wgsl). No score row is stored (attend.wgsl's online
+// softmax), so a prompt's chunk needs no more memory than one token; a key and a value read serve
+// the group's heads of TQ tokens.
 // Needs step.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
 // learned logit that takes its share of the softmax and adds no value.
 
@@ -28,49 +30,63 @@ struct Params {
 
 override WG: u32 = 64u;
 
-var<private> q_first: u32; // the vec4 where the group's first query starts
+var<private> q_first: array<u32, TQ>; // the vec4 where each query's group's first head starts
 
-fn query(g: u32, i: u32) -> vec4<f32> {
-    return Q[q_first + g * (P.head_dim / 4u) + i];
+fn query(q: u32, g: u32, i: u32) -> vec4<f32> {
+    return Q[q_first[q] + g * (P.head_dim / 4u) + i];
+}
+
+// The keys of the cache the run's token `token` sees: [first, end).
+fn key_range(token: u32) -> vec2<u32> {
+    let base = step.tokens[token].base;
+    let pos = step.tokens[token].pos;
+    if (P.causal != 0u) {
+        return vec2<u32>(base + first_key(pos + 1u, P.window), base + pos + 1u);
+    }
+    var first = base;
+    var end = step.tokens[token].end;
+    if (P.window > 0u) {
+        let half = P.window / 2u;
+        first = base + pos - min(pos, half);
+        end = min(end, base + pos + half + 1u);
+    }
+    return vec2<u32>(first, end);
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let group = head_group(wg.x, P.n_head / P.n_kv_head);
-    let token = wg.y;
-    if (token >= step.n_tokens) {
+    let token0 = wg.y * TQ;
+    if (token0 >= step.n_tokens) {
         return;
     }
-    q_first = (token * P.n_head + group.x) * (P.head_dim / 4u);
-    let base = step.tokens[token].base;
-    let pos = step.tokens[token].pos;
-    var first = base + first_key(pos + 1u, P.window);
-    var end = base + pos + 1u;
-    if (P.causal == 0u) {
-        end = step.tokens[token].end;
-        first = base;
-        if (P.window > 0u) {
-            let half = P.window / 2u;
-            first = base + pos - min(pos, half);
-            end = min(end, base + pos + half + 1u);
-        }
+    // Tokens past the run take the last one's query and keys; their outputs are not stored.
+    let last = step.n_tokens - 1u;
+    var ranges: array<vec2<u32>, TQ>;
+    for (var q = 0u; q < TQ; q++) {
+        let token = min(token0 + q, last);
+        q_first[q] = (token * P.n_head + group.x) * (P.head_dim / 4u);
+        ranges[q] = key_range(token);
     }
-    let r = attend(head_keys(group.x), group.y, first, end, t);
-    for (var g = 0u; g < group.y; g++) {
-        let h = group.x + g;
-        // With a sink, the max and the sum take its logit too.
-        var rescale = 1.0;
-        var l = r.l[g];
-        if (P.sinks != 0u) {
-            let m = max(r.m[g], SINK[h]);
-            rescale = exp(r.m[g] - m);
-            l = r.l[g] * rescale + exp(SINK[h] - m);
-        }
-        let o = (token * P.n_head + h) * P.head_dim;
-        for (var i = 0u; i < 4u; i++) {
-            let dim = t + i * WG;
-            if (dim < P.head_dim) {
-                O[o + dim] = r.acc[i][g] * rescale / l;
+    let r = attend(head_keys(group.x), group.y, ranges, t);
+    for (var q = 0u; q < TQ && token0 + q <= last; q++) {
+        let token = token0 + q;
+        for (var g = 0u; g < group.y; g++) {
+            let h = group.x + g;
+            // With a sink, the max and the sum take its logit too.
+            var rescale = 1.0;
+            var l = r.l[q][g];
+            if (P.sinks != 0u) {
+                let m = max(r.m[q][g], SINK[h]);
+                rescale = exp(r.m[q][g] - m);
+                l = r.l[q][g] * rescale + exp(SINK[h] - m);
+            }
+            let o = (token * P.n_head + h) * P.head_dim;
+            for (var i = 0u; i < 4u; i++) {
+                let dim = t + i * WG;
+                if (dim < P.head_dim) {
+                    O[o + dim] = r.acc[q][i][g] * rescale / l;
+                }
             }
         }
     }

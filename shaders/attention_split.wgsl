@@ -1,7 +1,7 @@
 // Attention of one token's query split over the sequence (flash-decoding): with a long cache, one
 // workgroup per group of heads (attention.wgsl) leaves most of a GPU idle, so workgroup (group, s)
 // takes split s of the keys and writes its heads' partial states; attention_merge.wgsl combines the
-// splits. Needs step.wgsl, attend.wgsl and head_keys.wgsl.
+// splits. One query (TQ = 1). Needs step.wgsl, attend.wgsl and head_keys.wgsl.
 
 struct Params {
     n_head: u32,
@@ -24,7 +24,7 @@ override WG: u32 = 64u;
 
 var<private> q_first: u32; // the vec4 where the group's first query starts
 
-fn query(g: u32, i: u32) -> vec4<f32> {
+fn query(q: u32, g: u32, i: u32) -> vec4<f32> {
     return Q[q_first + g * (P.head_dim / 4u) + i];
 }
 
@@ -40,18 +40,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let per_split = ((n - seen + P.n_split - 1u) / P.n_split + WG - 1u) / WG * WG;
     let first = min(n, seen + split * per_split);
     let end = min(n, first + per_split);
-    let r = attend(head_keys(group.x), group.y, first, end, t);
+    let r = attend(head_keys(group.x), group.y, array<vec2<u32>, TQ>(vec2<u32>(first, end)), t);
     for (var g = 0u; g < group.y; g++) {
         let out = ((group.x + g) * P.n_split + split) * (P.head_dim + 2u);
         for (var i = 0u; i < 4u; i++) {
             let dim = t + i * WG;
             if (dim < P.head_dim) {
-                parts[out + dim] = r.acc[i][g];
+                parts[out + dim] = r.acc[0][i][g];
             }
         }
         if (t == 0u) {
-            parts[out + P.head_dim] = r.m[g];
-            parts[out + P.head_dim + 1u] = r.l[g]; // 0 for a split with no keys
+            parts[out + P.head_dim] = r.m[0][g];
+            parts[out + P.head_dim + 1u] = r.l[0][g]; // 0 for a split with no keys
         }
     }
 }

@@ -27,7 +27,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         return;
     }
     let pair = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
-    let in_range = pair < P.rows / 2u;
+    // An odd last row (a part of a plain matrix) pairs with what follows it; store_pair drops that.
+    let in_range = pair < (P.rows + 1u) / 2u;
     var acc = vec2<f32>(0.0);
     if (in_range) {
         acc = pair_dot(2u * pair * P.row_bytes, P.row_bytes, token * (P.cols / 4u), P.cols, t % TPR);

@@ -2,8 +2,9 @@
 // a head's query is its no-rope part taken into the latent space (QA, by k_b) followed by its rope
 // part, rotated here at the token's position; every head's key is a whole cache row (normed latent,
 // rotated rope part) and its value the row's latent. One workgroup per (group of up to 4 heads,
-// token) of the run, each over the cache up to its own position (causal), by attend.wgsl's online
-// softmax, which reads each row once for the group; no scores are stored. The output stays in the
+// token) of the run (TQ = 1: the group's queries take the workgroup memory), each over the cache up
+// to its own position (causal), by attend.wgsl's online softmax, which reads each row once for the
+// group; no scores are stored. The output stays in the
 // latent space (v_b takes it out). Needs step.wgsl, rope.wgsl and attend.wgsl.
 
 const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)
@@ -31,7 +32,7 @@ override WG: u32 = 128u;
 // The group's whole queries, head g's at g * MAX_KEY / 4: latent, then rope part.
 var<workgroup> Q: array<vec4<f32>, GROUP * MAX_KEY / 4u>;
 
-fn query(g: u32, i: u32) -> vec4<f32> {
+fn query(q: u32, g: u32, i: u32) -> vec4<f32> {
     return Q[g * (MAX_KEY / 4u) + i];
 }
 
@@ -66,13 +67,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 
     let width = P.kv_lora + P.rope.n_rot;
     let keys = Keys(width, 0u, width, P.kv_lora);
-    let r = attend(keys, group.y, step.tokens[token].base, cache_row(token) + 1u, t);
+    let range = vec2<u32>(step.tokens[token].base, cache_row(token) + 1u);
+    let r = attend(keys, group.y, array<vec2<u32>, TQ>(range), t);
     for (var g = 0u; g < group.y; g++) {
         let o = (token * P.n_head + group.x + g) * P.kv_lora;
         for (var i = 0u; i < 4u; i++) {
             let dim = t + i * WG;
             if (dim < P.kv_lora) {
-                O[o + dim] = r.acc[i][g] / r.l[g];
+                O[o + dim] = r.acc[0][i][g] / r.l[0][g];
             }
         }
     }

@@ -107,6 +107,68 @@ fn matmul_every_type_against_cpu() {
     }
 }
 
+/// A product whose x a norm makes, normed on the way in by the pair kernel (`Gpu::fuses_norms`),
+/// as the output head reads the last norm: 37 rows in parts of 10 (the last part 7, an odd last
+/// row), for 1 token and for 3 of a plan of 4, against the norm and the product on the CPU. The
+/// norm's own dispatch is gone.
+#[test]
+fn rms_normed_matvec_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    assert!(
+        gpu.set_fuses_norms(true),
+        "this adapter cannot norm x on the way in"
+    );
+    let mut rng = Rng(4242);
+    let eps = 1e-6;
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16] {
+        let cols = if ty.block_len() == 256 { 768 } else { 736 };
+        let rows = 37;
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
+        let gain: Vec<f32> = rng.vec(cols as usize).iter().map(|g| 1.0 + g).collect();
+        for (batch, n_tokens) in [(1u32, 1usize), (4, 3)] {
+            let x: Vec<f32> = rng
+                .vec(batch as usize * cols as usize)
+                .iter()
+                .map(|v| 5.0 * v)
+                .collect();
+            let (xb, gb) = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &gain));
+            let bytes = |n: u32| batch as u64 * n as u64 * 4;
+            let y = scratch_buffer(&gpu, "y", bytes(rows)).block_on().unwrap();
+            let xn = scratch_buffer(&gpu, "xn", bytes(cols)).block_on().unwrap();
+            let step = wick::gpu::StepInput::new(&gpu, batch);
+            step.write(&gpu, 0, &vec![0; n_tokens]);
+            let mut plan = wick::gpu::Plan::new(&gpu, &step, batch);
+            let norm = RmsNorm {
+                x: &xb,
+                gain: &gb,
+                xn: &xn,
+                n: cols,
+                eps,
+            };
+            matvec::push(&mut plan, &w, Input::RmsNorm(norm), &y, false);
+            assert_eq!(
+                plan.dispatch_count(),
+                w.parts.len(),
+                "{ty}: one dispatch a part"
+            );
+            run(&gpu, plan);
+            let got = read_back_f32(&gpu, &y, n_tokens * rows as usize)
+                .block_on()
+                .unwrap();
+            let mut want = vec![0f32; n_tokens * rows as usize];
+            for t in 0..n_tokens {
+                let x_t = &x[t * cols as usize..(t + 1) * cols as usize];
+                let xn_t = rms_norm::reference(x_t, &gain, eps);
+                let y_t = &mut want[t * rows as usize..(t + 1) * rows as usize];
+                matvec::reference(&deq, &xn_t, y_t, false);
+            }
+            let e = nmse(&got, &want);
+            assert!(e < 1e-10, "{ty}, {n_tokens} of {batch} tokens: nmse {e}");
+        }
+    }
+}
+
 /// A product of a random matrix and the x of a run's tokens, and its CPU reference.
 struct Product<'a> {
     w: &'a GpuTensor,

@@ -16,11 +16,13 @@ use wick::ops::{attention, matvec, rope_kv};
 /// attention over a cache filled at random before the run, against the CPU. q and k are one Q8_0
 /// tensor, uploaded in parts of whole heads, and v an F16 one beside it; 32 of each head's 48
 /// dimensions rotate, with and without frequency factors. Runs of 1 token (the pair matvec) and of 3
-/// and 140 (the matmul): each query sees the keys before it and its own, not the ones after, and the
+/// and 139 (the matmul): each query sees the keys before it and its own, not the ones after, and the
 /// long run's first query sees fewer keys than attention's block of 64, its last several blocks.
 /// Then a run of three sequences packed, each at its own rows of the cache (one from position 0, two
 /// continuing): causal, and bidirectional (each query sees all of its own sequence, none of the
 /// others'). 7 query heads to the kv head, as Qwen2.5 0.5B has: groups of 4 and 3 in a workgroup.
+/// Runs of more than 8 tokens take 4 a workgroup: the 139 end in a tile of 3, and the packed run's
+/// second tile holds tokens of two sequences.
 #[test]
 fn projection_rope_and_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -77,7 +79,7 @@ fn projection_rope_and_attention_against_cpu() {
         (false, &[(0u32, 70u32, 1usize)][..], true),
         (true, &[(0, 70, 1)], true),
         (false, &[(0, 150, 3)], true),
-        (true, &[(0, 5, 140)], true),
+        (true, &[(0, 5, 139)], true),
         (true, packed, true),
         (false, packed, false),
     ] {

@@ -349,7 +349,8 @@ pub struct PipelineKey {
     /// How those threads divide a row.
     pub split: Split,
     /// Tokens a layer of `Kernel::MatvecPairs` workgroups takes, where not one (the `TOKENS`
-    /// override constant of shaders/matvec_pairs.wgsl).
+    /// override constant of shaders/matvec_pairs.wgsl); tokens an attention workgroup takes (the
+    /// `TQ` constant of shaders/attend.wgsl).
     pub tokens: Option<u32>,
 }
 
@@ -434,7 +435,7 @@ impl PipelineKey {
         if let Some(tpr) = self.threads_per_row {
             c.push(("TPR", tpr as f64));
         }
-        if let Some(tokens) = self.tokens {
+        if let (Some(tokens), Kernel::MatvecPairs(..)) = (self.tokens, self.kernel) {
             c.push(("TOKENS", tokens as f64));
         }
         if let Kernel::MatvecPairs(_, XNorm::Rms(eps)) = self.kernel {
@@ -450,6 +451,10 @@ impl PipelineKey {
                 "const TM: u32 = {}u;\nconst TN: u32 = {}u;\nconst RB: u32 = {}u;\n",
                 tile.rows, tile.tokens, tile.rows_per_thread
             );
+        }
+        if let Kernel::Attention | Kernel::AttentionSplit | Kernel::MlaAttention = self.kernel {
+            // Queries a workgroup takes (attend.wgsl): sizes of its arrays.
+            src += &format!("const TQ: u32 = {}u;\n", self.tokens.unwrap_or(1));
         }
         if let Some(ty) = self.ty {
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));

@@ -391,12 +391,17 @@ impl Ends {
         eps: f32,
     ) {
         let n_embd = self.token_embd.row_len;
-        self.output_norm.push(plan, x, xn, n_embd, eps);
+        let xn = self.output_norm.input(plan, (x, xn), n_embd, eps);
         self.push_head(plan, xn, logits);
     }
 
-    /// The logits of `xn` (n_embd), already normed by output_norm.
-    pub fn push_head(&self, plan: &mut Plan, xn: &wgpu::Buffer, logits: &wgpu::Buffer) {
+    /// The logits of `xn` (n_embd): normed by output_norm already, or as `Input` says.
+    pub fn push_head<'a>(
+        &self,
+        plan: &mut Plan,
+        xn: impl Into<crate::ops::matvec::Input<'a>>,
+        logits: &wgpu::Buffer,
+    ) {
         let head = self.output.as_ref().unwrap_or(&self.token_embd);
         crate::ops::matvec::push(plan, head, xn, logits, false);
     }

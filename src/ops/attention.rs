@@ -1,5 +1,5 @@
 //! Causal grouped-query attention of the run's queries over the KV cache: shaders/attention.wgsl, a
-//! workgroup per head and token, or for one token over a long cache shaders/attention_split.wgsl and
+//! workgroup per group of heads and token (or 4 tokens of a prompt's chunk), or for one token over a long cache shaders/attention_split.wgsl and
 //! attention_merge.wgsl, the keys split over many workgroups (flash-decoding).
 
 use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
@@ -63,6 +63,12 @@ fn workgroup(head_dim: u32) -> u32 {
 /// Query heads a workgroup attends at once, where they read the same keys (GROUP in attend.wgsl).
 const HEAD_GROUP: u32 = 4;
 
+/// Tokens of a prompt's chunk a workgroup attends at once (TQ in attend.wgsl): each key and value
+/// read serves their queries, whose causal ranges nest. A plan of up to `QUERY_TILE_FROM` tokens
+/// takes one a workgroup: a decode step of several sequences, whose ranges lie apart in the cache.
+const QUERY_TILE: u32 = 4;
+const QUERY_TILE_FROM: u32 = 8;
+
 /// Workgroups for `n_head` query heads over `n_kv_head` kv heads: the heads of a kv head go in
 /// groups of up to `HEAD_GROUP`, so each key and value is read once for the group.
 pub fn head_groups(n_head: u32, n_kv_head: u32) -> u32 {
@@ -105,14 +111,23 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         causal: s.causal as u32,
     };
     let step = plan.step.clone();
+    let tokens = match plan.batch > QUERY_TILE_FROM {
+        true => QUERY_TILE,
+        false => 1,
+    };
     plan.push(
         PipelineKey {
             workgroup: workgroup(s.head_dim),
+            tokens: (tokens > 1).then_some(tokens),
             ..PipelineKey::new(Kernel::Attention, None)
         },
         &[b.q, b.k_cache, b.v_cache, b.out, &step, b.sinks_or_q()],
         super::params(&p),
-        Groups::per_token(head_groups(s.n_head, s.n_kv_head)),
+        Groups::PerTokens {
+            x: head_groups(s.n_head, s.n_kv_head),
+            per: tokens,
+            z: 1,
+        },
     );
 }
 

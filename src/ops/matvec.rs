@@ -18,6 +18,12 @@ pub enum Input<'a> {
     RmsNorm(RmsNorm<'a>),
 }
 
+impl<'a> From<&'a wgpu::Buffer> for Input<'a> {
+    fn from(rows: &'a wgpu::Buffer) -> Input<'a> {
+        Input::Rows(rows)
+    }
+}
+
 impl<'a> Input<'a> {
     /// The rows, normed into the norm's output rows first where this is a norm.
     pub fn rows(self, plan: &mut Plan) -> &'a wgpu::Buffer {
@@ -82,16 +88,24 @@ struct GroupedParams {
 const MATVEC_TOKENS_MAX: u32 = 8;
 
 /// Adds `y = W x` (or `y += W x` when `accumulate`) for each token row of the run, one dispatch per
-/// part of W. x: (batch, W.row_len) f32, y: (batch, W.rows) f32.
-pub fn push(plan: &mut Plan, w: &GpuTensor, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
-    push_at(plan, w, x, (y, 0, w.rows), accumulate);
+/// part of W. x: (batch, W.row_len) f32 (rows, or rows a norm makes: `Input`), y: (batch, W.rows) f32.
+/// One token's product goes through shaders/matvec.wgsl, or where x's norm is the kernel's to do
+/// (`Input::for_pairs`) through the pair kernel, which norms x on the way in.
+pub fn push<'a>(
+    plan: &mut Plan,
+    w: &GpuTensor,
+    x: impl Into<Input<'a>>,
+    y: &wgpu::Buffer,
+    accumulate: bool,
+) {
+    push_at(plan, w, x.into(), (y, 0, w.rows), accumulate);
 }
 
 /// As `push` for matrices that read the same x: y: (batch, ws.rows), each matrix's rows where the
 /// stack puts them.
 pub fn push_stacked(plan: &mut Plan, ws: &Stacked, x: &wgpu::Buffer, y: &wgpu::Buffer) {
     for (w, offset) in &ws.tensors {
-        push_at(plan, w, x, (y, *offset, ws.rows), false);
+        push_at(plan, w, Input::Rows(x), (y, *offset, ws.rows), false);
     }
 }
 
@@ -99,11 +113,12 @@ pub fn push_stacked(plan: &mut Plan, ws: &Stacked, x: &wgpu::Buffer, y: &wgpu::B
 fn push_at(
     plan: &mut Plan,
     w: &GpuTensor,
-    x: &wgpu::Buffer,
+    x: Input,
     (y, offset, stride): (&wgpu::Buffer, u32, u32),
     accumulate: bool,
 ) {
-    if plan.batch == 1 {
+    let x = x.for_pairs(plan);
+    if let (1, Input::Rows(x)) = (plan.batch, x) {
         push_one(plan, w, x, (y, offset), accumulate, w.rows, 0);
         return;
     }
@@ -118,7 +133,7 @@ fn push_at(
         };
         super::params(&p).to_vec()
     };
-    push_pairs(plan, w, Input::Rows(x), Store::Rows, &[y], params);
+    push_pairs(plan, w, x, Store::Rows, &[y], params);
 }
 
 /// Adds W x for each token of the run, computed two rows at a time, each pair handed to `store`:
