@@ -24,8 +24,9 @@ pub use tune::{TuneShapes, Tuned, Tuner};
 pub struct LoadOptions {
     /// Context length (positions in the KV cache); capped at the model's training context.
     pub n_ctx: u32,
-    /// Prompt tokens per run where the architecture batches them (1: one at a time, like decoding).
-    pub batch: u32,
+    /// Prompt tokens per run where the architecture batches them (1: one at a time, like decoding);
+    /// None: the adapter's (`default_batch`).
+    pub batch: Option<u32>,
     /// Also build the plan that scores every token of a chunk (`Engine::log_probs`, perplexity): it
     /// keeps a row of logits per token of the chunk (batch x n_vocab floats) on the GPU.
     pub scoring: bool,
@@ -44,15 +45,23 @@ pub struct LoadOptions {
     pub check_tokens: u32,
 }
 
-/// Prompt tokens per run unless told otherwise: enough that the matmul tiles (16 tokens) fill up and
-/// each weight is read once for many tokens, few enough that the activations stay small.
-pub const DEFAULT_BATCH: u32 = 64;
+/// Prompt tokens per run unless told otherwise, by the adapter. On a GPU 512, llama.cpp's default
+/// micro-batch: a product's tiles of 64 tokens (`gpu::matmul_tile`) then make 8 columns of
+/// workgroups, 256 for a 4,096-row matrix, where a chunk of 64 makes 32, a fraction of a large GPU's
+/// cores. Where the adapter runs workgroups on the CPU, 64: enough for the tiles to fill up, and
+/// faster there than 256 (BENCHMARKS.md).
+pub fn default_batch(gpu: &Gpu) -> u32 {
+    match gpu.info.device_type {
+        wgpu::DeviceType::Cpu => 64,
+        _ => 512,
+    }
+}
 
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
             n_ctx: models::DEFAULT_N_CTX,
-            batch: DEFAULT_BATCH,
+            batch: None,
             scoring: false,
             per_layer_on_gpu: false,
             pooling: None,
@@ -202,7 +211,8 @@ impl Engine {
         if options.n_ctx == 0 {
             return Err(Error::Model("the context length must be at least 1".into()));
         }
-        if options.batch == 0 {
+        let batch = options.batch.unwrap_or_else(|| default_batch(&gpu));
+        if batch == 0 {
             return Err(Error::Model(
                 "the prompt batch must be at least 1 token".into(),
             ));
@@ -224,7 +234,7 @@ impl Engine {
         let rows = sequences.max(options.check_tokens).min(n_ctx);
         // An encoder reads each input in one run; a parallel step's tokens are a run too.
         let batch = match models::causal(&loader.arch) {
-            true => options.batch.max(rows).min(n_ctx),
+            true => batch.max(rows).min(n_ctx),
             false => n_ctx,
         };
         let pooling = match options.pooling {

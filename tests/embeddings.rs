@@ -36,7 +36,7 @@ const N_CTX: u32 = 96;
 fn load(gpu: &Arc<Gpu>, source: &dyn ByteSource, pooling: Option<Pooling>) -> Session {
     let options = LoadOptions {
         n_ctx: N_CTX,
-        batch: CHUNK,
+        batch: Some(CHUNK),
         pooling,
         ..Default::default()
     };

@@ -31,7 +31,7 @@ const F32: Tolerance = Tolerance {
 };
 
 fn engine() -> Option<Engine> {
-    engine_with_batch(wick::engine::DEFAULT_BATCH)
+    engine_with_batch(64)
 }
 
 /// The model with prompts read `batch` tokens per run.
@@ -40,7 +40,7 @@ fn engine_with_batch(batch: u32) -> Option<Engine> {
     let source = FileSource::open(model_path()).unwrap();
     let options = LoadOptions {
         n_ctx: 160,
-        batch,
+        batch: Some(batch),
         ..Default::default()
     };
     Some(

@@ -68,7 +68,7 @@ fn batched_scoring_equals_one_token_steps() {
     let source = FileSource::open(model_path()).unwrap();
     let options = LoadOptions {
         n_ctx: 128,
-        batch: 48,
+        batch: Some(48),
         scoring: true,
         ..Default::default()
     };

@@ -46,7 +46,7 @@ fn chunked_prompts_equal_one_token_at_a_time() {
     let load = |file: &str, batch: u32, scoring: bool| {
         let options = LoadOptions {
             n_ctx: 64,
-            batch,
+            batch: Some(batch),
             scoring,
             ..Default::default()
         };

@@ -85,7 +85,7 @@ fn load_with(
 fn load(gpu: &Arc<Gpu>, source: &dyn wick::gguf::ByteSource, n_ctx: u32, batch: u32) -> Engine {
     let options = LoadOptions {
         n_ctx,
-        batch,
+        batch: Some(batch),
         ..Default::default()
     };
     load_with(gpu, source, options).unwrap()
@@ -162,7 +162,7 @@ fn random_gemma4_per_layer_table_off_and_on_the_gpu_agree() {
         let mut off = load(&gpu, &source, 256, 16);
         let on = LoadOptions {
             n_ctx: 256,
-            batch: 16,
+            batch: Some(16),
             per_layer_on_gpu: true,
             ..Default::default()
         };

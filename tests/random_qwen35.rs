@@ -69,7 +69,7 @@ fn path(record: &Json) -> PathBuf {
 fn load(gpu: &Arc<Gpu>, source: &dyn wick::gguf::ByteSource, n_ctx: u32, batch: u32) -> Engine {
     let options = LoadOptions {
         n_ctx,
-        batch,
+        batch: Some(batch),
         scoring: false,
         ..Default::default()
     };

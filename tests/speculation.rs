@@ -29,7 +29,7 @@ fn session(gpu: &Arc<Gpu>, file: &Path, check_tokens: u32) -> Session {
     let source = FileSource::open(file).unwrap();
     let options = LoadOptions {
         n_ctx: 256,
-        batch: 16,
+        batch: Some(16),
         check_tokens,
         ..Default::default()
     };
@@ -94,7 +94,7 @@ fn draft_model(gpu: &Arc<Gpu>, file: &Path, s: &Session) -> DraftModel {
     let source = FileSource::open(file).unwrap();
     let options = LoadOptions {
         n_ctx: 256,
-        batch: 16,
+        batch: Some(16),
         ..Default::default()
     };
     DraftModel::load(gpu.clone(), &source, &options, &s.tokenizer, &mut |_, _| {})

@@ -22,7 +22,7 @@ fn load_file(gpu: &Arc<Gpu>, name: &str) -> Engine {
     let source = FileSource::open(path).unwrap();
     let options = LoadOptions {
         n_ctx: 32,
-        batch: 1,
+        batch: Some(1),
         ..Default::default()
     };
     Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})

@@ -42,9 +42,10 @@ pub struct BenchArgs {
     /// -d: decode and prompts deep into a long chat
     #[arg(short = 'd', long = "n-depth", default_value_t = 0)]
     depth: u32,
-    /// Prompt tokens per GPU run (1: one at a time, as decoding)
-    #[arg(short = 'b', long = "batch-size", default_value_t = wick::engine::DEFAULT_BATCH)]
-    batch: u32,
+    /// Prompt tokens per GPU run (1: one at a time, as decoding) [default: 512 on GPUs, 64 where the
+    /// adapter runs on the CPU]
+    #[arg(short = 'b', long = "batch-size")]
+    batch: Option<u32>,
     /// Repetitions, after one that warms up and is not counted
     #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
     reps: u32,
@@ -165,10 +166,12 @@ pub fn main(args: BenchArgs) -> Result<()> {
     );
     crate::tune::tune_new_shapes(&mut engine)?;
     let batch = engine.stats.chunk_tokens;
-    if batch < args.batch && args.n_prompt > 0 {
+    let asked = args
+        .batch
+        .unwrap_or_else(|| wick::engine::default_batch(&gpu));
+    if batch < asked && args.n_prompt > 0 {
         eprintln!(
-            "wick: prompt batch {batch}, not {}: a batch holds at most the context, here {} tokens (-p + -n)",
-            args.batch,
+            "wick: prompt batch {batch}, not {asked}: a batch holds at most the context, here {} tokens (-p + -n)",
             engine.n_ctx()
         );
     }

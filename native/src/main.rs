@@ -62,9 +62,10 @@ pub struct ModelArgs {
     /// Context size in tokens (capped at the model's training context)
     #[arg(short = 'c', long = "ctx-size", default_value_t = 4096)]
     pub ctx_size: u32,
-    /// Prompt tokens per GPU run (1: one at a time)
-    #[arg(short = 'b', long = "batch-size", default_value_t = wick::engine::DEFAULT_BATCH)]
-    pub batch_size: u32,
+    /// Prompt tokens per GPU run (1: one at a time) [default: 512 on GPUs, 64 where the adapter runs
+    /// on the CPU]
+    #[arg(short = 'b', long = "batch-size")]
+    pub batch_size: Option<u32>,
     /// How embeddings pool the tokens' states: mean, cls or last [default: as the file says; a
     /// chat model's file says none, and makes no embeddings unless this names one]
     #[arg(long = "pooling", value_parser = parse_pooling)]

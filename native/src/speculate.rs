@@ -59,7 +59,7 @@ fn draft_model(path: &str, session: &Session) -> Result<DraftModel> {
     let source = load::open_source(&Some(path.to_string()))?;
     let options = LoadOptions {
         n_ctx: session.engine.n_ctx(),
-        batch: session.engine.stats.chunk_tokens,
+        batch: Some(session.engine.stats.chunk_tokens),
         ..Default::default()
     };
     let bar = load::progress_bar("loading the draft");

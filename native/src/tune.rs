@@ -39,10 +39,10 @@ pub fn main(args: TuneArgs) -> Result<()> {
     }
     let source = load::open_source(&args.model)?;
     // A prompt's chunk of the default size, so that its products are tuned too.
-    let batch = wick::engine::DEFAULT_BATCH;
+    let batch = wick::engine::default_batch(&gpu);
     let options = LoadOptions {
         n_ctx: batch,
-        batch,
+        batch: Some(batch),
         ..Default::default()
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;

@@ -24,7 +24,7 @@ impl Model {
                     .map_err(|_| js_error("the model is busy"))?;
                 let options = LoadOptions {
                     n_ctx: s.engine.n_ctx(),
-                    batch: s.engine.stats.chunk_tokens,
+                    batch: Some(s.engine.stats.chunk_tokens),
                     ..Default::default()
                 };
                 (s.engine.gpu.clone(), options, s.tokenizer.clone())
