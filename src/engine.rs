@@ -51,9 +51,9 @@ pub struct LoadOptions {
 /// cores. Where the adapter runs workgroups on the CPU, 64: enough for the tiles to fill up, and
 /// faster there than 256 (BENCHMARKS.md).
 pub fn default_batch(gpu: &Gpu) -> u32 {
-    match gpu.info.device_type {
-        wgpu::DeviceType::Cpu => 64,
-        _ => 512,
+    match gpu.runs_on_cpu() {
+        true => 64,
+        false => 512,
     }
 }
 

@@ -170,9 +170,9 @@ impl Gpu {
 
     /// Whether the products that read a norm of x (the q/k/v projection, gate and up) norm x in
     /// their own kernels in plans of a few tokens (shaders/x_rms_norm.wgsl), saving the norm's own
-    /// dispatch. Each of the product's workgroups then sums x^2 again: on a GPU a little arithmetic
-    /// on what its caches hold, for one dispatch less a layer; where an adapter runs workgroups on
-    /// the CPU, work done again per workgroup. The adapter's kind decides unless set.
+    /// dispatch, for a multiply-add and a gain for each x read: on a GPU arithmetic that reading the
+    /// weights hides, for two dispatches less a layer; where the adapter runs workgroups on the CPU
+    /// (`runs_on_cpu`), slower (BENCHMARKS.md). The adapter's kind decides unless set.
     pub fn fuses_norms(&self) -> bool {
         self.fuse_norms.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -188,8 +188,20 @@ impl Gpu {
     }
 
     fn with_fused_norms_by_default(self) -> Gpu {
-        self.set_fuses_norms(self.info.device_type != wgpu::DeviceType::Cpu);
+        self.set_fuses_norms(!self.runs_on_cpu());
         self
+    }
+
+    /// Whether the adapter runs workgroups on the CPU (lavapipe, SwiftShader), where kernels are
+    /// bound by arithmetic rather than by memory and dispatches: natively its device type says so;
+    /// the browser's WebGPU reports no device type (wgpu says CPU only of a fallback adapter), but a
+    /// software adapter names its rasterizer in its description.
+    pub fn runs_on_cpu(&self) -> bool {
+        let name = self.info.name.to_lowercase();
+        self.info.device_type == wgpu::DeviceType::Cpu
+            || ["llvmpipe", "lavapipe", "swiftshader"]
+                .iter()
+                .any(|software| name.contains(software))
     }
 
     /// Whether a compute pass may write timestamps between its dispatches.
