@@ -113,11 +113,9 @@ fn matmul_every_type_against_cpu() {
 /// norm's own dispatch is gone.
 #[test]
 fn rms_normed_matvec_against_cpu() {
-    let Some(gpu) = gpu() else { return };
-    assert!(
-        gpu.set_fuses_norms(true),
-        "this adapter cannot norm x on the way in"
-    );
+    let Some(gpu) = common::gpu_with_norms_fused() else {
+        return;
+    };
     let mut rng = Rng(4242);
     let eps = 1e-6;
     for ty in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16] {

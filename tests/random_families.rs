@@ -42,11 +42,9 @@ fn random_families_in_parallel_sequences_match_the_f32_reference() {
 /// are. A decode step of one sequence, and steps of several, four to a workgroup.
 #[test]
 fn random_families_with_norms_fused_match_references() {
-    let Some(gpu) = gpu() else { return };
-    assert!(
-        gpu.set_fuses_norms(true),
-        "this adapter cannot norm x on the way in"
-    );
+    let Some(gpu) = common::gpu_with_norms_fused() else {
+        return;
+    };
     let golden = serde_json::from_str(include_str!("goldens/random-families.json")).unwrap();
     let reports = check_all(&gpu, &golden, TOL_F32, LLAMA_CPP);
     assert_eq!(reports.len(), 4);

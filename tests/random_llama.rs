@@ -65,11 +65,9 @@ fn random_llama_k_quants_match_references() {
 /// (`Gpu::fuses_norms`, a GPU's default, which lavapipe does not take), in every K type.
 #[test]
 fn random_llama_with_norms_fused_matches_references() {
-    let Some(gpu) = gpu() else { return };
-    assert!(
-        gpu.set_fuses_norms(true),
-        "this adapter cannot norm x on the way in"
-    );
+    let Some(gpu) = common::gpu_with_norms_fused() else {
+        return;
+    };
     let golden = serde_json::from_str(include_str!("goldens/random-llama.json")).unwrap();
     check_all(&gpu, &golden, TOL_F32, LLAMA_CPP);
 }

@@ -131,20 +131,19 @@ impl Gpu {
             *on_lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
         });
         let pipelines = Pipelines::default();
-        Ok(Arc::new(
-            Gpu {
-                device,
-                queue,
-                info,
-                limits,
-                subgroup_size,
-                pipelines,
-                lost,
-                tuning: Default::default(),
-                fuse_norms: Default::default(),
-            }
-            .with_fused_norms_by_default(),
-        ))
+        let gpu = Gpu {
+            device,
+            queue,
+            info,
+            limits,
+            subgroup_size,
+            pipelines,
+            lost,
+            tuning: Default::default(),
+            fuse_norms: Default::default(),
+        };
+        gpu.set_fuses_norms(!gpu.runs_on_cpu());
+        Ok(Arc::new(gpu))
     }
 
     /// The kernel shapes plans made from now on use.
@@ -185,11 +184,6 @@ impl Gpu {
         self.fuse_norms
             .store(on && possible, std::sync::atomic::Ordering::Relaxed);
         possible || !on
-    }
-
-    fn with_fused_norms_by_default(self) -> Gpu {
-        self.set_fuses_norms(!self.runs_on_cpu());
-        self
     }
 
     /// Whether the adapter runs workgroups on the CPU (lavapipe, SwiftShader), where kernels are

@@ -161,6 +161,14 @@ struct Pending {
     matvec: Option<MatvecShape>,
 }
 
+/// The most tokens a plan's runs may hold and still be a step rather than a prompt's chunk: a decode
+/// step of up to eight sequences, or a speculative check. A step's products go through the matvec
+/// kernel, four tokens to a layer of workgroups, each weight read once a layer, rather than the
+/// tiled matmul (each read once, but with a tile's arithmetic): on lavapipe (SmolLM2) a step of 4
+/// costs 2.0x a one-token step so, 2.1x tiled; a step of 8 costs 3.2-3.7x in two layers of four,
+/// 5-6.5x tiled. Its attention takes a token a workgroup: its sequences lie apart in the cache.
+pub const STEP_TOKENS_MAX: u32 = 8;
+
 /// The dispatches of one run, in order.
 pub struct Plan {
     /// The run's inputs, bound by the kernels that need the position or the tokens.
@@ -216,7 +224,7 @@ impl Plan {
     /// Adds a matvec dispatch (shaders/matvec.wgsl or matvec_pairs.wgsl) of this shape, with the
     /// kernel shape the plan's tuning gives it, for each token of the run.
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
-        // A plan of a few tokens (`ops::matvec` sends those of up to eight here) takes them four to a
+        // A step of several tokens (`is_step`: `ops::matvec` sends those here) takes them four to a
         // layer of workgroups.
         let shape = match self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(..)) {
             true => MatvecShape { tokens: 4, ..shape },
@@ -249,6 +257,11 @@ impl Plan {
     /// Marks where a layer's dispatches begin; after the last layer, where it ends.
     pub fn layer_boundary(&mut self) {
         self.layer_bounds.push(self.dispatch_count());
+    }
+
+    /// Whether the plan's runs are steps (`STEP_TOKENS_MAX`), not a prompt's chunks.
+    pub fn is_step(&self) -> bool {
+        self.batch <= STEP_TOKENS_MAX
     }
 
     /// Dispatches pushed so far, finished or not.

@@ -1,6 +1,7 @@
 //! Causal grouped-query attention of the run's queries over the KV cache: shaders/attention.wgsl, a
-//! workgroup per group of heads and token (or 4 tokens of a prompt's chunk), or for one token over a long cache shaders/attention_split.wgsl and
-//! attention_merge.wgsl, the keys split over many workgroups (flash-decoding).
+//! workgroup per group of heads and token (4 tokens in a prompt's chunk), or for one token over a
+//! long cache shaders/attention_split.wgsl and attention_merge.wgsl, the keys split over many
+//! workgroups (flash-decoding).
 
 use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
@@ -64,10 +65,9 @@ fn workgroup(head_dim: u32) -> u32 {
 const HEAD_GROUP: u32 = 4;
 
 /// Tokens of a prompt's chunk a workgroup attends at once (TQ in attend.wgsl): each key and value
-/// read serves their queries, whose causal ranges nest. A plan of up to `QUERY_TILE_FROM` tokens
-/// takes one a workgroup: a decode step of several sequences, whose ranges lie apart in the cache.
+/// read serves their queries, whose causal ranges nest. A step (`Plan::is_step`) takes one a
+/// workgroup: its sequences' ranges lie apart in the cache.
 const QUERY_TILE: u32 = 4;
-const QUERY_TILE_FROM: u32 = 8;
 
 /// Workgroups for `n_head` query heads over `n_kv_head` kv heads: the heads of a kv head go in
 /// groups of up to `HEAD_GROUP`, so each key and value is read once for the group.
@@ -111,9 +111,9 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         causal: s.causal as u32,
     };
     let step = plan.step.clone();
-    let tokens = match plan.batch > QUERY_TILE_FROM {
-        true => QUERY_TILE,
-        false => 1,
+    let tokens = match plan.is_step() {
+        true => 1,
+        false => QUERY_TILE,
     };
     plan.push(
         PipelineKey {

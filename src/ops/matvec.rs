@@ -38,7 +38,7 @@ impl<'a> Input<'a> {
     /// for all the products that read it.
     pub fn for_pairs(self, plan: &mut Plan) -> Input<'a> {
         match self {
-            Input::RmsNorm(_) if plan.fuses_norms && plan.batch <= MATVEC_TOKENS_MAX => self,
+            Input::RmsNorm(_) if plan.fuses_norms && plan.is_step() => self,
             _ => Input::Rows(self.rows(plan)),
         }
     }
@@ -79,13 +79,6 @@ struct GroupedParams {
     x_stride: u32,
     y_stride: u32,
 }
-
-/// The most tokens a plan's runs may hold for its products to go through the matvec kernel (four
-/// tokens to a layer of workgroups, each weight read once a layer) rather than the tiled matmul
-/// (each read once, but with a 16-token tile's arithmetic): a decode step of up to eight sequences.
-/// On lavapipe (SmolLM2) a step of 4 costs 2.0x a one-token step through the matvec kernel, 2.1x
-/// tiled; a step of 8 costs 3.2-3.7x in two layers of four, 5-6.5x tiled.
-const MATVEC_TOKENS_MAX: u32 = 8;
 
 /// Adds `y = W x` (or `y += W x` when `accumulate`) for each token row of the run, one dispatch per
 /// part of W. x: (batch, W.row_len) f32 (rows, or rows a norm makes: `Input`), y: (batch, W.rows) f32.
@@ -137,7 +130,7 @@ fn push_at(
 }
 
 /// Adds W x for each token of the run, computed two rows at a time, each pair handed to `store`:
-/// shaders/matvec_pairs.wgsl for up to `MATVEC_TOKENS_MAX` tokens, the tiled matmul for more.
+/// shaders/matvec_pairs.wgsl in a step (`Plan::is_step`), the tiled matmul in a prompt's chunk.
 /// `outputs` bind after W, x and the step input, and `params` gives each part of W its store's
 /// parameters (which hold the part's rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
 /// x's norm, where it has one, is done as `Input::for_pairs` says.
@@ -168,7 +161,7 @@ pub fn push_pairs(
         // The norm's gain binds last (`gpu::NORM_GAIN_BINDING`).
         buffers.extend(gain);
         let params = params(part);
-        if plan.batch <= MATVEC_TOKENS_MAX {
+        if plan.is_step() {
             let kernel = Kernel::MatvecPairs(store, norm);
             let shape = MatvecShape::of(kernel, w.ty, w.row_len, part.rows);
             plan.push_matvec(shape, &buffers, &params);

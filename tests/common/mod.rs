@@ -25,6 +25,17 @@ pub fn gpu() -> Option<Arc<Gpu>> {
     }
 }
 
+/// `gpu()` with each RMSNorm done in the kernel of the product that reads it (`Gpu::fuses_norms`),
+/// a GPU's default, which a CPU-backed adapter such as lavapipe does not take unless told.
+pub fn gpu_with_norms_fused() -> Option<Arc<Gpu>> {
+    let gpu = gpu()?;
+    assert!(
+        gpu.set_fuses_norms(true),
+        "this adapter cannot norm x on the way in"
+    );
+    Some(gpu)
+}
+
 /// The tiny random-weight llama with a ChatML template (tests/goldens/make_random_llama_chat.py): it
 /// loads and answers in milliseconds, for tests of behaviour rather than of numbers.
 pub fn tiny_chat_session(gpu: Arc<Gpu>, n_ctx: u32) -> Result<wick::session::Session, wick::Error> {

@@ -1,0 +1,57 @@
+//! How a model is loaded (`Engine::load`): its context, its prompt chunks, the plans it builds
+//! besides decoding, and the chunk size an adapter takes unless told.
+
+use crate::embeddings::Pooling;
+use crate::gpu::Gpu;
+use crate::models;
+
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Context length (positions in the KV cache); capped at the model's training context.
+    pub n_ctx: u32,
+    /// Prompt tokens per run where the architecture batches them (1: one at a time, like decoding);
+    /// None: the adapter's (`default_batch`).
+    pub batch: Option<u32>,
+    /// Also build the plan that scores every token of a chunk (`Engine::log_probs`, perplexity): it
+    /// keeps a row of logits per token of the chunk (batch x n_vocab floats) on the GPU.
+    pub scoring: bool,
+    /// Put tables that could stay in the file on the GPU too (Gemma 4's per-layer embeddings, read
+    /// by rows for each token otherwise).
+    pub per_layer_on_gpu: bool,
+    /// Embed inputs pooled this way (`Engine::embed`), whatever the file says. None: as the file
+    /// says, where it names a pooling (an embedding model); a file that names none (a chat model) is
+    /// then loaded without the embeddings run.
+    pub pooling: Option<Pooling>,
+    /// Sequences one decode step may hold (`Engine::step_sequences`: parallel requests, each at its
+    /// own rows of the cache). More than one needs a model whose memory is a KV cache alone.
+    pub sequences: u32,
+    /// Tokens one speculative step may check at once (`Engine::check`: the token picked last and
+    /// the draft after it), each a row of the parallel plan; 0 or 1: no speculative steps.
+    pub check_tokens: u32,
+}
+
+/// Prompt tokens per run unless told otherwise, by the adapter. On a GPU 512, llama.cpp's default
+/// micro-batch: a product's tiles of 64 tokens (`gpu::matmul_tile`) then make 8 columns of
+/// workgroups, 256 for a 4,096-row matrix, where a chunk of 64 makes 32, a fraction of a large GPU's
+/// cores. Where the adapter runs workgroups on the CPU, 64: enough for the tiles to fill up, and
+/// faster there than 256 (BENCHMARKS.md).
+pub fn default_batch(gpu: &Gpu) -> u32 {
+    match gpu.runs_on_cpu() {
+        true => 64,
+        false => 512,
+    }
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            n_ctx: models::DEFAULT_N_CTX,
+            batch: None,
+            scoring: false,
+            per_layer_on_gpu: false,
+            pooling: None,
+            sequences: 1,
+            check_tokens: 0,
+        }
+    }
+}
