@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test: kernels against CPU references, quant formats against goldens, the tokenizer and chat
 # templates against llama.cpp's goldens, the real model's greedy output and perplexity against llama.cpp's,
-# `wick serve` against the official openai client, then the browser tests (the chat page and the npm
-# package in headless Chromium on WebGPU). Arguments go to `cargo test`; WICK_BROWSER_TESTS=filter runs
-# only the browser tests whose names contain it, WICK_BROWSER_TESTS=off none.
+# `wick serve` against the official openai client, the kernels on matrix cores on a newer lavapipe
+# (scripts/test-matrix-cores.sh; as root on Linux, WICK_MATRIX_CORE_TESTS=off skips them), then the
+# browser tests (the chat page and the npm package in headless Chromium on WebGPU). Arguments go to
+# `cargo test`; WICK_BROWSER_TESTS=filter runs only the browser tests whose names contain it,
+# WICK_BROWSER_TESTS=off none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -17,6 +19,14 @@ chmod 700 "$XDG_RUNTIME_DIR"
 
 status=0
 cargo test --release --workspace --no-fail-fast "$@" || status=$?
+
+if [ "${WICK_MATRIX_CORE_TESTS:-}" != off ]; then
+  if [ "$(uname)" = Linux ] && [ "$(id -u)" = 0 ]; then
+    scripts/test-matrix-cores.sh || status=$?
+  else
+    echo "matrix-core tests skipped: scripts/test-matrix-cores.sh needs root on Linux (chroot)"
+  fi
+fi
 
 browser=${WICK_BROWSER_TESTS:-}
 if [ "$browser" != off ]; then

@@ -161,7 +161,7 @@ fn router_and_expert_matvecs_against_cpu() {
                     rows: items,
                     tokens: 1,
                 };
-                for candidate in shape.candidates(gpu.subgroup_size) {
+                for candidate in shape.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
                     let mut tuning = Tuning::default();
                     tuning.matvec.insert(shape.key(), candidate);
                     gpu.set_tuning(tuning);

@@ -53,7 +53,9 @@ fn tuning_keeps_the_numbers() {
     assert!(untuned.len() >= 4, "{untuned:?}"); // q/k/v, output, gate/up, down, head
     for t in &report {
         assert!(
-            t.shape.candidates(gpu.subgroup_size).contains(&t.after.0),
+            t.shape
+                .candidates(gpu.subgroup_size, gpu.matrix_cores())
+                .contains(&t.after.0),
             "{t:?}"
         );
         assert!(t.after.1 <= t.before.1, "{t:?}");
@@ -214,7 +216,9 @@ fn a_parallel_steps_shapes_are_tuned_too() {
     for t in report.iter().filter(|t| t.shape.tokens == 4) {
         assert!(t.shape.key().contains(" x4"), "{t:?}");
         assert!(
-            t.shape.candidates(gpu.subgroup_size).contains(&t.after.0),
+            t.shape
+                .candidates(gpu.subgroup_size, gpu.matrix_cores())
+                .contains(&t.after.0),
             "{t:?}"
         );
         assert_eq!(tuning.matvec.get(&t.shape.key()), Some(&t.after.0));

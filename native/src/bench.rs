@@ -72,6 +72,10 @@ pub struct BenchArgs {
     /// or in a kernel of its own (off) [default: on for GPUs, off for CPU-backed adapters]
     #[arg(long = "fuse-norms", value_enum)]
     fuse_norms: Option<Switch>,
+    /// Let prompts' products run on the GPU's matrix cores (f16 inputs, f32 sums), where the tuner
+    /// finds them faster [default: on where the adapter has them]
+    #[arg(long = "matrix-cores", value_enum)]
+    matrix_cores: Option<Switch>,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -139,6 +143,12 @@ pub fn main(args: BenchArgs) -> Result<()> {
         if !gpu.set_fuses_norms(fuse == Switch::On) {
             anyhow::bail!("this adapter binds too few storage buffers per kernel to norm a product's input in its kernel");
         }
+    }
+    if let Some(cores) = args.matrix_cores {
+        if cores == Switch::On && !gpu.has_matrix_cores() {
+            anyhow::bail!("{} has no matrix cores that Wick's kernels can use (cooperative matrices of 16 x 16 x 16 f16 with f32 sums)", gpu.describe());
+        }
+        gpu.set_uses_matrix_cores(cores == Switch::On);
     }
     let n_ctx = (args.depth + args.n_prompt + args.n_gen).max(args.parallel);
     let options = LoadOptions {
@@ -260,6 +270,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         batch: engine.stats.chunk_tokens,
         tuned: engine.untuned_shapes().is_empty(),
         norms_fused: gpu.fuses_norms(),
+        products_on_matrix_cores: engine.products_on_matrix_cores(),
     };
     match args.output {
         Format::Json => print_json(&tests, &model, &context, &engine)?,
@@ -278,6 +289,8 @@ struct Context {
     tuned: bool,
     /// Products normed their inputs in their own kernels (`--fuse-norms`).
     norms_fused: bool,
+    /// Of the prompt's products, those the tuner put on the matrix cores, and all of them.
+    products_on_matrix_cores: (usize, usize),
 }
 
 /// The model as llama-bench names it.
@@ -357,6 +370,8 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "dispatches_per_layer": s.dispatches_per_layer,
                 "kernels_tuned": c.tuned,
                 "norms_fused": c.norms_fused,
+                "prompt_products_on_matrix_cores": c.products_on_matrix_cores.0,
+                "prompt_products": c.products_on_matrix_cores.1,
             })
         })
         .collect();
@@ -388,7 +403,7 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         None => "peak unknown (--peak-gbps)".into(),
     };
     println!(
-        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}",
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}",
         model.filename,
         model.model_type(),
         model.size as f64 / 1e6,
@@ -401,7 +416,9 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
             "in their products' kernels"
         } else {
             "in kernels of their own"
-        }
+        },
+        c.products_on_matrix_cores.0,
+        c.products_on_matrix_cores.1,
     );
     println!();
     println!("| test | t/s | ms/token | dispatches/token | submits/token | weight MB/token | read back KB/token | weight GB/s | % of peak |");

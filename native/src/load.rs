@@ -49,13 +49,15 @@ pub fn progress_bar(what: &str) -> ProgressBar {
     bar
 }
 
-/// Loads the model for a session; `scoring` also builds the plan that scores prompt chunks
-/// (perplexity).
 /// Loads the model `args` names with the context, batch and pooling they say, the rest of `options`
 /// as given.
 pub fn session(args: &ModelArgs, options: LoadOptions) -> Result<Session> {
+    session_on(gpu()?, args, options)
+}
+
+/// `session` on a GPU the caller has set up.
+pub fn session_on(gpu: Arc<Gpu>, args: &ModelArgs, options: LoadOptions) -> Result<Session> {
     let source = open_source(&args.model)?;
-    let gpu = gpu()?;
     let bar = progress_bar("loading");
     let start = std::time::Instant::now();
     let options = LoadOptions {

@@ -16,6 +16,10 @@ pub struct PerplexityArgs {
     /// Chunks to score at most (-1: all)
     #[arg(long = "chunks", default_value_t = -1, allow_hyphen_values = true)]
     chunks: i64,
+    /// Let the prompt's products use the GPU's matrix cores, which round their inputs to f16; by
+    /// default they stay f32, so that the score measures the model rather than the rounding
+    #[arg(long = "matrix-cores")]
+    matrix_cores: bool,
 }
 
 pub fn main(args: PerplexityArgs) -> Result<()> {
@@ -25,7 +29,9 @@ pub fn main(args: PerplexityArgs) -> Result<()> {
         scoring: true,
         ..Default::default()
     };
-    let mut session = load::session(&args.model, scoring)?;
+    let gpu = load::gpu()?;
+    gpu.set_uses_matrix_cores(args.matrix_cores);
+    let mut session = load::session_on(gpu, &args.model, scoring)?;
     let max_chunks = usize::try_from(args.chunks).ok();
     eprintln!(
         "wick: chunks of {} tokens, the second half of each scored",

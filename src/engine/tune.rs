@@ -100,6 +100,18 @@ impl Engine {
         shapes
     }
 
+    /// Of the plans' prompt products (`Kernel::Matmul` shapes), how many run on the matrix cores,
+    /// and how many there are.
+    pub fn products_on_matrix_cores(&self) -> (usize, usize) {
+        let tuning = self.gpu.usable(self.gpu.tuning());
+        let mut shapes = self.matvec_shapes();
+        shapes.retain(|s| matches!(s.kernel, Kernel::Matmul(_)));
+        let on = shapes
+            .iter()
+            .filter(|s| tuning.matvec(s).cooperative.is_some());
+        (on.count(), shapes.len())
+    }
+
     /// The plans' matvec shapes (the decode step's, then those of a step of several sequences), each
     /// once, in plan order.
     fn matvec_shapes(&self) -> Vec<MatvecShape> {
@@ -121,6 +133,10 @@ impl Engine {
             TuneShapes::All => self.matvec_shapes(),
             TuneShapes::New => self.untuned_shapes(),
         };
+        if self.gpu.has_matrix_cores() && self.gpu.matrix_cores().is_none() {
+            // Winners timed without the matrix cores would be kept for when they are used again.
+            shapes.retain(|s| !matches!(s.kernel, Kernel::Matmul(_)));
+        }
         shapes.sort_by_key(|s| std::cmp::Reverse(s.cols as u64 * s.rows as u64));
         let subgroup_size = match self.gpu.subgroup_size {
             Some(lanes)
@@ -315,7 +331,7 @@ impl Engine {
 
     /// A shape's candidates that this adapter can run.
     fn candidates(&self, shape: &MatvecShape, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
-        let mut c = shape.candidates(subgroup_size);
+        let mut c = shape.candidates(subgroup_size, self.gpu.matrix_cores());
         c.retain(|k| shape.fits(k, &self.gpu.limits));
         c
     }

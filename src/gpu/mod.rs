@@ -50,6 +50,58 @@ pub enum GpuError {
 /// only 4, though adapters grant more (lavapipe through OpenGL ES: 16).
 pub const STORAGE_BUFFERS_PER_KERNEL: u32 = 8;
 
+/// What the kernel on matrix cores needs besides an adapter's cooperative matrices: f16 in its
+/// tiles, and subgroups (each multiplies a block of its own, by its subgroup id).
+const MATRIX_CORE_FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+    .union(wgpu::Features::SHADER_F16)
+    .union(wgpu::Features::SUBGROUP);
+
+/// An adapter's matrix cores as shaders/matmul_coop.wgsl uses them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixCores {
+    /// The lanes of the adapter's widest subgroup.
+    pub lanes: u32,
+    /// The side of the square f16 products into f32 sums it multiplies: 16, or 8 where it has
+    /// only those (Apple's GPUs, lavapipe).
+    pub size: u32,
+}
+
+impl MatrixCores {
+    /// What the adapter has of them, where it has what the kernel needs: the features, square f16
+    /// products into f32 sums of a size WGSL names, and room for the kernel's workgroup.
+    fn of(
+        adapter: &wgpu::Adapter,
+        info: &wgpu::AdapterInfo,
+        limits: &wgpu::Limits,
+    ) -> Option<MatrixCores> {
+        use wgpu::CooperativeScalarType::{F16, F32};
+        if !adapter.features().contains(MATRIX_CORE_FEATURES) {
+            return None;
+        }
+        let products = adapter.cooperative_matrix_properties();
+        let has = |size| {
+            products.iter().any(|p| {
+                (p.m_size, p.n_size, p.k_size) == (size, size, size)
+                    && p.ab_type == F16
+                    && p.cr_type == F32
+            })
+        };
+        let size = [16, 8].into_iter().find(|&size| has(size))?;
+        let cores = MatrixCores {
+            lanes: info.subgroup_max_size,
+            size,
+        };
+        let fits =
+            cores.lanes > 0 && cores.workgroup() <= limits.max_compute_invocations_per_workgroup;
+        fits.then_some(cores)
+    }
+
+    /// The threads of the kernel's workgroup: a subgroup for each of its blocks.
+    pub fn workgroup(&self) -> u32 {
+        pipelines::coop_subgroups(self.size) * self.lanes
+    }
+}
+
 /// Live GPU objects of a device: a leak shows as growth between two readings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuMemory {
@@ -68,6 +120,9 @@ pub struct Gpu {
     /// The fewest lanes a subgroup has, where kernels may use subgroup operations (natively, on
     /// adapters with them; WebGPU's subgroups are not wgpu's yet).
     pub subgroup_size: Option<u32>,
+    /// The adapter's matrix cores, where it multiplies f16 into f32 sums there (cooperative matrices,
+    /// natively: Vulkan's VK_KHR_cooperative_matrix, Metal's simdgroup matrices).
+    matrix_cores: Option<MatrixCores>,
     pub pipelines: Pipelines,
     /// Why the device was lost (a GPU reset, a driver crash, the browser reclaiming it), once it was.
     lost: Arc<std::sync::Mutex<Option<String>>>,
@@ -75,6 +130,8 @@ pub struct Gpu {
     tuning: std::sync::RwLock<Arc<Tuning>>,
     /// Whether plans made from now on norm a product's x in its own kernel (`fuses_norms`).
     fuse_norms: std::sync::atomic::AtomicBool,
+    /// Whether the tuner may give a prompt's products to the matrix cores (`uses_matrix_cores`).
+    use_matrix_cores: std::sync::atomic::AtomicBool,
 }
 
 impl Gpu {
@@ -113,12 +170,26 @@ impl Gpu {
         }
         let subgroup_size =
             (features.contains(wgpu::Features::SUBGROUP)).then_some(info.subgroup_min_size);
+        let matrix_cores = MatrixCores::of(&adapter, &info, &limits);
+        let experimental = match matrix_cores {
+            Some(_) => {
+                features |= MATRIX_CORE_FEATURES;
+                // Cooperative matrices are wgpu's one experimental feature Wick asks for; the kernel
+                // that uses them is checked against the CPU wherever an adapter has them
+                // (tests/ops.rs).
+                #[allow(unsafe_code)]
+                unsafe {
+                    wgpu::ExperimentalFeatures::enabled()
+                }
+            }
+            None => wgpu::ExperimentalFeatures::disabled(),
+        };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wick"),
                 required_features: features,
                 required_limits: limits.clone(),
-                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                experimental_features: experimental,
                 memory_hints: wgpu::MemoryHints::Performance,
                 trace: wgpu::Trace::Off,
             })
@@ -137,21 +208,37 @@ impl Gpu {
             info,
             limits,
             subgroup_size,
+            matrix_cores,
             pipelines,
             lost,
             tuning: Default::default(),
             fuse_norms: Default::default(),
+            use_matrix_cores: Default::default(),
         };
         gpu.set_fuses_norms(!gpu.runs_on_cpu());
+        gpu.set_uses_matrix_cores(true);
         Ok(Arc::new(gpu))
     }
 
-    /// The kernel shapes plans made from now on use.
+    /// The kernel shapes plans made from now on use (through `usable`).
     pub fn tuning(&self) -> Arc<Tuning> {
         self.tuning
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// `tuning` as plans may use it: without its winners on the matrix cores while plans may not use
+    /// them (`set_uses_matrix_cores`), those shapes then taking their default kernels. The winners
+    /// stay in the GPU's tuning, and so in what is kept of it.
+    pub fn usable(&self, tuning: Arc<Tuning>) -> Arc<Tuning> {
+        if self.matrix_cores().is_some() || !tuning.matvec.values().any(|k| k.cooperative.is_some())
+        {
+            return tuning;
+        }
+        let mut f32_only = (*tuning).clone();
+        f32_only.matvec.retain(|_, k| k.cooperative.is_none());
+        Arc::new(f32_only)
     }
 
     /// Sets the kernel shapes plans made from now on use; any that sum by subgroups are left out
@@ -163,6 +250,9 @@ impl Gpu {
         }
         if self.subgroup_size.is_none() {
             tuning.matvec.retain(|_, k| !k.subgroup_sum);
+        }
+        if self.matrix_cores.is_none() {
+            tuning.matvec.retain(|_, k| k.cooperative.is_none());
         }
         *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tuning);
     }
@@ -184,6 +274,28 @@ impl Gpu {
         self.fuse_norms
             .store(on && possible, std::sync::atomic::Ordering::Relaxed);
         possible || !on
+    }
+
+    /// The adapter's matrix cores, where it has them and plans may use them: the tuner then offers
+    /// a prompt's products a tile on them (shaders/matmul_coop.wgsl), whose x and weights are rounded
+    /// to f16 (sums stay f32).
+    pub fn matrix_cores(&self) -> Option<MatrixCores> {
+        let on = self
+            .use_matrix_cores
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.matrix_cores.filter(|_| on)
+    }
+
+    /// Whether the adapter has matrix cores that Wick's kernels can use, used or not.
+    pub fn has_matrix_cores(&self) -> bool {
+        self.matrix_cores.is_some()
+    }
+
+    /// Lets plans made from now on use the matrix cores, or keeps them to f32 products (where
+    /// fidelity is asked: perplexity); tuned winners on them are then passed over (`usable`), and
+    /// the tuner does not offer them. On by default where the adapter has them.
+    pub fn set_uses_matrix_cores(&self, on: bool) {
+        (self.use_matrix_cores).store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether the adapter runs workgroups on the CPU (lavapipe, SwiftShader), where kernels are

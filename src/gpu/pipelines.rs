@@ -20,6 +20,9 @@ pub enum Kernel {
     MatvecPairs(Store, XNorm),
     /// X W^T, W packed, for the tokens of a prompt's chunk, each pair of rows stored as the `Store` says.
     Matmul(Store),
+    /// `Matmul` on the adapter's matrix cores, in products of the size given (8 or 16): f16 tiles, f32
+    /// sums (shaders/matmul_coop.wgsl).
+    MatmulCoop(Store, u32),
     /// Matvecs over the experts a router chose, by index.
     MatvecId,
     /// Rows of a packed table, dequantized.
@@ -191,6 +194,9 @@ impl Kernel {
                 let body = wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul.wgsl");
                 return [body, &store.source()].concat();
             }
+            Kernel::MatmulCoop(store, _) => {
+                return [wgsl!("step.wgsl", "matmul_coop.wgsl"), &store.source()].concat();
+            }
             Kernel::MatvecId => {
                 let body = wgsl!("matvec_id.wgsl");
                 return [wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();
@@ -335,6 +341,28 @@ pub fn matmul_tile(workgroup: u32) -> MatmulTile {
     }
 }
 
+/// The tile of `Kernel::MatmulCoop`: 64 rows by 64 tokens, in blocks of 2S x 2S, a subgroup each, for
+/// products of S x S (shaders/matmul_coop.wgsl).
+pub const COOP_TILE: MatmulTile = MatmulTile {
+    rows: 64,
+    tokens: 64,
+    rows_per_thread: 0,
+};
+
+/// The subgroups of a `COOP_TILE` workgroup for products of `size` x `size`.
+pub const fn coop_subgroups(size: u32) -> u32 {
+    (COOP_TILE.rows / (2 * size)) * (COOP_TILE.tokens / (2 * size))
+}
+
+/// The workgroup memory of a `COOP_TILE` workgroup: f16 tiles of 40 values a row (matmul_coop.wgsl's
+/// KS) for its rows and tokens, the sums of a quarter of each subgroup's block (a product's), and
+/// where each token's row starts.
+pub const fn coop_workgroup_bytes(size: u32) -> u32 {
+    (COOP_TILE.rows + COOP_TILE.tokens) * 40 * 2
+        + coop_subgroups(size) * size * size * 4
+        + COOP_TILE.tokens * 4
+}
+
 /// Identifies one compiled pipeline: the kernel, the weight type it reads (if any) and its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PipelineKey {
@@ -375,6 +403,10 @@ impl PipelineKey {
             ..PipelineKey::new(shape.kernel, Some(shape.ty))
         };
         match shape.kernel {
+            Kernel::Matmul(store) if kernel.cooperative.is_some() => PipelineKey {
+                kernel: Kernel::MatmulCoop(store, kernel.cooperative.unwrap_or_default()),
+                ..key
+            },
             // A tile, named by its workgroup size alone.
             Kernel::Matmul(_) => key,
             _ => PipelineKey {
@@ -393,6 +425,7 @@ impl PipelineKey {
             Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped => {
                 Some(matmul_tile(self.workgroup))
             }
+            Kernel::MatmulCoop(..) => Some(COOP_TILE),
             _ => None,
         }
     }
@@ -446,6 +479,21 @@ impl PipelineKey {
 
     pub fn source(&self) -> String {
         let mut src = String::new();
+        if let Kernel::MatmulCoop(_, size) = self.kernel {
+            // Directives come first. The matrices' loads, multiplies and stores run in subgroups
+            // that branch apart by their subgroup id, uniform within each: what SPIR-V asks of them,
+            // and what naga's analysis, which knows only the workgroup, cannot see.
+            src += "enable f16;\nenable wgpu_cooperative_matrix;\n";
+            src += "diagnostic(off, derivative_uniformity);\n";
+            src += &format!("const S: u32 = {size}u;\n");
+            for (name, ty, role) in [
+                ("MatA", "f16", "A"),
+                ("MatB", "f16", "B"),
+                ("MatC", "f32", "C"),
+            ] {
+                src += &format!("alias {name} = coop_mat{size}x{size}<{ty}, {role}>;\n");
+            }
+        }
         if let Some(tile) = self.tile() {
             src += &format!(
                 "const TM: u32 = {}u;\nconst TN: u32 = {}u;\nconst RB: u32 = {}u;\n",

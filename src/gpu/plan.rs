@@ -205,7 +205,7 @@ impl Plan {
             layer_bounds: Vec::new(),
             layer_kinds: Vec::new(),
             arena_buffer: None,
-            tuning: gpu.tuning(),
+            tuning: gpu.usable(gpu.tuning()),
             fuses_norms: gpu.fuses_norms(),
         }
     }
@@ -330,8 +330,10 @@ impl Plan {
     }
 
     /// Gives every matvec dispatch the shape `tuning` names for it (a new pipeline and bind group
-    /// where that changed); plans made from now on take the tuning from the Gpu.
+    /// where that changed), as far as the GPU lets plans use it (`Gpu::usable`); plans made from now
+    /// on take the tuning from the Gpu.
     pub fn retune(&mut self, gpu: &Gpu, tuning: &Tuning) {
+        let tuning = gpu.usable(Arc::new(tuning.clone()));
         let mut dispatches = std::mem::take(&mut self.dispatches);
         for d in &mut dispatches {
             let Some(matvec) = d.matvec else { continue };
@@ -345,7 +347,7 @@ impl Plan {
             }
         }
         self.dispatches = dispatches;
-        self.tuning = Arc::new(tuning.clone());
+        self.tuning = tuning;
     }
 
     /// `d` (a matvec) as it would run with another kernel shape: its pipeline, bind group and

@@ -2,7 +2,8 @@
 //! with. The defaults serve every adapter; `Engine::tune` times the candidates on this one, and the
 //! winners, kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
 
-use super::pipelines::{block_parts, has_block_form, matmul_tile};
+use super::pipelines::{block_parts, coop_workgroup_bytes, has_block_form, matmul_tile, COOP_TILE};
+use super::MatrixCores;
 use super::{Activation, Kernel, Store, XNorm};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
@@ -22,8 +23,9 @@ pub struct Tuning {
 
 /// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads;
 /// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row;
-/// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile).
-pub const CANDIDATES: u32 = 5;
+/// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile; 6: a
+/// prompt's products on matrix cores).
+pub const CANDIDATES: u32 = 6;
 
 impl Default for Tuning {
     fn default() -> Tuning {
@@ -36,7 +38,8 @@ impl Default for Tuning {
 
 /// How a matvec kernel runs: its override constants, and how a row's threads sum their parts. A
 /// matmul (a prompt's product, `Kernel::Matmul`) has only a workgroup size, which names its tile
-/// (`matmul_tile`), and no threads per row (0).
+/// (`matmul_tile`), and no threads per row (0); or it multiplies on the matrix cores
+/// (`cooperative`), a subgroup for each block of its tile (`COOP_TILE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MatvecKernel {
     pub workgroup: u32,
@@ -46,6 +49,10 @@ pub struct MatvecKernel {
     /// How a row's threads divide it.
     #[serde(default)]
     pub split: Split,
+    /// A matmul's tile multiplied by cooperative matrices of this size (shaders/matmul_coop.wgsl):
+    /// f16 x and weights, f32 sums.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooperative: Option<u32>,
 }
 
 /// How the threads of a row divide it (which shaders/row_dot*.wgsl file the kernel has).
@@ -72,12 +79,17 @@ impl MatvecKernel {
             threads_per_row: default_threads_per_row(cols),
             subgroup_sum: false,
             split: Split::Chunks,
+            cooperative: None,
         }
     }
 }
 
 impl std::fmt::Display for MatvecKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if let Some(size) = self.cooperative {
+            let (wg, rows, tokens) = (self.workgroup, COOP_TILE.rows, COOP_TILE.tokens);
+            return write!(f, "wg{wg} tile {rows}x{tokens} matrix cores {size}x{size}");
+        }
         if self.threads_per_row == 0 {
             let tile = matmul_tile(self.workgroup);
             return write!(f, "wg{} tile {}x{}", self.workgroup, tile.rows, tile.tokens);
@@ -148,6 +160,7 @@ impl MatvecShape {
                 threads_per_row: 0,
                 subgroup_sum: false,
                 split: Split::Chunks,
+                cooperative: None,
             },
             _ => MatvecKernel::default_for(self.cols),
         }
@@ -158,6 +171,10 @@ impl MatvecShape {
     /// adapter has).
     pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
         match self.kernel {
+            Kernel::Matmul(_) if kernel.cooperative.is_some() => {
+                let size = kernel.cooperative.unwrap_or_default();
+                coop_workgroup_bytes(size) <= limits.max_compute_workgroup_storage_size
+            }
             Kernel::Matmul(_) => {
                 let bytes = matmul_tile(kernel.workgroup).workgroup_bytes();
                 bytes <= limits.max_compute_workgroup_storage_size
@@ -184,15 +201,26 @@ impl MatvecShape {
     /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
     /// than the row has blocks. For every type, by blocks shared by 16 threads (a K-quant's) or 4
     /// (32 weights): 16 to 64 threads per row, no more groups of them than the row has blocks.
-    /// A matmul's candidates are its tiles (`matmul_tile`), which not every adapter `fits`.
-    pub fn candidates(&self, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
+    /// A matmul's candidates are its tiles (`matmul_tile`), which not every adapter `fits`, and
+    /// where the adapter has matrix cores that plans may use (`Gpu::matrix_cores`), the tile on
+    /// them.
+    pub fn candidates(
+        &self,
+        subgroup_size: Option<u32>,
+        matrix_cores: Option<MatrixCores>,
+    ) -> Vec<MatvecKernel> {
         let default = self.default_kernel();
         if let Kernel::Matmul(_) = self.kernel {
             let tile = |workgroup| MatvecKernel {
                 workgroup,
                 ..default
             };
-            return vec![default, tile(128), tile(256)];
+            let mut tiles = vec![default, tile(128), tile(256)];
+            tiles.extend(matrix_cores.map(|cores| MatvecKernel {
+                cooperative: Some(cores.size),
+                ..tile(cores.workgroup())
+            }));
+            return tiles;
         }
         let chunks = default.threads_per_row;
         let blocks = match has_block_form(self.ty) {
@@ -223,6 +251,7 @@ impl MatvecShape {
                         threads_per_row,
                         subgroup_sum,
                         split,
+                        cooperative: None,
                     };
                     let fits = !subgroup_sum || subgroup_size.is_some_and(|s| threads_per_row <= s);
                     if fits && k != default {

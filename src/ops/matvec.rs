@@ -284,7 +284,7 @@ pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     push(&mut plan, &w, &x, &y, false);
     plan.finish(gpu).await?;
     let matvec = plan.dispatches[0].matvec.expect("a matvec");
-    for kernel in matvec.candidates(gpu.subgroup_size) {
+    for kernel in matvec.candidates(gpu.subgroup_size, None) {
         if !kernel.subgroup_sum {
             continue;
         }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the tests of the kernels on matrix cores (cooperative matrices) where this machine's GPU has
+# none: on Mesa's lavapipe from Debian testing (Mesa 26 has VK_KHR_cooperative_matrix, 8 x 8 f16
+# products into f32), in a minimal Debian root made once with debootstrap and kept in the cache.
+# The tests' binary is built here and copied in; nothing of the checkout is mounted. Needs root
+# (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops.rs (default: the matmul check,
+# which also checks that the adapter has matrix cores). WICK_MATRIX_CORES_ROOT sets where the root lives.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "test-matrix-cores: needs root (chroot)" >&2; exit 1; }
+root=${WICK_MATRIX_CORES_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/wick/matrix-cores-root}
+suite=forky
+mirror=http://deb.debian.org/debian
+# Debian testing's Release file may be past its Valid-Until between publishes.
+apt_opts=(-o Acquire::Check-Valid-Until=false -o Dpkg::Use-Pty=0)
+
+if [ ! -e "$root/usr/share/vulkan/icd.d/lvp_icd.json" ] && [ ! -e "$root/usr/share/vulkan/icd.d/lvp_icd.x86_64.json" ]; then
+  command -v debootstrap >/dev/null || {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  }
+  echo "test-matrix-cores: making a Debian $suite root with Mesa's lavapipe in $root"
+  rm -rf "$root"
+  mkdir -p "$root"
+  # Older debootstraps have no script for testing's name; sid's serves every suite since.
+  debootstrap --variant=minbase "$suite" "$root" "$mirror" /usr/share/debootstrap/scripts/sid >/dev/null
+  chroot "$root" apt-get "${apt_opts[@]}" update -qq
+  chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y -qq \
+    --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
+fi
+
+binary=$(cargo test --release --test ops --no-run 2>&1 | grep -o 'target/release/deps/ops-[0-9a-f]*' | head -1)
+[ -x "$binary" ] || { echo "test-matrix-cores: no tests/ops.rs binary was built" >&2; exit 1; }
+cp "$binary" "$root/tmp/wick-ops"
+filters=("$@")
+[ ${#filters[@]} -gt 0 ] || filters=(matmul_every_type_against_cpu)
+mkdir -p "$root/tmp/xdg" && chmod 700 "$root/tmp/xdg"
+out=$(chroot "$root" env CI=true WGPU_BACKEND=vulkan XDG_RUNTIME_DIR=/tmp/xdg \
+  /tmp/wick-ops --test-threads 1 --nocapture "${filters[@]}" 2>&1) || { echo "$out"; exit 1; }
+echo "$out" | grep -v "does not fit"
+# A root whose lavapipe lost its cooperative matrices would skip the check: that is a failure here.
+echo "$out" | grep -q "matmul on matrix cores: checked" || {
+  echo "test-matrix-cores: the adapter in $root has no matrix cores Wick can use" >&2
+  exit 1
+}
