@@ -3,7 +3,9 @@
 # shapes (Llama 3.1 8B in llama.cpp's Q4_K_M and in Q4_0; Qwen3.5 2B, Qwen2.5 1.5B's matrices and
 # Llama 3.2 1B in Q4_K_M; Qwen3-30B-A3B's layer, 4 of its 48, in Q4_K_M), `wick bench --profile`
 # (and its decode with each norm in a kernel of its own, --fuse-norms off; its prompt in chunks of 64
-# rather than a GPU's 512) and `llama-bench` one after the other on each; then decode deep into a long context (-d 4096 and 16384) on the 8B and 1.5B files.
+# rather than a GPU's 512, and without the matrix cores, --matrix-cores off) and `llama-bench` one
+# after the other on each; then decode deep into a long context (-d 4096 and 16384) on the 8B and
+# 1.5B files.
 #
 #   scripts/bench-against-llama-cpp.sh LLAMA_CPP_SOURCE [VULKAN_PREFIX]
 #
@@ -62,6 +64,9 @@ for f in llama-3.1-8b.shape.Q4_K_M llama-3.1-8b.shape.Q4_0 qwen3.5-2b.shape.Q4_K
     | grep -v '^$' | tee -a "$out/wick-norms-apart.md"
   target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -b 64 -r "$reps" 2>&1 \
     | grep -v '^$' | tee -a "$out/wick-chunks-64.md"
+  echo "== $f: wick, prompts without the matrix cores (--matrix-cores off: the f32 tiles)"
+  target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off 2>&1 \
+    | grep -v '^$' | tee -a "$out/wick-no-matrix-cores.md"
   echo "== $f: llama.cpp"
   "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 128 -r "$reps" 2>&1 | grep -v '^$' | tee -a "$out/llama.md"
 done
