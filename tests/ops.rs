@@ -9,8 +9,8 @@ use common::{
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
-    read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecShape, Stacked, Store, Tuning,
-    XNorm,
+    read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatrixCores, MatvecKernel, MatvecShape,
+    Stacked, Store, Tuning, XNorm,
 };
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec::Input;
@@ -247,6 +247,54 @@ impl Product<'_> {
         // Rows of tokens past the run are left as they were.
         assert_eq!(got[n_tokens * rows..], self.y0[n_tokens * rows..], "{what}");
     }
+}
+
+/// The matrix cores' tile in 16 x 16 products, which GPUs with matrix cores run (NVIDIA's, AMD's),
+/// where the adapter is Mesa's lavapipe: it advertises 8 x 8 products only, and so gets the 8 x 8
+/// tile from the tuner, but runs 16 x 16 too (scripts/test-matrix-cores.sh). Every type, a run of
+/// 131 tokens of 150 by 300 rows: partial tiles both ways.
+#[test]
+fn matmul_on_16x16_matrix_cores_where_lavapipe_runs_them() {
+    let Some(gpu) = gpu() else { return };
+    let Some(cores) = gpu
+        .matrix_cores()
+        .filter(|_| gpu.info.name.contains("llvmpipe"))
+    else {
+        eprintln!("16 x 16 matrix cores: skipped, not lavapipe with cooperative matrices");
+        return;
+    };
+    eprintln!("16 x 16 matrix cores: checked");
+    let mut rng = Rng(1616);
+    let (batch, n_tokens, rows) = (150u32, 131usize, 300u32);
+    for ty in GgmlType::ALL {
+        let cols = if ty.block_len() == 256 { 768 } else { 736 };
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * rows as u64 + 4, &mut rng);
+        let x = rng.vec(batch as usize * cols as usize);
+        let y0 = rng.vec(batch as usize * rows as usize);
+        let product = Product {
+            w: &w,
+            deq: &deq,
+            x: &x,
+            y0: &y0,
+            batch,
+            n_tokens,
+        };
+        let shape = MatvecShape {
+            tokens: batch,
+            ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
+        };
+        let sixteen = MatvecKernel {
+            workgroup: MatrixCores { size: 16, ..cores }.workgroup(),
+            cooperative: Some(16),
+            ..shape.default_kernel()
+        };
+        let mut tuning = Tuning::default();
+        tuning.matvec.insert(shape.key(), sixteen);
+        gpu.set_tuning(tuning);
+        product.check_within(&gpu, true, &sixteen.to_string(), 1e-5);
+    }
+    gpu.set_tuning(Tuning::default());
 }
 
 /// Matrices that read the same x, stacked: two Q8_0 matrices in one tensor and a Q4_K one beside
