@@ -4,7 +4,8 @@
 # products into f32), in a minimal Debian root made once with debootstrap and kept in the cache.
 # The tests' binary is built here and copied in; nothing of the checkout is mounted. Needs root
 # (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops.rs (default: the matmul checks on
-# the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too).
+# the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too, and
+# the check before tuning offers them).
 # WICK_MATRIX_CORES_ROOT sets where the root lives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ binary=$(cargo test --release --test ops --no-run 2>&1 | grep -o 'target/release
 [ -x "$binary" ] || { echo "test-matrix-cores: no tests/ops.rs binary was built" >&2; exit 1; }
 cp "$binary" "$root/tmp/wick-ops"
 filters=("$@")
-[ ${#filters[@]} -gt 0 ] || filters=(matmul_every_type_against_cpu matmul_on_16x16_matrix_cores)
+[ ${#filters[@]} -gt 0 ] || filters=(matmul_every_type_against_cpu matrix_cores)
 mkdir -p "$root/tmp/xdg" && chmod 700 "$root/tmp/xdg"
 out=$(chroot "$root" env CI=true WGPU_BACKEND=vulkan XDG_RUNTIME_DIR=/tmp/xdg \
   /tmp/wick-ops --test-threads 1 --nocapture "${filters[@]}" 2>&1) || { echo "$out"; exit 1; }

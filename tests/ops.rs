@@ -297,6 +297,15 @@ fn matmul_on_16x16_matrix_cores_where_lavapipe_runs_them() {
     gpu.set_tuning(Tuning::default());
 }
 
+/// The check before the tuner offers the matrix cores (`matvec::matrix_cores_work`: the kernel built
+/// and run on exact numbers) passes where they work, as the tests above find they do.
+#[test]
+fn matrix_cores_check_passes_where_there_are_some() {
+    let Some(gpu) = gpu() else { return };
+    let works = matvec::matrix_cores_work(&gpu).block_on().unwrap();
+    assert_eq!(works, gpu.matrix_cores().is_some(), "{}", gpu.describe());
+}
+
 /// Matrices that read the same x, stacked: two Q8_0 matrices in one tensor and a Q4_K one beside
 /// them, each writing its rows into its place in one output row, for one token (matvec) and for a run
 /// of 5 (matmul).

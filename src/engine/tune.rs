@@ -13,7 +13,7 @@
 
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
-use crate::gpu::{Kernel, MatvecKernel, MatvecShape, Tuning};
+use crate::gpu::{Kernel, MatrixCores, MatvecKernel, MatvecShape, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
@@ -50,6 +50,8 @@ pub struct Tuned {
 /// A tuning under way: the shapes still to time and the candidates of the one being timed.
 pub struct Tuner {
     subgroup_size: Option<u32>,
+    /// The matrix cores, where plans may use them and they work (`ops::matvec::matrix_cores_work`).
+    matrix_cores: Option<MatrixCores>,
     waiting: VecDeque<MatvecShape>,
     current: Option<Timing>,
     done: Vec<Tuned>,
@@ -147,6 +149,17 @@ impl Engine {
             }
             _ => None,
         };
+        let matmuls = shapes.iter().any(|s| matches!(s.kernel, Kernel::Matmul(_)));
+        let matrix_cores = match self.gpu.matrix_cores() {
+            Some(cores) if matmuls => {
+                let works = crate::ops::matvec::matrix_cores_work(&self.gpu).await?;
+                if !works {
+                    self.gpu.forget_matrix_cores();
+                }
+                works.then_some(cores)
+            }
+            _ => None,
+        };
         let matvecs = shapes
             .iter()
             .any(|s| !matches!(s.kernel, Kernel::Matmul(_)));
@@ -156,10 +169,11 @@ impl Engine {
         };
         Ok(Tuner {
             subgroup_size,
+            matrix_cores,
             shapes: shapes.len(),
             candidates: finals
                 + (shapes.iter())
-                    .map(|s| self.candidates(s, subgroup_size).len())
+                    .map(|s| self.candidates(s, subgroup_size, matrix_cores).len())
                     .sum::<usize>(),
             timed: 0,
             waiting: shapes.into(),
@@ -182,7 +196,7 @@ impl Engine {
                 }
                 return Ok(!tuner.finished());
             };
-            let mut left = self.candidates(&shape, tuner.subgroup_size);
+            let mut left = self.candidates(&shape, tuner.subgroup_size, tuner.matrix_cores);
             left.reverse();
             tuner.current = Some(Timing {
                 shape,
@@ -330,8 +344,13 @@ impl Engine {
     }
 
     /// A shape's candidates that this adapter can run.
-    fn candidates(&self, shape: &MatvecShape, subgroup_size: Option<u32>) -> Vec<MatvecKernel> {
-        let mut c = shape.candidates(subgroup_size, self.gpu.matrix_cores());
+    fn candidates(
+        &self,
+        shape: &MatvecShape,
+        subgroup_size: Option<u32>,
+        matrix_cores: Option<MatrixCores>,
+    ) -> Vec<MatvecKernel> {
+        let mut c = shape.candidates(subgroup_size, matrix_cores);
         c.retain(|k| shape.fits(k, &self.gpu.limits));
         c
     }

@@ -132,6 +132,8 @@ pub struct Gpu {
     fuse_norms: std::sync::atomic::AtomicBool,
     /// Whether the tuner may give a prompt's products to the matrix cores (`uses_matrix_cores`).
     use_matrix_cores: std::sync::atomic::AtomicBool,
+    /// The matrix cores failed their check (`forget_matrix_cores`).
+    matrix_cores_failed: std::sync::atomic::AtomicBool,
 }
 
 impl Gpu {
@@ -214,6 +216,7 @@ impl Gpu {
             tuning: Default::default(),
             fuse_norms: Default::default(),
             use_matrix_cores: Default::default(),
+            matrix_cores_failed: Default::default(),
         };
         gpu.set_fuses_norms(!gpu.runs_on_cpu());
         gpu.set_uses_matrix_cores(true);
@@ -251,7 +254,7 @@ impl Gpu {
         if self.subgroup_size.is_none() {
             tuning.matvec.retain(|_, k| !k.subgroup_sum);
         }
-        if self.matrix_cores.is_none() {
+        if !self.has_matrix_cores() {
             tuning.matvec.retain(|_, k| k.cooperative.is_none());
         }
         *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tuning);
@@ -283,12 +286,21 @@ impl Gpu {
         let on = self
             .use_matrix_cores
             .load(std::sync::atomic::Ordering::Relaxed);
-        self.matrix_cores.filter(|_| on)
+        self.matrix_cores.filter(|_| on && self.has_matrix_cores())
     }
 
     /// Whether the adapter has matrix cores that Wick's kernels can use, used or not.
     pub fn has_matrix_cores(&self) -> bool {
-        self.matrix_cores.is_some()
+        let failed = self
+            .matrix_cores_failed
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.matrix_cores.is_some() && !failed
+    }
+
+    /// Leaves the matrix cores out from now on, winners on them included: the kernel on them failed
+    /// to build or erred on this device (`ops::matvec::matrix_cores_work`).
+    pub fn forget_matrix_cores(&self) {
+        (self.matrix_cores_failed).store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Lets plans made from now on use the matrix cores, or keeps them to f32 products (where

@@ -313,3 +313,59 @@ pub fn reference(w: &[f32], x: &[f32], y: &mut [f32], accumulate: bool) {
         *out = if accumulate { *out + dot } else { dot };
     }
 }
+
+/// Whether the product on the matrix cores (shaders/matmul_coop.wgsl) builds on this device and gives
+/// the right numbers: a driver's first use of cooperative matrices is where a compiler may fail or
+/// err, so tuning offers them only where this says so. Small whole numbers, exact in f16 and their
+/// sums exact in f32 in any order, through a chunk of 70 tokens (a tile and part of one) by 96 rows
+/// (one and a half), against the CPU.
+pub async fn matrix_cores_work(gpu: &Gpu) -> Result<bool, crate::Error> {
+    let Some(cores) = gpu.matrix_cores() else {
+        return Ok(false);
+    };
+    let (rows, cols, tokens) = (96u32, 256u32, 70u32);
+    let small =
+        |i: u32, m: u32| ((i.wrapping_mul(2_654_435_761) >> 16) % m) as f32 - (m / 2) as f32;
+    let w: Vec<f32> = (0..rows * cols).map(|i| small(i, 9)).collect();
+    let x: Vec<f32> = (0..tokens * cols).map(|i| small(i + 7, 5)).collect();
+    let mut want = vec![0f32; (tokens * rows) as usize];
+    for t in 0..tokens as usize {
+        let x_t = &x[t * cols as usize..(t + 1) * cols as usize];
+        reference(
+            &w,
+            x_t,
+            &mut want[t * rows as usize..(t + 1) * rows as usize],
+            false,
+        );
+    }
+    let shape = Shape {
+        name: "matrix-core check".into(),
+        ty: GgmlType::F32,
+        row_len: cols as u64,
+        rows: rows as u64,
+        group_rows: 1,
+    };
+    let w = GpuTensor::from_host(gpu, &shape, bytemuck::cast_slice(&w)).await?;
+    let x = storage_buffer(gpu, "matrix-core check x", bytemuck::cast_slice(&x));
+    let y = scratch_buffer(gpu, "matrix-core check y", (tokens * rows) as u64 * 4).await?;
+    let step = StepInput::with(gpu, 0, &vec![0; tokens as usize]);
+    let mut plan = Plan::new(gpu, &step, tokens);
+    push(&mut plan, &w, &x, &y, false);
+    plan.finish(gpu).await?;
+    let matmul = plan.dispatches[0].matvec.expect("a matmul");
+    let on_cores = (matmul.candidates(None, Some(cores)).into_iter())
+        .find(|k| k.cooperative.is_some())
+        .expect("a candidate on the matrix cores");
+    let mut tuning = Tuning::default();
+    tuning.matvec.insert(matmul.key(), on_cores);
+    let built = gpu.checked("the matrix-core check", || {
+        plan.retune(gpu, &tuning);
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        plan.record(&mut enc.begin_compute_pass(&Default::default()), plan.batch);
+        gpu.queue.submit([enc.finish()]);
+    });
+    if built.await.is_err() {
+        return Ok(false);
+    }
+    Ok(read_back_f32(gpu, &y, want.len()).await? == want)
+}
