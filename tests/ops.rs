@@ -297,6 +297,59 @@ fn matmul_on_16x16_matrix_cores_where_lavapipe_runs_them() {
     gpu.set_tuning(Tuning::default());
 }
 
+/// Where plans may not use the matrix cores (`Gpu::set_uses_matrix_cores(false)`: perplexity's
+/// default), a winner on them is passed over and the product stays f32: within the f32 tiles'
+/// tolerance, which the f16 inputs of the matrix cores' tile are far outside of.
+#[test]
+fn matrix_cores_switched_off_keep_products_f32() {
+    let Some(gpu) = gpu() else { return };
+    let Some(cores) = gpu.matrix_cores() else {
+        eprintln!(
+            "matrix cores switched off: skipped, {} has none",
+            gpu.describe()
+        );
+        return;
+    };
+    let mut rng = Rng(3131);
+    let (batch, n_tokens, rows, cols) = (40u32, 37usize, 70u32, 512u32);
+    let ty = GgmlType::Q8_0;
+    let row_bytes = ty.bytes_for(cols as u64).unwrap();
+    let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * rows as u64 + 4, &mut rng);
+    let x = rng.vec(batch as usize * cols as usize);
+    let y0 = rng.vec(batch as usize * rows as usize);
+    let product = Product {
+        w: &w,
+        deq: &deq,
+        x: &x,
+        y0: &y0,
+        batch,
+        n_tokens,
+    };
+    let shape = MatvecShape {
+        tokens: batch,
+        ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
+    };
+    let on_cores = MatvecKernel {
+        workgroup: cores.workgroup(),
+        cooperative: Some(cores.size),
+        ..shape.default_kernel()
+    };
+    let mut tuning = Tuning::default();
+    tuning.matvec.insert(shape.key(), on_cores);
+    gpu.set_tuning(tuning);
+    gpu.set_uses_matrix_cores(false);
+    product.check_within(&gpu, false, "matrix cores switched off", 1e-10);
+    gpu.set_uses_matrix_cores(true);
+    let on = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        product.check_within(&gpu, false, "matrix cores on", 1e-10)
+    }));
+    gpu.set_tuning(Tuning::default());
+    assert!(
+        on.is_err(),
+        "the matrix cores' tile within f32's tolerance: did it run?"
+    );
+}
+
 /// The check before the tuner offers the matrix cores (`matvec::matrix_cores_work`: the kernel built
 /// and run on exact numbers) passes where they work, as the tests above find they do.
 #[test]
