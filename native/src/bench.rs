@@ -146,7 +146,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
     }
     if let Some(cores) = args.matrix_cores {
         if cores == Switch::On && !gpu.has_matrix_cores() {
-            anyhow::bail!("{} has no matrix cores that Wick's kernels can use (cooperative matrices of 16 x 16 x 16 f16 with f32 sums)", gpu.describe());
+            anyhow::bail!("{} has no matrix cores that Wick's kernels can use (cooperative matrices multiplying f16 into f32 sums, 16 x 16 or 8 x 8)", gpu.describe());
         }
         gpu.set_uses_matrix_cores(cores == Switch::On);
     }

@@ -136,7 +136,9 @@ impl Engine {
             TuneShapes::New => self.untuned_shapes(),
         };
         if self.gpu.has_matrix_cores() && self.gpu.matrix_cores().is_none() {
-            // Winners timed without the matrix cores would be kept for when they are used again.
+            // Their winners timed without the matrix cores would be kept, and later runs that may
+            // use the cores would not time them again; meanwhile they run their kept winners on
+            // f32 tiles, or the default tile.
             shapes.retain(|s| !matches!(s.kernel, Kernel::Matmul(_)));
         }
         shapes.sort_by_key(|s| std::cmp::Reverse(s.cols as u64 * s.rows as u64));

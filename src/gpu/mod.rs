@@ -176,9 +176,9 @@ impl Gpu {
         let experimental = match matrix_cores {
             Some(_) => {
                 features |= MATRIX_CORE_FEATURES;
-                // Cooperative matrices are wgpu's one experimental feature Wick asks for; the kernel
-                // that uses them is checked against the CPU wherever an adapter has them
-                // (tests/ops.rs).
+                // Cooperative matrices are wgpu's one experimental feature Wick asks for. The
+                // kernel that uses them is checked on each device before the tuner offers it
+                // (`ops::matvec::matrix_cores_work`), and against the CPU in tests/ops.rs.
                 #[allow(unsafe_code)]
                 unsafe {
                     wgpu::ExperimentalFeatures::enabled()

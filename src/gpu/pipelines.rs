@@ -402,13 +402,13 @@ impl PipelineKey {
             workgroup: kernel.workgroup,
             ..PipelineKey::new(shape.kernel, Some(shape.ty))
         };
-        match shape.kernel {
-            Kernel::Matmul(store) if kernel.cooperative.is_some() => PipelineKey {
-                kernel: Kernel::MatmulCoop(store, kernel.cooperative.unwrap_or_default()),
+        match (shape.kernel, kernel.cooperative) {
+            (Kernel::Matmul(store), Some(size)) => PipelineKey {
+                kernel: Kernel::MatmulCoop(store, size),
                 ..key
             },
             // A tile, named by its workgroup size alone.
-            Kernel::Matmul(_) => key,
+            (Kernel::Matmul(_), None) => key,
             _ => PipelineKey {
                 threads_per_row: Some(kernel.threads_per_row),
                 subgroup_sum: kernel.subgroup_sum,

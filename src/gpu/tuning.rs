@@ -170,12 +170,11 @@ impl MatvecShape {
     /// memory (128 x 32 and 128 x 64: 20.1 and 24.3 KiB, more than WebGPU's 16 KiB that every
     /// adapter has).
     pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
-        match self.kernel {
-            Kernel::Matmul(_) if kernel.cooperative.is_some() => {
-                let size = kernel.cooperative.unwrap_or_default();
+        match (self.kernel, kernel.cooperative) {
+            (Kernel::Matmul(_), Some(size)) => {
                 coop_workgroup_bytes(size) <= limits.max_compute_workgroup_storage_size
             }
-            Kernel::Matmul(_) => {
+            (Kernel::Matmul(_), None) => {
                 let bytes = matmul_tile(kernel.workgroup).workgroup_bytes();
                 bytes <= limits.max_compute_workgroup_storage_size
             }
