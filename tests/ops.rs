@@ -268,33 +268,67 @@ fn matmul_on_16x16_matrix_cores_where_lavapipe_runs_them() {
     let (batch, n_tokens, rows) = (150u32, 131usize, 300u32);
     for ty in GgmlType::ALL {
         let cols = if ty.block_len() == 256 { 768 } else { 736 };
+        let data = ProductData::random(&gpu, ty, rows, cols, batch, &mut rng);
+        let sixteen = MatrixCores { size: 16, ..cores };
+        let kernel = data.on_matrix_cores(&gpu, sixteen);
+        data.product(n_tokens)
+            .check_within(&gpu, true, &kernel.to_string(), 1e-5);
+    }
+    gpu.set_tuning(Tuning::default());
+}
+
+/// A matrix of W's rows, x and y for `batch` tokens, on the GPU and as the CPU reads them.
+struct ProductData {
+    w: GpuTensor,
+    deq: Vec<f32>,
+    x: Vec<f32>,
+    y0: Vec<f32>,
+    batch: u32,
+}
+
+impl ProductData {
+    fn random(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, batch: u32, rng: &mut Rng) -> Self {
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * rows as u64 + 4, &mut rng);
+        let (w, deq) = packed(gpu, ty, rows, cols, row_bytes * rows as u64 + 4, rng);
         let x = rng.vec(batch as usize * cols as usize);
         let y0 = rng.vec(batch as usize * rows as usize);
-        let product = Product {
-            w: &w,
-            deq: &deq,
-            x: &x,
-            y0: &y0,
+        ProductData {
+            w,
+            deq,
+            x,
+            y0,
             batch,
+        }
+    }
+
+    fn product(&self, n_tokens: usize) -> Product<'_> {
+        Product {
+            w: &self.w,
+            deq: &self.deq,
+            x: &self.x,
+            y0: &self.y0,
+            batch: self.batch,
             n_tokens,
-        };
+        }
+    }
+
+    /// Makes the GPU's tuning put the product, as a prompt's chunk, on `cores`; returns that kernel.
+    fn on_matrix_cores(&self, gpu: &Gpu, cores: MatrixCores) -> MatvecKernel {
+        let (ty, cols, rows) = (self.w.ty, self.w.row_len as u32, self.w.rows as u32);
         let shape = MatvecShape {
-            tokens: batch,
+            tokens: self.batch,
             ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
         };
-        let sixteen = MatvecKernel {
-            workgroup: MatrixCores { size: 16, ..cores }.workgroup(),
-            cooperative: Some(16),
+        let kernel = MatvecKernel {
+            workgroup: cores.workgroup(),
+            cooperative: Some(cores.size),
             ..shape.default_kernel()
         };
         let mut tuning = Tuning::default();
-        tuning.matvec.insert(shape.key(), sixteen);
+        tuning.matvec.insert(shape.key(), kernel);
         gpu.set_tuning(tuning);
-        product.check_within(&gpu, true, &sixteen.to_string(), 1e-5);
+        kernel
     }
-    gpu.set_tuning(Tuning::default());
 }
 
 /// Where plans may not use the matrix cores (`Gpu::set_uses_matrix_cores(false)`: perplexity's
@@ -311,32 +345,9 @@ fn matrix_cores_switched_off_keep_products_f32() {
         return;
     };
     let mut rng = Rng(3131);
-    let (batch, n_tokens, rows, cols) = (40u32, 37usize, 70u32, 512u32);
-    let ty = GgmlType::Q8_0;
-    let row_bytes = ty.bytes_for(cols as u64).unwrap();
-    let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * rows as u64 + 4, &mut rng);
-    let x = rng.vec(batch as usize * cols as usize);
-    let y0 = rng.vec(batch as usize * rows as usize);
-    let product = Product {
-        w: &w,
-        deq: &deq,
-        x: &x,
-        y0: &y0,
-        batch,
-        n_tokens,
-    };
-    let shape = MatvecShape {
-        tokens: batch,
-        ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
-    };
-    let on_cores = MatvecKernel {
-        workgroup: cores.workgroup(),
-        cooperative: Some(cores.size),
-        ..shape.default_kernel()
-    };
-    let mut tuning = Tuning::default();
-    tuning.matvec.insert(shape.key(), on_cores);
-    gpu.set_tuning(tuning);
+    let data = ProductData::random(&gpu, GgmlType::Q8_0, 70, 512, 40, &mut rng);
+    let product = data.product(37);
+    data.on_matrix_cores(&gpu, cores);
     gpu.set_uses_matrix_cores(false);
     product.check_within(&gpu, false, "matrix cores switched off", 1e-10);
     gpu.set_uses_matrix_cores(true);

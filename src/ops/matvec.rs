@@ -262,23 +262,7 @@ fn push_one(
 /// in any order, against the CPU.
 pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     let (rows, cols) = (64u32, 2048u32); // rows long enough for every threads-per-row candidate
-    let small =
-        |i: u32, m: u32| ((i.wrapping_mul(2_654_435_761) >> 16) % m) as f32 - (m / 2) as f32;
-    let w: Vec<f32> = (0..rows * cols).map(|i| small(i, 9)).collect();
-    let x: Vec<f32> = (0..cols).map(|i| small(i + 7, 5)).collect();
-    let mut want = vec![0f32; rows as usize];
-    reference(&w, &x, &mut want, false);
-
-    let shape = Shape {
-        name: "subgroup check".into(),
-        ty: GgmlType::F32,
-        row_len: cols as u64,
-        rows: rows as u64,
-        group_rows: 1,
-    };
-    let w = GpuTensor::from_host(gpu, &shape, bytemuck::cast_slice(&w)).await?;
-    let x = storage_buffer(gpu, "subgroup check x", bytemuck::cast_slice(&x));
-    let y = scratch_buffer(gpu, "subgroup check y", rows as u64 * 4).await?;
+    let (w, x, y, want) = exact_product(gpu, "subgroup check", rows, cols, 1).await?;
     let step = StepInput::with(gpu, 0, &[0]);
     let mut plan = Plan::new(gpu, &step, 1);
     push(&mut plan, &w, &x, &y, false);
@@ -324,30 +308,7 @@ pub async fn matrix_cores_work(gpu: &Gpu) -> Result<bool, crate::Error> {
         return Ok(false);
     };
     let (rows, cols, tokens) = (96u32, 256u32, 70u32);
-    let small =
-        |i: u32, m: u32| ((i.wrapping_mul(2_654_435_761) >> 16) % m) as f32 - (m / 2) as f32;
-    let w: Vec<f32> = (0..rows * cols).map(|i| small(i, 9)).collect();
-    let x: Vec<f32> = (0..tokens * cols).map(|i| small(i + 7, 5)).collect();
-    let mut want = vec![0f32; (tokens * rows) as usize];
-    for t in 0..tokens as usize {
-        let x_t = &x[t * cols as usize..(t + 1) * cols as usize];
-        reference(
-            &w,
-            x_t,
-            &mut want[t * rows as usize..(t + 1) * rows as usize],
-            false,
-        );
-    }
-    let shape = Shape {
-        name: "matrix-core check".into(),
-        ty: GgmlType::F32,
-        row_len: cols as u64,
-        rows: rows as u64,
-        group_rows: 1,
-    };
-    let w = GpuTensor::from_host(gpu, &shape, bytemuck::cast_slice(&w)).await?;
-    let x = storage_buffer(gpu, "matrix-core check x", bytemuck::cast_slice(&x));
-    let y = scratch_buffer(gpu, "matrix-core check y", (tokens * rows) as u64 * 4).await?;
+    let (w, x, y, want) = exact_product(gpu, "matrix-core check", rows, cols, tokens).await?;
     let step = StepInput::with(gpu, 0, &vec![0; tokens as usize]);
     let mut plan = Plan::new(gpu, &step, tokens);
     push(&mut plan, &w, &x, &y, false);
@@ -368,4 +329,36 @@ pub async fn matrix_cores_work(gpu: &Gpu) -> Result<bool, crate::Error> {
         return Ok(false);
     }
     Ok(read_back_f32(gpu, &y, want.len()).await? == want)
+}
+
+/// An F32 matrix of small whole numbers and `tokens` rows of x of them on the GPU, a buffer for the
+/// products, and the products the CPU makes: exact in f16 and in any order of f32 sums, for the
+/// checks of kernels that tuning offers only where they give the right numbers.
+async fn exact_product(
+    gpu: &Gpu,
+    name: &str,
+    rows: u32,
+    cols: u32,
+    tokens: u32,
+) -> Result<(GpuTensor, wgpu::Buffer, wgpu::Buffer, Vec<f32>), crate::Error> {
+    let small =
+        |i: u32, m: u32| ((i.wrapping_mul(2_654_435_761) >> 16) % m) as f32 - (m / 2) as f32;
+    let w: Vec<f32> = (0..rows * cols).map(|i| small(i, 9)).collect();
+    let x: Vec<f32> = (0..tokens * cols).map(|i| small(i + 7, 5)).collect();
+    let mut want = vec![0f32; (tokens * rows) as usize];
+    let (x_rows, want_rows) = (x.chunks(cols as usize), want.chunks_mut(rows as usize));
+    for (x_t, want_t) in x_rows.zip(want_rows) {
+        reference(&w, x_t, want_t, false);
+    }
+    let shape = Shape {
+        name: name.into(),
+        ty: GgmlType::F32,
+        row_len: cols as u64,
+        rows: rows as u64,
+        group_rows: 1,
+    };
+    let w = GpuTensor::from_host(gpu, &shape, bytemuck::cast_slice(&w)).await?;
+    let x = storage_buffer(gpu, &format!("{name} x"), bytemuck::cast_slice(&x));
+    let y = scratch_buffer(gpu, &format!("{name} y"), want.len() as u64 * 4).await?;
+    Ok((w, x, y, want))
 }
