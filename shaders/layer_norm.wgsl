@@ -1,12 +1,13 @@
-// LayerNorm of each token row of the run, written back into X and into Y: (x - mean) / sqrt(var +
-// eps) * w + b, one workgroup per token. BERT norms its residual stream itself after each residual
-// add, and the next sublayer reads the same values from Y. Each thread reads and writes only its own
-// indices, after both reductions, so the write back in place races with nothing. Needs step.wgsl
-// and reduce.wgsl.
+// LayerNorm of each token row of the run into Y, and where `in_place` back into X too: (x - mean) /
+// sqrt(var + eps) * w + b, one workgroup per token. BERT norms its residual stream itself after each
+// residual add, and the next sublayer reads the same values from Y; a pre-norm encoder (SigLIP)
+// leaves X as it was. Each thread reads and writes only its own indices, after both reductions, so
+// the write back in place races with nothing. Needs step.wgsl and reduce.wgsl.
 
 struct Params {
     n: u32,
     eps: f32,
+    in_place: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> X: array<f32>;  // (batch, n)
@@ -37,7 +38,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let scale = inverseSqrt(reduce_sum(t, squares) / f32(P.n) + P.eps);
     for (var i = t; i < P.n; i += WG) {
         let v = (X[row + i] - mean) * scale * Wn[i] + Bn[i];
-        X[row + i] = v;
+        if (P.in_place != 0u) {
+            X[row + i] = v;
+        }
         Y[row + i] = v;
     }
 }

@@ -27,6 +27,7 @@ pub mod speculate;
 pub mod stop;
 pub mod tokenizer;
 pub mod tools;
+pub mod vision;
 
 /// Everything that can go wrong in the engine.
 #[derive(Debug, thiserror::Error)]

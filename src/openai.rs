@@ -518,7 +518,7 @@ mod tests {
                 "response_format",
             ),
         ] {
-            assert_eq!(tools(extra).err().expect("refused").param, param, "{extra}");
+            assert_eq!(tools(extra).expect_err("refused").param, param, "{extra}");
         }
     }
 }

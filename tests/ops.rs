@@ -314,7 +314,7 @@ impl ProductData {
 
     /// Makes the GPU's tuning put the product, as a prompt's chunk, on `cores`; returns that kernel.
     fn on_matrix_cores(&self, gpu: &Gpu, cores: MatrixCores) -> MatvecKernel {
-        let (ty, cols, rows) = (self.w.ty, self.w.row_len as u32, self.w.rows as u32);
+        let (ty, cols, rows) = (self.w.ty, self.w.row_len, self.w.rows);
         let shape = MatvecShape {
             tokens: self.batch,
             ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)

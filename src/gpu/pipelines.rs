@@ -85,6 +85,8 @@ pub enum Kernel {
     PerLayerInputs,
     /// y += a bias row, or each slot's expert's row, or the slots' rows by weight.
     AddBias,
+    /// A grid of rows averaged in squares (Gemma 3's vision tokens).
+    AvgPool,
 }
 
 /// What the kernels that compute W's rows in pairs do with a pair (shaders/store_*.wgsl): the fusions
@@ -259,6 +261,7 @@ impl Kernel {
             Kernel::DeltaNet => wgsl!("step.wgsl", "reduce.wgsl", "delta_net.wgsl"),
             Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
             Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
+            Kernel::AvgPool => wgsl!("avg_pool.wgsl"),
             Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };
         body.to_string()

@@ -1,5 +1,6 @@
-//! LayerNorm with a bias, of the residual stream itself (shaders/layer_norm.wgsl): BERT norms the sum
-//! after each residual add, so the normed rows are both the stream and the next sublayer's input.
+//! LayerNorm with a bias (shaders/layer_norm.wgsl): of the residual stream itself where BERT norms the
+//! sum after each residual add, so the normed rows are both the stream and the next sublayer's input;
+//! or into rows of their own before a sublayer (a pre-norm encoder, SigLIP).
 
 use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
@@ -8,6 +9,7 @@ use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 struct Params {
     n: u32,
     eps: f32,
+    in_place: u32,
 }
 
 /// Adds `x = layernorm(x) * w + b; y = x` to the plan for each token row. x, y: (batch, n) f32; w, b:
@@ -20,6 +22,29 @@ pub fn push(
     n: u32,
     eps: f32,
 ) {
+    push_norm(plan, x, (w, b), y, (n, eps), true);
+}
+
+/// Adds `y = layernorm(x) * w + b`, x left as it is, for each token row.
+pub fn push_apart(
+    plan: &mut Plan,
+    x: &wgpu::Buffer,
+    (w, b): (&wgpu::Buffer, &wgpu::Buffer),
+    y: &wgpu::Buffer,
+    n: u32,
+    eps: f32,
+) {
+    push_norm(plan, x, (w, b), y, (n, eps), false);
+}
+
+fn push_norm(
+    plan: &mut Plan,
+    x: &wgpu::Buffer,
+    (w, b): (&wgpu::Buffer, &wgpu::Buffer),
+    y: &wgpu::Buffer,
+    (n, eps): (u32, f32),
+    in_place: bool,
+) {
     let key = PipelineKey {
         workgroup: 256,
         ..PipelineKey::new(Kernel::LayerNorm, None)
@@ -28,7 +53,11 @@ pub fn push(
     plan.push(
         key,
         &[x, w, b, y, &step],
-        super::params(&Params { n, eps }),
+        super::params(&Params {
+            n,
+            eps,
+            in_place: in_place as u32,
+        }),
         Groups::per_token(1),
     );
 }

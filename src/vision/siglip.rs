@@ -1,0 +1,420 @@
+//! Gemma 3's vision projector as llama.cpp runs it: a SigLIP encoder (patches embedded by a strided
+//! convolution, learned positions, pre-norm blocks of LayerNorm, biased bidirectional attention and an
+//! ungated GELU MLP, a final LayerNorm), then the grid of patches averaged in squares, RMS-normed and
+//! projected to the text model's width. All of it is one plan, one submit per image.
+//!
+//! The kernels take rows in 32-weight chunks, and SigLIP's widths are not all multiples of 32 (a patch
+//! is 3 x 14 x 14 = 588 values, the MLP 4304 wide): such matrices are padded with zero columns (and
+//! the MLP's up with zero rows, whose GELU is 0) once at load.
+
+use super::Image;
+use crate::gguf::GgmlType;
+use crate::gpu::{
+    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan, Shape, StepInput,
+};
+use crate::models::{Loader, Meta};
+use crate::ops::attention::{self, AttentionBuffers};
+use crate::ops::bias::{self, Rows};
+use crate::ops::glu::{self, Activation};
+use crate::ops::{add_position, avg_pool, layer_norm, matvec, rms_norm};
+use crate::Error;
+
+/// The projector's hyperparameters, from its clip.vision.* metadata.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub image_size: u32,
+    pub patch_size: u32,
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_layer: u32,
+    pub n_head: u32,
+    pub eps: f32,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+    /// The side of the squares the patch grid is averaged in.
+    pub merge: u32,
+    /// The text model's width, the projection's rows.
+    pub n_embd_text: u32,
+}
+
+impl Config {
+    pub fn from_meta(m: &Meta) -> Result<Config, Error> {
+        let bad = |why: String| Error::Model(format!("vision projector: {why}"));
+        let triple = |key: &str| -> Result<[f32; 3], Error> {
+            let full = format!("clip.vision.{key}");
+            let values = m.header.get(&full).and_then(|v| v.as_array()).map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_f64().map(|f| f as f32))
+                    .collect::<Vec<_>>()
+            });
+            match values {
+                Some(v) if v.len() == 3 => Ok([v[0], v[1], v[2]]),
+                _ => Err(bad(format!("metadata {full}: not three numbers"))),
+            }
+        };
+        let c = Config {
+            image_size: m.meta_u32("vision.image_size")?,
+            patch_size: m.meta_u32("vision.patch_size")?,
+            n_embd: m.meta_u32("vision.embedding_length")?,
+            n_ff: m.meta_u32("vision.feed_forward_length")?,
+            n_layer: m.meta_u32("vision.block_count")?,
+            n_head: m.meta_u32("vision.attention.head_count")?,
+            eps: m.meta_f32_or("vision.attention.layer_norm_epsilon", 1e-6)?,
+            mean: triple("image_mean")?,
+            std: triple("image_std")?,
+            merge: m.meta_u32_or("vision.projector.scale_factor", 4)?,
+            n_embd_text: match m.header.tensor("mm.input_projection.weight") {
+                Some(t) => t.dims[0] as u32,
+                None => return Err(bad("tensor mm.input_projection.weight is missing".into())),
+            },
+        };
+        let side = c.image_size / c.patch_size.max(1);
+        if c.patch_size == 0 || !c.image_size.is_multiple_of(c.patch_size) {
+            return Err(bad(format!(
+                "{} pixels do not make whole patches of {}",
+                c.image_size, c.patch_size
+            )));
+        }
+        if c.merge == 0 || !side.is_multiple_of(c.merge) {
+            return Err(bad(format!(
+                "a grid of {side} patches a side does not pool in squares of {}",
+                c.merge
+            )));
+        }
+        if c.n_head == 0 || !c.n_embd.is_multiple_of(c.n_head) || !(c.n_embd / c.n_head).is_multiple_of(4) {
+            return Err(bad(format!(
+                "{} heads do not split a width of {} into heads a multiple of 4 wide",
+                c.n_head, c.n_embd
+            )));
+        }
+        if !c.n_embd.is_multiple_of(32) || !c.n_embd_text.is_multiple_of(32) {
+            return Err(bad(format!(
+                "widths of {} and {} are not multiples of 32",
+                c.n_embd, c.n_embd_text
+            )));
+        }
+        Ok(c)
+    }
+
+    /// Patches a side of the grid.
+    fn side(&self) -> u32 {
+        self.image_size / self.patch_size
+    }
+
+    pub fn n_patches(&self) -> u32 {
+        self.side() * self.side()
+    }
+
+    /// Tokens an image becomes.
+    pub fn n_tokens(&self) -> u32 {
+        (self.side() / self.merge).pow(2)
+    }
+
+    /// Values of one patch, as the patch embedding reads them (padded to the kernels' 32).
+    fn patch_len(&self) -> u32 {
+        (3 * self.patch_size * self.patch_size).next_multiple_of(32)
+    }
+}
+
+struct Layer {
+    ln1: (wgpu::Buffer, wgpu::Buffer),
+    q: (GpuTensor, wgpu::Buffer),
+    k: (GpuTensor, wgpu::Buffer),
+    v: (GpuTensor, wgpu::Buffer),
+    out: (GpuTensor, wgpu::Buffer),
+    ln2: (wgpu::Buffer, wgpu::Buffer),
+    up: (GpuTensor, wgpu::Buffer),
+    down: (GpuTensor, wgpu::Buffer),
+}
+
+/// The loaded projector: its plan, and the buffers an image goes in and its tokens come out of.
+pub struct Siglip {
+    pub config: Config,
+    /// The encoder over the image's patches, each a token of the run.
+    plan: Plan,
+    /// The pooled grid's norm and projection, each of the image's tokens a token of the run.
+    head: Plan,
+    /// (n_patches, patch_len): the image's patches, written before each run.
+    patches: wgpu::Buffer,
+    /// (n_tokens, n_embd_text): the image's tokens.
+    tokens: wgpu::Buffer,
+}
+
+impl Siglip {
+    /// Loads the weights and builds the plan. The caller fills the loader.
+    pub async fn load(l: &mut Loader<'_>) -> Result<Siglip, Error> {
+        let c = Config::from_meta(l)?;
+        let gpu = l.gpu.clone();
+        let d = c.n_embd;
+        let n_ff = c.n_ff.next_multiple_of(32);
+        let p = c.patch_size;
+        let patch_embd = padded(l, "v.patch_embd.weight", &[p, p, 3, d], c.patch_len(), d).await?;
+        let patch_bias = l.vector("v.patch_embd.bias", d).await?;
+        let positions = l
+            .vectors("v.position_embd.weight", d, c.n_patches())
+            .await?;
+        let mut layers = Vec::new();
+        for i in 0..c.n_layer {
+            let name = |n: &str| format!("v.blk.{i}.{n}");
+            let ln1 = layer_norm_weights(l, &name("ln1"), d).await?;
+            let q = biased(l, &name("attn_q"), (d, d), (d, d)).await?;
+            let k = biased(l, &name("attn_k"), (d, d), (d, d)).await?;
+            let v = biased(l, &name("attn_v"), (d, d), (d, d)).await?;
+            let out = biased(l, &name("attn_out"), (d, d), (d, d)).await?;
+            let ln2 = layer_norm_weights(l, &name("ln2"), d).await?;
+            let up = biased(l, &name("ffn_up"), (d, c.n_ff), (d, n_ff)).await?;
+            let down = biased(l, &name("ffn_down"), (c.n_ff, d), (n_ff, d)).await?;
+            layers.push(Layer {
+                ln1,
+                q,
+                k,
+                v,
+                out,
+                ln2,
+                up,
+                down,
+            });
+        }
+        let post_ln = layer_norm_weights(l, "v.post_ln", d).await?;
+        let soft_emb_norm = l.vector("mm.soft_emb_norm.weight", d).await?;
+        let projection = transposed(l, "mm.input_projection.weight", d, c.n_embd_text).await?;
+
+        let n = c.n_patches();
+        let rows = |width: u32| n as u64 * width as u64 * 4;
+        let scratch = |label: &'static str, bytes: u64| {
+            let gpu = gpu.clone();
+            async move { scratch_buffer(&gpu, label, bytes).await }
+        };
+        let patches = scratch("vision patches", rows(c.patch_len())).await?;
+        let x = scratch("vision x", rows(d)).await?;
+        let xn = scratch("vision xn", rows(d)).await?;
+        let q = scratch("vision q", rows(d)).await?;
+        let k = scratch("vision k", rows(d)).await?;
+        let v = scratch("vision v", rows(d)).await?;
+        let attn = scratch("vision attention", rows(d)).await?;
+        let hidden = scratch("vision mlp", rows(n_ff)).await?;
+        let gelu = scratch("vision gelu", rows(n_ff)).await?;
+        let pooled = scratch("vision pooled", rows(d)).await?;
+        let pooled_n = scratch("vision pooled normed", rows(d)).await?;
+        let tokens = scratch(
+            "vision tokens",
+            c.n_tokens() as u64 * c.n_embd_text as u64 * 4,
+        )
+        .await?;
+        let ones = storage_buffer(
+            &gpu,
+            "vision ones",
+            bytemuck::cast_slice(&vec![1f32; n_ff as usize]),
+        );
+
+        // Every patch is a token of one run, at positions 0..n: the learned positions are read by
+        // position, and attention sees the whole run both ways.
+        let step = StepInput::with(&gpu, 0, &vec![0; n as usize]);
+        let mut plan = Plan::new(&gpu, &step, n);
+        matvec::push(&mut plan, &patch_embd, &patches, &x, false);
+        bias::push(&mut plan, &patch_bias, Rows::One, &x, d);
+        add_position::push(&mut plan, (&positions, true), &x, d);
+        let head_dim = d / c.n_head;
+        let shape = attention::Shape {
+            causal: false,
+            ..attention::Shape::causal(c.n_head, c.n_head, head_dim)
+        };
+        let product = |plan: &mut Plan, (w, b): &(GpuTensor, wgpu::Buffer), x, y, accumulate| {
+            matvec::push(plan, w, x, y, accumulate);
+            bias::push(plan, b, Rows::One, y, w.rows);
+        };
+        for layer in &layers {
+            plan.begin_layer("vision");
+            layer_norm::push_apart(&mut plan, &x, (&layer.ln1.0, &layer.ln1.1), &xn, d, c.eps);
+            product(&mut plan, &layer.q, &xn, &q, false);
+            product(&mut plan, &layer.k, &xn, &k, false);
+            product(&mut plan, &layer.v, &xn, &v, false);
+            let buffers = AttentionBuffers {
+                q: &q,
+                k_cache: &k,
+                v_cache: &v,
+                out: &attn,
+                sinks: None,
+            };
+            attention::push(&mut plan, shape, &buffers);
+            product(&mut plan, &layer.out, &attn, &x, true);
+            layer_norm::push_apart(&mut plan, &x, (&layer.ln2.0, &layer.ln2.1), &xn, d, c.eps);
+            product(&mut plan, &layer.up, &xn, &hidden, false);
+            glu::push_rows(
+                &mut plan,
+                Activation::GeluTanh,
+                (&hidden, 0, n_ff),
+                (&ones, 0, 0),
+                (&gelu, n_ff),
+            );
+            product(&mut plan, &layer.down, &gelu, &x, true);
+        }
+        plan.layer_boundary();
+        layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.eps);
+        avg_pool::push(&mut plan, &xn, &pooled, d, (c.side(), c.merge));
+        plan.finish(&gpu).await?;
+        let m = c.n_tokens();
+        let head_step = StepInput::with(&gpu, 0, &vec![0; m as usize]);
+        let mut head = Plan::new(&gpu, &head_step, m);
+        rms_norm::push(&mut head, &pooled, &soft_emb_norm, &pooled_n, d, c.eps);
+        matvec::push(&mut head, &projection, &pooled_n, &tokens, false);
+        head.finish(&gpu).await?;
+        Ok(Siglip {
+            config: c,
+            plan,
+            head,
+            patches,
+            tokens,
+        })
+    }
+
+    /// The image's tokens, (n_tokens, n_embd_text) row-major: scaled into the encoder's square,
+    /// encoded and projected.
+    pub async fn encode(&self, gpu: &Gpu, image: &Image) -> Result<Vec<f32>, Error> {
+        let c = &self.config;
+        let square = super::preprocess::fit_square(image, c.image_size);
+        let values = super::preprocess::patches(&square, c.patch_size, c.mean, c.std);
+        let per_patch = (3 * c.patch_size * c.patch_size) as usize;
+        let padded: Vec<f32> = values
+            .chunks(per_patch)
+            .flat_map(|p| {
+                p.iter()
+                    .copied()
+                    .chain(std::iter::repeat(0.0))
+                    .take(c.patch_len() as usize)
+            })
+            .collect();
+        gpu.queue
+            .write_buffer(&self.patches, 0, bytemuck::cast_slice(&padded));
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            self.plan.record(&mut pass, self.plan.batch);
+            self.head.record(&mut pass, self.head.batch);
+        }
+        gpu.queue.submit([enc.finish()]);
+        let n = c.n_tokens() as usize * c.n_embd_text as usize;
+        Ok(read_back_f32(gpu, &self.tokens, n).await?)
+    }
+}
+
+/// A LayerNorm's gain and bias, `name`.weight and `name`.bias.
+async fn layer_norm_weights(
+    l: &mut Loader<'_>,
+    name: &str,
+    n: u32,
+) -> Result<(wgpu::Buffer, wgpu::Buffer), Error> {
+    let w = l.vector(&format!("{name}.weight"), n).await?;
+    Ok((w, l.vector(&format!("{name}.bias"), n).await?))
+}
+
+/// A matrix and its bias `name`.weight and `name`.bias: (cols, rows) in the file, padded with zeros
+/// to (cols_to, rows_to).
+async fn biased(
+    l: &mut Loader<'_>,
+    name: &str,
+    (cols, rows): (u32, u32),
+    (cols_to, rows_to): (u32, u32),
+) -> Result<(GpuTensor, wgpu::Buffer), Error> {
+    let w = padded(
+        l,
+        &format!("{name}.weight"),
+        &[cols, rows],
+        cols_to,
+        rows_to,
+    )
+    .await?;
+    let bias_name = format!("{name}.bias");
+    let b = match rows_to == rows {
+        true => l.vector(&bias_name, rows).await?,
+        false => {
+            let shape: &[u32] = &[rows];
+            let pad = move |mut read: Vec<Vec<f32>>| {
+                let mut b = read.remove(0);
+                b.resize(rows_to as usize, 0.0);
+                b
+            };
+            l.floats(&bias_name, &[(&bias_name, shape)], rows_to as usize, pad)
+                .await?
+        }
+    };
+    Ok((w, b))
+}
+
+/// The tensor `name` of file shape `dims` as a matrix: its last dimension the rows, the others one
+/// row's weights as the file lays them. Packed as in the file where it is already `rows_to` rows of
+/// `cols_to`; otherwise each row padded with zero weights to `cols_to` and zero rows added up to
+/// `rows_to`, in F16 where the file's are, F32 otherwise.
+async fn padded(
+    l: &mut Loader<'_>,
+    name: &str,
+    dims: &[u32],
+    cols_to: u32,
+    rows_to: u32,
+) -> Result<GpuTensor, Error> {
+    let cols: u32 = dims[..dims.len() - 1].iter().product();
+    let rows = dims[dims.len() - 1];
+    let info = l
+        .header
+        .tensor(name)
+        .ok_or_else(|| Error::Model(format!("tensor {name} is missing")))?;
+    if dims.len() == 2 && (cols, rows) == (cols_to, rows_to) {
+        return l.matrix(name, cols, rows).await;
+    }
+    let half = info.ty == GgmlType::F16;
+    let shape = Shape {
+        name: name.to_string(),
+        ty: if half { GgmlType::F16 } else { GgmlType::F32 },
+        row_len: cols_to as u64,
+        rows: rows_to as u64,
+        group_rows: 1,
+    };
+    let make = move |mut read: Vec<Vec<f32>>| {
+        let w = read.remove(0);
+        let mut out = vec![0f32; cols_to as usize * rows_to as usize];
+        for (r, row) in w.chunks(cols as usize).enumerate() {
+            out[r * cols_to as usize..][..cols as usize].copy_from_slice(row);
+        }
+        as_bytes(&out, half)
+    };
+    let mut made = l.derived(&[shape], &[(name, dims)], make).await?;
+    Ok(made.remove(0))
+}
+
+/// The tensor `name`, (rows, cols) in the file (each of its `cols` rows is `rows` long: the product
+/// reads it as x W), as a matrix of `rows` rows of `cols` weights.
+async fn transposed(
+    l: &mut Loader<'_>,
+    name: &str,
+    cols: u32,
+    rows: u32,
+) -> Result<GpuTensor, Error> {
+    let half = l.header.tensor(name).is_some_and(|t| t.ty == GgmlType::F16);
+    let shape = Shape {
+        name: name.to_string(),
+        ty: if half { GgmlType::F16 } else { GgmlType::F32 },
+        row_len: cols as u64,
+        rows: rows as u64,
+        group_rows: 1,
+    };
+    let make = move |mut read: Vec<Vec<f32>>| {
+        let w = read.remove(0);
+        let (cols, rows) = (cols as usize, rows as usize);
+        let t: Vec<f32> = (0..rows * cols)
+            .map(|i| w[(i % cols) * rows + i / cols])
+            .collect();
+        as_bytes(&t, half)
+    };
+    let mut made = l.derived(&[shape], &[(name, &[rows, cols])], make).await?;
+    Ok(made.remove(0))
+}
+
+fn as_bytes(values: &[f32], half: bool) -> Vec<u8> {
+    match half {
+        true => {
+            let h: Vec<half::f16> = values.iter().map(|&v| half::f16::from_f32(v)).collect();
+            bytemuck::cast_slice(&h).to_vec()
+        }
+        false => bytemuck::cast_slice(values).to_vec(),
+    }
+}
