@@ -18,6 +18,9 @@ struct Params {
     softcap: f32,  // scores soft-capped at this (Gemma 2); 0: not
     sinks: u32,    // 1: SINK holds each head's sink logit
     causal: u32,   // 0: bidirectional
+    // Where causal, a token of an id from this one on (a row given in place of an embedding: an
+    // image's token) sees its whole segment, later tokens too (Gemma 3's images attend both ways).
+    both_ways_from: u32,
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
@@ -41,7 +44,9 @@ fn key_range(token: u32) -> vec2<u32> {
     let base = step.tokens[token].base;
     let pos = step.tokens[token].pos;
     if (P.causal != 0u) {
-        return vec2<u32>(base + first_key(pos + 1u, P.window), base + pos + 1u);
+        let both_ways = step.tokens[token].id >= P.both_ways_from;
+        let end = select(base + pos + 1u, step.tokens[token].end, both_ways);
+        return vec2<u32>(base + first_key(pos + 1u, P.window), end);
     }
     var first = base;
     var end = step.tokens[token].end;

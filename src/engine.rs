@@ -11,6 +11,7 @@ use web_time::{Duration, Instant};
 
 mod check;
 mod embed;
+mod inject;
 mod options;
 mod profile;
 mod sample;
@@ -126,6 +127,8 @@ pub struct Engine {
     sequences: u32,
     /// The last speculative check, until `keep_checked` says how much of it stays.
     checked: Option<check::Checked>,
+    /// Rows given in place of token embeddings, named by ids from n_vocab on (`inject`).
+    injected: Vec<f32>,
     pub stats: Stats,
 }
 
@@ -279,6 +282,7 @@ impl Engine {
             step_times: Default::default(),
             sequences,
             checked: None,
+            injected: Vec::new(),
             stats,
         })
     }
@@ -392,17 +396,8 @@ impl Engine {
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
-        let pos = self.pos;
-        let values = self
-            .run_segments(
-                run,
-                &[Segment {
-                    base: 0,
-                    pos,
-                    tokens,
-                }],
-            )
-            .await?;
+        let segments = inject::segments(self.pos, tokens, self.forward.n_vocab);
+        let values = self.run_segments(run, &segments).await?;
         self.pos += tokens.len() as u32;
         Ok(values)
     }
@@ -430,7 +425,13 @@ impl Engine {
             Run::Score { next } => Some(next),
             _ => None,
         };
-        if let Some(&token) = tokens.iter().chain(&next).find(|&&t| t >= n_vocab) {
+        // A prompt's runs may name injected rows (`inject`).
+        let allowed = match run {
+            Run::Prefill | Run::Decode(_) => self.ids_allowed(),
+            _ => n_vocab,
+        };
+        let bad = tokens.iter().find(|&&t| t >= allowed);
+        if let Some(&token) = bad.or(next.as_ref().filter(|&&t| t >= n_vocab)) {
             return Err(Error::BadToken { token, n_vocab });
         }
         let start = Instant::now();
@@ -509,6 +510,7 @@ impl Engine {
         let weight_bytes = plan.weight_bytes + after.iter().map(|p| p.weight_bytes).sum::<u64>();
         let record_start = Instant::now();
         f.step.write_segments(gpu, segments, next.unwrap_or(0));
+        self.write_injected(tokens);
         if let Some(rows) = &f.token_rows {
             rows.write(gpu, tokens).await?;
         }
@@ -558,21 +560,19 @@ impl Engine {
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
-        let (rest, last_run) = tokens.split_at(self.prompt_end(tokens.len()));
+        let (rest, last_run) = tokens.split_at(self.prompt_end(tokens)?);
         self.feed(rest).await?;
         let logits = self.run(Run::Decode(Read::Logits), last_run).await?;
         Ok(cast(logits.expect("logits were asked for")))
     }
 
-    /// Where the last run of `n` prompt tokens begins, the run that ends in the logits after them:
-    /// their last chunk, whose head gives the logits in the chunk's pass, or their last token where
-    /// the model runs one token at a time.
-    pub fn prompt_end(&self, n: usize) -> usize {
+    /// Where the last run of the prompt `tokens` begins, the run that ends in the logits after
+    /// them: their last chunk, whose head gives the logits in the chunk's pass, or their last token
+    /// where the model runs one token at a time.
+    pub fn prompt_end(&self, tokens: &[u32]) -> Result<usize, Error> {
         let chunk = self.stats.chunk_tokens as usize;
-        match n {
-            0 => 0,
-            n => (n - 1) / chunk * chunk,
-        }
+        let runs = inject::prompt_runs(tokens, chunk, self.forward.n_vocab)?;
+        Ok(runs.last().copied().unwrap_or(0))
     }
 
     /// Runs `tokens` into the cache, a chunk per run where the model has a prefill plan, and reads
@@ -580,8 +580,10 @@ impl Engine {
     pub async fn feed(&mut self, tokens: &[u32]) -> Result<(), Error> {
         match self.forward.prefill.as_ref().map(|p| p.batch) {
             Some(batch) => {
-                for chunk in tokens.chunks(batch as usize) {
-                    self.run(Run::Prefill, chunk).await?;
+                let starts = inject::prompt_runs(tokens, batch as usize, self.forward.n_vocab)?;
+                let ends = starts.iter().skip(1).copied().chain([tokens.len()]);
+                for (start, end) in starts.iter().zip(ends) {
+                    self.run(Run::Prefill, &tokens[*start..end]).await?;
                 }
             }
             None => {

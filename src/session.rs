@@ -211,7 +211,7 @@ impl Session {
         self.cached.truncate(keep);
         let last_run = match self.engine.keeps_states() {
             true => prompt.len() - 1,
-            false => keep + self.engine.prompt_end(prompt.len() - keep),
+            false => keep + self.engine.prompt_end(&prompt[keep..])?,
         };
         let rest = &prompt[keep..last_run];
         self.engine.feed(rest).await?;

@@ -1,8 +1,10 @@
 //! Gemma 3's vision projector against llama.cpp's libmtmd and an f64 numpy reference
 //! (tests/goldens/make_random_gemma3_vision.py): a random-weight mmproj file in llama.cpp's layout, a
-//! 100 x 75 PNG that preprocessing scales and pads, the image's 16 tokens compared row by row. Then
-//! what a user gets wrong: a text model given as the projector, a projector type Wick does not run,
-//! pixels that do not match the image's size.
+//! 100 x 75 PNG that preprocessing scales and pads, the image's 16 tokens compared row by row. Then a
+//! random Gemma 3 text model reading a prompt with the image's tokens in place, against llama.cpp's
+//! logits after it and its greedy reply, with the prompt in runs that put the image anywhere in one.
+//! Then what a user gets wrong: a text model given as the projector, a projector type Wick does not
+//! run, pixels that do not match the image's size, an image longer than a prompt run.
 
 mod common;
 
@@ -11,12 +13,16 @@ use common::gpu;
 use pollster::FutureExt as _;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use wick::engine::{Engine, LoadOptions};
 use wick::gguf::Value as Meta;
 use wick::gguf::{read_header, FileSource, MemorySource};
 use wick::vision::{Image, Projector};
 
 /// Least cosine allowed between a token's row and either reference's.
 const MIN_COSINE: f64 = 0.9999;
+/// Most a logit after the image prompt may differ from llama.cpp's, whose CPU products round
+/// activations to f16 (the logits spread over about 2).
+const LOGIT_TOLERANCE: f32 = 0.02;
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -139,4 +145,98 @@ fn the_file_source_reads_the_projector_too() {
         last.0 == last.1 && last.1 > 0,
         "progress ends at the whole file: {last:?}"
     );
+}
+
+/// The image's tokens from Wick's projector, the golden's prompt with them in place of its -1s, and
+/// the text model loaded with prompt runs of `batch` tokens.
+fn image_prompt(gpu: std::sync::Arc<wick::gpu::Gpu>, batch: u32) -> (Engine, Vec<u32>) {
+    let g = golden();
+    let projector = load(gpu.clone(), in_memory(g["mmproj"].as_str().unwrap())).unwrap();
+    let rows = projector
+        .encode(&picture(g["image"].as_str().unwrap()))
+        .block_on()
+        .unwrap();
+    let source = FileSource::open(data(g["text_model"].as_str().unwrap())).unwrap();
+    let options = LoadOptions {
+        n_ctx: 64,
+        batch: Some(batch),
+        ..Default::default()
+    };
+    let mut engine = Engine::load(gpu, &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    assert_eq!(engine.injected_width(), Some(projector.width()));
+    engine.inject(rows).unwrap();
+    let n_vocab = engine.n_vocab();
+    let mut next_row = n_vocab;
+    let prompt = g["prompt_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| match v.as_i64().unwrap() {
+            -1 => {
+                next_row += 1;
+                next_row - 1
+            }
+            id => id as u32,
+        })
+        .collect();
+    (engine, prompt)
+}
+
+#[test]
+fn gemma3_reads_an_image_prompt_as_llama_cpp_does() {
+    let Some(gpu) = gpu() else { return };
+    let g = golden();
+    let want: Vec<f32> = (g["first_logits"].as_array().unwrap().iter())
+        .map(|v| v.as_f64().unwrap() as f32)
+        .collect();
+    // 32 tokens: text 0..9, the image 9..25, text 25..32. Runs of 64 take it whole; of 20, the
+    // first ends before the image, the second takes it and 4 tokens after; of 16, the image fills
+    // the second.
+    for batch in [64, 20, 16] {
+        let (mut engine, prompt) = image_prompt(gpu.clone(), batch);
+        let logits = engine.prefill(&prompt).block_on().unwrap();
+        let worst = (logits.iter().zip(&want))
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        println!("runs of {batch}: max |Wick - llama.cpp| {worst:.5}");
+        assert!(
+            worst < LOGIT_TOLERANCE,
+            "runs of {batch}: a logit is {worst} from llama.cpp's"
+        );
+        // The greedy reply, teacher-forced on llama.cpp's tokens where the top two are near.
+        let mut token = argmax(&logits);
+        for (i, step) in g["greedy"].as_array().unwrap().iter().enumerate() {
+            let (id, gap) = (
+                step["id"].as_u64().unwrap() as u32,
+                step["gap"].as_f64().unwrap(),
+            );
+            if gap > 2.0 * LOGIT_TOLERANCE as f64 {
+                assert_eq!(token, id, "runs of {batch}: reply token {i}");
+            }
+            let logits = engine.step(id, true).block_on().unwrap().unwrap();
+            token = argmax(&logits);
+        }
+    }
+}
+
+#[test]
+fn an_image_longer_than_a_prompt_run_is_refused() {
+    let Some(gpu) = gpu() else { return };
+    let (mut engine, prompt) = image_prompt(gpu, 8);
+    let err = engine.prefill(&prompt).block_on().unwrap_err().to_string();
+    assert!(
+        err.contains("16 tokens") && err.contains("run of 8"),
+        "{err}"
+    );
+    // Ids past the rows injected are bad tokens, as any id past the vocabulary is.
+    let (mut engine, mut prompt) = image_prompt(engine.gpu.clone(), 64);
+    prompt[12] = engine.n_vocab() + 16;
+    let err = engine.prefill(&prompt).block_on().unwrap_err().to_string();
+    assert!(err.contains("outside the vocabulary"), "{err}");
+}
+
+fn argmax(v: &[f32]) -> u32 {
+    (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32
 }

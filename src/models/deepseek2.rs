@@ -371,6 +371,8 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         recurrent: Vec::new(),
         pooled_projections: Vec::new(),
         token_rows: None,
+        // No projector feeds a deepseek2 model.
+        embedding_rows: None,
     })
 }
 

@@ -121,6 +121,10 @@ pub struct Forward {
     /// Rows of a table left in the file that each run's tokens need (Gemma 4's per-layer
     /// embeddings): read and written before the run.
     pub token_rows: Option<per_layer_embd::TokenRows>,
+    /// (batch, width) f32: the rows every plan embeds its tokens into, and their width, where a
+    /// run's rows given in place of embeddings (`Engine::inject`) are written before it. None where
+    /// the model takes no such rows.
+    pub embedding_rows: Option<(wgpu::Buffer, u32)>,
 }
 
 impl Forward {

@@ -314,6 +314,8 @@ impl SelfAttention {
             window: layer.window,
             softcap: f.attn_softcap,
             causal: f.causal,
+            // Ids past the vocabulary are rows given in place of embeddings (`Engine::inject`).
+            both_ways_from: c.n_vocab,
         };
         let buffers = attention::AttentionBuffers {
             q: &a.q,

@@ -16,6 +16,7 @@ struct Params {
     softcap: f32,
     sinks: u32,
     causal: u32,
+    both_ways_from: u32,
 }
 
 /// The heads attention runs over and how it scores keys.
@@ -35,6 +36,10 @@ pub struct Shape {
     /// sees every key of the run, within half the window on either side on a sliding-window layer;
     /// the whole input must then be one run.
     pub causal: bool,
+    /// Where causal, tokens of ids from this one on see every token of their segment, the later
+    /// ones too: rows given in place of token embeddings (an image's tokens, `Engine::inject`), which
+    /// Gemma 3 attends both ways; the engine puts such a span in a segment of its own. u32::MAX: none.
+    pub both_ways_from: u32,
 }
 
 impl Shape {
@@ -48,6 +53,7 @@ impl Shape {
             window: 0,
             softcap: 0.0,
             causal: true,
+            both_ways_from: u32::MAX,
         }
     }
 }
@@ -96,8 +102,9 @@ impl AttentionBuffers<'_> {
 }
 
 /// Adds attention for each token of the run: token t, at position pos + t, attends to positions
-/// 0..=pos + t (the last `window` of them on a sliding-window layer); without `causal`, to every
-/// position of the run (those within window / 2 of its own on a sliding-window layer).
+/// 0..=pos + t (the last `window` of them on a sliding-window layer), or to its segment's end where
+/// its id is from `both_ways_from` on; without `causal`, to every position of the run (those within
+/// window / 2 of its own on a sliding-window layer).
 pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
     assert!(s.head_dim.is_multiple_of(4) && s.head_dim <= MAX_HEAD_DIM);
     let p = Params {
@@ -109,6 +116,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         softcap: s.softcap,
         sinks: b.sinks.is_some() as u32,
         causal: s.causal as u32,
+        both_ways_from: s.both_ways_from,
     };
     let step = plan.step.clone();
     let tokens = match plan.is_step() {

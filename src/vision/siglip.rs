@@ -81,7 +81,10 @@ impl Config {
                 c.merge
             )));
         }
-        if c.n_head == 0 || !c.n_embd.is_multiple_of(c.n_head) || !(c.n_embd / c.n_head).is_multiple_of(4) {
+        if c.n_head == 0
+            || !c.n_embd.is_multiple_of(c.n_head)
+            || !(c.n_embd / c.n_head).is_multiple_of(4)
+        {
             return Err(bad(format!(
                 "{} heads do not split a width of {} into heads a multiple of 4 wide",
                 c.n_head, c.n_embd

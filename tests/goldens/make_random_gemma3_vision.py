@@ -38,6 +38,9 @@ MMPROJ = "tests/data/random-gemma3-mmproj.gguf"
 TEXT = "tests/data/random-gemma3.gguf"
 PICTURE = "tests/data/vision-test.png"
 GOLDEN = "tests/goldens/random-gemma3-vision.json"
+# The image at mtmd's marker, between <start_of_image> and <end_of_image>; BOS added.
+PROMPT = "look at <__media__> and tell"
+N_GREEDY = 12
 
 
 def mat(rng, rows, cols, scale=1.0):
@@ -100,7 +103,7 @@ def mmproj(path, rng):
 
 def text_model(path, rng):
     """A Gemma 3 text model of the projection's width: 2 layers, 4 heads over 2 kv heads of 32, n_ff
-    256, q and k normed per head, post-norms, a window of 8 on layer 0, the vocabulary of random_vocab.py
+    256, q and k normed per head, post-norms, sliding windows of 16, the vocabulary of random_vocab.py
     with Gemma 3's image markers as its last two tokens."""
     n_head, n_kv, hd, n_ff = 4, 2, 32, 256
     tokens, types, merges = vocabulary(rng)
@@ -108,7 +111,7 @@ def text_model(path, rng):
     tokens[-3], tokens[-2] = "<start_of_image>", "<end_of_image>"
     merges = merges[:-2]
     types[-3] = types[-2] = gguf.TokenType.CONTROL
-    w = {"token_embd.weight": (rng.standard_normal((N_VOCAB, TEXT_EMBD)) * 4.0 / np.sqrt(TEXT_EMBD)).astype(np.float16)}
+    w = {"token_embd.weight": (rng.standard_normal((N_VOCAB, TEXT_EMBD)) * 0.5 / np.sqrt(TEXT_EMBD)).astype(np.float16)}
     for i in range(2):
         p = f"blk.{i}."
         w[p + "attn_norm.weight"] = gain(rng, TEXT_EMBD)
@@ -138,7 +141,7 @@ def text_model(path, rng):
     wr.add_value_length(hd)
     wr.add_rope_freq_base(10000.0)
     wr.add_layer_norm_rms_eps(EPS)
-    wr.add_sliding_window(8)
+    wr.add_sliding_window(16)
     wr.add_vocab_size(N_VOCAB)
     wr.add_tokenizer_model("gpt2")
     wr.add_tokenizer_pre("default")
@@ -163,8 +166,9 @@ def picture(path, rng):
     Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8)).save(path)
 
 
-def llama_cpp_embeddings():
-    """The image's embeddings from libmtmd, through tests/goldens/mtmd_embed.cpp."""
+def llama_cpp_run():
+    """The image's embeddings, the prompt's tokens, the logits after it and the greedy reply, from
+    libmtmd and llama.cpp, through tests/goldens/mtmd_embed.cpp."""
     src, build = os.environ["LLAMA_CPP"], os.environ["LLAMA_CPP_BUILD"]
     exe = os.path.join(build, "mtmd_embed")
     subprocess.run(
@@ -172,9 +176,14 @@ def llama_cpp_embeddings():
          f"-I{src}/include", f"-I{src}/ggml/include", f"-I{src}/tools/mtmd",
          f"-L{build}/bin", "-lmtmd", "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{build}/bin"],
         check=True)
-    out = subprocess.run([exe, TEXT, MMPROJ, PICTURE], check=True, capture_output=True, text=True, cwd=ROOT)
-    rows = [[float(v) for v in line.split()] for line in out.stdout.strip().splitlines()]
-    return np.array(rows)
+    out = subprocess.run([exe, TEXT, MMPROJ, PICTURE, PROMPT, str(N_GREEDY)], check=True, capture_output=True,
+                         text=True, cwd=ROOT)
+    lines = [line.split() for line in out.stdout.strip().splitlines()]
+    embd = np.array([[float(v) for v in l[1:]] for l in lines if l[0] == "embd"])
+    prompt = next([int(v) for v in l[1:]] for l in lines if l[0] == "prompt")
+    logits = next([round(float(v), 4) for v in l[1:]] for l in lines if l[0] == "logits")
+    greedy = [{"id": int(l[1]), "gap": round(float(l[2]), 4)} for l in lines if l[0] == "greedy"]
+    return embd, prompt, logits, greedy
 
 
 def main():
@@ -185,7 +194,7 @@ def main():
     picture(PICTURE, rng)
     meta, w = numpy_siglip.load(MMPROJ)
     ref = numpy_siglip.encode(meta, w, numpy_siglip.preprocess(meta, PICTURE))
-    ours = llama_cpp_embeddings()
+    ours, prompt, logits, greedy = llama_cpp_run()
     cos = (ref * ours).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(ours, axis=1)
     print(f"{ref.shape[0]} image tokens of {ref.shape[1]}; llama.cpp against f64: cosine min {cos.min():.6f}, "
           f"max abs {np.abs(ref - ours).max():.5f}, embedding std {ref.std():.3f}")
@@ -195,12 +204,17 @@ def main():
         "mmproj": MMPROJ,
         "text_model": TEXT,
         "image": PICTURE,
+        "prompt_text": PROMPT,
+        "prompt_ids": prompt,
+        "first_logits": logits,
+        "greedy": greedy,
         "llama_cpp": [[round(float(v), 5) for v in row] for row in ours],
         "f64": [[round(float(v), 5) for v in row] for row in ref],
     }
     with open(GOLDEN, "w") as f:
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
+    print(f"prompt {prompt}; greedy {greedy}")
     print(f"wrote {GOLDEN}")
 
 

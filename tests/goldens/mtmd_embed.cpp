@@ -1,19 +1,27 @@
-// Prints an image's embeddings as llama.cpp's libmtmd makes them (its preprocessing, vision encoder and
-// projector, on the CPU): one line per image token, its values separated by spaces. Built and run by
-// make_random_gemma3_vision.py.
+// What llama.cpp's libmtmd makes of an image prompt, on the CPU: the image's embeddings (its
+// preprocessing, vision encoder and projector), then the prompt PROMPT (with the image at mtmd's marker,
+// BOS added, special tokens parsed) read by the text model and N_GREEDY tokens of its greedy reply.
+// Built and run by make_random_gemma3_vision.py. Prints lines of space-separated values:
+//   embd v...        one per image token
+//   prompt id...     the prompt's tokens, -1 for each image token
+//   logits v...      the logits after the prompt
+//   greedy id gap    one per reply token: its id and the gap between the top two logits
 //
-//     mtmd_embed TEXT_MODEL MMPROJ IMAGE
+//     mtmd_embed TEXT_MODEL MMPROJ IMAGE PROMPT N_GREEDY
 
 #include "llama.h"
 #include "mtmd.h"
 #include "mtmd-helper.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 int main(int argc, char ** argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s TEXT_MODEL MMPROJ IMAGE\n", argv[0]);
+    if (argc != 6) {
+        fprintf(stderr, "usage: %s TEXT_MODEL MMPROJ IMAGE PROMPT N_GREEDY\n", argv[0]);
         return 2;
     }
     llama_backend_init();
@@ -39,8 +47,8 @@ int main(int argc, char ** argv) {
         return 1;
     }
     mtmd_input_chunks * chunks = mtmd_input_chunks_init();
-    const char * prompt = mtmd_default_marker();
-    mtmd_input_text text = {prompt, strlen(prompt), false, true};
+    const char * prompt = argv[4];
+    mtmd_input_text text = {prompt, strlen(prompt), true, true};
     const mtmd_bitmap * bitmaps[] = {image.bitmap};
     if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) {
         fprintf(stderr, "mtmd_tokenize failed\n");
@@ -59,12 +67,65 @@ int main(int argc, char ** argv) {
         const float * embd = mtmd_get_output_embd(ctx);
         const size_t n_tokens = mtmd_input_chunk_get_n_tokens(chunk);
         for (size_t t = 0; t < n_tokens; t++) {
+            printf("embd");
             for (int j = 0; j < n_embd; j++) {
-                printf(j ? " %.7g" : "%.7g", embd[t * n_embd + j]);
+                printf(" %.7g", embd[t * n_embd + j]);
             }
             printf("\n");
         }
     }
+    printf("prompt");
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) {
+        const mtmd_input_chunk * chunk = mtmd_input_chunks_get(chunks, i);
+        if (mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT) {
+            size_t n = 0;
+            const llama_token * ids = mtmd_input_chunk_get_tokens_text(chunk, &n);
+            for (size_t t = 0; t < n; t++) {
+                printf(" %d", ids[t]);
+            }
+        } else {
+            for (size_t t = 0; t < mtmd_input_chunk_get_n_tokens(chunk); t++) {
+                printf(" -1");
+            }
+        }
+    }
+    printf("\n");
+
+    // The whole prompt in one batch, so the image's tokens are one ubatch (Gemma 3's see each other).
+    llama_context_params lp = llama_context_default_params();
+    lp.n_ctx = 128;
+    lp.n_batch = 128;
+    lp.n_ubatch = 128;
+    lp.n_threads = 2;
+    lp.n_threads_batch = 2;
+    llama_context * lctx = llama_init_from_model(model, lp);
+    llama_pos n_past = 0;
+    if (mtmd_helper_eval_chunks(ctx, lctx, chunks, 0, 0, 128, true, &n_past) != 0) {
+        fprintf(stderr, "mtmd_helper_eval_chunks failed\n");
+        return 1;
+    }
+    const llama_vocab * vocab = llama_model_get_vocab(model);
+    const int n_vocab = llama_vocab_n_tokens(vocab);
+    for (int step = 0; step < atoi(argv[5]); step++) {
+        const float * logits = llama_get_logits_ith(lctx, -1);
+        if (step == 0) {
+            printf("logits");
+            for (int j = 0; j < n_vocab; j++) {
+                printf(" %.7g", logits[j]);
+            }
+            printf("\n");
+        }
+        std::vector<float> sorted(logits, logits + n_vocab);
+        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+        llama_token best = (llama_token) (std::max_element(logits, logits + n_vocab) - logits);
+        printf("greedy %d %.6g\n", best, sorted[0] - sorted[1]);
+        llama_batch next = llama_batch_get_one(&best, 1);
+        if (llama_decode(lctx, next) != 0) {
+            fprintf(stderr, "llama_decode failed\n");
+            return 1;
+        }
+    }
+    llama_free(lctx);
     mtmd_input_chunks_free(chunks);
     mtmd_free(ctx);
     llama_model_free(model);

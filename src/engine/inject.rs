@@ -1,0 +1,158 @@
+//! Rows given in place of token embeddings: an image's tokens, as a vision projector makes them
+//! (`vision::Projector`). A prompt names row i by the id n_vocab + i. The embedding kernel leaves
+//! such a token's row of the run alone (no table row has its id) and the engine writes the given row
+//! there before the run. A span of them is one segment of its run, which the attention kernel lets
+//! see itself whole (`attention::Shape::both_ways_from`: Gemma 3's images attend both ways), so a
+//! prompt's runs never cut one.
+
+use super::Engine;
+use crate::gpu::Segment;
+use crate::Error;
+use std::ops::Range;
+
+impl Engine {
+    /// Sets the rows that ids from n_vocab on name, `width` values each (the model's embedding
+    /// width: `injected_width`), replacing any set before. A prompt that names them must be fed
+    /// while they are set.
+    pub fn inject(&mut self, rows: Vec<f32>) -> Result<(), Error> {
+        let Some(width) = self.injected_width() else {
+            return Err(Error::Model(format!(
+                "{} takes no rows in place of token embeddings (no images)",
+                self.header.architecture().unwrap_or("this model")
+            )));
+        };
+        if !rows.len().is_multiple_of(width as usize) {
+            return Err(Error::Model(format!(
+                "{} values are not whole rows of the model's width, {width}",
+                rows.len()
+            )));
+        }
+        self.injected = rows;
+        Ok(())
+    }
+
+    /// The width of the rows `inject` takes; None where the model takes none.
+    pub fn injected_width(&self) -> Option<u32> {
+        let prompt_runs = self.forward.prefill.is_some();
+        let rows = self.forward.embedding_rows.as_ref();
+        rows.filter(|_| prompt_runs).map(|(_, width)| *width)
+    }
+
+    /// Ids a run may hold: the vocabulary's, then the injected rows'.
+    pub(super) fn ids_allowed(&self) -> u32 {
+        let rows = match self.injected_width() {
+            Some(width) => self.injected.len() / width as usize,
+            None => 0,
+        };
+        self.forward.n_vocab + rows as u32
+    }
+
+    /// Writes the run's injected rows into the rows the plan embeds into: token t's at row t.
+    pub(super) fn write_injected(&self, tokens: &[u32]) {
+        let n_vocab = self.forward.n_vocab;
+        let Some((buffer, width)) = &self.forward.embedding_rows else {
+            return;
+        };
+        let width = *width as usize;
+        for span in injected_spans(tokens, n_vocab) {
+            let first = (tokens[span.start] - n_vocab) as usize;
+            let rows = &self.injected[first * width..(first + span.len()) * width];
+            let offset = (span.start * width * 4) as u64;
+            self.gpu
+                .queue
+                .write_buffer(buffer, offset, bytemuck::cast_slice(rows));
+        }
+    }
+}
+
+/// Where each run of a prompt of `tokens` begins, `batch` tokens a run at most, no span of
+/// injected rows (ids from `n_vocab` on) cut: a run that would end inside one ends before it. A span
+/// longer than a run is refused.
+pub(super) fn prompt_runs(tokens: &[u32], batch: usize, n_vocab: u32) -> Result<Vec<usize>, Error> {
+    let spans = injected_spans(tokens, n_vocab);
+    if let Some(long) = spans.iter().find(|s| s.len() > batch) {
+        return Err(Error::Model(format!(
+            "an image of {} tokens does not fit a prompt run of {batch}",
+            long.len()
+        )));
+    }
+    let mut starts = Vec::new();
+    let mut start = 0;
+    while start < tokens.len() {
+        starts.push(start);
+        let mut end = (start + batch).min(tokens.len());
+        // A span that starts a run fits it, so one it cuts starts after the run's start.
+        if let Some(cut) = spans.iter().find(|s| s.start < end && end < s.end) {
+            end = cut.start;
+        }
+        start = end;
+    }
+    Ok(starts)
+}
+
+/// `tokens` at `pos` of the sequence at row 0 as the run's segments: each span of injected rows a
+/// segment of its own (what it sees both ways), the tokens between them segments too.
+pub(super) fn segments(pos: u32, tokens: &[u32], n_vocab: u32) -> Vec<Segment<'_>> {
+    let mut out: Vec<Segment> = Vec::new();
+    let mut start = 0;
+    while start < tokens.len() {
+        let injected = tokens[start] >= n_vocab;
+        let len = tokens[start..]
+            .iter()
+            .take_while(|&&t| (t >= n_vocab) == injected)
+            .count();
+        out.push(Segment {
+            base: 0,
+            pos: pos + start as u32,
+            tokens: &tokens[start..start + len],
+        });
+        start += len;
+    }
+    out
+}
+
+/// The spans of consecutive ids past the vocabulary.
+fn injected_spans(tokens: &[u32], n_vocab: u32) -> Vec<Range<usize>> {
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    for (i, &t) in tokens.iter().enumerate() {
+        if t < n_vocab {
+            continue;
+        }
+        match spans.last_mut() {
+            Some(span) if span.end == i => span.end = i + 1,
+            _ => spans.push(i..i + 1),
+        }
+    }
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_and_segments_split_at_injected_rows() {
+        let tokens = [1, 2, 100, 101, 102, 3, 103, 4];
+        assert_eq!(injected_spans(&tokens, 100), vec![2..5, 6..7]);
+        let segs: Vec<(u32, usize)> = segments(10, &tokens, 100)
+            .iter()
+            .map(|s| (s.pos, s.tokens.len()))
+            .collect();
+        assert_eq!(segs, vec![(10, 2), (12, 3), (15, 1), (16, 1), (17, 1)]);
+    }
+
+    #[test]
+    fn prompt_runs_end_before_a_span_they_would_cut() {
+        let mut tokens = vec![7; 5];
+        tokens.extend(100..106); // a span at 5..11
+        tokens.extend([7; 6]);
+        assert_eq!(prompt_runs(&tokens, 8, 100).unwrap(), vec![0, 5, 13]);
+        assert_eq!(prompt_runs(&tokens, 11, 100).unwrap(), vec![0, 11]);
+        assert_eq!(prompt_runs(&tokens[..4], 8, 100).unwrap(), vec![0]);
+        let err = prompt_runs(&tokens, 4, 100).unwrap_err().to_string();
+        assert!(
+            err.contains("6 tokens") && err.contains("run of 4"),
+            "{err}"
+        );
+    }
+}
