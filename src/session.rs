@@ -16,7 +16,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
 
+mod images;
 mod speculative;
+
+pub use images::IMAGE_MARKER;
 
 /// Why generation stopped (OpenAI's finish_reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +81,8 @@ pub struct Session {
     /// Where replies take several tokens a step from a draft (`speculate`); the engine must have
     /// been loaded to check them (`LoadOptions::check_tokens`).
     pub speculation: Option<Speculation>,
+    /// The vision projector that turns images into the model's input (`attach_projector`).
+    projector: Option<crate::vision::Projector>,
 }
 
 impl Session {
@@ -96,6 +101,7 @@ impl Session {
             cached: Vec::new(),
             grammar_vocabulary: None,
             speculation: None,
+            projector: None,
         })
     }
 
@@ -200,11 +206,14 @@ impl Session {
         if prompt.len() > self.engine.n_ctx() as usize {
             return Err(Error::ContextFull(self.engine.n_ctx()));
         }
+        // Ids past the vocabulary name the rows of this prompt's images (`images.rs`), which an
+        // earlier prompt's same ids need not have held: the cache is kept only up to the first.
+        let n_vocab = self.engine.n_vocab();
         let common = self
             .cached
             .iter()
             .zip(prompt)
-            .take_while(|(a, b)| a == b)
+            .take_while(|(a, b)| a == b && **a < n_vocab)
             .count();
         // The last prompt token is always run again: the next token is picked from its logits.
         let keep = self.engine.rewind(common.min(prompt.len() - 1) as u32) as usize;

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::Value as Meta;
 use wick::gguf::{read_header, FileSource, MemorySource};
+use wick::reply::Reply;
+use wick::session::Session;
 use wick::vision::{Image, Projector};
 
 /// Least cosine allowed between a token's row and either reference's.
@@ -235,6 +237,140 @@ fn an_image_longer_than_a_prompt_run_is_refused() {
     prompt[12] = engine.n_vocab() + 16;
     let err = engine.prefill(&prompt).block_on().unwrap_err().to_string();
     assert!(err.contains("outside the vocabulary"), "{err}");
+}
+
+/// The random Gemma 3 text model as a session with the projector attached.
+fn image_session(gpu: &std::sync::Arc<wick::gpu::Gpu>) -> Session {
+    let g = golden();
+    let source = FileSource::open(data(g["text_model"].as_str().unwrap())).unwrap();
+    let options = LoadOptions {
+        n_ctx: 64,
+        ..Default::default()
+    };
+    let mut session = Session::load(gpu.clone(), &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let projector = load(gpu.clone(), in_memory(g["mmproj"].as_str().unwrap())).unwrap();
+    session.attach_projector(projector).unwrap();
+    session
+}
+
+#[test]
+fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
+    let Some(gpu) = gpu() else { return };
+    let g = golden();
+    let mut session = image_session(&gpu);
+    let image = picture(g["image"].as_str().unwrap());
+    let text = g["prompt_text"].as_str().unwrap();
+    let prompt = session
+        .tokenize_prompt_with_images(text, &[image.clone()])
+        .block_on()
+        .unwrap();
+    let n_vocab = session.engine.n_vocab() as i64;
+    let mut row = n_vocab;
+    let want: Vec<u32> = (g["prompt_ids"].as_array().unwrap().iter())
+        .map(|v| match v.as_i64().unwrap() {
+            -1 => {
+                row += 1;
+                (row - 1) as u32
+            }
+            id => id as u32,
+        })
+        .collect();
+    assert_eq!(
+        prompt, want,
+        "the prompt's tokens, the image's at mtmd's place"
+    );
+    let greedy: Vec<u32> = (g["greedy"].as_array().unwrap().iter())
+        .map(|s| s["id"].as_u64().unwrap() as u32)
+        .collect();
+    let mut sampler = common::greedy();
+    let reply = Reply::new(greedy.len(), &[]);
+    let c = session
+        .complete(&prompt, reply, &mut sampler, &mut |_| true)
+        .block_on()
+        .unwrap();
+    assert_eq!(
+        c.tokens, greedy,
+        "the greedy reply (llama.cpp's gaps are all above 0.07)"
+    );
+
+    // The same prompt again with another image: the cache is kept up to the image, not past it,
+    // though the ids are the same.
+    let dark = Image::new(
+        image.width,
+        image.height,
+        image.rgb.iter().map(|v| v / 3).collect(),
+    )
+    .unwrap();
+    let again = session
+        .tokenize_prompt_with_images(text, &[dark])
+        .block_on()
+        .unwrap();
+    assert_eq!(again, prompt);
+    let reply = Reply::new(1, &[]);
+    let c = session
+        .complete(&again, reply, &mut common::greedy(), &mut |_| true)
+        .block_on()
+        .unwrap();
+    assert_eq!(
+        c.prompt_processed,
+        prompt.len() - 9,
+        "the prompt from its image on"
+    );
+
+    // Without a marker the image goes first, as mtmd-cli puts it; a second image is encoded and
+    // placed too, and a prompt that reuses the cache never reuses it past an image.
+    let two = session
+        .tokenize_prompt_with_images(
+            "a <__media__> b <__media__>",
+            &[image.clone(), image.clone()],
+        )
+        .block_on()
+        .unwrap();
+    let injected = two.iter().filter(|&&t| t as i64 >= n_vocab).count();
+    assert_eq!(injected, 32);
+    let first = session
+        .tokenize_prompt_with_images("tell", &[image.clone()])
+        .block_on()
+        .unwrap();
+    assert_eq!(
+        first[2] as i64, n_vocab,
+        "BOS, <start_of_image>, then the image: {first:?}"
+    );
+}
+
+#[test]
+fn images_without_a_projector_or_markers_to_match_are_refused() {
+    let Some(gpu) = gpu() else { return };
+    let g = golden();
+    let image = picture(g["image"].as_str().unwrap());
+    let mut session = image_session(&gpu);
+    let err = (session.tokenize_prompt_with_images("<__media__><__media__>", &[image.clone()]))
+        .block_on()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("2 image markers") && err.contains("1 images"),
+        "{err}"
+    );
+
+    // A projector made for a model of another width.
+    let source = FileSource::open(common::model_path()).unwrap();
+    let mut other = Session::load(gpu.clone(), &source, &common::options(64), &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let err = (other.tokenize_prompt_with_images("what is it", &[image]))
+        .block_on()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no vision projector"), "{err}");
+    let projector = load(gpu, in_memory(g["mmproj"].as_str().unwrap())).unwrap();
+    let err = other.attach_projector(projector).unwrap_err().to_string();
+    assert!(
+        err.contains("rows of 128") && err.contains("576 wide"),
+        "{err}"
+    );
 }
 
 fn argmax(v: &[f32]) -> u32 {

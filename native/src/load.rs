@@ -49,8 +49,8 @@ pub fn progress_bar(what: &str) -> ProgressBar {
     bar
 }
 
-/// Loads the model `args` names with the context, batch and pooling they say, the rest of `options`
-/// as given.
+/// Loads the model `args` names with the context, batch and pooling they say (the batch `options`
+/// gives where they say none), the rest of `options` as given.
 pub fn session(args: &ModelArgs, options: LoadOptions) -> Result<Session> {
     session_on(gpu()?, args, options)
 }
@@ -62,7 +62,7 @@ pub fn session_on(gpu: Arc<Gpu>, args: &ModelArgs, options: LoadOptions) -> Resu
     let start = std::time::Instant::now();
     let options = LoadOptions {
         n_ctx: args.ctx_size,
-        batch: args.batch_size,
+        batch: args.batch_size.or(options.batch),
         pooling: args.pooling,
         ..options
     };

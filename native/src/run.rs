@@ -1,6 +1,7 @@
 //! `wick run`: the prompt as given, generated text streamed to stdout, stats to stderr.
 
 use crate::speculate::SpeculationArgs;
+use crate::vision::VisionArgs;
 use crate::{load, ModelArgs, SamplingArgs};
 use anyhow::Result;
 use clap::Args;
@@ -23,13 +24,24 @@ pub struct RunArgs {
     sampling: SamplingArgs,
     #[command(flatten)]
     speculation: SpeculationArgs,
+    #[command(flatten)]
+    vision: VisionArgs,
 }
 
 pub fn main(args: RunArgs) -> Result<()> {
+    let images = args.vision.images()?;
+    if !images.is_empty() && args.speculation.speculating() {
+        anyhow::bail!("speculative decoding does not take images yet: drop --draft or --lookup");
+    }
+    let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
-    let mut session = load::session(&args.model, options)?;
+    let options = args.vision.options(options, &gpu, args.model.batch_size)?;
+    let mut session = load::session_on(gpu, &args.model, options)?;
+    args.vision.attach(&mut session)?;
     args.speculation.start(&mut session)?;
-    let prompt = session.tokenize_prompt(&args.prompt);
+    let prompt = session
+        .tokenize_prompt_with_images(&args.prompt, &images)
+        .block_on()?;
     let max = if args.n_predict < 0 {
         usize::MAX
     } else {

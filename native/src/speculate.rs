@@ -27,7 +27,7 @@ pub struct SpeculationArgs {
 }
 
 impl SpeculationArgs {
-    fn speculating(&self) -> bool {
+    pub fn speculating(&self) -> bool {
         self.draft.is_some() || self.lookup
     }
 

@@ -82,6 +82,13 @@ impl Projector {
         Ok(Projector { gpu, encoder })
     }
 
+    /// Tokens each image becomes, read from the projector file's header alone: what a text model's
+    /// prompt runs must hold (an image is never cut across runs).
+    pub fn tokens_in(header: &Header) -> Result<u32, Error> {
+        let meta = crate::models::Meta::new(header)?;
+        Ok(siglip::Config::from_meta(&meta)?.n_tokens())
+    }
+
     /// Tokens each image becomes in the text model's input.
     pub fn tokens_per_image(&self) -> u32 {
         self.encoder.config.n_tokens()
@@ -90,6 +97,13 @@ impl Projector {
     /// The width of those tokens: the text model's embedding width it was made for.
     pub fn width(&self) -> u32 {
         self.encoder.config.n_embd_text
+    }
+
+    /// The text around an image's tokens in the prompt, as llama.cpp's mtmd puts it for the
+    /// projector's type: before them and after them.
+    pub fn markers(&self) -> (&'static str, &'static str) {
+        // Gemma 3 is the one type loaded (`PROJECTORS`).
+        ("<start_of_image>", "<end_of_image>")
     }
 
     /// The image's tokens, `tokens_per_image` rows of `width` values.

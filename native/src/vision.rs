@@ -1,0 +1,95 @@
+//! `--mmproj` and `--image`: a vision projector loaded beside the model, and image files decoded
+//! into the pixels it reads.
+
+use crate::load::{open_source, progress_bar};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use pollster::FutureExt as _;
+use wick::engine::LoadOptions;
+use wick::gguf::read_header;
+use wick::session::Session;
+use wick::vision::{Image, Projector};
+
+#[derive(Args, Clone, Default)]
+pub struct VisionArgs {
+    /// A vision projector for the model (an mmproj GGUF, as llama.cpp's): a path or an http(s) URL
+    #[arg(long = "mmproj")]
+    pub mmproj: Option<String>,
+    /// An image for the prompt (PNG, JPEG, WebP or GIF), placed at each <__media__> in the
+    /// prompt, or before it; repeat for several
+    #[arg(long = "image")]
+    pub images: Vec<String>,
+}
+
+impl VisionArgs {
+    /// The load options with prompt runs long enough to hold an image whole, where a projector is
+    /// named (its header is read for how many tokens an image makes); `asked`, the runs' length
+    /// the user asked for (-b).
+    pub fn options(
+        &self,
+        options: LoadOptions,
+        gpu: &wick::gpu::Gpu,
+        asked: Option<u32>,
+    ) -> Result<LoadOptions> {
+        let Some(path) = &self.mmproj else {
+            if !self.images.is_empty() {
+                bail!("--image needs a vision projector for the model (--mmproj)");
+            }
+            return Ok(options);
+        };
+        let source = open_source(&Some(path.clone()))?;
+        let header = read_header(source.as_ref()).block_on()?;
+        let tokens =
+            Projector::tokens_in(&header).with_context(|| format!("cannot read {path}"))?;
+        let batch = asked.unwrap_or_else(|| wick::engine::default_batch(gpu));
+        if asked.is_some_and(|b| b < tokens) {
+            bail!("an image is {tokens} tokens, more than prompt runs of {batch} (-b) can hold");
+        }
+        Ok(LoadOptions {
+            batch: Some(batch.max(tokens)),
+            ..options
+        })
+    }
+
+    /// Loads the projector (where one is named) onto the session's GPU and attaches it.
+    pub fn attach(&self, session: &mut Session) -> Result<()> {
+        let Some(path) = &self.mmproj else {
+            return Ok(());
+        };
+        let source = open_source(&Some(path.clone()))?;
+        let header = read_header(source.as_ref()).block_on()?;
+        let bar = progress_bar("loading the projector");
+        let gpu = session.engine.gpu.clone();
+        let projector = Projector::load(gpu, &header, source.as_ref(), &mut |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        })
+        .block_on();
+        bar.finish_and_clear();
+        let projector = projector.with_context(|| format!("cannot load {path}"))?;
+        eprintln!(
+            "wick: vision projector {path}: {} tokens an image",
+            projector.tokens_per_image()
+        );
+        session.attach_projector(projector)?;
+        Ok(())
+    }
+
+    /// The images, decoded.
+    pub fn images(&self) -> Result<Vec<Image>> {
+        self.images.iter().map(|p| read_image(p)).collect()
+    }
+}
+
+/// An image file decoded to RGB.
+pub fn read_image(path: &str) -> Result<Image> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+    decode_image(&bytes).with_context(|| format!("cannot decode the image {path}"))
+}
+
+/// Image bytes (PNG, JPEG, WebP or GIF) decoded to RGB.
+pub fn decode_image(bytes: &[u8]) -> Result<Image> {
+    let decoded = image::load_from_memory(bytes)?.to_rgb8();
+    let (width, height) = decoded.dimensions();
+    Ok(Image::new(width, height, decoded.into_raw())?)
+}
