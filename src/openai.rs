@@ -145,7 +145,8 @@ pub struct Message {
     pub tool_call_id: Option<String>,
 }
 
-/// A message's content: a string, or parts of which the text ones count.
+/// A message's content: a string, or parts: text, and images (`image_url`), which stand in the
+/// text as `session::IMAGE_MARKER` (the session puts each image's tokens there).
 #[derive(Deserialize)]
 #[serde(untagged)]
 pub enum Content {
@@ -158,6 +159,13 @@ pub struct Part {
     #[serde(rename = "type")]
     pub kind: String,
     pub text: Option<String>,
+    pub image_url: Option<ImageUrl>,
+}
+
+#[derive(Deserialize)]
+pub struct ImageUrl {
+    /// A `data:` URL: the image's bytes in base64 (nothing is fetched from elsewhere).
+    pub url: String,
 }
 
 /// A string or a list of them, as `prompt` and `stop` may be.
@@ -244,7 +252,26 @@ impl ChatRequest {
                     content: content.unwrap_or_default(),
                     tool_calls: tool_calls.collect::<Result<_, InvalidRequest>>()?,
                     tool_call_id: m.tool_call_id.clone(),
+                    // The images stay bytes until the server decodes them (`images`).
+                    images: Vec::new(),
                 })
+            })
+            .collect()
+    }
+
+    /// The bytes of each image the messages' content parts carry, in order (each at an
+    /// `IMAGE_MARKER` in its message's text). Only `data:` URLs in base64: the server fetches nothing.
+    pub fn images(&self) -> Result<Vec<Vec<u8>>, InvalidRequest> {
+        let parts = self.messages.iter().filter_map(|m| match &m.content {
+            Some(Content::Parts(parts)) => Some(parts),
+            _ => None,
+        });
+        parts
+            .flatten()
+            .filter(|p| p.kind == "image_url")
+            .map(|p| match &p.image_url {
+                Some(image) => data_url_bytes(&image.url),
+                None => Err(invalid("an image_url part needs its image_url", "messages")),
             })
             .collect()
     }
@@ -355,6 +382,7 @@ impl Content {
                 .iter()
                 .map(|p| match (p.kind.as_str(), &p.text) {
                     ("text", Some(t)) => Ok(t.as_str()),
+                    ("image_url", _) => Ok(crate::session::IMAGE_MARKER),
                     _ => Err(invalid(
                         format!("content parts of type {:?} are not supported", p.kind),
                         "messages",
@@ -363,6 +391,32 @@ impl Content {
                 .collect(),
         }
     }
+}
+
+/// The bytes of a base64 `data:` URL.
+fn data_url_bytes(url: &str) -> Result<Vec<u8>, InvalidRequest> {
+    use base64::Engine as _;
+    let Some(rest) = url.strip_prefix("data:") else {
+        let scheme = url.split(':').next().unwrap_or_default();
+        return Err(invalid(
+            format!("images must come as data: URLs (base64); {scheme}: URLs are not fetched"),
+            "messages",
+        ));
+    };
+    let Some((_, data)) = rest.split_once(";base64,") else {
+        return Err(invalid(
+            "an image's data: URL must be base64 (;base64,)",
+            "messages",
+        ));
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| {
+            invalid(
+                format!("an image's base64 does not decode: {e}"),
+                "messages",
+            )
+        })
 }
 
 #[cfg(test)]
@@ -519,6 +573,34 @@ mod tests {
             ),
         ] {
             assert_eq!(tools(extra).expect_err("refused").param, param, "{extra}");
+        }
+    }
+
+    #[test]
+    fn image_parts_stand_as_markers_and_their_bytes_come_out() {
+        let body = r#"{"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "a "},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGVsbG8="}},
+            {"type": "text", "text": " b"}]}]}"#;
+        let r: ChatRequest = serde_json::from_str(body).unwrap();
+        let marker = crate::session::IMAGE_MARKER;
+        assert_eq!(
+            r.conversation().unwrap()[0].content,
+            format!("a {marker} b")
+        );
+        assert_eq!(r.images().unwrap(), vec![b"hello".to_vec()]);
+        for (url, says) in [
+            ("https://example.org/cat.png", "https: URLs are not fetched"),
+            ("data:image/png,raw", "must be base64"),
+            ("data:image/png;base64,@@@", "does not decode"),
+        ] {
+            let body = body.replace("data:image/png;base64,aGVsbG8=", url);
+            let r: ChatRequest = serde_json::from_str(&body).unwrap();
+            let err = r.images().unwrap_err();
+            assert!(
+                err.message.contains(says) && err.param == "messages",
+                "{url}: {err}"
+            );
         }
     }
 }

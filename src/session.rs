@@ -83,6 +83,13 @@ pub struct Session {
     pub speculation: Option<Speculation>,
     /// The vision projector that turns images into the model's input (`attach_projector`).
     projector: Option<crate::vision::Projector>,
+    /// The rows of the images it encoded last.
+    encoded: images::Encoded,
+    /// Which image each image of the last prompt tokenized with images was, and of the prompt the
+    /// cache holds (hashes of their pixels, in order): the ids that name an image's rows are its
+    /// place in its prompt, so the cache is reused past an image only where it is the same image.
+    prompt_images: Vec<u64>,
+    cached_images: Vec<u64>,
 }
 
 impl Session {
@@ -102,6 +109,9 @@ impl Session {
             grammar_vocabulary: None,
             speculation: None,
             projector: None,
+            encoded: Default::default(),
+            prompt_images: Vec::new(),
+            cached_images: Vec::new(),
         })
     }
 
@@ -207,13 +217,13 @@ impl Session {
             return Err(Error::ContextFull(self.engine.n_ctx()));
         }
         // Ids past the vocabulary name the rows of this prompt's images (`images.rs`), which an
-        // earlier prompt's same ids need not have held: the cache is kept only up to the first.
-        let n_vocab = self.engine.n_vocab();
+        // earlier prompt's same ids need not have held: the cache is kept past one only where it
+        // was the same image.
         let common = self
             .cached
             .iter()
             .zip(prompt)
-            .take_while(|(a, b)| a == b && **a < n_vocab)
+            .take_while(|(&a, &b)| a == b && self.same_rows(a))
             .count();
         // The last prompt token is always run again: the next token is picked from its logits.
         let keep = self.engine.rewind(common.min(prompt.len() - 1) as u32) as usize;
@@ -223,6 +233,7 @@ impl Session {
             false => keep + self.engine.prompt_end(&prompt[keep..])?,
         };
         let rest = &prompt[keep..last_run];
+        self.cached_images = self.prompt_images.clone();
         self.engine.feed(rest).await?;
         self.cached.extend_from_slice(rest);
         self.engine.snapshot().await?;
@@ -329,7 +340,11 @@ impl Session {
         };
         loop {
             let mut text = self.chat_prompt(messages, extras)?;
-            let mut prompt = self.tokenize_prompt(&text);
+            let images: Vec<_> = messages
+                .iter()
+                .flat_map(|m| m.images.iter().cloned())
+                .collect();
+            let mut prompt = self.tokenize_prompt_with_images(&text, &images).await?;
             // The reply so far is read again after the shortened conversation.
             prompt.extend_from_slice(&reply.tokens);
             text += &self.tokenizer.decode(&reply.tokens, true);

@@ -295,6 +295,33 @@ fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
         "the greedy reply (llama.cpp's gaps are all above 0.07)"
     );
 
+    // The conversation goes on with the same image: the cache holds it, and only the new text runs.
+    let mut longer = prompt.clone();
+    longer.extend(&c.tokens);
+    let more = session.tokenizer.encode(" more", false);
+    let text_on = format!(
+        "{text}{}{}",
+        session.tokenizer.decode(&c.tokens, false),
+        " more"
+    );
+    let on = session
+        .tokenize_prompt_with_images(&text_on, &[image.clone()])
+        .block_on()
+        .unwrap();
+    longer.extend(&more);
+    assert_eq!(on, longer);
+    let reply = Reply::new(1, &[]);
+    let c = session
+        .complete(&on, reply, &mut common::greedy(), &mut |_| true)
+        .block_on()
+        .unwrap();
+    assert!(
+        c.prompt_processed <= more.len() + 1,
+        "{} of {} tokens run again",
+        c.prompt_processed,
+        on.len()
+    );
+
     // The same prompt again with another image: the cache is kept up to the image, not past it,
     // though the ids are the same.
     let dark = Image::new(

@@ -1,6 +1,9 @@
-//! `wick chat`: turns in the model's chat template; the cache keeps the turns already processed.
+//! `wick chat`: turns in the model's chat template; the cache keeps the turns already processed. With
+//! a vision projector (--mmproj), messages show images: --image for the first, `/image PATH` lines
+//! for the next.
 
 use crate::speculate::SpeculationArgs;
+use crate::vision::{read_image, read_images, ProjectorArgs};
 use crate::{load, ModelArgs, SamplingArgs};
 use anyhow::Result;
 use clap::Args;
@@ -31,6 +34,12 @@ pub struct ChatArgs {
     sampling: SamplingArgs,
     #[command(flatten)]
     speculation: SpeculationArgs,
+    #[command(flatten)]
+    projector: ProjectorArgs,
+    /// An image for the first message (PNG, JPEG, WebP or GIF); repeat for several. In the chat,
+    /// a line `/image PATH` shows one with the next message
+    #[arg(long = "image")]
+    images: Vec<String>,
 }
 
 fn template_variables(text: &str) -> Result<Variables, String> {
@@ -39,8 +48,19 @@ fn template_variables(text: &str) -> Result<Variables, String> {
 }
 
 pub fn main(args: ChatArgs) -> Result<()> {
+    let mut images = read_images(&args.images, &args.projector)?;
+    if args.projector.mmproj.is_some() && args.speculation.speculating() {
+        anyhow::bail!(
+            "speculative decoding does not take images yet: drop --draft or --lookup, or --mmproj"
+        );
+    }
+    let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
-    let mut session = load::session(&args.model, options)?;
+    let options = args
+        .projector
+        .options(options, &gpu, args.model.batch_size)?;
+    let mut session = load::session_on(gpu, &args.model, options)?;
+    args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
     let mut sampler = args.sampling.sampler();
     let grammar = args.sampling.grammar.grammar()?;
@@ -69,7 +89,21 @@ pub fn main(args: ChatArgs) -> Result<()> {
         if stdin.lock().read_line(&mut line)? == 0 || line.trim().is_empty() {
             break;
         }
-        messages.push(ChatMessage::new("user", line.trim_end().to_string()));
+        if let Some(path) = line.trim().strip_prefix("/image ") {
+            match (session.takes_images(), read_image(path.trim())) {
+                (false, _) => {
+                    eprintln!("wick: images need a vision projector for the model (--mmproj)")
+                }
+                (true, Err(e)) => eprintln!("wick: {e:#}"),
+                (true, Ok(image)) => {
+                    eprintln!("wick: the image goes with your next message");
+                    images.push(image);
+                }
+            }
+            continue;
+        }
+        let shown = std::mem::take(&mut images);
+        messages.push(ChatMessage::with_images("user", line.trim_end(), shown));
         let turns = messages.len();
         // Each reply matches the grammar from its start.
         sampler.constraint = grammar
@@ -103,6 +137,12 @@ pub fn main(args: ChatArgs) -> Result<()> {
             Err(wick::Error::ContextFull(n)) => {
                 messages.pop();
                 eprintln!("wick: that message does not fit the context of {n} tokens (-c sets it)");
+                continue;
+            }
+            Err(e @ wick::Error::Model(_)) => {
+                // An image the projector cannot take, or markers that do not match: the message goes.
+                messages.pop();
+                eprintln!("wick: {e}");
                 continue;
             }
             c => c?,

@@ -1,7 +1,7 @@
 //! `wick run`: the prompt as given, generated text streamed to stdout, stats to stderr.
 
 use crate::speculate::SpeculationArgs;
-use crate::vision::VisionArgs;
+use crate::vision::{read_images, ProjectorArgs};
 use crate::{load, ModelArgs, SamplingArgs};
 use anyhow::Result;
 use clap::Args;
@@ -25,19 +25,25 @@ pub struct RunArgs {
     #[command(flatten)]
     speculation: SpeculationArgs,
     #[command(flatten)]
-    vision: VisionArgs,
+    projector: ProjectorArgs,
+    /// An image for the prompt (PNG, JPEG, WebP or GIF), placed at each <__media__> in the
+    /// prompt, or before it; repeat for several
+    #[arg(long = "image")]
+    images: Vec<String>,
 }
 
 pub fn main(args: RunArgs) -> Result<()> {
-    let images = args.vision.images()?;
+    let images = read_images(&args.images, &args.projector)?;
     if !images.is_empty() && args.speculation.speculating() {
         anyhow::bail!("speculative decoding does not take images yet: drop --draft or --lookup");
     }
     let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
-    let options = args.vision.options(options, &gpu, args.model.batch_size)?;
+    let options = args
+        .projector
+        .options(options, &gpu, args.model.batch_size)?;
     let mut session = load::session_on(gpu, &args.model, options)?;
-    args.vision.attach(&mut session)?;
+    args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
     let prompt = session
         .tokenize_prompt_with_images(&args.prompt, &images)

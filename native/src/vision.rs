@@ -1,5 +1,5 @@
-//! `--mmproj` and `--image`: a vision projector loaded beside the model, and image files decoded
-//! into the pixels it reads.
+//! `--mmproj`: a vision projector loaded beside the model; and image files and bytes decoded into
+//! the pixels it reads.
 
 use crate::load::{open_source, progress_bar};
 use anyhow::{bail, Context, Result};
@@ -11,17 +11,13 @@ use wick::session::Session;
 use wick::vision::{Image, Projector};
 
 #[derive(Args, Clone, Default)]
-pub struct VisionArgs {
+pub struct ProjectorArgs {
     /// A vision projector for the model (an mmproj GGUF, as llama.cpp's): a path or an http(s) URL
     #[arg(long = "mmproj")]
     pub mmproj: Option<String>,
-    /// An image for the prompt (PNG, JPEG, WebP or GIF), placed at each <__media__> in the
-    /// prompt, or before it; repeat for several
-    #[arg(long = "image")]
-    pub images: Vec<String>,
 }
 
-impl VisionArgs {
+impl ProjectorArgs {
     /// The load options with prompt runs long enough to hold an image whole, where a projector is
     /// named (its header is read for how many tokens an image makes); `asked`, the runs' length
     /// the user asked for (-b).
@@ -32,9 +28,6 @@ impl VisionArgs {
         asked: Option<u32>,
     ) -> Result<LoadOptions> {
         let Some(path) = &self.mmproj else {
-            if !self.images.is_empty() {
-                bail!("--image needs a vision projector for the model (--mmproj)");
-            }
             return Ok(options);
         };
         let source = open_source(&Some(path.clone()))?;
@@ -74,11 +67,14 @@ impl VisionArgs {
         session.attach_projector(projector)?;
         Ok(())
     }
+}
 
-    /// The images, decoded.
-    pub fn images(&self) -> Result<Vec<Image>> {
-        self.images.iter().map(|p| read_image(p)).collect()
+/// Image files decoded (`--image`), where the projector `projector` names reads them.
+pub fn read_images(paths: &[String], projector: &ProjectorArgs) -> Result<Vec<Image>> {
+    if !paths.is_empty() && projector.mmproj.is_none() {
+        bail!("--image needs a vision projector for the model (--mmproj)");
     }
+    paths.iter().map(|p| read_image(p)).collect()
 }
 
 /// An image file decoded to RGB.

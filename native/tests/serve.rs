@@ -213,3 +213,28 @@ fn parallel_slots_through_the_openai_client() {
     let model = root().join(SMOLLM2);
     client_of_server(&model, (1024, &["-np", "4"]), "parallel_client.py", &[]);
 }
+
+/// Images in chat requests (image_client.py): the random Gemma 3 model with its projector, whose
+/// greedy reply to the image prompt is llama.cpp's (tests/goldens/random-gemma3-vision.json).
+#[test]
+fn images_through_the_openai_client() {
+    let golden: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/goldens/random-gemma3-vision.json")).unwrap(),
+    )
+    .unwrap();
+    let model = root().join(golden["text_model"].as_str().unwrap());
+    let mmproj = root().join(golden["mmproj"].as_str().unwrap());
+    let header = pollster::block_on(wick::gguf::read_header(
+        &wick::gguf::FileSource::open(&model).unwrap(),
+    ))
+    .unwrap();
+    let tokenizer = wick::tokenizer::Tokenizer::from_gguf(&header).unwrap();
+    let greedy: Vec<u32> = (golden["greedy"].as_array().unwrap().iter())
+        .map(|s| s["id"].as_u64().unwrap() as u32)
+        .collect();
+    let expected = tokenizer.decode(&greedy, false);
+    let image = root().join(golden["image"].as_str().unwrap());
+    let more = ["--mmproj", mmproj.to_str().unwrap()];
+    let args = [image.into(), expected.into()];
+    client_of_server(&model, (64, &more), "image_client.py", &args);
+}

@@ -206,6 +206,13 @@ def main():
           f"/metrics counts what the server did, in Prometheus' text format ({metrics})")
     status, _, payload = raw("GET", "/metrics", key=None)
     check(status == 401, "/metrics wants the key")
+
+    # An image for a server started without a vision projector: a 400 that says so.
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    body = {"model": "any", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, image]}]}
+    status, _, payload = raw("POST", "/v1/chat/completions", body)
+    check(status == 400 and openai_error(payload) and "--mmproj" in payload["error"]["message"],
+          f"an image without a projector: {status} {payload}")
     print("all serve checks passed")
 
 

@@ -24,6 +24,10 @@ pub struct ChatMessage {
     /// A tool's answer: the call it answers.
     #[serde(default)]
     pub tool_call_id: Option<String>,
+    /// The images the message shows, in order, each at an image marker in `content`
+    /// (`session::IMAGE_MARKER`); what the session reads them with is its vision projector.
+    #[serde(skip)]
+    pub images: Vec<crate::vision::Image>,
 }
 
 impl ChatMessage {
@@ -32,6 +36,24 @@ impl ChatMessage {
             role: role.into(),
             content: content.into(),
             ..Default::default()
+        }
+    }
+
+    /// A message showing `images`, each at a marker of `content`; where it has none, the markers go
+    /// before the text, as llama.cpp's mtmd-cli puts them.
+    pub fn with_images(
+        role: impl Into<String>,
+        content: impl Into<String>,
+        images: Vec<crate::vision::Image>,
+    ) -> ChatMessage {
+        let marker = crate::session::IMAGE_MARKER;
+        let mut content = content.into();
+        if !images.is_empty() && !content.contains(marker) {
+            content = marker.repeat(images.len()) + &content;
+        }
+        ChatMessage {
+            images,
+            ..ChatMessage::new(role, content)
         }
     }
 }

@@ -6,6 +6,8 @@
 use super::Session;
 use crate::vision::{Image, Projector};
 use crate::Error;
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 
 /// Where an image goes in a prompt's text (llama.cpp mtmd's default marker).
 pub const IMAGE_MARKER: &str = "<__media__>";
@@ -35,6 +37,22 @@ impl Session {
         self.projector.is_some()
     }
 
+    /// Whether `id` names the same rows in the prompt the cache holds as in the last prompt
+    /// tokenized: any token of the vocabulary; an image's token where both prompts have the same
+    /// image in its place.
+    pub(super) fn same_rows(&self, id: u32) -> bool {
+        let n_vocab = self.engine.n_vocab();
+        let Some(per_image) = self.projector.as_ref().map(|p| p.tokens_per_image()) else {
+            return id < n_vocab;
+        };
+        if id < n_vocab {
+            return true;
+        }
+        let image = ((id - n_vocab) / per_image) as usize;
+        let cached = self.cached_images.get(image);
+        cached.is_some() && cached == self.prompt_images.get(image)
+    }
+
     /// Tokenizes the prompt `text` as `tokenize_prompt` does, with `images` in order at its markers
     /// (`IMAGE_MARKER`; where it has none, each image's marker goes before the text, as llama.cpp's
     /// mtmd-cli puts them): each image is encoded, its rows injected into the engine, and its
@@ -45,6 +63,7 @@ impl Session {
         images: &[Image],
     ) -> Result<Vec<u32>, Error> {
         if images.is_empty() {
+            self.prompt_images.clear();
             return Ok(self.tokenize_prompt(text));
         }
         let Some(projector) = &self.projector else {
@@ -65,8 +84,19 @@ impl Session {
         }
         let (begin, end) = projector.markers();
         let mut rows = Vec::new();
+        self.prompt_images.clear();
         for image in images {
-            rows.extend(projector.encode(image).await?);
+            let key = Encoded::key(image);
+            self.prompt_images.push(key);
+            let encoded = match self.encoded.get(key) {
+                Some(known) => known.clone(),
+                None => {
+                    let made = projector.encode(image).await?;
+                    self.encoded.keep(key, made.clone());
+                    made
+                }
+            };
+            rows.extend(encoded);
         }
         let per_image = projector.tokens_per_image();
         let wrapped = text.replace(IMAGE_MARKER, &format!("{begin}{IMAGE_MARKER}{end}"));
@@ -81,5 +111,37 @@ impl Session {
         }
         self.engine.inject(rows)?;
         Ok(tokens)
+    }
+}
+
+/// The rows of the images encoded last, so that a chat's every turn does not encode its images
+/// again: a few, by a hash of their pixels.
+#[derive(Default)]
+pub(super) struct Encoded {
+    rows: VecDeque<(u64, Vec<f32>)>,
+}
+
+impl Encoded {
+    /// Images kept.
+    const KEPT: usize = 8;
+
+    fn key(image: &Image) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        image.hash(&mut h);
+        h.finish()
+    }
+
+    fn get(&self, key: u64) -> Option<&Vec<f32>> {
+        self.rows
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, rows)| rows)
+    }
+
+    fn keep(&mut self, key: u64, rows: Vec<f32>) {
+        if self.rows.len() == Self::KEPT {
+            self.rows.pop_front();
+        }
+        self.rows.push_back((key, rows));
     }
 }

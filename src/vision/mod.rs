@@ -17,7 +17,7 @@ use std::sync::Arc;
 pub const PROJECTORS: &[&str] = &["gemma3"];
 
 /// An image as 8-bit RGB, row by row from the top, 3 bytes a pixel.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Image {
     pub width: u32,
     pub height: u32,

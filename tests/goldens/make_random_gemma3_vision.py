@@ -104,7 +104,8 @@ def mmproj(path, rng):
 def text_model(path, rng):
     """A Gemma 3 text model of the projection's width: 2 layers, 4 heads over 2 kv heads of 32, n_ff
     256, q and k normed per head, post-norms, sliding windows of 16, the vocabulary of random_vocab.py
-    with Gemma 3's image markers as its last two tokens."""
+    with Gemma 3's image markers as its last two tokens, a chat template that writes the messages'
+    text alone."""
     n_head, n_kv, hd, n_ff = 4, 2, 32, 256
     tokens, types, merges = vocabulary(rng)
     # The last two merges made the tokens the markers replace; no later merge builds on them.
@@ -151,6 +152,8 @@ def text_model(path, rng):
     wr.add_bos_token_id(N_VOCAB - 1)
     wr.add_eos_token_id(N_VOCAB - 1)
     wr.add_add_bos_token(True)
+    # The messages' text as it is, so a chat request renders to the golden's prompt.
+    wr.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
     for name, t in w.items():
         wr.add_tensor(name, t)
     wr.write_header_to_file()

@@ -13,6 +13,7 @@ mod routes;
 mod worker;
 
 use crate::speculate::SpeculationArgs;
+use crate::vision::ProjectorArgs;
 use crate::{load, ModelArgs};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -32,15 +33,18 @@ pub struct ServeArgs {
     /// Send CORS headers so browser pages on other origins can call the server
     #[arg(long)]
     cors: bool,
-    /// Largest request body in bytes
-    #[arg(long = "max-body", default_value_t = 1 << 20)]
-    max_body: usize,
+    /// Largest request body in bytes [default: 1 MiB; 32 MiB with --mmproj, for images]
+    #[arg(long = "max-body")]
+    max_body: Option<usize>,
     /// Requests answered at once, each in its own slot with an equal share of the context: their
     /// decode steps run together, one pass a token for all (`-np` as llama-server spells it)
     #[arg(long = "parallel", default_value_t = 1)]
     parallel: u32,
     #[command(flatten)]
     speculation: SpeculationArgs,
+    /// Chat requests may carry images (OpenAI's image_url content parts, as data: URLs)
+    #[command(flatten)]
+    projector: ProjectorArgs,
 }
 
 pub fn main(args: ServeArgs) -> Result<()> {
@@ -56,18 +60,34 @@ pub fn main(args: ServeArgs) -> Result<()> {
              --lookup) runs one request at a time: leave out one or the other"
         );
     }
+    let images = args.projector.mmproj.is_some();
+    if images && (args.parallel > 1 || args.speculation.speculating()) {
+        anyhow::bail!(
+            "--mmproj serves images one request at a time, without speculative decoding: leave out \
+             --parallel, --draft and --lookup, or --mmproj"
+        );
+    }
     let options = wick::engine::LoadOptions {
         sequences: args.parallel,
         ..Default::default()
     };
-    let mut session = load::session(&args.model, args.speculation.options(options))?;
+    let gpu = load::gpu()?;
+    let options = args.speculation.options(options);
+    let options = args
+        .projector
+        .options(options, &gpu, args.model.batch_size)?;
+    let mut session = load::session_on(gpu, &args.model, options)?;
+    args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
+    let max_body = args
+        .max_body
+        .unwrap_or(if images { 32 << 20 } else { 1 << 20 });
     let model_id = model_id(&args.model);
     let has_key = args.api_key.is_some();
     let metrics = std::sync::Arc::new(metrics::Metrics::default());
     let tasks = worker::start(session, metrics.clone());
     let state = routes::State::new(tasks, metrics, model_id.clone(), args.api_key);
-    let app = routes::router(state, args.cors, args.max_body);
+    let app = routes::router(state, args.cors, max_body);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -103,7 +103,8 @@ enum Kind {
 
 async fn chat(Shared(state): Shared<Arc<State>>, body: Result<Bytes, BytesRejection>) -> Response {
     let request = parse::<ChatRequest>(body).and_then(|r| {
-        let input = Input::Chat(r.conversation()?, r.tools()?, r.template_variables()?);
+        let (messages, variables) = (r.conversation()?, r.template_variables()?);
+        let input = Input::Chat(messages, r.tools()?, variables, r.images()?);
         Ok((input, r.sampling))
     });
     respond(state, Kind::Chat, request).await

@@ -21,8 +21,9 @@ use wick::tools::{Call, Offered, ToolUse};
 pub const QUEUE_DEPTH: usize = 64;
 
 pub enum Input {
-    /// A conversation, the tools offered, the chat template's variables.
-    Chat(Vec<ChatMessage>, Option<Offered>, Variables),
+    /// A conversation, the tools offered, the chat template's variables, and the bytes of the
+    /// images its content parts carry (each at an image marker in its message's text).
+    Chat(Vec<ChatMessage>, Option<Offered>, Variables, Vec<Vec<u8>>),
     Text(String),
 }
 
@@ -207,7 +208,7 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
     };
     let mut tool_use = None;
     let prompt_text = match &job.input {
-        Input::Chat(messages, offered, variables) => {
+        Input::Chat(messages, offered, variables, _) => {
             let template = session.chat_template().map_err(template_failed)?;
             let tools = offered.clone().map(|o| ToolUse::new(template, o));
             let extras = Extras {
@@ -225,7 +226,12 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
         }
         Input::Text(text) => text.clone(),
     };
-    let prompt = session.tokenize_prompt(&prompt_text);
+    let prompt = match &job.input {
+        Input::Chat(.., images) if !images.is_empty() => {
+            image_prompt(session, &prompt_text, images)?
+        }
+        _ => session.tokenize_prompt(&prompt_text),
+    };
     let prompt_field = match job.input {
         Input::Chat(..) => "messages",
         Input::Text(_) => "prompt",
@@ -272,6 +278,40 @@ pub fn prepare(session: &mut Session, job: &Job, n_ctx: usize) -> Result<Prepare
         tool_use,
         pieces,
     })
+}
+
+/// The prompt with the request's images decoded, encoded and placed at their markers; what the
+/// images get wrong, or a server without a projector, is the client's 400.
+fn image_prompt(
+    session: &mut Session,
+    text: &str,
+    images: &[Vec<u8>],
+) -> Result<Vec<u32>, ApiError> {
+    if !session.takes_images() {
+        return Err(ApiError::invalid(
+            "this server reads no images: it was started without a vision projector (--mmproj)",
+            "messages",
+        ));
+    }
+    let decoded = images
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            crate::vision::decode_image(bytes).map_err(|e| {
+                ApiError::invalid(
+                    format!("image {} cannot be decoded: {e:#}", i + 1),
+                    "messages",
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    session
+        .tokenize_prompt_with_images(text, &decoded)
+        .block_on()
+        .map_err(|e| match e {
+            wick::Error::Model(why) => ApiError::invalid(why, "messages"),
+            e => generation_failed(e),
+        })
 }
 
 /// Runs a prepared job to the end, its text sent as it comes.
