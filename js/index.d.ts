@@ -5,9 +5,9 @@
  * something the user should know (`message`), the load goes on. After `Wick.load` resolves, 'tuning':
  * candidate kernel shapes timed (`loaded`) of those to time (`total`), and matvec shapes done
  * (`shapesDone`) of `shapes`. With a `draft` model, 'draft-download' and 'draft-gpu' say the same of it,
- * after the model's. */
+ * after the model's; with a vision projector (`mmproj`), 'mmproj-download' and 'mmproj-gpu'. */
 export interface LoadProgress {
-  phase: 'download' | 'gpu' | 'draft-download' | 'draft-gpu' | 'tuning' | 'warning';
+  phase: 'download' | 'gpu' | 'draft-download' | 'draft-gpu' | 'mmproj-download' | 'mmproj-gpu' | 'tuning' | 'warning';
   loaded: number;
   total: number;
   fromCache?: number;
@@ -49,6 +49,9 @@ export interface LoadOptions {
   lookup?: boolean;
   /** Tokens a step proposes at most, 1 to 31 (default 6; fewer while drafts fall). */
   draftMax?: number;
+  /** The model's vision projector (an mmproj GGUF as llama.cpp makes them; Gemma 3's), URL or File /
+   * Blob: chat messages may then show images (`ImagePart`). Not with speculative decoding. */
+  mmproj?: string | Blob;
 }
 
 /** OpenAI's embeddings request. */
@@ -73,10 +76,13 @@ export interface CreateEmbeddingResponse {
 }
 
 export type TextPart = { type: 'text'; text: string };
+/** An image, for a model loaded with `mmproj`: any URL the page can fetch (a data: URL, a blob: URL of
+ * a File, an http(s) URL), decoded by the browser. It stands where the part stands in the message. */
+export type ImagePart = { type: 'image_url'; image_url: { url: string } };
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
-  content: string | TextPart[] | null;
+  content: string | (TextPart | ImagePart)[] | null;
   /** An assistant's calls, as a reply returned them. */
   tool_calls?: ToolCall[];
   /** A tool's answer (`role: 'tool'`): the id of the call it answers. */

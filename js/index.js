@@ -112,7 +112,10 @@ export class Wick {
    * same vocabulary beside this one, which proposes up to `draftMax` tokens (6 unless told) for the model
    * to check in one step (its load reports phases 'draft-download' and 'draft-gpu'); `lookup: true`
    * proposes them from the prompt and the reply so far instead. Replies are as without: greedy, token for
-   * token; sampled, from the same distribution.
+   * token; sampled, from the same distribution. Images: `mmproj` (a URL or File / Blob) loads the
+   * model's vision projector (an mmproj GGUF, as llama.cpp's: Gemma 3's) after it (phases
+   * 'mmproj-download' and 'mmproj-gpu'); chat messages may then hold `image_url` parts, each image
+   * decoded by the browser.
    */
   static async load(
     source,
@@ -127,6 +130,7 @@ export class Wick {
       draft,
       draftMax = 6,
       lookup = false,
+      mmproj,
     } = {},
   ) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
@@ -145,12 +149,19 @@ export class Wick {
       throw new TypeError('draft is a model URL or a File / Blob');
     }
     if (draft !== undefined && lookup) throw new TypeError('draft and lookup: one or the other');
+    if (mmproj !== undefined && typeof mmproj !== 'string' && !(mmproj instanceof Blob)) {
+      throw new TypeError('mmproj is a vision projector URL or a File / Blob');
+    }
+    if (mmproj !== undefined && (draft !== undefined || lookup)) {
+      throw new TypeError('speculative decoding does not take images yet: mmproj, or draft / lookup');
+    }
     if (!Number.isInteger(draftMax) || draftMax < 1 || draftMax > 31) {
       throw new TypeError(`draftMax is a whole number from 1 to 31, not ${JSON.stringify(draftMax)}`);
     }
     const url = typeof source === 'string' ? new URL(source, location.href).href : source;
     const draftUrl = typeof draft === 'string' ? new URL(draft, location.href).href : draft;
     const speculation = draft !== undefined || lookup ? { draft: draftUrl, draftMax, lookup } : null;
+    const projector = typeof mmproj === 'string' ? new URL(mmproj, location.href).href : mmproj;
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     const channel = new Channel(worker);
     let stats;
@@ -159,7 +170,15 @@ export class Wick {
         {
           type: 'load',
           source: url,
-          options: { nCtx, dropOldTurns, featureLevel, pooling, tuning: keptTuning(), speculation },
+          options: {
+            nCtx,
+            dropOldTurns,
+            featureLevel,
+            pooling,
+            tuning: keptTuning(),
+            speculation,
+            mmproj: projector,
+          },
         },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },
       );

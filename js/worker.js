@@ -89,11 +89,25 @@ async function loadModel(id, { source, options }) {
             onWarning: (message) => progress('warning', 0, 0, { message }),
           })
         : fileReader(source, controller.signal);
-    const { nCtx, dropOldTurns, tuning, pooling, speculation } = options;
+    const { nCtx, dropOldTurns, tuning, pooling, speculation, mmproj } = options;
     const level = await chooseFeatureLevel(options.featureLevel);
     const checkTokens = speculation ? speculation.draftMax + 1 : undefined;
-    const loaded = await load(reader, { nCtx, dropOldTurns, tuning, pooling, checkTokens }, (loaded, total) =>
-      progress('gpu', loaded, total),
+    const projector =
+      mmproj === undefined
+        ? undefined
+        : typeof mmproj === 'string'
+          ? await urlReader(mmproj, {
+              signal: controller.signal,
+              onDownload: (loaded, total, fromCache) => progress('mmproj-download', loaded, total, { fromCache }),
+              onWarning: (message) => progress('warning', 0, 0, { message }),
+            })
+          : fileReader(mmproj, controller.signal);
+    const loaded = await load(
+      reader,
+      { nCtx, dropOldTurns, tuning, pooling, checkTokens },
+      (loaded, total) => progress('gpu', loaded, total),
+      projector,
+      (loaded, total) => progress('mmproj-gpu', loaded, total),
     );
     try {
       await speculate(loaded, speculation, controller.signal, progress);
@@ -177,16 +191,67 @@ async function tuneWhenIdle(id) {
 async function chat(id, body) {
   if (!model) throw new Error('no model is loaded');
   try {
-    const result = await model.chat(body, (piece, logprobs, reasoning) => {
-      if (aborted.has(id)) return false;
-      post({ type: 'text', id, piece, logprobs, reasoning });
-      return true;
-    });
+    const images = await requestImages(body);
+    const result = await model.chat(
+      body,
+      (piece, logprobs, reasoning) => {
+        if (aborted.has(id)) return false;
+        post({ type: 'text', id, piece, logprobs, reasoning });
+        return true;
+      },
+      images,
+    );
     if (aborted.has(id)) throw abortError();
     post({ type: 'result', id, value: result });
   } finally {
     aborted.delete(id);
   }
+}
+
+/**
+ * The pixels of a chat request's image parts, in order, decoded by the browser: `[{ width, height, data:
+ * Uint8Array of RGBA }]`. An image part's URL is anything fetch reads (a data: URL, a blob: URL of the
+ * page's, an http(s) URL the page may read).
+ */
+async function requestImages(body) {
+  const urls = [];
+  for (const message of JSON.parse(body).messages ?? []) {
+    if (!Array.isArray(message?.content)) continue;
+    for (const part of message.content) if (part?.type === 'image_url') urls.push(part.image_url?.url);
+  }
+  return Promise.all(urls.map((url, i) => decodeImage(url, i + 1)));
+}
+
+async function decodeImage(url, n) {
+  if (typeof url !== 'string') throw badRequest(`image ${n}: an image_url part needs image_url.url`);
+  let blob;
+  try {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    blob = await response.blob();
+  } catch (e) {
+    throw badRequest(`image ${n} cannot be read: ${e.message}`);
+  }
+  let bitmap;
+  try {
+    // The pixels as the file has them, as llama.cpp reads them: no color management, alpha apart.
+    bitmap = await createImageBitmap(blob, { colorSpaceConversion: 'none', premultiplyAlpha: 'none' });
+  } catch (e) {
+    throw badRequest(`image ${n} cannot be decoded: ${e.message}`);
+  }
+  const { width, height } = bitmap;
+  const canvas = new OffscreenCanvas(width, height);
+  const context = canvas.getContext('2d', { colorSpace: 'srgb' });
+  context.drawImage(bitmap, 0, 0);
+  bitmap.close();
+  const { data } = context.getImageData(0, 0, width, height);
+  return { width, height, data: new Uint8Array(data.buffer) };
+}
+
+function badRequest(message) {
+  const error = new Error(message);
+  error.name = 'BadRequestError';
+  return error;
 }
 
 /** The engine's figures, with the adapter as the browser names it and the feature level. */

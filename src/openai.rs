@@ -393,6 +393,37 @@ impl Content {
     }
 }
 
+/// Gives each message the images its content's markers stand for (`session::IMAGE_MARKER`, which
+/// image parts become), in order: `images` are the request's images, decoded.
+pub fn place_images(
+    messages: &mut [ChatMessage],
+    images: Vec<crate::vision::Image>,
+) -> Result<(), InvalidRequest> {
+    let marker = crate::session::IMAGE_MARKER;
+    if images.is_empty() {
+        return Ok(()); // a marker typed as text stays text
+    }
+    let markers: usize = messages
+        .iter()
+        .map(|m| m.content.matches(marker).count())
+        .sum();
+    if markers != images.len() {
+        return Err(invalid(
+            format!(
+                "the messages have {markers} image markers ({marker}) for {} images",
+                images.len()
+            ),
+            "messages",
+        ));
+    }
+    let mut images = images.into_iter();
+    for m in messages {
+        let n = m.content.matches(marker).count();
+        m.images = images.by_ref().take(n).collect();
+    }
+    Ok(())
+}
+
 /// The bytes of a base64 `data:` URL.
 fn data_url_bytes(url: &str) -> Result<Vec<u8>, InvalidRequest> {
     use base64::Engine as _;

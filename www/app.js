@@ -20,6 +20,10 @@ function setLoading(controller) {
   $('model-file').disabled = Boolean(loading);
 }
 
+// The vision projector the next load takes: a URL typed, or a file opened (which wins).
+let mmprojFile = null;
+const mmproj = () => mmprojFile ?? ($('mmproj-url').value.trim() || undefined);
+
 /** Loads `source`, with the draft model at `draft` (a URL) proposing tokens for it where one is given. */
 async function loadModel(source, draft) {
   showError(null);
@@ -40,13 +44,20 @@ async function loadModel(source, draft) {
   let download = '';
   let gpu = '';
   let drafting = '';
-  const show = () => ($('progress-text').textContent = [download, gpu, drafting].filter(Boolean).join(' · '));
+  let projecting = '';
+  const show = () =>
+    ($('progress-text').textContent = [download, gpu, drafting, projecting].filter(Boolean).join(' · '));
   const onProgress = (p) => {
     if (p.phase === 'warning') return showError(p.message);
     if (p.phase === 'tuning') return showTuning(p);
     if (p.phase === 'download') download = downloadText(p, (performance.now() - started) / 1000);
     if (p.phase === 'gpu') {
       gpu = `${megabytes(p.loaded)} of ${megabytes(p.total)} in GPU memory`;
+      $('progress').value = p.total ? p.loaded / p.total : 0;
+    }
+    if (p.phase === 'mmproj-download' || p.phase === 'mmproj-gpu') {
+      projecting =
+        `vision projector: ${megabytes(p.loaded)} of ${megabytes(p.total)}` + (p.phase === 'mmproj-gpu' ? ' in GPU memory' : '');
       $('progress').value = p.total ? p.loaded / p.total : 0;
     }
     if (p.phase === 'draft-download' || p.phase === 'draft-gpu') {
@@ -56,7 +67,8 @@ async function loadModel(source, draft) {
     show();
   };
   try {
-    const options = { onProgress, signal: loading.signal, featureLevel: FEATURE_LEVEL };
+    const vision = draft ? undefined : mmproj();
+    const options = { onProgress, signal: loading.signal, featureLevel: FEATURE_LEVEL, mmproj: vision };
     const loaded = await Wick.load(source, draft ? { ...options, draft } : options);
     engine = loaded;
     tuningStarted = performance.now();
@@ -66,13 +78,14 @@ async function loadModel(source, draft) {
     const file = engine.model.split('/').pop();
     $('model-name').textContent = CATALOG.find((entry) => entry.file === file)?.name ?? file;
     const drafter = draft && (CATALOG.find((entry) => entry.file === draft.split('/').pop())?.name ?? draft);
-    $('adapter').textContent = `${file} on ${engine.info.adapter}` + (drafter ? `, drafted by ${drafter}` : '');
+    const seeing = vision ? ', reading images' : '';
+    $('adapter').textContent = `${file} on ${engine.info.adapter}` + (drafter ? `, drafted by ${drafter}` : '') + seeing;
     $('adapter').title = $('adapter').textContent;
     $('progress-text').textContent += ' · ready';
     // The load's figures stay in the progress line, out of sight: the chat needs the room.
     $('progress-box').hidden = true;
     $('prompt').placeholder = 'Write a message (Enter sends, Shift+Enter starts a new line)';
-    useEngine(engine);
+    useEngine(engine, { images: Boolean(vision) });
   } catch (e) {
     engine = null;
     $('model-name').textContent = 'Choose a model';
@@ -207,6 +220,10 @@ $('url-form').onsubmit = (e) => {
   if (url) loadModel(url);
 };
 $('model-file').onchange = () => $('model-file').files[0] && loadModel($('model-file').files[0]);
+$('mmproj-file').onchange = () => {
+  mmprojFile = $('mmproj-file').files[0] ?? null;
+  $('mmproj-chosen').textContent = mmprojFile ? `${mmprojFile.name}, for the next model loaded` : '';
+};
 $('cancel-load').onclick = () => loading?.abort();
 $('skip-tuning').onclick = () => engine?.stopTuning();
 $('mirror').value = mirror();

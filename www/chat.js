@@ -6,8 +6,10 @@ import { copyButton, renderMarkdown } from './markdown.js';
 import { $, button, showError } from './ui.js';
 
 let engine = null;
+let readsImages = false; // the engine was loaded with a vision projector
 let generating = null; // { controller, id }: the reply in progress and its conversation
 let openId = null; // the conversation shown
+let pending = []; // images (data: URLs) that go with the next message
 
 /** Starts the chat side on the conversation last open (or a new one). */
 export function startChat() {
@@ -20,9 +22,11 @@ export function startChat() {
   });
 }
 
-/** The engine replies come from; null while none is loaded. */
-export function useEngine(loaded) {
+/** The engine replies come from; null while none is loaded. `images`: it reads images. */
+export function useEngine(loaded, { images = false } = {}) {
   engine = loaded;
+  readsImages = Boolean(loaded) && images;
+  if (!readsImages) setPending([]);
   updateControls();
 }
 
@@ -35,6 +39,7 @@ function updateControls() {
   $('send').hidden = busy;
   $('stop').disabled = !busy;
   $('stop').hidden = !busy;
+  $('attach').hidden = !readsImages;
   for (const b of $('transcript').querySelectorAll('.needs-engine')) b.disabled = !engine || busy;
 }
 
@@ -167,6 +172,12 @@ function messageElement(message, index, count) {
     showThinking(div, message);
     renderMarkdown(message.content, content);
   } else content.textContent = message.content;
+  if (message.images?.length) {
+    const strip = document.createElement('div');
+    strip.className = 'images';
+    strip.append(...message.images.map((url) => thumbnail(url, 'An image of this message')));
+    div.append(strip);
+  }
   const actions = document.createElement('div');
   actions.className = 'actions';
   actions.append(copyButton(() => message.content));
@@ -189,7 +200,10 @@ function startEdit(div, index) {
   const resend = () => {
     const text = editor.value.trim();
     if (!text || !engine || generating) return;
-    store.update(openId, (c) => ({ messages: [...c.messages.slice(0, index), { role: 'user', content: text }] }));
+    store.update(openId, (c) => {
+      const { images } = c.messages[index]; // an edit keeps the message's images
+      return { messages: [...c.messages.slice(0, index), { role: 'user', content: text, ...(images && { images }) }] };
+    });
     renderTranscript();
     reply();
   };
@@ -224,9 +238,16 @@ function onEnter(textarea, send) {
 $('prompt-form').onsubmit = (e) => {
   e.preventDefault();
   const text = $('prompt').value.trim();
-  if (!text || !engine || generating) return;
+  if ((!text && !pending.length) || !engine || generating) return;
+  const message = { role: 'user', content: text, ...(pending.length && { images: pending }) };
+  try {
+    store.update(openId, (c) => ({ messages: [...c.messages, message] }));
+  } catch (e) {
+    // The browser's storage is full (images take room): nothing is lost, the message stays to send.
+    return showError(`This browser cannot keep the message: ${e.message}. Remove an image or an old conversation.`);
+  }
   $('prompt').value = '';
-  store.update(openId, (c) => ({ messages: [...c.messages, { role: 'user', content: text }] }));
+  setPending([]);
   renderList();
   renderTranscript();
   reply();
@@ -246,7 +267,7 @@ async function reply() {
   generating = { controller: new AbortController(), id: conversation.id };
   updateControls();
   const { system, temperature, top_p, max_tokens } = conversation;
-  const messages = conversation.messages.map(({ role, content }) => ({ role, content }));
+  const messages = conversation.messages.map(({ role, content, images }) => ({ role, content: parts(content, images) }));
   if (system.trim()) messages.unshift({ role: 'system', content: system.trim() });
   const redraw = throttled(() => {
     const follow = isAtBottom();
@@ -291,6 +312,92 @@ async function showStats() {
       `${stats.tokensPerSecond.toFixed(1)} tok/s · ${stats.dispatchesPerToken} dispatches per token${drafted} ·`;
   }
 }
+
+// ---- Images --------------------------------------------------------------------------------------------
+
+/** A message's content as the API takes it: its images first (as mtmd-cli puts them), then its text. */
+function parts(content, images) {
+  if (!images?.length) return content;
+  const shown = images.map((url) => ({ type: 'image_url', image_url: { url } }));
+  return content ? [...shown, { type: 'text', text: content }] : shown;
+}
+
+function thumbnail(url, alt) {
+  const img = document.createElement('img');
+  img.className = 'thumb';
+  img.src = url;
+  img.alt = alt;
+  return img;
+}
+
+function setPending(images) {
+  pending = images;
+  const figures = pending.map((url, i) => {
+    const figure = document.createElement('figure');
+    const remove = button('✕', () => setPending(pending.filter((_, j) => j !== i)), { label: 'Remove the image' });
+    figure.append(thumbnail(url, 'An image to send'), remove);
+    return figure;
+  });
+  $('attachments').replaceChildren(...figures);
+  $('attachments').hidden = !pending.length;
+}
+
+/** Images kept with a conversation in localStorage: one larger than this is kept as a smaller JPEG. */
+const KEEP_BYTES = 1.5e6;
+const KEEP_SIDE = 1536;
+
+/** Adds image files to the next message, as data: URLs (large ones made smaller to keep). */
+async function addImages(files) {
+  if (!readsImages) return showError('The model loaded reads no images: load it with a vision projector.');
+  const images = [...files].filter((f) => f.type.startsWith('image/'));
+  try {
+    const urls = await Promise.all(images.map(keepable));
+    setPending([...pending, ...urls]);
+  } catch (e) {
+    showError(`The image cannot be read: ${e.message}`);
+  }
+}
+
+async function keepable(file) {
+  const url = await new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+  if (url.length <= KEEP_BYTES) return url;
+  const bitmap = await createImageBitmap(file);
+  const scale = Math.min(1, KEEP_SIDE / Math.max(bitmap.width, bitmap.height));
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.round(bitmap.width * scale);
+  canvas.height = Math.round(bitmap.height * scale);
+  canvas.getContext('2d').drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+  bitmap.close();
+  return canvas.toDataURL('image/jpeg', 0.92);
+}
+
+$('image-file').onchange = () => {
+  addImages($('image-file').files);
+  $('image-file').value = '';
+};
+$('prompt').addEventListener('paste', (e) => {
+  const files = [...(e.clipboardData?.files ?? [])].filter((f) => f.type.startsWith('image/'));
+  if (!files.length || !readsImages) return;
+  e.preventDefault();
+  addImages(files);
+});
+$('prompt-form').addEventListener('dragover', (e) => {
+  if (!readsImages) return;
+  e.preventDefault();
+  $('prompt-form').classList.add('dropping');
+});
+$('prompt-form').addEventListener('dragleave', () => $('prompt-form').classList.remove('dropping'));
+$('prompt-form').addEventListener('drop', (e) => {
+  $('prompt-form').classList.remove('dropping');
+  if (!readsImages) return;
+  e.preventDefault();
+  addImages(e.dataTransfer.files);
+});
 
 /** `draw` at most once per frame, however often the returned function is called. */
 function throttled(draw) {

@@ -45,9 +45,14 @@ pub fn main(args: RunArgs) -> Result<()> {
     let mut session = load::session_on(gpu, &args.model, options)?;
     args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
+    let encoding = std::time::Instant::now();
     let prompt = session
         .tokenize_prompt_with_images(&args.prompt, &images)
         .block_on()?;
+    if !images.is_empty() {
+        let seconds = encoding.elapsed().as_secs_f64();
+        eprintln!("wick: {} image(s) encoded in {seconds:.2} s", images.len());
+    }
     let max = if args.n_predict < 0 {
         usize::MAX
     } else {

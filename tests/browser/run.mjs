@@ -10,6 +10,7 @@ import './chat-page.mjs';
 import './package.mjs';
 import './models.mjs';
 import './embeddings.mjs';
+import './vision.mjs';
 import { rmSync } from 'node:fs';
 
 // ---- Run ---------------------------------------------------------------------------------------------

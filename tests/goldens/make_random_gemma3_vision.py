@@ -55,44 +55,51 @@ def gain(rng, n):
     return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
 
-def mmproj(path, rng):
-    n_patch = (IMAGE // PATCH) ** 2
+# The projector's shape: this file's tiny one; scripts/make-siglip-shape.py writes Gemma 3's own.
+TINY = dict(name="tiny-random-gemma3-vision", image=IMAGE, patch=PATCH, d=D, n_head=N_HEAD, n_ff=N_FF,
+            n_layer=N_LAYER, merge=MERGE, text=TEXT_EMBD)
+
+
+def mmproj(path, rng, shape=TINY):
+    image, patch, d, n_ff, text = shape["image"], shape["patch"], shape["d"], shape["n_ff"], shape["text"]
+    n_patch = (image // patch) ** 2
     w = {
-        "v.patch_embd.weight": (rng.standard_normal((D, 3, PATCH, PATCH)) / np.sqrt(3 * PATCH * PATCH)).astype(np.float16),
-        "v.patch_embd.bias": vec(rng, D),
-        "v.position_embd.weight": (0.5 * rng.standard_normal((n_patch, D))).astype(np.float32),
+        "v.patch_embd.weight": (rng.standard_normal((d, 3, patch, patch)) / np.sqrt(3 * patch * patch)).astype(np.float16),
+        "v.patch_embd.bias": vec(rng, d),
+        "v.position_embd.weight": (0.5 * rng.standard_normal((n_patch, d))).astype(np.float32),
     }
-    for i in range(N_LAYER):
+    for i in range(shape["n_layer"]):
         p = f"v.blk.{i}."
         for n in ["attn_q", "attn_k", "attn_v", "attn_out"]:
-            w[p + n + ".weight"] = mat(rng, D, D, 2.0 if n in ("attn_q", "attn_k") else 1.0)
-            w[p + n + ".bias"] = vec(rng, D)
-        w[p + "ln1.weight"], w[p + "ln1.bias"] = gain(rng, D), vec(rng, D)
-        w[p + "ln2.weight"], w[p + "ln2.bias"] = gain(rng, D), vec(rng, D)
-        w[p + "ffn_up.weight"], w[p + "ffn_up.bias"] = mat(rng, N_FF, D), vec(rng, N_FF)
-        w[p + "ffn_down.weight"], w[p + "ffn_down.bias"] = mat(rng, D, N_FF), vec(rng, D)
-    w["v.post_ln.weight"], w["v.post_ln.bias"] = gain(rng, D), vec(rng, D)
-    w["mm.soft_emb_norm.weight"] = gain(rng, D)
+            w[p + n + ".weight"] = mat(rng, d, d, 2.0 if n in ("attn_q", "attn_k") else 1.0)
+            w[p + n + ".bias"] = vec(rng, d)
+        w[p + "ln1.weight"], w[p + "ln1.bias"] = gain(rng, d), vec(rng, d)
+        w[p + "ln2.weight"], w[p + "ln2.bias"] = gain(rng, d), vec(rng, d)
+        w[p + "ffn_up.weight"], w[p + "ffn_up.bias"] = mat(rng, n_ff, d), vec(rng, n_ff)
+        w[p + "ffn_down.weight"], w[p + "ffn_down.bias"] = mat(rng, d, n_ff), vec(rng, d)
+    w["v.post_ln.weight"], w["v.post_ln.bias"] = gain(rng, d), vec(rng, d)
+    w["mm.soft_emb_norm.weight"] = gain(rng, d)
     # Gemma 3's projection is stored as the product reads it: (vision width, text width).
-    w["mm.input_projection.weight"] = (rng.standard_normal((D, TEXT_EMBD)) / np.sqrt(D)).astype(np.float16)
+    w["mm.input_projection.weight"] = (rng.standard_normal((d, text)) / np.sqrt(d)).astype(np.float16)
 
     wr = gguf.GGUFWriter(path, "clip")
-    wr.add_name("tiny-random-gemma3-vision")
+    wr.add_name(shape["name"])
     wr.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     wr.add_bool("clip.has_vision_encoder", True)
     wr.add_clip_projector_type(gguf.VisionProjectorType.GEMMA3)
-    wr.add_vision_image_size(IMAGE)
-    wr.add_vision_patch_size(PATCH)
-    wr.add_vision_embedding_length(D)
-    wr.add_vision_feed_forward_length(N_FF)
-    wr.add_vision_block_count(N_LAYER)
-    wr.add_vision_head_count(N_HEAD)
-    wr.add_vision_projection_dim(TEXT_EMBD)
+    wr.add_vision_image_size(image)
+    wr.add_vision_patch_size(patch)
+    wr.add_vision_embedding_length(d)
+    wr.add_vision_feed_forward_length(n_ff)
+    wr.add_vision_block_count(shape["n_layer"])
+    wr.add_vision_head_count(shape["n_head"])
+    wr.add_vision_projection_dim(text)
     wr.add_vision_image_mean([0.5, 0.5, 0.5])
     wr.add_vision_image_std([0.5, 0.5, 0.5])
     wr.add_vision_attention_layernorm_eps(EPS)
     wr.add_vision_use_gelu(True)
-    wr.add_vision_projector_scale_factor(MERGE)
+    if shape["merge"] != 4:  # llama.cpp's converter writes it only where it is not Gemma 3's 4
+        wr.add_vision_projector_scale_factor(shape["merge"])
     for name, t in w.items():
         wr.add_tensor(name, t)
     wr.write_header_to_file()

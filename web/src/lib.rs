@@ -11,16 +11,18 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 use wick::chat_template::Extras;
 use wick::embeddings::Pooling;
-use wick::engine::{LoadOptions, Profiled, TuneShapes, Tuner};
+use wick::engine::{default_batch, LoadOptions, Profiled, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::{Gpu, Tuning};
 use wick::openai;
 use wick::reply::Piece;
 use wick::session::{Overflow, Session};
 use wick::tools::{Call, ToolUse};
+use wick::vision::Projector;
 
 mod embeddings;
 mod speculate;
+mod vision;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -157,15 +159,27 @@ struct LoadRequest {
 }
 
 /// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
-/// (bytes loaded, bytes in all).
+/// (bytes loaded, bytes in all). Where `projector` is a reader too (a vision projector, mmproj), it is
+/// loaded after the model, its progress through `on_projector_progress`, and the model's prompt runs
+/// are made long enough to hold an image.
 #[wasm_bindgen]
 pub async fn load(
     reader: JsValue,
     options: JsValue,
     on_progress: Function,
+    projector: JsValue,
+    on_projector_progress: JsValue,
 ) -> Result<Model, JsValue> {
     let options: LoadRequest = serde_wasm_bindgen::from_value(options)?;
     let source = JsSource::new(reader)?;
+    let projector = match projector.is_undefined() || projector.is_null() {
+        true => None,
+        false => {
+            let source = JsSource::new(projector)?;
+            let (header, tokens) = vision::header(&source).await?;
+            Some((source, header, tokens))
+        }
+    };
     let gpu = Gpu::new().await.map_err(js_error)?;
     let adapter = gpu.describe();
     // Kept tuning for another adapter, or in a shape this version cannot read, is no tuning.
@@ -187,6 +201,8 @@ pub async fn load(
         n_ctx: options.n_ctx.unwrap_or(LoadOptions::default().n_ctx),
         pooling,
         check_tokens: options.check_tokens.unwrap_or(0),
+        // An image's tokens go in one prompt run.
+        batch: (projector.as_ref()).map(|(.., tokens)| (*tokens).max(default_batch(&gpu))),
         ..Default::default()
     };
     let mut progress = |done: u64, total: u64| {
@@ -196,9 +212,23 @@ pub async fn load(
             &JsValue::from_f64(total as f64),
         );
     };
-    let session = Session::load(gpu, &source, &load, &mut progress)
+    let mut session = Session::load(gpu.clone(), &source, &load, &mut progress)
         .await
         .map_err(js_error)?;
+    if let Some((source, header, _)) = projector {
+        let on_progress: Function = on_projector_progress.dyn_into().unwrap_or(on_progress);
+        let mut progress = |done: u64, total: u64| {
+            let (done, total) = (
+                JsValue::from_f64(done as f64),
+                JsValue::from_f64(total as f64),
+            );
+            let _ = on_progress.call2(&JsValue::NULL, &done, &total);
+        };
+        let projector = Projector::load(gpu, &header, &source, &mut progress)
+            .await
+            .map_err(js_error)?;
+        session.attach_projector(projector).map_err(js_error)?;
+    }
     Ok(Model {
         session: Rc::new(RefCell::new(session)),
         overflow: if options.drop_old_turns {
@@ -348,9 +378,11 @@ impl Model {
     /// template and generates the assistant's reply, reusing the cached turns.
     /// `on_text(piece, logprobs, reasoning)` receives the reply as it grows (with its tokens'
     /// log-probabilities as OpenAI's `logprobs` JSON, where asked for, and the reasoning it adds,
-    /// where the model's template marks reasoning); returning false stops it. Resolves to { text, finishReason, promptTokens,
+    /// where the model's template marks reasoning); returning false stops it. `images`: the pixels
+    /// of the request's image parts in order, `[{ width, height, data: Uint8Array (RGBA) }]` (the
+    /// worker decodes them). Resolves to { text, finishReason, promptTokens,
     /// completionTokens, ... }; a bad request rejects with a BadRequestError.
-    pub fn chat(&self, body: String, on_text: Function) -> Promise {
+    pub fn chat(&self, body: String, on_text: Function, images: JsValue) -> Promise {
         let session = self.session.clone();
         let last = self.last.clone();
         let overflow = self.overflow;
@@ -359,6 +391,7 @@ impl Model {
             let request: openai::ChatRequest = serde_json::from_str(&body)
                 .map_err(|e| bad_request(format!("the request is not valid: {e}")))?;
             let messages = request.conversation().map_err(bad_request)?;
+            let images = vision::images(images)?;
             let offered = request.tools().map_err(bad_request)?;
             let variables = request.template_variables().map_err(bad_request)?;
             let default_seed = (js_sys::Math::random() * 4294967296.0) as u64;
@@ -378,6 +411,12 @@ impl Model {
                 Some(t) => t.messages(&messages),
                 None => messages,
             };
+            if !images.is_empty() && !session.takes_images() {
+                return Err(bad_request(
+                    "the model reads no images: load it with a vision projector (mmproj)",
+                ));
+            }
+            openai::place_images(&mut messages, images).map_err(bad_request)?;
             let mut sampler = openai::sampler(
                 &mut session,
                 settings.sampler,
@@ -429,6 +468,8 @@ impl Model {
                          (load with a larger nCtx, or with dropOldTurns to drop the oldest turns)"
                     )))
                 }
+                // An image the projector cannot take.
+                Err(e @ wick::Error::Model(_)) => return Err(bad_request(e)),
                 Err(e) => return Err(js_error(lost_or(&session.engine.gpu, e).await)),
             };
             let answer = openai::Answer::of(&completion, tool_use.as_ref());
