@@ -34,6 +34,8 @@ pub enum Kernel {
     AddPosition,
     /// Causal attention of the run's queries, a workgroup per head and token.
     Attention,
+    /// A long run's attention in tiles of keys held in workgroup memory, a query a thread.
+    AttentionTiled,
     /// One token's attention split over the sequence, and the merge of the splits.
     AttentionSplit,
     AttentionMerge,
@@ -262,6 +264,7 @@ impl Kernel {
             Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
             Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
             Kernel::AvgPool => wgsl!("avg_pool.wgsl"),
+            Kernel::AttentionTiled => wgsl!("step.wgsl", "attention_tiled.wgsl"),
             Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };
         body.to_string()

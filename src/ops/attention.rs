@@ -141,6 +141,52 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct TiledParams {
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,
+    scale: f32,
+    causal: u32,
+}
+
+/// Heads `push_tiled` takes: its threads keep a query and an output row in registers.
+pub const TILED_MAX_HEAD_DIM: u32 = 128;
+
+/// Queries a workgroup of `push_tiled` takes, a thread each.
+const TILED_QUERIES: u32 = 64;
+
+/// As `push` for long runs whose queries are many (a vision encoder's thousands of patches, which
+/// see each other both ways): shaders/attention_tiled.wgsl, a workgroup per head and 64 queries,
+/// walking their keys in tiles held in workgroup memory. No window, soft-cap, sinks or rows in
+/// place of embeddings; heads of at most `TILED_MAX_HEAD_DIM`.
+pub fn push_tiled(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
+    assert!(s.head_dim.is_multiple_of(4) && s.head_dim <= TILED_MAX_HEAD_DIM);
+    assert!(s.window == 0 && s.softcap == 0.0 && b.sinks.is_none());
+    let p = TiledParams {
+        n_head: s.n_head,
+        n_kv_head: s.n_kv_head,
+        head_dim: s.head_dim,
+        scale: s.scale,
+        causal: s.causal as u32,
+    };
+    let step = plan.step.clone();
+    plan.push(
+        PipelineKey {
+            workgroup: TILED_QUERIES,
+            ..PipelineKey::new(Kernel::AttentionTiled, None)
+        },
+        &[b.q, b.k_cache, b.v_cache, b.out, &step],
+        super::params(&p),
+        Groups::PerTokens {
+            x: s.n_head,
+            per: TILED_QUERIES,
+            z: 1,
+        },
+    );
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct SplitParams {
     n_head: u32,
     n_kv_head: u32,

@@ -1,7 +1,8 @@
 //! Gemma 3's vision projector as llama.cpp runs it: a SigLIP encoder (patches embedded by a strided
 //! convolution, learned positions, pre-norm blocks of LayerNorm, biased bidirectional attention and an
 //! ungated GELU MLP, a final LayerNorm), then the grid of patches averaged in squares, RMS-normed and
-//! projected to the text model's width. All of it is one plan, one submit per image.
+//! projected to the text model's width. All of it is one plan, one submit per image. Attention over
+//! the image's thousands of patches runs in tiles (`attention::push_tiled`).
 //!
 //! The kernels take rows in 32-weight chunks, and SigLIP's widths are not all multiples of 32 (a patch
 //! is 3 x 14 x 14 = 588 values, the MLP 4304 wide): such matrices are padded with zero columns (and
@@ -81,12 +82,14 @@ impl Config {
                 c.merge
             )));
         }
+        let max_head = attention::TILED_MAX_HEAD_DIM;
         if c.n_head == 0
             || !c.n_embd.is_multiple_of(c.n_head)
             || !(c.n_embd / c.n_head).is_multiple_of(4)
+            || c.n_embd / c.n_head > max_head
         {
             return Err(bad(format!(
-                "{} heads do not split a width of {} into heads a multiple of 4 wide",
+                "{} heads do not split a width of {} into heads a multiple of 4 wide, at most {max_head}",
                 c.n_head, c.n_embd
             )));
         }
@@ -239,7 +242,7 @@ impl Siglip {
                 out: &attn,
                 sinks: None,
             };
-            attention::push(&mut plan, shape, &buffers);
+            attention::push_tiled(&mut plan, shape, &buffers);
             product(&mut plan, &layer.out, &attn, &x, true);
             layer_norm::push_apart(&mut plan, &x, (&layer.ln2.0, &layer.ln2.1), &xn, d, c.eps);
             product(&mut plan, &layer.up, &xn, &hidden, false);
