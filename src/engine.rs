@@ -129,6 +129,9 @@ pub struct Engine {
     checked: Option<check::Checked>,
     /// Rows given in place of token embeddings, named by ids from n_vocab on (`inject`).
     injected: Vec<f32>,
+    /// The vision projector whose images' rows those are (`attach_projector`): its plans are tuned
+    /// with the model's.
+    projector: Option<crate::vision::Projector>,
     pub stats: Stats,
 }
 
@@ -283,6 +286,7 @@ impl Engine {
             sequences,
             checked: None,
             injected: Vec::new(),
+            projector: None,
             stats,
         })
     }

@@ -81,8 +81,6 @@ pub struct Session {
     /// Where replies take several tokens a step from a draft (`speculate`); the engine must have
     /// been loaded to check them (`LoadOptions::check_tokens`).
     pub speculation: Option<Speculation>,
-    /// The vision projector that turns images into the model's input (`attach_projector`).
-    projector: Option<crate::vision::Projector>,
     /// The rows of the images it encoded last.
     encoded: images::Encoded,
     /// Which image each image of the last prompt tokenized with images was, and of the prompt the
@@ -108,7 +106,6 @@ impl Session {
             cached: Vec::new(),
             grammar_vocabulary: None,
             speculation: None,
-            projector: None,
             encoded: Default::default(),
             prompt_images: Vec::new(),
             cached_images: Vec::new(),

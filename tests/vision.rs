@@ -263,7 +263,7 @@ fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
     let image = picture(g["image"].as_str().unwrap());
     let text = g["prompt_text"].as_str().unwrap();
     let prompt = session
-        .tokenize_prompt_with_images(text, &[image.clone()])
+        .tokenize_prompt_with_images(text, std::slice::from_ref(&image))
         .block_on()
         .unwrap();
     let n_vocab = session.engine.n_vocab() as i64;
@@ -305,7 +305,7 @@ fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
         " more"
     );
     let on = session
-        .tokenize_prompt_with_images(&text_on, &[image.clone()])
+        .tokenize_prompt_with_images(&text_on, std::slice::from_ref(&image))
         .block_on()
         .unwrap();
     longer.extend(&more);
@@ -358,7 +358,7 @@ fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
     let injected = two.iter().filter(|&&t| t as i64 >= n_vocab).count();
     assert_eq!(injected, 32);
     let first = session
-        .tokenize_prompt_with_images("tell", &[image.clone()])
+        .tokenize_prompt_with_images("tell", std::slice::from_ref(&image))
         .block_on()
         .unwrap();
     assert_eq!(

@@ -65,7 +65,8 @@ impl ProjectorArgs {
             projector.tokens_per_image()
         );
         session.attach_projector(projector)?;
-        Ok(())
+        // Its products' kernel shapes are timed as the model's are, once.
+        crate::tune::tune_new_shapes(&mut session.engine)
     }
 }
 

@@ -6,11 +6,51 @@
 //! prompt's runs never cut one.
 
 use super::Engine;
-use crate::gpu::Segment;
+use crate::gpu::{Plan, Segment, Tuning};
+use crate::vision::Projector;
 use crate::Error;
 use std::ops::Range;
 
 impl Engine {
+    /// Takes the projector that makes this model's image rows; refused where the model takes no
+    /// such rows or its rows are not the model's embedding width. Its plans are the engine's to tune
+    /// from then on (`untuned_shapes`).
+    pub fn attach_projector(&mut self, projector: Projector) -> Result<(), Error> {
+        let model = self.header.architecture().unwrap_or("the model");
+        match self.injected_width() {
+            None => Err(Error::Model(format!(
+                "{model} takes no images here (loaded one token at a time, or not a model images feed)"
+            ))),
+            Some(width) if width != projector.width() => Err(Error::Model(format!(
+                "the projector makes rows of {}, but {model}'s embeddings are {width} wide: it was made for another model",
+                projector.width()
+            ))),
+            Some(_) => {
+                self.projector = Some(projector);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn projector(&self) -> Option<&Projector> {
+        self.projector.as_ref()
+    }
+
+    /// Every plan the engine runs: the model's, then its projector's.
+    pub(super) fn plans(&self) -> impl Iterator<Item = &Plan> {
+        let projector = self.projector.iter().flat_map(|p| p.plans());
+        self.forward.plans().chain(projector)
+    }
+
+    /// Gives every plan the kernel shapes of `tuning`.
+    pub(super) fn retune_plans(&mut self, tuning: &Tuning) {
+        let gpu = self.gpu.clone();
+        let projector = self.projector.iter_mut().flat_map(|p| p.plans_mut());
+        for plan in self.forward.plans_mut().chain(projector) {
+            plan.retune(&gpu, tuning);
+        }
+    }
+
     /// Sets the rows that ids from n_vocab on name, `width` values each (the model's embedding
     /// width: `injected_width`), replacing any set before. A prompt that names them must be fed
     /// while they are set.

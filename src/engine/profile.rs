@@ -130,7 +130,8 @@ impl Engine {
     /// profile, tuning): the cache rows they write are ones later steps write again. Near a full cache
     /// its last rows are taken instead, which no later step reads without writing them first.
     pub(super) fn write_scratch_step(&self, n: u32) {
-        let n = n.min(self.n_ctx);
+        // A projector's plans have steps of their own, and more tokens than the model's runs.
+        let n = n.min(self.n_ctx).min(self.forward.step.batch);
         let pos = self.pos.min(self.n_ctx - n);
         self.forward
             .step

@@ -118,7 +118,7 @@ impl Engine {
     /// once, in plan order.
     fn matvec_shapes(&self) -> Vec<MatvecShape> {
         let mut shapes: Vec<MatvecShape> = Vec::new();
-        for plan in self.forward.plans() {
+        for plan in self.plans() {
             for shape in plan.dispatches.iter().filter_map(|d| d.matvec) {
                 if !shapes.contains(&shape) {
                     shapes.push(shape);
@@ -209,7 +209,7 @@ impl Engine {
         let timing = tuner.current.as_mut().expect("a shape being timed");
         let candidate = timing.left.pop().expect("a shape with candidates left");
         self.write_scratch_step(timing.shape.tokens);
-        let (plan, d) = (self.forward.plans())
+        let (plan, d) = (self.plans())
             .find_map(|plan| {
                 let d = plan
                     .dispatches
@@ -255,7 +255,7 @@ impl Engine {
         let k = tuner.rounds;
         let held = self.hold_states().await?;
         let mut placed = vec![false; tuner.finals.len()];
-        for plan in self.forward.plans() {
+        for plan in self.plans() {
             let mut swaps: Vec<Option<Swap>> = Vec::new();
             let mut timed: Vec<(usize, usize)> = Vec::new(); // (dispatch, final)
                                                              // The finals this plan runs: those an earlier plan did not.
@@ -317,9 +317,7 @@ impl Engine {
         let mut tuning: Tuning = (*self.gpu.tuning()).clone();
         tuning.matvec.insert(fin.shape.key(), best);
         self.gpu.set_tuning(tuning.clone());
-        for plan in self.forward.plans_mut() {
-            plan.retune(&self.gpu, &tuning);
-        }
+        self.retune_plans(&tuning);
         if let Some(t) = done.iter_mut().find(|t| t.shape == fin.shape) {
             t.before = (had, had_time);
             t.after = (best, best_time);
@@ -335,9 +333,7 @@ impl Engine {
         let before = times.iter().find(|(c, _)| *c == current).map(|&(_, t)| t);
         tuning.matvec.insert(shape.key(), best);
         self.gpu.set_tuning(tuning.clone());
-        for plan in self.forward.plans_mut() {
-            plan.retune(&self.gpu, &tuning);
-        }
+        self.retune_plans(&tuning);
         Tuned {
             shape,
             before: (current, before.unwrap_or(best_time)),

@@ -13,28 +13,14 @@ use std::hash::{Hash, Hasher};
 pub const IMAGE_MARKER: &str = "<__media__>";
 
 impl Session {
-    /// Attaches the projector that reads this session's images; refused where its rows are not the
-    /// model's embedding width.
+    /// Attaches the projector that reads this session's images (`Engine::attach_projector`).
     pub fn attach_projector(&mut self, projector: Projector) -> Result<(), Error> {
-        let model = self.engine.header.architecture().unwrap_or("the model");
-        match self.engine.injected_width() {
-            None => Err(Error::Model(format!(
-                "{model} takes no images here (loaded one token at a time, or not a model images feed)"
-            ))),
-            Some(width) if width != projector.width() => Err(Error::Model(format!(
-                "the projector makes rows of {}, but {model}'s embeddings are {width} wide: it was made for another model",
-                projector.width()
-            ))),
-            Some(_) => {
-                self.projector = Some(projector);
-                Ok(())
-            }
-        }
+        self.engine.attach_projector(projector)
     }
 
     /// Whether a projector is attached.
     pub fn takes_images(&self) -> bool {
-        self.projector.is_some()
+        self.engine.projector().is_some()
     }
 
     /// Whether `id` names the same rows in the prompt the cache holds as in the last prompt
@@ -42,7 +28,7 @@ impl Session {
     /// image in its place.
     pub(super) fn same_rows(&self, id: u32) -> bool {
         let n_vocab = self.engine.n_vocab();
-        let Some(per_image) = self.projector.as_ref().map(|p| p.tokens_per_image()) else {
+        let Some(per_image) = self.engine.projector().map(|p| p.tokens_per_image()) else {
             return id < n_vocab;
         };
         if id < n_vocab {
@@ -66,7 +52,7 @@ impl Session {
             self.prompt_images.clear();
             return Ok(self.tokenize_prompt(text));
         }
-        let Some(projector) = &self.projector else {
+        let Some(projector) = self.engine.projector() else {
             return Err(Error::Model(
                 "an image was given, but no vision projector is loaded for the model".into(),
             ));

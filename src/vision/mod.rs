@@ -106,6 +106,15 @@ impl Projector {
         ("<start_of_image>", "<end_of_image>")
     }
 
+    /// Its plans, for tuning their kernel shapes with the model's (`Engine::attach_projector`).
+    pub(crate) fn plans(&self) -> [&crate::gpu::Plan; 2] {
+        self.encoder.plans()
+    }
+
+    pub(crate) fn plans_mut(&mut self) -> [&mut crate::gpu::Plan; 2] {
+        self.encoder.plans_mut()
+    }
+
     /// The image's tokens, `tokens_per_image` rows of `width` values.
     pub async fn encode(&self, image: &Image) -> Result<Vec<f32>, Error> {
         self.encoder.encode(&self.gpu, image).await

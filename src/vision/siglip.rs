@@ -274,6 +274,14 @@ impl Siglip {
         })
     }
 
+    pub fn plans(&self) -> [&Plan; 2] {
+        [&self.plan, &self.head]
+    }
+
+    pub fn plans_mut(&mut self) -> [&mut Plan; 2] {
+        [&mut self.plan, &mut self.head]
+    }
+
     /// The image's tokens, (n_tokens, n_embd_text) row-major: scaled into the encoder's square,
     /// encoded and projected.
     pub async fn encode(&self, gpu: &Gpu, image: &Image) -> Result<Vec<f32>, Error> {
