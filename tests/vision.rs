@@ -373,10 +373,11 @@ fn images_without_a_projector_or_markers_to_match_are_refused() {
     let g = golden();
     let image = picture(g["image"].as_str().unwrap());
     let mut session = image_session(&gpu);
-    let err = (session.tokenize_prompt_with_images("<__media__><__media__>", &[image.clone()]))
-        .block_on()
-        .unwrap_err()
-        .to_string();
+    let err = (session
+        .tokenize_prompt_with_images("<__media__><__media__>", std::slice::from_ref(&image)))
+    .block_on()
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("2 image markers") && err.contains("1 images"),
         "{err}"
