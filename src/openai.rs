@@ -146,7 +146,7 @@ pub struct Message {
 }
 
 /// A message's content: a string, or parts: text, and images (`image_url`), which stand in the
-/// text as `session::IMAGE_MARKER` (the session puts each image's tokens there).
+/// text as `vision::IMAGE_MARKER` (the session puts each image's tokens there).
 #[derive(Deserialize)]
 #[serde(untagged)]
 pub enum Content {
@@ -382,7 +382,7 @@ impl Content {
                 .iter()
                 .map(|p| match (p.kind.as_str(), &p.text) {
                     ("text", Some(t)) => Ok(t.as_str()),
-                    ("image_url", _) => Ok(crate::session::IMAGE_MARKER),
+                    ("image_url", _) => Ok(crate::vision::IMAGE_MARKER),
                     _ => Err(invalid(
                         format!("content parts of type {:?} are not supported", p.kind),
                         "messages",
@@ -393,13 +393,13 @@ impl Content {
     }
 }
 
-/// Gives each message the images its content's markers stand for (`session::IMAGE_MARKER`, which
+/// Gives each message the images its content's markers stand for (`vision::IMAGE_MARKER`, which
 /// image parts become), in order: `images` are the request's images, decoded.
 pub fn place_images(
     messages: &mut [ChatMessage],
     images: Vec<crate::vision::Image>,
 ) -> Result<(), InvalidRequest> {
-    let marker = crate::session::IMAGE_MARKER;
+    let marker = crate::vision::IMAGE_MARKER;
     if images.is_empty() {
         return Ok(()); // a marker typed as text stays text
     }
@@ -614,7 +614,7 @@ mod tests {
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGVsbG8="}},
             {"type": "text", "text": " b"}]}]}"#;
         let r: ChatRequest = serde_json::from_str(body).unwrap();
-        let marker = crate::session::IMAGE_MARKER;
+        let marker = crate::vision::IMAGE_MARKER;
         assert_eq!(
             r.conversation().unwrap()[0].content,
             format!("a {marker} b")

@@ -19,7 +19,7 @@ use web_time::{Duration, Instant};
 mod images;
 mod speculative;
 
-pub use images::IMAGE_MARKER;
+pub use crate::vision::IMAGE_MARKER;
 
 /// Why generation stopped (OpenAI's finish_reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,7 +25,7 @@ pub struct ChatMessage {
     #[serde(default)]
     pub tool_call_id: Option<String>,
     /// The images the message shows, in order, each at an image marker in `content`
-    /// (`session::IMAGE_MARKER`); what the session reads them with is its vision projector.
+    /// (`vision::IMAGE_MARKER`); what the session reads them with is its vision projector.
     #[serde(skip)]
     pub images: Vec<crate::vision::Image>,
 }
@@ -46,7 +46,7 @@ impl ChatMessage {
         content: impl Into<String>,
         images: Vec<crate::vision::Image>,
     ) -> ChatMessage {
-        let marker = crate::session::IMAGE_MARKER;
+        let marker = crate::vision::IMAGE_MARKER;
         let mut content = content.into();
         if !images.is_empty() && !content.contains(marker) {
             content = marker.repeat(images.len()) + &content;

@@ -1,5 +1,5 @@
-//! Rows given in place of token embeddings: an image's tokens, as a vision projector makes them
-//! (`vision::Projector`). A prompt names row i by the id n_vocab + i. The embedding kernel leaves
+//! Rows given in place of token embeddings: an image's tokens, as the vision projector the engine
+//! holds makes them (`attach_projector`; its plans are tuned with the model's). A prompt names row i by the id n_vocab + i. The embedding kernel leaves
 //! such a token's row of the run alone (no table row has its id) and the engine writes the given row
 //! there before the run. A span of them is one segment of its run, which the attention kernel lets
 //! see itself whole (`attention::Shape::both_ways_from`: Gemma 3's images attend both ways), so a

@@ -4,13 +4,10 @@
 //! `<start_of_image>` and `<end_of_image>`).
 
 use super::Session;
-use crate::vision::{Image, Projector};
+use crate::vision::{Image, Projector, IMAGE_MARKER};
 use crate::Error;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
-
-/// Where an image goes in a prompt's text (llama.cpp mtmd's default marker).
-pub const IMAGE_MARKER: &str = "<__media__>";
 
 impl Session {
     /// Attaches the projector that reads this session's images (`Engine::attach_projector`).

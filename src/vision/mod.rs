@@ -13,6 +13,9 @@ use crate::models::Loader;
 use crate::Error;
 use std::sync::Arc;
 
+/// Where an image goes in a prompt's text (llama.cpp mtmd's default marker).
+pub const IMAGE_MARKER: &str = "<__media__>";
+
 /// The projector types Wick runs (clip.projector_type).
 pub const PROJECTORS: &[&str] = &["gemma3"];
 
