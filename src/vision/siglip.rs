@@ -375,24 +375,15 @@ async fn padded(
     if dims.len() == 2 && (cols, rows) == (cols_to, rows_to) {
         return l.matrix(name, cols, rows).await;
     }
-    let half = info.ty == GgmlType::F16;
-    let shape = Shape {
-        name: name.to_string(),
-        ty: if half { GgmlType::F16 } else { GgmlType::F32 },
-        row_len: cols_to as u64,
-        rows: rows_to as u64,
-        group_rows: 1,
-    };
-    let make = move |mut read: Vec<Vec<f32>>| {
-        let w = read.remove(0);
+    let pad = move |w: Vec<f32>| {
         let mut out = vec![0f32; cols_to as usize * rows_to as usize];
         for (r, row) in w.chunks(cols as usize).enumerate() {
             out[r * cols_to as usize..][..cols as usize].copy_from_slice(row);
         }
-        as_bytes(&out, half)
+        out
     };
-    let mut made = l.derived(&[shape], &[(name, dims)], make).await?;
-    Ok(made.remove(0))
+    let half = info.ty == GgmlType::F16;
+    remade(l, (name, dims), (cols_to, rows_to), half, pad).await
 }
 
 /// The tensor `name`, (rows, cols) in the file (each of its `cols` rows is `rows` long: the product
@@ -404,6 +395,24 @@ async fn transposed(
     rows: u32,
 ) -> Result<GpuTensor, Error> {
     let half = l.header.tensor(name).is_some_and(|t| t.ty == GgmlType::F16);
+    let transpose = move |w: Vec<f32>| {
+        let (cols, rows) = (cols as usize, rows as usize);
+        (0..rows * cols)
+            .map(|i| w[(i % cols) * rows + i / cols])
+            .collect()
+    };
+    remade(l, (name, &[rows, cols]), (cols, rows), half, transpose).await
+}
+
+/// The file's tensor `name` of shape `dims`, read as f32 at fill time and made by `make` into a
+/// matrix of `rows` rows of `cols` weights: F16 where `half` (the file's are), F32 otherwise.
+async fn remade(
+    l: &mut Loader<'_>,
+    (name, dims): (&str, &[u32]),
+    (cols, rows): (u32, u32),
+    half: bool,
+    make: impl FnOnce(Vec<f32>) -> Vec<f32> + 'static,
+) -> Result<GpuTensor, Error> {
     let shape = Shape {
         name: name.to_string(),
         ty: if half { GgmlType::F16 } else { GgmlType::F32 },
@@ -411,15 +420,8 @@ async fn transposed(
         rows: rows as u64,
         group_rows: 1,
     };
-    let make = move |mut read: Vec<Vec<f32>>| {
-        let w = read.remove(0);
-        let (cols, rows) = (cols as usize, rows as usize);
-        let t: Vec<f32> = (0..rows * cols)
-            .map(|i| w[(i % cols) * rows + i / cols])
-            .collect();
-        as_bytes(&t, half)
-    };
-    let mut made = l.derived(&[shape], &[(name, &[rows, cols])], make).await?;
+    let make = move |mut read: Vec<Vec<f32>>| as_bytes(&make(read.remove(0)), half);
+    let mut made = l.derived(&[shape], &[(name, dims)], make).await?;
     Ok(made.remove(0))
 }
 
