@@ -29,11 +29,6 @@ struct Attended {
     acc: array<array<vec4<f32>, 4>, TQ>,
 }
 
-// The first key a query at position end - 1 sees: the last `window` keys, or all where window is 0.
-fn first_key(end: u32, window: u32) -> u32 {
-    return select(0u, end - min(end, window), window > 0u);
-}
-
 // The group's heads of `n_group` heads in all (one kv head's query heads, or every head where they
 // share one), for workgroup `i` of the groups: the first head and how many.
 fn head_group(i: u32, n_group: u32) -> vec2<u32> {

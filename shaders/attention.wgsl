@@ -6,7 +6,7 @@
 // sees its own sequence's rows only (step.wgsl). No score row is stored (attend.wgsl's online
 // softmax), so a prompt's chunk needs no more memory than one token; a key and a value read serve
 // the group's heads of TQ tokens.
-// Needs step.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
+// Needs step.wgsl, key_range.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
 // learned logit that takes its share of the softmax and adds no value.
 
 struct Params {
@@ -39,25 +39,6 @@ fn query(q: u32, g: u32, i: u32) -> vec4<f32> {
     return Q[q_first[q] + g * (P.head_dim / 4u) + i];
 }
 
-// The keys of the cache the run's token `token` sees: [first, end).
-fn key_range(token: u32) -> vec2<u32> {
-    let base = step.tokens[token].base;
-    let pos = step.tokens[token].pos;
-    if (P.causal != 0u) {
-        let both_ways = step.tokens[token].id >= P.both_ways_from;
-        let end = select(base + pos + 1u, step.tokens[token].end, both_ways);
-        return vec2<u32>(base + first_key(pos + 1u, P.window), end);
-    }
-    var first = base;
-    var end = step.tokens[token].end;
-    if (P.window > 0u) {
-        let half = P.window / 2u;
-        first = base + pos - min(pos, half);
-        end = min(end, base + pos + half + 1u);
-    }
-    return vec2<u32>(first, end);
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let group = head_group(wg.x, P.n_head / P.n_kv_head);
@@ -71,7 +52,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     for (var q = 0u; q < TQ; q++) {
         let token = min(token0 + q, last);
         q_first[q] = (token * P.n_head + group.x) * (P.head_dim / 4u);
-        ranges[q] = key_range(token);
+        ranges[q] = key_range(token, P.causal != 0u, P.window, P.both_ways_from);
     }
     let r = attend(head_keys(group.x), group.y, ranges, t);
     for (var q = 0u; q < TQ && token0 + q <= last; q++) {

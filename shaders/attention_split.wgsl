@@ -1,7 +1,7 @@
 // Attention of one token's query split over the sequence (flash-decoding): with a long cache, one
 // workgroup per group of heads (attention.wgsl) leaves most of a GPU idle, so workgroup (group, s)
 // takes split s of the keys and writes its heads' partial states; attention_merge.wgsl combines the
-// splits. One query (TQ = 1). Needs step.wgsl, attend.wgsl and head_keys.wgsl.
+// splits. One query (TQ = 1). Needs step.wgsl, key_range.wgsl, attend.wgsl and head_keys.wgsl.
 
 struct Params {
     n_head: u32,

@@ -1,18 +1,24 @@
-// Attention of a long run's queries in tiles (flash attention): a workgroup takes one head of WG
-// consecutive queries, a query a thread, and walks the keys its queries see in tiles of BK keys
-// and values held in workgroup memory; each thread keeps its query, its running max and sum and its
+// Attention of a run's queries in tiles (flash attention): a workgroup takes one head of WG
+// consecutive tokens' queries, a query a thread, and walks the keys they see in tiles of BK keys and
+// values held in workgroup memory. Each thread keeps its query, its running max and sum and its
 // output row in registers (online softmax), so a key and a value read from memory serve WG queries,
-// and a tile costs two barriers where attention.wgsl's blocks cost ten for four queries. A query
-// sees its own sequence's rows (step.wgsl): up to its position (causal), or its sequence's whole
-// run. Heads of at most MAX_HD dimensions, a multiple of 4; q head h reads kv head
-// h / (n_head / n_kv_head). Needs step.wgsl.
+// and a tile costs two barriers where attention.wgsl's blocks cost ten for four queries. It takes
+// every range attention.wgsl takes (key_range.wgsl: causal, sliding windows, both ways, a sequence's
+// own rows), soft-capped scores and sinks. q head h reads kv head h / (n_head / n_kv_head). The
+// pipeline is made for its heads: HD4 vec4s a head, BK keys a tile (a tile of keys and one of values
+// fill 16 KiB), so that every loop's bounds are constants, which compilers unroll and whose arrays
+// they keep in registers. Needs step.wgsl and key_range.wgsl.
 
 struct Params {
     n_head: u32,
     n_kv_head: u32,
-    head_dim: u32,
+    head_dim: u32, // 4 * HD4
     scale: f32,
-    causal: u32, // 0: every row of the query's sequence in the run
+    window: u32,   // keys a query sees, its own included; 0: all before it
+    softcap: f32,  // scores soft-capped at this (Gemma 2); 0: not
+    sinks: u32,    // 1: SINK holds each head's sink logit
+    causal: u32,   // 0: every row of the query's sequence in the run
+    both_ways_from: u32, // where causal, ids from this one on see their whole segment
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
@@ -20,26 +26,16 @@ struct Params {
 @group(0) @binding(2) var<storage, read> VC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)
 @group(0) @binding(3) var<storage, read_write> O: array<vec4<f32>>; // (batch, n_head, head_dim / 4)
 @group(0) @binding(4) var<storage, read> step: Step;
-@group(0) @binding(5) var<uniform> P: Params;
+@group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
+@group(0) @binding(6) var<uniform> P: Params;
 
 override WG: u32 = 64u;
-const BK: u32 = 16u;     // keys a tile
-const MAX_HD4: u32 = 32u; // vec4s of the widest head (128 dimensions)
 
-var<workgroup> k_tile: array<vec4<f32>, BK * MAX_HD4>;
-var<workgroup> v_tile: array<vec4<f32>, BK * MAX_HD4>;
+var<workgroup> k_tile: array<vec4<f32>, BK * HD4>;
+var<workgroup> v_tile: array<vec4<f32>, BK * HD4>;
 var<workgroup> bounds: array<atomic<u32>, 2>; // the workgroup's queries' keys: [first, end)
-var<workgroup> first_key: u32;
-var<workgroup> end_key: u32;
-
-// The cache rows token t's query sees: [first, end).
-fn key_range(t: u32) -> vec2<u32> {
-    let token = step.tokens[t];
-    if (P.causal != 0u) {
-        return vec2<u32>(token.base, token.base + token.pos + 1u);
-    }
-    return vec2<u32>(token.base, token.end);
-}
+var<workgroup> first_seen: u32;
+var<workgroup> end_seen: u32;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -48,12 +44,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (t0 >= step.n_tokens) {
         return;
     }
-    let hd4 = P.head_dim / 4u;
     let kv = h / (P.n_head / P.n_kv_head);
     let t = t0 + lid;
-    let mine = t < step.n_tokens;
     // Threads past the run attend as the run's last query and store nothing.
-    let range = key_range(min(t, step.n_tokens - 1u));
+    let token = min(t, step.n_tokens - 1u);
+    let range = key_range(token, P.causal != 0u, P.window, P.both_ways_from);
     if (lid == 0u) {
         atomicStore(&bounds[0], 0xffffffffu);
         atomicStore(&bounds[1], 0u);
@@ -61,40 +56,50 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     workgroupBarrier();
     atomicMin(&bounds[0], range.x);
     atomicMax(&bounds[1], range.y);
-    var q: array<vec4<f32>, MAX_HD4>;
-    var acc: array<vec4<f32>, MAX_HD4>;
-    let q_row = (min(t, step.n_tokens - 1u) * P.n_head + h) * hd4;
-    for (var i = 0u; i < hd4; i++) {
+    var q: array<vec4<f32>, HD4>;
+    var acc: array<vec4<f32>, HD4>;
+    let q_row = (token * P.n_head + h) * HD4;
+    for (var i = 0u; i < HD4; i++) {
         q[i] = Q[q_row + i] * P.scale;
     }
     var m = -3.0e38;
     var l = 0.0;
     workgroupBarrier();
     if (lid == 0u) {
-        first_key = atomicLoad(&bounds[0]);
-        end_key = atomicLoad(&bounds[1]);
+        first_seen = atomicLoad(&bounds[0]);
+        end_seen = atomicLoad(&bounds[1]);
     }
-    let first = workgroupUniformLoad(&first_key);
-    let end = workgroupUniformLoad(&end_key);
+    let first = workgroupUniformLoad(&first_seen);
+    let end = workgroupUniformLoad(&end_seen);
     for (var start = first; start < end; start += BK) {
         let count = min(BK, end - start);
-        for (var i = lid; i < count * hd4; i += WG) {
-            let key = i / hd4;
-            let at = ((start + key) * P.n_kv_head + kv) * hd4 + i % hd4;
-            k_tile[key * MAX_HD4 + i % hd4] = KC[at];
-            v_tile[key * MAX_HD4 + i % hd4] = VC[at];
+        // Past the last key, zeros: every key of the tile is multiplied in (by a weight of 0 where
+        // unseen), and workgroup memory is not cleared between pipelines.
+        for (var i = lid; i < BK * HD4; i += WG) {
+            var k = vec4<f32>(0.0);
+            var v = vec4<f32>(0.0);
+            if (i < count * HD4) {
+                let at = ((start + i / HD4) * P.n_kv_head + kv) * HD4 + i % HD4;
+                k = KC[at];
+                v = VC[at];
+            }
+            k_tile[i] = k;
+            v_tile[i] = v;
         }
         workgroupBarrier();
         // The tile's scores, its max, then one rescale of what came before.
         var s: array<f32, BK>;
         var tile_max = -3.0e38;
-        for (var j = 0u; j < count; j++) {
+        for (var j = 0u; j < BK; j++) {
             let p = start + j;
             var d = vec4<f32>(0.0);
-            for (var i = 0u; i < hd4; i++) {
-                d += q[i] * k_tile[j * MAX_HD4 + i];
+            for (var i = 0u; i < HD4; i++) {
+                d += q[i] * k_tile[j * HD4 + i];
             }
-            let score = d.x + d.y + d.z + d.w;
+            var score = d.x + d.y + d.z + d.w;
+            if (P.softcap > 0.0) {
+                score = P.softcap * tanh(score / P.softcap);
+            }
             let seen = p >= range.x && p < range.y;
             s[j] = select(-3.0e38, score, seen);
             tile_max = max(tile_max, s[j]);
@@ -102,26 +107,34 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let m_new = max(m, tile_max);
         let rescale = exp(m - m_new);
         l *= rescale;
-        for (var i = 0u; i < hd4; i++) {
+        for (var i = 0u; i < HD4; i++) {
             acc[i] *= rescale;
         }
-        for (var j = 0u; j < count; j++) {
+        for (var j = 0u; j < BK; j++) {
             let p = start + j;
-            if (p >= range.x && p < range.y) {
-                let e = exp(s[j] - m_new);
-                l += e;
-                for (var i = 0u; i < hd4; i++) {
-                    acc[i] += e * v_tile[j * MAX_HD4 + i];
-                }
+            // Where no key was seen yet, m_new is s[j]'s -3e38 too: the range decides, not exp.
+            let e = select(0.0, exp(s[j] - m_new), p >= range.x && p < range.y);
+            l += e;
+            for (var i = 0u; i < HD4; i++) {
+                acc[i] += e * v_tile[j * HD4 + i];
             }
         }
         m = m_new;
         workgroupBarrier(); // the tile is read before the next one is loaded
     }
-    if (mine) {
-        let out = (t * P.n_head + h) * hd4;
+    // A sink takes its share of the weight: the max and the sum take its logit too.
+    if (P.sinks != 0u) {
+        let m_sink = max(m, SINK[h]);
+        let rescale = exp(m - m_sink);
+        l = l * rescale + exp(SINK[h] - m_sink);
+        for (var i = 0u; i < HD4; i++) {
+            acc[i] *= rescale;
+        }
+    }
+    if (t < step.n_tokens) {
+        let out = (t * P.n_head + h) * HD4;
         let norm = select(0.0, 1.0 / l, l > 0.0);
-        for (var i = 0u; i < hd4; i++) {
+        for (var i = 0u; i < HD4; i++) {
             O[out + i] = acc[i] * norm;
         }
     }

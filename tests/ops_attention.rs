@@ -332,88 +332,158 @@ fn attention_reference_from(
         .collect()
 }
 
-/// The tiled kernel (a long run's queries, 64 a workgroup, keys in tiles of 16) against the CPU:
-/// both ways over one sequence of 150 tokens (three workgroups, the last partly full; the last tile
-/// of keys partly full), and causal over two sequences in one run (one starting mid-cache at
-/// position 30 after 30 rows already written), 6 query heads over 2 kv heads of 72 dimensions, as
-/// SigLIP's.
+/// A run's attention in tiles (`push_tiled`: 64 queries a workgroup, keys in tiles of 32, 16 or 8 by
+/// head size) and by the whole-head kernel (`push`) against the CPU, over every kind of range the
+/// dense block asks for. Both ways over one sequence of 150 tokens (three workgroups, the last partly
+/// full), 6 query heads over 2 kv heads of 72 dimensions as SigLIP's. Causal over two sequences in
+/// one run, one starting mid-cache at position 30. A chunk of 100 tokens at position 60 on a
+/// sliding window of 37 (64-dimension heads, tiles of 32 keys). Both ways on a window of 20 (an
+/// encoder's sliding layer). Soft-capped scores on a window of 300 with sinks, heads of 256 (tiles
+/// of 8). A prompt with an image's rows in the middle (ids from the vocabulary's end on, a segment
+/// of their own): those see their whole segment, the text after them everything before, with sinks.
 #[test]
 fn tiled_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
-    let (n_head, n_kv_head, head_dim) = (6u32, 2u32, 72u32);
-    let hd = head_dim as usize;
-    let (q_len, kv_dim) = (n_head as usize * hd, n_kv_head as usize * hd);
     let mut rng = Rng(99);
-    for (causal, sequences) in [
-        (false, vec![(0u32, 0u32, 150usize)]),
-        (true, vec![(0, 0, 70), (100, 30, 50)]),
-    ] {
-        let n_tokens: usize = sequences.iter().map(|s| s.2).sum();
+    let n_vocab = 1000u32;
+    let causal = |n_head, n_kv_head, head_dim| attention::Shape {
+        both_ways_from: n_vocab,
+        ..attention::Shape::causal(n_head, n_kv_head, head_dim)
+    };
+    let both_ways = |shape: attention::Shape| attention::Shape {
+        causal: false,
+        ..shape
+    };
+    let text = |n: usize| vec![7u32; n];
+    // Each case: the shape, whether heads have sinks, and the run's segments as (cache row of
+    // position 0, first position, token ids).
+    let cases: Vec<(attention::Shape, bool, Vec<(u32, u32, Vec<u32>)>)> = vec![
+        (both_ways(causal(6, 2, 72)), false, vec![(0, 0, text(150))]),
+        (
+            causal(6, 2, 72),
+            false,
+            vec![(0, 0, text(70)), (100, 30, text(50))],
+        ),
+        (
+            attention::Shape {
+                window: 37,
+                ..causal(4, 4, 64)
+            },
+            false,
+            vec![(0, 60, text(100))],
+        ),
+        (
+            both_ways(attention::Shape {
+                window: 20,
+                ..causal(4, 2, 64)
+            }),
+            false,
+            vec![(0, 0, text(90))],
+        ),
+        (
+            attention::Shape {
+                window: 300,
+                softcap: 2.0,
+                scale: 0.3,
+                ..causal(4, 1, 256)
+            },
+            true,
+            vec![(0, 40, text(70))],
+        ),
+        (
+            causal(4, 2, 64),
+            true,
+            vec![
+                (0, 10, text(5)),
+                (0, 15, (0..12).map(|i| n_vocab + i).collect()),
+                (0, 27, text(80)),
+            ],
+        ),
+    ];
+    for (shape, with_sinks, sequences) in cases {
+        let hd = shape.head_dim as usize;
+        let (n_head, n_kv_head) = (shape.n_head as usize, shape.n_kv_head as usize);
+        let (q_len, kv_dim) = (n_head * hd, n_kv_head * hd);
+        let n_tokens: usize = sequences.iter().map(|s| s.2.len()).sum();
         let n_ctx = 200usize;
         let kc = rng.vec(n_ctx * kv_dim);
         let vc = rng.vec(n_ctx * kv_dim);
-        let q = rng.vec(n_tokens * q_len);
-        let ids = vec![0; n_tokens];
+        let q: Vec<f32> = rng.vec(n_tokens * q_len).iter().map(|v| v * 3.0).collect();
+        let sinks: Option<Vec<f32>> =
+            with_sinks.then(|| rng.vec(n_head).iter().map(|v| v * 3.0).collect());
         let step = StepInput::new(&gpu, n_tokens as u32);
-        let mut taken = 0;
         let segments: Vec<Segment> = sequences
             .iter()
-            .map(|&(base, pos, n)| {
-                taken += n;
-                Segment {
-                    base,
-                    pos,
-                    tokens: &ids[taken - n..taken],
-                }
+            .map(|(base, pos, tokens)| Segment {
+                base: *base,
+                pos: *pos,
+                tokens,
             })
             .collect();
         step.write_segments(&gpu, &segments, 0);
-        let out = scratch_buffer(&gpu, "out", (n_tokens * q_len) as u64 * 4)
-            .block_on()
-            .unwrap();
         let (qb, kcb, vcb) = (
             f32_buffer(&gpu, &q),
             f32_buffer(&gpu, &kc),
             f32_buffer(&gpu, &vc),
         );
-        let mut plan = Plan::new(&gpu, &step, n_tokens as u32);
-        let shape = attention::Shape {
-            causal,
-            ..attention::Shape::causal(n_head, n_kv_head, head_dim)
-        };
-        let buffers = attention::AttentionBuffers {
-            q: &qb,
-            k_cache: &kcb,
-            v_cache: &vcb,
-            out: &out,
-            sinks: None,
-        };
-        attention::push_tiled(&mut plan, shape, &buffers);
-        run(&gpu, plan);
-        let heads = (n_head as usize, n_kv_head as usize, hd);
-        let scoring = (1.0 / (hd as f32).sqrt(), 0.0);
-        let places = sequences.iter().flat_map(|&(base, pos, n)| {
-            (pos..pos + n as u32).map(move |p| (base as usize, p as usize, (pos as usize) + n))
+        let sinks_buffer = sinks.as_ref().map(|s| f32_buffer(&gpu, s));
+
+        // Each token's keys, [first, end), as the dense block means them.
+        let places = sequences.iter().flat_map(|(base, pos, tokens)| {
+            let (base, pos, n) = (*base as usize, *pos as usize, tokens.len());
+            (0..n).map(move |i| (base, pos + i, tokens[i], base + pos + n))
         });
+        let window = shape.window as usize;
         let want: Vec<f32> = places
             .enumerate()
-            .flat_map(|(t, (base, p, end))| {
-                let seen = match causal {
-                    true => (base, base + p + 1),
-                    false => (base, base + end),
+            .flat_map(|(t, (base, p, id, segment_end))| {
+                let seen = match (shape.causal, window) {
+                    (true, _) => {
+                        let first = base + (p + 1).saturating_sub(window) * (window > 0) as usize;
+                        let end = match id >= n_vocab {
+                            true => segment_end,
+                            false => base + p + 1,
+                        };
+                        (first, end)
+                    }
+                    (false, 0) => (base, segment_end),
+                    (false, w) => (
+                        base + p.saturating_sub(w / 2),
+                        segment_end.min(base + p + w / 2 + 1),
+                    ),
                 };
                 attention_reference_from(
                     &q[t * q_len..(t + 1) * q_len],
                     (&kc, &vc),
                     seen,
-                    heads,
-                    scoring,
-                    None,
+                    (n_head, n_kv_head, hd),
+                    (shape.scale, shape.softcap),
+                    sinks.as_deref(),
                 )
             })
             .collect();
-        let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
-        let e = nmse(&got, &want);
-        assert!(e < 1e-9, "causal {causal} {sequences:?}: nmse {e}");
+
+        type Push = fn(&mut Plan, attention::Shape, &attention::AttentionBuffers);
+        for (kernel, push) in [
+            ("tiled", attention::push_tiled as Push),
+            ("whole", attention::push as Push),
+        ] {
+            let out = scratch_buffer(&gpu, "out", (n_tokens * q_len) as u64 * 4)
+                .block_on()
+                .unwrap();
+            let mut plan = Plan::new(&gpu, &step, n_tokens as u32);
+            let buffers = attention::AttentionBuffers {
+                q: &qb,
+                k_cache: &kcb,
+                v_cache: &vcb,
+                out: &out,
+                sinks: sinks_buffer.as_ref(),
+            };
+            push(&mut plan, shape, &buffers);
+            run(&gpu, plan);
+            let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
+            let e = nmse(&got, &want);
+            assert!(e < 1e-9, "{kernel} {shape:?} sinks {with_sinks}: nmse {e}");
+        }
     }
 }

@@ -34,8 +34,9 @@ pub enum Kernel {
     AddPosition,
     /// Causal attention of the run's queries, a workgroup per head and token.
     Attention,
-    /// A long run's attention in tiles of keys held in workgroup memory, a query a thread.
-    AttentionTiled,
+    /// A run's attention in tiles of keys held in workgroup memory, a query a thread, for heads of
+    /// the dimensions given.
+    AttentionTiled(u32),
     /// One token's attention split over the sequence, and the merge of the splits.
     AttentionSplit,
     AttentionMerge,
@@ -212,6 +213,7 @@ impl Kernel {
             Kernel::Attention => {
                 wgsl!(
                     "step.wgsl",
+                    "key_range.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention.wgsl"
@@ -220,6 +222,7 @@ impl Kernel {
             Kernel::AttentionSplit => {
                 wgsl!(
                     "step.wgsl",
+                    "key_range.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention_split.wgsl"
@@ -264,7 +267,9 @@ impl Kernel {
             Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
             Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
             Kernel::AvgPool => wgsl!("avg_pool.wgsl"),
-            Kernel::AttentionTiled => wgsl!("step.wgsl", "attention_tiled.wgsl"),
+            Kernel::AttentionTiled(_) => {
+                wgsl!("step.wgsl", "key_range.wgsl", "attention_tiled.wgsl")
+            }
             Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };
         body.to_string()
@@ -345,6 +350,20 @@ pub fn matmul_tile(workgroup: u32) -> MatmulTile {
             rows_per_thread: 4,
         },
     }
+}
+
+/// `Kernel::AttentionTiled(head_dim)`'s sizes: the vec4s of a head, and the keys of a tile, whose
+/// keys and values fill up to 16 KiB of workgroup memory (32 keys of 64 dimensions, 16 of 128, 8 of
+/// 256).
+pub const fn attention_tile(head_dim: u32) -> (u32, u32) {
+    let vec4s = head_dim / 4;
+    (vec4s, 512 / vec4s)
+}
+
+/// The workgroup memory of `Kernel::AttentionTiled(head_dim)`: the tiles, and the workgroup's range.
+pub const fn attention_tile_bytes(head_dim: u32) -> u32 {
+    let (vec4s, keys) = attention_tile(head_dim);
+    2 * vec4s * keys * 16 + 16
 }
 
 /// The tile of `Kernel::MatmulCoop`: 64 rows by 64 tokens, in blocks of 2S x 2S, a subgroup each, for
@@ -509,6 +528,11 @@ impl PipelineKey {
         if let Kernel::Attention | Kernel::AttentionSplit | Kernel::MlaAttention = self.kernel {
             // Queries a workgroup takes (attend.wgsl): sizes of its arrays.
             src += &format!("const TQ: u32 = {}u;\n", self.tokens.unwrap_or(1));
+        }
+        if let Kernel::AttentionTiled(head_dim) = self.kernel {
+            // A thread's query and output rows, and the keys a tile holds: 16 KiB of keys and values.
+            let (vec4s, keys) = attention_tile(head_dim);
+            src += &format!("const HD4: u32 = {vec4s}u;\nconst BK: u32 = {keys}u;\n");
         }
         if let Some(ty) = self.ty {
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));

@@ -189,6 +189,8 @@ pub struct Plan {
     tuning: Arc<Tuning>,
     /// Whether products that read a norm of x norm it in their own kernels (`Gpu::fuses_norms`).
     pub fuses_norms: bool,
+    /// The adapter's workgroup memory, bytes: which kernels' tiles it holds.
+    pub workgroup_bytes: u32,
 }
 
 impl Plan {
@@ -207,6 +209,7 @@ impl Plan {
             arena_buffer: None,
             tuning: gpu.usable(gpu.tuning()),
             fuses_norms: gpu.fuses_norms(),
+            workgroup_bytes: gpu.limits.max_compute_workgroup_storage_size,
         }
     }
 

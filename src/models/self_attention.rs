@@ -43,7 +43,8 @@ pub struct KvCache {
 
 /// How a plan's attention runs.
 pub enum Attention<'a> {
-    /// A workgroup per head and token.
+    /// A workgroup per head and token in a step's run (`Plan::is_step`); in a prompt's chunk, a
+    /// workgroup per head and 64 tokens over tiles of keys (`attention::push_tiled`).
     Whole,
     /// One token, split over the sequence into `ATTENTION_SPLITS`, through this scratch.
     Split(&'a wgpu::Buffer),
@@ -325,7 +326,8 @@ impl SelfAttention {
             sinks: self.sinks.as_ref(),
         };
         match attention {
-            Attention::Whole => attention::push(plan, shape, &buffers),
+            Attention::Whole if plan.is_step() => attention::push(plan, shape, &buffers),
+            Attention::Whole => attention::push_tiled(plan, shape, &buffers),
             Attention::Split(parts) => {
                 attention::push_split(plan, shape, ATTENTION_SPLITS, &buffers, parts)
             }

@@ -1,9 +1,10 @@
-//! Causal grouped-query attention of the run's queries over the KV cache: shaders/attention.wgsl, a
-//! workgroup per group of heads and token (4 tokens in a prompt's chunk), or for one token over a
-//! long cache shaders/attention_split.wgsl and attention_merge.wgsl, the keys split over many
-//! workgroups (flash-decoding).
+//! Grouped-query attention of the run's queries over the KV cache (causal, windowed, both ways):
+//! shaders/attention.wgsl, a workgroup per group of heads and token (4 tokens in a step's run); for a
+//! prompt's chunk, shaders/attention_tiled.wgsl, a workgroup per head and 64 queries over tiles of
+//! keys (flash attention); for one token over a long cache shaders/attention_split.wgsl and
+//! attention_merge.wgsl, the keys split over many workgroups (flash-decoding).
 
-use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
+use crate::gpu::{attention_tile_bytes, Groups, Kernel, PipelineKey, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -107,17 +108,7 @@ impl AttentionBuffers<'_> {
 /// window / 2 of its own on a sliding-window layer).
 pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
     assert!(s.head_dim.is_multiple_of(4) && s.head_dim <= MAX_HEAD_DIM);
-    let p = Params {
-        n_head: s.n_head,
-        n_kv_head: s.n_kv_head,
-        head_dim: s.head_dim,
-        scale: s.scale,
-        window: s.window,
-        softcap: s.softcap,
-        sinks: b.sinks.is_some() as u32,
-        causal: s.causal as u32,
-        both_ways_from: s.both_ways_from,
-    };
+    let p = params(s, b);
     let step = plan.step.clone();
     let tokens = match plan.is_step() {
         true => 1,
@@ -139,44 +130,51 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
     );
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct TiledParams {
-    n_head: u32,
-    n_kv_head: u32,
-    head_dim: u32,
-    scale: f32,
-    causal: u32,
-}
-
-/// Heads `push_tiled` takes: its threads keep a query and an output row in registers.
-pub const TILED_MAX_HEAD_DIM: u32 = 128;
-
-/// Queries a workgroup of `push_tiled` takes, a thread each.
-const TILED_QUERIES: u32 = 64;
-
-/// As `push` for long runs whose queries are many (a vision encoder's thousands of patches, which
-/// see each other both ways): shaders/attention_tiled.wgsl, a workgroup per head and 64 queries,
-/// walking their keys in tiles held in workgroup memory. No window, soft-cap, sinks or rows in
-/// place of embeddings; heads of at most `TILED_MAX_HEAD_DIM`.
-pub fn push_tiled(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
-    assert!(s.head_dim.is_multiple_of(4) && s.head_dim <= TILED_MAX_HEAD_DIM);
-    assert!(s.window == 0 && s.softcap == 0.0 && b.sinks.is_none());
-    let p = TiledParams {
+/// The kernels' parameters (shaders/attention.wgsl's and attention_tiled.wgsl's).
+fn params(s: Shape, b: &AttentionBuffers) -> Params {
+    Params {
         n_head: s.n_head,
         n_kv_head: s.n_kv_head,
         head_dim: s.head_dim,
         scale: s.scale,
+        window: s.window,
+        softcap: s.softcap,
+        sinks: b.sinks.is_some() as u32,
         causal: s.causal as u32,
-    };
+        both_ways_from: s.both_ways_from,
+    }
+}
+
+/// Heads `push_tiled` takes at most: a thread holds its query and output rows.
+pub const TILED_MAX_HEAD_DIM: u32 = 256;
+
+/// Queries a workgroup of `push_tiled` takes, a thread each.
+const TILED_QUERIES: u32 = 64;
+
+/// Whether the tiled kernel takes heads of `head_dim` dimensions where the adapter's workgroup
+/// memory is `workgroup_bytes` (its tiles).
+pub fn tiled_takes(head_dim: u32, workgroup_bytes: u32) -> bool {
+    head_dim.is_multiple_of(4)
+        && head_dim <= TILED_MAX_HEAD_DIM
+        && attention_tile_bytes(head_dim) <= workgroup_bytes
+}
+
+/// As `push`, for runs of many queries (a prompt's chunk, a vision encoder's thousands of patches):
+/// shaders/attention_tiled.wgsl, a workgroup per head and 64 queries, walking their keys in tiles
+/// held in workgroup memory, each key and value read once for the 64. Where the heads are wider than
+/// it takes or the adapter's workgroup memory does not hold its tiles (`tiled_takes`), `push`.
+pub fn push_tiled(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
+    if !tiled_takes(s.head_dim, plan.workgroup_bytes) {
+        return push(plan, s, b);
+    }
     let step = plan.step.clone();
     plan.push(
         PipelineKey {
             workgroup: TILED_QUERIES,
-            ..PipelineKey::new(Kernel::AttentionTiled, None)
+            ..PipelineKey::new(Kernel::AttentionTiled(s.head_dim), None)
         },
-        &[b.q, b.k_cache, b.v_cache, b.out, &step],
-        super::params(&p),
+        &[b.q, b.k_cache, b.v_cache, b.out, &step, b.sinks_or_q()],
+        super::params(&params(s, b)),
         Groups::PerTokens {
             x: s.n_head,
             per: TILED_QUERIES,

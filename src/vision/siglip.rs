@@ -82,7 +82,7 @@ impl Config {
                 c.merge
             )));
         }
-        let max_head = attention::TILED_MAX_HEAD_DIM;
+        let max_head = attention::MAX_HEAD_DIM;
         if c.n_head == 0
             || !c.n_embd.is_multiple_of(c.n_head)
             || !(c.n_embd / c.n_head).is_multiple_of(4)

@@ -1,0 +1,30 @@
+// Which cache rows a query sees: attention.wgsl, attention_tiled.wgsl and attention_split.wgsl ask
+// it the same way. Needs step.wgsl.
+
+// The first key a query at position end - 1 sees: the last `window` keys, or all where window is 0.
+fn first_key(end: u32, window: u32) -> u32 {
+    return select(0u, end - min(end, window), window > 0u);
+}
+
+// The cache rows the run's token `token` sees, [first, end). Where causal: up to its own position
+// (the last `window` of them on a sliding-window layer), or to its segment's end where its id is
+// from `both_ways_from` on (a row given in place of an embedding, an image's token: Gemma 3's images
+// attend both ways). Otherwise (an embedding model's encoder): every row of its sequence in the run,
+// those within window / 2 of its own on a sliding-window layer.
+fn key_range(token: u32, causal: bool, window: u32, both_ways_from: u32) -> vec2<u32> {
+    let base = step.tokens[token].base;
+    let pos = step.tokens[token].pos;
+    if (causal) {
+        let both_ways = step.tokens[token].id >= both_ways_from;
+        let end = select(base + pos + 1u, step.tokens[token].end, both_ways);
+        return vec2<u32>(base + first_key(pos + 1u, window), end);
+    }
+    var first = base;
+    var end = step.tokens[token].end;
+    if (window > 0u) {
+        let half = window / 2u;
+        first = base + pos - min(pos, half);
+        end = min(end, base + pos + half + 1u);
+    }
+    return vec2<u32>(first, end);
+}
