@@ -357,7 +357,8 @@ fn tiled_attention_against_cpu() {
     let text = |n: usize| vec![7u32; n];
     // Each case: the shape, whether heads have sinks, and the run's segments as (cache row of
     // position 0, first position, token ids).
-    let cases: Vec<(attention::Shape, bool, Vec<(u32, u32, Vec<u32>)>)> = vec![
+    type Segments = Vec<(u32, u32, Vec<u32>)>;
+    let cases: Vec<(attention::Shape, bool, Segments)> = vec![
         (both_ways(causal(6, 2, 72)), false, vec![(0, 0, text(150))]),
         (
             causal(6, 2, 72),
