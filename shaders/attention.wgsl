@@ -6,22 +6,8 @@
 // sees its own sequence's rows only (step.wgsl). No score row is stored (attend.wgsl's online
 // softmax), so a prompt's chunk needs no more memory than one token; a key and a value read serve
 // the group's heads of TQ tokens.
-// Needs step.wgsl, key_range.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
+// Needs step.wgsl, key_range.wgsl, attention_params.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
 // learned logit that takes its share of the softmax and adds no value.
-
-struct Params {
-    n_head: u32,
-    n_kv_head: u32,
-    head_dim: u32, // a multiple of 4, at most 4 * WG
-    scale: f32,
-    window: u32,   // keys a query sees, its own included; 0: all before it
-    softcap: f32,  // scores soft-capped at this (Gemma 2); 0: not
-    sinks: u32,    // 1: SINK holds each head's sink logit
-    causal: u32,   // 0: bidirectional
-    // Where causal, a token of an id from this one on (a row given in place of an embedding: an
-    // image's token) sees its whole segment, later tokens too (Gemma 3's images attend both ways).
-    both_ways_from: u32,
-}
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)

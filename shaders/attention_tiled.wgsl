@@ -7,19 +7,7 @@
 // own rows), soft-capped scores and sinks. q head h reads kv head h / (n_head / n_kv_head). The
 // pipeline is made for its heads: HD4 vec4s a head, BK keys a tile (a tile of keys and one of values
 // fill 16 KiB), so that every loop's bounds are constants, which compilers unroll and whose arrays
-// they keep in registers. Needs step.wgsl and key_range.wgsl.
-
-struct Params {
-    n_head: u32,
-    n_kv_head: u32,
-    head_dim: u32, // 4 * HD4
-    scale: f32,
-    window: u32,   // keys a query sees, its own included; 0: all before it
-    softcap: f32,  // scores soft-capped at this (Gemma 2); 0: not
-    sinks: u32,    // 1: SINK holds each head's sink logit
-    causal: u32,   // 0: every row of the query's sequence in the run
-    both_ways_from: u32, // where causal, ids from this one on see their whole segment
-}
+// they keep in registers. Needs step.wgsl, key_range.wgsl and attention_params.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)

@@ -214,6 +214,7 @@ impl Kernel {
                 wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "attention_params.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention.wgsl"
@@ -268,7 +269,12 @@ impl Kernel {
             Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
             Kernel::AvgPool => wgsl!("avg_pool.wgsl"),
             Kernel::AttentionTiled(_) => {
-                wgsl!("step.wgsl", "key_range.wgsl", "attention_tiled.wgsl")
+                wgsl!(
+                    "step.wgsl",
+                    "key_range.wgsl",
+                    "attention_params.wgsl",
+                    "attention_tiled.wgsl"
+                )
             }
             Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };

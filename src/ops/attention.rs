@@ -6,6 +6,7 @@
 
 use crate::gpu::{attention_tile_bytes, Groups, Kernel, PipelineKey, Plan};
 
+/// shaders/attention_params.wgsl: attention.wgsl's and attention_tiled.wgsl's.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
