@@ -7,6 +7,8 @@ struct Params {
     row_bytes: u32,
     first_row: u32, // the table row this part starts at
     scale: f32,     // Gemma's sqrt(n_embd); 1 elsewhere
+    past_table: u32, // the row ids past the whole table read; 0xffffffff: none, their rows left alone
+    table_rows: u32, // rows in the whole table
 }
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
@@ -24,7 +26,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= step.n_tokens || c >= P.cols / 32u) {
         return;
     }
-    let token = step.tokens[t].id;
+    var token = step.tokens[t].id;
+    if (token >= P.table_rows && P.past_table != 0xffffffffu) {
+        token = P.past_table;
+    }
     if (token < P.first_row || token >= P.first_row + P.rows) {
         return;
     }

@@ -84,10 +84,10 @@ pub struct Session {
     /// The rows of the images it encoded last.
     encoded: images::Encoded,
     /// Which image each image of the last prompt tokenized with images was, and of the prompt the
-    /// cache holds (hashes of their pixels, in order): the ids that name an image's rows are its
-    /// place in its prompt, so the cache is reused past an image only where it is the same image.
-    prompt_images: Vec<u64>,
-    cached_images: Vec<u64>,
+    /// cache holds (in order): the ids that name an image's rows are its place in its prompt, so the
+    /// cache is reused past an image only where it is the same image.
+    prompt_images: Vec<images::Placed>,
+    cached_images: Vec<images::Placed>,
 }
 
 impl Session {

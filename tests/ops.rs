@@ -565,6 +565,7 @@ fn rms_norm_and_swiglu_against_cpu() {
     for act in [
         Activation::Silu,
         Activation::GeluTanh,
+        Activation::GeluQuick,
         Activation::SwigluOai,
     ] {
         let h = scratch_buffer(&gpu, "h", (n * rows) as u64 * 4)

@@ -71,7 +71,7 @@ fn gemma3_image_tokens_match_llama_cpp_and_f64() {
     let image = picture(g["image"].as_str().unwrap());
     let tokens = projector.encode(&image).block_on().unwrap();
     let width = projector.width() as usize;
-    assert_eq!(projector.tokens_per_image(), 16);
+    assert_eq!(projector.tokens_for(&image).unwrap(), 16);
     assert_eq!(tokens.len(), 16 * width);
     for reference in ["llama_cpp", "f64"] {
         let rows = g[reference].as_array().unwrap();

@@ -33,7 +33,7 @@ impl ProjectorArgs {
         let source = open_source(&Some(path.clone()))?;
         let header = read_header(source.as_ref()).block_on()?;
         let tokens =
-            Projector::tokens_in(&header).with_context(|| format!("cannot read {path}"))?;
+            Projector::max_tokens_in(&header).with_context(|| format!("cannot read {path}"))?;
         let batch = asked.unwrap_or_else(|| wick::engine::default_batch(gpu));
         if asked.is_some_and(|b| b < tokens) {
             bail!("an image is {tokens} tokens, more than prompt runs of {batch} (-b) can hold");
@@ -61,8 +61,8 @@ impl ProjectorArgs {
         bar.finish_and_clear();
         let projector = projector.with_context(|| format!("cannot load {path}"))?;
         eprintln!(
-            "wick: vision projector {path}: {} tokens an image",
-            projector.tokens_per_image()
+            "wick: vision projector {path}: {} tokens an image at most",
+            projector.max_tokens()
         );
         session.attach_projector(projector)?;
         // Its products' kernel shapes are timed as the model's are, once.

@@ -88,8 +88,15 @@ pub enum Kernel {
     PerLayerInputs,
     /// y += a bias row, or each slot's expert's row, or the slots' rows by weight.
     AddBias,
-    /// A grid of rows averaged in squares (Gemma 3's vision tokens).
+    /// A grid of rows averaged in squares, then scaled per value (Gemma 3's and Gemma 4's vision
+    /// tokens).
     AvgPool,
+    /// Each patch's rows of the column and row position tables added (Gemma 4's vision encoder).
+    GridPositions,
+    /// Heads RMS-normed and rotated by their patch's column and row (Gemma 4's vision encoder).
+    HeadNormRope2d,
+    /// Rows clamped to bounds.
+    Clamp,
 }
 
 /// What the kernels that compute W's rows in pairs do with a pair (shaders/store_*.wgsl): the fusions
@@ -133,6 +140,8 @@ pub enum Activation {
     Silu,
     /// GeGLU: GELU(gate) * up, GELU in its tanh approximation.
     GeluTanh,
+    /// GELU(gate) * up, GELU in its quick approximation, x * sigmoid(1.702 x).
+    GeluQuick,
     /// gpt-oss's SwiGLU: gate clamped above at 7, up to [-7, 7], then gate * sigmoid(1.702 gate) *
     /// (up + 1).
     SwigluOai,
@@ -143,6 +152,7 @@ impl Activation {
         match self {
             Activation::Silu => include_str!("../../shaders/activation/silu.wgsl"),
             Activation::GeluTanh => include_str!("../../shaders/activation/gelu.wgsl"),
+            Activation::GeluQuick => include_str!("../../shaders/activation/gelu_quick.wgsl"),
             Activation::SwigluOai => include_str!("../../shaders/activation/swiglu_oai.wgsl"),
         }
     }
@@ -155,6 +165,7 @@ impl Activation {
                 let u = 0.797_884_6 * gate * (1.0 + 0.044715 * gate * gate);
                 0.5 * gate * (1.0 + u.tanh()) * up
             }
+            Activation::GeluQuick => gate / (1.0 + (-1.702 * gate).exp()) * up,
             Activation::SwigluOai => {
                 let (g, u) = (gate.min(7.0), up.clamp(-7.0, 7.0));
                 g / (1.0 + (-1.702 * g).exp()) * (u + 1.0)
@@ -267,7 +278,17 @@ impl Kernel {
             Kernel::DeltaNet => wgsl!("step.wgsl", "reduce.wgsl", "delta_net.wgsl"),
             Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
             Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
-            Kernel::AvgPool => wgsl!("avg_pool.wgsl"),
+            Kernel::AvgPool => wgsl!("grid.wgsl", "avg_pool.wgsl"),
+            Kernel::GridPositions => wgsl!("step.wgsl", "grid.wgsl", "grid_positions.wgsl"),
+            Kernel::HeadNormRope2d => {
+                wgsl!(
+                    "step.wgsl",
+                    "reduce.wgsl",
+                    "grid.wgsl",
+                    "head_norm_rope_2d.wgsl"
+                )
+            }
+            Kernel::Clamp => wgsl!("step.wgsl", "clamp.wgsl"),
             Kernel::AttentionTiled(_) => {
                 wgsl!(
                     "step.wgsl",

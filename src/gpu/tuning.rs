@@ -269,6 +269,7 @@ fn store_name(store: Store) -> &'static str {
         Store::Rows => "pairs",
         Store::Glu(Activation::Silu) => "swiglu",
         Store::Glu(Activation::GeluTanh) => "geglu",
+        Store::Glu(Activation::GeluQuick) => "geglu_quick",
         Store::Glu(Activation::SwigluOai) => "swiglu_oai",
         Store::RopeKv => "rope_kv",
     }

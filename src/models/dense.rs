@@ -348,9 +348,8 @@ pub async fn load(
         n_ctx_train: c.n_ctx_train,
         recurrent,
         pooled_projections,
-        // Rows in place of embeddings go where the table's rows go; not into an encoder, nor into
-        // Gemma 4, whose per-layer inputs read each token's id.
-        embedding_rows: (f.causal && token_rows.is_none()).then(|| (a.x.clone(), d)),
+        // Rows in place of embeddings go where the table's rows go; not into an encoder.
+        embedding_rows: f.causal.then(|| (a.x.clone(), d)),
         token_rows,
     })
 }

@@ -178,6 +178,9 @@ pub struct LayerAttention {
     pub rope_factors: bool,
     /// The earlier layer whose KV cache this one reads, computing only q (Gemma 4's last layers).
     pub kv_from: Option<usize>,
+    /// An image's tokens (rows given in place of embeddings) see the image's whole span, later
+    /// tokens of it too, as llama.cpp runs Gemma 3's; otherwise they see what a text token would.
+    pub images_both_ways: bool,
 }
 
 impl LayerAttention {
@@ -191,6 +194,7 @@ impl LayerAttention {
             n_kv_head: c.n_kv_head[i],
             rope_factors: true,
             kv_from: None,
+            images_both_ways: true,
         }
     }
 }

@@ -5,7 +5,9 @@
 //! - v RMS-normed per head like q and k (without weights), and no scaling of the scores;
 //! - the last `shared_kv_layers` layers reading the KV cache of the last earlier layer of their kind;
 //! - per-layer embeddings (per_layer_embd.rs) and a scale on each layer's output;
-//! - soft-capped final logits.
+//! - soft-capped final logits;
+//! - an image's tokens seeing its whole span on sliding layers only, and on none in E2B and E4B (as
+//!   llama.cpp runs them: their width, 1536 or 2560, is how it tells them).
 
 use super::family::{Config, Family, LayerAttention};
 use super::Meta;
@@ -45,6 +47,7 @@ pub fn family(m: &Meta, c: &Config, _n_ctx: u32) -> Result<Family, Error> {
             m.arch, c.n_layer
         )));
     };
+    let images_causal = [1536, 2560].contains(&c.n_embd);
     let mut layers = Vec::with_capacity(c.n_layer as usize);
     for (i, &slides) in sliding.iter().enumerate() {
         let mut layer = match slides {
@@ -57,6 +60,7 @@ pub fn family(m: &Meta, c: &Config, _n_ctx: u32) -> Result<Family, Error> {
             },
             false => LayerAttention::new(c, i),
         };
+        layer.images_both_ways = slides && !images_causal;
         if i as u32 >= with_kv {
             // As llama.cpp pairs them: the last layer with a cache for the global layers, the one
             // before it for the sliding ones.

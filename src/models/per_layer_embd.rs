@@ -8,6 +8,9 @@
 //! handle, in the browser from the cached file) and writes them with the run's input. Where the
 //! source cannot be kept, or the load asks for it, the table goes to the GPU and the embedding kernel
 //! reads it there.
+//!
+//! A row given in place of a token's embedding (an image's token, `Engine::inject`) has no id in the
+//! table; as llama.cpp runs Gemma 4, its per-layer row is the padding token's, row 0.
 
 use super::Loader;
 use crate::gguf::{GgmlType, SharedSource};
@@ -17,6 +20,9 @@ use crate::ops::{embed, matvec, per_layer_inputs, rms_norm};
 use crate::Error;
 
 const TABLE: &str = "per_layer_token_embd.weight";
+
+/// The table row that tokens past the vocabulary read: the padding token's.
+const PADDING_ROW: u32 = 0;
 
 /// The model-wide part: the table, the projection of the embedding, and the run's inputs.
 pub struct PerLayerEmbd {
@@ -57,6 +63,8 @@ pub struct TokenRows {
     row_bytes: u64,
     /// The rows are multiplied by this (sqrt(width)).
     scale: f32,
+    /// Rows in the table: the vocabulary.
+    n_rows: u32,
     buffer: wgpu::Buffer,
 }
 
@@ -67,6 +75,11 @@ impl TokenRows {
         let mut bytes = vec![0u8; self.row_bytes as usize];
         let mut rows = vec![0f32; n * tokens.len()];
         for (&token, row) in tokens.iter().zip(rows.chunks_mut(n)) {
+            let token = if token < self.n_rows {
+                token
+            } else {
+                PADDING_ROW
+            };
             let at = self.offset + token as u64 * self.row_bytes;
             self.source.read_at(at, &mut bytes).await?;
             crate::quant::dequantize(self.ty, &bytes, row)
@@ -121,6 +134,7 @@ impl PerLayerEmbd {
                     row_len: all,
                     row_bytes,
                     scale: (width as f32).sqrt(),
+                    n_rows: n_vocab,
                     buffer: rows.clone(),
                 };
                 (Table::Host, Some(token_rows))
@@ -161,7 +175,8 @@ impl PerLayerEmbd {
     /// layer.
     pub fn push_inputs(&self, plan: &mut Plan, x: &wgpu::Buffer) {
         if let Table::Gpu(table) = &self.table {
-            embed::push(plan, table, &self.rows, (self.shape.width as f32).sqrt());
+            let scale = (self.shape.width as f32).sqrt();
+            embed::push_reading(plan, table, &self.rows, scale, PADDING_ROW);
         }
         matvec::push(plan, &self.model_proj, x, &self.inputs, false);
         per_layer_inputs::push(plan, self.shape, &self.inputs, &self.rows, &self.proj_norm);

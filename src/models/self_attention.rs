@@ -316,7 +316,10 @@ impl SelfAttention {
             softcap: f.attn_softcap,
             causal: f.causal,
             // Ids past the vocabulary are rows given in place of embeddings (`Engine::inject`).
-            both_ways_from: c.n_vocab,
+            both_ways_from: match layer.images_both_ways {
+                true => c.n_vocab,
+                false => u32::MAX,
+            },
         };
         let buffers = attention::AttentionBuffers {
             q: &a.q,

@@ -26,6 +26,7 @@ pub mod rope_kv;
 pub mod sigmoid_gate;
 pub mod softcap;
 pub mod top_k;
+pub mod vision_grid;
 
 /// Bytes of a uniform parameter block.
 pub(crate) fn params<T: bytemuck::Pod>(p: &T) -> &[u8] {

@@ -1,13 +1,22 @@
 //! Images in a prompt: a vision projector attached to the session turns each image into rows the
 //! model reads in place of token embeddings (`Engine::inject`), placed where the prompt's text has
 //! llama.cpp mtmd's marker, between the projector's begin and end tokens (Gemma 3's
-//! `<start_of_image>` and `<end_of_image>`).
+//! `<start_of_image>` and `<end_of_image>`, Gemma 4's `<|image>` and `<image|>`). An image's tokens
+//! are as many as its projector makes of it: always the same for Gemma 3, by its size for Gemma 4.
 
 use super::Session;
 use crate::vision::{Image, Projector, IMAGE_MARKER};
 use crate::Error;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
+use std::ops::Range;
+
+/// An image of a prompt: a hash of its pixels, and the injected rows its tokens name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Placed {
+    key: u64,
+    rows: Range<u32>,
+}
 
 impl Session {
     /// Attaches the projector that reads this session's images (`Engine::attach_projector`).
@@ -25,15 +34,16 @@ impl Session {
     /// image in its place.
     pub(super) fn same_rows(&self, id: u32) -> bool {
         let n_vocab = self.engine.n_vocab();
-        let Some(per_image) = self.engine.projector().map(|p| p.tokens_per_image()) else {
-            return id < n_vocab;
-        };
         if id < n_vocab {
             return true;
         }
-        let image = ((id - n_vocab) / per_image) as usize;
-        let cached = self.cached_images.get(image);
-        cached.is_some() && cached == self.prompt_images.get(image)
+        let row = id - n_vocab;
+        let image = self
+            .prompt_images
+            .iter()
+            .position(|p| p.rows.contains(&row));
+        let cached = image.and_then(|i| self.cached_images.get(i));
+        cached.is_some() && cached == image.and_then(|i| self.prompt_images.get(i))
     }
 
     /// Tokenizes the prompt `text` as `tokenize_prompt` does, with `images` in order at its markers
@@ -67,10 +77,15 @@ impl Session {
         }
         let (begin, end) = projector.markers();
         let mut rows = Vec::new();
-        self.prompt_images.clear();
+        let mut placed = Vec::new();
         for image in images {
             let key = Encoded::key(image);
-            self.prompt_images.push(key);
+            let first = placed.last().map_or(0, |p: &Placed| p.rows.end);
+            let count = projector.tokens_for(image)?;
+            placed.push(Placed {
+                key,
+                rows: first..first + count,
+            });
             let encoded = match self.encoded.get(key) {
                 Some(known) => known.clone(),
                 None => {
@@ -81,17 +96,16 @@ impl Session {
             };
             rows.extend(encoded);
         }
-        let per_image = projector.tokens_per_image();
         let wrapped = text.replace(IMAGE_MARKER, &format!("{begin}{IMAGE_MARKER}{end}"));
         let mut tokens = self.tokenize_prompt("");
-        let mut next_row = self.engine.n_vocab();
+        let n_vocab = self.engine.n_vocab();
         for (i, piece) in wrapped.split(IMAGE_MARKER).enumerate() {
-            if i > 0 {
-                tokens.extend(next_row..next_row + per_image);
-                next_row += per_image;
+            if let Some(image) = i.checked_sub(1).map(|i| &placed[i]) {
+                tokens.extend(n_vocab + image.rows.start..n_vocab + image.rows.end);
             }
             tokens.extend(self.tokenizer.encode(piece, true));
         }
+        self.prompt_images = placed;
         self.engine.inject(rows)?;
         Ok(tokens)
     }

@@ -1,15 +1,18 @@
 //! Images for vision-language models: a projector file (an mmproj GGUF, llama.cpp's `clip`
 //! architecture) loaded beside the text model turns an image into rows the text model reads in place
-//! of token embeddings. Gemma 3's projector (siglip.rs) is the one Wick runs; preprocessing
+//! of token embeddings. Wick runs Gemma 3's projector (siglip.rs: a fixed square, 256 tokens an image)
+//! and Gemma 4's (gemma4v.rs: a size near the image's own, 70 to 1120 tokens); preprocessing
 //! (preprocess.rs) makes an image what its encoder reads, as llama.cpp's mtmd does. Decoding image
 //! files is the caller's: the engine takes pixels.
 
+pub mod gemma4v;
 pub mod preprocess;
 pub mod siglip;
+mod weights;
 
 use crate::gguf::{ByteSource, Header};
 use crate::gpu::Gpu;
-use crate::models::Loader;
+use crate::models::{Loader, Meta};
 use crate::Error;
 use std::sync::Arc;
 
@@ -17,7 +20,7 @@ use std::sync::Arc;
 pub const IMAGE_MARKER: &str = "<__media__>";
 
 /// The projector types Wick runs (clip.projector_type).
-pub const PROJECTORS: &[&str] = &["gemma3"];
+pub const PROJECTORS: &[&str] = &["gemma3", "gemma4v"];
 
 /// An image as 8-bit RGB, row by row from the top, 3 bytes a pixel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -44,7 +47,61 @@ impl Image {
 /// A loaded vision projector.
 pub struct Projector {
     gpu: Arc<Gpu>,
-    encoder: siglip::Siglip,
+    encoder: Encoder,
+}
+
+/// The projector types' encoders.
+enum Encoder {
+    Gemma3(siglip::Siglip),
+    Gemma4(gemma4v::Gemma4v),
+}
+
+/// The projector type the file names, among `PROJECTORS`.
+fn projector_type(header: &Header) -> Result<&str, Error> {
+    let kind = ["clip.vision.projector_type", "clip.projector_type"]
+        .iter()
+        .find_map(|k| header.get(k).and_then(|v| v.as_str()))
+        .unwrap_or_default();
+    match PROJECTORS.contains(&kind) {
+        true => Ok(kind),
+        false => Err(Error::Model(format!(
+            "vision projector type {kind:?} is not supported (Wick runs: {})",
+            PROJECTORS.join(", ")
+        ))),
+    }
+}
+
+/// The MLP's activation as llama.cpp reads it from the file: clip.use_gelu (GELU, tanh), clip.use_silu,
+/// or where the file names neither, GELU's quick approximation.
+fn activation(m: &Meta) -> Result<crate::ops::glu::Activation, Error> {
+    use crate::ops::glu::Activation;
+    match (
+        m.meta_bool_or("use_gelu", false)?,
+        m.meta_bool_or("use_silu", false)?,
+    ) {
+        (true, true) => Err(Error::Model(
+            "vision projector: both clip.use_gelu and clip.use_silu are set".into(),
+        )),
+        (true, false) => Ok(Activation::GeluTanh),
+        (false, true) => Ok(Activation::Silu),
+        (false, false) => Ok(Activation::GeluQuick),
+    }
+}
+
+/// Three values, one for each colour channel, of the metadata clip.vision.`key`.
+fn channel_values(m: &Meta, key: &str) -> Result<[f32; 3], Error> {
+    let full = format!("clip.vision.{key}");
+    let values = m.header.get(&full).and_then(|v| v.as_array()).map(|a| {
+        a.iter()
+            .filter_map(|v| v.as_f64().map(|f| f as f32))
+            .collect::<Vec<_>>()
+    });
+    match values {
+        Some(v) if v.len() == 3 => Ok([v[0], v[1], v[2]]),
+        _ => Err(Error::Model(format!(
+            "vision projector: metadata {full}: not three numbers"
+        ))),
+    }
 }
 
 impl Projector {
@@ -69,57 +126,80 @@ impl Projector {
                 "the projector file has no vision encoder (clip.has_vision_encoder)".into(),
             ));
         }
-        let kind = ["clip.vision.projector_type", "clip.projector_type"]
-            .iter()
-            .find_map(|k| header.get(k).and_then(|v| v.as_str()))
-            .unwrap_or_default();
-        if !PROJECTORS.contains(&kind) {
-            return Err(Error::Model(format!(
-                "vision projector type {kind:?} is not supported (Wick runs: {})",
-                PROJECTORS.join(", ")
-            )));
-        }
+        let kind = projector_type(header)?;
         let mut l = Loader::new(gpu.clone(), header, source, progress)?;
-        let encoder = siglip::Siglip::load(&mut l).await?;
+        let encoder = match kind {
+            "gemma3" => Encoder::Gemma3(siglip::Siglip::load(&mut l).await?),
+            _ => Encoder::Gemma4(gemma4v::Gemma4v::load(&mut l).await?),
+        };
         l.fill().await?;
         Ok(Projector { gpu, encoder })
     }
 
-    /// Tokens each image becomes, read from the projector file's header alone: what a text model's
-    /// prompt runs must hold (an image is never cut across runs).
-    pub fn tokens_in(header: &Header) -> Result<u32, Error> {
-        let meta = crate::models::Meta::new(header)?;
-        Ok(siglip::Config::from_meta(&meta)?.n_tokens())
+    /// The most tokens an image becomes, read from the projector file's header alone: what a text
+    /// model's prompt runs must hold (an image is never cut across runs).
+    pub fn max_tokens_in(header: &Header) -> Result<u32, Error> {
+        let meta = Meta::new(header)?;
+        match projector_type(header)? {
+            "gemma3" => Ok(siglip::Config::from_meta(&meta)?.n_tokens()),
+            _ => Ok(gemma4v::Config::from_meta(&meta)?.max_tokens),
+        }
     }
 
-    /// Tokens each image becomes in the text model's input.
-    pub fn tokens_per_image(&self) -> u32 {
-        self.encoder.config.n_tokens()
+    /// Tokens `image` becomes in the text model's input; an error where the projector cannot
+    /// take it.
+    pub fn tokens_for(&self, image: &Image) -> Result<u32, Error> {
+        match &self.encoder {
+            Encoder::Gemma3(e) => Ok(e.config.n_tokens()),
+            Encoder::Gemma4(e) => e.config.tokens_for(image),
+        }
+    }
+
+    /// The most tokens an image becomes.
+    pub fn max_tokens(&self) -> u32 {
+        match &self.encoder {
+            Encoder::Gemma3(e) => e.config.n_tokens(),
+            Encoder::Gemma4(e) => e.config.max_tokens,
+        }
     }
 
     /// The width of those tokens: the text model's embedding width it was made for.
     pub fn width(&self) -> u32 {
-        self.encoder.config.n_embd_text
+        match &self.encoder {
+            Encoder::Gemma3(e) => e.config.n_embd_text,
+            Encoder::Gemma4(e) => e.config.n_embd_text,
+        }
     }
 
     /// The text around an image's tokens in the prompt, as llama.cpp's mtmd puts it for the
     /// projector's type: before them and after them.
     pub fn markers(&self) -> (&'static str, &'static str) {
-        // Gemma 3 is the one type loaded (`PROJECTORS`).
-        ("<start_of_image>", "<end_of_image>")
+        match &self.encoder {
+            Encoder::Gemma3(_) => ("<start_of_image>", "<end_of_image>"),
+            Encoder::Gemma4(_) => ("<|image>", "<image|>"),
+        }
     }
 
     /// Its plans, for tuning their kernel shapes with the model's (`Engine::attach_projector`).
     pub(crate) fn plans(&self) -> [&crate::gpu::Plan; 2] {
-        self.encoder.plans()
+        match &self.encoder {
+            Encoder::Gemma3(e) => e.plans(),
+            Encoder::Gemma4(e) => e.plans(),
+        }
     }
 
     pub(crate) fn plans_mut(&mut self) -> [&mut crate::gpu::Plan; 2] {
-        self.encoder.plans_mut()
+        match &mut self.encoder {
+            Encoder::Gemma3(e) => e.plans_mut(),
+            Encoder::Gemma4(e) => e.plans_mut(),
+        }
     }
 
-    /// The image's tokens, `tokens_per_image` rows of `width` values.
+    /// The image's tokens, `tokens_for(image)` rows of `width` values.
     pub async fn encode(&self, image: &Image) -> Result<Vec<f32>, Error> {
-        self.encoder.encode(&self.gpu, image).await
+        match &self.encoder {
+            Encoder::Gemma3(e) => e.encode(&self.gpu, image).await,
+            Encoder::Gemma4(e) => e.encode(&self.gpu, image).await,
+        }
     }
 }

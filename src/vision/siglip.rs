@@ -8,16 +8,16 @@
 //! is 3 x 14 x 14 = 588 values, the MLP 4304 wide): such matrices are padded with zero columns (and
 //! the MLP's up with zero rows, whose GELU is 0) once at load.
 
+use super::preprocess::{self, Resample};
+use super::weights::{padded, transposed};
 use super::Image;
-use crate::gguf::GgmlType;
-use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan, Shape, StepInput,
-};
+use crate::gpu::{read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::attention::{self, AttentionBuffers};
+use crate::ops::avg_pool::{self, Affine};
 use crate::ops::bias::{self, Rows};
 use crate::ops::glu::{self, Activation};
-use crate::ops::{add_position, avg_pool, layer_norm, matvec, rms_norm};
+use crate::ops::{add_position, layer_norm, matvec, rms_norm};
 use crate::Error;
 
 /// The projector's hyperparameters, from its clip.vision.* metadata.
@@ -30,6 +30,8 @@ pub struct Config {
     pub n_layer: u32,
     pub n_head: u32,
     pub eps: f32,
+    /// The MLP's activation.
+    pub activation: Activation,
     pub mean: [f32; 3],
     pub std: [f32; 3],
     /// The side of the squares the patch grid is averaged in.
@@ -41,18 +43,7 @@ pub struct Config {
 impl Config {
     pub fn from_meta(m: &Meta) -> Result<Config, Error> {
         let bad = |why: String| Error::Model(format!("vision projector: {why}"));
-        let triple = |key: &str| -> Result<[f32; 3], Error> {
-            let full = format!("clip.vision.{key}");
-            let values = m.header.get(&full).and_then(|v| v.as_array()).map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_f64().map(|f| f as f32))
-                    .collect::<Vec<_>>()
-            });
-            match values {
-                Some(v) if v.len() == 3 => Ok([v[0], v[1], v[2]]),
-                _ => Err(bad(format!("metadata {full}: not three numbers"))),
-            }
-        };
+        let triple = |key: &str| super::channel_values(m, key);
         let c = Config {
             image_size: m.meta_u32("vision.image_size")?,
             patch_size: m.meta_u32("vision.patch_size")?,
@@ -61,6 +52,7 @@ impl Config {
             n_layer: m.meta_u32("vision.block_count")?,
             n_head: m.meta_u32("vision.attention.head_count")?,
             eps: m.meta_f32_or("vision.attention.layer_norm_epsilon", 1e-6)?,
+            activation: super::activation(m)?,
             mean: triple("image_mean")?,
             std: triple("image_std")?,
             merge: m.meta_u32_or("vision.projector.scale_factor", 4)?,
@@ -210,8 +202,11 @@ impl Siglip {
         let ones = storage_buffer(
             &gpu,
             "vision ones",
-            bytemuck::cast_slice(&vec![1f32; n_ff as usize]),
+            bytemuck::cast_slice(&vec![1f32; n_ff.max(d) as usize]),
         );
+        let zeros = storage_buffer(&gpu, "vision zeros", &vec![0u8; d as usize * 4]);
+        let side = c.side();
+        let grid = storage_buffer(&gpu, "vision grid", bytemuck::cast_slice(&[side, side]));
 
         // Every patch is a token of one run, at positions 0..n: the learned positions are read by
         // position, and attention sees the whole run both ways.
@@ -248,7 +243,7 @@ impl Siglip {
             product(&mut plan, &layer.up, &xn, &hidden, false);
             glu::push_rows(
                 &mut plan,
-                Activation::GeluTanh,
+                c.activation,
                 (&hidden, 0, n_ff),
                 (&ones, 0, 0),
                 (&gelu, n_ff),
@@ -257,7 +252,12 @@ impl Siglip {
         }
         plan.layer_boundary();
         layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.eps);
-        avg_pool::push(&mut plan, &xn, &pooled, d, (c.side(), c.merge));
+        let mean = Affine {
+            mul: 1.0,
+            sub: &zeros,
+            scale: &ones,
+        };
+        avg_pool::push(&mut plan, (&xn, &grid, c.merge), mean, &pooled, d);
         plan.finish(&gpu).await?;
         let m = c.n_tokens();
         let head_step = StepInput::with(&gpu, 0, &vec![0; m as usize]);
@@ -286,18 +286,11 @@ impl Siglip {
     /// encoded and projected.
     pub async fn encode(&self, gpu: &Gpu, image: &Image) -> Result<Vec<f32>, Error> {
         let c = &self.config;
-        let square = super::preprocess::fit_square(image, c.image_size);
-        let values = super::preprocess::patches(&square, c.patch_size, c.mean, c.std);
-        let per_patch = (3 * c.patch_size * c.patch_size) as usize;
-        let padded: Vec<f32> = values
-            .chunks(per_patch)
-            .flat_map(|p| {
-                p.iter()
-                    .copied()
-                    .chain(std::iter::repeat(0.0))
-                    .take(c.patch_len() as usize)
-            })
-            .collect();
+        let size = (c.image_size, c.image_size);
+        let square = preprocess::fit(image, size, Resample::Bilinear);
+        let values = preprocess::patches(&square, c.patch_size, c.mean, c.std);
+        let per_patch = 3 * c.patch_size * c.patch_size;
+        let padded = preprocess::padded_rows(&values, per_patch, c.patch_len());
         gpu.queue
             .write_buffer(&self.patches, 0, bytemuck::cast_slice(&padded));
         let mut enc = gpu.device.create_command_encoder(&Default::default());
@@ -353,84 +346,4 @@ async fn biased(
         }
     };
     Ok((w, b))
-}
-
-/// The tensor `name` of file shape `dims` as a matrix: its last dimension the rows, the others one
-/// row's weights as the file lays them. Packed as in the file where it is already `rows_to` rows of
-/// `cols_to`; otherwise each row padded with zero weights to `cols_to` and zero rows added up to
-/// `rows_to`, in F16 where the file's are, F32 otherwise.
-async fn padded(
-    l: &mut Loader<'_>,
-    name: &str,
-    dims: &[u32],
-    cols_to: u32,
-    rows_to: u32,
-) -> Result<GpuTensor, Error> {
-    let cols: u32 = dims[..dims.len() - 1].iter().product();
-    let rows = dims[dims.len() - 1];
-    let info = l
-        .header
-        .tensor(name)
-        .ok_or_else(|| Error::Model(format!("tensor {name} is missing")))?;
-    if dims.len() == 2 && (cols, rows) == (cols_to, rows_to) {
-        return l.matrix(name, cols, rows).await;
-    }
-    let pad = move |w: Vec<f32>| {
-        let mut out = vec![0f32; cols_to as usize * rows_to as usize];
-        for (r, row) in w.chunks(cols as usize).enumerate() {
-            out[r * cols_to as usize..][..cols as usize].copy_from_slice(row);
-        }
-        out
-    };
-    let half = info.ty == GgmlType::F16;
-    remade(l, (name, dims), (cols_to, rows_to), half, pad).await
-}
-
-/// The tensor `name`, (rows, cols) in the file (each of its `cols` rows is `rows` long: the product
-/// reads it as x W), as a matrix of `rows` rows of `cols` weights.
-async fn transposed(
-    l: &mut Loader<'_>,
-    name: &str,
-    cols: u32,
-    rows: u32,
-) -> Result<GpuTensor, Error> {
-    let half = l.header.tensor(name).is_some_and(|t| t.ty == GgmlType::F16);
-    let transpose = move |w: Vec<f32>| {
-        let (cols, rows) = (cols as usize, rows as usize);
-        (0..rows * cols)
-            .map(|i| w[(i % cols) * rows + i / cols])
-            .collect()
-    };
-    remade(l, (name, &[rows, cols]), (cols, rows), half, transpose).await
-}
-
-/// The file's tensor `name` of shape `dims`, read as f32 at fill time and made by `make` into a
-/// matrix of `rows` rows of `cols` weights: F16 where `half` (the file's are), F32 otherwise.
-async fn remade(
-    l: &mut Loader<'_>,
-    (name, dims): (&str, &[u32]),
-    (cols, rows): (u32, u32),
-    half: bool,
-    make: impl FnOnce(Vec<f32>) -> Vec<f32> + 'static,
-) -> Result<GpuTensor, Error> {
-    let shape = Shape {
-        name: name.to_string(),
-        ty: if half { GgmlType::F16 } else { GgmlType::F32 },
-        row_len: cols as u64,
-        rows: rows as u64,
-        group_rows: 1,
-    };
-    let make = move |mut read: Vec<Vec<f32>>| as_bytes(&make(read.remove(0)), half);
-    let mut made = l.derived(&[shape], &[(name, dims)], make).await?;
-    Ok(made.remove(0))
-}
-
-fn as_bytes(values: &[f32], half: bool) -> Vec<u8> {
-    match half {
-        true => {
-            let h: Vec<half::f16> = values.iter().map(|&v| half::f16::from_f32(v)).collect();
-            bytemuck::cast_slice(&h).to_vec()
-        }
-        false => bytemuck::cast_slice(values).to_vec(),
-    }
 }

@@ -7,10 +7,11 @@ use wasm_bindgen::prelude::*;
 use wick::gguf::{read_header, Header};
 use wick::vision::{Image, Projector};
 
-/// The projector's header and the tokens an image makes: what the model's prompt runs must hold.
+/// The projector's header and the most tokens an image makes: what the model's prompt runs must
+/// hold.
 pub async fn header(source: &JsSource) -> Result<(Header, u32), JsValue> {
     let header = read_header(source).await.map_err(js_error)?;
-    let tokens = Projector::tokens_in(&header).map_err(js_error)?;
+    let tokens = Projector::max_tokens_in(&header).map_err(js_error)?;
     Ok((header, tokens))
 }
 

@@ -1,0 +1,516 @@
+//! Gemma 4's vision projector as llama.cpp runs it (mtmd's gemma4v): an image scaled to a size near
+//! its own (70 to 1120 tokens, each 3 x 3 patches), embedded by patches with learned positions for
+//! its columns and rows, then pre-norm blocks of RMSNorm, attention both ways whose queries and keys
+//! are normed per head and rotated by column in one half of each head and by row in the other (its
+//! values normed alone, its scores unscaled), a gated MLP (GELU as the file says), post-norms and a scale on each
+//! layer's output; the grid averaged in 3 x 3 squares, scaled by sqrt(n_embd), standardized where
+//! the file says, RMS-normed and projected to the text model's width. Its linear layers may clip
+//! their inputs and outputs to bounds the file gives (Gemma 4's clippable linears).
+//!
+//! An image's size is known only when it comes, so the plans are made for the largest image and
+//! each run records as many patches as the image has; the grid's size is written with its pixels
+//! (shaders/grid.wgsl), and the kernels that need a patch's place read it there.
+
+use super::preprocess::{self, Resample};
+use super::weights::padded;
+use super::Image;
+use crate::gpu::{read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan, StepInput};
+use crate::models::{Loader, Meta};
+use crate::ops::attention::{self, AttentionBuffers};
+use crate::ops::avg_pool::{self, Affine};
+use crate::ops::glu::{self, Activation};
+use crate::ops::vision_grid::{self, Heads};
+use crate::ops::{matvec, rms_norm};
+use crate::Error;
+
+/// The base of the rotation's frequencies.
+const ROPE_THETA: f32 = 100.0;
+/// Tokens an image becomes, at least and at most, as mtmd bounds them.
+const MIN_TOKENS: u32 = 70;
+const MAX_TOKENS: u32 = 1120;
+
+/// The projector's hyperparameters, from its clip.vision.* metadata and tensors.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub patch_size: u32,
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_layer: u32,
+    pub n_head: u32,
+    pub eps: f32,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+    /// The MLP's gate activation.
+    pub activation: Activation,
+    /// The side of the squares the patch grid is averaged in.
+    pub merge: u32,
+    /// The text model's width, the projection's rows.
+    pub n_embd_text: u32,
+    /// Positions each axis's table holds: the most patches a side of the grid may have.
+    pub positions: u32,
+    /// Tokens an image becomes at most: mtmd's 1120, or fewer where the adapter cannot hold the
+    /// activations of that many.
+    pub max_tokens: u32,
+}
+
+impl Config {
+    pub fn from_meta(m: &Meta) -> Result<Config, Error> {
+        let bad = |why: String| Error::Model(format!("vision projector: {why}"));
+        let dims = |name: &str| match m.header.tensor(name) {
+            Some(t) => Ok(t.dims.clone()),
+            None => Err(bad(format!("tensor {name} is missing"))),
+        };
+        let n_embd = m.meta_u32("vision.embedding_length")?;
+        let projection = dims("mm.input_projection.weight")?;
+        let positions = dims("v.position_embd.weight")?;
+        if positions.len() != 3 || positions[0] != n_embd as u64 || positions[2] != 2 {
+            return Err(bad(format!(
+                "tensor v.position_embd.weight has shape {positions:?}, not [{n_embd}, positions, 2]"
+            )));
+        }
+        let c = Config {
+            patch_size: m.meta_u32("vision.patch_size")?,
+            n_embd,
+            n_ff: m.meta_u32("vision.feed_forward_length")?,
+            n_layer: m.meta_u32("vision.block_count")?,
+            n_head: m.meta_u32("vision.attention.head_count")?,
+            eps: m.meta_f32_or("vision.attention.layer_norm_epsilon", 1e-6)?,
+            mean: super::channel_values(m, "image_mean")?,
+            std: super::channel_values(m, "image_std")?,
+            activation: super::activation(m)?,
+            merge: m.meta_u32_or("vision.projector.scale_factor", 3)?,
+            n_embd_text: projection.get(1).copied().unwrap_or(0) as u32,
+            positions: positions[1] as u32,
+            max_tokens: MAX_TOKENS,
+        };
+        if projection.first() != Some(&(n_embd as u64)) {
+            return Err(bad(format!(
+                "tensor mm.input_projection.weight has shape {projection:?}, not [{n_embd}, text width]"
+            )));
+        }
+        if c.patch_size == 0 || c.merge == 0 || c.n_layer == 0 {
+            return Err(bad("patches, pooling and layers must not be empty".into()));
+        }
+        let head_dim = c.n_embd / c.n_head.max(1);
+        if c.n_head == 0
+            || !c.n_embd.is_multiple_of(c.n_head)
+            || !head_dim.is_multiple_of(4)
+            || head_dim > attention::MAX_HEAD_DIM
+        {
+            return Err(bad(format!(
+                "{} heads do not split a width of {} into heads a multiple of 4 wide, at most {}",
+                c.n_head,
+                c.n_embd,
+                attention::MAX_HEAD_DIM
+            )));
+        }
+        if !c.n_embd.is_multiple_of(32) || !c.n_embd_text.is_multiple_of(32) {
+            return Err(bad(format!(
+                "widths of {} and {} are not multiples of 32",
+                c.n_embd, c.n_embd_text
+            )));
+        }
+        Ok(c)
+    }
+
+    /// Pixels a side of one token: a square of merge x merge patches.
+    fn token_side(&self) -> u32 {
+        self.patch_size * self.merge
+    }
+
+    /// The size an image is scaled to, in pixels, each side a whole number of tokens.
+    pub fn size_for(&self, image: &Image) -> Result<(u32, u32), Error> {
+        let area = (self.token_side() as u64).pow(2);
+        let budget = (MIN_TOKENS as u64 * area, self.max_tokens as u64 * area);
+        let (w, h) = preprocess::size_preserving_ratio(
+            (image.width, image.height),
+            self.token_side(),
+            budget,
+        );
+        let (cols, rows) = (w / self.patch_size, h / self.patch_size);
+        if cols > self.positions || rows > self.positions {
+            return Err(Error::Model(format!(
+                "an image of {} x {} pixels makes a grid of {cols} x {rows} patches, but the projector's positions reach {} a side",
+                image.width, image.height, self.positions
+            )));
+        }
+        Ok((w, h))
+    }
+
+    /// Tokens `image` becomes.
+    pub fn tokens_for(&self, image: &Image) -> Result<u32, Error> {
+        let (w, h) = self.size_for(image)?;
+        Ok((w / self.token_side()) * (h / self.token_side()))
+    }
+
+    /// Patches of the largest image: the encoder's plan's rows.
+    fn max_patches(&self) -> u32 {
+        self.max_tokens * self.merge * self.merge
+    }
+
+    /// Values of one patch, as the patch embedding reads them (padded to the kernels' 32).
+    fn patch_len(&self) -> u32 {
+        (3 * self.patch_size * self.patch_size).next_multiple_of(32)
+    }
+
+    /// The widest row an activation has: the MLP's (padded to 32), the patches', or the width.
+    fn widest(&self) -> u32 {
+        let n_ff = self.n_ff.next_multiple_of(32);
+        n_ff.max(self.patch_len())
+            .max(self.n_embd)
+            .max(self.n_embd_text)
+    }
+}
+
+/// A linear layer whose input and output may be clipped to bounds.
+struct Clipped {
+    w: GpuTensor,
+    input: Option<(f32, f32)>,
+    output: Option<(f32, f32)>,
+}
+
+impl Clipped {
+    /// `name`.weight of file shape (cols, rows), padded to (cols_to, rows_to), with the bounds
+    /// `name`.input_min, .input_max, .output_min and .output_max where the file has them.
+    async fn load(
+        l: &mut Loader<'_>,
+        name: &str,
+        (cols, rows): (u32, u32),
+        (cols_to, rows_to): (u32, u32),
+    ) -> Result<Clipped, Error> {
+        let w = padded(
+            l,
+            &format!("{name}.weight"),
+            &[cols, rows],
+            cols_to,
+            rows_to,
+        )
+        .await?;
+        let input = (
+            bound(l, &format!("{name}.input_min")).await?,
+            bound(l, &format!("{name}.input_max")).await?,
+        );
+        let output = (
+            bound(l, &format!("{name}.output_min")).await?,
+            bound(l, &format!("{name}.output_max")).await?,
+        );
+        let either = |(lo, hi): (Option<f32>, Option<f32>)| {
+            (lo.is_some() || hi.is_some()).then(|| (lo.unwrap_or(f32::MIN), hi.unwrap_or(f32::MAX)))
+        };
+        Ok(Clipped {
+            w,
+            input: either(input),
+            output: either(output),
+        })
+    }
+
+    fn clips(&self) -> bool {
+        self.input.is_some() || self.output.is_some()
+    }
+
+    /// Adds y = W clip(x), clipped. `scratch`: two buffers as wide as the widest row, for the
+    /// clipped input and the unclipped output.
+    fn push(
+        &self,
+        plan: &mut Plan,
+        x: &wgpu::Buffer,
+        y: &wgpu::Buffer,
+        scratch: &[wgpu::Buffer; 2],
+    ) {
+        let x = match self.input {
+            Some(bounds) => {
+                vision_grid::push_clamp(plan, x, bounds, &scratch[0], self.w.row_len);
+                &scratch[0]
+            }
+            None => x,
+        };
+        match self.output {
+            Some(bounds) => {
+                matvec::push(plan, &self.w, x, &scratch[1], false);
+                vision_grid::push_clamp(plan, &scratch[1], bounds, y, self.w.rows);
+            }
+            None => matvec::push(plan, &self.w, x, y, false),
+        }
+    }
+}
+
+/// The one value of the tensor `name`, where the file has it.
+async fn bound(l: &mut Loader<'_>, name: &str) -> Result<Option<f32>, Error> {
+    match l.header.tensor(name).is_some() {
+        true => Ok(Some(l.host_f32(name, &[1]).await?[0])),
+        false => Ok(None),
+    }
+}
+
+struct Layer {
+    ln1: wgpu::Buffer,
+    q: Clipped,
+    k: Clipped,
+    v: Clipped,
+    q_norm: wgpu::Buffer,
+    k_norm: wgpu::Buffer,
+    out: Clipped,
+    attn_post_norm: wgpu::Buffer,
+    ln2: wgpu::Buffer,
+    gate: Clipped,
+    up: Clipped,
+    down: Clipped,
+    ffn_post_norm: wgpu::Buffer,
+    out_scale: f32,
+}
+
+/// Tensors llama.cpp would read for this projector type that the encoder here does not run:
+/// refused rather than left unread.
+const NOT_RUN: &[&str] = &[
+    "v.patch_embd.bias",
+    "v.pre_ln.weight",
+    "v.post_ln.weight",
+    "v.blk.0.attn_q.bias",
+    "v.blk.0.attn_k.bias",
+    "v.blk.0.attn_v.bias",
+    "v.blk.0.attn_out.bias",
+    "v.blk.0.ffn_up.bias",
+    "v.blk.0.ffn_down.bias",
+    "v.blk.0.attn_qkv.weight",
+];
+
+/// The loaded projector: its plans, and the buffers an image goes in and its tokens come out of.
+pub struct Gemma4v {
+    pub config: Config,
+    /// The encoder over the image's patches, each a token of the run, and the pooling.
+    plan: Plan,
+    /// The pooled grid's norm and projection, each of the image's tokens a token of the run.
+    head: Plan,
+    patch_step: StepInput,
+    token_step: StepInput,
+    /// { cols, rows }: the image's grid of patches.
+    grid: wgpu::Buffer,
+    /// (patches, patch_len): the image's patches, written before each run.
+    patches: wgpu::Buffer,
+    /// (tokens, n_embd_text): the image's tokens.
+    tokens: wgpu::Buffer,
+}
+
+impl Gemma4v {
+    /// Loads the weights and builds the plans. The caller fills the loader.
+    pub async fn load(l: &mut Loader<'_>) -> Result<Gemma4v, Error> {
+        let mut c = Config::from_meta(l)?;
+        if let Some(name) = NOT_RUN.iter().find(|n| l.header.tensor(n).is_some()) {
+            return Err(Error::Model(format!(
+                "vision projector: tensor {name} is not supported for gemma4v"
+            )));
+        }
+        let gpu = l.gpu.clone();
+        // The largest image's widest activation must fit a binding.
+        let per_token = c.merge as u64 * c.merge as u64 * c.widest() as u64 * 4;
+        c.max_tokens = c.max_tokens.min((gpu.max_binding() / per_token) as u32);
+        if c.max_tokens < MIN_TOKENS {
+            return Err(Error::Model(format!(
+                "vision projector: the adapter's buffers hold images of {} tokens, fewer than the {MIN_TOKENS} an image makes at least",
+                c.max_tokens
+            )));
+        }
+        let (d, hd) = (c.n_embd, c.n_embd / c.n_head);
+        let n_ff = c.n_ff.next_multiple_of(32);
+        let p = c.patch_size;
+        let patch_embd = padded(l, "v.patch_embd.weight", &[p, p, 3, d], c.patch_len(), d).await?;
+        let positions = {
+            let name = "v.position_embd.weight";
+            let shape: &[u32] = &[d, c.positions, 2];
+            let len = 2 * c.positions as usize * d as usize;
+            l.floats(name, &[(name, shape)], len, |mut read| read.remove(0))
+                .await?
+        };
+        let mut layers = Vec::new();
+        for i in 0..c.n_layer {
+            let name = |n: &str| format!("v.blk.{i}.{n}");
+            let q = Clipped::load(l, &name("attn_q"), (d, d), (d, d)).await?;
+            let k = Clipped::load(l, &name("attn_k"), (d, d), (d, d)).await?;
+            let v = Clipped::load(l, &name("attn_v"), (d, d), (d, d)).await?;
+            let out = Clipped::load(l, &name("attn_out"), (d, d), (d, d)).await?;
+            let scale_name = name("out_scale.weight");
+            let out_scale = bound(l, &scale_name).await?.unwrap_or(1.0);
+            layers.push(Layer {
+                ln1: l.vector(&name("ln1.weight"), d).await?,
+                q,
+                k,
+                v,
+                q_norm: l.vector(&name("attn_q_norm.weight"), hd).await?,
+                k_norm: l.vector(&name("attn_k_norm.weight"), hd).await?,
+                out,
+                attn_post_norm: l.vector(&name("attn_post_norm.weight"), d).await?,
+                ln2: l.vector(&name("ln2.weight"), d).await?,
+                gate: Clipped::load(l, &name("ffn_gate"), (d, c.n_ff), (d, n_ff)).await?,
+                up: Clipped::load(l, &name("ffn_up"), (d, c.n_ff), (d, n_ff)).await?,
+                down: Clipped::load(l, &name("ffn_down"), (c.n_ff, d), (n_ff, d)).await?,
+                ffn_post_norm: l.vector(&name("ffn_post_norm.weight"), d).await?,
+                out_scale,
+            });
+        }
+        let std_bias = match l.header.tensor("v.std_bias").is_some() {
+            true => Some(l.vector("v.std_bias", d).await?),
+            false => None,
+        };
+        let std_scale = match l.header.tensor("v.std_scale").is_some() {
+            true => Some(l.vector("v.std_scale", d).await?),
+            false => None,
+        };
+        let text = c.n_embd_text;
+        let projection = Clipped::load(l, "mm.input_projection", (d, text), (d, text)).await?;
+
+        let (n, m) = (c.max_patches(), c.max_tokens);
+        let rows = |count: u32, width: u32| count as u64 * width as u64 * 4;
+        let scratch = |label: &'static str, bytes: u64| {
+            let gpu = gpu.clone();
+            async move { scratch_buffer(&gpu, label, bytes).await }
+        };
+        let patches = scratch("vision patches", rows(n, c.patch_len())).await?;
+        let x = scratch("vision x", rows(n, d)).await?;
+        let xn = scratch("vision xn", rows(n, d)).await?;
+        let q = scratch("vision q", rows(n, d)).await?;
+        let k = scratch("vision k", rows(n, d)).await?;
+        let v = scratch("vision v", rows(n, d)).await?;
+        let attn = scratch("vision attention", rows(n, d)).await?;
+        let t = scratch("vision sublayer", rows(n, d)).await?;
+        let gate = scratch("vision gate", rows(n, n_ff)).await?;
+        let up = scratch("vision up", rows(n, n_ff)).await?;
+        let hidden = scratch("vision mlp", rows(n, n_ff)).await?;
+        let pooled = scratch("vision pooled", rows(m, d)).await?;
+        let pooled_n = scratch("vision pooled normed", rows(m, d)).await?;
+        let tokens = scratch("vision tokens", rows(m, text)).await?;
+        let clips = layers.iter().any(|l| {
+            [&l.q, &l.k, &l.v, &l.out, &l.gate, &l.up, &l.down]
+                .iter()
+                .any(|w| w.clips())
+        }) || projection.clips();
+        // Only layers that clip use the scratch; otherwise it is a token buffer that nothing reads.
+        let clip_rows = if clips { rows(n, c.widest()) } else { 16 };
+        let clip = [
+            scratch("vision clipped input", clip_rows).await?,
+            scratch("vision unclipped output", clip_rows).await?,
+        ];
+        let ones = storage_buffer(
+            &gpu,
+            "vision ones",
+            bytemuck::cast_slice(&vec![1f32; d as usize]),
+        );
+        let zeros = storage_buffer(&gpu, "vision zeros", &vec![0u8; d as usize * 4]);
+        let freqs = vision_grid::rope_freqs(hd, ROPE_THETA);
+        let freqs = storage_buffer(&gpu, "vision rope", bytemuck::cast_slice(&freqs));
+        let grid = storage_buffer(&gpu, "vision grid", &[0u8; 8]);
+
+        let patch_step = StepInput::new(&gpu, n);
+        let mut plan = Plan::new(&gpu, &patch_step, n);
+        matvec::push(&mut plan, &patch_embd, &patches, &x, false);
+        vision_grid::push_positions(&mut plan, (&positions, c.positions), &grid, &x, d);
+        let heads = Heads {
+            n_head: c.n_head,
+            head_dim: hd,
+            eps: c.eps,
+        };
+        let rotation = Some((&freqs, &grid));
+        let shape = attention::Shape {
+            causal: false,
+            scale: 1.0,
+            ..attention::Shape::causal(c.n_head, c.n_head, hd)
+        };
+        rms_norm::push(&mut plan, &x, &layers[0].ln1, &xn, d, c.eps);
+        for (i, layer) in layers.iter().enumerate() {
+            plan.begin_layer("vision");
+            layer.q.push(&mut plan, &xn, &q, &clip);
+            vision_grid::push_head_norm_rope(&mut plan, &q, heads, &layer.q_norm, rotation);
+            layer.k.push(&mut plan, &xn, &k, &clip);
+            vision_grid::push_head_norm_rope(&mut plan, &k, heads, &layer.k_norm, rotation);
+            layer.v.push(&mut plan, &xn, &v, &clip);
+            vision_grid::push_head_norm_rope(&mut plan, &v, heads, &ones, None);
+            let buffers = AttentionBuffers {
+                q: &q,
+                k_cache: &k,
+                v_cache: &v,
+                out: &attn,
+                sinks: None,
+            };
+            attention::push_tiled(&mut plan, shape, &buffers);
+            layer.out.push(&mut plan, &attn, &t, &clip);
+            let post = (&t, &layer.attn_post_norm);
+            rms_norm::push_add_norm(&mut plan, post, &x, (&layer.ln2, &xn), d, c.eps);
+            layer.gate.push(&mut plan, &xn, &gate, &clip);
+            layer.up.push(&mut plan, &xn, &up, &clip);
+            let act = c.activation;
+            glu::push_rows(
+                &mut plan,
+                act,
+                (&gate, 0, n_ff),
+                (&up, 0, n_ff),
+                (&hidden, n_ff),
+            );
+            layer.down.push(&mut plan, &hidden, &t, &clip);
+            // The next layer's input norm, made with the sum; after the last, a norm nothing reads.
+            let next = layers.get(i + 1).map_or(&ones, |l| &l.ln1);
+            let post = (&t, &layer.ffn_post_norm);
+            let out = (&x, layer.out_scale);
+            rms_norm::push_add_scale_norm(&mut plan, post, out, (next, &xn), d, c.eps);
+        }
+        plan.layer_boundary();
+        let standardize = Affine {
+            mul: (d as f32).sqrt(),
+            sub: std_bias.as_ref().unwrap_or(&zeros),
+            scale: std_scale.as_ref().unwrap_or(&ones),
+        };
+        avg_pool::push(&mut plan, (&x, &grid, c.merge), standardize, &pooled, d);
+        plan.finish(&gpu).await?;
+
+        let token_step = StepInput::new(&gpu, m);
+        let mut head = Plan::new(&gpu, &token_step, m);
+        rms_norm::push(&mut head, &pooled, &ones, &pooled_n, d, c.eps);
+        projection.push(&mut head, &pooled_n, &tokens, &clip);
+        head.finish(&gpu).await?;
+        Ok(Gemma4v {
+            config: c,
+            plan,
+            head,
+            patch_step,
+            token_step,
+            grid,
+            patches,
+            tokens,
+        })
+    }
+
+    pub fn plans(&self) -> [&Plan; 2] {
+        [&self.plan, &self.head]
+    }
+
+    pub fn plans_mut(&mut self) -> [&mut Plan; 2] {
+        [&mut self.plan, &mut self.head]
+    }
+
+    /// The image's tokens, (tokens_for(image), n_embd_text) row-major.
+    pub async fn encode(&self, gpu: &Gpu, image: &Image) -> Result<Vec<f32>, Error> {
+        let c = &self.config;
+        let (w, h) = c.size_for(image)?;
+        let fitted = preprocess::fit(image, (w, h), Resample::Bicubic);
+        let values = preprocess::patches(&fitted, c.patch_size, c.mean, c.std);
+        // The encoder reads each value v as 2 v - 1.
+        let values: Vec<f32> = values.iter().map(|v| 2.0 * v - 1.0).collect();
+        let per_patch = 3 * c.patch_size * c.patch_size;
+        let padded = preprocess::padded_rows(&values, per_patch, c.patch_len());
+        let (cols, rows) = (w / c.patch_size, h / c.patch_size);
+        let (n, m) = (cols * rows, cols * rows / (c.merge * c.merge));
+        gpu.queue
+            .write_buffer(&self.patches, 0, bytemuck::cast_slice(&padded));
+        gpu.queue
+            .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows]));
+        self.patch_step.write(gpu, 0, &vec![0; n as usize]);
+        self.token_step.write(gpu, 0, &vec![0; m as usize]);
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            self.plan.record(&mut pass, n);
+            self.head.record(&mut pass, m);
+        }
+        gpu.queue.submit([enc.finish()]);
+        let len = m as usize * c.n_embd_text as usize;
+        Ok(read_back_f32(gpu, &self.tokens, len).await?)
+    }
+}

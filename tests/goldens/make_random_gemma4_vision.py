@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""A tiny random-weight Gemma 4 vision projector in llama.cpp's exact mmproj layout (what its converter
+writes for Gemma 4: `clip` architecture, clip.vision.projector_type gemma4v), a second test image, and
+the images' embeddings from llama.cpp (libmtmd: preprocessing, encoder and projector) and from
+numpy_gemma4v's f64 reference, with llama.cpp's reading of a prompt around the first image by the random
+Gemma 4 text model of tests/data/random-gemma4-f32.gguf (make_random_gemma4.py; not rewritten here):
+tests/vision_gemma4.rs checks Wick's against them.
+
+Run from the repository root with numpy, Pillow and llama.cpp's gguf package, and llama.cpp built with
+libmtmd (its tools/mtmd) into LLAMA_CPP_BUILD:
+
+    LLAMA_CPP=path/to/llama.cpp LLAMA_CPP_BUILD=path/to/build python tests/goldens/make_random_gemma4_vision.py
+
+The projector: patches of 4 x 4 pixels, width 64, 4 heads of 16, n_ff 96 (not a multiple of 32), 2 layers,
+pooled 3 x 3 (llama.cpp's default for gemma4v: the file has no clip.vision.projector.scale_factor, as
+converted Gemma 4 files have none) into tokens of width 128, the text model's. F16 matrices and patch embedding;
+F32 position tables (2, 64, 64) (column, row), norms, out_scale, std_bias / std_scale and the clamp
+scalars. image_size 224 is written and unused, as the converter does; mean and std 0.5. An image gives
+between 70 and 1120 tokens on a canvas whose sides are multiples of 12 pixels, so both test images are
+scaled up (bicubic): vision-test.png (100 x 75, written by make_random_gemma3_vision.py) to 120 x 90,
+centered on a 120 x 96 canvas (3 black rows above and below; 30 x 24 patches, 80 tokens);
+vision-test-tall.png (37 x 120, written here) to 60 x 192, the whole canvas (15 x 48 patches, 80
+tokens).
+
+Gemma 4's "clippable" linear layers clamp their input and output to bounds stored as one-value tensors
+beside the weight (NAME.input_min, .input_max, .output_min, .output_max); llama.cpp looks for them beside
+every matrix of the tower and the projection, and an absent one is no bound. This file carries a few
+(CLAMPS), set where they change a few percent of the values, and the run prints how many each changed
+in the f64 reference.
+
+The text model has no image marker tokens (Gemma 4's are <|image> and <image|>): mtmd writes them as
+text around the image's embeddings, which llama.cpp and Wick then read as plain text.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import gguf
+import numpy as np
+from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy_gemma4v  # noqa: E402
+
+SEED = 20261207
+PATCH, D, N_HEAD, N_FF, N_LAYER, POS_SIZE, EPS = 4, 64, 4, 96, 2, 64, 1e-6
+TEXT_EMBD = 128
+# Bounds of the clippable layers; every other bound is absent. Each sits about two standard deviations
+# out in the values it bounds (the inputs of attn_q and of the projection are RMS-normed; layer 1's FFN
+# output was measured on the first image).
+CLAMPS = {
+    "v.blk.0.attn_q.input_min": -1.9,
+    "v.blk.0.attn_q.input_max": 1.7,
+    "v.blk.1.ffn_down.output_min": -1.1,
+    "v.blk.1.ffn_down.output_max": 1.0,
+    "mm.input_projection.input_max": 1.8,
+}
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MMPROJ = "tests/data/random-gemma4-mmproj.gguf"
+TEXT = "tests/data/random-gemma4-f32.gguf"
+PICTURE = "tests/data/vision-test.png"
+TALL = "tests/data/vision-test-tall.png"
+GOLDEN = "tests/goldens/random-gemma4-vision.json"
+# The image at mtmd's marker, between <|image> and <image|>; BOS added.
+PROMPT = "look at <__media__> and tell"
+# 107 prompt tokens (80 of them the image's) and the reply fit mtmd_embed.cpp's context of 128.
+N_GREEDY = 12
+
+
+def mat(rng, rows, cols, scale=1.0):
+    return (rng.standard_normal((rows, cols)) * scale / np.sqrt(cols)).astype(np.float16)
+
+
+def gain(rng, n, center=1.0):
+    return (center + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+
+def scalar(v):
+    return np.array([v], dtype=np.float32)
+
+
+def mmproj(path, rng):
+    hd = D // N_HEAD
+    w = {
+        # Conv weight (n_embd, 3, p, p), no bias.
+        "v.patch_embd.weight": (rng.standard_normal((D, 3, PATCH, PATCH)) / np.sqrt(3 * PATCH * PATCH)).astype(np.float16),
+        # [0] by column, [1] by row.
+        "v.position_embd.weight": (0.5 * rng.standard_normal((2, POS_SIZE, D))).astype(np.float32),
+    }
+    for i in range(N_LAYER):
+        p = f"v.blk.{i}."
+        w[p + "ln1.weight"] = gain(rng, D)
+        for n in ["attn_q", "attn_k", "attn_v", "attn_out"]:
+            w[p + n + ".weight"] = mat(rng, D, D)
+        # Attention is not scaled by 1/sqrt(head_dim): q.k of unit-RMS heads would have a standard
+        # deviation of 4, softmax close to one-hot. Gains of 0.8 bring it to about 2.5.
+        w[p + "attn_q_norm.weight"] = gain(rng, hd, 0.8)
+        w[p + "attn_k_norm.weight"] = gain(rng, hd, 0.8)
+        w[p + "attn_post_norm.weight"] = gain(rng, D)
+        w[p + "ln2.weight"] = gain(rng, D)
+        w[p + "ffn_gate.weight"] = mat(rng, N_FF, D)
+        w[p + "ffn_up.weight"] = mat(rng, N_FF, D)
+        w[p + "ffn_down.weight"] = mat(rng, D, N_FF)
+        w[p + "ffn_post_norm.weight"] = gain(rng, D)
+        w[p + "out_scale.weight"] = scalar([0.9, 1.1][i])
+    # The pooled tokens are scaled by sqrt(64) = 8 before this standardization.
+    w["v.std_bias"] = (2.0 * rng.standard_normal(D)).astype(np.float32)
+    w["v.std_scale"] = ((1.0 + 0.2 * rng.standard_normal(D)) / 8.0).astype(np.float32)
+    # Stored (text width, vision width), as Gemma 4's converter writes it (Gemma 3's is the transpose).
+    w["mm.input_projection.weight"] = mat(rng, TEXT_EMBD, D)
+    for name, v in CLAMPS.items():
+        w[name] = scalar(v)
+
+    wr = gguf.GGUFWriter(path, "clip")
+    wr.add_name("tiny-random-gemma4-vision")
+    wr.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    wr.add_bool("clip.has_vision_encoder", True)
+    # The converter writes the vision-specific key (Gemma 4's mmproj may also hold an audio encoder);
+    # llama.cpp reads clip.projector_type first and this one when that is absent.
+    wr.add_clip_vision_projector_type(gguf.VisionProjectorType.GEMMA4V)
+    wr.add_vision_projection_dim(TEXT_EMBD)
+    wr.add_vision_image_size(224)
+    wr.add_vision_patch_size(PATCH)
+    wr.add_vision_embedding_length(D)
+    wr.add_vision_feed_forward_length(N_FF)
+    wr.add_vision_block_count(N_LAYER)
+    wr.add_vision_head_count(N_HEAD)
+    wr.add_vision_image_mean([0.5, 0.5, 0.5])
+    wr.add_vision_image_std([0.5, 0.5, 0.5])
+    wr.add_vision_attention_layernorm_eps(EPS)
+    # clip.use_gelu: tanh GELU in llama.cpp's FFN. Without it llama.cpp takes quick GELU, and its converter
+    # does not write it for Gemma 4, whose FFN is tanh GELU.
+    wr.add_vision_use_gelu(True)
+    for name, t in w.items():
+        wr.add_tensor(name, t)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+
+
+def picture_tall(path, rng):
+    y, x = np.mgrid[0:120, 0:37]
+    base = np.stack([x * 6.5, y * 2.0, (x + y) * 1.5], -1)
+    noise = rng.integers(0, 90, (120, 37, 3))
+    Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8)).save(path)
+
+
+def llama_cpp_run(image, n_greedy):
+    """The image's embeddings, the prompt's tokens, the logits after it and the greedy reply, from
+    libmtmd and llama.cpp, through tests/goldens/mtmd_embed.cpp."""
+    src, build = os.environ["LLAMA_CPP"], os.environ["LLAMA_CPP_BUILD"]
+    exe = os.path.join(build, "mtmd_embed")
+    subprocess.run(
+        ["c++", "-O2", "-std=c++17", os.path.join(ROOT, "tests/goldens/mtmd_embed.cpp"), "-o", exe,
+         f"-I{src}/include", f"-I{src}/ggml/include", f"-I{src}/tools/mtmd",
+         f"-L{build}/bin", "-lmtmd", "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{build}/bin"],
+        check=True)
+    out = subprocess.run([exe, TEXT, MMPROJ, image, PROMPT, str(n_greedy)], check=True, capture_output=True,
+                         text=True, cwd=ROOT)
+    lines = [line.split() for line in out.stdout.strip().splitlines()]
+    embd = np.array([[float(v) for v in l[1:]] for l in lines if l[0] == "embd"])
+    prompt = next([int(v) for v in l[1:]] for l in lines if l[0] == "prompt")
+    logits = next(([round(float(v), 4) for v in l[1:]] for l in lines if l[0] == "logits"), None)
+    greedy = [{"id": int(l[1]), "gap": round(float(l[2]), 4)} for l in lines if l[0] == "greedy"]
+    return embd, prompt, logits, greedy
+
+
+def reference(meta, w, image):
+    """numpy_gemma4v's embeddings of the image, its grid of patches and the values each clamp changed."""
+    pixels, (cols, rows) = numpy_gemma4v.preprocess(meta, image)
+    clipped = {}
+    ref = numpy_gemma4v.encode(meta, w, pixels, clipped)
+    return ref, {"cols": cols, "rows": rows}, clipped
+
+
+def compare(image, grid, ref, ours, clipped):
+    assert ref.shape == ours.shape, (ref.shape, ours.shape)
+    cos = (ref * ours).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(ours, axis=1)
+    print(f"{image}: grid {grid['cols']} x {grid['rows']} patches, {ref.shape[0]} image tokens of {ref.shape[1]}; "
+          f"llama.cpp against f64: cosine min {cos.min():.7f}, max abs {np.abs(ref - ours).max():.5f}, "
+          f"embedding std {ref.std():.3f}")
+    print("  values clipped: " + ", ".join(f"{k} {n} of {total} ({100 * n / total:.1f}%)"
+                                           for k, (n, total) in clipped.items()))
+    # They agree to about 2e-7 (llama.cpp rounds matrix inputs, K and V and its GELU to f16). Quick
+    # GELU in place of tanh GELU would be 5e-5 off, so the bound is tighter than that.
+    assert cos.min() >= 0.99999, "llama.cpp and the f64 reference disagree"
+
+
+def rounded(x):
+    return [[round(float(v), 5) for v in row] for row in x]
+
+
+def main():
+    os.chdir(ROOT)
+    rng = np.random.default_rng(SEED)
+    mmproj(MMPROJ, rng)
+    picture_tall(TALL, rng)
+    meta, w = numpy_gemma4v.load(MMPROJ)
+
+    ref, grid, clipped = reference(meta, w, PICTURE)
+    ours, prompt, logits, greedy = llama_cpp_run(PICTURE, N_GREEDY)
+    compare(PICTURE, grid, ref, ours, clipped)
+    tall_ref, tall_grid, tall_clipped = reference(meta, w, TALL)
+    tall_ours, _, _, _ = llama_cpp_run(TALL, 0)
+    compare(TALL, tall_grid, tall_ref, tall_ours, tall_clipped)
+
+    out = {
+        "made_with": "llama.cpp b11312 libmtmd (CPU, mtmd_encode_chunk) and tests/goldens/numpy_gemma4v.py",
+        "seed": SEED,
+        "mmproj": MMPROJ,
+        "text_model": TEXT,
+        "image": PICTURE,
+        "prompt_text": PROMPT,
+        "prompt_ids": prompt,
+        "first_logits": logits,
+        "greedy": greedy,
+        "grid": grid,
+        "n_tokens": int(ref.shape[0]),
+        "llama_cpp": rounded(ours),
+        "f64": rounded(ref),
+        "tall": {
+            "image": TALL,
+            "grid": tall_grid,
+            "n_tokens": int(tall_ref.shape[0]),
+            "llama_cpp": rounded(tall_ours),
+            "f64": rounded(tall_ref),
+        },
+    }
+    with open(GOLDEN, "w") as f:
+        json.dump(out, f, separators=(",", ":"))
+        f.write("\n")
+    print(f"prompt {prompt}; greedy {greedy}")
+    print(f"wrote {GOLDEN}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""An f64 numpy reference for Gemma 4's vision projector (llama.cpp projector type gemma4v: a ViT with RMS
+norms, per-head q/k/v norms, a 2D RoPE and Gemma's sandwich norms, then average pooling and a projection
+into the text model's width), read from its mmproj GGUF: what tests/goldens/make_random_gemma4_vision.py
+records beside llama.cpp's embeddings. Written from the model's definition, not from Wick's code.
+
+    meta, w = load(path)
+    pixels, grid = preprocess(meta, "image.png")   # (3, H, W) in [-3, 1] for mean = std = 0.5; (cols, rows)
+    embeddings = encode(meta, w, pixels)           # (n_tokens, projection_dim), tokens row-major
+
+Unlike Gemma 3's square encoder, the input keeps the image's aspect ratio: its sides are multiples of
+patch * merge, chosen so that the image gives between 70 and 1120 tokens. Positions come from two learned
+tables (one for the column, one for the row) and from a RoPE that turns the first half of each head by
+the patch's column and the second half by its row. Every matrix of the tower may carry scalar clamps on
+its input and output ("clippable linear" layers).
+"""
+import math
+
+import gguf
+import numpy as np
+from PIL import Image
+
+# Gemma 4's vision RoPE base (llama.cpp sets it for gemma4v; the GGUF has no key for it).
+ROPE_THETA = 100.0
+# The pooling kernel when the file has no clip.vision.projector.scale_factor.
+DEFAULT_MERGE = 3
+# The token budget of an image (llama.cpp's set_limit_image_tokens for gemma4v).
+MIN_TOKENS, MAX_TOKENS = 70, 1120
+
+
+def load(path):
+    r = gguf.GGUFReader(path)
+    meta = {}
+    for f in r.fields.values():
+        if f.types and f.types[0] == gguf.GGUFValueType.ARRAY:
+            meta[f.name] = [f.parts[i].tolist()[0] for i in f.data]
+        elif f.types and f.types[0] == gguf.GGUFValueType.STRING:
+            meta[f.name] = bytes(f.parts[f.data[0]]).decode()
+        elif f.data:
+            meta[f.name] = f.parts[f.data[0]].tolist()[0]
+    w = {}
+    for t in r.tensors:
+        shape = [int(d) for d in reversed(t.shape)]
+        w[t.name] = gguf.dequantize(t.data, t.tensor_type).astype(np.float64).reshape(shape)
+    return meta, w
+
+
+def merge_of(meta):
+    return meta.get("clip.vision.projector.scale_factor", DEFAULT_MERGE)
+
+
+def target_size(width, height, align, min_pixels, max_pixels):
+    """The canvas an image of width x height is scaled onto: each side rounded to a multiple of align,
+    then, if that has too many or too few pixels, both sides rescaled by one factor (floored to the
+    multiple when shrinking, ceiled when growing), as transformers' smart_resize does. In float32, as
+    llama.cpp computes it, and rounding halves away from zero as C's round does."""
+    f32 = np.float32
+    fa = f32(align)
+
+    def round_by(x):
+        return int(math.floor(float(f32(x) / fa) + 0.5)) * align
+
+    def ceil_by(x):
+        return int(math.ceil(float(f32(x) / fa))) * align
+
+    def floor_by(x):
+        return int(math.floor(float(f32(x) / fa))) * align
+
+    w_bar = max(align, round_by(width))
+    h_bar = max(align, round_by(height))
+    if h_bar * w_bar > max_pixels:
+        beta = np.sqrt(f32(height) * f32(width) / f32(max_pixels))
+        h_bar = max(align, floor_by(f32(height) / beta))
+        w_bar = max(align, floor_by(f32(width) / beta))
+    elif h_bar * w_bar < min_pixels:
+        beta = np.sqrt(f32(min_pixels) / (f32(height) * f32(width)))
+        h_bar = ceil_by(f32(height) * beta)
+        w_bar = ceil_by(f32(width) * beta)
+    return w_bar, h_bar
+
+
+def preprocess(meta, path, min_tokens=MIN_TOKENS, max_tokens=MAX_TOKENS):
+    """The image on its canvas (target_size) and the canvas's grid of patches (cols, rows). The image is
+    scaled to fit the canvas with its aspect ratio kept (Pillow's bicubic, a = -0.5, which llama.cpp
+    reproduces to the bit), centered on black; values in [0, 1] normalized by the file's mean and std,
+    then mapped by 2 v - 1 (Gemma 4's encoder does that to its input)."""
+    p = meta["clip.vision.patch_size"]
+    align = p * merge_of(meta)
+    img = Image.open(path).convert("RGB")
+    tw, th = target_size(img.width, img.height, align, min_tokens * align * align, max_tokens * align * align)
+    # In float32, as llama.cpp computes it; a side of the scaled image is at most the canvas's.
+    f32 = np.float32
+    scale = min(f32(tw) / f32(img.width), f32(th) / f32(img.height))
+    nw = min(int(np.ceil(f32(img.width) * scale)), tw)
+    nh = min(int(np.ceil(f32(img.height) * scale)), th)
+    resized = img.resize((nw, nh), Image.BICUBIC) if (nw, nh) != img.size else img
+    canvas = Image.new("RGB", (tw, th), (0, 0, 0))
+    canvas.paste(resized, ((tw - nw) // 2, (th - nh) // 2))
+    x = np.asarray(canvas, dtype=np.float64).transpose(2, 0, 1) / 255.0
+    mean = np.array(meta["clip.vision.image_mean"])[:, None, None]
+    std = np.array(meta["clip.vision.image_std"])[:, None, None]
+    return 2.0 * ((x - mean) / std) - 1.0, (tw // p, th // p)
+
+
+def rms_norm(x, eps, weight=None):
+    x = x / np.sqrt((x**2).mean(-1, keepdims=True) + eps)
+    return x if weight is None else x * weight
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def gelu_quick(x):
+    return x / (1 + np.exp(-1.702 * x))
+
+
+def clipped_linear(w, name, x, clipped=None):
+    """x @ NAME.weight^T with Gemma 4's optional clamps: the input clamped to [NAME.input_min,
+    NAME.input_max] and the product to [NAME.output_min, NAME.output_max], each a one-value tensor that
+    may be absent (no bound). If clipped is a dict, each bound present counts into clipped["NAME.input_min"]
+    and so on: [values it changed, values it saw]."""
+    def bound(suffix, default):
+        t = w.get(f"{name}.{suffix}")
+        return default if t is None else float(t.reshape(-1)[0])
+
+    def clamp(v, lo_key, hi_key):
+        lo, hi = bound(lo_key, -np.inf), bound(hi_key, np.inf)
+        if clipped is not None:
+            for key, n in ((lo_key, int((v < lo).sum())), (hi_key, int((v > hi).sum()))):
+                if f"{name}.{key}" in w:
+                    count = clipped.setdefault(f"{name}.{key}", [0, 0])
+                    count[0] += n
+                    count[1] += v.size
+        return np.clip(v, lo, hi)
+
+    x = clamp(x, "input_min", "input_max")
+    return clamp(x @ w[f"{name}.weight"].T, "output_min", "output_max")
+
+
+def rope_neox(x, pos, theta):
+    """NEOX RoPE over the last axis of x (n, ..., d): dims i and i + d/2 turn together by pos * theta^(-2i/d)."""
+    d = x.shape[-1]
+    freq = theta ** (-np.arange(d // 2) * 2.0 / d)
+    ang = pos.reshape((-1,) + (1,) * (x.ndim - 1)) * freq
+    cos, sin = np.cos(ang), np.sin(ang)
+    a, b = x[..., : d // 2], x[..., d // 2 :]
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos], -1)
+
+
+def rope_2d(x, col, row, theta=ROPE_THETA):
+    """Gemma 4's 2D RoPE on (n_patches, n_head, head_dim): the head's first half is a NEOX RoPE of half
+    the head's width at the patch's column, its second half the same at the patch's row."""
+    half = x.shape[-1] // 2
+    return np.concatenate([rope_neox(x[..., :half], col, theta), rope_neox(x[..., half:], row, theta)], -1)
+
+
+def encode(meta, w, pixels, clipped=None):
+    """The image tokens of a preprocessed image (3, H, W): the encoder over its patches, each n_merge x
+    n_merge square of patches averaged into a token (tokens row-major), and the projection. If clipped
+    is a dict, it counts the values each clamp changed (clipped_linear)."""
+    p = meta["clip.vision.patch_size"]
+    d = meta["clip.vision.embedding_length"]
+    n_head = meta["clip.vision.attention.head_count"]
+    eps = meta["clip.vision.attention.layer_norm_epsilon"]
+    n_layer = meta["clip.vision.block_count"]
+    merge = merge_of(meta)
+    # llama.cpp's ffn_op: tanh GELU where the file says clip.use_gelu (not under clip.vision), quick GELU
+    # where it says nothing.
+    act = gelu_tanh if meta.get("clip.use_gelu", False) else gelu_quick
+    hd = d // n_head
+    rows, cols = pixels.shape[1] // p, pixels.shape[2] // p
+    # Patches row-major (y, then x); each patch's values channel, then y, then x (the convolution's
+    # order). The patch embedding has no bias.
+    patches = pixels.reshape(3, rows, p, cols, p).transpose(1, 3, 0, 2, 4).reshape(rows * cols, 3 * p * p)
+    x = patches @ w["v.patch_embd.weight"].reshape(d, -1).T
+    # Two learned tables, (2, pos_size, d): [0] indexed by the patch's column, [1] by its row.
+    col = np.arange(rows * cols) % cols
+    row = np.arange(rows * cols) // cols
+    table = w["v.position_embd.weight"]
+    x = x + table[0][col] + table[1][row]
+    for i in range(n_layer):
+        b = f"v.blk.{i}."
+        g = lambda n: w[b + n]  # noqa: E731
+        lin = lambda n, v: clipped_linear(w, b + n, v, clipped)  # noqa: E731
+        h = rms_norm(x, eps, g("ln1.weight"))
+        q = rms_norm(lin("attn_q", h).reshape(-1, n_head, hd), eps, g("attn_q_norm.weight"))
+        k = rms_norm(lin("attn_k", h).reshape(-1, n_head, hd), eps, g("attn_k_norm.weight"))
+        # v is normed per head too, without a gain.
+        v = rms_norm(lin("attn_v", h).reshape(-1, n_head, hd), eps)
+        q, k = rope_2d(q, col, row), rope_2d(k, col, row)
+        # Every patch sees every patch; no 1/sqrt(head_dim): the q and k norms set the sharpness.
+        q, k, v = (t.transpose(1, 0, 2) for t in (q, k, v))
+        s = q @ k.transpose(0, 2, 1)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        a = ((s / s.sum(-1, keepdims=True)) @ v).transpose(1, 0, 2).reshape(-1, d)
+        x = x + rms_norm(lin("attn_out", a), eps, g("attn_post_norm.weight"))
+        h = rms_norm(x, eps, g("ln2.weight"))
+        ffn = lin("ffn_down", act(lin("ffn_gate", h)) * lin("ffn_up", h))
+        x = x + rms_norm(ffn, eps, g("ffn_post_norm.weight"))
+        if b + "out_scale.weight" in w:
+            x = x * g("out_scale.weight")
+    # No final norm. Each merge x merge square of the (rows, cols) grid averaged into one token.
+    x = x.reshape(rows // merge, merge, cols // merge, merge, d).mean(axis=(1, 3)).reshape(-1, d)
+    x = x * np.sqrt(d)
+    if "v.std_bias" in w and "v.std_scale" in w:
+        x = (x - w["v.std_bias"]) * w["v.std_scale"]
+    return clipped_linear(w, "mm.input_projection", rms_norm(x, eps), clipped)
