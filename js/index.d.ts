@@ -49,7 +49,7 @@ export interface LoadOptions {
   lookup?: boolean;
   /** Tokens a step proposes at most, 1 to 31 (default 6; fewer while drafts fall). */
   draftMax?: number;
-  /** The model's vision projector (an mmproj GGUF as llama.cpp makes them; Gemma 3's), URL or File /
+  /** The model's vision projector (an mmproj GGUF as llama.cpp makes them; Gemma 3's or Gemma 4's), URL or File /
    * Blob: chat messages may then show images (`ImagePart`). Not with speculative decoding. */
   mmproj?: string | Blob;
 }

@@ -113,7 +113,7 @@ export class Wick {
    * to check in one step (its load reports phases 'draft-download' and 'draft-gpu'); `lookup: true`
    * proposes them from the prompt and the reply so far instead. Replies are as without: greedy, token for
    * token; sampled, from the same distribution. Images: `mmproj` (a URL or File / Blob) loads the
-   * model's vision projector (an mmproj GGUF, as llama.cpp's: Gemma 3's) after it (phases
+   * model's vision projector (an mmproj GGUF, as llama.cpp's: Gemma 3's or Gemma 4's) after it (phases
    * 'mmproj-download' and 'mmproj-gpu'); chat messages may then hold `image_url` parts, each image
    * decoded by the browser.
    */

@@ -81,52 +81,59 @@ def scalar(v):
     return np.array([v], dtype=np.float32)
 
 
-def mmproj(path, rng):
-    hd = D // N_HEAD
+# The projector's shape: this file's tiny one; scripts/make-gemma4v-shape.py writes Gemma 4's own. `clamps`:
+# the bounds of clippable layers, by tensor name.
+TINY = dict(name="tiny-random-gemma4-vision", patch=PATCH, d=D, n_head=N_HEAD, n_ff=N_FF, n_layer=N_LAYER,
+            positions=POS_SIZE, text=TEXT_EMBD, clamps=CLAMPS)
+
+
+def mmproj(path, rng, shape=TINY):
+    patch, d, n_ff, positions, text = (shape[k] for k in ("patch", "d", "n_ff", "positions", "text"))
+    hd = d // shape["n_head"]
     w = {
         # Conv weight (n_embd, 3, p, p), no bias.
-        "v.patch_embd.weight": (rng.standard_normal((D, 3, PATCH, PATCH)) / np.sqrt(3 * PATCH * PATCH)).astype(np.float16),
+        "v.patch_embd.weight": (rng.standard_normal((d, 3, patch, patch)) / np.sqrt(3 * patch * patch)).astype(np.float16),
         # [0] by column, [1] by row.
-        "v.position_embd.weight": (0.5 * rng.standard_normal((2, POS_SIZE, D))).astype(np.float32),
+        "v.position_embd.weight": (0.5 * rng.standard_normal((2, positions, d))).astype(np.float32),
     }
-    for i in range(N_LAYER):
+    for i in range(shape["n_layer"]):
         p = f"v.blk.{i}."
-        w[p + "ln1.weight"] = gain(rng, D)
+        w[p + "ln1.weight"] = gain(rng, d)
         for n in ["attn_q", "attn_k", "attn_v", "attn_out"]:
-            w[p + n + ".weight"] = mat(rng, D, D)
+            w[p + n + ".weight"] = mat(rng, d, d)
         # Attention is not scaled by 1/sqrt(head_dim): q.k of unit-RMS heads would have a standard
         # deviation of 4, softmax close to one-hot. Gains of 0.8 bring it to about 2.5.
         w[p + "attn_q_norm.weight"] = gain(rng, hd, 0.8)
         w[p + "attn_k_norm.weight"] = gain(rng, hd, 0.8)
-        w[p + "attn_post_norm.weight"] = gain(rng, D)
-        w[p + "ln2.weight"] = gain(rng, D)
-        w[p + "ffn_gate.weight"] = mat(rng, N_FF, D)
-        w[p + "ffn_up.weight"] = mat(rng, N_FF, D)
-        w[p + "ffn_down.weight"] = mat(rng, D, N_FF)
-        w[p + "ffn_post_norm.weight"] = gain(rng, D)
-        w[p + "out_scale.weight"] = scalar([0.9, 1.1][i])
-    # The pooled tokens are scaled by sqrt(64) = 8 before this standardization.
-    w["v.std_bias"] = (2.0 * rng.standard_normal(D)).astype(np.float32)
-    w["v.std_scale"] = ((1.0 + 0.2 * rng.standard_normal(D)) / 8.0).astype(np.float32)
+        w[p + "attn_post_norm.weight"] = gain(rng, d)
+        w[p + "ln2.weight"] = gain(rng, d)
+        w[p + "ffn_gate.weight"] = mat(rng, n_ff, d)
+        w[p + "ffn_up.weight"] = mat(rng, n_ff, d)
+        w[p + "ffn_down.weight"] = mat(rng, d, n_ff)
+        w[p + "ffn_post_norm.weight"] = gain(rng, d)
+        w[p + "out_scale.weight"] = scalar([0.9, 1.1][i % 2])
+    # The pooled tokens are scaled by sqrt(d) before this standardization.
+    w["v.std_bias"] = (2.0 * rng.standard_normal(d)).astype(np.float32)
+    w["v.std_scale"] = ((1.0 + 0.2 * rng.standard_normal(d)) / np.sqrt(d)).astype(np.float32)
     # Stored (text width, vision width), as Gemma 4's converter writes it (Gemma 3's is the transpose).
-    w["mm.input_projection.weight"] = mat(rng, TEXT_EMBD, D)
-    for name, v in CLAMPS.items():
+    w["mm.input_projection.weight"] = mat(rng, text, d)
+    for name, v in shape["clamps"].items():
         w[name] = scalar(v)
 
     wr = gguf.GGUFWriter(path, "clip")
-    wr.add_name("tiny-random-gemma4-vision")
+    wr.add_name(shape["name"])
     wr.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     wr.add_bool("clip.has_vision_encoder", True)
     # The converter writes the vision-specific key (Gemma 4's mmproj may also hold an audio encoder);
     # llama.cpp reads clip.projector_type first and this one when that is absent.
     wr.add_clip_vision_projector_type(gguf.VisionProjectorType.GEMMA4V)
-    wr.add_vision_projection_dim(TEXT_EMBD)
+    wr.add_vision_projection_dim(text)
     wr.add_vision_image_size(224)
-    wr.add_vision_patch_size(PATCH)
-    wr.add_vision_embedding_length(D)
-    wr.add_vision_feed_forward_length(N_FF)
-    wr.add_vision_block_count(N_LAYER)
-    wr.add_vision_head_count(N_HEAD)
+    wr.add_vision_patch_size(patch)
+    wr.add_vision_embedding_length(d)
+    wr.add_vision_feed_forward_length(n_ff)
+    wr.add_vision_block_count(shape["n_layer"])
+    wr.add_vision_head_count(shape["n_head"])
     wr.add_vision_image_mean([0.5, 0.5, 0.5])
     wr.add_vision_image_std([0.5, 0.5, 0.5])
     wr.add_vision_attention_layernorm_eps(EPS)
