@@ -239,3 +239,19 @@ fn a_session_places_a_gemma4_image_between_its_markers() {
 fn argmax(v: &[f32]) -> u32 {
     (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32
 }
+
+#[test]
+fn an_image_whose_grid_passes_the_position_tables_is_refused() {
+    let Some(gpu) = gpu() else { return };
+    let projector = projector(gpu);
+    // 3000 x 12 pixels: at least 70 tokens of 12 pixels a side keep the strip 1 token high and
+    // hundreds of patches wide, past the tables' 64.
+    let strip = Image::new(3000, 12, vec![128; 3000 * 12 * 3]).unwrap();
+    let err = projector.tokens_for(&strip).unwrap_err().to_string();
+    assert!(err.contains("positions reach 64 a side"), "{err}");
+    let err = projector.encode(&strip).block_on().unwrap_err().to_string();
+    assert!(err.contains("positions reach 64"), "{err}");
+    // The projector still encodes the next image.
+    let image = picture(golden()["image"].as_str().unwrap());
+    assert_eq!(projector.encode(&image).block_on().unwrap().len(), 80 * 128);
+}

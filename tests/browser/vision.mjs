@@ -1,7 +1,8 @@
 // Browser tests of images: the random Gemma 3 model with its vision projector (tests/vision.rs's files),
 // an image in a chat message through the package and through the chat page, each reply against the
-// native engine's (`wick run --mmproj --image`, whose reply tests/vision.rs checks against llama.cpp's).
-// Registered by run.mjs.
+// native engine's (`wick run --mmproj --image`, whose reply tests/vision.rs checks against llama.cpp's);
+// then the random Gemma 4 model with its own (tests/vision_gemma4.rs's files) through the package,
+// against `wick chat`. Registered by run.mjs.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -82,6 +83,37 @@ test('the package reads an image in a chat message as the native engine does', a
   assert.match(result.notAnImage.message, /image 1 cannot be decoded/);
   assert.equal(result.withoutProjector?.name, 'BadRequestError', JSON.stringify(result.withoutProjector));
   assert.match(result.withoutProjector.message, /vision projector/);
+});
+
+test('the package reads an image for Gemma 4 as the native chat does', async () => {
+  const [model, mmproj] = ['tests/data/random-gemma4-f32.gguf', 'tests/data/random-gemma4-mmproj.gguf'];
+  // `wick chat` puts its --image before the first message's text, as the package's parts below do.
+  const chat = spawnSync(
+    join(ROOT, 'target/release/wick'),
+    ['chat', '-m', model, '--mmproj', mmproj, '--image', IMAGE, '--temp', '0', '-n', String(TOKENS), '-c', '256'],
+    { cwd: ROOT, env: { ...process.env, WICK_TUNING: 'off' }, input: 'look at this\n' },
+  );
+  assert.equal(chat.status, 0, chat.stderr.toString());
+  const want = chat.stdout.toString().trim();
+  const prompt = Number(/(\d+) new prompt tokens/.exec(chat.stderr.toString())[1]);
+  const page = await openPage('/target/browser-test/app/');
+  const result = await page.evaluate(
+    async ({ model, mmproj, url, tokens, adapter }) => {
+      const { Wick } = await import('wick-llm');
+      const engine = await Wick.load(model, { ...adapter, mmproj, tune: false, nCtx: 256 });
+      const content = [{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'look at this' }];
+      const reply = await engine.chat.completions.create({ messages: [{ role: 'user', content }], temperature: 0, max_tokens: tokens });
+      const stats = await engine.stats();
+      await engine.unload();
+      return { reply, stats };
+    },
+    { model: `/${model}`, mmproj: `/${mmproj}`, url: dataUrl, tokens: TOKENS, adapter: COMPAT },
+  );
+  await page.close();
+  ranOn(result.stats);
+  console.log(`    reply ${JSON.stringify(result.reply.choices[0].message.content)}, native ${JSON.stringify(want)}`);
+  assert.equal(result.reply.choices[0].message.content, want);
+  assert.equal(result.reply.usage.prompt_tokens, prompt, 'the chat template around the image between <|image> and <image|>');
 });
 
 test('the chat page takes an image from its picker, shows it in the message, keeps it, and replies as the native engine', async () => {
