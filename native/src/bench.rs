@@ -174,7 +174,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             b => format!(", and reads {b} bytes of per-layer rows from the file per token"),
         }
     );
-    crate::tune::tune_new_shapes(&mut engine)?;
+    crate::tuning_file::tune_new_shapes(&mut engine)?;
     let batch = engine.stats.chunk_tokens;
     let asked = args
         .batch

@@ -29,7 +29,7 @@ pub fn open_source(model: &Option<String>) -> Result<Box<dyn ByteSource>> {
 /// The GPU, with the kernel shapes tuning kept for it.
 pub fn gpu() -> Result<Arc<Gpu>> {
     let gpu = pollster::block_on(Gpu::new())?;
-    let tuned = crate::tune::apply_stored(&gpu);
+    let tuned = crate::tuning_file::apply_stored(&gpu);
     match tuned {
         0 => eprintln!("wick: GPU {}", gpu.describe()),
         n => eprintln!("wick: GPU {} ({n} kernel shapes tuned)", gpu.describe()),
@@ -73,7 +73,7 @@ pub fn session_on(gpu: Arc<Gpu>, args: &ModelArgs, options: LoadOptions) -> Resu
     .block_on();
     bar.finish_and_clear();
     let mut session = session.with_context(|| format!("cannot load {}", source.describe()))?;
-    crate::tune::tune_new_shapes(&mut session.engine)?;
+    crate::tuning_file::tune_new_shapes(&mut session.engine)?;
     let s = &session.engine.stats;
     eprintln!(
         "wick: loaded {} in {:.2} s: {} dispatches and {} submit per token, {:.1} MB of weights per token, context {}",

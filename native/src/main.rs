@@ -13,6 +13,7 @@ mod run;
 mod serve;
 mod speculate;
 mod tune;
+mod tuning_file;
 mod vision;
 
 use clap::{Args, Parser, Subcommand};

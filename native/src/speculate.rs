@@ -77,7 +77,7 @@ fn draft_model(path: &str, session: &Session) -> Result<DraftModel> {
     .block_on();
     bar.finish_and_clear();
     let mut draft = draft.with_context(|| format!("cannot draft with {}", source.describe()))?;
-    crate::tune::tune_new_shapes(&mut draft.engine)?;
+    crate::tuning_file::tune_new_shapes(&mut draft.engine)?;
     eprintln!("wick: drafting with {}", source.describe());
     Ok(draft)
 }

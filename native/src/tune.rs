@@ -1,17 +1,12 @@
-//! Kernel-shape tuning kept in a file. Every command that loads a model times the matvec shapes this
-//! adapter has no winners for yet, once (`tune_new_shapes`); `wick tune` times all of a model's shapes
-//! again and prints what changed. Every later command on the same adapter and driver uses the winners
-//! (`WICK_TUNING=off` leaves them out and times nothing).
+//! `wick tune`: times all of a model's kernel shapes again on this adapter, prints what changed, and
+//! keeps the winners in the tuning file (tuning_file.rs), or forgets the adapter's.
 
 use crate::load;
+use crate::tuning_file::{read_all, tuning_path, write_all};
 use anyhow::{Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use wick::engine::{Engine, LoadOptions, TuneShapes};
-use wick::gpu::{Gpu, Tuning};
 
 #[derive(Args)]
 pub struct TuneArgs {
@@ -67,97 +62,4 @@ pub fn main(args: TuneArgs) -> Result<()> {
         path.display()
     );
     Ok(())
-}
-
-/// Times the engine's matvec shapes that have no winner on this adapter yet and keeps the winners in
-/// the tuning file: what makes tuning happen once per shape. Nothing where tuning is off.
-pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
-    let Some(path) = tuning_path() else {
-        return Ok(());
-    };
-    let new = engine.untuned_shapes().len();
-    if new == 0 {
-        return Ok(());
-    }
-    eprintln!(
-        "wick: timing {new} new kernel shapes on this adapter (once; WICK_TUNING=off skips this)"
-    );
-    let start = std::time::Instant::now();
-    let mut tuner = engine.tuner(TuneShapes::New).block_on()?;
-    let bar = ProgressBar::new(tuner.candidates as u64);
-    bar.set_style(
-        ProgressStyle::with_template("tuning [{bar:30}] {pos}/{len} candidates, {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    while engine.tune_step(&mut tuner).block_on()? {
-        bar.set_position(tuner.timed as u64);
-        bar.set_message(format!(
-            "{} of {} shapes",
-            tuner.tuned().len(),
-            tuner.shapes
-        ));
-    }
-    bar.finish_and_clear();
-    let tuning = (*engine.gpu.tuning()).clone();
-    let adapter = engine.gpu.adapter_key();
-    // Read again: another command may have kept shapes of its own since this one started. Winners
-    // timed among an older set of candidates go: the GPU dropped them, and kept they would be dropped
-    // (and timed again) at every load.
-    let mut all = read_all(&path);
-    match all.get_mut(&adapter) {
-        Some(kept) if kept.candidates == tuning.candidates => kept.matvec.extend(tuning.matvec),
-        _ => {
-            all.insert(adapter, tuning);
-        }
-    }
-    write_all(&path, &all)?;
-    eprintln!(
-        "wick: tuned in {:.1} s, kept in {}",
-        start.elapsed().as_secs_f64(),
-        path.display()
-    );
-    Ok(())
-}
-
-/// Where tuning is kept: $WICK_TUNING (a path, or "off"), else $XDG_CACHE_HOME/wick/tuning.json, else
-/// ~/.cache/wick/tuning.json.
-fn tuning_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("WICK_TUNING") {
-        return (p != "off").then(|| PathBuf::from(p));
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(cache.join("wick").join("tuning.json"))
-}
-
-/// Every adapter's tuning in the file, by `Gpu::adapter_key`; nothing where the file is missing or
-/// unreadable (tuning is an optimization: a bad file means defaults, not a failure).
-fn read_all(path: &PathBuf) -> BTreeMap<String, Tuning> {
-    std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
-}
-
-fn write_all(path: &PathBuf, all: &BTreeMap<String, Tuning>) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let json = serde_json::to_string_pretty(all)?;
-    std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Gives the GPU this adapter's kept tuning, if there is one; returns how many shapes it has.
-pub fn apply_stored(gpu: &Gpu) -> usize {
-    let Some(path) = tuning_path() else { return 0 };
-    match read_all(&path).remove(&gpu.adapter_key()) {
-        Some(tuning) => {
-            gpu.set_tuning(tuning);
-            // What the GPU kept: not winners timed among an older set of candidates.
-            gpu.tuning().matvec.len()
-        }
-        None => 0,
-    }
 }

@@ -66,7 +66,7 @@ impl ProjectorArgs {
         );
         session.attach_projector(projector)?;
         // Its products' kernel shapes are timed as the model's are, once.
-        crate::tune::tune_new_shapes(&mut session.engine)
+        crate::tuning_file::tune_new_shapes(&mut session.engine)
     }
 }
 

@@ -85,7 +85,7 @@ pub fn main(args: ServeArgs) -> Result<()> {
     let model_id = model_id(&args.model);
     let has_key = args.api_key.is_some();
     let metrics = std::sync::Arc::new(metrics::Metrics::default());
-    let tasks = worker::start(session, metrics.clone());
+    let tasks = start_engine(session, metrics.clone());
     let state = routes::State::new(tasks, metrics, model_id.clone(), args.api_key);
     let app = routes::router(state, args.cors, max_body);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -118,4 +118,22 @@ pub fn model_id(args: &ModelArgs) -> String {
         .file_name()
         .map_or(path.into(), |n| n.to_string_lossy());
     name.strip_suffix(".gguf").unwrap_or(&name).to_string()
+}
+
+/// Starts the engine thread and returns the queue that feeds it; the thread counts what it does
+/// in `metrics`. An engine loaded for several sequences serves that many requests at once
+/// (parallel.rs); otherwise one at a time, in arrival order (worker.rs).
+fn start_engine(
+    session: wick::session::Session,
+    metrics: std::sync::Arc<metrics::Metrics>,
+) -> tokio::sync::mpsc::Sender<worker::Task> {
+    let (tasks, queue) = tokio::sync::mpsc::channel(worker::QUEUE_DEPTH);
+    std::thread::Builder::new()
+        .name("wick-engine".into())
+        .spawn(move || match session.engine.sequences() {
+            1 => worker::serve_in_turn(session, queue, &metrics),
+            _ => parallel::serve(session, queue, &metrics),
+        })
+        .expect("the engine thread starts");
+    tasks
 }

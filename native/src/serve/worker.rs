@@ -6,7 +6,6 @@ use super::metrics::{Generated, Metrics};
 use super::openai::ApiError;
 use pollster::FutureExt as _;
 use serde_json::Value;
-use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use wick::chat_template::{ChatMessage, Extras, Variables};
 use wick::grammar::Grammar;
@@ -75,22 +74,8 @@ pub enum Event {
     Failed(ApiError),
 }
 
-/// Starts the engine thread and returns the queue that feeds it; the thread counts what it does
-/// in `metrics`. An engine loaded for several sequences serves that many requests at once
-/// (`super::parallel`); otherwise one at a time, in arrival order.
-pub fn start(session: Session, metrics: Arc<Metrics>) -> mpsc::Sender<Task> {
-    let (tasks, queue) = mpsc::channel::<Task>(QUEUE_DEPTH);
-    std::thread::Builder::new()
-        .name("wick-engine".into())
-        .spawn(move || match session.engine.sequences() {
-            1 => serve_in_turn(session, queue, &metrics),
-            _ => super::parallel::serve(session, queue, &metrics),
-        })
-        .expect("the engine thread starts");
-    tasks
-}
-
-fn serve_in_turn(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Metrics) {
+/// Serves the queue's tasks one at a time, in arrival order, until it closes.
+pub fn serve_in_turn(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Metrics) {
     while let Some(task) = queue.blocking_recv() {
         let job = match task {
             Task::Generate(job) => job,
