@@ -3,7 +3,7 @@
 # none: on Mesa's lavapipe from Debian testing (Mesa 26 has VK_KHR_cooperative_matrix, 8 x 8 f16
 # products into f32), in a minimal Debian root made once with debootstrap and kept in the cache.
 # The tests' binary is built here and copied in; nothing of the checkout is mounted. Needs root
-# (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops.rs (default: the matmul checks on
+# (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops_matmul.rs (default: the matmul checks on
 # the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too, and
 # the check before tuning offers them).
 # WICK_MATRIX_CORES_ROOT sets where the root lives.
@@ -31,8 +31,8 @@ if [ ! -e "$root/usr/share/vulkan/icd.d/lvp_icd.json" ] && [ ! -e "$root/usr/sha
     --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 
-binary=$(cargo test --release --test ops --no-run 2>&1 | grep -o 'target/release/deps/ops-[0-9a-f]*' | head -1)
-[ -x "$binary" ] || { echo "test-matrix-cores: no tests/ops.rs binary was built" >&2; exit 1; }
+binary=$(cargo test --release --test ops_matmul --no-run 2>&1 | grep -o 'target/release/deps/ops_matmul-[0-9a-f]*' | head -1)
+[ -x "$binary" ] || { echo "test-matrix-cores: no tests/ops_matmul.rs binary was built" >&2; exit 1; }
 cp "$binary" "$root/tmp/wick-ops"
 filters=("$@")
 [ ${#filters[@]} -gt 0 ] || filters=(matmul_every_type_against_cpu matrix_cores)

@@ -1,0 +1,275 @@
+//! The products of a prompt's chunk against the CPU on seeded random data: the matmul tiles for every
+//! type and every tile the tuner may pick, and the matrix cores' tiles where the adapter has them
+//! (scripts/test-matrix-cores.sh runs these on a lavapipe that has them).
+
+mod common;
+
+use common::{f32_buffer, gpu, nmse, packed, run, Rng};
+use pollster::FutureExt as _;
+use wick::gguf::GgmlType;
+use wick::gpu::{
+    read_back_f32, Gpu, GpuTensor, Kernel, MatrixCores, MatvecKernel, MatvecShape, Store, Tuning,
+    XNorm,
+};
+use wick::ops::matvec;
+
+/// The products of a run (shaders/matmul.wgsl): 21 tokens in a plan for 40, so one 16-token tile is
+/// full, one is partly used and one is skipped; 37 rows leave most of the 64-row tile empty. Then 131
+/// tokens of 150 by 300 rows in one part: several tiles each way, the last of each partly used, in
+/// every tile the tuner may pick (64 x 16; 128 x 32 and 128 x 64 where the adapter holds them). A plan
+/// for 8 tokens (a decode step of 8 sequences) runs 7 through the matvec kernel four tokens at a
+/// time (shaders/matvec_pairs.wgsl), in two layers of workgroups, the second short of a token; a
+/// plan for 4 runs 3 so, in every kernel shape the tuner may pick for it, the odd last row included.
+#[test]
+fn matmul_every_type_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    match gpu.matrix_cores() {
+        Some(cores) => eprintln!("matmul on matrix cores: checked ({cores:?})"),
+        None => eprintln!(
+            "matmul on matrix cores: skipped, {} has no cooperative matrices for it",
+            gpu.describe()
+        ),
+    }
+    let mut rng = Rng(2024);
+    for (batch, n_tokens, rows, part_rows) in [
+        (40u32, 21usize, 37u32, 10u64),
+        (150, 131, 300, 300),
+        (8, 7, 37, 10),
+        (4, 3, 37, 10),
+    ] {
+        for ty in GgmlType::ALL {
+            let cols = if ty.block_len() == 256 { 768 } else { 736 };
+            let row_bytes = ty.bytes_for(cols as u64).unwrap();
+            let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * part_rows + 4, &mut rng);
+            let x = rng.vec(batch as usize * cols as usize);
+            let y0 = rng.vec(batch as usize * rows as usize);
+            let product = Product {
+                w: &w,
+                deq: &deq,
+                x: &x,
+                y0: &y0,
+                batch,
+                n_tokens,
+            };
+            for accumulate in [false, true] {
+                product.check(&gpu, accumulate, "");
+            }
+            if batch > 8 {
+                // Each tile the tuner may pick, where the adapter holds it.
+                let shape = |rows| MatvecShape {
+                    tokens: batch,
+                    ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
+                };
+                product.check_each_candidate(&gpu, shape, true);
+            }
+            if batch <= 4 {
+                // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
+                // Several tokens take four to a workgroup, with winners of their own.
+                let shape = |rows| MatvecShape {
+                    kernel: Kernel::MatvecPairs(Store::Rows, XNorm::None),
+                    ty,
+                    cols,
+                    rows,
+                    tokens: if batch > 1 { 4 } else { 1 },
+                };
+                product.check_each_candidate(&gpu, shape, false);
+            }
+        }
+    }
+}
+
+/// A product of a random matrix and the x of a run's tokens, and its CPU reference.
+struct Product<'a> {
+    w: &'a GpuTensor,
+    deq: &'a [f32],
+    x: &'a [f32],
+    y0: &'a [f32],
+    batch: u32,
+    n_tokens: usize,
+}
+
+impl Product<'_> {
+    /// `check` in each kernel shape the tuner may give `shape` (of W's rows) where the adapter
+    /// holds it, every part of W taking it.
+    fn check_each_candidate(
+        &self,
+        gpu: &Gpu,
+        shape: impl Fn(u32) -> MatvecShape,
+        accumulate: bool,
+    ) {
+        let whole = shape(self.w.rows);
+        for candidate in whole.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
+            if !whole.fits(&candidate, &gpu.limits) {
+                eprintln!("{}: {candidate} does not fit this adapter", self.w.ty);
+                continue;
+            }
+            let mut tuning = Tuning::default();
+            for part in &self.w.parts {
+                tuning.matvec.insert(shape(part.rows).key(), candidate);
+            }
+            gpu.set_tuning(tuning);
+            // The matrix cores' tile rounds x and the weights to f16: a relative error of 2^-11 on
+            // each, where a wrong block or a lost step errs by percents.
+            let tolerance = if candidate.cooperative.is_some() {
+                1e-5
+            } else {
+                1e-10
+            };
+            self.check_within(gpu, accumulate, &candidate.to_string(), tolerance);
+        }
+        gpu.set_tuning(Tuning::default());
+    }
+
+    fn check(&self, gpu: &Gpu, accumulate: bool, shape: &str) {
+        self.check_within(gpu, accumulate, shape, 1e-10);
+    }
+
+    fn check_within(&self, gpu: &Gpu, accumulate: bool, shape: &str, tolerance: f64) {
+        let (rows, cols) = (self.w.rows as usize, self.w.row_len as usize);
+        let (ty, n_tokens, batch) = (self.w.ty, self.n_tokens, self.batch);
+        let xb = f32_buffer(gpu, self.x);
+        let yb = f32_buffer(gpu, self.y0);
+        let step = wick::gpu::StepInput::new(gpu, batch);
+        step.write(gpu, 0, &vec![0; n_tokens]);
+        let mut plan = wick::gpu::Plan::new(gpu, &step, batch);
+        matvec::push(&mut plan, self.w, &xb, &yb, accumulate);
+        run(gpu, plan);
+        let got = read_back_f32(gpu, &yb, self.y0.len()).block_on().unwrap();
+        let mut want = self.y0.to_vec();
+        for t in 0..n_tokens {
+            let x_t = &self.x[t * cols..(t + 1) * cols];
+            matvec::reference(
+                self.deq,
+                x_t,
+                &mut want[t * rows..(t + 1) * rows],
+                accumulate,
+            );
+        }
+        let e = nmse(&got, &want);
+        let what = format!("{ty} {n_tokens} of {batch} accumulate={accumulate} {shape}");
+        assert!(e < tolerance, "{what}: nmse {e}");
+        // Rows of tokens past the run are left as they were.
+        assert_eq!(got[n_tokens * rows..], self.y0[n_tokens * rows..], "{what}");
+    }
+}
+
+/// The matrix cores' tile in 16 x 16 products, which GPUs with matrix cores run (NVIDIA's, AMD's),
+/// where the adapter is Mesa's lavapipe: it advertises 8 x 8 products only, and so gets the 8 x 8
+/// tile from the tuner, but runs 16 x 16 too (scripts/test-matrix-cores.sh). Every type, a run of
+/// 131 tokens of 150 by 300 rows: partial tiles both ways.
+#[test]
+fn matmul_on_16x16_matrix_cores_where_lavapipe_runs_them() {
+    let Some(gpu) = gpu() else { return };
+    let Some(cores) = gpu
+        .matrix_cores()
+        .filter(|_| gpu.info.name.contains("llvmpipe"))
+    else {
+        eprintln!("16 x 16 matrix cores: skipped, not lavapipe with cooperative matrices");
+        return;
+    };
+    eprintln!("16 x 16 matrix cores: checked");
+    let mut rng = Rng(1616);
+    let (batch, n_tokens, rows) = (150u32, 131usize, 300u32);
+    for ty in GgmlType::ALL {
+        let cols = if ty.block_len() == 256 { 768 } else { 736 };
+        let data = ProductData::random(&gpu, ty, rows, cols, batch, &mut rng);
+        let sixteen = MatrixCores { size: 16, ..cores };
+        let kernel = data.on_matrix_cores(&gpu, sixteen);
+        data.product(n_tokens)
+            .check_within(&gpu, true, &kernel.to_string(), 1e-5);
+    }
+    gpu.set_tuning(Tuning::default());
+}
+
+/// A matrix of W's rows, x and y for `batch` tokens, on the GPU and as the CPU reads them.
+struct ProductData {
+    w: GpuTensor,
+    deq: Vec<f32>,
+    x: Vec<f32>,
+    y0: Vec<f32>,
+    batch: u32,
+}
+
+impl ProductData {
+    fn random(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, batch: u32, rng: &mut Rng) -> Self {
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let (w, deq) = packed(gpu, ty, rows, cols, row_bytes * rows as u64 + 4, rng);
+        let x = rng.vec(batch as usize * cols as usize);
+        let y0 = rng.vec(batch as usize * rows as usize);
+        ProductData {
+            w,
+            deq,
+            x,
+            y0,
+            batch,
+        }
+    }
+
+    fn product(&self, n_tokens: usize) -> Product<'_> {
+        Product {
+            w: &self.w,
+            deq: &self.deq,
+            x: &self.x,
+            y0: &self.y0,
+            batch: self.batch,
+            n_tokens,
+        }
+    }
+
+    /// Makes the GPU's tuning put the product, as a prompt's chunk, on `cores`; returns that kernel.
+    fn on_matrix_cores(&self, gpu: &Gpu, cores: MatrixCores) -> MatvecKernel {
+        let (ty, cols, rows) = (self.w.ty, self.w.row_len, self.w.rows);
+        let shape = MatvecShape {
+            tokens: self.batch,
+            ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
+        };
+        let kernel = MatvecKernel {
+            workgroup: cores.workgroup(),
+            cooperative: Some(cores.size),
+            ..shape.default_kernel()
+        };
+        let mut tuning = Tuning::default();
+        tuning.matvec.insert(shape.key(), kernel);
+        gpu.set_tuning(tuning);
+        kernel
+    }
+}
+
+/// Where plans may not use the matrix cores (`Gpu::set_uses_matrix_cores(false)`: perplexity's
+/// default), a winner on them is passed over and the product stays f32: within the f32 tiles'
+/// tolerance, which the f16 inputs of the matrix cores' tile are far outside of.
+#[test]
+fn matrix_cores_switched_off_keep_products_f32() {
+    let Some(gpu) = gpu() else { return };
+    let Some(cores) = gpu.matrix_cores() else {
+        eprintln!(
+            "matrix cores switched off: skipped, {} has none",
+            gpu.describe()
+        );
+        return;
+    };
+    let mut rng = Rng(3131);
+    let data = ProductData::random(&gpu, GgmlType::Q8_0, 70, 512, 40, &mut rng);
+    let product = data.product(37);
+    data.on_matrix_cores(&gpu, cores);
+    gpu.set_uses_matrix_cores(false);
+    product.check_within(&gpu, false, "matrix cores switched off", 1e-10);
+    gpu.set_uses_matrix_cores(true);
+    let on = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        product.check_within(&gpu, false, "matrix cores on", 1e-10)
+    }));
+    gpu.set_tuning(Tuning::default());
+    assert!(
+        on.is_err(),
+        "the matrix cores' tile within f32's tolerance: did it run?"
+    );
+}
+
+/// The check before the tuner offers the matrix cores (`matvec::matrix_cores_work`: the kernel built
+/// and run on exact numbers) passes where they work, as the tests above find they do.
+#[test]
+fn matrix_cores_check_passes_where_there_are_some() {
+    let Some(gpu) = gpu() else { return };
+    let works = matvec::matrix_cores_work(&gpu).block_on().unwrap();
+    assert_eq!(works, gpu.matrix_cores().is_some(), "{}", gpu.describe());
+}
