@@ -178,7 +178,7 @@ impl Gpu {
                 features |= MATRIX_CORE_FEATURES;
                 // Cooperative matrices are wgpu's one experimental feature Wick asks for. The
                 // kernel that uses them is checked on each device before the tuner offers it
-                // (`ops::matvec::matrix_cores_work`), and against the CPU in tests/ops.rs.
+                // (`ops::matvec::matrix_cores_work`), and against the CPU in tests/ops_matmul.rs.
                 #[allow(unsafe_code)]
                 unsafe {
                     wgpu::ExperimentalFeatures::enabled()
