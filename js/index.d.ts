@@ -52,6 +52,12 @@ export interface LoadOptions {
   /** The model's vision projector (an mmproj GGUF as llama.cpp makes them; Gemma 3's or Gemma 4's), URL or File /
    * Blob: chat messages may then show images (`ImagePart`). Not with speculative decoding. */
   mmproj?: string | Blob;
+  /** The fewest tokens an image becomes, where the projector sizes images to their own (Gemma 4's:
+   * 70 unless told), as llama.cpp's --image-min-tokens. */
+  imageMinTokens?: number;
+  /** The most tokens an image becomes, where the projector sizes images to their own (Gemma 4's:
+   * 1120 unless told): fewer encode faster in less GPU memory, as llama.cpp's --image-max-tokens. */
+  imageMaxTokens?: number;
 }
 
 /** OpenAI's embeddings request. */

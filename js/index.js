@@ -115,7 +115,8 @@ export class Wick {
    * token; sampled, from the same distribution. Images: `mmproj` (a URL or File / Blob) loads the
    * model's vision projector (an mmproj GGUF, as llama.cpp's: Gemma 3's or Gemma 4's) after it (phases
    * 'mmproj-download' and 'mmproj-gpu'); chat messages may then hold `image_url` parts, each image
-   * decoded by the browser.
+   * decoded by the browser. `imageMinTokens` and `imageMaxTokens` bound the tokens an image becomes
+   * where the projector sizes images to their own (Gemma 4's: 70 and 1120 unless told).
    */
   static async load(
     source,
@@ -131,6 +132,8 @@ export class Wick {
       draftMax = 6,
       lookup = false,
       mmproj,
+      imageMinTokens,
+      imageMaxTokens,
     } = {},
   ) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
@@ -155,6 +158,11 @@ export class Wick {
     if (mmproj !== undefined && (draft !== undefined || lookup)) {
       throw new TypeError('speculative decoding does not take images yet: mmproj, or draft / lookup');
     }
+    for (const [name, value] of [['imageMinTokens', imageMinTokens], ['imageMaxTokens', imageMaxTokens]]) {
+      if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
+        throw new TypeError(`${name} is a whole number of 1 or more, not ${JSON.stringify(value)}`);
+      }
+    }
     if (!Number.isInteger(draftMax) || draftMax < 1 || draftMax > 31) {
       throw new TypeError(`draftMax is a whole number from 1 to 31, not ${JSON.stringify(draftMax)}`);
     }
@@ -178,6 +186,8 @@ export class Wick {
             tuning: keptTuning(),
             speculation,
             mmproj: projector,
+            imageMinTokens,
+            imageMaxTokens,
           },
         },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },

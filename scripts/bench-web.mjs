@@ -14,9 +14,13 @@
 // `wick serve`'s for the same request, with `logprobs: true`), with the time the load took: for models too large to time every readback of.
 // --draft FILE or --lookup speculates (`Wick.load`'s draft and lookup) and times the greedy reply alone,
 // with what the checks kept.
+// --mmproj FILE --image FILE times an image in a chat message instead: per round, the image with one
+// pixel changed (so that it is encoded again, not found among those encoded before) and the prompt,
+// to the first token; the prompt's part from the package's stats, the rest the image's encoding.
 // Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile] [--greedy]
 //        [--draft FILE | --lookup]
 //        node scripts/bench-web.mjs MODEL --embed TEXTS.json [--pooling mean|cls|last] [--compat]
+//        node scripts/bench-web.mjs MODEL --mmproj FILE --image FILE [--rounds N] [--prompt TEXT] [--compat]
 
 import { chromium } from 'playwright-core';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -42,7 +46,9 @@ const embedTexts = option('--embed', null);
 const pooling = option('--pooling', undefined);
 const draftFile = option('--draft', null);
 const lookup = flag('--lookup');
-if (args.length !== 1) {
+const mmprojFile = option('--mmproj', null);
+const imageFile = option('--image', null);
+if (args.length !== 1 || !mmprojFile !== !imageFile) {
   console.error('usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT]');
   process.exit(2);
 }
@@ -96,6 +102,53 @@ if (embedTexts) {
   console.log(`${model} in headless Chromium on ${r.adapter}, default kernel shapes: ${texts.length} embeddings ` +
     `(${r.tokens} tokens) in ${seconds.toFixed(2)} s: ${(texts.length / seconds).toFixed(3)} a second, ` +
     `${(r.tokens / seconds).toFixed(1)} tokens a second`);
+  await context.close();
+  server.close();
+  rmSync(browserProfile, { recursive: true, force: true });
+  process.exit(0);
+}
+
+if (mmprojFile) {
+  const type = imageFile.endsWith('.png') ? 'image/png' : 'image/jpeg';
+  const url = `data:${type};base64,${readFileSync(imageFile).toString('base64')}`;
+  const r = await page.evaluate(
+    async ({ model, mmproj, url, rounds, prompt, featureLevel }) => {
+      const { Wick } = await import('wick-llm');
+      const loadStart = performance.now();
+      const engine = await Wick.load(model, { tune: false, nCtx: 2048, featureLevel, mmproj });
+      const loadSeconds = (performance.now() - loadStart) / 1000;
+      const bitmap = await createImageBitmap(await (await fetch(url)).blob());
+      // The image with its first pixel set to a colour of the round's own.
+      const variant = async (round) => {
+        const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+        const ctx = canvas.getContext('2d');
+        ctx.drawImage(bitmap, 0, 0);
+        ctx.fillStyle = `rgb(${round * 37 % 256}, 0, 0)`;
+        ctx.fillRect(0, 0, 1, 1);
+        return URL.createObjectURL(await canvas.convertToBlob({ type: 'image/png' }));
+      };
+      const rows = [];
+      for (let round = 1; round <= rounds; round++) {
+        const content = [{ type: 'image_url', image_url: { url: await variant(round) } }, { type: 'text', text: prompt }];
+        const start = performance.now();
+        await engine.chat.completions.create({ messages: [{ role: 'user', content }], max_tokens: 1, temperature: 0 });
+        const seconds = (performance.now() - start) / 1000;
+        const s = await engine.stats();
+        rows.push({ round, seconds, prompt: s.lastPromptProcessed, promptSeconds: s.lastPromptProcessed / s.promptTokensPerSecond });
+      }
+      const { adapter } = await engine.stats();
+      await engine.unload();
+      return { adapter, rows, loadSeconds };
+    },
+    { model, mmproj: '/' + relative(ROOT, resolve(mmprojFile)), url, rounds, prompt, featureLevel: compat ? 'compatibility' : 'core' },
+  );
+  console.log(`${model} with ${mmprojFile} in headless Chromium on ${r.adapter}, default kernel shapes, ` +
+    `${imageFile} and "${prompt}"; loaded in ${r.loadSeconds.toFixed(1)} s\n`);
+  console.log('| round | to the first token | the prompt (tokens) | the image\'s encoding |');
+  console.log('| ---: | ---: | ---: | ---: |');
+  for (const x of r.rows) {
+    console.log(`| ${x.round} | ${x.seconds.toFixed(2)} s | ${x.promptSeconds.toFixed(2)} s (${x.prompt}) | ${(x.seconds - x.promptSeconds).toFixed(2)} s |`);
+  }
   await context.close();
   server.close();
   rmSync(browserProfile, { recursive: true, force: true });

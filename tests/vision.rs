@@ -18,7 +18,7 @@ use wick::gguf::Value as Meta;
 use wick::gguf::{read_header, FileSource, MemorySource};
 use wick::reply::Reply;
 use wick::session::Session;
-use wick::vision::{Image, Projector};
+use wick::vision::{Image, Projector, TokenBudget};
 
 /// Least cosine allowed between a token's row and either reference's.
 const MIN_COSINE: f64 = 0.9999;
@@ -46,7 +46,13 @@ fn load(
     source: MemorySource,
 ) -> Result<Projector, wick::Error> {
     let header = read_header(&source).block_on()?;
-    Projector::load(gpu, &header, &source, &mut |_, _| {}).block_on()
+    Projector::load(
+        gpu,
+        (&header, &source),
+        TokenBudget::default(),
+        &mut |_, _| {},
+    )
+    .block_on()
 }
 
 fn in_memory(rel: &str) -> MemorySource {
@@ -137,7 +143,8 @@ fn the_file_source_reads_the_projector_too() {
     let source = FileSource::open(data(g["mmproj"].as_str().unwrap())).unwrap();
     let header = read_header(&source).block_on().unwrap();
     let mut last = (0, 0);
-    let projector = Projector::load(gpu, &header, &source, &mut |done, total| {
+    let budget = TokenBudget::default();
+    let projector = Projector::load(gpu, (&header, &source), budget, &mut |done, total| {
         last = (done, total)
     })
     .block_on()

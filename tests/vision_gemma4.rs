@@ -19,7 +19,7 @@ use wick::gguf::{read_header, FileSource};
 use wick::gpu::Gpu;
 use wick::reply::Reply;
 use wick::session::Session;
-use wick::vision::{Image, Projector};
+use wick::vision::{Image, Projector, TokenBudget};
 
 /// Least cosine allowed between a token's row and llama.cpp's (whose CPU rounds activations to
 /// f16), and the f64 reference's: tight enough that GELU's quick form in place of its tanh form
@@ -48,12 +48,14 @@ fn picture(rel: &str) -> Image {
 }
 
 fn projector(gpu: Arc<Gpu>) -> Projector {
+    projector_within(gpu, TokenBudget::default()).unwrap()
+}
+
+fn projector_within(gpu: Arc<Gpu>, budget: TokenBudget) -> Result<Projector, wick::Error> {
     let g = golden();
     let source = FileSource::open(data(g["mmproj"].as_str().unwrap())).unwrap();
     let header = read_header(&source).block_on().unwrap();
-    Projector::load(gpu, &header, &source, &mut |_, _| {})
-        .block_on()
-        .unwrap()
+    Projector::load(gpu, (&header, &source), budget, &mut |_, _| {}).block_on()
 }
 
 fn cosine(a: &[f32], b: &[f64]) -> f64 {
@@ -75,32 +77,61 @@ fn rows(v: &Value) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// Each case's image through `projector`, its rows against llama.cpp's and f64's.
+fn check_tokens(projector: &Projector, case: &Value) {
+    let width = projector.width() as usize;
+    let image = picture(case["image"].as_str().unwrap());
+    let n = case["n_tokens"].as_u64().unwrap() as usize;
+    assert_eq!(projector.tokens_for(&image).unwrap() as usize, n);
+    let tokens = projector.encode(&image).block_on().unwrap();
+    assert_eq!(tokens.len(), n * width);
+    for (reference, least) in [("llama_cpp", MIN_COSINE_LLAMA_CPP), ("f64", MIN_COSINE_F64)] {
+        let want = rows(&case[reference]);
+        assert_eq!(want.len(), n);
+        let worst = (tokens.chunks(width).zip(&want))
+            .map(|(got, want)| cosine(got, want))
+            .fold(1.0f64, f64::min);
+        println!(
+            "{} ({n} tokens): {reference}: least cosine {worst:.7}",
+            case["image"]
+        );
+        assert!(worst >= least, "{reference}: a token's cosine is {worst}");
+    }
+}
+
 #[test]
 fn gemma4_image_tokens_match_llama_cpp_and_f64() {
     let Some(gpu) = gpu() else { return };
     let g = golden();
     let projector = projector(gpu);
-    let width = projector.width() as usize;
-    assert_eq!(
-        (width, projector.markers()),
-        (128, ("<|image>", "<image|>"))
-    );
+    assert_eq!(projector.width(), 128);
+    assert_eq!(projector.markers(), ("<|image>", "<image|>"));
     for case in [&g, &g["tall"]] {
-        let image = picture(case["image"].as_str().unwrap());
-        let n = case["n_tokens"].as_u64().unwrap() as usize;
-        assert_eq!(projector.tokens_for(&image).unwrap() as usize, n);
-        let tokens = projector.encode(&image).block_on().unwrap();
-        assert_eq!(tokens.len(), n * width);
-        for (reference, least) in [("llama_cpp", MIN_COSINE_LLAMA_CPP), ("f64", MIN_COSINE_F64)] {
-            let want = rows(&case[reference]);
-            assert_eq!(want.len(), n);
-            let worst = (tokens.chunks(width).zip(&want))
-                .map(|(got, want)| cosine(got, want))
-                .fold(1.0f64, f64::min);
-            println!("{}: {reference}: least cosine {worst:.7}", case["image"]);
-            assert!(worst >= least, "{reference}: a token's cosine is {worst}");
-        }
+        check_tokens(&projector, case);
     }
+}
+
+/// A budget of 20 to 40 tokens, as llama.cpp's --image-min-tokens and --image-max-tokens: the image
+/// that makes 80 tokens otherwise is scaled down to 35 (a grid of 21 x 15 patches), against
+/// llama.cpp's and f64's tokens with the same budget. A budget whose least passes its most is
+/// refused.
+#[test]
+fn a_token_budget_sizes_images_as_llama_cpp_does() {
+    let Some(gpu) = gpu() else { return };
+    let case = &golden()["budget"];
+    let budget = TokenBudget {
+        min_tokens: Some(case["min_tokens"].as_u64().unwrap() as u32),
+        max_tokens: Some(case["max_tokens"].as_u64().unwrap() as u32),
+    };
+    let projector = projector_within(gpu.clone(), budget).unwrap();
+    assert_eq!(projector.max_tokens(), 40);
+    check_tokens(&projector, case);
+    let backwards = TokenBudget {
+        min_tokens: Some(50),
+        max_tokens: Some(40),
+    };
+    let err = projector_within(gpu, backwards).err().unwrap().to_string();
+    assert!(err.contains("images of 50 to 40 tokens"), "{err}");
 }
 
 /// The text model with the image's rows injected, prompt runs of `batch` tokens, the per-layer table

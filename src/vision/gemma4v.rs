@@ -13,7 +13,7 @@
 
 use super::preprocess::{self, Resample};
 use super::weights::padded;
-use super::Image;
+use super::{Image, TokenBudget};
 use crate::gpu::{read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::attention::{self, AttentionBuffers};
@@ -25,7 +25,8 @@ use crate::Error;
 
 /// The base of the rotation's frequencies.
 const ROPE_THETA: f32 = 100.0;
-/// Tokens an image becomes, at least and at most, as mtmd bounds them.
+/// Tokens an image becomes, at least and at most, as mtmd bounds them unless told otherwise
+/// (`TokenBudget`).
 const MIN_TOKENS: u32 = 70;
 const MAX_TOKENS: u32 = 1120;
 
@@ -48,13 +49,15 @@ pub struct Config {
     pub n_embd_text: u32,
     /// Positions each axis's table holds: the most patches a side of the grid may have.
     pub positions: u32,
-    /// Tokens an image becomes at most: mtmd's 1120, or fewer where the adapter cannot hold the
-    /// activations of that many.
+    /// Tokens an image is scaled up to where it makes fewer: mtmd's 70, or the budget's.
+    pub min_tokens: u32,
+    /// Tokens an image becomes at most: mtmd's 1120 or the budget's, or fewer where the adapter
+    /// cannot hold the activations of that many.
     pub max_tokens: u32,
 }
 
 impl Config {
-    pub fn from_meta(m: &Meta) -> Result<Config, Error> {
+    pub fn from_meta(m: &Meta, budget: TokenBudget) -> Result<Config, Error> {
         let bad = |why: String| Error::Model(format!("vision projector: {why}"));
         let dims = |name: &str| match m.header.tensor(name) {
             Some(t) => Ok(t.dims.clone()),
@@ -81,8 +84,17 @@ impl Config {
             merge: m.meta_u32_or("vision.projector.scale_factor", 3)?,
             n_embd_text: projection.get(1).copied().unwrap_or(0) as u32,
             positions: positions[1] as u32,
-            max_tokens: MAX_TOKENS,
+            // A most below mtmd's least lowers the least with it.
+            min_tokens: (budget.min_tokens)
+                .unwrap_or(MIN_TOKENS.min(budget.max_tokens.unwrap_or(MAX_TOKENS))),
+            max_tokens: budget.max_tokens.unwrap_or(MAX_TOKENS),
         };
+        if c.min_tokens == 0 || c.max_tokens == 0 || c.min_tokens > c.max_tokens {
+            return Err(bad(format!(
+                "images of {} to {} tokens: the least must be 1 or more and at most the most",
+                c.min_tokens, c.max_tokens
+            )));
+        }
         if projection.first() != Some(&(n_embd as u64)) {
             return Err(bad(format!(
                 "tensor mm.input_projection.weight has shape {projection:?}, not [{n_embd}, text width]"
@@ -121,13 +133,21 @@ impl Config {
     /// The size an image is scaled to, in pixels, each side a whole number of tokens.
     pub fn size_for(&self, image: &Image) -> Result<(u32, u32), Error> {
         let area = (self.token_side() as u64).pow(2);
-        let budget = (MIN_TOKENS as u64 * area, self.max_tokens as u64 * area);
+        let budget = (self.min_tokens as u64 * area, self.max_tokens as u64 * area);
         let (w, h) = preprocess::size_preserving_ratio(
             (image.width, image.height),
             self.token_side(),
             budget,
         );
         let (cols, rows) = (w / self.patch_size, h / self.patch_size);
+        let tokens = (cols / self.merge) * (rows / self.merge);
+        if tokens > self.max_tokens {
+            // Scaled up to the least, each side rounded up: past the most where they are near.
+            return Err(Error::Model(format!(
+                "an image of {} x {} pixels makes {tokens} tokens, more than the {} the projector takes",
+                image.width, image.height, self.max_tokens
+            )));
+        }
         if cols > self.positions || rows > self.positions {
             return Err(Error::Model(format!(
                 "an image of {} x {} pixels makes a grid of {cols} x {rows} patches, but the projector's positions reach {} a side",
@@ -293,8 +313,8 @@ pub struct Gemma4v {
 
 impl Gemma4v {
     /// Loads the weights and builds the plans. The caller fills the loader.
-    pub async fn load(l: &mut Loader<'_>) -> Result<Gemma4v, Error> {
-        let mut c = Config::from_meta(l)?;
+    pub async fn load(l: &mut Loader<'_>, budget: TokenBudget) -> Result<Gemma4v, Error> {
+        let mut c = Config::from_meta(l, budget)?;
         if let Some(name) = NOT_RUN.iter().find(|n| l.header.tensor(n).is_some()) {
             return Err(Error::Model(format!(
                 "vision projector: tensor {name} is not supported for gemma4v"
@@ -303,13 +323,14 @@ impl Gemma4v {
         let gpu = l.gpu.clone();
         // The largest image's widest activation must fit a binding.
         let per_token = c.merge as u64 * c.merge as u64 * c.widest() as u64 * 4;
-        c.max_tokens = c.max_tokens.min((gpu.max_binding() / per_token) as u32);
-        if c.max_tokens < MIN_TOKENS {
+        let fits = (gpu.max_binding() / per_token) as u32;
+        if fits < c.min_tokens {
             return Err(Error::Model(format!(
-                "vision projector: the adapter's buffers hold images of {} tokens, fewer than the {MIN_TOKENS} an image makes at least",
-                c.max_tokens
+                "vision projector: the adapter's buffers hold images of {fits} tokens, fewer than the {} an image makes at least",
+                c.min_tokens
             )));
         }
+        c.max_tokens = c.max_tokens.min(fits);
         let (d, hd) = (c.n_embd, c.n_embd / c.n_head);
         let n_ff = c.n_ff.next_multiple_of(32);
         let p = c.patch_size;

@@ -44,6 +44,16 @@ impl Image {
     }
 }
 
+/// How many tokens an image may become, where the projector sizes images to their own (Gemma 4's;
+/// llama.cpp's `--image-min-tokens` and `--image-max-tokens`): None keeps the projector's own bounds
+/// (70 and 1120). Fewer tokens encode faster, and the encoder, made for the largest image, takes
+/// less GPU memory. Gemma 3's projector makes 256 tokens of every image and reads neither.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenBudget {
+    pub min_tokens: Option<u32>,
+    pub max_tokens: Option<u32>,
+}
+
 /// A loaded vision projector.
 pub struct Projector {
     gpu: Arc<Gpu>,
@@ -108,8 +118,8 @@ impl Projector {
     /// Loads the projector file whose header is `header` onto `gpu`, reporting bytes read of all.
     pub async fn load(
         gpu: Arc<Gpu>,
-        header: &Header,
-        source: &dyn ByteSource,
+        (header, source): (&Header, &dyn ByteSource),
+        budget: TokenBudget,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Projector, Error> {
         let arch = header.architecture().unwrap_or_default();
@@ -130,7 +140,7 @@ impl Projector {
         let mut l = Loader::new(gpu.clone(), header, source, progress)?;
         let encoder = match kind {
             "gemma3" => Encoder::Gemma3(siglip::Siglip::load(&mut l).await?),
-            _ => Encoder::Gemma4(gemma4v::Gemma4v::load(&mut l).await?),
+            _ => Encoder::Gemma4(gemma4v::Gemma4v::load(&mut l, budget).await?),
         };
         l.fill().await?;
         Ok(Projector { gpu, encoder })
@@ -138,11 +148,11 @@ impl Projector {
 
     /// The most tokens an image becomes, read from the projector file's header alone: what a text
     /// model's prompt runs must hold (an image is never cut across runs).
-    pub fn max_tokens_in(header: &Header) -> Result<u32, Error> {
+    pub fn max_tokens_in(header: &Header, budget: TokenBudget) -> Result<u32, Error> {
         let meta = Meta::new(header)?;
         match projector_type(header)? {
             "gemma3" => Ok(siglip::Config::from_meta(&meta)?.n_tokens()),
-            _ => Ok(gemma4v::Config::from_meta(&meta)?.max_tokens),
+            _ => Ok(gemma4v::Config::from_meta(&meta, budget)?.max_tokens),
         }
     }
 

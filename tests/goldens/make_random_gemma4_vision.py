@@ -20,7 +20,9 @@ between 70 and 1120 tokens on a canvas whose sides are multiples of 12 pixels, s
 scaled up (bicubic): vision-test.png (100 x 75, written by make_random_gemma3_vision.py) to 120 x 90,
 centered on a 120 x 96 canvas (3 black rows above and below; 30 x 24 patches, 80 tokens);
 vision-test-tall.png (37 x 120, written here) to 60 x 192, the whole canvas (15 x 48 patches, 80
-tokens).
+tokens). A third case reads vision-test.png with a budget of 20 to 40 tokens, as llama.cpp's
+--image-min-tokens 20 --image-max-tokens 40 set it: 96 x 72 would be 48 tokens, so the canvas shrinks to
+84 x 60 (the image scaled down to 80 x 60, 2 black columns left and right; 21 x 15 patches, 35 tokens).
 
 Gemma 4's "clippable" linear layers clamp their input and output to bounds stored as one-value tensors
 beside the weight (NAME.input_min, .input_max, .output_min, .output_max); llama.cpp looks for them beside
@@ -62,6 +64,8 @@ MMPROJ = "tests/data/random-gemma4-mmproj.gguf"
 TEXT = "tests/data/random-gemma4-f32.gguf"
 PICTURE = "tests/data/vision-test.png"
 TALL = "tests/data/vision-test-tall.png"
+# The third case's token budget (mtmd_context_params.image_min_tokens / image_max_tokens).
+BUDGET_MIN_TOKENS, BUDGET_MAX_TOKENS = 20, 40
 GOLDEN = "tests/goldens/random-gemma4-vision.json"
 # The image at mtmd's marker, between <|image> and <image|>; BOS added.
 PROMPT = "look at <__media__> and tell"
@@ -155,9 +159,10 @@ def picture_tall(path, rng):
     Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8)).save(path)
 
 
-def llama_cpp_run(image, n_greedy):
+def llama_cpp_run(image, n_greedy, min_tokens=-1, max_tokens=-1):
     """The image's embeddings, the prompt's tokens, the logits after it and the greedy reply, from
-    libmtmd and llama.cpp, through tests/goldens/mtmd_embed.cpp."""
+    libmtmd and llama.cpp, through tests/goldens/mtmd_embed.cpp. min_tokens / max_tokens: the image's
+    token budget where positive, the projector's own where -1."""
     src, build = os.environ["LLAMA_CPP"], os.environ["LLAMA_CPP_BUILD"]
     exe = os.path.join(build, "mtmd_embed")
     subprocess.run(
@@ -165,8 +170,10 @@ def llama_cpp_run(image, n_greedy):
          f"-I{src}/include", f"-I{src}/ggml/include", f"-I{src}/tools/mtmd",
          f"-L{build}/bin", "-lmtmd", "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{build}/bin"],
         check=True)
-    out = subprocess.run([exe, TEXT, MMPROJ, image, PROMPT, str(n_greedy)], check=True, capture_output=True,
-                         text=True, cwd=ROOT)
+    args = [exe, TEXT, MMPROJ, image, PROMPT, str(n_greedy)]
+    if (min_tokens, max_tokens) != (-1, -1):
+        args += [str(min_tokens), str(max_tokens)]
+    out = subprocess.run(args, check=True, capture_output=True, text=True, cwd=ROOT)
     lines = [line.split() for line in out.stdout.strip().splitlines()]
     embd = np.array([[float(v) for v in l[1:]] for l in lines if l[0] == "embd"])
     prompt = next([int(v) for v in l[1:]] for l in lines if l[0] == "prompt")
@@ -175,9 +182,10 @@ def llama_cpp_run(image, n_greedy):
     return embd, prompt, logits, greedy
 
 
-def reference(meta, w, image):
-    """numpy_gemma4v's embeddings of the image, its grid of patches and the values each clamp changed."""
-    pixels, (cols, rows) = numpy_gemma4v.preprocess(meta, image)
+def reference(meta, w, image, **budget):
+    """numpy_gemma4v's embeddings of the image, its grid of patches and the values each clamp changed.
+    budget: preprocess's min_tokens / max_tokens, where not the projector's own."""
+    pixels, (cols, rows) = numpy_gemma4v.preprocess(meta, image, **budget)
     clipped = {}
     ref = numpy_gemma4v.encode(meta, w, pixels, clipped)
     return ref, {"cols": cols, "rows": rows}, clipped
@@ -213,6 +221,11 @@ def main():
     tall_ref, tall_grid, tall_clipped = reference(meta, w, TALL)
     tall_ours, _, _, _ = llama_cpp_run(TALL, 0)
     compare(TALL, tall_grid, tall_ref, tall_ours, tall_clipped)
+    budget_ref, budget_grid, budget_clipped = reference(meta, w, PICTURE, min_tokens=BUDGET_MIN_TOKENS,
+                                                        max_tokens=BUDGET_MAX_TOKENS)
+    budget_ours, _, _, _ = llama_cpp_run(PICTURE, 0, BUDGET_MIN_TOKENS, BUDGET_MAX_TOKENS)
+    compare(f"{PICTURE} (tokens {BUDGET_MIN_TOKENS} to {BUDGET_MAX_TOKENS})", budget_grid, budget_ref, budget_ours,
+            budget_clipped)
 
     out = {
         "made_with": "llama.cpp b11312 libmtmd (CPU, mtmd_encode_chunk) and tests/goldens/numpy_gemma4v.py",
@@ -234,6 +247,15 @@ def main():
             "n_tokens": int(tall_ref.shape[0]),
             "llama_cpp": rounded(tall_ours),
             "f64": rounded(tall_ref),
+        },
+        "budget": {
+            "image": PICTURE,
+            "min_tokens": BUDGET_MIN_TOKENS,
+            "max_tokens": BUDGET_MAX_TOKENS,
+            "grid": budget_grid,
+            "n_tokens": int(budget_ref.shape[0]),
+            "llama_cpp": rounded(budget_ours),
+            "f64": rounded(budget_ref),
         },
     }
     with open(GOLDEN, "w") as f:

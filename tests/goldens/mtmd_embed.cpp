@@ -1,13 +1,15 @@
 // What llama.cpp's libmtmd makes of an image prompt, on the CPU: the image's embeddings (its
 // preprocessing, vision encoder and projector), then the prompt PROMPT (with the image at mtmd's marker,
 // BOS added, special tokens parsed) read by the text model and N_GREEDY tokens of its greedy reply.
-// Built and run by make_random_gemma3_vision.py. Prints lines of space-separated values:
+// IMAGE_MIN_TOKENS and IMAGE_MAX_TOKENS, where given and positive, replace the projector's token budget of
+// an image, as llama.cpp's --image-min-tokens and --image-max-tokens do; -1 (the default) keeps its own.
+// Built and run by make_random_gemma3_vision.py and make_random_gemma4_vision.py. Prints lines of space-separated values:
 //   embd v...        one per image token
 //   prompt id...     the prompt's tokens, -1 for each image token
 //   logits v...      the logits after the prompt
 //   greedy id gap    one per reply token: its id and the gap between the top two logits
 //
-//     mtmd_embed TEXT_MODEL MMPROJ IMAGE PROMPT N_GREEDY
+//     mtmd_embed TEXT_MODEL MMPROJ IMAGE PROMPT N_GREEDY [IMAGE_MIN_TOKENS [IMAGE_MAX_TOKENS]]
 
 #include "llama.h"
 #include "mtmd.h"
@@ -20,8 +22,8 @@
 #include <vector>
 
 int main(int argc, char ** argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s TEXT_MODEL MMPROJ IMAGE PROMPT N_GREEDY\n", argv[0]);
+    if (argc < 6 || argc > 8) {
+        fprintf(stderr, "usage: %s TEXT_MODEL MMPROJ IMAGE PROMPT N_GREEDY [IMAGE_MIN_TOKENS [IMAGE_MAX_TOKENS]]\n", argv[0]);
         return 2;
     }
     llama_backend_init();
@@ -36,6 +38,8 @@ int main(int argc, char ** argv) {
     cp.use_gpu = false;
     cp.n_threads = 2;
     cp.warmup = false;
+    cp.image_min_tokens = argc > 6 ? atoi(argv[6]) : -1;
+    cp.image_max_tokens = argc > 7 ? atoi(argv[7]) : -1;
     mtmd_context * ctx = mtmd_init_from_file(argv[2], model, cp);
     if (!ctx) {
         fprintf(stderr, "cannot load %s\n", argv[2]);

@@ -18,7 +18,7 @@ use wick::openai;
 use wick::reply::Piece;
 use wick::session::{Overflow, Session};
 use wick::tools::{Call, ToolUse};
-use wick::vision::Projector;
+use wick::vision::{Projector, TokenBudget};
 
 mod embeddings;
 mod speculate;
@@ -156,6 +156,9 @@ struct LoadRequest {
     pooling: Option<String>,
     /// Tokens a speculative step checks at once (a draft's and the token before it); absent: none.
     check_tokens: Option<u32>,
+    /// The fewest and the most tokens an image becomes (`TokenBudget`); absent: the projector's.
+    image_min_tokens: Option<u32>,
+    image_max_tokens: Option<u32>,
 }
 
 /// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
@@ -172,11 +175,15 @@ pub async fn load(
 ) -> Result<Model, JsValue> {
     let options: LoadRequest = serde_wasm_bindgen::from_value(options)?;
     let source = JsSource::new(reader)?;
+    let budget = TokenBudget {
+        min_tokens: options.image_min_tokens,
+        max_tokens: options.image_max_tokens,
+    };
     let projector = match projector.is_undefined() || projector.is_null() {
         true => None,
         false => {
             let source = JsSource::new(projector)?;
-            let (header, tokens) = vision::header(&source).await?;
+            let (header, tokens) = vision::header(&source, budget).await?;
             Some((source, header, tokens))
         }
     };
@@ -224,7 +231,7 @@ pub async fn load(
             );
             let _ = on_progress.call2(&JsValue::NULL, &done, &total);
         };
-        let projector = Projector::load(gpu, &header, &source, &mut progress)
+        let projector = Projector::load(gpu, (&header, &source), budget, &mut progress)
             .await
             .map_err(js_error)?;
         session.attach_projector(projector).map_err(js_error)?;

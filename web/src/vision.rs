@@ -5,13 +5,13 @@
 use crate::{js_error, JsSource};
 use wasm_bindgen::prelude::*;
 use wick::gguf::{read_header, Header};
-use wick::vision::{Image, Projector};
+use wick::vision::{Image, Projector, TokenBudget};
 
 /// The projector's header and the most tokens an image makes: what the model's prompt runs must
 /// hold.
-pub async fn header(source: &JsSource) -> Result<(Header, u32), JsValue> {
+pub async fn header(source: &JsSource, budget: TokenBudget) -> Result<(Header, u32), JsValue> {
     let header = read_header(source).await.map_err(js_error)?;
-    let tokens = Projector::max_tokens_in(&header).map_err(js_error)?;
+    let tokens = Projector::max_tokens_in(&header, budget).map_err(js_error)?;
     Ok((header, tokens))
 }
 
