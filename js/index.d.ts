@@ -58,6 +58,9 @@ export interface LoadOptions {
   /** The most tokens an image becomes, where the projector sizes images to their own (Gemma 4's:
    * 1120 unless told): fewer encode faster in less GPU memory, as llama.cpp's --image-max-tokens. */
   imageMaxTokens?: number;
+  /** How the KV cache holds keys and values: 'f32' (exact; the default) or 'f16' (half the GPU memory
+   * for the same context, and half the bytes attention reads, as llama.cpp keeps it). */
+  kvCache?: 'f32' | 'f16';
 }
 
 /** OpenAI's embeddings request. */

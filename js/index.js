@@ -116,7 +116,9 @@ export class Wick {
    * model's vision projector (an mmproj GGUF, as llama.cpp's: Gemma 3's or Gemma 4's) after it (phases
    * 'mmproj-download' and 'mmproj-gpu'); chat messages may then hold `image_url` parts, each image
    * decoded by the browser. `imageMinTokens` and `imageMaxTokens` bound the tokens an image becomes
-   * where the projector sizes images to their own (Gemma 4's: 70 and 1120 unless told).
+   * where the projector sizes images to their own (Gemma 4's: 70 and 1120 unless told). `kvCache:
+   * 'f16'` keeps the KV cache in f16: half the GPU memory for the same context, and half the bytes
+   * attention reads ('f32', exact, unless told).
    */
   static async load(
     source,
@@ -134,6 +136,7 @@ export class Wick {
       mmproj,
       imageMinTokens,
       imageMaxTokens,
+      kvCache = 'f32',
     } = {},
   ) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
@@ -163,6 +166,9 @@ export class Wick {
         throw new TypeError(`${name} is a whole number of 1 or more, not ${JSON.stringify(value)}`);
       }
     }
+    if (kvCache !== 'f32' && kvCache !== 'f16') {
+      throw new TypeError(`kvCache is 'f32' or 'f16', not ${JSON.stringify(kvCache)}`);
+    }
     if (!Number.isInteger(draftMax) || draftMax < 1 || draftMax > 31) {
       throw new TypeError(`draftMax is a whole number from 1 to 31, not ${JSON.stringify(draftMax)}`);
     }
@@ -188,6 +194,7 @@ export class Wick {
             mmproj: projector,
             imageMinTokens,
             imageMaxTokens,
+            kvCache,
           },
         },
         { signal, onEvent: (e) => e.type === 'progress' && onProgress?.(e.event) },

@@ -89,7 +89,7 @@ async function loadModel(id, { source, options }) {
             onWarning: (message) => progress('warning', 0, 0, { message }),
           })
         : fileReader(source, controller.signal);
-    const { nCtx, dropOldTurns, tuning, pooling, speculation, mmproj, imageMinTokens, imageMaxTokens } = options;
+    const { nCtx, dropOldTurns, tuning, pooling, speculation, mmproj, imageMinTokens, imageMaxTokens, kvCache } = options;
     const level = await chooseFeatureLevel(options.featureLevel);
     const checkTokens = speculation ? speculation.draftMax + 1 : undefined;
     const projector =
@@ -104,7 +104,7 @@ async function loadModel(id, { source, options }) {
           : fileReader(mmproj, controller.signal);
     const loaded = await load(
       reader,
-      { nCtx, dropOldTurns, tuning, pooling, checkTokens, imageMinTokens, imageMaxTokens },
+      { nCtx, dropOldTurns, tuning, pooling, checkTokens, imageMinTokens, imageMaxTokens, kvCache },
       (loaded, total) => progress('gpu', loaded, total),
       projector,
       (loaded, total) => progress('mmproj-gpu', loaded, total),

@@ -7,7 +7,8 @@
 // WG, one per thread; each thread keeps 4 output dims (t, t + WG, ...) of each query, so a value is at
 // most 4 * WG floats, WG at most 128. The kernel declares KC, VC (which may be one buffer bound
 // twice), P (with scale and softcap), WG, the constant TQ and `fn query(q: u32, g: u32, i: u32) ->
-// vec4<f32>`: vec4 i of query q's head g. Call from uniform control flow.
+// vec4<f32>`: vec4 i of query q's head g; KC is an array<Kv4> and VC an array<Kv2> (kv_f32.wgsl or
+// kv_f16.wgsl). Call from uniform control flow.
 
 const GROUP: u32 = 4u;
 
@@ -105,7 +106,7 @@ fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Atten
             let k = (p * keys.row + keys.offset) / 4u;
             var d: array<vec4<f32>, TQ>;
             for (var i = 0u; i < k4; i++) {
-                let key = KC[k + i];
+                let key = kv4(KC[k + i]);
                 for (var q = 0u; q < TQ; q++) {
                     for (var g = 0u; g < heads; g++) {
                         d[q][g] += dot(query(q, g, i), key);
@@ -145,7 +146,8 @@ fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Atten
                 }
                 let v = start * keys.row + keys.offset + dim;
                 for (var j = 0u; j < count; j++) {
-                    let value = VC[v + j * keys.row];
+                    let at = v + j * keys.row;
+                    let value = kv2(VC[at / 2u])[at & 1u];
                     let w = block[j];
                     for (var q = 0u; q < TQ; q++) {
                         a[q] += w[q] * value;

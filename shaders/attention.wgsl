@@ -6,12 +6,13 @@
 // sees its own sequence's rows only (step.wgsl). No score row is stored (attend.wgsl's online
 // softmax), so a prompt's chunk needs no more memory than one token; a key and a value read serve
 // the group's heads of TQ tokens.
-// Needs step.wgsl, key_range.wgsl, attention_params.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink (gpt-oss): a
+// Needs kv_f32.wgsl or kv_f16.wgsl, step.wgsl, key_range.wgsl, attention_params.wgsl, attend.wgsl
+// and head_keys.wgsl. A head may have a sink (gpt-oss): a
 // learned logit that takes its share of the softmax and adds no value.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
-@group(0) @binding(1) var<storage, read> KC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(2) var<storage, read> VC: array<f32>;            // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(2) var<storage, read> VC: array<Kv2>;            // (n_ctx, n_kv_head, head_dim / 2)
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;       // (batch, n_head, head_dim)
 @group(0) @binding(4) var<storage, read> step: Step;
 @group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks

@@ -14,8 +14,8 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (n_head, head_dim / 4)
-@group(0) @binding(1) var<storage, read> KC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(2) var<storage, read> VC: array<f32>;            // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(2) var<storage, read> VC: array<Kv2>;            // (n_ctx, n_kv_head, head_dim / 2)
 @group(0) @binding(3) var<storage, read_write> parts: array<f32>;   // (n_head, n_split, head_dim + 2)
 @group(0) @binding(4) var<storage, read> step: Step;
 @group(0) @binding(5) var<uniform> P: Params;

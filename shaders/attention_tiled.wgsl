@@ -10,8 +10,8 @@
 // they keep in registers. Needs step.wgsl, key_range.wgsl and attention_params.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
-@group(0) @binding(1) var<storage, read> KC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(2) var<storage, read> VC: array<vec4<f32>>;      // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(2) var<storage, read> VC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
 @group(0) @binding(3) var<storage, read_write> O: array<vec4<f32>>; // (batch, n_head, head_dim / 4)
 @group(0) @binding(4) var<storage, read> step: Step;
 @group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
@@ -68,8 +68,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             var v = vec4<f32>(0.0);
             if (i < count * HD4) {
                 let at = ((start + i / HD4) * P.n_kv_head + kv) * HD4 + i % HD4;
-                k = KC[at];
-                v = VC[at];
+                k = kv4(KC[at]);
+                v = kv4(VC[at]);
             }
             k_tile[i] = k;
             v_tile[i] = v;

@@ -4,7 +4,7 @@
 // or in Gemma 4 normed first (by the third row of weights, its ones). One workgroup per (head, token),
 // heads counted over q's, k's and v's (q's alone in a layer that reads another's cache). Pairs (2i, 2i+1) rotate
 // together: a NeoX-ordered model's q and k rows, and its norm weights, were reordered at load so.
-// Needs step.wgsl, rope.wgsl and reduce.wgsl.
+// Needs kv_f32.wgsl or kv_f16.wgsl, step.wgsl, rope.wgsl and reduce.wgsl.
 
 struct Params {
     rope: Rope,
@@ -21,8 +21,8 @@ struct Params {
 @group(0) @binding(0) var<storage, read> QKV: array<f32>;          // (batch, row_len)
 @group(0) @binding(1) var<storage, read> norms: array<f32>;        // (2 or 3, head_dim): q's, k's (v's)
 @group(0) @binding(2) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
-@group(0) @binding(3) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
-@group(0) @binding(4) var<storage, read_write> VC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(3) var<storage, read_write> KC: array<Kv2>;     // (n_ctx, n_kv_head, head_dim / 2)
+@group(0) @binding(4) var<storage, read_write> VC: array<Kv2>;     // (n_ctx, n_kv_head, head_dim / 2)
 @group(0) @binding(5) var<storage, read> freqs: array<f32>;        // (n_rot / 2) each pair's frequency
 @group(0) @binding(6) var<storage, read> step: Step;
 @group(0) @binding(7) var<uniform> P: Params;
@@ -47,8 +47,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let row = token * P.row_len + select(P.k_at + (head - P.n_head) * hd, head * hd, is_q);
     if (is_v && P.norm_v == 0u) { // a v head: as it is
         let c = crow * kv_dim + (head - P.n_head - P.n_kv_head) * hd;
-        for (var d = t; d < hd; d += WG) {
-            VC[c + d] = QKV[row + d];
+        for (var d = 2u * t; d < hd; d += 2u * WG) {
+            VC[(c + d) / 2u] = to_kv2(vec2<f32>(QKV[row + d], QKV[row + d + 1u]));
         }
         return;
     }
@@ -80,11 +80,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             Q[o] = r.x;
             Q[o + 1u] = r.y;
         } else if (is_v) {
-            VC[o - P.n_kv_head * hd] = r.x;
-            VC[o - P.n_kv_head * hd + 1u] = r.y;
+            VC[(o - P.n_kv_head * hd) / 2u] = to_kv2(r);
         } else {
-            KC[o] = r.x;
-            KC[o + 1u] = r.y;
+            KC[o / 2u] = to_kv2(r);
         }
     }
 }

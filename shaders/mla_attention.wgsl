@@ -21,8 +21,8 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> QA: array<f32>;         // (batch, n_head, kv_lora)
 @group(0) @binding(1) var<storage, read> QR: array<f32>;         // (batch, n_head, q_stride)
-@group(0) @binding(2) var<storage, read> KC: array<vec4<f32>>;   // the cache, (n_ctx, kv_lora + n_rot)
-@group(0) @binding(3) var<storage, read> VC: array<f32>;         // the same cache
+@group(0) @binding(2) var<storage, read> KC: array<Kv4>;         // the cache, (n_ctx, kv_lora + n_rot)
+@group(0) @binding(3) var<storage, read> VC: array<Kv2>;         // the same cache
 @group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora)
 @group(0) @binding(5) var<storage, read> freqs: array<f32>;      // (n_rot / 2) each pair's frequency
 @group(0) @binding(6) var<storage, read> step: Step;

@@ -2,7 +2,7 @@
 // dimensions (2i, 2i+1) of one head that RoPE rotates together (a NeoX-ordered model's q and k rows
 // were reordered at load to make it so). The bias is added, q and k are rotated at the token's
 // position (dimensions past n_rot pass through); q goes to the token's row of Q, k and v to the cache
-// at that position. Needs rope.wgsl.
+// at that position. Needs rope.wgsl, and kv_f32.wgsl or kv_f16.wgsl.
 
 struct Params {
     rope: Rope,
@@ -17,8 +17,8 @@ struct Params {
 }
 
 @group(0) @binding(3) var<storage, read_write> Q: array<f32>;      // (batch, n_head * head_dim)
-@group(0) @binding(4) var<storage, read_write> KC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
-@group(0) @binding(5) var<storage, read_write> VC: array<f32>;     // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(4) var<storage, read_write> KC: array<Kv2>;     // (n_ctx, n_kv_head, head_dim / 2)
+@group(0) @binding(5) var<storage, read_write> VC: array<Kv2>;     // (n_ctx, n_kv_head, head_dim / 2)
 @group(0) @binding(6) var<storage, read> freqs: array<f32>;        // (n_rot / 2) each pair's frequency
 @group(0) @binding(7) var<storage, read> bias: array<f32>;         // (q | k | v rows), or one unused value
 @group(0) @binding(8) var<uniform> P: Params;
@@ -36,8 +36,7 @@ fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
     let kv_dim = P.n_kv_head * P.head_dim;
     if (o >= q_dim + kv_dim) {
         let c = cache_row(token) * kv_dim + o - q_dim - kv_dim;
-        VC[c] = a;
-        VC[c + 1u] = b;
+        VC[c / 2u] = to_kv2(vec2<f32>(a, b));
         return;
     }
     var r = vec2<f32>(a, b);
@@ -52,7 +51,6 @@ fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
         Q[q + 1u] = r.y;
     } else {
         let c = cache_row(token) * kv_dim + o - q_dim;
-        KC[c] = r.x;
-        KC[c + 1u] = r.y;
+        KC[c / 2u] = to_kv2(r);
     }
 }

@@ -183,6 +183,7 @@ impl Engine {
         gpu.alive()?;
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         loader.per_layer_on_gpu = options.per_layer_on_gpu;
+        loader.kv_cache = options.kv_cache;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
         let sequences = options.sequences.min(n_ctx);

@@ -7,7 +7,9 @@ mod common;
 use common::{f32_buffer, gpu, nmse, plan_at, run, RandomFile, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Plan, Segment, Stacked, StepInput};
+use wick::gpu::{
+    read_back_f32, scratch_buffer, Gpu, GpuTensor, KvType, Plan, Segment, Stacked, StepInput,
+};
 use wick::ops::matvec::Input;
 use wick::ops::rope::Rope;
 use wick::ops::{attention, matvec, rope_kv};
@@ -75,14 +77,18 @@ fn projection_rope_and_attention_against_cpu() {
     };
     // Each case's sequences as (cache row of position 0, first position, tokens).
     let packed: &[(u32, u32, usize)] = &[(0, 10, 5), (40, 0, 7), (100, 3, 4)];
-    for (with_factors, sequences, causal) in [
+    let cases = [
         (false, &[(0u32, 70u32, 1usize)][..], true),
         (true, &[(0, 70, 1)], true),
         (false, &[(0, 150, 3)], true),
         (true, &[(0, 5, 139)], true),
         (true, packed, true),
         (false, packed, false),
-    ] {
+    ];
+    let with_types = [KvType::F32, KvType::F16]
+        .into_iter()
+        .flat_map(|kv| cases.iter().map(move |&case| (kv, case)));
+    for (cache_type, (with_factors, sequences, causal)) in with_types {
         let n_tokens: usize = sequences.iter().map(|s| s.2).sum();
         let x = rng.vec(n_tokens * cols as usize);
         // The cache before this run: each sequence's rows before its first position random, the
@@ -95,7 +101,10 @@ fn projection_rope_and_attention_against_cpu() {
                 vc[i] = rng.f32();
             }
         }
-        let (kcb, vcb) = (f32_buffer(&gpu, &kc), f32_buffer(&gpu, &vc));
+        let (kc, vc) = (stored(&kc, cache_type), stored(&vc, cache_type));
+        let (mut kc, mut vc) = (kc, vc);
+        let kcb = cache_buffer(&gpu, &kc, cache_type);
+        let vcb = cache_buffer(&gpu, &vc, cache_type);
         let fb = rope.freqs_buffer(&gpu, with_factors.then_some(&factors[..]));
         let scratch = |n: usize| {
             scratch_buffer(&gpu, "out", n as u64 * 4)
@@ -120,6 +129,7 @@ fn projection_rope_and_attention_against_cpu() {
             q: &qb,
             k_cache: &kcb,
             v_cache: &vcb,
+            cache_type,
             freqs: &fb,
         };
         rope_kv::push(
@@ -134,6 +144,7 @@ fn projection_rope_and_attention_against_cpu() {
             q: &qb,
             k_cache: &kcb,
             v_cache: &vcb,
+            cache_type,
             out: &out,
             sinks: None,
         };
@@ -170,17 +181,24 @@ fn projection_rope_and_attention_against_cpu() {
                 rope.reference(h, p, fs);
             }
             let at = row * kv_dim;
-            kc[at..at + kv_dim].copy_from_slice(&y[q_len..q_len + kv_dim]);
-            vc[at..at + kv_dim].copy_from_slice(&y[q_len + kv_dim..]);
+            kc[at..at + kv_dim].copy_from_slice(&stored(&y[q_len..q_len + kv_dim], cache_type));
+            vc[at..at + kv_dim].copy_from_slice(&stored(&y[q_len + kv_dim..], cache_type));
             q_rot.extend_from_slice(&y[..q_len]);
         }
-        let label = format!("factors={with_factors} sequences={sequences:?} causal={causal}");
+        let label = format!(
+            "{cache_type:?} factors={with_factors} sequences={sequences:?} causal={causal}"
+        );
         let got_q = read_back_f32(&gpu, &qb, q_rot.len()).block_on().unwrap();
         assert!(nmse(&got_q, &q_rot) < 1e-10, "{label}: rotated q");
-        let got_kc = read_back_f32(&gpu, &kcb, kc.len()).block_on().unwrap();
-        assert!(nmse(&got_kc, &kc) < 1e-10, "{label}: k cache");
-        let got_vc = read_back_f32(&gpu, &vcb, vc.len()).block_on().unwrap();
-        assert!(nmse(&got_vc, &vc) < 1e-10, "{label}: v cache");
+        // f16: a value whose f32 sums differ in their last bit may round to the next f16.
+        let close = match cache_type {
+            KvType::F32 => 1e-10,
+            KvType::F16 => 1e-7,
+        };
+        let got_kc = read_cache(&gpu, &kcb, kc.len(), cache_type);
+        assert!(nmse(&got_kc, &kc) < close, "{label}: k cache");
+        let got_vc = read_cache(&gpu, &vcb, vc.len(), cache_type);
+        assert!(nmse(&got_vc, &vc) < close, "{label}: v cache");
 
         let heads = (n_head as usize, n_kv_head as usize, hd);
         let scoring = (1.0 / (hd as f32).sqrt(), 0.0);
@@ -220,7 +238,7 @@ fn split_attention_against_cpu() {
         softcap: 2.0,
         ..windowed(300)
     };
-    for (pos, shape, with_sinks) in [
+    let cases = [
         (0u32, whole, false),
         (150, whole, false),
         (600, whole, false),
@@ -229,7 +247,11 @@ fn split_attention_against_cpu() {
         (600, capped, false),
         (0, whole, true),
         (600, windowed(37), true),
-    ] {
+    ];
+    let with_types = [KvType::F32, KvType::F16]
+        .into_iter()
+        .flat_map(|kv| cases.iter().map(move |&case| (kv, case)));
+    for (cache_type, (pos, shape, with_sinks)) in with_types {
         let n = pos as usize + 1;
         let sinks: Option<Vec<f32>> =
             with_sinks.then(|| rng.vec(n_head as usize).iter().map(|v| v * 3.0).collect());
@@ -245,10 +267,11 @@ fn split_attention_against_cpu() {
             kc[i] = rng.f32();
             vc[i] = rng.f32();
         }
+        let (kc, vc) = (stored(&kc, cache_type), stored(&vc, cache_type));
         let (qb, kcb, vcb) = (
             f32_buffer(&gpu, &q),
-            f32_buffer(&gpu, &kc),
-            f32_buffer(&gpu, &vc),
+            cache_buffer(&gpu, &kc, cache_type),
+            cache_buffer(&gpu, &vc, cache_type),
         );
         let out = scratch_buffer(&gpu, "out", q.len() as u64 * 4)
             .block_on()
@@ -260,6 +283,7 @@ fn split_attention_against_cpu() {
             q: &qb,
             k_cache: &kcb,
             v_cache: &vcb,
+            cache_type,
             out: &out,
             sinks: sinks_buffer.as_ref(),
         };
@@ -277,7 +301,7 @@ fn split_attention_against_cpu() {
         let e = nmse(&got, &want);
         assert!(
             e < 1e-9,
-            "pos {pos} window {} sinks {with_sinks}: split nmse {e}",
+            "{cache_type:?} pos {pos} window {} sinks {with_sinks}: split nmse {e}",
             shape.window
         );
 
@@ -297,7 +321,7 @@ fn split_attention_against_cpu() {
         let e = nmse(&got, &want);
         assert!(
             e < 1e-9,
-            "pos {pos} window {} sinks {with_sinks}: nmse {e}",
+            "{cache_type:?} pos {pos} window {} sinks {with_sinks}: nmse {e}",
             shape.window
         );
     }
@@ -330,6 +354,39 @@ fn attention_reference_from(
             attention::reference_with_sink(qh, &k, &v, head_dim, scoring, sink)
         })
         .collect()
+}
+
+/// `values` as a cache of `cache_type` holds them: rounded to f16 where it is one.
+fn stored(values: &[f32], cache_type: KvType) -> Vec<f32> {
+    match cache_type {
+        KvType::F32 => values.to_vec(),
+        KvType::F16 => (values.iter())
+            .map(|&v| half::f16::from_f32(v).to_f32())
+            .collect(),
+    }
+}
+
+/// A cache of `cache_type` holding `values`.
+fn cache_buffer(gpu: &Gpu, values: &[f32], cache_type: KvType) -> wgpu::Buffer {
+    match cache_type {
+        KvType::F32 => f32_buffer(gpu, values),
+        KvType::F16 => {
+            let halves: Vec<half::f16> = values.iter().map(|&v| half::f16::from_f32(v)).collect();
+            wick::gpu::storage_buffer(gpu, "cache", bytemuck::cast_slice(&halves))
+        }
+    }
+}
+
+/// The first `n` values of a cache of `cache_type`.
+fn read_cache(gpu: &Gpu, buffer: &wgpu::Buffer, n: usize, cache_type: KvType) -> Vec<f32> {
+    match cache_type {
+        KvType::F32 => read_back_f32(gpu, buffer, n).block_on().unwrap(),
+        KvType::F16 => {
+            let words = read_back_f32(gpu, buffer, n / 2).block_on().unwrap();
+            let halves: &[half::f16] = bytemuck::cast_slice(&words);
+            halves.iter().map(|h| h.to_f32()).collect()
+        }
+    }
 }
 
 /// A run's attention in tiles (`push_tiled`: 64 queries a workgroup, keys in tiles of 32, 16 or 8 by
@@ -401,14 +458,18 @@ fn tiled_attention_against_cpu() {
             ],
         ),
     ];
-    for (shape, with_sinks, sequences) in cases {
+    let with_types = [KvType::F32, KvType::F16]
+        .into_iter()
+        .flat_map(|kv| cases.iter().map(move |case| (kv, case)));
+    for (cache_type, (shape, with_sinks, sequences)) in with_types {
+        let (shape, with_sinks) = (*shape, *with_sinks);
         let hd = shape.head_dim as usize;
         let (n_head, n_kv_head) = (shape.n_head as usize, shape.n_kv_head as usize);
         let (q_len, kv_dim) = (n_head * hd, n_kv_head * hd);
         let n_tokens: usize = sequences.iter().map(|s| s.2.len()).sum();
         let n_ctx = 200usize;
-        let kc = rng.vec(n_ctx * kv_dim);
-        let vc = rng.vec(n_ctx * kv_dim);
+        let kc = stored(&rng.vec(n_ctx * kv_dim), cache_type);
+        let vc = stored(&rng.vec(n_ctx * kv_dim), cache_type);
         let q: Vec<f32> = rng.vec(n_tokens * q_len).iter().map(|v| v * 3.0).collect();
         let sinks: Option<Vec<f32>> =
             with_sinks.then(|| rng.vec(n_head).iter().map(|v| v * 3.0).collect());
@@ -424,8 +485,8 @@ fn tiled_attention_against_cpu() {
         step.write_segments(&gpu, &segments, 0);
         let (qb, kcb, vcb) = (
             f32_buffer(&gpu, &q),
-            f32_buffer(&gpu, &kc),
-            f32_buffer(&gpu, &vc),
+            cache_buffer(&gpu, &kc, cache_type),
+            cache_buffer(&gpu, &vc, cache_type),
         );
         let sinks_buffer = sinks.as_ref().map(|s| f32_buffer(&gpu, s));
 
@@ -477,6 +538,7 @@ fn tiled_attention_against_cpu() {
                 q: &qb,
                 k_cache: &kcb,
                 v_cache: &vcb,
+                cache_type,
                 out: &out,
                 sinks: sinks_buffer.as_ref(),
             };
@@ -484,7 +546,8 @@ fn tiled_attention_against_cpu() {
             run(&gpu, plan);
             let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
             let e = nmse(&got, &want);
-            assert!(e < 1e-9, "{kernel} {shape:?} sinks {with_sinks}: nmse {e}");
+            let label = format!("{cache_type:?} {kernel} {shape:?} sinks {with_sinks}");
+            assert!(e < 1e-9, "{label}: nmse {e}");
         }
     }
 }

@@ -9,11 +9,14 @@ mod common;
 
 use common::fidelity::Tolerance;
 use common::gpu;
-use common::random_model::check_all;
+use common::random_model::{check_all, check_all_loaded};
+use wick::gpu::KvType;
 
 /// Largest |Wick - f32 reference| allowed on any logit (logits span about -15..15); the reference is
 /// rounded to 4 decimals.
 const TOL_F32: f32 = 0.005;
+/// With keys and values rounded to f16 in the cache (a relative 2^-11 each).
+const TOL_F16_CACHE: f32 = 0.05;
 /// llama.cpp's CPU path rounds activations to f16 before its F16 matrix products, which puts its logits
 /// up to 0.036 from the f32 reference's on these files.
 const LLAMA_CPP: Tolerance = Tolerance {
@@ -49,4 +52,18 @@ fn random_families_with_norms_fused_match_references() {
     let reports = check_all(&gpu, &golden, TOL_F32, LLAMA_CPP);
     assert_eq!(reports.len(), 4);
     common::random_model::check_parallel(&gpu, &golden, TOL_F32);
+}
+
+/// With the KV cache in f16 (`KvType::F16`, as llama.cpp's CPU path keeps it): the same checks
+/// against llama.cpp, and against the f32 reference within f16's rounding of every key and value.
+#[test]
+fn random_families_with_an_f16_cache_match_references() {
+    let Some(gpu) = gpu() else { return };
+    let golden = serde_json::from_str(include_str!("goldens/random-families.json")).unwrap();
+    let options = wick::engine::LoadOptions {
+        kv_cache: KvType::F16,
+        ..common::options(64)
+    };
+    let reports = check_all_loaded(&gpu, &golden, (TOL_F16_CACHE, LLAMA_CPP), options);
+    assert_eq!(reports.len(), 4);
 }

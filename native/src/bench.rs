@@ -64,6 +64,9 @@ pub struct BenchArgs {
     /// the file
     #[arg(long)]
     per_layer_on_gpu: bool,
+    /// How the KV cache holds keys and values: f32, or f16 (half the bytes attention reads)
+    #[arg(long = "cache-type", value_enum, default_value = "f32")]
+    cache_type: crate::CacheType,
     /// With --profile, also time a decode step of this many sequences at once (`wick serve
     /// --parallel`'s step), kernel by kernel
     #[arg(long = "parallel", default_value_t = 1)]
@@ -156,6 +159,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         batch: args.batch,
         per_layer_on_gpu: args.per_layer_on_gpu,
         sequences: args.parallel,
+        kv_cache: args.cache_type.kv(),
         ..Default::default()
     };
     let held_before = gpu.memory().buffer_bytes;

@@ -64,6 +64,7 @@ pub fn session_on(gpu: Arc<Gpu>, args: &ModelArgs, options: LoadOptions) -> Resu
         n_ctx: args.ctx_size,
         batch: args.batch_size.or(options.batch),
         pooling: args.pooling,
+        kv_cache: args.cache_type.kv(),
         ..options
     };
     let session = Session::load(gpu, source.as_ref(), &options, &mut |done, total| {

@@ -72,6 +72,26 @@ pub struct ModelArgs {
     /// chat model's file says none, and makes no embeddings unless this names one]
     #[arg(long = "pooling", value_parser = parse_pooling)]
     pub pooling: Option<wick::embeddings::Pooling>,
+    /// How the KV cache holds keys and values: f32, or f16 (half the memory and the bytes attention
+    /// reads, as llama.cpp's default; MLA's cache stays f32)
+    #[arg(long = "cache-type", value_enum, default_value = "f32")]
+    pub cache_type: CacheType,
+}
+
+/// `--cache-type`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheType {
+    F32,
+    F16,
+}
+
+impl CacheType {
+    pub fn kv(self) -> wick::gpu::KvType {
+        match self {
+            CacheType::F32 => wick::gpu::KvType::F32,
+            CacheType::F16 => wick::gpu::KvType::F16,
+        }
+    }
 }
 
 fn parse_pooling(name: &str) -> Result<wick::embeddings::Pooling, String> {

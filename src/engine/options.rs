@@ -2,7 +2,7 @@
 //! besides decoding, and the chunk size an adapter takes unless told.
 
 use crate::embeddings::Pooling;
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, KvType};
 use crate::models;
 
 #[derive(Clone, Debug)]
@@ -28,6 +28,9 @@ pub struct LoadOptions {
     /// Tokens one speculative step may check at once (`Engine::check`: the token picked last and
     /// the draft after it), each a row of the parallel plan; 0 or 1: no speculative steps.
     pub check_tokens: u32,
+    /// How the KV cache holds keys and values: f32 (exact), or f16 (half the memory and the bytes
+    /// attention reads, llama.cpp's default). Multi-head Latent Attention's cache stays f32.
+    pub kv_cache: KvType,
 }
 
 /// Prompt tokens per run unless told otherwise, by the adapter. On a GPU 512, llama.cpp's default
@@ -52,6 +55,7 @@ impl Default for LoadOptions {
             pooling: None,
             sequences: 1,
             check_tokens: 0,
+            kv_cache: KvType::F32,
         }
     }
 }

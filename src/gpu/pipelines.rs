@@ -32,18 +32,19 @@ pub enum Kernel {
     LayerNorm,
     /// A row of a table added to each token's row: its position's, or the one row.
     AddPosition,
-    /// Causal attention of the run's queries, a workgroup per head and token.
-    Attention,
+    /// Causal attention of the run's queries over a cache of this type, a workgroup per head and
+    /// token.
+    Attention(KvType),
     /// A run's attention in tiles of keys held in workgroup memory, a query a thread, for heads of
-    /// the dimensions given.
-    AttentionTiled(u32),
+    /// the dimensions given, over a cache of the type given.
+    AttentionTiled(u32, KvType),
     /// One token's attention split over the sequence, and the merge of the splits.
-    AttentionSplit,
+    AttentionSplit(KvType),
     AttentionMerge,
     /// h = activation(gate) * up
     Glu(Activation),
-    /// q and k normed per head and rotated, k and v written into the cache.
-    HeadNormRopeKv,
+    /// q and k normed per head and rotated, k and v written into a cache of this type.
+    HeadNormRopeKv(KvType),
     /// x += rmsnorm(t) * w, then the next norm of x.
     NormAddNorm,
     /// A mixture-of-experts router: probabilities, top-k, weights, for each token of the run.
@@ -107,8 +108,34 @@ pub enum Store {
     Rows,
     /// activation(gate) * up, from gate's and up's rows interleaved.
     Glu(Activation),
-    /// q and k rotated by RoPE, k and v written into the cache.
-    RopeKv,
+    /// q and k rotated by RoPE, k and v written into a cache of this type.
+    RopeKv(KvType),
+}
+
+/// How a KV cache holds its values (shaders/kv_f32.wgsl, kv_f16.wgsl).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KvType {
+    #[default]
+    F32,
+    /// Two values to a u32, as pack2x16float makes them: half the memory and the bytes read.
+    F16,
+}
+
+impl KvType {
+    /// Bytes of one value.
+    pub fn value_bytes(self) -> u64 {
+        match self {
+            KvType::F32 => 4,
+            KvType::F16 => 2,
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            KvType::F32 => include_str!("../../shaders/kv_f32.wgsl"),
+            KvType::F16 => include_str!("../../shaders/kv_f16.wgsl"),
+        }
+    }
 }
 
 /// How a product's kernel reads x: as it is (shaders/x_rows.wgsl), or normed by RMSNorm on the way
@@ -181,11 +208,12 @@ impl Store {
             Store::Glu(act) => {
                 [act.source(), include_str!("../../shaders/store_glu.wgsl")].concat()
             }
-            Store::RopeKv => concat!(
+            Store::RopeKv(kv) => [
+                kv.source(),
                 include_str!("../../shaders/rope.wgsl"),
-                include_str!("../../shaders/store_rope_kv.wgsl")
-            )
-            .into(),
+                include_str!("../../shaders/store_rope_kv.wgsl"),
+            ]
+            .concat(),
         }
     }
 }
@@ -221,34 +249,37 @@ impl Kernel {
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),
             Kernel::LayerNorm => wgsl!("step.wgsl", "reduce.wgsl", "layer_norm.wgsl"),
             Kernel::AddPosition => wgsl!("step.wgsl", "add_position.wgsl"),
-            Kernel::Attention => {
-                wgsl!(
+            Kernel::Attention(kv) => {
+                let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
                     "attention_params.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention.wgsl"
-                )
+                );
+                return [kv.source(), body].concat();
             }
-            Kernel::AttentionSplit => {
-                wgsl!(
+            Kernel::AttentionSplit(kv) => {
+                let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention_split.wgsl"
-                )
+                );
+                return [kv.source(), body].concat();
             }
             Kernel::AttentionMerge => wgsl!("attention_merge.wgsl"),
             Kernel::Glu(act) => return [act.source(), wgsl!("step.wgsl", "glu.wgsl")].concat(),
-            Kernel::HeadNormRopeKv => {
-                wgsl!(
+            Kernel::HeadNormRopeKv(kv) => {
+                let body = wgsl!(
                     "step.wgsl",
                     "rope.wgsl",
                     "reduce.wgsl",
                     "head_norm_rope_kv.wgsl"
-                )
+                );
+                return [kv.source(), body].concat();
             }
             Kernel::NormAddNorm => wgsl!("step.wgsl", "reduce.wgsl", "norm_add_norm.wgsl"),
             Kernel::MoeRoute => wgsl!("step.wgsl", "moe_route.wgsl"),
@@ -267,12 +298,14 @@ impl Kernel {
             Kernel::Choose => wgsl!("choose.wgsl"),
             Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
             Kernel::MlaAttention => {
-                wgsl!(
+                // MLA's latent cache stays f32.
+                let body = wgsl!(
                     "step.wgsl",
                     "rope.wgsl",
                     "attend.wgsl",
                     "mla_attention.wgsl"
-                )
+                );
+                return [KvType::F32.source(), body].concat();
             }
             Kernel::DeltaConv => wgsl!("step.wgsl", "delta_conv.wgsl"),
             Kernel::DeltaNet => wgsl!("step.wgsl", "reduce.wgsl", "delta_net.wgsl"),
@@ -289,13 +322,14 @@ impl Kernel {
                 )
             }
             Kernel::Clamp => wgsl!("step.wgsl", "clamp.wgsl"),
-            Kernel::AttentionTiled(_) => {
-                wgsl!(
+            Kernel::AttentionTiled(_, kv) => {
+                let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
                     "attention_params.wgsl",
                     "attention_tiled.wgsl"
-                )
+                );
+                return [kv.source(), body].concat();
             }
             Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };
@@ -552,11 +586,12 @@ impl PipelineKey {
                 tile.rows, tile.tokens, tile.rows_per_thread
             );
         }
-        if let Kernel::Attention | Kernel::AttentionSplit | Kernel::MlaAttention = self.kernel {
+        if let Kernel::Attention(_) | Kernel::AttentionSplit(_) | Kernel::MlaAttention = self.kernel
+        {
             // Queries a workgroup takes (attend.wgsl): sizes of its arrays.
             src += &format!("const TQ: u32 = {}u;\n", self.tokens.unwrap_or(1));
         }
-        if let Kernel::AttentionTiled(head_dim) = self.kernel {
+        if let Kernel::AttentionTiled(head_dim, _) = self.kernel {
             // A thread's query and output rows, and the keys a tile holds: 16 KiB of keys and values.
             let (vec4s, keys) = attention_tile(head_dim);
             src += &format!("const HD4: u32 = {vec4s}u;\nconst BK: u32 = {keys}u;\n");

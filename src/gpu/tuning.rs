@@ -4,7 +4,7 @@
 
 use super::pipelines::{block_parts, coop_workgroup_bytes, has_block_form, matmul_tile, COOP_TILE};
 use super::MatrixCores;
-use super::{Activation, Kernel, Store, XNorm};
+use super::{Activation, Kernel, KvType, Store, XNorm};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -271,7 +271,8 @@ fn store_name(store: Store) -> &'static str {
         Store::Glu(Activation::GeluTanh) => "geglu",
         Store::Glu(Activation::GeluQuick) => "geglu_quick",
         Store::Glu(Activation::SwigluOai) => "swiglu_oai",
-        Store::RopeKv => "rope_kv",
+        Store::RopeKv(KvType::F32) => "rope_kv",
+        Store::RopeKv(KvType::F16) => "rope_kv_f16",
     }
 }
 

@@ -6,7 +6,9 @@
 
 use super::Meta;
 use crate::gguf::{ByteSource, Header, TensorInfo};
-use crate::gpu::{read_f32, read_failed, scratch_buffer, Fill, Gpu, GpuTensor, Shape, Stacked};
+use crate::gpu::{
+    read_f32, read_failed, scratch_buffer, Fill, Gpu, GpuTensor, KvType, Shape, Stacked,
+};
 use crate::ops::glu::GateUp;
 use crate::Error;
 use std::sync::Arc;
@@ -20,6 +22,8 @@ pub struct Loader<'a> {
     pub progress: &'a mut dyn FnMut(u64, u64),
     /// Tables that could stay in the file (Gemma 4's per-layer embeddings) go to the GPU anyway.
     pub per_layer_on_gpu: bool,
+    /// How attention layers' KV caches hold their values.
+    pub kv_cache: KvType,
     /// Buffers allocated and not yet filled, in the order the model asked for them.
     fills: Vec<Pending<'a>>,
     done: u64,
@@ -47,6 +51,7 @@ impl<'a> Loader<'a> {
             source,
             progress,
             per_layer_on_gpu: false,
+            kv_cache: KvType::F32,
             fills: Vec::new(),
             done: 0,
             total,

@@ -7,7 +7,7 @@
 use super::dense::Activations;
 use super::family::{Config, Family, LayerAttention};
 use super::Loader;
-use crate::gpu::{scratch_buffer, GpuTensor, Plan, Stacked};
+use crate::gpu::{scratch_buffer, GpuTensor, KvType, Plan, Stacked};
 use crate::ops::head_norm_rope_kv::KvWrite;
 use crate::ops::matvec::Input;
 use crate::ops::{attention, head_norm_rope_kv, matvec, rope, rope_kv, sigmoid_gate};
@@ -39,6 +39,7 @@ pub struct SelfAttention {
 pub struct KvCache {
     pub k: wgpu::Buffer,
     pub v: wgpu::Buffer,
+    pub cache_type: KvType,
 }
 
 /// How a plan's attention runs.
@@ -240,10 +241,12 @@ impl SelfAttention {
         let cache = match shared {
             Some(cache) => cache,
             None => {
-                let bytes = n_ctx as u64 * kv_dim as u64 * 4;
+                let cache_type = l.kv_cache;
+                let bytes = n_ctx as u64 * kv_dim as u64 * cache_type.value_bytes();
                 KvCache {
                     k: scratch_buffer(&gpu, &format!("blk.{i}.k_cache"), bytes).await?,
                     v: scratch_buffer(&gpu, &format!("blk.{i}.v_cache"), bytes).await?,
+                    cache_type,
                 }
             }
         };
@@ -292,6 +295,7 @@ impl SelfAttention {
             q: &a.q,
             k_cache: &self.cache.k,
             v_cache: &self.cache.v,
+            cache_type: self.cache.cache_type,
             freqs: &self.rope_freqs,
         };
         match (&self.attn_qkv_norm, &a.qkv) {
@@ -325,6 +329,7 @@ impl SelfAttention {
             q: &a.q,
             k_cache: &self.cache.k,
             v_cache: &self.cache.v,
+            cache_type: self.cache.cache_type,
             out: &a.attn,
             sinks: self.sinks.as_ref(),
         };

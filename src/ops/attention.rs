@@ -4,7 +4,7 @@
 //! keys (flash attention); for one token over a long cache shaders/attention_split.wgsl and
 //! attention_merge.wgsl, the keys split over many workgroups (flash-decoding).
 
-use crate::gpu::{attention_tile_bytes, Groups, Kernel, PipelineKey, Plan};
+use crate::gpu::{attention_tile_bytes, Groups, Kernel, KvType, PipelineKey, Plan};
 
 /// shaders/attention_params.wgsl: attention.wgsl's and attention_tiled.wgsl's.
 #[repr(C)]
@@ -89,6 +89,8 @@ pub struct AttentionBuffers<'a> {
     /// (n_ctx, n_kv_head, head_dim), written up to each query's position
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
+    /// How the cache holds its values.
+    pub cache_type: KvType,
     /// (batch, n_head, head_dim)
     pub out: &'a wgpu::Buffer,
     /// (n_head) each head's sink (gpt-oss): a logit in the softmax with no value, which takes a share
@@ -119,7 +121,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         PipelineKey {
             workgroup: workgroup(s.head_dim),
             tokens: (tokens > 1).then_some(tokens),
-            ..PipelineKey::new(Kernel::Attention, None)
+            ..PipelineKey::new(Kernel::Attention(b.cache_type), None)
         },
         &[b.q, b.k_cache, b.v_cache, b.out, &step, b.sinks_or_q()],
         super::params(&p),
@@ -172,7 +174,7 @@ pub fn push_tiled(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
     plan.push(
         PipelineKey {
             workgroup: TILED_QUERIES,
-            ..PipelineKey::new(Kernel::AttentionTiled(s.head_dim), None)
+            ..PipelineKey::new(Kernel::AttentionTiled(s.head_dim, b.cache_type), None)
         },
         &[b.q, b.k_cache, b.v_cache, b.out, &step, b.sinks_or_q()],
         super::params(&params(s, b)),
@@ -236,7 +238,7 @@ pub fn push_split(
     plan.push(
         PipelineKey {
             workgroup: workgroup(head_dim),
-            ..PipelineKey::new(Kernel::AttentionSplit, None)
+            ..PipelineKey::new(Kernel::AttentionSplit(b.cache_type), None)
         },
         &[b.q, b.k_cache, b.v_cache, parts, &step],
         super::params(&p),

@@ -69,7 +69,7 @@ pub fn push(
         pad: 0,
     };
     plan.push(
-        PipelineKey::new(Kernel::HeadNormRopeKv, None),
+        PipelineKey::new(Kernel::HeadNormRopeKv(b.cache_type), None),
         &[qkv, norms, b.q, b.k_cache, b.v_cache, b.freqs, &step],
         super::params(&p),
         Groups::per_token(heads.n_head + kv_heads),

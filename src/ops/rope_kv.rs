@@ -4,7 +4,7 @@
 
 use super::matvec::Input;
 use super::rope::{Rope, RopeParams};
-use crate::gpu::{Plan, Stacked, Store, TensorPart};
+use crate::gpu::{KvType, Plan, Stacked, Store, TensorPart};
 
 /// The heads the projection makes.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +35,8 @@ pub struct RopeBuffers<'a> {
     /// (n_ctx, n_kv_head, head_dim)
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
+    /// How the cache holds its values.
+    pub cache_type: KvType,
     /// (n_rot / 2) each pair's frequency (`Rope::freqs_buffer`).
     pub freqs: &'a wgpu::Buffer,
 }
@@ -74,6 +76,7 @@ pub fn push(
             };
             super::params(&p).to_vec()
         };
-        super::matvec::push_pairs(plan, w, x, Store::RopeKv, &outputs, params);
+        let store = Store::RopeKv(b.cache_type);
+        super::matvec::push_pairs(plan, w, x, store, &outputs, params);
     }
 }

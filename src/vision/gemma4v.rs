@@ -14,7 +14,9 @@
 use super::preprocess::{self, Resample};
 use super::weights::padded;
 use super::{Image, TokenBudget};
-use crate::gpu::{read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Plan, StepInput};
+use crate::gpu::{
+    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput,
+};
 use crate::models::{Loader, Meta};
 use crate::ops::attention::{self, AttentionBuffers};
 use crate::ops::avg_pool::{self, Affine};
@@ -448,6 +450,7 @@ impl Gemma4v {
                 q: &q,
                 k_cache: &k,
                 v_cache: &v,
+                cache_type: KvType::F32,
                 out: &attn,
                 sinks: None,
             };

@@ -177,11 +177,12 @@ function said(message) {
   return [message.reasoning_content, message.content].filter(Boolean).join('\n\n');
 }
 
-/** The native engine's greedy reply to one user message, through `wick serve`'s chat API, as `said` writes it. */
-export async function nativeReply(content, maxTokens, model = MODEL) {
+/** The native engine's greedy reply to one user message, through `wick serve`'s chat API, as `said` writes it;
+ * `flags`, more of `wick serve`'s. */
+export async function nativeReply(content, maxTokens, model = MODEL, flags = []) {
   const wick = join(ROOT, 'target/release/wick');
   if (!existsSync(wick)) throw new Error('target/release/wick is missing: cargo build --release -p wick-cli');
-  const args = ['serve', '-m', join(ROOT, model), '--port', '0', '-c', '512'];
+  const args = ['serve', '-m', join(ROOT, model), '--port', '0', '-c', '512', ...flags];
   const child = spawn(wick, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, WICK_TUNING: 'off' } });
   try {
     const url = await new Promise((done, fail) => {

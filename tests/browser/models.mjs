@@ -46,11 +46,11 @@ test('the package bundled by Vite loads a model and answers (core WebGPU, the de
  * regenerate, goes back to the state the first left where the prompt ended), with the engine's figures
  * and, where asked, its decode step's profile.
  */
-async function packageReply(model, content, maxTokens, { profile = false } = {}) {
+async function packageReply(model, content, maxTokens, { profile = false, kvCache = 'f32' } = {}) {
   const page = await openPage('/target/browser-test/app/');
-  const reply = await page.evaluate(async ({ model, content, maxTokens, adapter, profile }) => {
+  const reply = await page.evaluate(async ({ model, content, maxTokens, adapter, profile, kvCache }) => {
     const { Wick } = await import('wick-llm');
-    const engine = await Wick.load(model, { ...adapter, tune: false, nCtx: 512 });
+    const engine = await Wick.load(model, { ...adapter, tune: false, nCtx: 512, kvCache });
     const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: maxTokens };
     const answer = await engine.chat.completions.create(body);
     const again = await engine.chat.completions.create(body);
@@ -61,7 +61,7 @@ async function packageReply(model, content, maxTokens, { profile = false } = {})
     const [text, regenerated] = [answer, again].map((a) => said(a.choices[0].message));
     const reasoning = answer.choices[0].message.reasoning_content ?? '';
     return { text, reasoning, again: regenerated, stats, profile: steps };
-  }, { model, content, maxTokens, adapter: COMPAT, profile });
+  }, { model, content, maxTokens, adapter: COMPAT, profile, kvCache });
   await page.close();
   ranOn(reply.stats);
   assert.equal(reply.again, reply.text, 'the same request again');
@@ -72,6 +72,13 @@ test("Gemma 3 270M (gemma3, no template in the file) answers in the package as t
   const content = 'Name a color.';
   const reply = await packageReply(`/${GEMMA}`, content, 4);
   assert.equal(reply.text, await nativeReply(content, 4, GEMMA));
+  assert.ok(reply.text.length > 0);
+});
+
+test('an f16 KV cache (kvCache): Gemma 3 270M answers in the package as the native engine does with --cache-type f16', async () => {
+  const content = 'Name three colors.';
+  const reply = await packageReply(`/${GEMMA}`, content, 12, { kvCache: 'f16' });
+  assert.equal(reply.text, await nativeReply(content, 12, GEMMA, ['--cache-type', 'f16']));
   assert.ok(reply.text.length > 0);
 });
 

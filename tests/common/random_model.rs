@@ -84,6 +84,16 @@ pub fn check_all(
     f32_tolerance: f32,
     llama_cpp: Tolerance,
 ) -> Vec<Report> {
+    check_all_loaded(gpu, golden, (f32_tolerance, llama_cpp), super::options(64))
+}
+
+/// `check_all` with the model loaded by `options`.
+pub fn check_all_loaded(
+    gpu: &Arc<Gpu>,
+    golden: &Value,
+    (f32_tolerance, llama_cpp): (f32, Tolerance),
+    options: wick::engine::LoadOptions,
+) -> Vec<Report> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut reports = Vec::new();
     for record in golden["records"].as_array().unwrap() {
@@ -111,7 +121,7 @@ pub fn check_all(
         );
 
         let source = FileSource::open(&path).unwrap();
-        let mut engine = Engine::load(gpu.clone(), &source, &super::options(64), &mut |_, _| {})
+        let mut engine = Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
             .block_on()
             .unwrap();
         let tokens = ids(&record["teacher_ids"]);

@@ -13,7 +13,7 @@ use wick::chat_template::Extras;
 use wick::embeddings::Pooling;
 use wick::engine::{default_batch, LoadOptions, Profiled, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
-use wick::gpu::{Gpu, Tuning};
+use wick::gpu::{Gpu, KvType, Tuning};
 use wick::openai;
 use wick::reply::Piece;
 use wick::session::{Overflow, Session};
@@ -159,6 +159,8 @@ struct LoadRequest {
     /// The fewest and the most tokens an image becomes (`TokenBudget`); absent: the projector's.
     image_min_tokens: Option<u32>,
     image_max_tokens: Option<u32>,
+    /// "f16": the KV cache in f16; absent or "f32": f32.
+    kv_cache: Option<String>,
 }
 
 /// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
@@ -196,6 +198,15 @@ pub async fn load(
     if let Some(tuning) = kept.and_then(|mut all| all.remove(&gpu.adapter_key())) {
         gpu.set_tuning(tuning);
     }
+    let kv_cache = match options.kv_cache.as_deref() {
+        None | Some("f32") => KvType::F32,
+        Some("f16") => KvType::F16,
+        Some(other) => {
+            return Err(js_error(format!(
+                "kvCache {other:?}: the KV cache is \"f32\" or \"f16\""
+            )))
+        }
+    };
     let pooling = match options.pooling.as_deref() {
         None => None,
         Some(name) => Some(Pooling::from_name(name).ok_or_else(|| {
@@ -208,6 +219,7 @@ pub async fn load(
         n_ctx: options.n_ctx.unwrap_or(LoadOptions::default().n_ctx),
         pooling,
         check_tokens: options.check_tokens.unwrap_or(0),
+        kv_cache,
         // An image's tokens go in one prompt run.
         batch: (projector.as_ref()).map(|(.., tokens)| (*tokens).max(default_batch(&gpu))),
         ..Default::default()
