@@ -14,9 +14,7 @@
 use super::preprocess::{self, Resample};
 use super::weights::padded;
 use super::{Image, TokenBudget};
-use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput,
-};
+use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::attention::{self, AttentionBuffers};
 use crate::ops::avg_pool::{self, Affine};
@@ -522,19 +520,11 @@ impl Gemma4v {
         let (cols, rows) = (w / c.patch_size, h / c.patch_size);
         let (n, m) = (cols * rows, cols * rows / (c.merge * c.merge));
         gpu.queue
-            .write_buffer(&self.patches, 0, bytemuck::cast_slice(&padded));
-        gpu.queue
             .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows]));
         self.patch_step.write(gpu, 0, &vec![0; n as usize]);
         self.token_step.write(gpu, 0, &vec![0; m as usize]);
-        let mut enc = gpu.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            self.plan.record(&mut pass, n);
-            self.head.record(&mut pass, m);
-        }
-        gpu.queue.submit([enc.finish()]);
-        let len = m as usize * c.n_embd_text as usize;
-        Ok(read_back_f32(gpu, &self.tokens, len).await?)
+        let runs = [(&self.plan, n), (&self.head, m)];
+        let tokens = (&self.tokens, c.n_embd_text);
+        super::run_encoder(gpu, (&self.patches, &padded), runs, tokens).await
     }
 }

@@ -98,6 +98,28 @@ fn activation(m: &Meta) -> Result<crate::ops::glu::Activation, Error> {
     }
 }
 
+/// An encoder's run over one image: its patches (`padded_rows` of the image's values) written into
+/// `patches`, the encoder's plan over `n` patches and the head's over `m` tokens recorded into one
+/// pass and submitted once, and the head's `m` rows of `width` read back from `tokens`.
+async fn run_encoder(
+    gpu: &Gpu,
+    (patches, values): (&wgpu::Buffer, &[f32]),
+    [(plan, n), (head, m)]: [(&crate::gpu::Plan, u32); 2],
+    (tokens, width): (&wgpu::Buffer, u32),
+) -> Result<Vec<f32>, Error> {
+    gpu.queue
+        .write_buffer(patches, 0, bytemuck::cast_slice(values));
+    let mut enc = gpu.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        plan.record(&mut pass, n);
+        head.record(&mut pass, m);
+    }
+    gpu.queue.submit([enc.finish()]);
+    let len = m as usize * width as usize;
+    Ok(crate::gpu::read_back_f32(gpu, tokens, len).await?)
+}
+
 /// Three values, one for each colour channel, of the metadata clip.vision.`key`.
 fn channel_values(m: &Meta, key: &str) -> Result<[f32; 3], Error> {
     let full = format!("clip.vision.{key}");

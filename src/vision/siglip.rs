@@ -11,9 +11,7 @@
 use super::preprocess::{self, Resample};
 use super::weights::{padded, transposed};
 use super::Image;
-use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput,
-};
+use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::attention::{self, AttentionBuffers};
 use crate::ops::avg_pool::{self, Affine};
@@ -294,17 +292,9 @@ impl Siglip {
         let values = preprocess::patches(&square, c.patch_size, c.mean, c.std);
         let per_patch = 3 * c.patch_size * c.patch_size;
         let padded = preprocess::padded_rows(&values, per_patch, c.patch_len());
-        gpu.queue
-            .write_buffer(&self.patches, 0, bytemuck::cast_slice(&padded));
-        let mut enc = gpu.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            self.plan.record(&mut pass, self.plan.batch);
-            self.head.record(&mut pass, self.head.batch);
-        }
-        gpu.queue.submit([enc.finish()]);
-        let n = c.n_tokens() as usize * c.n_embd_text as usize;
-        Ok(read_back_f32(gpu, &self.tokens, n).await?)
+        let runs = [(&self.plan, self.plan.batch), (&self.head, self.head.batch)];
+        let tokens = (&self.tokens, c.n_embd_text);
+        super::run_encoder(gpu, (&self.patches, &padded), runs, tokens).await
     }
 }
 
