@@ -20,7 +20,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let c = gid.x;
     let t = gid.y;
     if (c < P.n && t < step.n_tokens) {
-        let at = grid_place(grid.cols, t);
+        let at = grid_place(grid, t);
         X[t * P.n + c] += T[at.x * P.n + c] + T[(P.size + at.y) * P.n + c];
     }
 }

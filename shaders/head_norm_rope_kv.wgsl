@@ -37,7 +37,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (token >= step.n_tokens) {
         return;
     }
-    let pos = step.tokens[token].pos;
     let crow = cache_row(token);
     let hd = P.head_dim;
     let q_dim = P.n_head * hd;
@@ -72,7 +71,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let b = x[j].y * scale * norms[w + 2u * i + 1u];
         var r = vec2<f32>(a, b);
         if (i < P.rope.n_rot / 2u && !is_v) {
-            let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
+            let cs = rope_cos_sin(P.rope, token_turn(token, rope_axis(P.rope, i)), i, freqs[i]);
             r = vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
         }
         let o = select(crow * kv_dim + (head - P.n_head) * hd, token * q_dim + head * hd, is_q) + 2u * i;

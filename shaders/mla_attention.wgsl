@@ -43,7 +43,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (token >= step.n_tokens) {
         return;
     }
-    let pos = step.tokens[token].pos;
+    let turn = step.tokens[token].turn;
     for (var g = 0u; g < group.y; g++) {
         let head = token * P.n_head + group.x + g;
         let at = g * (MAX_KEY / 4u);
@@ -54,7 +54,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let q = head * P.q_stride + P.q_rope;
         for (var i = t; i < P.rope.n_rot / 2u; i += WG) {
             let j = rope_pair(P.rope, i);
-            let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
+            let cs = rope_cos_sin(P.rope, turn, i, freqs[i]);
             let x0 = QR[q + j.x];
             let x1 = QR[q + j.y];
             let a = P.kv_lora + j.x;

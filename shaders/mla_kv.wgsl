@@ -24,7 +24,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (token >= step.n_tokens) {
         return;
     }
-    let pos = step.tokens[token].pos;
+    let turn = step.tokens[token].turn;
     let width = P.kv_lora + P.rope.n_rot;
     let kv = token * width;
     let row = cache_row(token) * width;
@@ -38,7 +38,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     for (var i = t; i < P.rope.n_rot / 2u; i += WG) {
         let j = rope_pair(P.rope, i) + P.kv_lora;
-        let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
+        let cs = rope_cos_sin(P.rope, turn, i, freqs[i]);
         let x0 = KV[kv + j.x];
         let x1 = KV[kv + j.y];
         C[row + j.x] = x0 * cs.x - x1 * cs.y;

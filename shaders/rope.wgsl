@@ -7,7 +7,8 @@
 struct Rope {
     n_rot: u32,        // dimensions rotated, from the first
     neox: u32,         // 1: rotate (i, i + n_rot/2); 0: rotate (2i, 2i+1)
-    pad: u32,          // a struct in a uniform takes 32 bytes here, not 28
+    sections: u32,     // interleaved multimodal RoPE's pairs on each axis, a byte each (t | h << 8 |
+                       // w << 16 | e << 24); 0: plain RoPE
     freq_scale: f32,   // 1 / the scaling factor
     ext_factor: f32,   // YaRN's extrapolation mix; 0: off
     attn_factor: f32,  // magnitude of (cos, sin)
@@ -28,6 +29,20 @@ fn rope_cos_sin(r: Rope, pos: u32, i: u32, freq: f32) -> vec2<f32> {
         magnitude *= 1.0 + 0.1 * log(1.0 / r.freq_scale);
     }
     return vec2<f32>(cos(theta), sin(theta)) * magnitude;
+}
+
+// The axis pair i turns along (token_turn): in interleaved multimodal RoPE (Qwen3.5) pair i falls in
+// sector i mod the sections' sum, sectors taken in turn by time, height and width (0, 1, 2, 0, ...)
+// while each has pairs left, the fourth axis's after (whose pairs the model's frequencies keep still,
+// so any position does). 0 in plain RoPE.
+fn rope_axis(r: Rope, i: u32) -> u32 {
+    if (r.sections == 0u) {
+        return 0u;
+    }
+    let s = vec4<u32>(r.sections & 255u, (r.sections >> 8u) & 255u, (r.sections >> 16u) & 255u, r.sections >> 24u);
+    let sector = i % (s.x + s.y + s.z + s.w);
+    let axis = sector % 3u;
+    return select(0u, axis, sector < 3u * s[axis]);
 }
 
 // The two dimensions pair i rotates.

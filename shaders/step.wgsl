@@ -8,9 +8,13 @@
 
 struct Token {
     id: u32,
-    pos: u32,  // position in its sequence: the rotation's angle, the position table's row
-    base: u32, // cache row of its sequence's position 0
-    end: u32,  // one past the last cache row its sequence fills in this run (what a bidirectional query sees)
+    pos: u32,   // position in its sequence: its cache row past `base`, the position table's row
+    base: u32,  // cache row of its sequence's position 0
+    end: u32,   // one past the last cache row its sequence fills in this run (what a bidirectional query sees)
+    turn: u32,  // the position it rotates at: pos, less what images before it took in rows beyond
+                // their positions (Qwen's multimodal RoPE: an image advances the position by its
+                // grid's longer side)
+    place: u32, // an image token's row << 16 | column in its image's grid of tokens; 0 for text
 }
 
 struct Step {
@@ -22,6 +26,17 @@ struct Step {
 // The cache row of token t's key and value.
 fn cache_row(t: u32) -> u32 {
     return step.tokens[t].base + step.tokens[t].pos;
+}
+
+// The position token t rotates at along multimodal RoPE's `axis` (rope_axis): its turn, plus its
+// row in its image (axis 1) or its column (axis 2). Text tokens turn at their turn on every axis.
+fn token_turn(t: u32, axis: u32) -> u32 {
+    let token = step.tokens[t];
+    switch axis {
+        case 1u: { return token.turn + (token.place >> 16u); }
+        case 2u: { return token.turn + (token.place & 0xffffu); }
+        default: { return token.turn; }
+    }
 }
 
 // The id of the token after token t: the run's next where t is its last.

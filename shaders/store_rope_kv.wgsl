@@ -24,7 +24,6 @@ struct Params {
 @group(0) @binding(8) var<uniform> P: Params;
 
 fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
-    let pos = step.tokens[token].pos;
     let o = P.out_offset + row;
     var a = a_raw;
     var b = b_raw;
@@ -42,7 +41,7 @@ fn store_pair(token: u32, row: u32, a_raw: f32, b_raw: f32) {
     var r = vec2<f32>(a, b);
     let i = (o % P.head_dim) / 2u;
     if (i < P.rope.n_rot / 2u) {
-        let cs = rope_cos_sin(P.rope, pos, i, freqs[i]);
+        let cs = rope_cos_sin(P.rope, token_turn(token, rope_axis(P.rope, i)), i, freqs[i]);
         r = vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
     }
     if (o < q_dim) {

@@ -129,6 +129,10 @@ pub struct Engine {
     checked: Option<check::Checked>,
     /// Rows given in place of token embeddings, named by ids from n_vocab on (`inject`).
     injected: Vec<f32>,
+    /// The grids of the images whose tokens those rows are, in order.
+    injected_grids: Vec<crate::vision::TokenGrid>,
+    /// Where the images in the sequence put later tokens' rotations (multimodal RoPE).
+    image_turns: inject::ImageTurns,
     /// The vision projector whose images' rows those are (`attach_projector`): its plans are tuned
     /// with the model's.
     projector: Option<crate::vision::Projector>,
@@ -287,6 +291,8 @@ impl Engine {
             sequences,
             checked: None,
             injected: Vec::new(),
+            injected_grids: Vec::new(),
+            image_turns: Default::default(),
             projector: None,
             stats,
         })
@@ -313,6 +319,7 @@ impl Engine {
         if pos >= self.pos {
             return self.pos;
         }
+        self.image_turns.forget_from(pos);
         if self.forward.recurrent.is_empty() {
             self.pos = pos;
             return pos;
@@ -401,7 +408,7 @@ impl Engine {
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
-        let segments = inject::segments(self.pos, tokens, self.forward.n_vocab);
+        let segments = self.segments(self.pos, tokens);
         let values = self.run_segments(run, &segments).await?;
         self.pos += tokens.len() as u32;
         Ok(values)

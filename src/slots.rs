@@ -142,10 +142,12 @@ impl Slots {
             .map(|(&s, &n)| (s, self.slots[s].pending.drain(..n).collect()))
             .collect();
         let segments: Vec<Segment> = (chunks.iter())
-            .map(|(s, tokens)| Segment {
-                base: self.slots[*s].base,
-                pos: self.slots[*s].cached.len() as u32,
-                tokens,
+            .map(|(s, tokens)| {
+                Segment::new(
+                    self.slots[*s].base,
+                    self.slots[*s].cached.len() as u32,
+                    tokens,
+                )
             })
             .collect();
         engine.feed_sequences(&segments).await?;
@@ -179,11 +181,7 @@ impl Slots {
             .zip(&tokens)
             .map(|(step, token)| {
                 let slot = &self.slots[step.slot];
-                Segment {
-                    base: slot.base,
-                    pos: slot.cached.len() as u32,
-                    tokens: token,
-                }
+                Segment::new(slot.base, slot.cached.len() as u32, token)
             })
             .collect();
         let histories: Vec<Vec<u32>> = (steps.iter())

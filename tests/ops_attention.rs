@@ -74,6 +74,7 @@ fn projection_rope_and_attention_against_cpu() {
         freq_scale: 0.5,
         neox: false,
         yarn: None,
+        sections: None,
     };
     // Each case's sequences as (cache row of position 0, first position, tokens).
     let packed: &[(u32, u32, usize)] = &[(0, 10, 5), (40, 0, 7), (100, 3, 4)];
@@ -120,7 +121,7 @@ fn projection_rope_and_attention_against_cpu() {
             .map(|&(base, pos, n)| {
                 taken += n;
                 let tokens = &ids[taken - n..taken];
-                Segment { base, pos, tokens }
+                Segment::new(base, pos, tokens)
             })
             .collect();
         step.write_segments(&gpu, &segments, 0);
@@ -476,11 +477,7 @@ fn tiled_attention_against_cpu() {
         let step = StepInput::new(&gpu, n_tokens as u32);
         let segments: Vec<Segment> = sequences
             .iter()
-            .map(|(base, pos, tokens)| Segment {
-                base: *base,
-                pos: *pos,
-                tokens,
-            })
+            .map(|(base, pos, tokens)| Segment::new(*base, *pos, tokens))
             .collect();
         step.write_segments(&gpu, &segments, 0);
         let (qb, kcb, vcb) = (

@@ -347,6 +347,7 @@ fn absorbed_mla_equals_the_naive_form() {
             freq_scale: 0.25,
             neox,
             yarn: Some(Yarn::new(n_rot, 10000.0, 64, 0.9)),
+            sections: None,
         };
         let m = Mla {
             n_head,

@@ -1,8 +1,9 @@
-//! The kernels of Gemma 4's vision encoder against CPU references on seeded random data: learned
-//! positions by column and row, heads normed and rotated by column and row, the grid pooled and
-//! standardized, rows clamped. The plan is made for a larger run than it records, as an encoder
-//! made for its largest image runs a smaller one, and the grid is not square, so a column read as
-//! a row would show.
+//! The kernels of Gemma 4's and Qwen3.5's vision encoders against CPU references on seeded random
+//! data: learned positions by column and row, and a learned square of them resized to the grid;
+//! heads normed and rotated by column and row in either layout; the grid pooled and standardized,
+//! rows clamped. The plan is made for a larger run than it records, as an encoder made for its
+//! largest image runs a smaller one, and the grids are not square, so a column read as a row would
+//! show; Qwen's patches come in 2 x 2 squares.
 
 mod common;
 
@@ -10,7 +11,7 @@ use common::{f32_buffer, gpu, nmse, Rng};
 use pollster::FutureExt as _;
 use wick::gpu::{read_back_f32, scratch_buffer, Gpu, Plan, StepInput};
 use wick::ops::avg_pool::{self, Affine};
-use wick::ops::vision_grid::{self, Heads};
+use wick::ops::vision_grid::{self, Heads, Rotation};
 
 /// 6 columns, 3 rows of patches; the plan holds 27.
 const COLS: u32 = 6;
@@ -18,12 +19,17 @@ const ROWS: u32 = 3;
 const BATCH: u32 = 27;
 
 /// Finishes `plan` and runs it over the grid's patches.
-fn run_grid(gpu: &Gpu, mut plan: Plan) {
+fn run_grid(gpu: &Gpu, plan: Plan) {
+    run_patches(gpu, plan, COLS * ROWS);
+}
+
+/// Finishes `plan` and runs it over `n` patches.
+fn run_patches(gpu: &Gpu, mut plan: Plan, n: u32) {
     plan.finish(gpu).block_on().unwrap();
     let mut enc = gpu.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
-        plan.record(&mut pass, COLS * ROWS);
+        plan.record(&mut pass, n);
     }
     gpu.queue.submit([enc.finish()]);
 }
@@ -39,7 +45,7 @@ fn grid_kernels_against_cpu() {
     let n_patches = (COLS * ROWS) as usize;
     let step = StepInput::new(&gpu, BATCH);
     step.write(&gpu, 0, &vec![0; n_patches]);
-    let grid = wick::gpu::storage_buffer(&gpu, "grid", bytemuck::cast_slice(&[COLS, ROWS]));
+    let grid = wick::gpu::storage_buffer(&gpu, "grid", bytemuck::cast_slice(&[COLS, ROWS, 1]));
     let plan = || Plan::new(&gpu, &step, BATCH);
 
     // Positions: a table of 8 positions an axis, rows of 40 values.
@@ -89,14 +95,14 @@ fn grid_kernels_against_cpu() {
         let xb = f32_buffer(&gpu, &x);
         let (gb, fb) = (f32_buffer(&gpu, &gain), f32_buffer(&gpu, &freqs));
         let mut p = plan();
-        let rotation = rotate.then_some((&fb, &grid));
-        vision_grid::push_head_norm_rope(&mut p, &xb, heads, &gb, rotation);
+        let rotation = rotate.then_some((Rotation::Halves, &fb, &grid));
+        vision_grid::push_head_norm_rope(&mut p, &xb, heads, Some(&gb), rotation);
         run_grid(&gpu, p);
         let mut want = x.clone();
         for (t, row) in want.chunks_mut(width).take(n_patches).enumerate() {
             let place = (t as u32 % COLS, t as u32 / COLS);
-            let rotation = rotate.then_some((&freqs[..], place));
-            vision_grid::head_norm_rope_reference(row, heads, &gain, rotation);
+            let rotation = rotate.then_some((Rotation::Halves, &freqs[..], place));
+            vision_grid::head_norm_rope_reference(row, heads, Some(&gain), rotation);
         }
         let got = read(&gpu, &xb, want.len());
         let e = nmse(&got, &want);
@@ -106,8 +112,9 @@ fn grid_kernels_against_cpu() {
     let mut row = vec![0.5f32; 16];
     let mut swapped = row.clone();
     let one = Heads { n_head: 1, ..heads };
-    vision_grid::head_norm_rope_reference(&mut row, one, &gain, Some((&freqs, (4, 1))));
-    vision_grid::head_norm_rope_reference(&mut swapped, one, &gain, Some((&freqs, (1, 4))));
+    let at = |place| Some((Rotation::Halves, &freqs[..], place));
+    vision_grid::head_norm_rope_reference(&mut row, one, Some(&gain), at((4, 1)));
+    vision_grid::head_norm_rope_reference(&mut swapped, one, Some(&gain), at((1, 4)));
     assert!(nmse(&swapped, &row) > 1e-3);
 
     // Pooled in 3 x 3 squares (2 x 1 of them), scaled, standardized.
@@ -156,4 +163,94 @@ fn grid_kernels_against_cpu() {
         })
         .collect();
     assert_eq!(read(&gpu, &yb, want.len()), want);
+}
+
+/// Qwen-VL's grid: 6 x 4 patches in 2 x 2 squares, the squares row by row. Its learned square of
+/// positions (5 a side: the grid's columns stretch it, its rows shrink it) resized to the grid, and
+/// heads rotated across (unnormed), each against the CPU at the patch's place.
+#[test]
+fn squares_grid_kernels_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(91);
+    let (cols, rows, merge) = (6usize, 4usize, 2usize);
+    let n_patches = cols * rows;
+    // Each patch's (column, row), squares row by row, each square's patches row by row.
+    let mut places = Vec::new();
+    for sy in (0..rows).step_by(merge) {
+        for sx in (0..cols).step_by(merge) {
+            for y in sy..sy + merge {
+                for x in sx..sx + merge {
+                    places.push((x, y));
+                }
+            }
+        }
+    }
+    let step = StepInput::new(&gpu, BATCH);
+    step.write(&gpu, 0, &vec![0; n_patches]);
+    let words = [cols as u32, rows as u32, merge as u32];
+    let grid = wick::gpu::storage_buffer(&gpu, "grid", bytemuck::cast_slice(&words));
+    let plan = || Plan::new(&gpu, &step, BATCH);
+
+    let (n, side) = (40usize, 5usize);
+    let table = rng.vec(side * side * n);
+    let x = rng.vec(BATCH as usize * n);
+    let xb = f32_buffer(&gpu, &x);
+    let mut p = plan();
+    let tb = f32_buffer(&gpu, &table);
+    vision_grid::push_resized_positions(&mut p, (&tb, side as u32), &grid, &xb, n as u32);
+    run_patches(&gpu, p, n_patches as u32);
+    let mut want = x.clone();
+    for (t, &place) in places.iter().enumerate() {
+        let resized =
+            vision_grid::resized_position_reference(&table, (side, n), (cols, rows), place);
+        for (w, r) in want[t * n..][..n].iter_mut().zip(resized) {
+            *w += r;
+        }
+    }
+    let got = read(&gpu, &xb, want.len());
+    let e = nmse(&got, &want);
+    assert!(e < 1e-12, "resized positions: nmse {e}");
+    // The corners land on the table's corners.
+    let corner = vision_grid::resized_position_reference(&table, (side, n), (cols, rows), (5, 3));
+    let last = &table[(side * side - 1) * n..];
+    assert!(corner.iter().zip(last).all(|(a, b)| (a - b).abs() < 1e-6));
+
+    let heads = Heads {
+        n_head: 2,
+        head_dim: 16,
+        eps: 1e-6,
+    };
+    let width = (heads.n_head * heads.head_dim) as usize;
+    let freqs = vision_grid::rope_freqs(heads.head_dim, 10000.0);
+    let x = rng.vec(BATCH as usize * width);
+    let xb = f32_buffer(&gpu, &x);
+    let fb = f32_buffer(&gpu, &freqs);
+    let mut p = plan();
+    let rotation = Some((Rotation::Across, &fb, &grid));
+    vision_grid::push_head_norm_rope(&mut p, &xb, heads, None, rotation);
+    run_patches(&gpu, p, n_patches as u32);
+    let mut want = x.clone();
+    for (row, &(col, r)) in want.chunks_mut(width).zip(&places) {
+        let rotation = Some((Rotation::Across, &freqs[..], (col as u32, r as u32)));
+        vision_grid::head_norm_rope_reference(row, heads, None, rotation);
+    }
+    let got = read(&gpu, &xb, want.len());
+    let e = nmse(&got, &want);
+    assert!(e < 1e-11, "heads rotated across: nmse {e}");
+    // Across is not Halves: the layouts turn different dimensions.
+    let mut across = x[..width].to_vec();
+    let mut halves = across.clone();
+    vision_grid::head_norm_rope_reference(
+        &mut across,
+        heads,
+        None,
+        Some((Rotation::Across, &freqs, (3, 1))),
+    );
+    vision_grid::head_norm_rope_reference(
+        &mut halves,
+        heads,
+        None,
+        Some((Rotation::Halves, &freqs, (3, 1))),
+    );
+    assert!(nmse(&across, &halves) > 1e-3);
 }

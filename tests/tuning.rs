@@ -193,11 +193,7 @@ fn a_parallel_steps_shapes_are_tuned_too() {
     let segments: Vec<wick::gpu::Segment> = [[1u32], [50], [300], [7]]
         .iter()
         .enumerate()
-        .map(|(s, t)| wick::gpu::Segment {
-            base: s as u32 * 16,
-            pos: 0,
-            tokens: t,
-        })
+        .map(|(s, t)| wick::gpu::Segment::new(s as u32 * 16, 0, t))
         .collect();
     let wants = vec![wick::sampler::Want::Logits; 4];
     let rows = |engine: &mut Engine| -> Vec<f32> {

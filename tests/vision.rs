@@ -77,7 +77,7 @@ fn gemma3_image_tokens_match_llama_cpp_and_f64() {
     let image = picture(g["image"].as_str().unwrap());
     let tokens = projector.encode(&image).block_on().unwrap();
     let width = projector.width() as usize;
-    assert_eq!(projector.tokens_for(&image).unwrap(), 16);
+    assert_eq!(projector.token_grid(&image).unwrap().tokens(), 16);
     assert_eq!(tokens.len(), 16 * width);
     for reference in ["llama_cpp", "f64"] {
         let rows = g[reference].as_array().unwrap();
@@ -161,10 +161,9 @@ fn the_file_source_reads_the_projector_too() {
 fn image_prompt(gpu: std::sync::Arc<wick::gpu::Gpu>, batch: u32) -> (Engine, Vec<u32>) {
     let g = golden();
     let projector = load(gpu.clone(), in_memory(g["mmproj"].as_str().unwrap())).unwrap();
-    let rows = projector
-        .encode(&picture(g["image"].as_str().unwrap()))
-        .block_on()
-        .unwrap();
+    let image = picture(g["image"].as_str().unwrap());
+    let grid = projector.token_grid(&image).unwrap();
+    let rows = projector.encode(&image).block_on().unwrap();
     let source = FileSource::open(data(g["text_model"].as_str().unwrap())).unwrap();
     let options = LoadOptions {
         n_ctx: 64,
@@ -175,7 +174,7 @@ fn image_prompt(gpu: std::sync::Arc<wick::gpu::Gpu>, batch: u32) -> (Engine, Vec
         .block_on()
         .unwrap();
     assert_eq!(engine.injected_width(), Some(projector.width()));
-    engine.inject(rows).unwrap();
+    engine.inject(rows, &[grid]).unwrap();
     let n_vocab = engine.n_vocab();
     let mut next_row = n_vocab;
     let prompt = g["prompt_ids"]

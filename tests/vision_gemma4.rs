@@ -10,9 +10,9 @@
 mod common;
 
 use common::gpu;
+use common::vision::{self, argmax, check_tokens, data, picture, prompt_with_rows};
 use pollster::FutureExt as _;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource};
@@ -24,8 +24,7 @@ use wick::vision::{Image, Projector, TokenBudget};
 /// Least cosine allowed between a token's row and llama.cpp's (whose CPU rounds activations to
 /// f16), and the f64 reference's: tight enough that GELU's quick form in place of its tanh form
 /// (1 - cosine about 5e-5 here) fails.
-const MIN_COSINE_LLAMA_CPP: f64 = 0.9999;
-const MIN_COSINE_F64: f64 = 0.99999;
+const LEAST_COSINES: [(&str, f64); 2] = [("llama_cpp", 0.9999), ("f64", 0.99999)];
 /// Most a logit after the image prompt may differ from llama.cpp's, whose CPU path keeps an f16 KV
 /// cache and takes GELU from a table of f16 values (tests/random_gemma4.rs allows the same on this
 /// file). Wick is 0.029 from it; what the image changes is far larger: images seen causally on every
@@ -33,18 +32,8 @@ const MIN_COSINE_F64: f64 = 0.99999;
 /// reading per-layer row 1 in place of the padding token's row 0, 9.0.
 const LOGIT_TOLERANCE: f32 = 0.1;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
 fn golden() -> Value {
-    let text = std::fs::read_to_string(data("tests/goldens/random-gemma4-vision.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn picture(rel: &str) -> Image {
-    let decoded = image::open(data(rel)).unwrap().to_rgb8();
-    Image::new(decoded.width(), decoded.height(), decoded.into_raw()).unwrap()
+    vision::golden("tests/goldens/random-gemma4-vision.json")
 }
 
 fn projector(gpu: Arc<Gpu>) -> Projector {
@@ -58,47 +47,6 @@ fn projector_within(gpu: Arc<Gpu>, budget: TokenBudget) -> Result<Projector, wic
     Projector::load(gpu, (&header, &source), budget, &mut |_, _| {}).block_on()
 }
 
-fn cosine(a: &[f32], b: &[f64]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(&x, &y)| x as f64 * y).sum();
-    let na: f64 = a.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
-    dot / (na * nb)
-}
-
-fn rows(v: &Value) -> Vec<Vec<f64>> {
-    (v.as_array().unwrap().iter())
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap())
-                .collect()
-        })
-        .collect()
-}
-
-/// Each case's image through `projector`, its rows against llama.cpp's and f64's.
-fn check_tokens(projector: &Projector, case: &Value) {
-    let width = projector.width() as usize;
-    let image = picture(case["image"].as_str().unwrap());
-    let n = case["n_tokens"].as_u64().unwrap() as usize;
-    assert_eq!(projector.tokens_for(&image).unwrap() as usize, n);
-    let tokens = projector.encode(&image).block_on().unwrap();
-    assert_eq!(tokens.len(), n * width);
-    for (reference, least) in [("llama_cpp", MIN_COSINE_LLAMA_CPP), ("f64", MIN_COSINE_F64)] {
-        let want = rows(&case[reference]);
-        assert_eq!(want.len(), n);
-        let worst = (tokens.chunks(width).zip(&want))
-            .map(|(got, want)| cosine(got, want))
-            .fold(1.0f64, f64::min);
-        println!(
-            "{} ({n} tokens): {reference}: least cosine {worst:.7}",
-            case["image"]
-        );
-        assert!(worst >= least, "{reference}: a token's cosine is {worst}");
-    }
-}
-
 #[test]
 fn gemma4_image_tokens_match_llama_cpp_and_f64() {
     let Some(gpu) = gpu() else { return };
@@ -107,7 +55,7 @@ fn gemma4_image_tokens_match_llama_cpp_and_f64() {
     assert_eq!(projector.width(), 128);
     assert_eq!(projector.markers(), ("<|image>", "<image|>"));
     for case in [&g, &g["tall"]] {
-        check_tokens(&projector, case);
+        check_tokens(&projector, case, LEAST_COSINES);
     }
 }
 
@@ -125,7 +73,7 @@ fn a_token_budget_sizes_images_as_llama_cpp_does() {
     };
     let projector = projector_within(gpu.clone(), budget).unwrap();
     assert_eq!(projector.max_tokens(), 40);
-    check_tokens(&projector, case);
+    check_tokens(&projector, case, LEAST_COSINES);
     let backwards = TokenBudget {
         min_tokens: Some(50),
         max_tokens: Some(40),
@@ -138,10 +86,10 @@ fn a_token_budget_sizes_images_as_llama_cpp_does() {
 /// on the GPU or read from the file; and the golden's prompt with the rows' ids in place of its -1s.
 fn image_prompt(gpu: Arc<Gpu>, batch: u32, per_layer_on_gpu: bool) -> (Engine, Vec<u32>) {
     let g = golden();
-    let rows = projector(gpu.clone())
-        .encode(&picture(g["image"].as_str().unwrap()))
-        .block_on()
-        .unwrap();
+    let projector = projector(gpu.clone());
+    let image = picture(g["image"].as_str().unwrap());
+    let rows = projector.encode(&image).block_on().unwrap();
+    let grid = projector.token_grid(&image).unwrap();
     let source = FileSource::open(data(g["text_model"].as_str().unwrap())).unwrap();
     let options = LoadOptions {
         n_ctx: 256,
@@ -152,17 +100,8 @@ fn image_prompt(gpu: Arc<Gpu>, batch: u32, per_layer_on_gpu: bool) -> (Engine, V
     let mut engine = Engine::load(gpu, &source, &options, &mut |_, _| {})
         .block_on()
         .unwrap();
-    engine.inject(rows).unwrap();
-    let mut next_row = engine.n_vocab();
-    let prompt = (g["prompt_ids"].as_array().unwrap().iter())
-        .map(|v| match v.as_i64().unwrap() {
-            -1 => {
-                next_row += 1;
-                next_row - 1
-            }
-            id => id as u32,
-        })
-        .collect();
+    engine.inject(rows, &[grid]).unwrap();
+    let prompt = prompt_with_rows(&g, engine.n_vocab());
     (engine, prompt)
 }
 
@@ -223,16 +162,7 @@ fn a_session_places_a_gemma4_image_between_its_markers() {
         .block_on()
         .unwrap();
     let n_vocab = session.engine.n_vocab() as i64;
-    let mut row = n_vocab;
-    let want: Vec<u32> = (g["prompt_ids"].as_array().unwrap().iter())
-        .map(|v| match v.as_i64().unwrap() {
-            -1 => {
-                row += 1;
-                (row - 1) as u32
-            }
-            id => id as u32,
-        })
-        .collect();
+    let want = prompt_with_rows(&g, n_vocab as u32);
     assert_eq!(
         prompt, want,
         "the prompt's tokens, the image's at mtmd's place"
@@ -267,10 +197,6 @@ fn a_session_places_a_gemma4_image_between_its_markers() {
     );
 }
 
-fn argmax(v: &[f32]) -> u32 {
-    (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32
-}
-
 #[test]
 fn an_image_whose_grid_passes_the_position_tables_is_refused() {
     let Some(gpu) = gpu() else { return };
@@ -278,7 +204,7 @@ fn an_image_whose_grid_passes_the_position_tables_is_refused() {
     // 3000 x 12 pixels: at least 70 tokens of 12 pixels a side keep the strip 1 token high and
     // hundreds of patches wide, past the tables' 64.
     let strip = Image::new(3000, 12, vec![128; 3000 * 12 * 3]).unwrap();
-    let err = projector.tokens_for(&strip).unwrap_err().to_string();
+    let err = projector.token_grid(&strip).unwrap_err().to_string();
     assert!(err.contains("positions reach 64 a side"), "{err}");
     let err = projector.encode(&strip).block_on().unwrap_err().to_string();
     assert!(err.contains("positions reach 64"), "{err}");

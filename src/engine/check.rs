@@ -6,7 +6,7 @@
 //! again.
 
 use super::{copy_buffers, Engine};
-use crate::gpu::{scratch_buffer, Segment};
+use crate::gpu::{scratch_buffer, Segment, Turns};
 use crate::sampler::{SequenceStep, Want};
 use crate::Error;
 
@@ -55,9 +55,8 @@ impl Engine {
         copy_buffers(&self.gpu, &self.forward.recurrent, &states);
         let pos = self.pos;
         let segment = Segment {
-            base: 0,
-            pos,
-            tokens,
+            turns: Turns::Text(self.turn_at(pos)),
+            ..Segment::new(0, pos, tokens)
         };
         let out = self.run_rows(&[segment], wants).await?;
         self.pos += tokens.len() as u32;

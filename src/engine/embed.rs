@@ -57,10 +57,9 @@ impl Engine {
         for run in pack(&lengths, layout) {
             let segments: Vec<Segment> = run
                 .iter()
-                .map(|p| Segment {
-                    base: p.base as u32,
-                    pos: p.tokens.start as u32,
-                    tokens: &inputs[p.input][p.tokens.clone()],
+                .map(|p| {
+                    let tokens = &inputs[p.input][p.tokens.clone()];
+                    Segment::new(p.base as u32, p.tokens.start as u32, tokens)
                 })
                 .collect();
             // The rows of the run each input's pooling reads, and the span that covers them all.

@@ -4,10 +4,15 @@
 //! there before the run. A span of them is one segment of its run, which the attention kernel lets
 //! see itself whole (`attention::Shape::both_ways_from`: Gemma 3's images attend both ways), so a
 //! prompt's runs never cut one.
+//!
+//! Where the model rotates by multimodal RoPE (Qwen3.5), an image's tokens share one position,
+//! turned further by their row and column in the image's grid of tokens, and the image advances the
+//! position by its grid's longer side rather than by its tokens (llama.cpp mtmd's M-RoPE positions):
+//! from then on a token's rotation falls behind its cache row (`ImageTurns`).
 
 use super::Engine;
-use crate::gpu::{Plan, Segment, Tuning};
-use crate::vision::Projector;
+use crate::gpu::{Plan, Segment, Tuning, Turns};
+use crate::vision::{Projector, TokenGrid};
 use crate::Error;
 use std::ops::Range;
 
@@ -25,6 +30,15 @@ impl Engine {
                 "the projector makes rows of {}, but {model}'s embeddings are {width} wide: it was made for another model",
                 projector.width()
             ))),
+            Some(_) if projector.turns_by_grid() != self.forward.multimodal_rope => {
+                let (projector_rope, model_rope) = match projector.turns_by_grid() {
+                    true => ("by its place in the image's grid", "as text"),
+                    false => ("as text", "by their place in the image's grid (multimodal RoPE)"),
+                };
+                Err(Error::Model(format!(
+                    "the projector's image tokens rotate {projector_rope}, but {model} rotates them {model_rope}: it was made for another model"
+                )))
+            }
             Some(_) => {
                 self.projector = Some(projector);
                 Ok(())
@@ -52,9 +66,9 @@ impl Engine {
     }
 
     /// Sets the rows that ids from n_vocab on name, `width` values each (the model's embedding
-    /// width: `injected_width`), replacing any set before. A prompt that names them must be fed
-    /// while they are set.
-    pub fn inject(&mut self, rows: Vec<f32>) -> Result<(), Error> {
+    /// width: `injected_width`), replacing any set before: the tokens of the images whose grids are
+    /// `grids`, one image after another. A prompt that names them must be fed while they are set.
+    pub fn inject(&mut self, rows: Vec<f32>, grids: &[TokenGrid]) -> Result<(), Error> {
         let Some(width) = self.injected_width() else {
             return Err(Error::Model(format!(
                 "{} takes no rows in place of token embeddings (no images)",
@@ -67,8 +81,64 @@ impl Engine {
                 rows.len()
             )));
         }
+        let tokens: usize = grids.iter().map(|g| g.tokens() as usize).sum();
+        if tokens * width as usize != rows.len() {
+            return Err(Error::Model(format!(
+                "{} rows for images of {tokens} tokens",
+                rows.len() / width as usize
+            )));
+        }
         self.injected = rows;
+        self.injected_grids = grids.to_vec();
         Ok(())
+    }
+
+    /// `tokens` at `pos` of the sequence at row 0 as the run's segments: each span of injected rows a
+    /// segment of its own (what it sees both ways), the tokens between them segments too, each
+    /// rotating where `ImageTurns` puts it. The images among them are placed in the sequence.
+    pub(super) fn segments<'a>(&mut self, pos: u32, tokens: &'a [u32]) -> Vec<Segment<'a>> {
+        let n_vocab = self.forward.n_vocab;
+        let mut out = segments(pos, tokens, n_vocab);
+        if !self.forward.multimodal_rope {
+            return out;
+        }
+        self.image_turns.forget_from(pos);
+        for s in &mut out {
+            let turn = self.image_turns.turn_at(s.pos);
+            s.turns = Turns::Text(turn);
+            if s.tokens[0] < n_vocab {
+                continue;
+            }
+            let Some(grid) = self.grid_of(s.tokens[0] - n_vocab) else {
+                continue;
+            };
+            s.turns = Turns::Image {
+                turn,
+                cols: grid.cols,
+            };
+            self.image_turns.place(s.pos, grid);
+        }
+        out
+    }
+
+    /// Where the main sequence's token at `pos` rotates.
+    pub(super) fn turn_at(&self, pos: u32) -> u32 {
+        match self.forward.multimodal_rope {
+            true => self.image_turns.turn_at(pos),
+            false => pos,
+        }
+    }
+
+    /// The grid of the injected image whose first row is `row`.
+    fn grid_of(&self, row: u32) -> Option<TokenGrid> {
+        let mut first = 0;
+        for &grid in &self.injected_grids {
+            if first == row {
+                return Some(grid);
+            }
+            first += grid.tokens();
+        }
+        None
     }
 
     /// The width of the rows `inject` takes; None where the model takes none.
@@ -130,9 +200,41 @@ pub(super) fn prompt_runs(tokens: &[u32], batch: usize, n_vocab: u32) -> Result<
     Ok(starts)
 }
 
+/// The images in the main sequence, where the model rotates by multimodal RoPE: where each starts
+/// and how many rows it holds beyond the positions it takes.
+#[derive(Default)]
+pub(super) struct ImageTurns {
+    /// (first row, rows, rows past its positions), by row.
+    placed: Vec<(u32, u32, u32)>,
+}
+
+impl ImageTurns {
+    /// Where the token at `pos` rotates: its position, less what the images wholly before it hold
+    /// beyond their positions.
+    fn turn_at(&self, pos: u32) -> u32 {
+        let behind: u32 = (self.placed.iter())
+            .filter(|&&(at, rows, _)| at + rows <= pos)
+            .map(|&(_, _, extra)| extra)
+            .sum();
+        pos - behind
+    }
+
+    /// An image of `grid` placed at `pos`: it takes its longer side's positions.
+    fn place(&mut self, pos: u32, grid: TokenGrid) {
+        let extra = grid.tokens() - grid.cols.max(grid.rows);
+        self.placed.push((pos, grid.tokens(), extra));
+    }
+
+    /// Forgets the images from `pos` on.
+    pub(super) fn forget_from(&mut self, pos: u32) {
+        self.placed.retain(|&(at, _, _)| at < pos);
+    }
+}
+
 /// `tokens` at `pos` of the sequence at row 0 as the run's segments: each span of injected rows a
-/// segment of its own (what it sees both ways), the tokens between them segments too.
-pub(super) fn segments(pos: u32, tokens: &[u32], n_vocab: u32) -> Vec<Segment<'_>> {
+/// segment of its own (what it sees both ways), the tokens between them segments too, rotating at
+/// their positions.
+fn segments(pos: u32, tokens: &[u32], n_vocab: u32) -> Vec<Segment<'_>> {
     let mut out: Vec<Segment> = Vec::new();
     let mut start = 0;
     while start < tokens.len() {
@@ -141,11 +243,11 @@ pub(super) fn segments(pos: u32, tokens: &[u32], n_vocab: u32) -> Vec<Segment<'_
             .iter()
             .take_while(|&&t| (t >= n_vocab) == injected)
             .count();
-        out.push(Segment {
-            base: 0,
-            pos: pos + start as u32,
-            tokens: &tokens[start..start + len],
-        });
+        out.push(Segment::new(
+            0,
+            pos + start as u32,
+            &tokens[start..start + len],
+        ));
         start += len;
     }
     out
@@ -194,5 +296,23 @@ mod tests {
             err.contains("6 tokens") && err.contains("run of 4"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn images_hold_rows_beyond_their_positions() {
+        let mut turns = ImageTurns::default();
+        // 5 text tokens, an image of 3 x 2 tokens (6 rows, 3 positions) at 5, 4 text tokens, an
+        // image of 1 x 4 (4 rows, 4 positions) at 15, then text.
+        turns.place(5, TokenGrid { cols: 3, rows: 2 });
+        turns.place(15, TokenGrid { cols: 1, rows: 4 });
+        assert_eq!(turns.turn_at(4), 4);
+        assert_eq!(turns.turn_at(5), 5);
+        assert_eq!(turns.turn_at(11), 8);
+        assert_eq!(turns.turn_at(15), 12);
+        assert_eq!(turns.turn_at(19), 16);
+        turns.forget_from(15);
+        assert_eq!(turns.turn_at(19), 16);
+        turns.forget_from(5);
+        assert_eq!(turns.turn_at(19), 19);
     }
 }

@@ -25,11 +25,7 @@ impl Engine {
     pub async fn feed_at(&mut self, base: u32, pos: u32, tokens: &[u32]) -> Result<(), Error> {
         let chunk = self.forward.prefill.as_ref().map_or(1, |p| p.batch) as usize;
         for (i, part) in tokens.chunks(chunk).enumerate() {
-            let place = Segment {
-                base,
-                pos: pos + (i * chunk) as u32,
-                tokens: part,
-            };
+            let place = Segment::new(base, pos + (i * chunk) as u32, part);
             let run = match self.forward.prefill {
                 Some(_) => Run::Prefill,
                 None => Run::Decode(Read::Nothing),

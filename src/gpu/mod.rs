@@ -14,7 +14,7 @@ pub use pipelines::{
     attention_tile_bytes, matmul_tile, Activation, Kernel, KvType, MatmulTile, PipelineKey,
     Pipelines, Store, XNorm, NORM_GAIN_BINDING,
 };
-pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, UniformArena};
+pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena};
 pub use tuning::{default_threads_per_row, MatvecKernel, MatvecShape, Split, Tuning, CANDIDATES};
 
 use std::sync::Arc;

@@ -94,7 +94,10 @@ pub enum Kernel {
     AvgPool,
     /// Each patch's rows of the column and row position tables added (Gemma 4's vision encoder).
     GridPositions,
-    /// Heads RMS-normed and rotated by their patch's column and row (Gemma 4's vision encoder).
+    /// A learned table of positions resized to the patch grid and added (Qwen-VL's vision encoder).
+    ResizedPositions,
+    /// Heads RMS-normed and rotated by their patch's column and row (Gemma 4's and Qwen-VL's vision
+    /// encoders).
     HeadNormRope2d,
     /// Rows clamped to bounds.
     Clamp,
@@ -313,6 +316,9 @@ impl Kernel {
             Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
             Kernel::AvgPool => wgsl!("grid.wgsl", "avg_pool.wgsl"),
             Kernel::GridPositions => wgsl!("step.wgsl", "grid.wgsl", "grid_positions.wgsl"),
+            Kernel::ResizedPositions => {
+                wgsl!("step.wgsl", "grid.wgsl", "resized_positions.wgsl")
+            }
             Kernel::HeadNormRope2d => {
                 wgsl!(
                     "step.wgsl",

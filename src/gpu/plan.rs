@@ -12,7 +12,7 @@ use super::{
 use std::sync::Arc;
 
 /// The inputs of one run, as shaders/step.wgsl reads them: { n_tokens, next, tokens[batch] }, each
-/// token { id, pos, base, end }.
+/// token { id, pos, base, end, turn, place }.
 pub struct StepInput {
     pub buffer: wgpu::Buffer,
     /// The most tokens one run takes; every activation buffer of a plan has this many rows.
@@ -21,16 +21,50 @@ pub struct StepInput {
 
 /// A sequence's tokens in a run: `tokens` at positions pos, pos + 1, ... of the sequence whose
 /// position 0 is row `base` of the KV cache.
+/// They rotate as `turns` says.
 #[derive(Clone, Copy, Debug)]
 pub struct Segment<'a> {
     pub base: u32,
     pub pos: u32,
     pub tokens: &'a [u32],
+    pub turns: Turns,
 }
 
-/// Words of a run's header (n_tokens, next) and of each token (id, pos, base, end).
+impl<'a> Segment<'a> {
+    /// Tokens that rotate at their positions.
+    pub fn new(base: u32, pos: u32, tokens: &'a [u32]) -> Segment<'a> {
+        Segment {
+            base,
+            pos,
+            tokens,
+            turns: Turns::Text(pos),
+        }
+    }
+}
+
+/// Where a segment's tokens rotate: each token's `turn` and `place` in shaders/step.wgsl.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turns {
+    /// Text, from this position on, one a token.
+    Text(u32),
+    /// An image's tokens, row by row in a grid `cols` wide: all at `turn`, each turned further by
+    /// its row and its column where the model rotates by multimodal RoPE.
+    Image { turn: u32, cols: u32 },
+}
+
+impl Turns {
+    /// The `turn` and `place` of the segment's token `i`.
+    fn of(self, i: u32) -> [u32; 2] {
+        match self {
+            Turns::Text(first) => [first + i, 0],
+            Turns::Image { turn, cols } => [turn, ((i / cols) << 16) | (i % cols)],
+        }
+    }
+}
+
+/// Words of a run's header (n_tokens, next) and of each token (id, pos, base, end, turn, place).
 const HEADER_WORDS: usize = 2;
-const TOKEN_WORDS: usize = 4;
+const TOKEN_WORDS: usize = 6;
 
 impl StepInput {
     pub fn new(gpu: &Gpu, batch: u32) -> StepInput {
@@ -58,8 +92,7 @@ impl StepInput {
     /// As `write`, with the token that follows the run's last (`next`), for plans that score each
     /// token's successor.
     pub fn write_followed(&self, gpu: &Gpu, pos: u32, tokens: &[u32], next: u32) {
-        let base = 0;
-        self.write_segments(gpu, &[Segment { base, pos, tokens }], next);
+        self.write_segments(gpu, &[Segment::new(0, pos, tokens)], next);
     }
 
     /// Sets the next run to the tokens of `segments`, one after another in the run's rows.
@@ -70,8 +103,9 @@ impl StepInput {
         words.extend_from_slice(&[n_tokens as u32, next]);
         for s in segments {
             let end = s.base + s.pos + s.tokens.len() as u32;
-            for (&id, pos) in s.tokens.iter().zip(s.pos..) {
-                words.extend_from_slice(&[id, pos, s.base, end]);
+            for (i, (&id, pos)) in s.tokens.iter().zip(s.pos..).enumerate() {
+                let [turn, place] = s.turns.of(i as u32);
+                words.extend_from_slice(&[id, pos, s.base, end, turn, place]);
             }
         }
         gpu.queue

@@ -161,6 +161,7 @@ impl Config {
                     freq_scale,
                     neox: false,
                     yarn,
+                    sections: None,
                 },
                 scale: mscale * mscale / (key_length as f32).sqrt(),
             },
@@ -373,6 +374,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         token_rows: None,
         // No projector feeds a deepseek2 model.
         embedding_rows: None,
+        multimodal_rope: false,
     })
 }
 

@@ -350,6 +350,7 @@ pub async fn load(
         pooled_projections,
         // Rows in place of embeddings go where the table's rows go; not into an encoder.
         embedding_rows: f.causal.then(|| (a.x.clone(), d)),
+        multimodal_rope: f.layers.iter().any(|l| l.rope.sections.is_some()),
         token_rows,
     })
 }

@@ -113,6 +113,7 @@ impl Config {
                 freq_scale,
                 neox: false,
                 yarn,
+                sections: None,
             },
             n_ctx_train,
             rope_factors: m

@@ -125,6 +125,9 @@ pub struct Forward {
     /// run's rows given in place of embeddings (`Engine::inject`) are written before it. None where
     /// the model takes no such rows.
     pub embedding_rows: Option<(wgpu::Buffer, u32)>,
+    /// It rotates by multimodal RoPE, where an image's tokens turn by their place in its grid
+    /// (`Engine::segments`).
+    pub multimodal_rope: bool,
 }
 
 impl Forward {

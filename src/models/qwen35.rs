@@ -9,6 +9,9 @@
 //! Qwen3.5 rotates with interleaved multimodal RoPE (rope.dimension_sections). Text tokens give each of
 //! its first three sections the token's position and the fourth position 0, so it is NeoX RoPE over
 //! the pairs of the first three (with Qwen3.5's sections, every pair) and no rotation of the others.
+//! An image's tokens (Qwen3.5's vision projector, vision/qwen3vl.rs) share one position, turned
+//! further by their row on the second axis and their column on the third, and see one another
+//! causally, as text does.
 
 use super::family::{Config, Family, Mixer};
 use super::Meta;
@@ -33,8 +36,9 @@ pub fn family(m: &Meta, c: &Config, _n_ctx: u32) -> Result<Family, Error> {
             shape.value_dim()
         )));
     }
+    let sections = sections(m)?;
     let mut f = Family {
-        rope_still_pairs: still_pairs(m, c.rope.n_rot)?,
+        rope_still_pairs: sections.map_or(Vec::new(), |s| still_pairs(s, c.rope.n_rot)),
         qk_norm: true,
         rope_neox: true,
         ffn_norm: "post_attention_norm",
@@ -46,6 +50,8 @@ pub fn family(m: &Meta, c: &Config, _n_ctx: u32) -> Result<Family, Error> {
         if recurrent {
             layer.mixer = Mixer::DeltaNet;
         }
+        layer.rope.sections = sections;
+        layer.images_both_ways = false;
     }
     Ok(f)
 }
@@ -77,25 +83,32 @@ fn recurrent_layers(m: &Meta, n_layer: u32) -> Result<Vec<bool>, Error> {
     Ok((0..n_layer).map(|i| (i + 1) % interval != 0).collect())
 }
 
-/// The pairs the fourth of rope.dimension_sections turns, by position 0 for text tokens: interleaved
-/// multimodal RoPE gives pair p the section of p mod the sections' sum, taken in turn (t, h, w, t, ...)
-/// while each has pairs left, and the fourth after. The pairs' frequencies go on as in plain RoPE.
-fn still_pairs(m: &Meta, n_rot: u32) -> Result<Vec<bool>, Error> {
+/// rope.dimension_sections: interleaved multimodal RoPE's pairs on each of its four axes, where
+/// the file has them.
+fn sections(m: &Meta) -> Result<Option<[u32; 4]>, Error> {
     let key = format!("{}.rope.dimension_sections", m.arch);
-    let sections: Vec<u32> = match m.header.get(&key) {
-        None => return Ok(Vec::new()),
+    match m.header.get(&key) {
+        None => Ok(None),
         Some(Value::Array(a)) => a
             .iter()
-            .map(|v| v.as_u64().map(|v| v as u32))
+            .map(|v| v.as_u64().filter(|&n| n < 256).map(|n| n as u32))
             .collect::<Option<Vec<u32>>>()
-            .filter(|s| s.len() == 4 && s.iter().sum::<u32>() > 0)
-            .ok_or_else(|| Error::Model(format!("metadata {key}: not 4 counts")))?,
-        Some(_) => return Err(Error::Model(format!("metadata {key}: not an array"))),
-    };
+            .and_then(|s| <[u32; 4]>::try_from(s).ok())
+            .filter(|s| s.iter().sum::<u32>() > 0)
+            .map(Some)
+            .ok_or_else(|| Error::Model(format!("metadata {key}: not 4 counts below 256"))),
+        Some(_) => Err(Error::Model(format!("metadata {key}: not an array"))),
+    }
+}
+
+/// The pairs the fourth of the `sections` turns, by position 0 for text tokens: interleaved
+/// multimodal RoPE gives pair p the section of p mod the sections' sum, taken in turn (t, h, w, t, ...)
+/// while each has pairs left, and the fourth after. The pairs' frequencies go on as in plain RoPE.
+fn still_pairs(sections: [u32; 4], n_rot: u32) -> Vec<bool> {
     let total: u32 = sections.iter().sum();
     let text = |p: u32| {
         let sector = p % total;
         (0..3).any(|s| sector % 3 == s && sector < 3 * sections[s as usize])
     };
-    Ok((0..n_rot / 2).map(|p| !text(p)).collect())
+    (0..n_rot / 2).map(|p| !text(p)).collect()
 }

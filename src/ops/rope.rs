@@ -15,6 +15,10 @@ pub struct Rope {
     /// NeoX ordering: rotate (i, i + n_rot/2) instead of (2i, 2i+1).
     pub neox: bool,
     pub yarn: Option<Yarn>,
+    /// Interleaved multimodal RoPE's pairs on each axis (time, height, width, the fourth), where the
+    /// model rotates so (Qwen3.5: rope.dimension_sections). Text tokens turn alike on every axis;
+    /// an image's tokens turn by their row and column too (shaders/rope.wgsl's `rope_axis`).
+    pub sections: Option<[u32; 4]>,
 }
 
 /// YaRN's extension of the context: a ramp between interpolated and original angles.
@@ -87,7 +91,7 @@ pub fn freqs_buffers(gpu: &Gpu, layers: impl Iterator<Item = Vec<f32>>) -> Vec<w
 pub struct RopeParams {
     n_rot: u32,
     neox: u32,
-    pad: u32,
+    sections: u32,
     freq_scale: f32,
     ext_factor: f32,
     attn_factor: f32,
@@ -106,7 +110,12 @@ impl Rope {
         RopeParams {
             n_rot: self.n_rot,
             neox: self.neox as u32,
-            pad: 0,
+            sections: self.sections.map_or(0, |s| {
+                // Each fits a byte (the model's loading checks it).
+                s.iter()
+                    .rev()
+                    .fold(0, |packed, &n| packed << 8 | n.min(255))
+            }),
             freq_scale: self.freq_scale,
             ext_factor: yarn.ext_factor,
             attn_factor: yarn.attn_factor,

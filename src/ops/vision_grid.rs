@@ -1,8 +1,9 @@
 //! The kernels of a vision encoder that reads an image's patches by their place in its grid
-//! (shaders/grid.wgsl: { cols, rows }, written before each image, whose size the encoder takes as it
+//! (shaders/grid.wgsl: { cols, rows, merge }, written before each image, whose size the encoder takes as it
 //! comes): Gemma 4's learned positions for each axis, and its queries and keys rotated by column in
-//! one half of each head and by row in the other. Clamping rows to bounds (its clipped linear
-//! layers) is here too.
+//! one half of each head and by row in the other; Qwen-VL's learned positions resized to the grid,
+//! and its queries and keys rotated by row and column across each head. Clamping rows to bounds
+//! (Gemma 4's clipped linear layers) is here too.
 
 use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
 
@@ -33,10 +34,66 @@ pub fn push_positions(
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ResizedParams {
+    n: u32,
+    side: u32,
+}
+
+/// Adds to each patch's row of x (n values) a learned table of positions, (side * side, n) row by
+/// row, resized to the image's grid: bilinearly, the table's corners on the grid's corners (ggml's
+/// bilinear interpolation with aligned corners, as llama.cpp resizes Qwen-VL's positions).
+pub fn push_resized_positions(
+    plan: &mut Plan,
+    (table, side): (&wgpu::Buffer, u32),
+    grid: &wgpu::Buffer,
+    x: &wgpu::Buffer,
+    n: u32,
+) {
+    let step = plan.step.clone();
+    plan.push(
+        PipelineKey::new(Kernel::ResizedPositions, None),
+        &[table, x, grid, &step],
+        super::params(&ResizedParams { n, side }),
+        Groups::per_token(n.div_ceil(64)),
+    );
+}
+
+/// CPU reference of `push_resized_positions`: the table's row for (col, row) of a grid of
+/// (cols, rows), n values.
+pub fn resized_position_reference(
+    table: &[f32],
+    (side, n): (usize, usize),
+    (cols, rows): (usize, usize),
+    (col, row): (usize, usize),
+) -> Vec<f32> {
+    let source = |i: usize, out: usize| {
+        let scale = match out > 1 && side > 1 {
+            true => (out - 1) as f64 / (side - 1) as f64,
+            false => out as f64 / side as f64,
+        };
+        let at = i as f64 / scale;
+        let lo = (at.floor() as usize).min(side - 1);
+        (lo, (lo + 1).min(side - 1), (at - lo as f64).clamp(0.0, 1.0))
+    };
+    let (x0, x1, dx) = source(col, cols);
+    let (y0, y1, dy) = source(row, rows);
+    let at = |y: usize, x: usize, c: usize| table[(y * side + x) * n + c] as f64;
+    (0..n)
+        .map(|c| {
+            let top = at(y0, x0, c) * (1.0 - dx) + at(y0, x1, c) * dx;
+            let bottom = at(y1, x0, c) * (1.0 - dx) + at(y1, x1, c) * dx;
+            (top * (1.0 - dy) + bottom * dy) as f32
+        })
+        .collect()
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct HeadParams {
     n_head: u32,
     head_dim: u32,
     eps: f32,
+    norm: u32,
     rotate: u32,
 }
 
@@ -48,30 +105,63 @@ pub struct Heads {
     pub eps: f32,
 }
 
+/// How a head turns by its token's place in the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rotation {
+    /// Gemma 4's: each half of the head a NeoX rotation of half a head, the first half at the
+    /// token's column, the second at its row.
+    Halves,
+    /// Qwen-VL's (ggml's vision RoPE): pair p of the head's first half turns dimensions p and
+    /// p + head_dim / 2, the first quarter of pairs at the token's row, the second at its column.
+    Across,
+}
+
+impl Rotation {
+    /// The dimensions pair p of a head turns, and whether it turns by the row (else the column).
+    fn pair(self, p: usize, head_dim: usize) -> (usize, usize, bool) {
+        let (half, quarter) = (head_dim / 2, head_dim / 4);
+        match self {
+            Rotation::Halves => {
+                let a = (p / quarter) * half + p % quarter;
+                (a, a + quarter, p >= quarter)
+            }
+            Rotation::Across => (p, p + half, p < quarter),
+        }
+    }
+}
+
 /// Adds, for each head of each token's row of x (n_head * head_dim), in place: the head RMS-normed
-/// times `gain` (head_dim), then, where `freqs` are given (head_dim / 4, a pair's angle a
-/// position), its first half rotated NeoX-wise at the token's column and its second half at its
-/// row. Without them the head is normed alone.
+/// times `gain` (head_dim) where one is given, then where `rotation` is given, the head turned so
+/// at the token's place in `grid` by `freqs` (head_dim / 4, a pair's angle a position).
 pub fn push_head_norm_rope(
     plan: &mut Plan,
     x: &wgpu::Buffer,
     heads: Heads,
-    gain: &wgpu::Buffer,
-    rotation: Option<(&wgpu::Buffer, &wgpu::Buffer)>,
+    gain: Option<&wgpu::Buffer>,
+    rotation: Option<(Rotation, &wgpu::Buffer, &wgpu::Buffer)>,
 ) {
     assert!(heads.head_dim.is_multiple_of(4));
     let step = plan.step.clone();
-    // Unrotated heads bind the gain in place of the frequencies and the grid; the kernel reads neither.
-    let (freqs, grid) = rotation.unwrap_or((gain, gain));
+    // What the kernel does not read is bound to a buffer it reads (x it writes, so not x).
+    let (freqs, grid) = match (rotation, gain) {
+        (Some((_, freqs, grid)), _) => (freqs, grid),
+        (None, Some(gain)) => (gain, gain),
+        (None, None) => panic!("a head neither normed nor rotated"),
+    };
     let p = HeadParams {
         n_head: heads.n_head,
         head_dim: heads.head_dim,
         eps: heads.eps,
-        rotate: rotation.is_some() as u32,
+        norm: gain.is_some() as u32,
+        rotate: match rotation {
+            None => 0,
+            Some((Rotation::Halves, ..)) => 1,
+            Some((Rotation::Across, ..)) => 2,
+        },
     };
     plan.push(
         PipelineKey::new(Kernel::HeadNormRope2d, None),
-        &[x, gain, freqs, grid, &step],
+        &[x, gain.unwrap_or(freqs), freqs, grid, &step],
         super::params(&p),
         Groups::PerTokens {
             x: heads.n_head,
@@ -119,28 +209,28 @@ pub fn push_clamp(
 pub fn head_norm_rope_reference(
     x: &mut [f32],
     heads: Heads,
-    gain: &[f32],
-    rotation: Option<(&[f32], (u32, u32))>,
+    gain: Option<&[f32]>,
+    rotation: Option<(Rotation, &[f32], (u32, u32))>,
 ) {
     let hd = heads.head_dim as usize;
     for head in x.chunks_mut(hd) {
-        let ms = head.iter().map(|v| v * v).sum::<f32>() / hd as f32;
-        let scale = 1.0 / (ms + heads.eps).sqrt();
-        for (v, g) in head.iter_mut().zip(gain) {
-            *v *= scale * g;
+        if let Some(gain) = gain {
+            let ms = head.iter().map(|v| v * v).sum::<f32>() / hd as f32;
+            let scale = 1.0 / (ms + heads.eps).sqrt();
+            for (v, g) in head.iter_mut().zip(gain) {
+                *v *= scale * g;
+            }
         }
-        let Some((freqs, (col, row))) = rotation else {
+        let Some((rotation, freqs, (col, row))) = rotation else {
             continue;
         };
-        let quarter = hd / 4;
-        for (half, pos) in [(0, col), (1, row)] {
-            for (j, freq) in freqs.iter().enumerate() {
-                let (a, b) = (half * hd / 2 + j, half * hd / 2 + j + quarter);
-                let (s, c) = (pos as f32 * freq).sin_cos();
-                let (xa, xb) = (head[a], head[b]);
-                head[a] = xa * c - xb * s;
-                head[b] = xa * s + xb * c;
-            }
+        for p in 0..hd / 2 {
+            let (a, b, by_row) = rotation.pair(p, hd);
+            let pos = if by_row { row } else { col };
+            let (s, c) = (pos as f32 * freqs[p % (hd / 4)]).sin_cos();
+            let (xa, xb) = (head[a], head[b]);
+            head[a] = xa * c - xb * s;
+            head[b] = xa * s + xb * c;
         }
     }
 }

@@ -77,11 +77,14 @@ impl Session {
         }
         let (begin, end) = projector.markers();
         let mut rows = Vec::new();
+        let mut grids = Vec::new();
         let mut placed = Vec::new();
         for image in images {
             let key = Encoded::key(image);
             let first = placed.last().map_or(0, |p: &Placed| p.rows.end);
-            let count = projector.tokens_for(image)?;
+            let grid = projector.token_grid(image)?;
+            grids.push(grid);
+            let count = grid.tokens();
             placed.push(Placed {
                 key,
                 rows: first..first + count,
@@ -106,7 +109,7 @@ impl Session {
             tokens.extend(self.tokenizer.encode(piece, true));
         }
         self.prompt_images = placed;
-        self.engine.inject(rows)?;
+        self.engine.inject(rows, &grids)?;
         Ok(tokens)
     }
 }

@@ -13,13 +13,13 @@
 
 use super::preprocess::{self, Resample};
 use super::weights::padded;
-use super::{Image, TokenBudget};
+use super::{Image, TokenBudget, TokenGrid};
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::attention::{self, AttentionBuffers};
 use crate::ops::avg_pool::{self, Affine};
 use crate::ops::glu::{self, Activation};
-use crate::ops::vision_grid::{self, Heads};
+use crate::ops::vision_grid::{self, Heads, Rotation};
 use crate::ops::{matvec, rms_norm};
 use crate::Error;
 
@@ -157,10 +157,13 @@ impl Config {
         Ok((w, h))
     }
 
-    /// Tokens `image` becomes.
-    pub fn tokens_for(&self, image: &Image) -> Result<u32, Error> {
+    /// The grid of tokens `image` becomes.
+    pub fn grid_for(&self, image: &Image) -> Result<TokenGrid, Error> {
         let (w, h) = self.size_for(image)?;
-        Ok((w / self.token_side()) * (h / self.token_side()))
+        Ok(TokenGrid {
+            cols: w / self.token_side(),
+            rows: h / self.token_side(),
+        })
     }
 
     /// Patches of the largest image: the encoder's plan's rows.
@@ -418,7 +421,7 @@ impl Gemma4v {
         let zeros = storage_buffer(&gpu, "vision zeros", &vec![0u8; d as usize * 4]);
         let freqs = vision_grid::rope_freqs(hd, ROPE_THETA);
         let freqs = storage_buffer(&gpu, "vision rope", bytemuck::cast_slice(&freqs));
-        let grid = storage_buffer(&gpu, "vision grid", &[0u8; 8]);
+        let grid = storage_buffer(&gpu, "vision grid", &[0u8; 12]);
 
         let patch_step = StepInput::new(&gpu, n);
         let mut plan = Plan::new(&gpu, &patch_step, n);
@@ -429,7 +432,7 @@ impl Gemma4v {
             head_dim: hd,
             eps: c.eps,
         };
-        let rotation = Some((&freqs, &grid));
+        let rotation = Some((Rotation::Halves, &freqs, &grid));
         let shape = attention::Shape {
             causal: false,
             scale: 1.0,
@@ -439,11 +442,11 @@ impl Gemma4v {
         for (i, layer) in layers.iter().enumerate() {
             plan.begin_layer("vision");
             layer.q.push(&mut plan, &xn, &q, &clip);
-            vision_grid::push_head_norm_rope(&mut plan, &q, heads, &layer.q_norm, rotation);
+            vision_grid::push_head_norm_rope(&mut plan, &q, heads, Some(&layer.q_norm), rotation);
             layer.k.push(&mut plan, &xn, &k, &clip);
-            vision_grid::push_head_norm_rope(&mut plan, &k, heads, &layer.k_norm, rotation);
+            vision_grid::push_head_norm_rope(&mut plan, &k, heads, Some(&layer.k_norm), rotation);
             layer.v.push(&mut plan, &xn, &v, &clip);
-            vision_grid::push_head_norm_rope(&mut plan, &v, heads, &ones, None);
+            vision_grid::push_head_norm_rope(&mut plan, &v, heads, Some(&ones), None);
             let buffers = AttentionBuffers {
                 q: &q,
                 k_cache: &k,
@@ -520,7 +523,7 @@ impl Gemma4v {
         let (cols, rows) = (w / c.patch_size, h / c.patch_size);
         let (n, m) = (cols * rows, cols * rows / (c.merge * c.merge));
         gpu.queue
-            .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows]));
+            .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows, 1]));
         self.patch_step.write(gpu, 0, &vec![0; n as usize]);
         self.token_step.write(gpu, 0, &vec![0; m as usize]);
         let runs = [(&self.plan, n), (&self.head, m)];

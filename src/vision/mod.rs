@@ -1,12 +1,15 @@
 //! Images for vision-language models: a projector file (an mmproj GGUF, llama.cpp's `clip`
 //! architecture) loaded beside the text model turns an image into rows the text model reads in place
-//! of token embeddings. Wick runs Gemma 3's projector (siglip.rs: a fixed square, 256 tokens an image)
-//! and Gemma 4's (gemma4v.rs: a size near the image's own, 70 to 1120 tokens); preprocessing
+//! of token embeddings. Wick runs Gemma 3's projector (siglip.rs: a fixed square, 256 tokens an image),
+//! Gemma 4's (gemma4v.rs: a size near the image's own, 70 to 1120 tokens) and Qwen3.5's (qwen3vl.rs:
+//! a size near the image's own, 8 to 4096 tokens, which the text model rotates by their place in the
+//! image's grid); preprocessing
 //! (preprocess.rs) makes an image what its encoder reads, as llama.cpp's mtmd does. Decoding image
 //! files is the caller's: the engine takes pixels.
 
 pub mod gemma4v;
 pub mod preprocess;
+pub mod qwen3vl;
 pub mod siglip;
 mod weights;
 
@@ -20,7 +23,7 @@ use std::sync::Arc;
 pub const IMAGE_MARKER: &str = "<__media__>";
 
 /// The projector types Wick runs (clip.projector_type).
-pub const PROJECTORS: &[&str] = &["gemma3", "gemma4v"];
+pub const PROJECTORS: &[&str] = &["gemma3", "gemma4v", "qwen3vl_merger"];
 
 /// An image as 8-bit RGB, row by row from the top, 3 bytes a pixel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -46,12 +49,25 @@ impl Image {
 
 /// How many tokens an image may become, where the projector sizes images to their own (Gemma 4's;
 /// llama.cpp's `--image-min-tokens` and `--image-max-tokens`): None keeps the projector's own bounds
-/// (70 and 1120). Fewer tokens encode faster, and the encoder, made for the largest image, takes
+/// (Gemma 4's 70 and 1120, Qwen3.5's 8 and 4096). Fewer tokens encode faster, and the encoder, made for the largest image, takes
 /// less GPU memory. Gemma 3's projector makes 256 tokens of every image and reads neither.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TokenBudget {
     pub min_tokens: Option<u32>,
     pub max_tokens: Option<u32>,
+}
+
+/// An image's tokens as the text model reads them: `rows` rows of `cols`, row by row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenGrid {
+    pub cols: u32,
+    pub rows: u32,
+}
+
+impl TokenGrid {
+    pub fn tokens(self) -> u32 {
+        self.cols * self.rows
+    }
 }
 
 /// A loaded vision projector.
@@ -64,6 +80,7 @@ pub struct Projector {
 enum Encoder {
     Gemma3(siglip::Siglip),
     Gemma4(gemma4v::Gemma4v),
+    Qwen3vl(qwen3vl::Qwen3vl),
 }
 
 /// The projector type the file names, among `PROJECTORS`.
@@ -162,7 +179,8 @@ impl Projector {
         let mut l = Loader::new(gpu.clone(), header, source, progress)?;
         let encoder = match kind {
             "gemma3" => Encoder::Gemma3(siglip::Siglip::load(&mut l).await?),
-            _ => Encoder::Gemma4(gemma4v::Gemma4v::load(&mut l, budget).await?),
+            "gemma4v" => Encoder::Gemma4(gemma4v::Gemma4v::load(&mut l, budget).await?),
+            _ => Encoder::Qwen3vl(qwen3vl::Qwen3vl::load(&mut l, budget).await?),
         };
         l.fill().await?;
         Ok(Projector { gpu, encoder })
@@ -174,16 +192,18 @@ impl Projector {
         let meta = Meta::new(header)?;
         match projector_type(header)? {
             "gemma3" => Ok(siglip::Config::from_meta(&meta)?.n_tokens()),
-            _ => Ok(gemma4v::Config::from_meta(&meta, budget)?.max_tokens),
+            "gemma4v" => Ok(gemma4v::Config::from_meta(&meta, budget)?.max_tokens),
+            _ => Ok(qwen3vl::Config::from_meta(&meta, budget)?.max_tokens),
         }
     }
 
-    /// Tokens `image` becomes in the text model's input; an error where the projector cannot
-    /// take it.
-    pub fn tokens_for(&self, image: &Image) -> Result<u32, Error> {
+    /// The grid of tokens `image` becomes in the text model's input; an error where the projector
+    /// cannot take it.
+    pub fn token_grid(&self, image: &Image) -> Result<TokenGrid, Error> {
         match &self.encoder {
-            Encoder::Gemma3(e) => Ok(e.config.n_tokens()),
-            Encoder::Gemma4(e) => e.config.tokens_for(image),
+            Encoder::Gemma3(e) => Ok(e.config.token_grid()),
+            Encoder::Gemma4(e) => e.config.grid_for(image),
+            Encoder::Qwen3vl(e) => e.config.grid_for(image),
         }
     }
 
@@ -192,6 +212,7 @@ impl Projector {
         match &self.encoder {
             Encoder::Gemma3(e) => e.config.n_tokens(),
             Encoder::Gemma4(e) => e.config.max_tokens,
+            Encoder::Qwen3vl(e) => e.config.max_tokens,
         }
     }
 
@@ -200,7 +221,14 @@ impl Projector {
         match &self.encoder {
             Encoder::Gemma3(e) => e.config.n_embd_text,
             Encoder::Gemma4(e) => e.config.n_embd_text,
+            Encoder::Qwen3vl(e) => e.config.n_embd_text,
         }
+    }
+
+    /// Whether the text model must rotate the image's tokens by their place in its grid
+    /// (multimodal RoPE, Qwen's), rather than as text at their positions.
+    pub fn turns_by_grid(&self) -> bool {
+        matches!(self.encoder, Encoder::Qwen3vl(_))
     }
 
     /// The text around an image's tokens in the prompt, as llama.cpp's mtmd puts it for the
@@ -209,6 +237,7 @@ impl Projector {
         match &self.encoder {
             Encoder::Gemma3(_) => ("<start_of_image>", "<end_of_image>"),
             Encoder::Gemma4(_) => ("<|image>", "<image|>"),
+            Encoder::Qwen3vl(_) => ("<|vision_start|>", "<|vision_end|>"),
         }
     }
 
@@ -217,6 +246,7 @@ impl Projector {
         match &self.encoder {
             Encoder::Gemma3(e) => e.plans(),
             Encoder::Gemma4(e) => e.plans(),
+            Encoder::Qwen3vl(e) => e.plans(),
         }
     }
 
@@ -224,14 +254,16 @@ impl Projector {
         match &mut self.encoder {
             Encoder::Gemma3(e) => e.plans_mut(),
             Encoder::Gemma4(e) => e.plans_mut(),
+            Encoder::Qwen3vl(e) => e.plans_mut(),
         }
     }
 
-    /// The image's tokens, `tokens_for(image)` rows of `width` values.
+    /// The image's tokens, `token_grid(image)`'s count of rows of `width` values.
     pub async fn encode(&self, image: &Image) -> Result<Vec<f32>, Error> {
         match &self.encoder {
             Encoder::Gemma3(e) => e.encode(&self.gpu, image).await,
             Encoder::Gemma4(e) => e.encode(&self.gpu, image).await,
+            Encoder::Qwen3vl(e) => e.encode(&self.gpu, image).await,
         }
     }
 }

@@ -211,6 +211,25 @@ pub fn patches(image: &Image, patch: u32, mean: [f32; 3], std: [f32; 3]) -> Vec<
     out
 }
 
+/// Patch rows (`per` values each) of a grid `cols` wide, row by row, put in `merge` x `merge`
+/// squares: the squares row by row, each square's patches row by row (Qwen-VL's order, in which each
+/// square becomes a token).
+pub fn in_squares(values: &[f32], per: u32, cols: u32, merge: u32) -> Vec<f32> {
+    let (per, cols, m) = (per as usize, cols as usize, merge as usize);
+    let rows = values.len() / per / cols;
+    let mut out = Vec::with_capacity(values.len());
+    for sy in (0..rows).step_by(m) {
+        for sx in (0..cols).step_by(m) {
+            for y in sy..sy + m {
+                for x in sx..sx + m {
+                    out.extend_from_slice(&values[(y * cols + x) * per..][..per]);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Rows of `per` values, each padded with zeros to `to` values (the kernels read rows in 32s).
 pub fn padded_rows(values: &[f32], per: u32, to: u32) -> Vec<f32> {
     values

@@ -9,7 +9,7 @@
 //! the MLP's up with zero rows, whose GELU is 0) once at load.
 
 use super::preprocess::{self, Resample};
-use super::weights::{padded, transposed};
+use super::weights::{biased, layer_norm_weights, padded, transposed};
 use super::Image;
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput};
 use crate::models::{Loader, Meta};
@@ -105,7 +105,16 @@ impl Config {
 
     /// Tokens an image becomes.
     pub fn n_tokens(&self) -> u32 {
-        (self.side() / self.merge).pow(2)
+        self.token_grid().tokens()
+    }
+
+    /// The square of tokens every image becomes.
+    pub fn token_grid(&self) -> super::TokenGrid {
+        let side = self.side() / self.merge;
+        super::TokenGrid {
+            cols: side,
+            rows: side,
+        }
     }
 
     /// Values of one patch, as the patch embedding reads them (padded to the kernels' 32).
@@ -206,7 +215,7 @@ impl Siglip {
         );
         let zeros = storage_buffer(&gpu, "vision zeros", &vec![0u8; d as usize * 4]);
         let side = c.side();
-        let grid = storage_buffer(&gpu, "vision grid", bytemuck::cast_slice(&[side, side]));
+        let grid = storage_buffer(&gpu, "vision grid", bytemuck::cast_slice(&[side, side, 1]));
 
         // Every patch is a token of one run, at positions 0..n: the learned positions are read by
         // position, and attention sees the whole run both ways.
@@ -296,47 +305,4 @@ impl Siglip {
         let tokens = (&self.tokens, c.n_embd_text);
         super::run_encoder(gpu, (&self.patches, &padded), runs, tokens).await
     }
-}
-
-/// A LayerNorm's gain and bias, `name`.weight and `name`.bias.
-async fn layer_norm_weights(
-    l: &mut Loader<'_>,
-    name: &str,
-    n: u32,
-) -> Result<(wgpu::Buffer, wgpu::Buffer), Error> {
-    let w = l.vector(&format!("{name}.weight"), n).await?;
-    Ok((w, l.vector(&format!("{name}.bias"), n).await?))
-}
-
-/// A matrix and its bias `name`.weight and `name`.bias: (cols, rows) in the file, padded with zeros
-/// to (cols_to, rows_to).
-async fn biased(
-    l: &mut Loader<'_>,
-    name: &str,
-    (cols, rows): (u32, u32),
-    (cols_to, rows_to): (u32, u32),
-) -> Result<(GpuTensor, wgpu::Buffer), Error> {
-    let w = padded(
-        l,
-        &format!("{name}.weight"),
-        &[cols, rows],
-        cols_to,
-        rows_to,
-    )
-    .await?;
-    let bias_name = format!("{name}.bias");
-    let b = match rows_to == rows {
-        true => l.vector(&bias_name, rows).await?,
-        false => {
-            let shape: &[u32] = &[rows];
-            let pad = move |mut read: Vec<Vec<f32>>| {
-                let mut b = read.remove(0);
-                b.resize(rows_to as usize, 0.0);
-                b
-            };
-            l.floats(&bias_name, &[(&bias_name, shape)], rows_to as usize, pad)
-                .await?
-        }
-    };
-    Ok((w, b))
 }

@@ -1,5 +1,6 @@
 //! Weights of a projector file remade as the kernels read them: matrices padded with zero columns
-//! (and zero rows) to the kernels' multiples of 32, and matrices the file stores transposed.
+//! (and zero rows) to the kernels' multiples of 32, matrices the file stores transposed, split or
+//! summed; and the biases and norms beside them.
 
 use crate::gguf::GgmlType;
 use crate::gpu::{GpuTensor, Shape};
@@ -84,4 +85,116 @@ fn as_bytes(values: &[f32], half: bool) -> Vec<u8> {
         }
         false => bytemuck::cast_slice(values).to_vec(),
     }
+}
+
+/// A LayerNorm's gain and bias, `name`.weight and `name`.bias.
+pub async fn layer_norm_weights(
+    l: &mut Loader<'_>,
+    name: &str,
+    n: u32,
+) -> Result<(wgpu::Buffer, wgpu::Buffer), Error> {
+    let w = l.vector(&format!("{name}.weight"), n).await?;
+    Ok((w, l.vector(&format!("{name}.bias"), n).await?))
+}
+
+/// A matrix and its bias `name`.weight and `name`.bias: (cols, rows) in the file, padded with zeros
+/// to (cols_to, rows_to).
+pub async fn biased(
+    l: &mut Loader<'_>,
+    name: &str,
+    (cols, rows): (u32, u32),
+    (cols_to, rows_to): (u32, u32),
+) -> Result<(GpuTensor, wgpu::Buffer), Error> {
+    let w = padded(
+        l,
+        &format!("{name}.weight"),
+        &[cols, rows],
+        cols_to,
+        rows_to,
+    )
+    .await?;
+    let bias_name = format!("{name}.bias");
+    let b = match rows_to == rows {
+        true => l.vector(&bias_name, rows).await?,
+        false => {
+            let shape: &[u32] = &[rows];
+            let pad = move |mut read: Vec<Vec<f32>>| {
+                let mut b = read.remove(0);
+                b.resize(rows_to as usize, 0.0);
+                b
+            };
+            l.floats(&bias_name, &[(&bias_name, shape)], rows_to as usize, pad)
+                .await?
+        }
+    };
+    Ok((w, b))
+}
+
+/// The (cols, parts * rows) matrix `name`.weight and its bias `name`.bias cut into `parts` matrices
+/// of `rows` rows and their biases, in order (a fused q, k and v).
+pub async fn split_biased(
+    l: &mut Loader<'_>,
+    name: &str,
+    (cols, rows): (u32, u32),
+    parts: u32,
+) -> Result<Vec<(GpuTensor, wgpu::Buffer)>, Error> {
+    let (weight, bias) = (format!("{name}.weight"), format!("{name}.bias"));
+    let info = (l.header.tensor(&weight))
+        .ok_or_else(|| Error::Model(format!("tensor {weight} is missing")))?;
+    let half = info.ty == GgmlType::F16;
+    let shapes: Vec<Shape> = (0..parts)
+        .map(|i| Shape {
+            name: format!("{weight} ({i})"),
+            ty: if half { GgmlType::F16 } else { GgmlType::F32 },
+            row_len: cols as u64,
+            rows: rows as u64,
+            group_rows: 1,
+        })
+        .collect();
+    let dims: &[u32] = &[cols, parts * rows];
+    // The parts are the file's rows in order: the matrix as it is.
+    let whole = move |mut read: Vec<Vec<f32>>| as_bytes(&read.remove(0), half);
+    let matrices = l.derived(&shapes, &[(&weight, dims)], whole).await?;
+    let mut out = Vec::new();
+    for (i, m) in matrices.into_iter().enumerate() {
+        let part = move |mut read: Vec<Vec<f32>>| {
+            read.remove(0)[i * rows as usize..][..rows as usize].to_vec()
+        };
+        let shape: &[u32] = &[parts * rows];
+        let b = (l.floats(&bias, &[(&bias, shape)], rows as usize, part)).await?;
+        out.push((m, b));
+    }
+    Ok(out)
+}
+
+/// The sum of the tensors `names`, each of file shape `dims` (its last dimension the rows), as an
+/// F32 matrix whose rows are padded with zero weights to `cols_to` (a convolution split in two
+/// that reads the same input twice: Qwen-VL's patch embedding over two frames of one image).
+pub async fn summed(
+    l: &mut Loader<'_>,
+    names: &[&str],
+    dims: &[u32],
+    cols_to: u32,
+) -> Result<GpuTensor, Error> {
+    let cols: u32 = dims[..dims.len() - 1].iter().product();
+    let rows = dims[dims.len() - 1];
+    let shape = Shape {
+        name: names.join(" + "),
+        ty: GgmlType::F32,
+        row_len: cols_to as u64,
+        rows: rows as u64,
+        group_rows: 1,
+    };
+    let sum = move |read: Vec<Vec<f32>>| {
+        let mut out = vec![0f32; cols_to as usize * rows as usize];
+        for w in &read {
+            for (r, row) in w.chunks(cols as usize).enumerate() {
+                let to = &mut out[r * cols_to as usize..][..cols as usize];
+                to.iter_mut().zip(row).for_each(|(o, v)| *o += v);
+            }
+        }
+        as_bytes(&out, false)
+    };
+    let tensors: Vec<(&str, &[u32])> = names.iter().map(|&n| (n, dims)).collect();
+    Ok(l.derived(&[shape], &tensors, sum).await?.remove(0))
 }

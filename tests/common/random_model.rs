@@ -270,11 +270,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
         // The last two read their first ids as prompts, together in one run (`feed_sequences`).
         let prompts = [(SEQUENCES - 2, PROMPT - 4), (SEQUENCES - 1, PROMPT)];
         let chunks: Vec<wick::gpu::Segment> = (prompts.iter())
-            .map(|&(s, n)| wick::gpu::Segment {
-                base: base(s),
-                pos: 0,
-                tokens: &sequences[s][..n],
-            })
+            .map(|&(s, n)| wick::gpu::Segment::new(base(s), 0, &sequences[s][..n]))
             .collect();
         engine.feed_sequences(&chunks).block_on().unwrap();
         // Each sequence's next position.
@@ -292,10 +288,9 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
             }
             let segments: Vec<wick::gpu::Segment> = active
                 .iter()
-                .map(|&s| wick::gpu::Segment {
-                    base: base(s),
-                    pos: next[s] as u32,
-                    tokens: &sequences[s][next[s]..next[s] + 1],
+                .map(|&s| {
+                    let tokens = &sequences[s][next[s]..next[s] + 1];
+                    wick::gpu::Segment::new(base(s), next[s] as u32, tokens)
                 })
                 .collect();
             let rows = engine

@@ -78,24 +78,75 @@ def target_size(width, height, align, min_pixels, max_pixels):
     return w_bar, h_bar
 
 
-def preprocess(meta, path, min_tokens=MIN_TOKENS, max_tokens=MAX_TOKENS):
-    """The image on its canvas (target_size) and the canvas's grid of patches (cols, rows). The image is
-    scaled to fit the canvas with its aspect ratio kept (Pillow's bicubic, a = -0.5, which llama.cpp
-    reproduces to the bit), centered on black; values in [0, 1] normalized by the file's mean and std,
-    then mapped by 2 v - 1 (Gemma 4's encoder does that to its input)."""
-    p = meta["clip.vision.patch_size"]
-    align = p * merge_of(meta)
-    img = Image.open(path).convert("RGB")
-    tw, th = target_size(img.width, img.height, align, min_tokens * align * align, max_tokens * align * align)
+def cubic(x, a=-0.5):
+    x = abs(x)
+    if x < 1.0:
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1
+    if x < 2.0:
+        return (((x - 5) * x + 8) * x - 4) * a
+    return 0.0
+
+
+def bicubic_weights(n_in, n_out):
+    """The weights of Pillow's bicubic resampling (a = -0.5, the kernel widened by the factor when
+    shrinking, each output's weights normalized), in fixed point with 22 fractional bits as Pillow and
+    llama.cpp's resize_pillow round them: (n_out, n_in) integers."""
+    scale = n_in / n_out
+    filterscale = max(scale, 1.0)
+    support = 2.0 * filterscale
+    m = np.zeros((n_out, n_in), dtype=np.int64)
+    for o in range(n_out):
+        center = (o + 0.5) * scale
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), n_in)
+        w = [cubic((i - center + 0.5) * (1.0 / filterscale)) for i in range(lo, hi)]
+        total = 0.0
+        for v in w:
+            total += v
+        for i, v in enumerate(w):
+            v = v / total if total != 0.0 else v
+            m[o, lo + i] = int(v * (1 << 22) + (-0.5 if v < 0 else 0.5))
+    return m
+
+
+def resize_bicubic(pixels, width, height):
+    """(h, w, 3) uint8 pixels resampled to (height, width, 3) as llama.cpp's resize_pillow does: the
+    horizontal pass, rounded to uint8, then the vertical pass, each skipped where the side is unchanged.
+    Pillow computes the same passes but (13.0) sometimes takes the vertical one first, which moves some
+    pixels by a few levels when both sides shrink."""
+    x = pixels.astype(np.int64)
+    if width != x.shape[1]:
+        x = np.einsum("oi,yic->yoc", bicubic_weights(x.shape[1], width), x)
+        x = np.clip((x + (1 << 21)) >> 22, 0, 255)
+    if height != x.shape[0]:
+        x = np.einsum("oi,ixc->oxc", bicubic_weights(x.shape[0], height), x)
+        x = np.clip((x + (1 << 21)) >> 22, 0, 255)
+    return x.astype(np.uint8)
+
+
+def on_canvas(img, tw, th):
+    """The RGB image img scaled to fit a tw x th canvas with its aspect ratio kept (resize_bicubic) and
+    centered on black, as mtmd's resize with PAD_CEIL does: (3, th, tw) values in [0, 1]."""
     # In float32, as llama.cpp computes it; a side of the scaled image is at most the canvas's.
     f32 = np.float32
     scale = min(f32(tw) / f32(img.width), f32(th) / f32(img.height))
     nw = min(int(np.ceil(f32(img.width) * scale)), tw)
     nh = min(int(np.ceil(f32(img.height) * scale)), th)
-    resized = img.resize((nw, nh), Image.BICUBIC) if (nw, nh) != img.size else img
-    canvas = Image.new("RGB", (tw, th), (0, 0, 0))
-    canvas.paste(resized, ((tw - nw) // 2, (th - nh) // 2))
-    x = np.asarray(canvas, dtype=np.float64).transpose(2, 0, 1) / 255.0
+    canvas = np.zeros((th, tw, 3), dtype=np.uint8)
+    left, top = (tw - nw) // 2, (th - nh) // 2
+    canvas[top:top + nh, left:left + nw] = resize_bicubic(np.asarray(img), nw, nh)
+    return canvas.astype(np.float64).transpose(2, 0, 1) / 255.0
+
+
+def preprocess(meta, path, min_tokens=MIN_TOKENS, max_tokens=MAX_TOKENS):
+    """The image on its canvas (target_size, on_canvas) and the canvas's grid of patches (cols, rows);
+    values in [0, 1] normalized by the file's mean and std, then mapped by 2 v - 1 (Gemma 4's encoder does
+    that to its input)."""
+    p = meta["clip.vision.patch_size"]
+    align = p * merge_of(meta)
+    img = Image.open(path).convert("RGB")
+    tw, th = target_size(img.width, img.height, align, min_tokens * align * align, max_tokens * align * align)
+    x = on_canvas(img, tw, th)
     mean = np.array(meta["clip.vision.image_mean"])[:, None, None]
     std = np.array(meta["clip.vision.image_std"])[:, None, None]
     return 2.0 * ((x - mean) / std) - 1.0, (tw // p, th // p)

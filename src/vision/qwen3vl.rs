@@ -1,0 +1,407 @@
+//! Qwen3.5's vision projector as llama.cpp runs it (mtmd's qwen3vl): an image scaled to a size near
+//! its own (8 to 4096 tokens, each 2 x 2 patches), embedded by patches (a convolution over two
+//! frames of the same image, so the sum of its two kernels) with a learned square of positions
+//! resized to the image's grid, then pre-norm blocks of LayerNorm, biased attention both ways whose
+//! queries and keys are rotated by row in one quarter of each head's pairs and by column in the
+//! next, and an ungated MLP; a final LayerNorm, then each 2 x 2 square of patches concatenated into
+//! one row and projected to the text model's width by two layers with a GELU between.
+//!
+//! The patches go in the order of their squares (`preprocess::in_squares`, shaders/grid.wgsl's
+//! `merge`), as llama.cpp orders them, so that a square's four rows are one row of the projection's
+//! input as they lie. The text model rotates the tokens by their place in the grid of squares
+//! (multimodal RoPE: `Engine::segments`).
+//!
+//! Qwen3-VL's deepstack features (rows of some layers merged and projected beside the last's) are
+//! not run: Qwen3.5's files have none.
+
+use super::preprocess::{self, Resample};
+use super::weights::{biased, layer_norm_weights, split_biased, summed};
+use super::{Image, TokenBudget, TokenGrid};
+use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput};
+use crate::models::{Loader, Meta};
+use crate::ops::attention::{self, AttentionBuffers};
+use crate::ops::bias::{self, Rows};
+use crate::ops::glu::{self, Activation};
+use crate::ops::vision_grid::{self, Heads, Rotation};
+use crate::ops::{layer_norm, matvec};
+use crate::Error;
+
+/// The base of the rotation's frequencies.
+const ROPE_THETA: f32 = 10000.0;
+/// Tokens an image becomes, at least and at most, as mtmd bounds them unless told otherwise.
+const MIN_TOKENS: u32 = 8;
+const MAX_TOKENS: u32 = 4096;
+/// The side of the squares of patches that become tokens: the only one llama.cpp's graph takes.
+const MERGE: u32 = 2;
+
+/// The projector's hyperparameters, from its clip.vision.* metadata and tensors.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub patch_size: u32,
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_layer: u32,
+    pub n_head: u32,
+    pub eps: f32,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+    /// The MLP's activation (the projection's is GELU whatever the file says, as llama.cpp runs it).
+    pub activation: Activation,
+    /// The text model's width, the projection's rows.
+    pub n_embd_text: u32,
+    /// The learned positions' square: side x side rows.
+    pub side: u32,
+    /// Tokens an image is scaled up to where it makes fewer: mtmd's 8, or the budget's.
+    pub min_tokens: u32,
+    /// Tokens an image becomes at most: mtmd's 4096 or the budget's, or fewer where the adapter
+    /// cannot hold the activations of that many.
+    pub max_tokens: u32,
+}
+
+impl Config {
+    pub fn from_meta(m: &Meta, budget: TokenBudget) -> Result<Config, Error> {
+        let bad = |why: String| Error::Model(format!("vision projector: {why}"));
+        let dims = |name: &str| match m.header.tensor(name) {
+            Some(t) => Ok(t.dims.clone()),
+            None => Err(bad(format!("tensor {name} is missing"))),
+        };
+        let n_embd = m.meta_u32("vision.embedding_length")?;
+        let positions = dims("v.position_embd.weight")?;
+        let side = (positions.get(1).copied().unwrap_or(0) as f64).sqrt() as u32;
+        if positions.len() != 2
+            || positions[0] != n_embd as u64
+            || side as u64 * side as u64 != positions[1]
+        {
+            return Err(bad(format!(
+                "tensor v.position_embd.weight has shape {positions:?}, not [{n_embd}, a square]"
+            )));
+        }
+        let merge = m.meta_u32_or("vision.spatial_merge_size", MERGE)?;
+        if merge != MERGE {
+            return Err(bad(format!(
+                "squares of {merge} x {merge} patches: qwen3vl takes 2 x 2"
+            )));
+        }
+        // llama.cpp finds a layer's deepstack merger by its tensors (v.deepstack.N.*).
+        if m.header
+            .tensors
+            .iter()
+            .any(|t| t.name.starts_with("v.deepstack."))
+        {
+            return Err(bad(
+                "deepstack layers (Qwen3-VL's) are not supported; Qwen3.5's projector has none"
+                    .into(),
+            ));
+        }
+        let c = Config {
+            patch_size: m.meta_u32("vision.patch_size")?,
+            n_embd,
+            n_ff: m.meta_u32("vision.feed_forward_length")?,
+            n_layer: m.meta_u32("vision.block_count")?,
+            n_head: m.meta_u32("vision.attention.head_count")?,
+            eps: m.meta_f32_or("vision.attention.layer_norm_epsilon", 1e-6)?,
+            mean: super::channel_values(m, "image_mean")?,
+            std: super::channel_values(m, "image_std")?,
+            activation: super::activation(m)?,
+            n_embd_text: dims("mm.2.bias")?.first().copied().unwrap_or(0) as u32,
+            side,
+            min_tokens: (budget.min_tokens)
+                .unwrap_or(MIN_TOKENS.min(budget.max_tokens.unwrap_or(MAX_TOKENS))),
+            max_tokens: budget.max_tokens.unwrap_or(MAX_TOKENS),
+        };
+        if c.min_tokens == 0 || c.max_tokens == 0 || c.min_tokens > c.max_tokens {
+            return Err(bad(format!(
+                "images of {} to {} tokens: the least must be 1 or more and at most the most",
+                c.min_tokens, c.max_tokens
+            )));
+        }
+        if c.patch_size == 0 || c.n_layer == 0 || side == 0 {
+            return Err(bad("patches, positions and layers must not be empty".into()));
+        }
+        let head_dim = c.n_embd / c.n_head.max(1);
+        if c.n_head == 0
+            || !c.n_embd.is_multiple_of(c.n_head)
+            || !head_dim.is_multiple_of(4)
+            || head_dim > attention::MAX_HEAD_DIM
+        {
+            return Err(bad(format!(
+                "{} heads do not split a width of {} into heads a multiple of 4 wide, at most {}",
+                c.n_head,
+                c.n_embd,
+                attention::MAX_HEAD_DIM
+            )));
+        }
+        if !c.n_embd.is_multiple_of(32) || !c.n_embd_text.is_multiple_of(32) {
+            return Err(bad(format!(
+                "widths of {} and {} are not multiples of 32",
+                c.n_embd, c.n_embd_text
+            )));
+        }
+        Ok(c)
+    }
+
+    /// Pixels a side of one token: a square of 2 x 2 patches.
+    fn token_side(&self) -> u32 {
+        self.patch_size * MERGE
+    }
+
+    /// The size an image is scaled to, in pixels, each side a whole number of tokens.
+    pub fn size_for(&self, image: &Image) -> Result<(u32, u32), Error> {
+        let side = self.token_side();
+        let area = (side as u64).pow(2);
+        let budget = (self.min_tokens as u64 * area, self.max_tokens as u64 * area);
+        let (w, h) = preprocess::size_preserving_ratio((image.width, image.height), side, budget);
+        let tokens = (w / side) * (h / side);
+        if tokens > self.max_tokens {
+            // Scaled up to the least, each side rounded up: past the most where they are near.
+            return Err(Error::Model(format!(
+                "an image of {} x {} pixels makes {tokens} tokens, more than the {} the projector takes",
+                image.width, image.height, self.max_tokens
+            )));
+        }
+        Ok((w, h))
+    }
+
+    /// The grid of tokens `image` becomes.
+    pub fn grid_for(&self, image: &Image) -> Result<TokenGrid, Error> {
+        let (w, h) = self.size_for(image)?;
+        Ok(TokenGrid {
+            cols: w / self.token_side(),
+            rows: h / self.token_side(),
+        })
+    }
+
+    /// Values of one patch, as the patch embedding reads them (padded to the kernels' 32).
+    fn patch_len(&self) -> u32 {
+        (3 * self.patch_size * self.patch_size).next_multiple_of(32)
+    }
+
+    /// The widest row an activation has per patch: the MLP's (padded to 32), the patches', or the
+    /// projection's (a token's four patches' width, or the text model's, over four patches).
+    fn widest(&self) -> u32 {
+        let n_ff = self.n_ff.next_multiple_of(32);
+        let text = self.n_embd_text.div_ceil(MERGE * MERGE);
+        n_ff.max(self.patch_len()).max(self.n_embd).max(text)
+    }
+}
+
+struct Layer {
+    ln1: (wgpu::Buffer, wgpu::Buffer),
+    q: (GpuTensor, wgpu::Buffer),
+    k: (GpuTensor, wgpu::Buffer),
+    v: (GpuTensor, wgpu::Buffer),
+    out: (GpuTensor, wgpu::Buffer),
+    ln2: (wgpu::Buffer, wgpu::Buffer),
+    up: (GpuTensor, wgpu::Buffer),
+    down: (GpuTensor, wgpu::Buffer),
+}
+
+/// Tensors llama.cpp would read for this projector type that the encoder here does not run:
+/// refused rather than left unread.
+const NOT_RUN: &[&str] = &["v.pre_ln.weight", "v.blk.0.ffn_gate.weight"];
+
+/// The loaded projector: its plans, and the buffers an image goes in and its tokens come out of.
+pub struct Qwen3vl {
+    pub config: Config,
+    /// The encoder over the image's patches, each a token of the run, and the final norm.
+    plan: Plan,
+    /// The projection of each square of four patches, each of the image's tokens a token of the run.
+    head: Plan,
+    patch_step: StepInput,
+    token_step: StepInput,
+    /// { cols, rows, merge }: the image's grid of patches, in squares.
+    grid: wgpu::Buffer,
+    /// (patches, patch_len): the image's patches, written before each run.
+    patches: wgpu::Buffer,
+    /// (tokens, n_embd_text): the image's tokens.
+    tokens: wgpu::Buffer,
+}
+
+/// Adds y = W x + b (y += W x + b where `accumulate`).
+fn product(
+    plan: &mut Plan,
+    (w, b): &(GpuTensor, wgpu::Buffer),
+    x: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    accumulate: bool,
+) {
+    matvec::push(plan, w, x, y, accumulate);
+    bias::push(plan, b, Rows::One, y, w.rows);
+}
+
+impl Qwen3vl {
+    /// Loads the weights and builds the plans. The caller fills the loader.
+    pub async fn load(l: &mut Loader<'_>, budget: TokenBudget) -> Result<Qwen3vl, Error> {
+        let mut c = Config::from_meta(l, budget)?;
+        if let Some(name) = NOT_RUN.iter().find(|n| l.header.tensor(n).is_some()) {
+            return Err(Error::Model(format!(
+                "vision projector: tensor {name} is not supported for qwen3vl"
+            )));
+        }
+        let gpu = l.gpu.clone();
+        // The largest image's widest activation must fit a binding.
+        let per_token = (MERGE * MERGE) as u64 * c.widest() as u64 * 4;
+        let fits = (gpu.max_binding() / per_token) as u32;
+        if fits < c.min_tokens {
+            return Err(Error::Model(format!(
+                "vision projector: the adapter's buffers hold images of {fits} tokens, fewer than the {} an image makes at least",
+                c.min_tokens
+            )));
+        }
+        c.max_tokens = c.max_tokens.min(fits);
+        let (d, hd) = (c.n_embd, c.n_embd / c.n_head);
+        let n_ff = c.n_ff.next_multiple_of(32);
+        let p = c.patch_size;
+        let frames = ["v.patch_embd.weight", "v.patch_embd.weight.1"];
+        let patch_embd = summed(l, &frames, &[p, p, 3, d], c.patch_len()).await?;
+        let patch_bias = l.vector("v.patch_embd.bias", d).await?;
+        let positions = l
+            .vectors("v.position_embd.weight", d, c.side * c.side)
+            .await?;
+        let mut layers = Vec::new();
+        for i in 0..c.n_layer {
+            let name = |n: &str| format!("v.blk.{i}.{n}");
+            let mut qkv = split_biased(l, &name("attn_qkv"), (d, d), 3).await?;
+            let (v, k, q) = (qkv.pop().unwrap(), qkv.pop().unwrap(), qkv.pop().unwrap());
+            layers.push(Layer {
+                ln1: layer_norm_weights(l, &name("ln1"), d).await?,
+                q,
+                k,
+                v,
+                out: biased(l, &name("attn_out"), (d, d), (d, d)).await?,
+                ln2: layer_norm_weights(l, &name("ln2"), d).await?,
+                up: biased(l, &name("ffn_up"), (d, c.n_ff), (d, n_ff)).await?,
+                down: biased(l, &name("ffn_down"), (c.n_ff, d), (n_ff, d)).await?,
+            });
+        }
+        let post_ln = layer_norm_weights(l, "v.post_ln", d).await?;
+        let (wide, text) = (MERGE * MERGE * d, c.n_embd_text);
+        let merger_in = biased(l, "mm.0", (wide, wide), (wide, wide)).await?;
+        let merger_out = biased(l, "mm.2", (wide, text), (wide, text)).await?;
+
+        let (n, m) = (c.max_tokens * MERGE * MERGE, c.max_tokens);
+        let rows = |count: u32, width: u32| count as u64 * width as u64 * 4;
+        let scratch = |label: &'static str, bytes: u64| {
+            let gpu = gpu.clone();
+            async move { scratch_buffer(&gpu, label, bytes).await }
+        };
+        let patches = scratch("vision patches", rows(n, c.patch_len())).await?;
+        let x = scratch("vision x", rows(n, d)).await?;
+        let xn = scratch("vision xn", rows(n, d)).await?;
+        let q = scratch("vision q", rows(n, d)).await?;
+        let k = scratch("vision k", rows(n, d)).await?;
+        let v = scratch("vision v", rows(n, d)).await?;
+        let attn = scratch("vision attention", rows(n, d)).await?;
+        let hidden = scratch("vision mlp", rows(n, n_ff)).await?;
+        let gelu = scratch("vision gelu", rows(n, n_ff)).await?;
+        let merged = scratch("vision merged", rows(m, wide)).await?;
+        let merged_gelu = scratch("vision merged gelu", rows(m, wide)).await?;
+        let tokens = scratch("vision tokens", rows(m, text)).await?;
+        let ones = storage_buffer(
+            &gpu,
+            "vision ones",
+            bytemuck::cast_slice(&vec![1f32; n_ff.max(wide) as usize]),
+        );
+        let freqs = vision_grid::rope_freqs(hd, ROPE_THETA);
+        let freqs = storage_buffer(&gpu, "vision rope", bytemuck::cast_slice(&freqs));
+        let grid = storage_buffer(&gpu, "vision grid", &[0u8; 12]);
+
+        let patch_step = StepInput::new(&gpu, n);
+        let mut plan = Plan::new(&gpu, &patch_step, n);
+        matvec::push(&mut plan, &patch_embd, &patches, &x, false);
+        bias::push(&mut plan, &patch_bias, Rows::One, &x, d);
+        vision_grid::push_resized_positions(&mut plan, (&positions, c.side), &grid, &x, d);
+        let heads = Heads {
+            n_head: c.n_head,
+            head_dim: hd,
+            eps: c.eps,
+        };
+        let rotation = Some((Rotation::Across, &freqs, &grid));
+        let shape = attention::Shape {
+            causal: false,
+            ..attention::Shape::causal(c.n_head, c.n_head, hd)
+        };
+        let act = c.activation;
+        for layer in &layers {
+            plan.begin_layer("vision");
+            layer_norm::push_apart(&mut plan, &x, (&layer.ln1.0, &layer.ln1.1), &xn, d, c.eps);
+            product(&mut plan, &layer.q, &xn, &q, false);
+            vision_grid::push_head_norm_rope(&mut plan, &q, heads, None, rotation);
+            product(&mut plan, &layer.k, &xn, &k, false);
+            vision_grid::push_head_norm_rope(&mut plan, &k, heads, None, rotation);
+            product(&mut plan, &layer.v, &xn, &v, false);
+            let buffers = AttentionBuffers {
+                q: &q,
+                k_cache: &k,
+                v_cache: &v,
+                cache_type: KvType::F32,
+                out: &attn,
+                sinks: None,
+            };
+            attention::push_tiled(&mut plan, shape, &buffers);
+            product(&mut plan, &layer.out, &attn, &x, true);
+            layer_norm::push_apart(&mut plan, &x, (&layer.ln2.0, &layer.ln2.1), &xn, d, c.eps);
+            product(&mut plan, &layer.up, &xn, &hidden, false);
+            let ungated = (&ones, 0, 0);
+            glu::push_rows(&mut plan, act, (&hidden, 0, n_ff), ungated, (&gelu, n_ff));
+            product(&mut plan, &layer.down, &gelu, &x, true);
+        }
+        plan.layer_boundary();
+        layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.eps);
+        plan.finish(&gpu).await?;
+
+        // xn's rows in squares of four are the tokens' rows of 4 d.
+        let token_step = StepInput::new(&gpu, m);
+        let mut head = Plan::new(&gpu, &token_step, m);
+        product(&mut head, &merger_in, &xn, &merged, false);
+        let ungated = (&ones, 0, 0);
+        let gelu_tanh = Activation::GeluTanh;
+        glu::push_rows(
+            &mut head,
+            gelu_tanh,
+            (&merged, 0, wide),
+            ungated,
+            (&merged_gelu, wide),
+        );
+        product(&mut head, &merger_out, &merged_gelu, &tokens, false);
+        head.finish(&gpu).await?;
+        Ok(Qwen3vl {
+            config: c,
+            plan,
+            head,
+            patch_step,
+            token_step,
+            grid,
+            patches,
+            tokens,
+        })
+    }
+
+    pub fn plans(&self) -> [&Plan; 2] {
+        [&self.plan, &self.head]
+    }
+
+    pub fn plans_mut(&mut self) -> [&mut Plan; 2] {
+        [&mut self.plan, &mut self.head]
+    }
+
+    /// The image's tokens, (tokens, n_embd_text) row-major, row by row of its grid of tokens.
+    pub async fn encode(&self, gpu: &Gpu, image: &Image) -> Result<Vec<f32>, Error> {
+        let c = &self.config;
+        let (w, h) = c.size_for(image)?;
+        let fitted = preprocess::fit(image, (w, h), Resample::Bicubic);
+        let values = preprocess::patches(&fitted, c.patch_size, c.mean, c.std);
+        let (cols, rows) = (w / c.patch_size, h / c.patch_size);
+        let per_patch = 3 * c.patch_size * c.patch_size;
+        let squares = preprocess::in_squares(&values, per_patch, cols, MERGE);
+        let padded = preprocess::padded_rows(&squares, per_patch, c.patch_len());
+        let (n, m) = (cols * rows, cols * rows / (MERGE * MERGE));
+        gpu.queue
+            .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows, MERGE]));
+        self.patch_step.write(gpu, 0, &vec![0; n as usize]);
+        self.token_step.write(gpu, 0, &vec![0; m as usize]);
+        let runs = [(&self.plan, n), (&self.head, m)];
+        let tokens = (&self.tokens, c.n_embd_text);
+        super::run_encoder(gpu, (&self.patches, &padded), runs, tokens).await
+    }
+}
