@@ -15,12 +15,12 @@ pub struct ProjectorArgs {
     /// A vision projector for the model (an mmproj GGUF, as llama.cpp's): a path or an http(s) URL
     #[arg(long = "mmproj")]
     pub mmproj: Option<String>,
-    /// The fewest tokens an image becomes, where the projector sizes images to their own (Gemma 4's)
-    /// [default: the projector's, 70]
+    /// The fewest tokens an image becomes, where the projector sizes images to their own (Gemma 4's,
+    /// Qwen3.5's) [default: the projector's, 70 or 8]
     #[arg(long = "image-min-tokens", value_name = "N")]
     pub image_min_tokens: Option<u32>,
-    /// The most tokens an image becomes, where the projector sizes images to their own (Gemma 4's):
-    /// fewer encode faster in less GPU memory [default: the projector's, 1120]
+    /// The most tokens an image becomes, where the projector sizes images to their own (Gemma 4's,
+    /// Qwen3.5's): fewer encode faster in less GPU memory [default: the projector's, 1120 or 4096]
     #[arg(long = "image-max-tokens", value_name = "N")]
     pub image_max_tokens: Option<u32>,
 }

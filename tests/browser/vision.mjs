@@ -1,8 +1,8 @@
 // Browser tests of images: the random Gemma 3 model with its vision projector (tests/vision.rs's files),
 // an image in a chat message through the package and through the chat page, each reply against the
 // native engine's (`wick run --mmproj --image`, whose reply tests/vision.rs checks against llama.cpp's);
-// then the random Gemma 4 model with its own (tests/vision_gemma4.rs's files) through the package,
-// against `wick chat`. Registered by run.mjs.
+// then the random Gemma 4 and Qwen3.5 models with their own (tests/vision_gemma4.rs's and
+// tests/vision_qwen35.rs's files) through the package, against `wick chat`. Registered by run.mjs.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -85,8 +85,11 @@ test('the package reads an image in a chat message as the native engine does', a
   assert.match(result.withoutProjector.message, /vision projector/);
 });
 
-test('the package reads an image for Gemma 4 as the native chat does', async () => {
-  const [model, mmproj] = ['tests/data/random-gemma4-f32.gguf', 'tests/data/random-gemma4-mmproj.gguf'];
+/**
+ * The package's greedy reply to an image and a line of text, with `model` and its projector `mmproj`,
+ * against `wick chat`'s; `markers` names the text around the image that the prompt's count shows.
+ */
+async function packageReadsAnImageAsTheNativeChat(model, mmproj, markers) {
   // `wick chat` puts its --image before the first message's text, as the package's parts below do.
   const chat = spawnSync(
     join(ROOT, 'target/release/wick'),
@@ -95,6 +98,11 @@ test('the package reads an image for Gemma 4 as the native chat does', async () 
   );
   assert.equal(chat.status, 0, chat.stderr.toString());
   const want = chat.stdout.toString().trim();
+  // The reasoning, where the template opens it (Qwen3.5's thinks first), goes to standard error
+  // after the prompt's "> ".
+  const thought = /^> ([\s\S]*?)\nwick: \d+ new prompt tokens/m.exec(chat.stderr.toString());
+  const wantReasoning = (thought?.[1] ?? '').trim();
+  assert.ok(want || wantReasoning, `the native reply says something: ${chat.stderr}`);
   const prompt = Number(/(\d+) new prompt tokens/.exec(chat.stderr.toString())[1]);
   const page = await openPage('/target/browser-test/app/');
   const result = await page.evaluate(
@@ -111,10 +119,19 @@ test('the package reads an image for Gemma 4 as the native chat does', async () 
   );
   await page.close();
   ranOn(result.stats);
-  console.log(`    reply ${JSON.stringify(result.reply.choices[0].message.content)}, native ${JSON.stringify(want)}`);
-  assert.equal(result.reply.choices[0].message.content, want);
-  assert.equal(result.reply.usage.prompt_tokens, prompt, 'the chat template around the image between <|image> and <image|>');
-});
+  const message = result.reply.choices[0].message;
+  const reasoning = (message.reasoning_content ?? '').trim();
+  console.log(`    reply ${JSON.stringify(message.content)} (reasoning ${JSON.stringify(reasoning)}), native ${JSON.stringify(want)} (${JSON.stringify(wantReasoning)})`);
+  assert.equal(message.content, want);
+  assert.equal(reasoning, wantReasoning);
+  assert.equal(result.reply.usage.prompt_tokens, prompt, `the chat template around the image between ${markers}`);
+}
+
+test('the package reads an image for Gemma 4 as the native chat does', () =>
+  packageReadsAnImageAsTheNativeChat('tests/data/random-gemma4-f32.gguf', 'tests/data/random-gemma4-mmproj.gguf', '<|image> and <image|>'));
+
+test('the package reads an image for Qwen3.5 as the native chat does (multimodal RoPE)', () =>
+  packageReadsAnImageAsTheNativeChat('tests/data/random-qwen35-f16.gguf', 'tests/data/random-qwen35-mmproj.gguf', '<|vision_start|> and <|vision_end|>'));
 
 test('the chat page takes an image from its picker, shows it in the message, keeps it, and replies as the native engine', async () => {
   const { reply: want } = nativeImageReply('<__media__>what is this');
