@@ -10,9 +10,9 @@ mod common;
 
 use common::edit_gguf::{set, variant};
 use common::gpu;
+use common::vision::{cosine, data, picture};
 use pollster::FutureExt as _;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::Value as Meta;
 use wick::gguf::{read_header, FileSource, MemorySource};
@@ -26,19 +26,8 @@ const MIN_COSINE: f64 = 0.9999;
 /// activations to f16 (the logits spread over about 2).
 const LOGIT_TOLERANCE: f32 = 0.02;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
 fn golden() -> Value {
-    let text = std::fs::read_to_string(data("tests/goldens/random-gemma3-vision.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-/// The PNG as RGB pixels.
-fn picture(rel: &str) -> Image {
-    let decoded = image::open(data(rel)).unwrap().to_rgb8();
-    Image::new(decoded.width(), decoded.height(), decoded.into_raw()).unwrap()
+    common::vision::golden("tests/goldens/random-gemma3-vision.json")
 }
 
 fn load(
@@ -60,13 +49,6 @@ fn in_memory(rel: &str) -> MemorySource {
         bytes: std::fs::read(data(rel)).unwrap(),
         name: rel.into(),
     }
-}
-
-fn cosine(a: &[f32], b: &[f64]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(&x, &y)| x as f64 * y).sum();
-    let na: f64 = a.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
-    dot / (na * nb)
 }
 
 #[test]
@@ -196,36 +178,13 @@ fn image_prompt(gpu: std::sync::Arc<wick::gpu::Gpu>, batch: u32) -> (Engine, Vec
 fn gemma3_reads_an_image_prompt_as_llama_cpp_does() {
     let Some(gpu) = gpu() else { return };
     let g = golden();
-    let want: Vec<f32> = (g["first_logits"].as_array().unwrap().iter())
-        .map(|v| v.as_f64().unwrap() as f32)
-        .collect();
     // 32 tokens: text 0..9, the image 9..25, text 25..32. Runs of 64 take it whole; of 20, the
     // first ends before the image, the second takes it and 4 tokens after; of 16, the image fills
     // the second.
     for batch in [64, 20, 16] {
         let (mut engine, prompt) = image_prompt(gpu.clone(), batch);
-        let logits = engine.prefill(&prompt).block_on().unwrap();
-        let worst = (logits.iter().zip(&want))
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        println!("runs of {batch}: max |Wick - llama.cpp| {worst:.5}");
-        assert!(
-            worst < LOGIT_TOLERANCE,
-            "runs of {batch}: a logit is {worst} from llama.cpp's"
-        );
-        // The greedy reply, teacher-forced on llama.cpp's tokens where the top two are near.
-        let mut token = argmax(&logits);
-        for (i, step) in g["greedy"].as_array().unwrap().iter().enumerate() {
-            let (id, gap) = (
-                step["id"].as_u64().unwrap() as u32,
-                step["gap"].as_f64().unwrap(),
-            );
-            if gap > 2.0 * LOGIT_TOLERANCE as f64 {
-                assert_eq!(token, id, "runs of {batch}: reply token {i}");
-            }
-            let logits = engine.step(id, true).block_on().unwrap().unwrap();
-            token = argmax(&logits);
-        }
+        let label = format!("runs of {batch}");
+        common::vision::check_image_prompt(&mut engine, &prompt, &g, LOGIT_TOLERANCE, &label);
     }
 }
 
@@ -405,8 +364,4 @@ fn images_without_a_projector_or_markers_to_match_are_refused() {
         err.contains("rows of 128") && err.contains("576 wide"),
         "{err}"
     );
-}
-
-fn argmax(v: &[f32]) -> u32 {
-    (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32
 }

@@ -10,7 +10,7 @@
 mod common;
 
 use common::gpu;
-use common::vision::{self, argmax, check_tokens, data, picture, prompt_with_rows};
+use common::vision::{self, check_image_prompt, check_tokens, data, picture, prompt_with_rows};
 use pollster::FutureExt as _;
 use serde_json::Value;
 use std::sync::Arc;
@@ -109,35 +109,12 @@ fn image_prompt(gpu: Arc<Gpu>, batch: u32, per_layer_on_gpu: bool) -> (Engine, V
 fn gemma4_reads_an_image_prompt_as_llama_cpp_does() {
     let Some(gpu) = gpu() else { return };
     let g = golden();
-    let want: Vec<f32> = (g["first_logits"].as_array().unwrap().iter())
-        .map(|v| v.as_f64().unwrap() as f32)
-        .collect();
     // 107 tokens, the image at 14..94. Runs of 128 take it whole; runs of 90 end before it, the
     // second starts at it.
     for (batch, per_layer_on_gpu) in [(128, false), (90, true)] {
         let (mut engine, prompt) = image_prompt(gpu.clone(), batch, per_layer_on_gpu);
-        let logits = engine.prefill(&prompt).block_on().unwrap();
-        let worst = (logits.iter().zip(&want))
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        println!("runs of {batch}, per-layer table on the GPU {per_layer_on_gpu}: max |Wick - llama.cpp| {worst:.5}");
-        assert!(
-            worst < LOGIT_TOLERANCE,
-            "runs of {batch}: a logit is {worst} from llama.cpp's"
-        );
-        // The greedy reply, teacher-forced on llama.cpp's tokens where the top two are near.
-        let mut token = argmax(&logits);
-        for (i, step) in g["greedy"].as_array().unwrap().iter().enumerate() {
-            let (id, gap) = (
-                step["id"].as_u64().unwrap() as u32,
-                step["gap"].as_f64().unwrap(),
-            );
-            if gap > 2.0 * LOGIT_TOLERANCE as f64 {
-                assert_eq!(token, id, "runs of {batch}: reply token {i}");
-            }
-            let logits = engine.step(id, true).block_on().unwrap().unwrap();
-            token = argmax(&logits);
-        }
+        let label = format!("runs of {batch}, per-layer table on the GPU {per_layer_on_gpu}");
+        check_image_prompt(&mut engine, &prompt, &g, LOGIT_TOLERANCE, &label);
     }
 }
 

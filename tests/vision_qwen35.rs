@@ -12,7 +12,7 @@
 mod common;
 
 use common::gpu;
-use common::vision::{argmax, check_tokens, data, golden, picture, prompt_with_rows};
+use common::vision::{check_image_prompt, check_tokens, data, golden, picture, prompt_with_rows};
 use pollster::FutureExt as _;
 use serde_json::Value;
 use std::sync::Arc;
@@ -108,36 +108,12 @@ fn image_prompt(gpu: Arc<Gpu>, batch: u32) -> (Engine, Vec<u32>) {
 fn qwen35_reads_an_image_prompt_as_llama_cpp_does() {
     let Some(gpu) = gpu() else { return };
     let g = qwen_golden();
-    let want: Vec<f32> = (g["first_logits"].as_array().unwrap().iter())
-        .map(|v| v.as_f64().unwrap() as f32)
-        .collect();
     // 73 tokens, the image at 22..52. Runs of 128 take it whole; runs of 40 end before it, the
-    // second starts at it.
+    // second starts at it. The reply's steps turn 24 positions behind their cache rows.
     for batch in [128, 40] {
         let (mut engine, prompt) = image_prompt(gpu.clone(), batch);
-        let logits = engine.prefill(&prompt).block_on().unwrap();
-        let worst = (logits.iter().zip(&want))
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        println!("runs of {batch}: max |Wick - llama.cpp| {worst:.5}");
-        assert!(
-            worst < LOGIT_TOLERANCE,
-            "runs of {batch}: a logit is {worst} from llama.cpp's"
-        );
-        // The greedy reply, teacher-forced on llama.cpp's tokens where the top two are near: each
-        // step turns 24 positions behind its cache row.
-        let mut token = argmax(&logits);
-        for (i, step) in g["greedy"].as_array().unwrap().iter().enumerate() {
-            let (id, gap) = (
-                step["id"].as_u64().unwrap() as u32,
-                step["gap"].as_f64().unwrap(),
-            );
-            if gap > 2.0 * LOGIT_TOLERANCE as f64 {
-                assert_eq!(token, id, "runs of {batch}: reply token {i}");
-            }
-            let logits = engine.step(id, true).block_on().unwrap().unwrap();
-            token = argmax(&logits);
-        }
+        let label = format!("runs of {batch}");
+        check_image_prompt(&mut engine, &prompt, &g, LOGIT_TOLERANCE, &label);
     }
 }
 

@@ -71,6 +71,7 @@ impl Config {
                 "tensor v.position_embd.weight has shape {positions:?}, not [{n_embd}, positions, 2]"
             )));
         }
+        let (min_tokens, max_tokens) = super::token_bounds(budget, (MIN_TOKENS, MAX_TOKENS))?;
         let c = Config {
             patch_size: m.meta_u32("vision.patch_size")?,
             n_embd,
@@ -84,17 +85,9 @@ impl Config {
             merge: m.meta_u32_or("vision.projector.scale_factor", 3)?,
             n_embd_text: projection.get(1).copied().unwrap_or(0) as u32,
             positions: positions[1] as u32,
-            // A most below mtmd's least lowers the least with it.
-            min_tokens: (budget.min_tokens)
-                .unwrap_or(MIN_TOKENS.min(budget.max_tokens.unwrap_or(MAX_TOKENS))),
-            max_tokens: budget.max_tokens.unwrap_or(MAX_TOKENS),
+            min_tokens,
+            max_tokens,
         };
-        if c.min_tokens == 0 || c.max_tokens == 0 || c.min_tokens > c.max_tokens {
-            return Err(bad(format!(
-                "images of {} to {} tokens: the least must be 1 or more and at most the most",
-                c.min_tokens, c.max_tokens
-            )));
-        }
         if projection.first() != Some(&(n_embd as u64)) {
             return Err(bad(format!(
                 "tensor mm.input_projection.weight has shape {projection:?}, not [{n_embd}, text width]"
@@ -103,25 +96,7 @@ impl Config {
         if c.patch_size == 0 || c.merge == 0 || c.n_layer == 0 {
             return Err(bad("patches, pooling and layers must not be empty".into()));
         }
-        let head_dim = c.n_embd / c.n_head.max(1);
-        if c.n_head == 0
-            || !c.n_embd.is_multiple_of(c.n_head)
-            || !head_dim.is_multiple_of(4)
-            || head_dim > attention::MAX_HEAD_DIM
-        {
-            return Err(bad(format!(
-                "{} heads do not split a width of {} into heads a multiple of 4 wide, at most {}",
-                c.n_head,
-                c.n_embd,
-                attention::MAX_HEAD_DIM
-            )));
-        }
-        if !c.n_embd.is_multiple_of(32) || !c.n_embd_text.is_multiple_of(32) {
-            return Err(bad(format!(
-                "widths of {} and {} are not multiples of 32",
-                c.n_embd, c.n_embd_text
-            )));
-        }
+        super::check_widths(c.n_embd, c.n_head, c.n_embd_text)?;
         Ok(c)
     }
 
@@ -132,22 +107,9 @@ impl Config {
 
     /// The size an image is scaled to, in pixels, each side a whole number of tokens.
     pub fn size_for(&self, image: &Image) -> Result<(u32, u32), Error> {
-        let area = (self.token_side() as u64).pow(2);
-        let budget = (self.min_tokens as u64 * area, self.max_tokens as u64 * area);
-        let (w, h) = preprocess::size_preserving_ratio(
-            (image.width, image.height),
-            self.token_side(),
-            budget,
-        );
+        let bounds = (self.min_tokens, self.max_tokens);
+        let (w, h) = super::size_in_tokens(image, self.token_side(), bounds)?;
         let (cols, rows) = (w / self.patch_size, h / self.patch_size);
-        let tokens = (cols / self.merge) * (rows / self.merge);
-        if tokens > self.max_tokens {
-            // Scaled up to the least, each side rounded up: past the most where they are near.
-            return Err(Error::Model(format!(
-                "an image of {} x {} pixels makes {tokens} tokens, more than the {} the projector takes",
-                image.width, image.height, self.max_tokens
-            )));
-        }
         if cols > self.positions || rows > self.positions {
             return Err(Error::Model(format!(
                 "an image of {} x {} pixels makes a grid of {cols} x {rows} patches, but the projector's positions reach {} a side",
@@ -300,18 +262,10 @@ const NOT_RUN: &[&str] = &[
 /// The loaded projector: its plans, and the buffers an image goes in and its tokens come out of.
 pub struct Gemma4v {
     pub config: Config,
-    /// The encoder over the image's patches, each a token of the run, and the pooling.
-    plan: Plan,
-    /// The pooled grid's norm and projection, each of the image's tokens a token of the run.
-    head: Plan,
-    patch_step: StepInput,
-    token_step: StepInput,
-    /// { cols, rows }: the image's grid of patches.
+    /// The encoder over the image's patches and the pooling; the pooled grid's norm and projection.
+    pub(super) runs: super::Runs,
+    /// { cols, rows, merge }: the image's grid of patches.
     grid: wgpu::Buffer,
-    /// (patches, patch_len): the image's patches, written before each run.
-    patches: wgpu::Buffer,
-    /// (tokens, n_embd_text): the image's tokens.
-    tokens: wgpu::Buffer,
 }
 
 impl Gemma4v {
@@ -490,27 +444,22 @@ impl Gemma4v {
         rms_norm::push(&mut head, &pooled, &ones, &pooled_n, d, c.eps);
         projection.push(&mut head, &pooled_n, &tokens, &clip);
         head.finish(&gpu).await?;
+        let runs = super::Runs {
+            patch_step,
+            plan,
+            token_step,
+            head,
+            patches,
+            tokens: (tokens, text),
+        };
         Ok(Gemma4v {
             config: c,
-            plan,
-            head,
-            patch_step,
-            token_step,
+            runs,
             grid,
-            patches,
-            tokens,
         })
     }
 
-    pub fn plans(&self) -> [&Plan; 2] {
-        [&self.plan, &self.head]
-    }
-
-    pub fn plans_mut(&mut self) -> [&mut Plan; 2] {
-        [&mut self.plan, &mut self.head]
-    }
-
-    /// The image's tokens, (tokens_for(image), n_embd_text) row-major.
+    /// The image's tokens, (tokens, n_embd_text) row-major, row by row of its grid of tokens.
     pub async fn encode(&self, gpu: &Gpu, image: &Image) -> Result<Vec<f32>, Error> {
         let c = &self.config;
         let (w, h) = c.size_for(image)?;
@@ -524,10 +473,6 @@ impl Gemma4v {
         let (n, m) = (cols * rows, cols * rows / (c.merge * c.merge));
         gpu.queue
             .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows, 1]));
-        self.patch_step.write(gpu, 0, &vec![0; n as usize]);
-        self.token_step.write(gpu, 0, &vec![0; m as usize]);
-        let runs = [(&self.plan, n), (&self.head, m)];
-        let tokens = (&self.tokens, c.n_embd_text);
-        super::run_encoder(gpu, (&self.patches, &padded), runs, tokens).await
+        self.runs.run(gpu, &padded, (n, m)).await
     }
 }

@@ -14,7 +14,7 @@ pub mod siglip;
 mod weights;
 
 use crate::gguf::{ByteSource, Header};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::Error;
 use std::sync::Arc;
@@ -115,26 +115,102 @@ fn activation(m: &Meta) -> Result<crate::ops::glu::Activation, Error> {
     }
 }
 
-/// An encoder's run over one image: its patches (`padded_rows` of the image's values) written into
-/// `patches`, the encoder's plan over `n` patches and the head's over `m` tokens recorded into one
-/// pass and submitted once, and the head's `m` rows of `width` read back from `tokens`.
-async fn run_encoder(
-    gpu: &Gpu,
-    (patches, values): (&wgpu::Buffer, &[f32]),
-    [(plan, n), (head, m)]: [(&crate::gpu::Plan, u32); 2],
-    (tokens, width): (&wgpu::Buffer, u32),
-) -> Result<Vec<f32>, Error> {
-    gpu.queue
-        .write_buffer(patches, 0, bytemuck::cast_slice(values));
-    let mut enc = gpu.device.create_command_encoder(&Default::default());
-    {
-        let mut pass = enc.begin_compute_pass(&Default::default());
-        plan.record(&mut pass, n);
-        head.record(&mut pass, m);
+/// The least and most tokens an image may become: the budget's where it gives them, else the
+/// projector's own `(least, most)` (a most below the projector's least lowers the least with it).
+fn token_bounds(budget: TokenBudget, (least, most): (u32, u32)) -> Result<(u32, u32), Error> {
+    let most = budget.max_tokens.unwrap_or(most);
+    let least = budget.min_tokens.unwrap_or(least.min(most));
+    if least == 0 || most == 0 || least > most {
+        return Err(Error::Model(format!(
+            "vision projector: images of {least} to {most} tokens: the least must be 1 or more and at most the most"
+        )));
     }
-    gpu.queue.submit([enc.finish()]);
-    let len = m as usize * width as usize;
-    Ok(crate::gpu::read_back_f32(gpu, tokens, len).await?)
+    Ok((least, most))
+}
+
+/// Checks what the kernels need of an encoder's widths: `n_head` heads splitting `n_embd` into heads
+/// a multiple of 4 wide and at most attention's widest, and both widths multiples of 32.
+fn check_widths(n_embd: u32, n_head: u32, n_embd_text: u32) -> Result<(), Error> {
+    let widest = crate::ops::attention::MAX_HEAD_DIM;
+    let head_dim = n_embd / n_head.max(1);
+    if n_head == 0
+        || !n_embd.is_multiple_of(n_head)
+        || !head_dim.is_multiple_of(4)
+        || head_dim > widest
+    {
+        return Err(Error::Model(format!(
+            "vision projector: {n_head} heads do not split a width of {n_embd} into heads a multiple of 4 wide, at most {widest}"
+        )));
+    }
+    if !n_embd.is_multiple_of(32) || !n_embd_text.is_multiple_of(32) {
+        return Err(Error::Model(format!(
+            "vision projector: widths of {n_embd} and {n_embd_text} are not multiples of 32"
+        )));
+    }
+    Ok(())
+}
+
+/// The size `image` is scaled to by a projector that sizes images near their own, each token `side`
+/// pixels a side: each side a whole number of tokens, `least` to `most` tokens in all.
+fn size_in_tokens(
+    image: &Image,
+    side: u32,
+    (least, most): (u32, u32),
+) -> Result<(u32, u32), Error> {
+    let area = (side as u64).pow(2);
+    let pixels = (least as u64 * area, most as u64 * area);
+    let (w, h) = preprocess::size_preserving_ratio((image.width, image.height), side, pixels);
+    let tokens = (w / side) * (h / side);
+    if tokens > most {
+        // Scaled up to the least, each side rounded up: past the most where they are near.
+        return Err(Error::Model(format!(
+            "an image of {} x {} pixels makes {tokens} tokens, more than the {most} the projector takes",
+            image.width, image.height
+        )));
+    }
+    Ok((w, h))
+}
+
+/// An encoder's two plans and what they read and write, made for its largest image: the plan over an
+/// image's patches (each a token of its run) and the head's over its tokens, each with its input, the
+/// buffer the patches' values go in and the one the tokens' rows of `width` come out of.
+struct Runs {
+    patch_step: StepInput,
+    plan: Plan,
+    token_step: StepInput,
+    head: Plan,
+    patches: wgpu::Buffer,
+    tokens: (wgpu::Buffer, u32),
+}
+
+impl Runs {
+    fn plans(&self) -> [&Plan; 2] {
+        [&self.plan, &self.head]
+    }
+
+    fn plans_mut(&mut self) -> [&mut Plan; 2] {
+        [&mut self.plan, &mut self.head]
+    }
+
+    /// One image: its patches' values (`padded_rows` of them) written, the plan over its `n` patches
+    /// and the head's over its `m` tokens recorded into one pass and submitted once, and the head's
+    /// `m` rows read back.
+    async fn run(&self, gpu: &Gpu, values: &[f32], (n, m): (u32, u32)) -> Result<Vec<f32>, Error> {
+        self.patch_step.write(gpu, 0, &vec![0; n as usize]);
+        self.token_step.write(gpu, 0, &vec![0; m as usize]);
+        gpu.queue
+            .write_buffer(&self.patches, 0, bytemuck::cast_slice(values));
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            self.plan.record(&mut pass, n);
+            self.head.record(&mut pass, m);
+        }
+        gpu.queue.submit([enc.finish()]);
+        let (tokens, width) = &self.tokens;
+        let len = m as usize * *width as usize;
+        Ok(crate::gpu::read_back_f32(gpu, tokens, len).await?)
+    }
 }
 
 /// Three values, one for each colour channel, of the metadata clip.vision.`key`.
@@ -242,19 +318,19 @@ impl Projector {
     }
 
     /// Its plans, for tuning their kernel shapes with the model's (`Engine::attach_projector`).
-    pub(crate) fn plans(&self) -> [&crate::gpu::Plan; 2] {
+    pub(crate) fn plans(&self) -> [&Plan; 2] {
         match &self.encoder {
-            Encoder::Gemma3(e) => e.plans(),
-            Encoder::Gemma4(e) => e.plans(),
-            Encoder::Qwen3vl(e) => e.plans(),
+            Encoder::Gemma3(e) => e.runs.plans(),
+            Encoder::Gemma4(e) => e.runs.plans(),
+            Encoder::Qwen3vl(e) => e.runs.plans(),
         }
     }
 
-    pub(crate) fn plans_mut(&mut self) -> [&mut crate::gpu::Plan; 2] {
+    pub(crate) fn plans_mut(&mut self) -> [&mut Plan; 2] {
         match &mut self.encoder {
-            Encoder::Gemma3(e) => e.plans_mut(),
-            Encoder::Gemma4(e) => e.plans_mut(),
-            Encoder::Qwen3vl(e) => e.plans_mut(),
+            Encoder::Gemma3(e) => e.runs.plans_mut(),
+            Encoder::Gemma4(e) => e.runs.plans_mut(),
+            Encoder::Qwen3vl(e) => e.runs.plans_mut(),
         }
     }
 

@@ -93,6 +93,7 @@ impl Config {
                     .into(),
             ));
         }
+        let (min_tokens, max_tokens) = super::token_bounds(budget, (MIN_TOKENS, MAX_TOKENS))?;
         let c = Config {
             patch_size: m.meta_u32("vision.patch_size")?,
             n_embd,
@@ -105,38 +106,13 @@ impl Config {
             activation: super::activation(m)?,
             n_embd_text: dims("mm.2.bias")?.first().copied().unwrap_or(0) as u32,
             side,
-            min_tokens: (budget.min_tokens)
-                .unwrap_or(MIN_TOKENS.min(budget.max_tokens.unwrap_or(MAX_TOKENS))),
-            max_tokens: budget.max_tokens.unwrap_or(MAX_TOKENS),
+            min_tokens,
+            max_tokens,
         };
-        if c.min_tokens == 0 || c.max_tokens == 0 || c.min_tokens > c.max_tokens {
-            return Err(bad(format!(
-                "images of {} to {} tokens: the least must be 1 or more and at most the most",
-                c.min_tokens, c.max_tokens
-            )));
-        }
         if c.patch_size == 0 || c.n_layer == 0 || side == 0 {
             return Err(bad("patches, positions and layers must not be empty".into()));
         }
-        let head_dim = c.n_embd / c.n_head.max(1);
-        if c.n_head == 0
-            || !c.n_embd.is_multiple_of(c.n_head)
-            || !head_dim.is_multiple_of(4)
-            || head_dim > attention::MAX_HEAD_DIM
-        {
-            return Err(bad(format!(
-                "{} heads do not split a width of {} into heads a multiple of 4 wide, at most {}",
-                c.n_head,
-                c.n_embd,
-                attention::MAX_HEAD_DIM
-            )));
-        }
-        if !c.n_embd.is_multiple_of(32) || !c.n_embd_text.is_multiple_of(32) {
-            return Err(bad(format!(
-                "widths of {} and {} are not multiples of 32",
-                c.n_embd, c.n_embd_text
-            )));
-        }
+        super::check_widths(c.n_embd, c.n_head, c.n_embd_text)?;
         Ok(c)
     }
 
@@ -147,19 +123,8 @@ impl Config {
 
     /// The size an image is scaled to, in pixels, each side a whole number of tokens.
     pub fn size_for(&self, image: &Image) -> Result<(u32, u32), Error> {
-        let side = self.token_side();
-        let area = (side as u64).pow(2);
-        let budget = (self.min_tokens as u64 * area, self.max_tokens as u64 * area);
-        let (w, h) = preprocess::size_preserving_ratio((image.width, image.height), side, budget);
-        let tokens = (w / side) * (h / side);
-        if tokens > self.max_tokens {
-            // Scaled up to the least, each side rounded up: past the most where they are near.
-            return Err(Error::Model(format!(
-                "an image of {} x {} pixels makes {tokens} tokens, more than the {} the projector takes",
-                image.width, image.height, self.max_tokens
-            )));
-        }
-        Ok((w, h))
+        let bounds = (self.min_tokens, self.max_tokens);
+        super::size_in_tokens(image, self.token_side(), bounds)
     }
 
     /// The grid of tokens `image` becomes.
@@ -203,18 +168,11 @@ const NOT_RUN: &[&str] = &["v.pre_ln.weight", "v.blk.0.ffn_gate.weight"];
 /// The loaded projector: its plans, and the buffers an image goes in and its tokens come out of.
 pub struct Qwen3vl {
     pub config: Config,
-    /// The encoder over the image's patches, each a token of the run, and the final norm.
-    plan: Plan,
-    /// The projection of each square of four patches, each of the image's tokens a token of the run.
-    head: Plan,
-    patch_step: StepInput,
-    token_step: StepInput,
+    /// The encoder over the image's patches and the final norm; the projection of each square of
+    /// four patches, a token.
+    pub(super) runs: super::Runs,
     /// { cols, rows, merge }: the image's grid of patches, in squares.
     grid: wgpu::Buffer,
-    /// (patches, patch_len): the image's patches, written before each run.
-    patches: wgpu::Buffer,
-    /// (tokens, n_embd_text): the image's tokens.
-    tokens: wgpu::Buffer,
 }
 
 /// Adds y = W x + b (y += W x + b where `accumulate`).
@@ -365,24 +323,19 @@ impl Qwen3vl {
         );
         product(&mut head, &merger_out, &merged_gelu, &tokens, false);
         head.finish(&gpu).await?;
+        let runs = super::Runs {
+            patch_step,
+            plan,
+            token_step,
+            head,
+            patches,
+            tokens: (tokens, text),
+        };
         Ok(Qwen3vl {
             config: c,
-            plan,
-            head,
-            patch_step,
-            token_step,
+            runs,
             grid,
-            patches,
-            tokens,
         })
-    }
-
-    pub fn plans(&self) -> [&Plan; 2] {
-        [&self.plan, &self.head]
-    }
-
-    pub fn plans_mut(&mut self) -> [&mut Plan; 2] {
-        [&mut self.plan, &mut self.head]
     }
 
     /// The image's tokens, (tokens, n_embd_text) row-major, row by row of its grid of tokens.
@@ -398,10 +351,6 @@ impl Qwen3vl {
         let (n, m) = (cols * rows, cols * rows / (MERGE * MERGE));
         gpu.queue
             .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows, MERGE]));
-        self.patch_step.write(gpu, 0, &vec![0; n as usize]);
-        self.token_step.write(gpu, 0, &vec![0; m as usize]);
-        let runs = [(&self.plan, n), (&self.head, m)];
-        let tokens = (&self.tokens, c.n_embd_text);
-        super::run_encoder(gpu, (&self.patches, &padded), runs, tokens).await
+        self.runs.run(gpu, &padded, (n, m)).await
     }
 }

@@ -74,23 +74,7 @@ impl Config {
                 c.merge
             )));
         }
-        let max_head = attention::MAX_HEAD_DIM;
-        if c.n_head == 0
-            || !c.n_embd.is_multiple_of(c.n_head)
-            || !(c.n_embd / c.n_head).is_multiple_of(4)
-            || c.n_embd / c.n_head > max_head
-        {
-            return Err(bad(format!(
-                "{} heads do not split a width of {} into heads a multiple of 4 wide, at most {max_head}",
-                c.n_head, c.n_embd
-            )));
-        }
-        if !c.n_embd.is_multiple_of(32) || !c.n_embd_text.is_multiple_of(32) {
-            return Err(bad(format!(
-                "widths of {} and {} are not multiples of 32",
-                c.n_embd, c.n_embd_text
-            )));
-        }
+        super::check_widths(c.n_embd, c.n_head, c.n_embd_text)?;
         Ok(c)
     }
 
@@ -137,14 +121,8 @@ struct Layer {
 /// The loaded projector: its plan, and the buffers an image goes in and its tokens come out of.
 pub struct Siglip {
     pub config: Config,
-    /// The encoder over the image's patches, each a token of the run.
-    plan: Plan,
-    /// The pooled grid's norm and projection, each of the image's tokens a token of the run.
-    head: Plan,
-    /// (n_patches, patch_len): the image's patches, written before each run.
-    patches: wgpu::Buffer,
-    /// (n_tokens, n_embd_text): the image's tokens.
-    tokens: wgpu::Buffer,
+    /// The encoder over the image's patches and the pooling; the pooled grid's norm and projection.
+    pub(super) runs: super::Runs,
 }
 
 impl Siglip {
@@ -219,8 +197,8 @@ impl Siglip {
 
         // Every patch is a token of one run, at positions 0..n: the learned positions are read by
         // position, and attention sees the whole run both ways.
-        let step = StepInput::with(&gpu, 0, &vec![0; n as usize]);
-        let mut plan = Plan::new(&gpu, &step, n);
+        let patch_step = StepInput::new(&gpu, n);
+        let mut plan = Plan::new(&gpu, &patch_step, n);
         matvec::push(&mut plan, &patch_embd, &patches, &x, false);
         bias::push(&mut plan, &patch_bias, Rows::One, &x, d);
         add_position::push(&mut plan, (&positions, true), &x, d);
@@ -270,26 +248,20 @@ impl Siglip {
         avg_pool::push(&mut plan, (&xn, &grid, c.merge), mean, &pooled, d);
         plan.finish(&gpu).await?;
         let m = c.n_tokens();
-        let head_step = StepInput::with(&gpu, 0, &vec![0; m as usize]);
-        let mut head = Plan::new(&gpu, &head_step, m);
+        let token_step = StepInput::new(&gpu, m);
+        let mut head = Plan::new(&gpu, &token_step, m);
         rms_norm::push(&mut head, &pooled, &soft_emb_norm, &pooled_n, d, c.eps);
         matvec::push(&mut head, &projection, &pooled_n, &tokens, false);
         head.finish(&gpu).await?;
-        Ok(Siglip {
-            config: c,
+        let runs = super::Runs {
+            patch_step,
             plan,
+            token_step,
             head,
             patches,
-            tokens,
-        })
-    }
-
-    pub fn plans(&self) -> [&Plan; 2] {
-        [&self.plan, &self.head]
-    }
-
-    pub fn plans_mut(&mut self) -> [&mut Plan; 2] {
-        [&mut self.plan, &mut self.head]
+            tokens: (tokens, c.n_embd_text),
+        };
+        Ok(Siglip { config: c, runs })
     }
 
     /// The image's tokens, (n_tokens, n_embd_text) row-major: scaled into the encoder's square,
@@ -301,8 +273,7 @@ impl Siglip {
         let values = preprocess::patches(&square, c.patch_size, c.mean, c.std);
         let per_patch = 3 * c.patch_size * c.patch_size;
         let padded = preprocess::padded_rows(&values, per_patch, c.patch_len());
-        let runs = [(&self.plan, self.plan.batch), (&self.head, self.head.batch)];
-        let tokens = (&self.tokens, c.n_embd_text);
-        super::run_encoder(gpu, (&self.patches, &padded), runs, tokens).await
+        let (n, m) = (c.n_patches(), c.n_tokens());
+        self.runs.run(gpu, &padded, (n, m)).await
     }
 }

@@ -81,3 +81,40 @@ pub fn prompt_with_rows(golden: &Value, n_vocab: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+/// `engine` reading `prompt` (an image's rows injected) as llama.cpp did in `golden`: the logits
+/// after it within `tolerance` of its `first_logits`, and its `greedy` reply, teacher-forced on
+/// llama.cpp's tokens, the same wherever the top two are more than twice the tolerance apart.
+/// `label` names the run in messages.
+pub fn check_image_prompt(
+    engine: &mut wick::engine::Engine,
+    prompt: &[u32],
+    golden: &Value,
+    tolerance: f32,
+    label: &str,
+) {
+    let want: Vec<f32> = (golden["first_logits"].as_array().unwrap().iter())
+        .map(|v| v.as_f64().unwrap() as f32)
+        .collect();
+    let logits = engine.prefill(prompt).block_on().unwrap();
+    let worst = (logits.iter().zip(&want))
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    println!("{label}: max |Wick - llama.cpp| {worst:.5}");
+    assert!(
+        worst < tolerance,
+        "{label}: a logit is {worst} from llama.cpp's"
+    );
+    let mut token = argmax(&logits);
+    for (i, step) in golden["greedy"].as_array().unwrap().iter().enumerate() {
+        let (id, gap) = (
+            step["id"].as_u64().unwrap() as u32,
+            step["gap"].as_f64().unwrap(),
+        );
+        if gap > 2.0 * tolerance as f64 {
+            assert_eq!(token, id, "{label}: reply token {i}");
+        }
+        let logits = engine.step(id, true).block_on().unwrap().unwrap();
+        token = argmax(&logits);
+    }
+}
