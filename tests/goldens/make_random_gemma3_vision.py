@@ -16,43 +16,28 @@ tokens of width 128; F16 matrices, F32 patch bias and positions, mean and std 0.
 (147 values) and the MLP (120) are not multiples of 32, as SigLIP's 588 and 4304 are not. The image is
 100 x 75 (random colours over gradients), so preprocessing scales it down to 56 x 42 and pads it.
 """
-import json
 import os
-import subprocess
 import sys
 
 import gguf
 import numpy as np
-from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy_siglip  # noqa: E402
 from random_vocab import N_VOCAB, vocabulary  # noqa: E402
+from vision_goldens import (PICTURE, ROOT, add_tower, bias, gain, golden, llama_cpp_run, mat,  # noqa: E402
+                            picture, row_cosines, rounded, write_gguf, write_golden)
 
 SEED = 20261129
 IMAGE, PATCH, D, N_HEAD, N_FF, N_LAYER, MERGE, EPS = 56, 7, 64, 4, 120, 2, 2, 1e-6
 TEXT_EMBD = 128
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MMPROJ = "tests/data/random-gemma3-mmproj.gguf"
 TEXT = "tests/data/random-gemma3.gguf"
-PICTURE = "tests/data/vision-test.png"
 GOLDEN = "tests/goldens/random-gemma3-vision.json"
 # The image at mtmd's marker, between <start_of_image> and <end_of_image>; BOS added.
 PROMPT = "look at <__media__> and tell"
 N_GREEDY = 12
-
-
-def mat(rng, rows, cols, scale=1.0):
-    return (rng.standard_normal((rows, cols)) * scale / np.sqrt(cols)).astype(np.float16)
-
-
-def vec(rng, n, scale=0.1):
-    return (rng.standard_normal(n) * scale).astype(np.float32)
-
-
-def gain(rng, n):
-    return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
 
 # The projector's shape: this file's tiny one; scripts/make-siglip-shape.py writes Gemma 3's own.
@@ -65,19 +50,19 @@ def mmproj(path, rng, shape=TINY):
     n_patch = (image // patch) ** 2
     w = {
         "v.patch_embd.weight": (rng.standard_normal((d, 3, patch, patch)) / np.sqrt(3 * patch * patch)).astype(np.float16),
-        "v.patch_embd.bias": vec(rng, d),
+        "v.patch_embd.bias": bias(rng, d),
         "v.position_embd.weight": (0.5 * rng.standard_normal((n_patch, d))).astype(np.float32),
     }
     for i in range(shape["n_layer"]):
         p = f"v.blk.{i}."
         for n in ["attn_q", "attn_k", "attn_v", "attn_out"]:
             w[p + n + ".weight"] = mat(rng, d, d, 2.0 if n in ("attn_q", "attn_k") else 1.0)
-            w[p + n + ".bias"] = vec(rng, d)
-        w[p + "ln1.weight"], w[p + "ln1.bias"] = gain(rng, d), vec(rng, d)
-        w[p + "ln2.weight"], w[p + "ln2.bias"] = gain(rng, d), vec(rng, d)
-        w[p + "ffn_up.weight"], w[p + "ffn_up.bias"] = mat(rng, n_ff, d), vec(rng, n_ff)
-        w[p + "ffn_down.weight"], w[p + "ffn_down.bias"] = mat(rng, d, n_ff), vec(rng, d)
-    w["v.post_ln.weight"], w["v.post_ln.bias"] = gain(rng, d), vec(rng, d)
+            w[p + n + ".bias"] = bias(rng, d)
+        w[p + "ln1.weight"], w[p + "ln1.bias"] = gain(rng, d), bias(rng, d)
+        w[p + "ln2.weight"], w[p + "ln2.bias"] = gain(rng, d), bias(rng, d)
+        w[p + "ffn_up.weight"], w[p + "ffn_up.bias"] = mat(rng, n_ff, d), bias(rng, n_ff)
+        w[p + "ffn_down.weight"], w[p + "ffn_down.bias"] = mat(rng, d, n_ff), bias(rng, d)
+    w["v.post_ln.weight"], w["v.post_ln.bias"] = gain(rng, d), bias(rng, d)
     w["mm.soft_emb_norm.weight"] = gain(rng, d)
     # Gemma 3's projection is stored as the product reads it: (vision width, text width).
     w["mm.input_projection.weight"] = (rng.standard_normal((d, text)) / np.sqrt(d)).astype(np.float16)
@@ -88,11 +73,7 @@ def mmproj(path, rng, shape=TINY):
     wr.add_bool("clip.has_vision_encoder", True)
     wr.add_clip_projector_type(gguf.VisionProjectorType.GEMMA3)
     wr.add_vision_image_size(image)
-    wr.add_vision_patch_size(patch)
-    wr.add_vision_embedding_length(d)
-    wr.add_vision_feed_forward_length(n_ff)
-    wr.add_vision_block_count(shape["n_layer"])
-    wr.add_vision_head_count(shape["n_head"])
+    add_tower(wr, shape)
     wr.add_vision_projection_dim(text)
     wr.add_vision_image_mean([0.5, 0.5, 0.5])
     wr.add_vision_image_std([0.5, 0.5, 0.5])
@@ -100,12 +81,7 @@ def mmproj(path, rng, shape=TINY):
     wr.add_vision_use_gelu(True)
     if shape["merge"] != 4:  # llama.cpp's converter writes it only where it is not Gemma 3's 4
         wr.add_vision_projector_scale_factor(shape["merge"])
-    for name, t in w.items():
-        wr.add_tensor(name, t)
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
+    write_gguf(wr, w)
 
 
 def text_model(path, rng):
@@ -161,39 +137,7 @@ def text_model(path, rng):
     wr.add_add_bos_token(True)
     # The messages' text as it is, so a chat request renders to the golden's prompt.
     wr.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
-    for name, t in w.items():
-        wr.add_tensor(name, t)
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
-
-
-def picture(path, rng):
-    y, x = np.mgrid[0:75, 0:100]
-    base = np.stack([x * 2.5, y * 3.4, (x + y) * 1.4], -1)
-    noise = rng.integers(0, 90, (75, 100, 3))
-    Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8)).save(path)
-
-
-def llama_cpp_run():
-    """The image's embeddings, the prompt's tokens, the logits after it and the greedy reply, from
-    libmtmd and llama.cpp, through tests/goldens/mtmd_embed.cpp."""
-    src, build = os.environ["LLAMA_CPP"], os.environ["LLAMA_CPP_BUILD"]
-    exe = os.path.join(build, "mtmd_embed")
-    subprocess.run(
-        ["c++", "-O2", "-std=c++17", os.path.join(ROOT, "tests/goldens/mtmd_embed.cpp"), "-o", exe,
-         f"-I{src}/include", f"-I{src}/ggml/include", f"-I{src}/tools/mtmd",
-         f"-L{build}/bin", "-lmtmd", "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{build}/bin"],
-        check=True)
-    out = subprocess.run([exe, TEXT, MMPROJ, PICTURE, PROMPT, str(N_GREEDY)], check=True, capture_output=True,
-                         text=True, cwd=ROOT)
-    lines = [line.split() for line in out.stdout.strip().splitlines()]
-    embd = np.array([[float(v) for v in l[1:]] for l in lines if l[0] == "embd"])
-    prompt = next([int(v) for v in l[1:]] for l in lines if l[0] == "prompt")
-    logits = next([round(float(v), 4) for v in l[1:]] for l in lines if l[0] == "logits")
-    greedy = [{"id": int(l[1]), "gap": round(float(l[2]), 4)} for l in lines if l[0] == "greedy"]
-    return embd, prompt, logits, greedy
+    write_gguf(wr, w)
 
 
 def main():
@@ -201,31 +145,20 @@ def main():
     rng = np.random.default_rng(SEED)
     mmproj(MMPROJ, rng)
     text_model(TEXT, rng)
-    picture(PICTURE, rng)
+    picture(PICTURE, rng, 100, 75, (2.5, 3.4, 1.4))
     meta, w = numpy_siglip.load(MMPROJ)
     ref = numpy_siglip.encode(meta, w, numpy_siglip.preprocess(meta, PICTURE))
-    ours, prompt, logits, greedy = llama_cpp_run()
-    cos = (ref * ours).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(ours, axis=1)
+    ours, prompt, logits, greedy = llama_cpp_run(TEXT, MMPROJ, PICTURE, PROMPT, N_GREEDY)
+    cos = row_cosines(ref, ours)
     print(f"{ref.shape[0]} image tokens of {ref.shape[1]}; llama.cpp against f64: cosine min {cos.min():.6f}, "
           f"max abs {np.abs(ref - ours).max():.5f}, embedding std {ref.std():.3f}")
     out = {
-        "made_with": "llama.cpp b11312 libmtmd (CPU, mtmd_encode_chunk) and tests/goldens/numpy_siglip.py",
-        "seed": SEED,
-        "mmproj": MMPROJ,
-        "text_model": TEXT,
-        "image": PICTURE,
-        "prompt_text": PROMPT,
-        "prompt_ids": prompt,
-        "first_logits": logits,
-        "greedy": greedy,
-        "llama_cpp": [[round(float(v), 5) for v in row] for row in ours],
-        "f64": [[round(float(v), 5) for v in row] for row in ref],
+        **golden("numpy_siglip.py", SEED, MMPROJ, TEXT, PROMPT, prompt, logits, greedy),
+        "llama_cpp": rounded(ours),
+        "f64": rounded(ref),
     }
-    with open(GOLDEN, "w") as f:
-        json.dump(out, f, separators=(",", ":"))
-        f.write("\n")
     print(f"prompt {prompt}; greedy {greedy}")
-    print(f"wrote {GOLDEN}")
+    write_golden(GOLDEN, out)
 
 
 if __name__ == "__main__":

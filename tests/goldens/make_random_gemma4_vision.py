@@ -33,17 +33,16 @@ in the f64 reference.
 The text model has no image marker tokens (Gemma 4's are <|image> and <image|>): mtmd writes them as
 text around the image's embeddings, which llama.cpp and Wick then read as plain text.
 """
-import json
 import os
-import subprocess
 import sys
 
 import gguf
 import numpy as np
-from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy_gemma4v  # noqa: E402
+from vision_goldens import (PICTURE, ROOT, TALL, add_tower, gain, golden, llama_cpp_run, mat,  # noqa: E402
+                            picture, row_cosines, rounded, write_gguf, write_golden)
 
 SEED = 20261207
 PATCH, D, N_HEAD, N_FF, N_LAYER, POS_SIZE, EPS = 4, 64, 4, 96, 2, 64, 1e-6
@@ -59,11 +58,8 @@ CLAMPS = {
     "mm.input_projection.input_max": 1.8,
 }
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MMPROJ = "tests/data/random-gemma4-mmproj.gguf"
 TEXT = "tests/data/random-gemma4-f32.gguf"
-PICTURE = "tests/data/vision-test.png"
-TALL = "tests/data/vision-test-tall.png"
 # The third case's token budget (mtmd_context_params.image_min_tokens / image_max_tokens).
 BUDGET_MIN_TOKENS, BUDGET_MAX_TOKENS = 20, 40
 GOLDEN = "tests/goldens/random-gemma4-vision.json"
@@ -71,14 +67,6 @@ GOLDEN = "tests/goldens/random-gemma4-vision.json"
 PROMPT = "look at <__media__> and tell"
 # 107 prompt tokens (80 of them the image's) and the reply fit mtmd_embed.cpp's context of 128.
 N_GREEDY = 12
-
-
-def mat(rng, rows, cols, scale=1.0):
-    return (rng.standard_normal((rows, cols)) * scale / np.sqrt(cols)).astype(np.float16)
-
-
-def gain(rng, n, center=1.0):
-    return (center + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
 
 def scalar(v):
@@ -133,53 +121,14 @@ def mmproj(path, rng, shape=TINY):
     wr.add_clip_vision_projector_type(gguf.VisionProjectorType.GEMMA4V)
     wr.add_vision_projection_dim(text)
     wr.add_vision_image_size(224)
-    wr.add_vision_patch_size(patch)
-    wr.add_vision_embedding_length(d)
-    wr.add_vision_feed_forward_length(n_ff)
-    wr.add_vision_block_count(shape["n_layer"])
-    wr.add_vision_head_count(shape["n_head"])
+    add_tower(wr, shape)
     wr.add_vision_image_mean([0.5, 0.5, 0.5])
     wr.add_vision_image_std([0.5, 0.5, 0.5])
     wr.add_vision_attention_layernorm_eps(EPS)
     # clip.use_gelu: tanh GELU in llama.cpp's FFN. Without it llama.cpp takes quick GELU, and its converter
     # does not write it for Gemma 4, whose FFN is tanh GELU.
     wr.add_vision_use_gelu(True)
-    for name, t in w.items():
-        wr.add_tensor(name, t)
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
-
-
-def picture_tall(path, rng):
-    y, x = np.mgrid[0:120, 0:37]
-    base = np.stack([x * 6.5, y * 2.0, (x + y) * 1.5], -1)
-    noise = rng.integers(0, 90, (120, 37, 3))
-    Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8)).save(path)
-
-
-def llama_cpp_run(image, n_greedy, min_tokens=-1, max_tokens=-1):
-    """The image's embeddings, the prompt's tokens, the logits after it and the greedy reply, from
-    libmtmd and llama.cpp, through tests/goldens/mtmd_embed.cpp. min_tokens / max_tokens: the image's
-    token budget where positive, the projector's own where -1."""
-    src, build = os.environ["LLAMA_CPP"], os.environ["LLAMA_CPP_BUILD"]
-    exe = os.path.join(build, "mtmd_embed")
-    subprocess.run(
-        ["c++", "-O2", "-std=c++17", os.path.join(ROOT, "tests/goldens/mtmd_embed.cpp"), "-o", exe,
-         f"-I{src}/include", f"-I{src}/ggml/include", f"-I{src}/tools/mtmd",
-         f"-L{build}/bin", "-lmtmd", "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{build}/bin"],
-        check=True)
-    args = [exe, TEXT, MMPROJ, image, PROMPT, str(n_greedy)]
-    if (min_tokens, max_tokens) != (-1, -1):
-        args += [str(min_tokens), str(max_tokens)]
-    out = subprocess.run(args, check=True, capture_output=True, text=True, cwd=ROOT)
-    lines = [line.split() for line in out.stdout.strip().splitlines()]
-    embd = np.array([[float(v) for v in l[1:]] for l in lines if l[0] == "embd"])
-    prompt = next([int(v) for v in l[1:]] for l in lines if l[0] == "prompt")
-    logits = next(([round(float(v), 4) for v in l[1:]] for l in lines if l[0] == "logits"), None)
-    greedy = [{"id": int(l[1]), "gap": round(float(l[2]), 4)} for l in lines if l[0] == "greedy"]
-    return embd, prompt, logits, greedy
+    write_gguf(wr, w)
 
 
 def reference(meta, w, image, **budget):
@@ -193,7 +142,7 @@ def reference(meta, w, image, **budget):
 
 def compare(image, grid, ref, ours, clipped):
     assert ref.shape == ours.shape, (ref.shape, ours.shape)
-    cos = (ref * ours).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(ours, axis=1)
+    cos = row_cosines(ref, ours)
     print(f"{image}: grid {grid['cols']} x {grid['rows']} patches, {ref.shape[0]} image tokens of {ref.shape[1]}; "
           f"llama.cpp against f64: cosine min {cos.min():.7f}, max abs {np.abs(ref - ours).max():.5f}, "
           f"embedding std {ref.std():.3f}")
@@ -204,39 +153,27 @@ def compare(image, grid, ref, ours, clipped):
     assert cos.min() >= 0.99999, "llama.cpp and the f64 reference disagree"
 
 
-def rounded(x):
-    return [[round(float(v), 5) for v in row] for row in x]
-
-
 def main():
     os.chdir(ROOT)
     rng = np.random.default_rng(SEED)
     mmproj(MMPROJ, rng)
-    picture_tall(TALL, rng)
+    picture(TALL, rng, 37, 120, (6.5, 2.0, 1.5))
     meta, w = numpy_gemma4v.load(MMPROJ)
 
     ref, grid, clipped = reference(meta, w, PICTURE)
-    ours, prompt, logits, greedy = llama_cpp_run(PICTURE, N_GREEDY)
+    ours, prompt, logits, greedy = llama_cpp_run(TEXT, MMPROJ, PICTURE, PROMPT, N_GREEDY)
     compare(PICTURE, grid, ref, ours, clipped)
     tall_ref, tall_grid, tall_clipped = reference(meta, w, TALL)
-    tall_ours, _, _, _ = llama_cpp_run(TALL, 0)
+    tall_ours, _, _, _ = llama_cpp_run(TEXT, MMPROJ, TALL, PROMPT, 0)
     compare(TALL, tall_grid, tall_ref, tall_ours, tall_clipped)
     budget_ref, budget_grid, budget_clipped = reference(meta, w, PICTURE, min_tokens=BUDGET_MIN_TOKENS,
                                                         max_tokens=BUDGET_MAX_TOKENS)
-    budget_ours, _, _, _ = llama_cpp_run(PICTURE, 0, BUDGET_MIN_TOKENS, BUDGET_MAX_TOKENS)
+    budget_ours, _, _, _ = llama_cpp_run(TEXT, MMPROJ, PICTURE, PROMPT, 0, BUDGET_MIN_TOKENS, BUDGET_MAX_TOKENS)
     compare(f"{PICTURE} (tokens {BUDGET_MIN_TOKENS} to {BUDGET_MAX_TOKENS})", budget_grid, budget_ref, budget_ours,
             budget_clipped)
 
     out = {
-        "made_with": "llama.cpp b11312 libmtmd (CPU, mtmd_encode_chunk) and tests/goldens/numpy_gemma4v.py",
-        "seed": SEED,
-        "mmproj": MMPROJ,
-        "text_model": TEXT,
-        "image": PICTURE,
-        "prompt_text": PROMPT,
-        "prompt_ids": prompt,
-        "first_logits": logits,
-        "greedy": greedy,
+        **golden("numpy_gemma4v.py", SEED, MMPROJ, TEXT, PROMPT, prompt, logits, greedy),
         "grid": grid,
         "n_tokens": int(ref.shape[0]),
         "llama_cpp": rounded(ours),
@@ -258,11 +195,8 @@ def main():
             "f64": rounded(budget_ref),
         },
     }
-    with open(GOLDEN, "w") as f:
-        json.dump(out, f, separators=(",", ":"))
-        f.write("\n")
     print(f"prompt {prompt}; greedy {greedy}")
-    print(f"wrote {GOLDEN}")
+    write_golden(GOLDEN, out)
 
 
 if __name__ == "__main__":

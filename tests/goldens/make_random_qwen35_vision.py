@@ -41,9 +41,7 @@ them as text around the image's embeddings, which llama.cpp and Wick then read a
 tokens take M-RoPE positions (t, t + row, t + col) in the merged grid and the text after it resumes at
 t + max(rows, cols); llama.cpp applies that (the golden records its logits, not a numpy text model).
 """
-import json
 import os
-import subprocess
 import sys
 
 import gguf
@@ -51,16 +49,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy_qwen3vl  # noqa: E402
+from vision_goldens import (PICTURE, ROOT, TALL, add_tower, bias, gain, golden, llama_cpp_run, mat,  # noqa: E402
+                            row_cosines, rounded, write_gguf, write_golden)
 
 SEED = 20261214
 PATCH, D, N_HEAD, N_FF, N_LAYER, SIDE, MERGE, EPS = 8, 64, 4, 96, 2, 8, 2, 1e-6
 TEXT_EMBD = 128
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MMPROJ = "tests/data/random-qwen35-mmproj.gguf"
 TEXT = "tests/data/random-qwen35-f16.gguf"
-PICTURE = "tests/data/vision-test.png"
-TALL = "tests/data/vision-test-tall.png"
 # The third case's token budget (mtmd_context_params.image_min_tokens / image_max_tokens).
 BUDGET_MIN_TOKENS, BUDGET_MAX_TOKENS = 48, 64
 GOLDEN = "tests/goldens/random-qwen35-vision.json"
@@ -69,18 +66,6 @@ GOLDEN = "tests/goldens/random-qwen35-vision.json"
 PROMPT = "look at <__media__> and tell"
 # 73 prompt tokens (30 of them the image's) and the reply fit mtmd_embed.cpp's context of 128.
 N_GREEDY = 12
-
-
-def mat(rng, rows, cols, scale=1.0):
-    return (rng.standard_normal((rows, cols)) * scale / np.sqrt(cols)).astype(np.float16)
-
-
-def gain(rng, n, center=1.0):
-    return (center + 0.1 * rng.standard_normal(n)).astype(np.float32)
-
-
-def bias(rng, n, scale=0.1):
-    return (scale * rng.standard_normal(n)).astype(np.float32)
 
 
 # The projector's shape.
@@ -135,11 +120,7 @@ def mmproj(path, rng, shape=TINY):
     wr.add_vision_projection_dim(text)
     # As the converter computes it when the vision config has no image_size: sqrt(positions) * patch.
     wr.add_vision_image_size(side * patch)
-    wr.add_vision_patch_size(patch)
-    wr.add_vision_embedding_length(d)
-    wr.add_vision_feed_forward_length(n_ff)
-    wr.add_vision_block_count(n_layer)
-    wr.add_vision_head_count(shape["n_head"])
+    add_tower(wr, shape)
     wr.add_vision_image_mean([0.5, 0.5, 0.5])
     wr.add_vision_image_std([0.5, 0.5, 0.5])
     # clip.projector_type (the converter's add_clip_projector_type for a vision-only mmproj).
@@ -149,35 +130,7 @@ def mmproj(path, rng, shape=TINY):
     wr.add_vision_spatial_merge_size(merge)
     wr.add_vision_attention_layernorm_eps(EPS)
     wr.add_vision_is_deepstack_layers([False] * n_layer)
-    for name, t in w.items():
-        wr.add_tensor(name, t)
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
-
-
-def llama_cpp_run(image, n_greedy, min_tokens=-1, max_tokens=-1):
-    """The image's embeddings, the prompt's tokens, the logits after it and the greedy reply, from
-    libmtmd and llama.cpp, through tests/goldens/mtmd_embed.cpp. min_tokens / max_tokens: the image's
-    token budget where positive, the projector's own where -1."""
-    src, build = os.environ["LLAMA_CPP"], os.environ["LLAMA_CPP_BUILD"]
-    exe = os.path.join(build, "mtmd_embed")
-    subprocess.run(
-        ["c++", "-O2", "-std=c++17", os.path.join(ROOT, "tests/goldens/mtmd_embed.cpp"), "-o", exe,
-         f"-I{src}/include", f"-I{src}/ggml/include", f"-I{src}/tools/mtmd",
-         f"-L{build}/bin", "-lmtmd", "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{build}/bin"],
-        check=True)
-    args = [exe, TEXT, MMPROJ, image, PROMPT, str(n_greedy)]
-    if (min_tokens, max_tokens) != (-1, -1):
-        args += [str(min_tokens), str(max_tokens)]
-    out = subprocess.run(args, check=True, capture_output=True, text=True, cwd=ROOT)
-    lines = [line.split() for line in out.stdout.strip().splitlines()]
-    embd = np.array([[float(v) for v in l[1:]] for l in lines if l[0] == "embd"])
-    prompt = next([int(v) for v in l[1:]] for l in lines if l[0] == "prompt")
-    logits = next(([round(float(v), 4) for v in l[1:]] for l in lines if l[0] == "logits"), None)
-    greedy = [{"id": int(l[1]), "gap": round(float(l[2]), 4)} for l in lines if l[0] == "greedy"]
-    return embd, prompt, logits, greedy
+    write_gguf(wr, w)
 
 
 def reference(meta, w, image, **budget):
@@ -190,10 +143,6 @@ def reference(meta, w, image, **budget):
     merge = numpy_qwen3vl.merge_of(meta)
     grid = {"cols": cols // merge, "rows": rows // merge}
     return ref, grid, {"cols": cols, "rows": rows}, pixels, stats
-
-
-def row_cosines(a, b):
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def resize_axis_half_pixel(n_in, n_out):
@@ -243,14 +192,10 @@ def compare(image, grid, patch_grid, ref, ours, stats, moved):
     assert max(moved.values()) < 0.999, "a part of the encoder barely matters"
 
 
-def rounded(x):
-    return [[round(float(v), 5) for v in row] for row in x]
-
-
 def case(meta, w, image, n_greedy, min_tokens=-1, max_tokens=-1):
     budget = {} if min_tokens == -1 else {"min_tokens": min_tokens, "max_tokens": max_tokens}
     ref, grid, patch_grid, pixels, stats = reference(meta, w, image, **budget)
-    ours, prompt, logits, greedy = llama_cpp_run(image, n_greedy, min_tokens, max_tokens)
+    ours, prompt, logits, greedy = llama_cpp_run(TEXT, MMPROJ, image, PROMPT, n_greedy, min_tokens, max_tokens)
     label = image if not budget else f"{image} (tokens {min_tokens} to {max_tokens})"
     compare(label, grid, patch_grid, ref, ours, stats, sensitivity(meta, w, pixels, ref))
     record = {
@@ -276,15 +221,7 @@ def main():
     assert sum(1 for t in prompt if t == -1) == first["n_tokens"]
 
     out = {
-        "made_with": "llama.cpp b11312 libmtmd (CPU, mtmd_encode_chunk) and tests/goldens/numpy_qwen3vl.py",
-        "seed": SEED,
-        "mmproj": MMPROJ,
-        "text_model": TEXT,
-        "image": PICTURE,
-        "prompt_text": PROMPT,
-        "prompt_ids": prompt,
-        "first_logits": logits,
-        "greedy": greedy,
+        **golden("numpy_qwen3vl.py", SEED, MMPROJ, TEXT, PROMPT, prompt, logits, greedy),
         "grid": first["grid"],
         "patch_grid": first["patch_grid"],
         "n_tokens": first["n_tokens"],
@@ -293,11 +230,8 @@ def main():
         "tall": tall,
         "budget": {"min_tokens": BUDGET_MIN_TOKENS, "max_tokens": BUDGET_MAX_TOKENS, **budget},
     }
-    with open(GOLDEN, "w") as f:
-        json.dump(out, f, separators=(",", ":"))
-        f.write("\n")
     print(f"prompt {prompt}; greedy {greedy}")
-    print(f"wrote {GOLDEN}")
+    write_golden(GOLDEN, out)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 // BOS added, special tokens parsed) read by the text model and N_GREEDY tokens of its greedy reply.
 // IMAGE_MIN_TOKENS and IMAGE_MAX_TOKENS, where given and positive, replace the projector's token budget of
 // an image, as llama.cpp's --image-min-tokens and --image-max-tokens do; -1 (the default) keeps its own.
-// Built and run by make_random_gemma3_vision.py, make_random_gemma4_vision.py and make_random_qwen35_vision.py.
+// Built and run (vision_goldens.llama_cpp_run) by make_random_gemma3_vision.py, make_random_gemma4_vision.py
+// and make_random_qwen35_vision.py.
 // Prints lines of space-separated values:
 //   embd v...        one per image token
 //   prompt id...     the prompt's tokens, -1 for each image token

@@ -15,9 +15,10 @@ its input and output ("clippable linear" layers).
 """
 import math
 
-import gguf
 import numpy as np
 from PIL import Image
+
+from numpy_vision import ffn_act, load, normalize, patches, tower  # noqa: F401  (load: for callers)
 
 # Gemma 4's vision RoPE base (llama.cpp sets it for gemma4v; the GGUF has no key for it).
 ROPE_THETA = 100.0
@@ -25,23 +26,6 @@ ROPE_THETA = 100.0
 DEFAULT_MERGE = 3
 # The token budget of an image (llama.cpp's set_limit_image_tokens for gemma4v).
 MIN_TOKENS, MAX_TOKENS = 70, 1120
-
-
-def load(path):
-    r = gguf.GGUFReader(path)
-    meta = {}
-    for f in r.fields.values():
-        if f.types and f.types[0] == gguf.GGUFValueType.ARRAY:
-            meta[f.name] = [f.parts[i].tolist()[0] for i in f.data]
-        elif f.types and f.types[0] == gguf.GGUFValueType.STRING:
-            meta[f.name] = bytes(f.parts[f.data[0]]).decode()
-        elif f.data:
-            meta[f.name] = f.parts[f.data[0]].tolist()[0]
-    w = {}
-    for t in r.tensors:
-        shape = [int(d) for d in reversed(t.shape)]
-        w[t.name] = gguf.dequantize(t.data, t.tensor_type).astype(np.float64).reshape(shape)
-    return meta, w
 
 
 def merge_of(meta):
@@ -138,31 +122,27 @@ def on_canvas(img, tw, th):
     return canvas.astype(np.float64).transpose(2, 0, 1) / 255.0
 
 
-def preprocess(meta, path, min_tokens=MIN_TOKENS, max_tokens=MAX_TOKENS):
-    """The image on its canvas (target_size, on_canvas) and the canvas's grid of patches (cols, rows);
-    values in [0, 1] normalized by the file's mean and std, then mapped by 2 v - 1 (Gemma 4's encoder does
-    that to its input)."""
+def normalized_canvas(meta, path, merge, min_tokens, max_tokens):
+    """The image on its canvas (target_size, on_canvas) for between min_tokens and max_tokens tokens of
+    merge x merge patches, values in [0, 1] normalized by the file's mean and std, and the canvas's grid
+    of patches (cols, rows). numpy_qwen3vl's preprocessing too."""
     p = meta["clip.vision.patch_size"]
-    align = p * merge_of(meta)
+    align = p * merge
     img = Image.open(path).convert("RGB")
     tw, th = target_size(img.width, img.height, align, min_tokens * align * align, max_tokens * align * align)
-    x = on_canvas(img, tw, th)
-    mean = np.array(meta["clip.vision.image_mean"])[:, None, None]
-    std = np.array(meta["clip.vision.image_std"])[:, None, None]
-    return 2.0 * ((x - mean) / std) - 1.0, (tw // p, th // p)
+    return normalize(meta, on_canvas(img, tw, th)), (tw // p, th // p)
+
+
+def preprocess(meta, path, min_tokens=MIN_TOKENS, max_tokens=MAX_TOKENS):
+    """The image on its canvas and the canvas's grid of patches (cols, rows) (normalized_canvas); the
+    normalized values then mapped by 2 v - 1 (Gemma 4's encoder does that to its input)."""
+    x, grid = normalized_canvas(meta, path, merge_of(meta), min_tokens, max_tokens)
+    return 2.0 * x - 1.0, grid
 
 
 def rms_norm(x, eps, weight=None):
     x = x / np.sqrt((x**2).mean(-1, keepdims=True) + eps)
     return x if weight is None else x * weight
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
-
-
-def gelu_quick(x):
-    return x / (1 + np.exp(-1.702 * x))
 
 
 def clipped_linear(w, name, x, clipped=None):
@@ -209,21 +189,13 @@ def encode(meta, w, pixels, clipped=None):
     """The image tokens of a preprocessed image (3, H, W): the encoder over its patches, each n_merge x
     n_merge square of patches averaged into a token (tokens row-major), and the projection. If clipped
     is a dict, it counts the values each clamp changed (clipped_linear)."""
-    p = meta["clip.vision.patch_size"]
-    d = meta["clip.vision.embedding_length"]
-    n_head = meta["clip.vision.attention.head_count"]
-    eps = meta["clip.vision.attention.layer_norm_epsilon"]
-    n_layer = meta["clip.vision.block_count"]
+    p, d, n_head, eps, n_layer = tower(meta)
     merge = merge_of(meta)
-    # llama.cpp's ffn_op: tanh GELU where the file says clip.use_gelu (not under clip.vision), quick GELU
-    # where it says nothing.
-    act = gelu_tanh if meta.get("clip.use_gelu", False) else gelu_quick
+    act = ffn_act(meta)
     hd = d // n_head
     rows, cols = pixels.shape[1] // p, pixels.shape[2] // p
-    # Patches row-major (y, then x); each patch's values channel, then y, then x (the convolution's
-    # order). The patch embedding has no bias.
-    patches = pixels.reshape(3, rows, p, cols, p).transpose(1, 3, 0, 2, 4).reshape(rows * cols, 3 * p * p)
-    x = patches @ w["v.patch_embd.weight"].reshape(d, -1).T
+    # The patch embedding has no bias.
+    x = patches(pixels, p) @ w["v.patch_embd.weight"].reshape(d, -1).T
     # Two learned tables, (2, pos_size, d): [0] indexed by the patch's column, [1] by its row.
     col = np.arange(rows * cols) % cols
     row = np.arange(rows * cols) // cols

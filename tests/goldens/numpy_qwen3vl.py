@@ -17,9 +17,9 @@ Deepstack (features of some layers merged into the output beside the last layer'
 modelled: Qwen3.5's files have none.
 """
 import numpy as np
-from PIL import Image
 
 import numpy_gemma4v
+from numpy_vision import ffn_act, gelu_tanh, load, patches, tower  # noqa: F401  (load: for callers)
 
 # Qwen's vision rotary base (fixed in llama.cpp's graph; the GGUF has no key for it).
 ROPE_THETA = 10000.0
@@ -29,44 +29,25 @@ DEFAULT_MERGE = 2
 MIN_TOKENS, MAX_TOKENS = 8, 4096
 
 
-def load(path):
-    """The file's metadata by key and its tensors as f64 arrays (numpy_gemma4v.load)."""
-    return numpy_gemma4v.load(path)
-
-
 def merge_of(meta):
     return meta.get("clip.vision.spatial_merge_size", DEFAULT_MERGE)
 
 
 def preprocess(meta, path, min_tokens=None, max_tokens=None):
-    """The image on its canvas and the canvas's grid of patches (cols, rows). The canvas's sides are
-    multiples of patch * merge, each the image's rounded, rescaled by one factor where that gives more
-    than max_tokens or fewer than min_tokens tokens (numpy_gemma4v.target_size; None: the projector's
-    own bound); the image is scaled to fit it and centered on black (numpy_gemma4v.on_canvas), values in
-    [0, 1] normalized by the file's mean and std."""
-    p = meta["clip.vision.patch_size"]
-    align = p * merge_of(meta)
+    """The image on its canvas and the canvas's grid of patches (cols, rows), as
+    numpy_gemma4v.normalized_canvas makes them. The canvas's sides are multiples of patch * merge, each
+    the image's rounded, rescaled by one factor where that gives more than max_tokens or fewer than
+    min_tokens tokens (numpy_gemma4v.target_size; None: the projector's own bound); the image is scaled to
+    fit it and centered on black (numpy_gemma4v.on_canvas), values in [0, 1] normalized by the file's mean
+    and std."""
     lo = MIN_TOKENS if min_tokens is None else min_tokens
     hi = MAX_TOKENS if max_tokens is None else max_tokens
-    img = Image.open(path).convert("RGB")
-    tw, th = numpy_gemma4v.target_size(img.width, img.height, align, lo * align * align, hi * align * align)
-    x = numpy_gemma4v.on_canvas(img, tw, th)
-    mean = np.array(meta["clip.vision.image_mean"])[:, None, None]
-    std = np.array(meta["clip.vision.image_std"])[:, None, None]
-    return (x - mean) / std, (tw // p, th // p)
+    return numpy_gemma4v.normalized_canvas(meta, path, merge_of(meta), lo, hi)
 
 
 def layer_norm(x, eps, weight, bias):
     x = x - x.mean(-1, keepdims=True)
     return x / np.sqrt((x**2).mean(-1, keepdims=True) + eps) * weight + bias
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
-
-
-def gelu_quick(x):
-    return x / (1 + np.exp(-1.702 * x))
 
 
 def merge_order(cols, rows, merge):
@@ -124,23 +105,16 @@ def encode(meta, w, pixels, stats=None):
     (merge_order), the final LayerNorm, each merge x merge patches' rows concatenated and the merger MLP
     (tokens row-major). If stats is a dict, it gets "attention_max": per layer, the mean over queries and
     heads of the largest attention weight (1 / n_patches for uniform attention, 1 for one-hot)."""
-    p = meta["clip.vision.patch_size"]
-    d = meta["clip.vision.embedding_length"]
-    n_head = meta["clip.vision.attention.head_count"]
-    eps = meta["clip.vision.attention.layer_norm_epsilon"]
-    n_layer = meta["clip.vision.block_count"]
+    p, d, n_head, eps, n_layer = tower(meta)
     merge = merge_of(meta)
-    # llama.cpp's ffn_op for the encoder's FFN: tanh GELU where the file says clip.use_gelu, quick GELU
-    # where it says nothing. The merger's GELU is tanh GELU whatever the file says (llama.cpp's graph;
-    # transformers' merger has nn.GELU(), the erf form).
-    act = gelu_tanh if meta.get("clip.use_gelu", False) else gelu_quick
+    # The encoder's FFN takes llama.cpp's ffn_op; the merger's GELU is tanh GELU whatever the file says
+    # (llama.cpp's graph; transformers' merger has nn.GELU(), the erf form).
+    act = ffn_act(meta)
     hd = d // n_head
     rows, cols = pixels.shape[1] // p, pixels.shape[2] // p
-    # Patches row-major; each patch's values channel, then y, then x (the convolution's order). The
-    # Conv3D's two time steps see the same image, so their kernels add up.
-    patches = pixels.reshape(3, rows, p, cols, p).transpose(1, 3, 0, 2, 4).reshape(rows * cols, 3 * p * p)
+    # The Conv3D's two time steps see the same image, so their kernels add up.
     kernel = w["v.patch_embd.weight"] + w["v.patch_embd.weight.1"]
-    x = patches @ kernel.reshape(d, -1).T + w["v.patch_embd.bias"]
+    x = patches(pixels, p) @ kernel.reshape(d, -1).T + w["v.patch_embd.bias"]
     x = x + positions(w["v.position_embd.weight"], cols, rows)
     order = merge_order(cols, rows, merge)
     x = x[order]

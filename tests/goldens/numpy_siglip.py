@@ -6,26 +6,10 @@ llama.cpp's embeddings. Written from the model's definition, not from Wick's cod
     pixels = preprocess(meta, "image.png")   # (3, size, size), normalized
     embeddings = encode(meta, w, pixels)     # (n_tokens, projection_dim)
 """
-import gguf
 import numpy as np
 from PIL import Image
 
-
-def load(path):
-    r = gguf.GGUFReader(path)
-    meta = {}
-    for f in r.fields.values():
-        if f.types and f.types[0] == gguf.GGUFValueType.ARRAY:
-            meta[f.name] = [f.parts[i].tolist()[0] for i in f.data]
-        elif f.types and f.types[0] == gguf.GGUFValueType.STRING:
-            meta[f.name] = bytes(f.parts[f.data[0]]).decode()
-        elif f.data:
-            meta[f.name] = f.parts[f.data[0]].tolist()[0]
-    w = {}
-    for t in r.tensors:
-        shape = [int(d) for d in reversed(t.shape)]
-        w[t.name] = gguf.dequantize(t.data, t.tensor_type).astype(np.float64).reshape(shape)
-    return meta, w
+from numpy_vision import gelu_tanh, load, normalize, patches, tower  # noqa: F401  (load: for callers)
 
 
 def preprocess(meta, path):
@@ -42,9 +26,7 @@ def preprocess(meta, path):
     canvas = Image.new("RGB", (size, size), (0, 0, 0))
     canvas.paste(resized, ((size - w) // 2, (size - h) // 2))
     x = np.asarray(canvas, dtype=np.float64).transpose(2, 0, 1) / 255.0
-    mean = np.array(meta["clip.vision.image_mean"])[:, None, None]
-    std = np.array(meta["clip.vision.image_std"])[:, None, None]
-    return (x - mean) / std
+    return normalize(meta, x)
 
 
 def layer_norm(x, w, b, eps):
@@ -53,21 +35,11 @@ def layer_norm(x, w, b, eps):
     return (x - mean) / np.sqrt(var + eps) * w + b
 
 
-def gelu(x):
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
-
-
 def encode(meta, w, pixels):
-    p = meta["clip.vision.patch_size"]
-    d = meta["clip.vision.embedding_length"]
-    n_head = meta["clip.vision.attention.head_count"]
-    eps = meta["clip.vision.attention.layer_norm_epsilon"]
-    n_layer = meta["clip.vision.block_count"]
+    p, d, n_head, eps, n_layer = tower(meta)
     merge = meta.get("clip.vision.projector.scale_factor", 4)
     side = pixels.shape[1] // p
-    # Patches in rows, y then x; each patch's values channel, then y, then x (the convolution's order).
-    patches = pixels.reshape(3, side, p, side, p).transpose(1, 3, 0, 2, 4).reshape(side * side, 3 * p * p)
-    x = patches @ w["v.patch_embd.weight"].reshape(d, -1).T + w["v.patch_embd.bias"]
+    x = patches(pixels, p) @ w["v.patch_embd.weight"].reshape(d, -1).T + w["v.patch_embd.bias"]
     x = x + w["v.position_embd.weight"]
     hd = d // n_head
     for i in range(n_layer):
@@ -82,7 +54,7 @@ def encode(meta, w, pixels):
         a = a.transpose(1, 0, 2).reshape(-1, d)
         x = x + a @ g("attn_out.weight").T + g("attn_out.bias")
         h = layer_norm(x, g("ln2.weight"), g("ln2.bias"), eps)
-        up = gelu(h @ g("ffn_up.weight").T + g("ffn_up.bias"))
+        up = gelu_tanh(h @ g("ffn_up.weight").T + g("ffn_up.bias"))
         x = x + up @ g("ffn_down.weight").T + g("ffn_down.bias")
     x = layer_norm(x, w["v.post_ln.weight"], w["v.post_ln.bias"], eps)
     # Gemma 3: the grid averaged in merge x merge squares, RMS-normed, projected to the text model's width.
