@@ -200,3 +200,50 @@ fn projectors_and_text_models_that_rotate_images_differently_are_refused() {
         .to_string();
     assert!(err.contains("by its place in the image's grid"), "{err}");
 }
+
+/// Files the projector cannot run are refused by name: deepstack layers (Qwen3-VL's, found by their
+/// tensors as llama.cpp finds them), squares of other than 2 x 2 patches, a position table that is
+/// not a square.
+#[test]
+fn qwen3vl_files_it_cannot_run_are_refused() {
+    use common::edit_gguf::{set, variant};
+    use wick::gguf::{MemorySource, Value as Meta};
+    let Some(gpu) = gpu() else { return };
+    let file = data(qwen_golden()["mmproj"].as_str().unwrap());
+    let load = |source: MemorySource| {
+        let header = read_header(&source).block_on().unwrap();
+        let budget = TokenBudget::default();
+        Projector::load(gpu.clone(), (&header, &source), budget, &mut |_, _| {})
+            .block_on()
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let deep = variant(&file, |_, tensors| {
+        let (mut spec, bytes) = tensors
+            .iter()
+            .find(|(s, _)| s.name == "v.post_ln.weight")
+            .cloned()
+            .unwrap();
+        spec.name = "v.deepstack.1.norm.weight".into();
+        tensors.push((spec, bytes));
+    });
+    let err = load(deep);
+    assert!(err.contains("deepstack"), "{err}");
+    let merge3 = variant(&file, |metadata, _| {
+        set(metadata, "clip.vision.spatial_merge_size", Meta::U32(3))
+    });
+    let err = load(merge3);
+    assert!(err.contains("qwen3vl takes 2 x 2"), "{err}");
+    let oblong = variant(&file, |_, tensors| {
+        let (spec, bytes) = tensors
+            .iter_mut()
+            .find(|(s, _)| s.name == "v.position_embd.weight")
+            .unwrap();
+        let row = bytes.len() / spec.dims[1] as usize;
+        spec.dims[1] -= 1;
+        bytes.truncate(bytes.len() - row);
+    });
+    let err = load(oblong);
+    assert!(err.contains("not [64, a square]"), "{err}");
+}
