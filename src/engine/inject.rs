@@ -94,29 +94,42 @@ impl Engine {
     }
 
     /// `tokens` at `pos` of the sequence at row 0 as the run's segments: each span of injected rows a
-    /// segment of its own (what it sees both ways), the tokens between them segments too, each
-    /// rotating where `ImageTurns` puts it. The images among them are placed in the sequence.
+    /// segment of its own (what it sees both ways), the tokens between them segments too. Where the
+    /// model rotates by multimodal RoPE, each image is a segment of its own, rotating by its grid, and
+    /// is placed in the sequence (`ImageTurns`); the text rotates behind the images before it.
     pub(super) fn segments<'a>(&mut self, pos: u32, tokens: &'a [u32]) -> Vec<Segment<'a>> {
         let n_vocab = self.forward.n_vocab;
-        let mut out = segments(pos, tokens, n_vocab);
         if !self.forward.multimodal_rope {
-            return out;
+            return segments(pos, tokens, n_vocab);
         }
         self.image_turns.forget_from(pos);
-        for s in &mut out {
-            let turn = self.image_turns.turn_at(s.pos);
-            s.turns = Turns::Text(turn);
-            if s.tokens[0] < n_vocab {
-                continue;
+        let mut out = Vec::new();
+        for mut s in segments(pos, tokens, n_vocab) {
+            loop {
+                let turn = self.image_turns.turn_at(s.pos);
+                let first = s.tokens[0].checked_sub(n_vocab);
+                let Some(grid) = first.and_then(|row| self.grid_of(row)) else {
+                    out.push(Segment {
+                        turns: Turns::Text(turn),
+                        ..s
+                    });
+                    break;
+                };
+                // A span of several images' rows (no text between them) is an image at a time.
+                let n = (grid.tokens() as usize).min(s.tokens.len());
+                let (image, rest) = s.tokens.split_at(n);
+                let cols = grid.cols;
+                out.push(Segment {
+                    tokens: image,
+                    turns: Turns::Image { turn, cols },
+                    ..s
+                });
+                self.image_turns.place(s.pos, grid);
+                if rest.is_empty() {
+                    break;
+                }
+                s = Segment::new(s.base, s.pos + n as u32, rest);
             }
-            let Some(grid) = self.grid_of(s.tokens[0] - n_vocab) else {
-                continue;
-            };
-            s.turns = Turns::Image {
-                turn,
-                cols: grid.cols,
-            };
-            self.image_turns.place(s.pos, grid);
         }
         out
     }
