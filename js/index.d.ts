@@ -49,14 +49,15 @@ export interface LoadOptions {
   lookup?: boolean;
   /** Tokens a step proposes at most, 1 to 31 (default 6; fewer while drafts fall). */
   draftMax?: number;
-  /** The model's vision projector (an mmproj GGUF as llama.cpp makes them; Gemma 3's or Gemma 4's), URL or File /
+  /** The model's vision projector (an mmproj GGUF as llama.cpp makes them; Gemma 3's, Gemma 4's or Qwen3.5's), URL or File /
    * Blob: chat messages may then show images (`ImagePart`). Not with speculative decoding. */
   mmproj?: string | Blob;
   /** The fewest tokens an image becomes, where the projector sizes images to their own (Gemma 4's:
-   * 70 unless told), as llama.cpp's --image-min-tokens. */
+   * 70 unless told; Qwen3.5's: 8), as llama.cpp's --image-min-tokens. */
   imageMinTokens?: number;
   /** The most tokens an image becomes, where the projector sizes images to their own (Gemma 4's:
-   * 1120 unless told): fewer encode faster in less GPU memory, as llama.cpp's --image-max-tokens. */
+   * 1120 unless told; Qwen3.5's: 4096): fewer encode faster in less GPU memory, as llama.cpp's
+   * --image-max-tokens. */
   imageMaxTokens?: number;
   /** How the KV cache holds keys and values: 'f32' (exact; the default) or 'f16' (half the GPU memory
    * for the same context, and half the bytes attention reads, as llama.cpp keeps it). */

@@ -113,12 +113,12 @@ export class Wick {
    * to check in one step (its load reports phases 'draft-download' and 'draft-gpu'); `lookup: true`
    * proposes them from the prompt and the reply so far instead. Replies are as without: greedy, token for
    * token; sampled, from the same distribution. Images: `mmproj` (a URL or File / Blob) loads the
-   * model's vision projector (an mmproj GGUF, as llama.cpp's: Gemma 3's or Gemma 4's) after it (phases
-   * 'mmproj-download' and 'mmproj-gpu'); chat messages may then hold `image_url` parts, each image
-   * decoded by the browser. `imageMinTokens` and `imageMaxTokens` bound the tokens an image becomes
-   * where the projector sizes images to their own (Gemma 4's: 70 and 1120 unless told). `kvCache:
-   * 'f16'` keeps the KV cache in f16: half the GPU memory for the same context, and half the bytes
-   * attention reads ('f32', exact, unless told).
+   * model's vision projector (an mmproj GGUF, as llama.cpp's: Gemma 3's, Gemma 4's or Qwen3.5's)
+   * after it (phases 'mmproj-download' and 'mmproj-gpu'); chat messages may then hold `image_url`
+   * parts, each image decoded by the browser. `imageMinTokens` and `imageMaxTokens` bound the tokens
+   * an image becomes where the projector sizes images to their own (Gemma 4's: 70 and 1120 unless
+   * told; Qwen3.5's: 8 and 4096). `kvCache: 'f16'` keeps the KV cache in f16: half the GPU memory for
+   * the same context, and half the bytes attention reads ('f32', exact, unless told).
    */
   static async load(
     source,
