@@ -7,6 +7,7 @@
 //! (preprocess.rs) makes an image what its encoder reads, as llama.cpp's mtmd does. Decoding image
 //! files is the caller's: the engine takes pixels.
 
+mod block;
 pub mod gemma4v;
 pub mod preprocess;
 pub mod qwen3vl;

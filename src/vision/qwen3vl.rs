@@ -14,12 +14,12 @@
 //! Qwen3-VL's deepstack features (rows of some layers merged and projected beside the last's) are
 //! not run: Qwen3.5's files have none.
 
+use super::block;
 use super::preprocess::{self, Resample};
-use super::weights::{biased, layer_norm_weights, split_biased, summed};
+use super::weights::{biased, layer_norm_weights, summed};
 use super::{Image, TokenBudget, TokenGrid};
-use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput};
+use crate::gpu::{scratch_buffer, storage_buffer, Gpu, Plan, StepInput};
 use crate::models::{Loader, Meta};
-use crate::ops::attention::{self, AttentionBuffers};
 use crate::ops::bias::{self, Rows};
 use crate::ops::glu::{self, Activation};
 use crate::ops::vision_grid::{self, Heads, Rotation};
@@ -150,17 +150,6 @@ impl Config {
     }
 }
 
-struct Layer {
-    ln1: (wgpu::Buffer, wgpu::Buffer),
-    q: (GpuTensor, wgpu::Buffer),
-    k: (GpuTensor, wgpu::Buffer),
-    v: (GpuTensor, wgpu::Buffer),
-    out: (GpuTensor, wgpu::Buffer),
-    ln2: (wgpu::Buffer, wgpu::Buffer),
-    up: (GpuTensor, wgpu::Buffer),
-    down: (GpuTensor, wgpu::Buffer),
-}
-
 /// Tensors llama.cpp would read for this projector type that the encoder here does not run:
 /// refused rather than left unread.
 const NOT_RUN: &[&str] = &["v.pre_ln.weight", "v.blk.0.ffn_gate.weight"];
@@ -173,18 +162,6 @@ pub struct Qwen3vl {
     pub(super) runs: super::Runs,
     /// { cols, rows, merge }: the image's grid of patches, in squares.
     grid: wgpu::Buffer,
-}
-
-/// Adds y = W x + b (y += W x + b where `accumulate`).
-fn product(
-    plan: &mut Plan,
-    (w, b): &(GpuTensor, wgpu::Buffer),
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
-    accumulate: bool,
-) {
-    matvec::push(plan, w, x, y, accumulate);
-    bias::push(plan, b, Rows::One, y, w.rows);
 }
 
 impl Qwen3vl {
@@ -218,19 +195,7 @@ impl Qwen3vl {
             .await?;
         let mut layers = Vec::new();
         for i in 0..c.n_layer {
-            let name = |n: &str| format!("v.blk.{i}.{n}");
-            let mut qkv = split_biased(l, &name("attn_qkv"), (d, d), 3).await?;
-            let (v, k, q) = (qkv.pop().unwrap(), qkv.pop().unwrap(), qkv.pop().unwrap());
-            layers.push(Layer {
-                ln1: layer_norm_weights(l, &name("ln1"), d).await?,
-                q,
-                k,
-                v,
-                out: biased(l, &name("attn_out"), (d, d), (d, d)).await?,
-                ln2: layer_norm_weights(l, &name("ln2"), d).await?,
-                up: biased(l, &name("ffn_up"), (d, c.n_ff), (d, n_ff)).await?,
-                down: biased(l, &name("ffn_down"), (c.n_ff, d), (n_ff, d)).await?,
-            });
+            layers.push(block::Layer::load(l, i, d, (c.n_ff, n_ff)).await?);
         }
         let post_ln = layer_norm_weights(l, "v.post_ln", d).await?;
         let (wide, text) = (MERGE * MERGE * d, c.n_embd_text);
@@ -269,40 +234,29 @@ impl Qwen3vl {
         matvec::push(&mut plan, &patch_embd, &patches, &x, false);
         bias::push(&mut plan, &patch_bias, Rows::One, &x, d);
         vision_grid::push_resized_positions(&mut plan, (&positions, c.side), &grid, &x, d);
-        let heads = Heads {
-            n_head: c.n_head,
-            head_dim: hd,
-            eps: c.eps,
+        let rows = block::BlockRows {
+            x: &x,
+            xn: &xn,
+            q: &q,
+            k: &k,
+            v: &v,
+            attn: &attn,
+            hidden: &hidden,
+            activated: &gelu,
+            ones: &ones,
+        };
+        let shape = block::Shape {
+            heads: Heads {
+                n_head: c.n_head,
+                head_dim: hd,
+                eps: c.eps,
+            },
+            n_ff,
+            activation: c.activation,
         };
         let rotation = Some((Rotation::Across, &freqs, &grid));
-        let shape = attention::Shape {
-            causal: false,
-            ..attention::Shape::causal(c.n_head, c.n_head, hd)
-        };
-        let act = c.activation;
         for layer in &layers {
-            plan.begin_layer("vision");
-            layer_norm::push_apart(&mut plan, &x, (&layer.ln1.0, &layer.ln1.1), &xn, d, c.eps);
-            product(&mut plan, &layer.q, &xn, &q, false);
-            vision_grid::push_head_norm_rope(&mut plan, &q, heads, None, rotation);
-            product(&mut plan, &layer.k, &xn, &k, false);
-            vision_grid::push_head_norm_rope(&mut plan, &k, heads, None, rotation);
-            product(&mut plan, &layer.v, &xn, &v, false);
-            let buffers = AttentionBuffers {
-                q: &q,
-                k_cache: &k,
-                v_cache: &v,
-                cache_type: KvType::F32,
-                out: &attn,
-                sinks: None,
-            };
-            attention::push_tiled(&mut plan, shape, &buffers);
-            product(&mut plan, &layer.out, &attn, &x, true);
-            layer_norm::push_apart(&mut plan, &x, (&layer.ln2.0, &layer.ln2.1), &xn, d, c.eps);
-            product(&mut plan, &layer.up, &xn, &hidden, false);
-            let ungated = (&ones, 0, 0);
-            glu::push_rows(&mut plan, act, (&hidden, 0, n_ff), ungated, (&gelu, n_ff));
-            product(&mut plan, &layer.down, &gelu, &x, true);
+            block::push(&mut plan, layer, &rows, shape, rotation);
         }
         plan.layer_boundary();
         layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.eps);
@@ -311,7 +265,7 @@ impl Qwen3vl {
         // xn's rows in squares of four are the tokens' rows of 4 d.
         let token_step = StepInput::new(&gpu, m);
         let mut head = Plan::new(&gpu, &token_step, m);
-        product(&mut head, &merger_in, &xn, &merged, false);
+        block::product(&mut head, &merger_in, &xn, &merged, false);
         let ungated = (&ones, 0, 0);
         let gelu_tanh = Activation::GeluTanh;
         glu::push_rows(
@@ -321,7 +275,7 @@ impl Qwen3vl {
             ungated,
             (&merged_gelu, wide),
         );
-        product(&mut head, &merger_out, &merged_gelu, &tokens, false);
+        block::product(&mut head, &merger_out, &merged_gelu, &tokens, false);
         head.finish(&gpu).await?;
         let runs = super::Runs {
             patch_step,

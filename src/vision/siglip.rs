@@ -8,15 +8,16 @@
 //! is 3 x 14 x 14 = 588 values, the MLP 4304 wide): such matrices are padded with zero columns (and
 //! the MLP's up with zero rows, whose GELU is 0) once at load.
 
+use super::block;
 use super::preprocess::{self, Resample};
-use super::weights::{biased, layer_norm_weights, padded, transposed};
+use super::weights::{layer_norm_weights, padded, transposed};
 use super::Image;
-use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput};
+use crate::gpu::{scratch_buffer, storage_buffer, Gpu, Plan, StepInput};
 use crate::models::{Loader, Meta};
-use crate::ops::attention::{self, AttentionBuffers};
 use crate::ops::avg_pool::{self, Affine};
 use crate::ops::bias::{self, Rows};
-use crate::ops::glu::{self, Activation};
+use crate::ops::glu::Activation;
+use crate::ops::vision_grid::Heads;
 use crate::ops::{add_position, layer_norm, matvec, rms_norm};
 use crate::Error;
 
@@ -107,17 +108,6 @@ impl Config {
     }
 }
 
-struct Layer {
-    ln1: (wgpu::Buffer, wgpu::Buffer),
-    q: (GpuTensor, wgpu::Buffer),
-    k: (GpuTensor, wgpu::Buffer),
-    v: (GpuTensor, wgpu::Buffer),
-    out: (GpuTensor, wgpu::Buffer),
-    ln2: (wgpu::Buffer, wgpu::Buffer),
-    up: (GpuTensor, wgpu::Buffer),
-    down: (GpuTensor, wgpu::Buffer),
-}
-
 /// The loaded projector: its plan, and the buffers an image goes in and its tokens come out of.
 pub struct Siglip {
     pub config: Config,
@@ -140,25 +130,7 @@ impl Siglip {
             .await?;
         let mut layers = Vec::new();
         for i in 0..c.n_layer {
-            let name = |n: &str| format!("v.blk.{i}.{n}");
-            let ln1 = layer_norm_weights(l, &name("ln1"), d).await?;
-            let q = biased(l, &name("attn_q"), (d, d), (d, d)).await?;
-            let k = biased(l, &name("attn_k"), (d, d), (d, d)).await?;
-            let v = biased(l, &name("attn_v"), (d, d), (d, d)).await?;
-            let out = biased(l, &name("attn_out"), (d, d), (d, d)).await?;
-            let ln2 = layer_norm_weights(l, &name("ln2"), d).await?;
-            let up = biased(l, &name("ffn_up"), (d, c.n_ff), (d, n_ff)).await?;
-            let down = biased(l, &name("ffn_down"), (c.n_ff, d), (n_ff, d)).await?;
-            layers.push(Layer {
-                ln1,
-                q,
-                k,
-                v,
-                out,
-                ln2,
-                up,
-                down,
-            });
+            layers.push(block::Layer::load(l, i, d, (c.n_ff, n_ff)).await?);
         }
         let post_ln = layer_norm_weights(l, "v.post_ln", d).await?;
         let soft_emb_norm = l.vector("mm.soft_emb_norm.weight", d).await?;
@@ -202,41 +174,28 @@ impl Siglip {
         matvec::push(&mut plan, &patch_embd, &patches, &x, false);
         bias::push(&mut plan, &patch_bias, Rows::One, &x, d);
         add_position::push(&mut plan, (&positions, true), &x, d);
-        let head_dim = d / c.n_head;
-        let shape = attention::Shape {
-            causal: false,
-            ..attention::Shape::causal(c.n_head, c.n_head, head_dim)
+        let rows = block::BlockRows {
+            x: &x,
+            xn: &xn,
+            q: &q,
+            k: &k,
+            v: &v,
+            attn: &attn,
+            hidden: &hidden,
+            activated: &gelu,
+            ones: &ones,
         };
-        let product = |plan: &mut Plan, (w, b): &(GpuTensor, wgpu::Buffer), x, y, accumulate| {
-            matvec::push(plan, w, x, y, accumulate);
-            bias::push(plan, b, Rows::One, y, w.rows);
+        let shape = block::Shape {
+            heads: Heads {
+                n_head: c.n_head,
+                head_dim: d / c.n_head,
+                eps: c.eps,
+            },
+            n_ff,
+            activation: c.activation,
         };
         for layer in &layers {
-            plan.begin_layer("vision");
-            layer_norm::push_apart(&mut plan, &x, (&layer.ln1.0, &layer.ln1.1), &xn, d, c.eps);
-            product(&mut plan, &layer.q, &xn, &q, false);
-            product(&mut plan, &layer.k, &xn, &k, false);
-            product(&mut plan, &layer.v, &xn, &v, false);
-            let buffers = AttentionBuffers {
-                q: &q,
-                k_cache: &k,
-                v_cache: &v,
-                cache_type: KvType::F32,
-                out: &attn,
-                sinks: None,
-            };
-            attention::push_tiled(&mut plan, shape, &buffers);
-            product(&mut plan, &layer.out, &attn, &x, true);
-            layer_norm::push_apart(&mut plan, &x, (&layer.ln2.0, &layer.ln2.1), &xn, d, c.eps);
-            product(&mut plan, &layer.up, &xn, &hidden, false);
-            glu::push_rows(
-                &mut plan,
-                c.activation,
-                (&hidden, 0, n_ff),
-                (&ones, 0, 0),
-                (&gelu, n_ff),
-            );
-            product(&mut plan, &layer.down, &gelu, &x, true);
+            block::push(&mut plan, layer, &rows, shape, None);
         }
         plan.layer_boundary();
         layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.eps);
