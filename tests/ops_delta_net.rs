@@ -1,14 +1,15 @@
 //! Gated DeltaNet's convolution and recurrence (ops::delta_net) and gated attention's output gate
 //! (ops::sigmoid_gate) against their CPU references on seeded random data: a sequence run token by
-//! token and in chunks (a prompt's chunk of 64, then a ragged one), both from empty states, with the
-//! states left between runs and their reset at position 0.
+//! token and in runs of a prompt (64 tokens, then a ragged 6; or 37 then 33), through the token form
+//! and the chunked form at every chunk size, from empty states, with the states left between runs and
+//! their reset at position 0.
 
 mod common;
 
 use common::{f32_buffer, gpu, nmse, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gpu::{read_back_f32, scratch_buffer, Gpu};
-use wick::ops::delta_net::{self, Shape, State};
+use wick::ops::delta_net::{self, Recurrence, Shape, State};
 use wick::ops::sigmoid_gate;
 
 const EPS: f32 = 1e-6;
@@ -54,7 +55,7 @@ fn layer(gpu: &Gpu, shape: Shape, rng: &mut Rng) -> Layer {
 }
 
 /// Runs `rows` (one per token, at positions pos..) through the layer in one run; returns the read-out.
-fn run_gpu(gpu: &Gpu, l: &Layer, pos: u32, rows: &[f32]) -> Vec<f32> {
+fn run_gpu(gpu: &Gpu, l: &Layer, pos: u32, rows: &[f32], recurrence: Recurrence) -> Vec<f32> {
     let n = rows.len() / l.shape.row_len() as usize;
     let rows_buffer = f32_buffer(gpu, rows);
     let out_len = n * l.shape.value_dim() as usize;
@@ -72,7 +73,7 @@ fn run_gpu(gpu: &Gpu, l: &Layer, pos: u32, rows: &[f32]) -> Vec<f32> {
         norm,
         out: &out,
     };
-    delta_net::push(&mut plan, l.shape, &b, EPS);
+    delta_net::push_with(&mut plan, l.shape, &b, EPS, recurrence);
     run(gpu, plan);
     read_back_f32(gpu, &out, out_len).block_on().unwrap()
 }
@@ -100,33 +101,56 @@ fn check(shape: Shape, seed: u64) {
         })
         .collect();
 
-    // Garbage in the states first: a run at position 0 must not read them.
-    let garbage = rng.vec(shape.state_len() as usize);
-    gpu.queue
-        .write_buffer(&l.buffers[2], 0, bytemuck::cast_slice(&garbage));
-    // One prompt chunk of 64, then a ragged chunk of 6.
-    let mut chunked = run_gpu(&gpu, &l, 0, &rows[..64 * row_len]);
-    chunked.extend(run_gpu(&gpu, &l, 64, &rows[64 * row_len..]));
-    let e = nmse(&chunked, &want);
-    assert!(e < 1e-9, "{shape:?}: chunked read-out nmse {e}");
-    let s = read_back_f32(&gpu, &l.buffers[2], state.s.len())
-        .block_on()
-        .unwrap();
-    let e = nmse(&s, &state.s);
-    assert!(e < 1e-9, "{shape:?}: state after the chunks nmse {e}");
-    let conv_state = read_back_f32(&gpu, &l.buffers[1], state.conv.len())
-        .block_on()
-        .unwrap();
-    assert!(
-        nmse(&conv_state, &state.conv) < 1e-12,
-        "{shape:?}: conv state"
-    );
+    let mut forms = vec![(Recurrence::Tokens, 64)];
+    for chunk in delta_net::CHUNK_SIZES {
+        let bytes = delta_net::chunk_bytes(shape.dim, chunk);
+        if shape.dim >= 4 * chunk && bytes <= gpu.limits.max_compute_workgroup_storage_size {
+            // 64 and 6: whole chunks, then a part of one; 37 and 33: a part of a chunk in both runs.
+            forms.push((Recurrence::Chunks(chunk), 64));
+            forms.push((Recurrence::Chunks(chunk), 37));
+        }
+    }
+    assert!(forms.len() > 1, "{shape:?}: no chunk fits the adapter");
+    for (recurrence, split) in forms {
+        // Garbage in the states first: a run at position 0 must not read them.
+        let garbage = rng.vec(shape.state_len() as usize);
+        gpu.queue
+            .write_buffer(&l.buffers[2], 0, bytemuck::cast_slice(&garbage));
+        let mut chunked = run_gpu(&gpu, &l, 0, &rows[..split * row_len], recurrence);
+        chunked.extend(run_gpu(
+            &gpu,
+            &l,
+            split as u32,
+            &rows[split * row_len..],
+            recurrence,
+        ));
+        let e = nmse(&chunked, &want);
+        assert!(
+            e < 1e-9,
+            "{shape:?} {recurrence:?}: runs of {split} and the rest: read-out nmse {e}"
+        );
+        let s = read_back_f32(&gpu, &l.buffers[2], state.s.len())
+            .block_on()
+            .unwrap();
+        let e = nmse(&s, &state.s);
+        assert!(
+            e < 1e-9,
+            "{shape:?} {recurrence:?}: state after the runs nmse {e}"
+        );
+        let conv_state = read_back_f32(&gpu, &l.buffers[1], state.conv.len())
+            .block_on()
+            .unwrap();
+        assert!(
+            nmse(&conv_state, &state.conv) < 1e-12,
+            "{shape:?}: conv state"
+        );
+    }
 
     // Token by token from position 0: the decode steps' form.
     let stepped: Vec<f32> = rows
         .chunks(row_len)
         .enumerate()
-        .flat_map(|(t, row)| run_gpu(&gpu, &l, t as u32, row))
+        .flat_map(|(t, row)| run_gpu(&gpu, &l, t as u32, row, Recurrence::Tokens))
         .collect();
     let e = nmse(&stepped, &want);
     assert!(e < 1e-9, "{shape:?}: token-by-token read-out nmse {e}");

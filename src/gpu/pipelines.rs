@@ -83,6 +83,9 @@ pub enum Kernel {
     DeltaConv,
     /// Gated DeltaNet's recurrence, a workgroup per value head, its state updated token by token.
     DeltaNet,
+    /// Gated DeltaNet's recurrence over a prompt's run in chunks of `tokens` (the WY form), a
+    /// workgroup of `workgroup` threads (the head dimension) per value head.
+    DeltaNetChunks,
     /// x *= sigmoid(gate): gated attention's output gate.
     SigmoidGate,
     /// Each layer's per-layer input from the projected embedding and the token's row (Gemma 4).
@@ -312,6 +315,7 @@ impl Kernel {
             }
             Kernel::DeltaConv => wgsl!("step.wgsl", "delta_conv.wgsl"),
             Kernel::DeltaNet => wgsl!("step.wgsl", "reduce.wgsl", "delta_net.wgsl"),
+            Kernel::DeltaNetChunks => wgsl!("step.wgsl", "delta_net_chunks.wgsl"),
             Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
             Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
             Kernel::AvgPool => wgsl!("grid.wgsl", "avg_pool.wgsl"),
@@ -601,6 +605,16 @@ impl PipelineKey {
             // A thread's query and output rows, and the keys a tile holds: 16 KiB of keys and values.
             let (vec4s, keys) = attention_tile(head_dim);
             src += &format!("const HD4: u32 = {vec4s}u;\nconst BK: u32 = {keys}u;\n");
+        }
+        if let Kernel::DeltaNetChunks = self.kernel {
+            // The chunk's tiles and a thread's column of the state are sized by these.
+            let chunk = self
+                .tokens
+                .expect("a chunked recurrence's key says its chunk");
+            src += &format!(
+                "const CHUNK: u32 = {chunk}u;\nconst DIM: u32 = {}u;\n",
+                self.workgroup
+            );
         }
         if let Some(ty) = self.ty {
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));

@@ -1,6 +1,7 @@
 //! Gated DeltaNet, the linear attention of Qwen3.5's recurrent layers: the causal convolution over the
 //! input projection's q, k and v channels (shaders/delta_conv.wgsl), then the gated delta rule over each
-//! value head's state (shaders/delta_net.wgsl), with plain CPU references of both.
+//! value head's state, token by token in a step (shaders/delta_net.wgsl) and in chunks of tokens in a
+//! prompt (shaders/delta_net_chunks.wgsl), with plain CPU references of both.
 //!
 //! A layer's input projection writes one row per token: the conv channels (q of every key head, k of
 //! every key head, v of every value head), then z (the read-out's gate, per value head), then beta's and
@@ -94,9 +95,51 @@ pub struct Buffers<'a> {
     pub out: &'a wgpu::Buffer,
 }
 
+/// How the recurrence walks a run's tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recurrence {
+    /// One token after another (shaders/delta_net.wgsl): a decode step's form.
+    Tokens,
+    /// In chunks of this many tokens, each chunk's updates as small matrix products
+    /// (shaders/delta_net_chunks.wgsl): a prompt's form.
+    Chunks(u32),
+}
+
+/// Chunk sizes the chunked recurrence is built for, largest first.
+pub const CHUNK_SIZES: [u32; 3] = [16, 8, 4];
+
+/// Workgroup memory the chunked recurrence takes for chunks of `chunk` tokens of heads of `dim`:
+/// q's and k's tiles, the two chunk x chunk products, and six values a token.
+pub fn chunk_bytes(dim: u32, chunk: u32) -> u32 {
+    4 * (2 * chunk * dim + 2 * chunk * chunk + 6 * chunk)
+}
+
+/// The largest chunk whose tiles the adapter's workgroup memory holds and whose head has the
+/// threads it needs (four a token of the chunk); None where no chunk fits.
+pub fn chunk_tokens(dim: u32, workgroup_bytes: u32) -> Option<u32> {
+    CHUNK_SIZES
+        .into_iter()
+        .find(|&c| dim >= 4 * c && chunk_bytes(dim, c) <= workgroup_bytes)
+}
+
+/// How a plan's runs take the recurrence: a step's few tokens one by one, a prompt's chunk in
+/// chunks where the adapter holds their tiles.
+pub fn recurrence_for(plan: &Plan, dim: u32) -> Recurrence {
+    match chunk_tokens(dim, plan.workgroup_bytes) {
+        Some(chunk) if !plan.is_step() => Recurrence::Chunks(chunk),
+        _ => Recurrence::Tokens,
+    }
+}
+
 /// Adds the convolution and the recurrence for each token of the run, in order. A run at position 0
 /// starts from empty states; any other continues from the states the previous run left.
 pub fn push(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32) {
+    let recurrence = recurrence_for(plan, s.dim);
+    push_with(plan, s, b, eps, recurrence);
+}
+
+/// `push` with the recurrence's form chosen by the caller.
+pub fn push_with(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32, recurrence: Recurrence) {
     assert!(s.dim.is_power_of_two() && s.dim <= MAX_DIM && s.dim >= 4);
     assert!((1..=MAX_CONV_KERNEL).contains(&s.conv_kernel));
     assert!(s.n_v_heads.is_multiple_of(s.n_k_heads));
@@ -123,9 +166,19 @@ pub fn push(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32) {
         alpha_at: s.conv_channels() + s.value_dim() + s.n_v_heads,
         eps,
     };
-    let key = PipelineKey {
-        workgroup: s.dim,
-        ..PipelineKey::new(Kernel::DeltaNet, None)
+    let key = match recurrence {
+        Recurrence::Tokens => PipelineKey {
+            workgroup: s.dim,
+            ..PipelineKey::new(Kernel::DeltaNet, None)
+        },
+        Recurrence::Chunks(chunk) => {
+            assert!(s.dim >= 4 * chunk && chunk_bytes(s.dim, chunk) <= plan.workgroup_bytes);
+            PipelineKey {
+                workgroup: s.dim,
+                tokens: Some(chunk),
+                ..PipelineKey::new(Kernel::DeltaNetChunks, None)
+            }
+        }
     };
     plan.push(
         key,
