@@ -3,7 +3,7 @@
 /** Load progress, in this order. 'download': bytes of the file, each counted once (`fromCache` of them
  * came from the browser's cache, the rest from the network); 'gpu': bytes in GPU memory; 'warning':
  * something the user should know (`message`), the load goes on. After `Wick.load` resolves, 'tuning':
- * candidate kernel shapes timed (`loaded`) of those to time (`total`), and matvec shapes done
+ * candidate kernel shapes timed (`loaded`) of those to time (`total`), and kernel shapes done
  * (`shapesDone`) of `shapes`. With a `draft` model, 'draft-download' and 'draft-gpu' say the same of it,
  * after the model's; with a vision projector (`mmproj`), 'mmproj-download' and 'mmproj-gpu'. */
 export interface LoadProgress {
@@ -26,7 +26,7 @@ export interface LoadOptions {
    * finish_reason 'length' (a conversation that does not fit at all is refused); true drops the oldest
    * turns, keeping system messages and the last user message, and goes on. */
   dropOldTurns?: boolean;
-  /** Once loaded, time the model's matvec shapes that this adapter has no winners for yet at every
+  /** Once loaded, time the model's kernel shapes that this adapter has no winners for yet at every
    * candidate kernel shape and use the fastest (progress phase 'tuning'): once per shape, in the
    * engine's idle moments (between requests, a candidate at a time, never during one), the largest
    * matrices first. The winners are kept in localStorage, by adapter, and every later load on the same
@@ -233,9 +233,9 @@ export interface EngineStats {
   /** Bytes a token reads from the model file itself: its rows of a table left off the GPU (Gemma 4's
    * per-layer embeddings, read through the model's reader); 0 for most models. */
   rowBytesPerToken: number;
-  /** Matvec shapes that run with tuned kernel shapes on this adapter. */
+  /** Kernel shapes (matvecs', a recurrence's form) that run tuned on this adapter. */
   tunedShapes: number;
-  /** This model's matvec shapes with no tuned kernel shape on this adapter yet (tuning is under way, was
+  /** This model's kernel shapes with no tuned kernel shape on this adapter yet (tuning is under way, was
    * stopped, or `tune: false`). */
   untunedShapes: number;
   /** Of the last reply; null before the first. */

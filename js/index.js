@@ -101,7 +101,7 @@ export class Wick {
    * (bytes of the file, each counted once; `fromCache` of them came from the browser's cache), 'gpu'
    * (bytes in GPU memory), 'warning' (with `message`; the load goes on), then, after `load` has
    * resolved, 'tuning' (candidate kernel shapes timed of those to time, with `shapes` and
-   * `shapesDone`). Unless `tune` is false, the model's matvec shapes this adapter has no winners for
+   * `shapesDone`). Unless `tune` is false, the model's kernel shapes this adapter has no winners for
    * yet are timed in the engine's idle moments: between requests, never during one, a candidate at a
    * time, the largest matrices first. Each winner is used from then on and kept in localStorage by
    * adapter for every later load. `engine.tuned` says when tuning ends; `engine.stopTuning()` skips

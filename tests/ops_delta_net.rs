@@ -8,8 +8,9 @@ mod common;
 
 use common::{f32_buffer, gpu, nmse, plan_at, run, Rng};
 use pollster::FutureExt as _;
+use wick::gpu::Recurrence;
 use wick::gpu::{read_back_f32, scratch_buffer, Gpu};
-use wick::ops::delta_net::{self, Recurrence, Shape, State};
+use wick::ops::delta_net::{self, Shape, State};
 use wick::ops::sigmoid_gate;
 
 const EPS: f32 = 1e-6;
@@ -101,13 +102,14 @@ fn check(shape: Shape, seed: u64) {
         })
         .collect();
 
-    let mut forms = vec![(Recurrence::Tokens, 64)];
-    for chunk in delta_net::CHUNK_SIZES {
-        let bytes = delta_net::chunk_bytes(shape.dim, chunk);
-        if shape.dim >= 4 * chunk && bytes <= gpu.limits.max_compute_workgroup_storage_size {
-            // 64 and 6: whole chunks, then a part of one; 37 and 33: a part of a chunk in both runs.
-            forms.push((Recurrence::Chunks(chunk), 64));
-            forms.push((Recurrence::Chunks(chunk), 37));
+    // Every form a prompt's plan may take here (each chunk that fits, then the token form).
+    let limit = gpu.limits.max_compute_workgroup_storage_size;
+    let mut forms = Vec::new();
+    for form in shape.recurrence(64).candidates(limit) {
+        // 64 and 6: whole chunks, then a part of one; 37 and 33: a part of a chunk in both runs.
+        forms.push((form, 64));
+        if form != Recurrence::Tokens {
+            forms.push((form, 37));
         }
     }
     assert!(forms.len() > 1, "{shape:?}: no chunk fits the adapter");

@@ -5,9 +5,9 @@ mod common;
 use common::gpu;
 use pollster::FutureExt as _;
 use std::sync::Arc;
-use wick::engine::{Engine, LoadOptions, TuneShapes};
+use wick::engine::{Engine, LoadOptions, TuneShapes, Tuned};
 use wick::gguf::FileSource;
-use wick::gpu::Gpu;
+use wick::gpu::{Choice, Gpu, MatvecKernel, MatvecShape, Tunable};
 
 /// The tiny random-weight llama, one token per run, on `gpu`.
 fn load(gpu: &Arc<Gpu>) -> Engine {
@@ -16,18 +16,49 @@ fn load(gpu: &Arc<Gpu>) -> Engine {
 
 /// A tiny random-weight model of tests/data, one token per run, on `gpu`.
 fn load_file(gpu: &Arc<Gpu>, name: &str) -> Engine {
+    load_batched(gpu, name, 1)
+}
+
+/// A tiny random-weight model of tests/data, runs of up to `batch` tokens, on `gpu`.
+fn load_batched(gpu: &Arc<Gpu>, name: &str, batch: u32) -> Engine {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name);
     let source = FileSource::open(path).unwrap();
     let options = LoadOptions {
         n_ctx: 32,
-        batch: Some(1),
+        batch: Some(batch),
         ..Default::default()
     };
     Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
         .block_on()
         .unwrap()
+}
+
+/// The kernels the tuner may choose among for `shape` on `gpu`.
+fn candidates(gpu: &Gpu, shape: &Tunable) -> Vec<Choice> {
+    match shape {
+        Tunable::Matvec(m) => (m
+            .candidates(gpu.subgroup_size, gpu.matrix_cores())
+            .into_iter())
+        .map(Choice::Matvec)
+        .collect(),
+        Tunable::Recurrence(r) => (r.candidates(workgroup_bytes(gpu)).into_iter())
+            .map(Choice::Recurrence)
+            .collect(),
+    }
+}
+
+fn workgroup_bytes(gpu: &Gpu) -> u32 {
+    gpu.limits.max_compute_workgroup_storage_size
+}
+
+/// A matvec's tuning: its shape and winner.
+fn matvec(t: &Tuned) -> Option<(MatvecShape, MatvecKernel)> {
+    match (t.shape, t.after.0) {
+        (Tunable::Matvec(shape), Choice::Matvec(kernel)) => Some((shape, kernel)),
+        _ => None,
+    }
 }
 
 /// `Engine::tune` times every candidate of each matvec shape with no winner yet and keeps one of
@@ -45,21 +76,16 @@ fn tuning_keeps_the_numbers() {
     assert_eq!(timed.len(), untuned.len());
     assert!(untuned.iter().all(|s| timed.contains(s)), "{timed:?}");
     // The largest matrices first: a tuning cut short has the winners that matter most.
-    let size = |s: &wick::gpu::MatvecShape| s.rows as u64 * s.cols as u64;
     assert!(
-        timed.windows(2).all(|w| size(&w[0]) >= size(&w[1])),
+        timed.windows(2).all(|w| w[0].size() >= w[1].size()),
         "{timed:?}"
     );
     assert!(untuned.len() >= 4, "{untuned:?}"); // q/k/v, output, gate/up, down, head
     for t in &report {
-        assert!(
-            t.shape
-                .candidates(gpu.subgroup_size, gpu.matrix_cores())
-                .contains(&t.after.0),
-            "{t:?}"
-        );
+        assert!(candidates(&gpu, &t.shape).contains(&t.after.0), "{t:?}");
         assert!(t.after.1 <= t.before.1, "{t:?}");
-        assert_eq!(tuning.matvec.get(&t.shape.key()), Some(&t.after.0));
+        assert!(tuning.has(&t.shape), "{t:?}");
+        assert_eq!(tuning.choice(&t.shape, workgroup_bytes(&gpu)), t.after.0);
     }
     // Once per shape: nothing is left to time, unless every shape is asked for.
     assert!(engine.untuned_shapes().is_empty());
@@ -113,7 +139,8 @@ fn tuning_between_steps_keeps_the_conversation() {
     }
     assert_eq!(tuner.timed, steps);
     for t in tuner.tuned() {
-        assert_eq!(gpu.tuning().matvec.get(&t.shape.key()), Some(&t.after.0));
+        let kept = gpu.tuning().choice(&t.shape, workgroup_bytes(&gpu));
+        assert_eq!(kept, t.after.0);
     }
     assert!(
         !tuner.tuned().is_empty(),
@@ -149,6 +176,52 @@ fn tuning_to_the_end_keeps_a_recurrent_models_state() {
             .map(|(a, b)| (a - b).abs())
             .fold(0f32, f32::max);
         assert!(diff < 1e-3, "after tuning, logits differ by {diff}");
+    }
+}
+
+/// A prompt's chunk of a recurrent model offers its recurrence's form to the tuner (token by token,
+/// or in chunks of each size that fits): the form kept is one of them, the chunk's plan runs it, and
+/// tuning in the middle of a conversation leaves the conversation as it was: the prompt's next chunk
+/// and the steps after it get the logits an untuned engine gives them, up to summation order.
+#[test]
+fn a_prompts_recurrence_is_tuned_and_keeps_the_conversation() {
+    let Some(gpu) = gpu() else { return };
+    let (prompt, more, next) = (
+        [1u32, 50, 300, 7, 12, 40, 9],
+        [5u32, 77, 3, 8, 21],
+        [99u32, 12],
+    );
+    let model = "random-qwen35-q8_0.gguf";
+    let mut plain = load_batched(&common::gpu().unwrap(), model, 16);
+    plain.prefill(&prompt).block_on().unwrap();
+    let mut tuned = load_batched(&gpu, model, 16);
+    tuned.prefill(&prompt).block_on().unwrap();
+    let (tuning, report) = tuned.tune(TuneShapes::All).block_on().unwrap();
+    let recurrences: Vec<&Tuned> = (report.iter())
+        .filter(|t| matches!(t.shape, Tunable::Recurrence(_)))
+        .collect();
+    assert_eq!(recurrences.len(), 1, "{report:?}");
+    let t = recurrences[0];
+    let offered = candidates(&gpu, &t.shape);
+    assert!(offered.len() >= 2, "{offered:?}"); // the token form and at least one chunk
+    assert!(offered.contains(&t.after.0), "{t:?}");
+    assert_eq!(tuning.choice(&t.shape, workgroup_bytes(&gpu)), t.after.0);
+    let want = plain.prefill(&more).block_on().unwrap();
+    let got = tuned.prefill(&more).block_on().unwrap();
+    let diff = (got.iter().zip(&want))
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        diff < 1e-3,
+        "the chunk after tuning: logits differ by {diff}"
+    );
+    for &token in &next {
+        let want = plain.step(token, true).block_on().unwrap().unwrap();
+        let got = tuned.step(token, true).block_on().unwrap().unwrap();
+        let diff = (got.iter().zip(&want))
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-3, "a step after tuning: logits differ by {diff}");
     }
 }
 
@@ -207,17 +280,21 @@ fn a_parallel_steps_shapes_are_tuned_too() {
     };
     let want = rows(&mut engine);
     let untuned = engine.untuned_shapes();
-    assert!(untuned.iter().any(|s| s.tokens == 4), "{untuned:?}");
+    assert!(
+        (untuned.iter()).any(|s| matches!(s, Tunable::Matvec(m) if m.tokens == 4)),
+        "{untuned:?}"
+    );
     let (tuning, report) = engine.tune(TuneShapes::New).block_on().unwrap();
-    for t in report.iter().filter(|t| t.shape.tokens == 4) {
-        assert!(t.shape.key().contains(" x4"), "{t:?}");
-        assert!(
-            t.shape
-                .candidates(gpu.subgroup_size, gpu.matrix_cores())
-                .contains(&t.after.0),
-            "{t:?}"
-        );
-        assert_eq!(tuning.matvec.get(&t.shape.key()), Some(&t.after.0));
+    let four: Vec<(MatvecShape, MatvecKernel)> = (report.iter())
+        .filter_map(matvec)
+        .filter(|(shape, _)| shape.tokens == 4)
+        .collect();
+    assert!(!four.is_empty(), "{report:?}");
+    for (shape, kernel) in &four {
+        assert!(shape.key().contains(" x4"), "{shape:?}");
+        let offered = shape.candidates(gpu.subgroup_size, gpu.matrix_cores());
+        assert!(offered.contains(kernel), "{shape:?} {kernel:?}");
+        assert_eq!(tuning.matvec.get(&shape.key()), Some(kernel));
     }
     // The parallel plan runs the winners.
     let profile = engine
@@ -225,8 +302,8 @@ fn a_parallel_steps_shapes_are_tuned_too() {
         .block_on()
         .unwrap()
         .unwrap();
-    for t in report.iter().filter(|t| t.shape.tokens == 4) {
-        let name = wick::gpu::PipelineKey::matvec(&t.shape, t.after.0).name();
+    for (shape, kernel) in &four {
+        let name = wick::gpu::PipelineKey::matvec(shape, *kernel).name();
         assert!(
             profile.kernels.iter().any(|(n, _)| *n == name),
             "{name}: {profile:?}"

@@ -48,7 +48,7 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
     // (and timed again) at every load.
     let mut all = read_all(&path);
     match all.get_mut(&adapter) {
-        Some(kept) if kept.candidates == tuning.candidates => kept.matvec.extend(tuning.matvec),
+        Some(kept) if kept.candidates == tuning.candidates => kept.extend(tuning),
         _ => {
             all.insert(adapter, tuning);
         }
@@ -98,7 +98,7 @@ pub fn apply_stored(gpu: &Gpu) -> usize {
         Some(tuning) => {
             gpu.set_tuning(tuning);
             // What the GPU kept: not winners timed among an older set of candidates.
-            gpu.tuning().matvec.len()
+            gpu.tuning().len()
         }
         None => 0,
     }

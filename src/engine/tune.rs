@@ -1,8 +1,8 @@
-//! Kernel-shape tuning, one candidate at a time. `Engine::tuner` lists the matvec shapes to time,
-//! each `Engine::tune_step` times one candidate kernel shape of one of them, and a shape's winner goes
-//! to the GPU and to the engine's plans as soon as its last candidate is timed. A caller with other
-//! work runs the steps in between (the browser's worker answers requests first and tunes when idle);
-//! `Engine::tune` runs them all.
+//! Kernel-shape tuning, one candidate at a time. `Engine::tuner` lists the shapes to time (matvecs',
+//! and prompt plans' recurrences), each `Engine::tune_step` times one candidate kernel of one of them,
+//! and a shape's winner goes to the GPU and to the engine's plans as soon as its last candidate is
+//! timed. A caller with other work runs the steps in between (the browser's worker answers requests
+//! first and tunes when idle); `Engine::tune` runs them all.
 //!
 //! A dispatch timed alone runs again and again on the same weights, which stay in the caches; in a
 //! step it reads them after the rest of the model. The two can disagree: on a CPU-backed adapter a
@@ -13,7 +13,7 @@
 
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
-use crate::gpu::{Kernel, MatrixCores, MatvecKernel, MatvecShape, Tuning};
+use crate::gpu::{Choice, MatrixCores, MatvecKernel, MatvecShape, Tunable, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
@@ -38,13 +38,12 @@ pub enum TuneShapes {
     New,
 }
 
-/// One matvec shape's tuning: its kernel shape and the time of one dispatch, as it was and as it is
-/// best.
+/// One shape's tuning: its kernel and the time of one dispatch, as it was and as it is best.
 #[derive(Clone, Debug)]
 pub struct Tuned {
-    pub shape: MatvecShape,
-    pub before: (MatvecKernel, Duration),
-    pub after: (MatvecKernel, Duration),
+    pub shape: Tunable,
+    pub before: (Choice, Duration),
+    pub after: (Choice, Duration),
 }
 
 /// A tuning under way: the shapes still to time and the candidates of the one being timed.
@@ -52,7 +51,7 @@ pub struct Tuner {
     subgroup_size: Option<u32>,
     /// The matrix cores, where plans may use them and they work (`ops::matvec::matrix_cores_work`).
     matrix_cores: Option<MatrixCores>,
-    waiting: VecDeque<MatvecShape>,
+    waiting: VecDeque<Tunable>,
     current: Option<Timing>,
     done: Vec<Tuned>,
     /// Shapes whose candidates were all timed alone, waiting to have their finalists timed in the
@@ -69,13 +68,13 @@ pub struct Tuner {
 
 /// One shape's candidates: those left (the next last) and the times of those timed.
 struct Timing {
-    shape: MatvecShape,
-    left: Vec<MatvecKernel>,
-    times: Vec<(MatvecKernel, Duration)>,
+    shape: Tunable,
+    left: Vec<Choice>,
+    times: Vec<(Choice, Duration)>,
 }
 
-/// A shape's finalists (the kernel shape it had last) and each one's time in the plan, a dispatch's
-/// mean.
+/// A matvec shape's finalists (the kernel shape it had last) and each one's time in the plan, a
+/// dispatch's mean.
 struct Final {
     shape: MatvecShape,
     kernels: Vec<MatvecKernel>,
@@ -94,11 +93,11 @@ impl Tuner {
 }
 
 impl Engine {
-    /// The plans' matvec shapes the GPU's tuning has no winner for.
-    pub fn untuned_shapes(&self) -> Vec<MatvecShape> {
+    /// The plans' tunable shapes the GPU's tuning has no winner for.
+    pub fn untuned_shapes(&self) -> Vec<Tunable> {
         let tuning = self.gpu.tuning();
-        let mut shapes = self.matvec_shapes();
-        shapes.retain(|s| !tuning.matvec.contains_key(&s.key()));
+        let mut shapes = self.tunables();
+        shapes.retain(|s| !tuning.has(s));
         shapes
     }
 
@@ -106,20 +105,22 @@ impl Engine {
     /// and how many there are.
     pub fn products_on_matrix_cores(&self) -> (usize, usize) {
         let tuning = self.gpu.usable(self.gpu.tuning());
-        let mut shapes = self.matvec_shapes();
-        shapes.retain(|s| matches!(s.kernel, Kernel::Matmul(_)));
+        let shapes: Vec<MatvecShape> = (self.tunables().iter())
+            .filter(|s| s.is_matmul())
+            .filter_map(Tunable::matvec)
+            .collect();
         let on = shapes
             .iter()
             .filter(|s| tuning.matvec(s).cooperative.is_some());
         (on.count(), shapes.len())
     }
 
-    /// The plans' matvec shapes (the decode step's, then those of a step of several sequences), each
-    /// once, in plan order.
-    fn matvec_shapes(&self) -> Vec<MatvecShape> {
-        let mut shapes: Vec<MatvecShape> = Vec::new();
+    /// The plans' tunable shapes (the decode step's, then those of a step of several sequences, then
+    /// a prompt's chunk's), each once, in plan order.
+    fn tunables(&self) -> Vec<Tunable> {
+        let mut shapes: Vec<Tunable> = Vec::new();
         for plan in self.plans() {
-            for shape in plan.dispatches.iter().filter_map(|d| d.matvec) {
+            for shape in plan.dispatches.iter().filter_map(|d| d.tunable) {
                 if !shapes.contains(&shape) {
                     shapes.push(shape);
                 }
@@ -132,16 +133,16 @@ impl Engine {
     /// most of a token's time, so a tuning cut short has already bought most of what it could.
     pub async fn tuner(&self, which: TuneShapes) -> Result<Tuner, Error> {
         let mut shapes = match which {
-            TuneShapes::All => self.matvec_shapes(),
+            TuneShapes::All => self.tunables(),
             TuneShapes::New => self.untuned_shapes(),
         };
         if self.gpu.has_matrix_cores() && self.gpu.matrix_cores().is_none() {
             // Their winners timed without the matrix cores would be kept, and later runs that may
             // use the cores would not time them again; meanwhile they run their kept winners on
             // f32 tiles, or the default tile.
-            shapes.retain(|s| !matches!(s.kernel, Kernel::Matmul(_)));
+            shapes.retain(|s| !s.is_matmul());
         }
-        shapes.sort_by_key(|s| std::cmp::Reverse(s.cols as u64 * s.rows as u64));
+        shapes.sort_by_key(|s| std::cmp::Reverse(s.size()));
         let subgroup_size = match self.gpu.subgroup_size {
             Some(lanes)
                 if !shapes.is_empty()
@@ -151,7 +152,7 @@ impl Engine {
             }
             _ => None,
         };
-        let matmuls = shapes.iter().any(|s| matches!(s.kernel, Kernel::Matmul(_)));
+        let matmuls = shapes.iter().any(|s| s.is_matmul());
         let matrix_cores = match self.gpu.matrix_cores() {
             Some(cores) if matmuls => {
                 let works = crate::ops::matvec::matrix_cores_work(&self.gpu).await?;
@@ -162,9 +163,7 @@ impl Engine {
             }
             _ => None,
         };
-        let matvecs = shapes
-            .iter()
-            .any(|s| !matches!(s.kernel, Kernel::Matmul(_)));
+        let matvecs = (shapes.iter()).any(|s| matches!(s, Tunable::Matvec(_)) && !s.is_matmul());
         let finals = match self.gpu.times_dispatches() && matvecs {
             true => FINAL_ROUNDS,
             false => 0,
@@ -208,16 +207,24 @@ impl Engine {
         }
         let timing = tuner.current.as_mut().expect("a shape being timed");
         let candidate = timing.left.pop().expect("a shape with candidates left");
-        self.write_scratch_step(timing.shape.tokens);
         let (plan, d) = (self.plans())
             .find_map(|plan| {
                 let d = plan
                     .dispatches
                     .iter()
-                    .find(|d| d.matvec == Some(timing.shape));
+                    .find(|d| d.tunable == Some(timing.shape));
                 d.map(|d| (plan, d))
             })
             .expect("a shape of a plan");
+        self.write_scratch_step(match timing.shape {
+            Tunable::Matvec(m) => m.tokens,
+            Tunable::Recurrence(_) => plan.batch,
+        });
+        // A recurrence's runs rewrite its layer's state, which the sequence goes on from.
+        let held = match timing.shape {
+            Tunable::Recurrence(_) => self.hold_states().await?,
+            Tunable::Matvec(_) => Vec::new(),
+        };
         let (pipeline, bind_group, workgroups) = plan.reshaped(&self.gpu, d, candidate);
         // A candidate whose first dispatch takes twice the best mean so far has lost: its time is
         // not worth refining (the candidates of a 32-weight type that do on lavapipe cost 5 s a model).
@@ -231,17 +238,19 @@ impl Engine {
             (TUNE_BATCH, enough),
         );
         let time = time.await?;
+        self.restore_states(&held);
         timing.times.push((candidate, time));
         tuner.timed += 1;
         if timing.left.is_empty() {
             let timing = tuner.current.take().expect("a shape being timed");
             // A matmul's plan is a prompt's chunk: timing it whole, four times over, costs more
             // than a CPU-backed adapter's tuning should (seconds a round for a 1.5B model).
-            let matmul = matches!(timing.shape.kernel, Kernel::Matmul(_));
-            if self.gpu.times_dispatches() && !matmul {
-                tuner
-                    .finals
-                    .push(finalists(&timing, self.gpu.tuning().matvec(&timing.shape)));
+            // A recurrence runs once a layer, in a prompt's chunk only: its time alone is its time.
+            if let Tunable::Matvec(shape) = timing.shape {
+                if self.gpu.times_dispatches() && !timing.shape.is_matmul() {
+                    let had = self.gpu.tuning().matvec(&shape);
+                    tuner.finals.push(finalists(shape, &timing.times, had));
+                }
             }
             tuner.done.push(self.keep_winner(timing));
         }
@@ -261,14 +270,14 @@ impl Engine {
                                                              // The finals this plan runs: those an earlier plan did not.
             let here: Vec<bool> = (tuner.finals.iter().zip(&placed))
                 .map(|(f, &done)| {
-                    !done && plan.dispatches.iter().any(|d| d.matvec == Some(f.shape))
+                    !done && plan.dispatches.iter().any(|d| d.matvec() == Some(f.shape))
                 })
                 .collect();
             for (i, d) in plan.dispatches.iter().enumerate() {
                 let f = (tuner.finals.iter().enumerate())
-                    .position(|(f, fin)| here[f] && d.matvec == Some(fin.shape));
+                    .position(|(f, fin)| here[f] && d.matvec() == Some(fin.shape));
                 let kernel = f.and_then(|f| tuner.finals[f].kernels.get(k));
-                swaps.push(kernel.map(|&kernel| plan.reshaped(&self.gpu, d, kernel)));
+                swaps.push(kernel.map(|&k| plan.reshaped(&self.gpu, d, Choice::Matvec(k))));
                 if let (Some(f), Some(_)) = (f, kernel) {
                     timed.push((i, f));
                 }
@@ -318,9 +327,12 @@ impl Engine {
         tuning.matvec.insert(fin.shape.key(), best);
         self.gpu.set_tuning(tuning.clone());
         self.retune_plans(&tuning);
-        if let Some(t) = done.iter_mut().find(|t| t.shape == fin.shape) {
-            t.before = (had, had_time);
-            t.after = (best, best_time);
+        if let Some(t) = done
+            .iter_mut()
+            .find(|t| t.shape == Tunable::Matvec(fin.shape))
+        {
+            t.before = (Choice::Matvec(had), had_time);
+            t.after = (Choice::Matvec(best), best_time);
         }
     }
 
@@ -328,10 +340,11 @@ impl Engine {
     fn keep_winner(&mut self, timing: Timing) -> Tuned {
         let Timing { shape, times, .. } = timing;
         let mut tuning: Tuning = (*self.gpu.tuning()).clone();
-        let current = tuning.matvec(&shape);
+        let workgroup_bytes = self.gpu.limits.max_compute_workgroup_storage_size;
+        let current = tuning.choice(&shape, workgroup_bytes);
         let (best, best_time) = *times.iter().min_by_key(|(_, t)| *t).expect("candidates");
         let before = times.iter().find(|(c, _)| *c == current).map(|&(_, t)| t);
-        tuning.matvec.insert(shape.key(), best);
+        tuning.insert(&shape, best);
         self.gpu.set_tuning(tuning.clone());
         self.retune_plans(&tuning);
         Tuned {
@@ -344,17 +357,25 @@ impl Engine {
     /// A shape's candidates that this adapter can run.
     fn candidates(
         &self,
-        shape: &MatvecShape,
+        shape: &Tunable,
         subgroup_size: Option<u32>,
         matrix_cores: Option<MatrixCores>,
-    ) -> Vec<MatvecKernel> {
-        let mut c = shape.candidates(subgroup_size, matrix_cores);
-        c.retain(|k| shape.fits(k, &self.gpu.limits));
-        c
+    ) -> Vec<Choice> {
+        match shape {
+            Tunable::Matvec(m) => {
+                let mut c = m.candidates(subgroup_size, matrix_cores);
+                c.retain(|k| m.fits(k, &self.gpu.limits));
+                c.into_iter().map(Choice::Matvec).collect()
+            }
+            Tunable::Recurrence(r) => {
+                let workgroup_bytes = self.gpu.limits.max_compute_workgroup_storage_size;
+                let forms = r.candidates(workgroup_bytes).into_iter();
+                forms.map(Choice::Recurrence).collect()
+            }
+        }
     }
 
-    /// Times `which` matvec shapes of the decode step on this adapter at every candidate kernel
-    /// shape, and gives the winners to the GPU and to this engine's plans. Returns the GPU's tuning
+    /// Times `which` shapes of the plans on this adapter at every candidate kernel, and gives the winners to the GPU and to this engine's plans. Returns the GPU's tuning
     /// with them, and each timed shape's time before and after.
     pub async fn tune(&mut self, which: TuneShapes) -> Result<(Tuning, Vec<Tuned>), Error> {
         let mut tuner = self.tuner(which).await?;
@@ -363,10 +384,15 @@ impl Engine {
     }
 }
 
-/// A timed shape's finalists: its fastest candidates alone, then the kernel shape it had (last,
-/// whether or not among them).
-fn finalists(timing: &Timing, had: MatvecKernel) -> Final {
-    let mut by_time = timing.times.clone();
+/// A timed matvec shape's finalists: its fastest candidates alone, then the kernel shape it had
+/// (last, whether or not among them).
+fn finalists(shape: MatvecShape, times: &[(Choice, Duration)], had: MatvecKernel) -> Final {
+    let mut by_time: Vec<(MatvecKernel, Duration)> = (times.iter())
+        .filter_map(|&(c, t)| match c {
+            Choice::Matvec(k) => Some((k, t)),
+            Choice::Recurrence(_) => None,
+        })
+        .collect();
     by_time.sort_by_key(|&(_, t)| t);
     let mut kernels: Vec<MatvecKernel> = (by_time.iter())
         .map(|&(k, _)| k)
@@ -375,7 +401,7 @@ fn finalists(timing: &Timing, had: MatvecKernel) -> Final {
         .collect();
     kernels.push(had);
     Final {
-        shape: timing.shape,
+        shape,
         times: vec![None; kernels.len()],
         kernels,
     }

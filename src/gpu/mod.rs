@@ -4,6 +4,7 @@ mod buffers;
 mod oneshot;
 mod pipelines;
 mod plan;
+mod recurrence;
 mod tuning;
 
 pub use buffers::{
@@ -15,7 +16,10 @@ pub use pipelines::{
     Pipelines, Store, XNorm, NORM_GAIN_BINDING,
 };
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena};
-pub use tuning::{default_threads_per_row, MatvecKernel, MatvecShape, Split, Tuning, CANDIDATES};
+pub use recurrence::{Recurrence, RecurrenceShape};
+pub use tuning::{
+    default_threads_per_row, Choice, MatvecKernel, MatvecShape, Split, Tunable, Tuning, CANDIDATES,
+};
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! K-quant files also define a block form (`block_at`, `block_dequant32`): a block's header read once
 //! for its eight sub-blocks, which `row_dot_blocks.wgsl` splits rows by.
 
-use super::{MatvecKernel, MatvecShape, Split};
+use super::{MatvecKernel, MatvecShape, Recurrence, Split};
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -488,6 +488,22 @@ impl PipelineKey {
             subgroup_sum: false,
             split: Split::Chunks,
             tokens: None,
+        }
+    }
+
+    /// The kernel of a Gated DeltaNet recurrence in a form: a workgroup per value head, a thread per
+    /// dimension of a head.
+    pub fn recurrence(dim: u32, form: Recurrence) -> PipelineKey {
+        match form {
+            Recurrence::Tokens => PipelineKey {
+                workgroup: dim,
+                ..PipelineKey::new(Kernel::DeltaNet, None)
+            },
+            Recurrence::Chunks(chunk) => PipelineKey {
+                workgroup: dim,
+                tokens: Some(chunk),
+                ..PipelineKey::new(Kernel::DeltaNetChunks, None)
+            },
         }
     }
 

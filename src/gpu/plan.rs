@@ -7,7 +7,8 @@
 //! `StepInput`, written before each submit.
 
 use super::{
-    Gpu, GpuError, Kernel, MatvecKernel, MatvecShape, PipelineKey, Tuning, XNorm, NORM_GAIN_BINDING,
+    Choice, Gpu, GpuError, Kernel, MatvecShape, PipelineKey, Recurrence, RecurrenceShape, Tunable,
+    Tuning, XNorm, NORM_GAIN_BINDING,
 };
 use std::sync::Arc;
 
@@ -182,8 +183,15 @@ pub struct Dispatch {
     /// another shape of the same kernel.
     pub buffers: Vec<wgpu::Buffer>,
     params: (u64, u64),
-    /// A matvec's shape, which tuning may change.
-    pub matvec: Option<MatvecShape>,
+    /// What tuning may change the kernel of: a matvec's shape, a recurrence's.
+    pub tunable: Option<Tunable>,
+}
+
+impl Dispatch {
+    /// The matvec's shape, where the dispatch is a tunable matvec.
+    pub fn matvec(&self) -> Option<MatvecShape> {
+        self.tunable.and_then(|t| t.matvec())
+    }
 }
 
 struct Pending {
@@ -192,7 +200,7 @@ struct Pending {
     params_offset: u64,
     params_len: u64,
     workgroups: Groups,
-    matvec: Option<MatvecShape>,
+    tunable: Option<Tunable>,
 }
 
 /// The most tokens a plan's runs may hold and still be a step rather than a prompt's chunk: a decode
@@ -267,9 +275,53 @@ impl Plan {
             true => MatvecShape { tokens: 4, ..shape },
             false => shape,
         };
-        let key = PipelineKey::matvec(&shape, self.tuning.matvec(&shape));
-        let workgroups = matvec_workgroups(&shape, &key, self.batch);
-        self.push_shaped(key, buffers, params, workgroups, Some(shape));
+        let tunable = Tunable::Matvec(shape);
+        let choice = self.tuning.choice(&tunable, self.workgroup_bytes);
+        let (key, workgroups) = self.shaped(&tunable, choice);
+        self.push_shaped(key, buffers, params, workgroups, Some(tunable));
+    }
+
+    /// The form of a recurrence of this shape: token by token in a step, in a prompt's chunk the form
+    /// the plan's tuning gives it.
+    pub fn recurrence(&self, shape: &RecurrenceShape) -> Recurrence {
+        match self.is_step() {
+            true => Recurrence::Tokens,
+            false => self.tuning.recurrence(shape, self.workgroup_bytes),
+        }
+    }
+
+    /// Adds a Gated DeltaNet recurrence (shaders/delta_net*.wgsl) of this shape in `form`; in a
+    /// prompt's chunk, tuning may change the form.
+    pub fn push_recurrence(
+        &mut self,
+        shape: RecurrenceShape,
+        form: Recurrence,
+        buffers: &[&wgpu::Buffer],
+        params: &[u8],
+    ) {
+        let tunable = Tunable::Recurrence(shape);
+        let (key, workgroups) = self.shaped(&tunable, Choice::Recurrence(form));
+        let tunable = (!self.is_step()).then_some(tunable);
+        self.push_shaped(key, buffers, params, workgroups, tunable);
+    }
+
+    /// The kernel and workgroups of a tunable in one of its kernels.
+    fn shaped(&self, tunable: &Tunable, choice: Choice) -> (PipelineKey, Groups) {
+        match (tunable, choice) {
+            (Tunable::Matvec(shape), Choice::Matvec(kernel)) => {
+                let key = PipelineKey::matvec(shape, kernel);
+                (key, matvec_workgroups(shape, &key, self.batch))
+            }
+            (Tunable::Recurrence(shape), Choice::Recurrence(form)) => {
+                assert!(
+                    shape.fits(form, self.workgroup_bytes),
+                    "{form:?} for {shape:?}"
+                );
+                let key = PipelineKey::recurrence(shape.dim, form);
+                (key, Groups::Fixed([shape.heads, 1, 1]))
+            }
+            _ => panic!("{choice:?} is not a kernel of {tunable:?}"),
+        }
     }
 
     fn push_shaped(
@@ -278,7 +330,7 @@ impl Plan {
         buffers: &[&wgpu::Buffer],
         params: &[u8],
         workgroups: Groups,
-        matvec: Option<MatvecShape>,
+        tunable: Option<Tunable>,
     ) {
         let params_offset = self.arena.push(params);
         self.pending.push(Pending {
@@ -287,7 +339,7 @@ impl Plan {
             params_offset,
             params_len: params.len().next_multiple_of(16).max(16) as u64,
             workgroups,
-            matvec,
+            tunable,
         });
     }
 
@@ -355,7 +407,7 @@ impl Plan {
                             workgroups: p.workgroups,
                             buffers: p.buffers,
                             params,
-                            matvec: p.matvec,
+                            tunable: p.tunable,
                         }
                     })
                     .collect::<Vec<_>>()
@@ -366,45 +418,41 @@ impl Plan {
         Ok(())
     }
 
-    /// Gives every matvec dispatch the shape `tuning` names for it (a new pipeline and bind group
+    /// Gives every tunable dispatch the kernel `tuning` names for it (a new pipeline and bind group
     /// where that changed), as far as the GPU lets plans use it (`Gpu::usable`); plans made from now
     /// on take the tuning from the Gpu.
     pub fn retune(&mut self, gpu: &Gpu, tuning: &Tuning) {
         let tuning = gpu.usable(Arc::new(tuning.clone()));
         let mut dispatches = std::mem::take(&mut self.dispatches);
         for d in &mut dispatches {
-            let Some(matvec) = d.matvec else { continue };
-            let shape = tuning.matvec(&matvec);
-            let key = PipelineKey::matvec(&matvec, shape);
+            let Some(tunable) = d.tunable else { continue };
+            let choice = tuning.choice(&tunable, self.workgroup_bytes);
+            let (key, workgroups) = self.shaped(&tunable, choice);
             if d.key != key {
-                let (pipeline, bind_group, _) = self.reshaped(gpu, d, shape);
+                let (pipeline, bind_group, _) = self.reshaped(gpu, d, choice);
                 d.key = key;
                 (d.pipeline, d.bind_group) = (pipeline, bind_group);
-                d.workgroups = matvec_workgroups(&matvec, &key, self.batch);
+                d.workgroups = workgroups;
             }
         }
         self.dispatches = dispatches;
         self.tuning = tuning;
     }
 
-    /// `d` (a matvec) as it would run with another kernel shape: its pipeline, bind group and
-    /// workgroup counts. For timing candidates.
+    /// `d` (a tunable dispatch) as it would run with another of its kernels: its pipeline, bind
+    /// group and workgroup counts. For timing candidates.
     pub fn reshaped(
         &self,
         gpu: &Gpu,
         d: &Dispatch,
-        shape: MatvecKernel,
+        choice: Choice,
     ) -> (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]) {
-        let matvec = d.matvec.expect("a matvec dispatch");
-        let key = PipelineKey::matvec(&matvec, shape);
+        let tunable = d.tunable.expect("a tunable dispatch");
+        let (key, workgroups) = self.shaped(&tunable, choice);
         let pipeline = gpu.pipelines.get(&gpu.device, key);
         let arena = self.arena_buffer.as_ref().expect("a finished plan");
         let bind_group = bind(gpu, (&key, &pipeline), &d.buffers, (arena, d.params));
-        (
-            pipeline,
-            bind_group,
-            matvec_workgroups(&matvec, &key, self.batch).counts(self.batch),
-        )
+        (pipeline, bind_group, workgroups.counts(self.batch))
     }
 
     /// Records every dispatch into `pass`, for a run of `tokens` tokens (at most `batch`).

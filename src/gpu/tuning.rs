@@ -1,8 +1,10 @@
 //! Kernel shapes per adapter: the workgroup size, threads per row and reduction each matvec shape runs
-//! with. The defaults serve every adapter; `Engine::tune` times the candidates on this one, and the
-//! winners, kept by the caller (natively in a file), go to the next `Gpu` for the same adapter.
+//! with, and the form of each prompt plan's recurrence (`Recurrence`). The defaults serve every
+//! adapter; `Engine::tune` times the candidates on this one, and the winners, kept by the caller
+//! (natively in a file), go to the next `Gpu` for the same adapter.
 
 use super::pipelines::{block_parts, coop_workgroup_bytes, has_block_form, matmul_tile, COOP_TILE};
+use super::recurrence::{Recurrence, RecurrenceShape};
 use super::MatrixCores;
 use super::{Activation, Kernel, KvType, Store, XNorm};
 use crate::gguf::GgmlType;
@@ -19,6 +21,63 @@ pub struct Tuning {
     /// "TYPE COLSxROWS" (a matvec's weight type, row length and rows; then the store, for the kernels
     /// that take rows in pairs) to its kernel shape.
     pub matvec: BTreeMap<String, MatvecKernel>,
+    /// "deltanet HEADSxDIM xTOKENS" (a prompt plan's Gated DeltaNet recurrence) to its form.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub recurrence: BTreeMap<String, Recurrence>,
+}
+
+/// What the tuner chooses a kernel for: a matvec's shape, or a prompt plan's recurrence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tunable {
+    Matvec(MatvecShape),
+    Recurrence(RecurrenceShape),
+}
+
+/// A tunable's kernel: a matvec's kernel shape, or the recurrence's form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Choice {
+    Matvec(MatvecKernel),
+    Recurrence(Recurrence),
+}
+
+impl std::fmt::Display for Choice {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Choice::Matvec(k) => k.fmt(f),
+            Choice::Recurrence(r) => r.fmt(f),
+        }
+    }
+}
+
+impl Tunable {
+    /// Its winner's name in a tuning.
+    pub fn key(&self) -> String {
+        match self {
+            Tunable::Matvec(m) => m.key(),
+            Tunable::Recurrence(r) => r.key(),
+        }
+    }
+
+    /// The work a dispatch of it does, roughly: the tuner times the largest first.
+    pub fn size(&self) -> u64 {
+        match self {
+            Tunable::Matvec(m) => m.cols as u64 * m.rows as u64,
+            Tunable::Recurrence(r) => r.heads as u64 * r.dim as u64 * r.dim as u64,
+        }
+    }
+
+    /// The matvec's shape, where it is one.
+    pub fn matvec(&self) -> Option<MatvecShape> {
+        match self {
+            Tunable::Matvec(shape) => Some(*shape),
+            Tunable::Recurrence(_) => None,
+        }
+    }
+
+    /// Whether it is a prompt's product (`Kernel::Matmul`).
+    pub fn is_matmul(&self) -> bool {
+        matches!(self, Tunable::Matvec(m) if matches!(m.kernel, Kernel::Matmul(_)))
+    }
 }
 
 /// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads;
@@ -32,6 +91,7 @@ impl Default for Tuning {
         Tuning {
             candidates: CANDIDATES,
             matvec: BTreeMap::new(),
+            recurrence: BTreeMap::new(),
         }
     }
 }
@@ -290,5 +350,57 @@ impl Tuning {
             .get(&shape.key())
             .copied()
             .unwrap_or(shape.default_kernel())
+    }
+
+    /// The form of a recurrence on an adapter with `workgroup_bytes`: the winner, or the default.
+    pub fn recurrence(&self, shape: &RecurrenceShape, workgroup_bytes: u32) -> Recurrence {
+        (self.recurrence.get(&shape.key()).copied())
+            .filter(|&form| shape.fits(form, workgroup_bytes))
+            .unwrap_or(shape.default_form(workgroup_bytes))
+    }
+
+    /// A tunable's kernel: the winner, or the default.
+    pub fn choice(&self, tunable: &Tunable, workgroup_bytes: u32) -> Choice {
+        match tunable {
+            Tunable::Matvec(m) => Choice::Matvec(self.matvec(m)),
+            Tunable::Recurrence(r) => Choice::Recurrence(self.recurrence(r, workgroup_bytes)),
+        }
+    }
+
+    /// Whether the tunable has a winner.
+    pub fn has(&self, tunable: &Tunable) -> bool {
+        match tunable {
+            Tunable::Matvec(m) => self.matvec.contains_key(&m.key()),
+            Tunable::Recurrence(r) => self.recurrence.contains_key(&r.key()),
+        }
+    }
+
+    /// How many shapes have winners.
+    pub fn len(&self) -> usize {
+        self.matvec.len() + self.recurrence.len()
+    }
+
+    /// Whether no shape has a winner.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `newer`'s winners, replacing any of the same shapes.
+    pub fn extend(&mut self, newer: Tuning) {
+        self.matvec.extend(newer.matvec);
+        self.recurrence.extend(newer.recurrence);
+    }
+
+    /// Makes `choice` the tunable's winner.
+    pub fn insert(&mut self, tunable: &Tunable, choice: Choice) {
+        match (tunable, choice) {
+            (Tunable::Matvec(m), Choice::Matvec(k)) => {
+                self.matvec.insert(m.key(), k);
+            }
+            (Tunable::Recurrence(r), Choice::Recurrence(form)) => {
+                self.recurrence.insert(r.key(), form);
+            }
+            _ => panic!("{choice:?} is not a kernel of {tunable:?}"),
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! alpha's logits (one per value head). The convolution rewrites the channels in place; the recurrence
 //! reads the row and writes each value head's gated read-out.
 
-use crate::gpu::{Kernel, PipelineKey, Plan};
+use crate::gpu::{Kernel, PipelineKey, Plan, Recurrence, RecurrenceShape};
 
 /// A Gated DeltaNet layer's dimensions, from the ssm.* metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +47,15 @@ impl Shape {
     /// Floats of the convolution's rolling state.
     pub fn conv_state_len(&self) -> u32 {
         self.conv_channels() * (self.conv_kernel - 1)
+    }
+
+    /// The recurrence's shape in a plan of runs of `tokens`, for its tuned form.
+    pub fn recurrence(&self, tokens: u32) -> RecurrenceShape {
+        RecurrenceShape {
+            heads: self.n_v_heads,
+            dim: self.dim,
+            tokens,
+        }
     }
 
     /// Floats of the recurrent states: a dim x dim matrix per value head.
@@ -95,51 +104,16 @@ pub struct Buffers<'a> {
     pub out: &'a wgpu::Buffer,
 }
 
-/// How the recurrence walks a run's tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Recurrence {
-    /// One token after another (shaders/delta_net.wgsl): a decode step's form.
-    Tokens,
-    /// In chunks of this many tokens, each chunk's updates as small matrix products
-    /// (shaders/delta_net_chunks.wgsl): a prompt's form.
-    Chunks(u32),
-}
-
-/// Chunk sizes the chunked recurrence is built for, largest first.
-pub const CHUNK_SIZES: [u32; 3] = [16, 8, 4];
-
-/// Workgroup memory the chunked recurrence takes for chunks of `chunk` tokens of heads of `dim`:
-/// q's and k's tiles, the two chunk x chunk products, and six values a token.
-pub fn chunk_bytes(dim: u32, chunk: u32) -> u32 {
-    4 * (2 * chunk * dim + 2 * chunk * chunk + 6 * chunk)
-}
-
-/// The largest chunk whose tiles the adapter's workgroup memory holds and whose head has the
-/// threads it needs (four a token of the chunk); None where no chunk fits.
-pub fn chunk_tokens(dim: u32, workgroup_bytes: u32) -> Option<u32> {
-    CHUNK_SIZES
-        .into_iter()
-        .find(|&c| dim >= 4 * c && chunk_bytes(dim, c) <= workgroup_bytes)
-}
-
-/// How a plan's runs take the recurrence: a step's few tokens one by one, a prompt's chunk in
-/// chunks where the adapter holds their tiles.
-pub fn recurrence_for(plan: &Plan, dim: u32) -> Recurrence {
-    match chunk_tokens(dim, plan.workgroup_bytes) {
-        Some(chunk) if !plan.is_step() => Recurrence::Chunks(chunk),
-        _ => Recurrence::Tokens,
-    }
-}
-
 /// Adds the convolution and the recurrence for each token of the run, in order. A run at position 0
 /// starts from empty states; any other continues from the states the previous run left.
+/// The recurrence takes the form the plan gives it (`Plan::recurrence`).
 pub fn push(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32) {
-    let recurrence = recurrence_for(plan, s.dim);
-    push_with(plan, s, b, eps, recurrence);
+    let form = plan.recurrence(&s.recurrence(plan.batch));
+    push_with(plan, s, b, eps, form);
 }
 
 /// `push` with the recurrence's form chosen by the caller.
-pub fn push_with(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32, recurrence: Recurrence) {
+pub fn push_with(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32, form: Recurrence) {
     assert!(s.dim.is_power_of_two() && s.dim <= MAX_DIM && s.dim >= 4);
     assert!((1..=MAX_CONV_KERNEL).contains(&s.conv_kernel));
     assert!(s.n_v_heads.is_multiple_of(s.n_k_heads));
@@ -166,25 +140,11 @@ pub fn push_with(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32, recurrence: R
         alpha_at: s.conv_channels() + s.value_dim() + s.n_v_heads,
         eps,
     };
-    let key = match recurrence {
-        Recurrence::Tokens => PipelineKey {
-            workgroup: s.dim,
-            ..PipelineKey::new(Kernel::DeltaNet, None)
-        },
-        Recurrence::Chunks(chunk) => {
-            assert!(s.dim >= 4 * chunk && chunk_bytes(s.dim, chunk) <= plan.workgroup_bytes);
-            PipelineKey {
-                workgroup: s.dim,
-                tokens: Some(chunk),
-                ..PipelineKey::new(Kernel::DeltaNetChunks, None)
-            }
-        }
-    };
-    plan.push(
-        key,
+    plan.push_recurrence(
+        s.recurrence(plan.batch),
+        form,
         &[b.rows, b.state, b.gates, b.norm, b.out, &step],
         super::params(&net),
-        [s.n_v_heads, 1, 1],
     );
 }
 

@@ -267,7 +267,7 @@ pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     let mut plan = Plan::new(gpu, &step, 1);
     push(&mut plan, &w, &x, &y, false);
     plan.finish(gpu).await?;
-    let matvec = plan.dispatches[0].matvec.expect("a matvec");
+    let matvec = plan.dispatches[0].matvec().expect("a matvec");
     for kernel in matvec.candidates(gpu.subgroup_size, None) {
         if !kernel.subgroup_sum {
             continue;
@@ -313,7 +313,7 @@ pub async fn matrix_cores_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     let mut plan = Plan::new(gpu, &step, tokens);
     push(&mut plan, &w, &x, &y, false);
     plan.finish(gpu).await?;
-    let matmul = plan.dispatches[0].matvec.expect("a matmul");
+    let matmul = plan.dispatches[0].matvec().expect("a matmul");
     let on_cores = (matmul.candidates(None, Some(cores)).into_iter())
         .find(|k| k.cooperative.is_some())
         .expect("a candidate on the matrix cores");

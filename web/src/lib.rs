@@ -531,7 +531,7 @@ impl Model {
             submits_per_token: engine.stats.submits_per_token,
             weight_bytes_per_token: engine.stats.weight_bytes_per_token,
             row_bytes_per_token: engine.stats.row_bytes_per_token,
-            tuned_shapes: engine.gpu.tuning().matvec.len(),
+            tuned_shapes: engine.gpu.tuning().len(),
             untuned_shapes: engine.untuned_shapes().len(),
             tokens_per_second: last
                 .as_ref()
