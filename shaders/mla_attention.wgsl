@@ -1,11 +1,12 @@
 // Multi-head Latent Attention in absorbed form, which is multi-query attention over the latent cache:
 // a head's query is its no-rope part taken into the latent space (QA, by k_b) followed by its rope
 // part, rotated here at the token's position; every head's key is a whole cache row (normed latent,
-// rotated rope part) and its value the row's latent. One workgroup per (group of up to 4 heads,
-// token) of the run (TQ = 1: the group's queries take the workgroup memory), each over the cache up
-// to its own position (causal), by attend.wgsl's online softmax, which reads each row once for the
-// group; no scores are stored. The output stays in the
-// latent space (v_b takes it out). Needs step.wgsl, rope.wgsl and attend.wgsl.
+// rotated rope part) and its value the row's latent. One workgroup per (group of up to 4 heads, TQ
+// consecutive tokens) of the run, each token over the cache up to its own position (causal), by
+// attend.wgsl's online softmax, which reads each row once for the group and the TQ tokens (a
+// prompt's chunk takes as many as the queries' workgroup memory allows, `ops::mla::query_tile`; a
+// step one); no scores are stored. The output stays in the latent space (v_b takes it out). Needs
+// step.wgsl, rope.wgsl and attend.wgsl.
 
 const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)
 
@@ -29,52 +30,64 @@ struct Params {
 @group(0) @binding(7) var<uniform> P: Params;
 
 override WG: u32 = 128u;
-// The group's whole queries, head g's at g * MAX_KEY / 4: latent, then rope part.
-var<workgroup> Q: array<vec4<f32>, GROUP * MAX_KEY / 4u>;
+// The queries of the tile's tokens, head g of token q at (q * GROUP + g) * MAX_KEY / 4: latent, then
+// rope part.
+var<workgroup> Q: array<vec4<f32>, TQ * GROUP * MAX_KEY / 4u>;
 
 fn query(q: u32, g: u32, i: u32) -> vec4<f32> {
-    return Q[g * (MAX_KEY / 4u) + i];
+    return Q[(q * GROUP + g) * (MAX_KEY / 4u) + i];
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let group = head_group(wg.x, P.n_head);
-    let token = wg.y;
-    if (token >= step.n_tokens) {
+    let first = wg.y * TQ;
+    if (first >= step.n_tokens) {
         return;
     }
-    let turn = step.tokens[token].turn;
-    for (var g = 0u; g < group.y; g++) {
-        let head = token * P.n_head + group.x + g;
-        let at = g * (MAX_KEY / 4u);
-        for (var i = t; i < P.kv_lora / 4u; i += WG) {
-            let a = head * P.kv_lora + 4u * i;
-            Q[at + i] = vec4<f32>(QA[a], QA[a + 1u], QA[a + 2u], QA[a + 3u]);
+    let tokens = min(TQ, step.n_tokens - first);
+    // Tokens past the run attend to nothing: an empty range where the first token's starts.
+    var ranges: array<vec2<u32>, TQ>;
+    for (var q = 0u; q < TQ; q++) {
+        let token = first + min(q, tokens - 1u);
+        let turn = step.tokens[token].turn;
+        ranges[q] = vec2<u32>(step.tokens[token].base, cache_row(token) + 1u);
+        if (q >= tokens) {
+            ranges[q] = vec2<u32>(ranges[0].x, ranges[0].x);
         }
-        let q = head * P.q_stride + P.q_rope;
-        for (var i = t; i < P.rope.n_rot / 2u; i += WG) {
-            let j = rope_pair(P.rope, i);
-            let cs = rope_cos_sin(P.rope, turn, i, freqs[i]);
-            let x0 = QR[q + j.x];
-            let x1 = QR[q + j.y];
-            let a = P.kv_lora + j.x;
-            let b = P.kv_lora + j.y;
-            Q[at + a / 4u][a % 4u] = x0 * cs.x - x1 * cs.y;
-            Q[at + b / 4u][b % 4u] = x0 * cs.y + x1 * cs.x;
+        for (var g = 0u; g < group.y; g++) {
+            let head = token * P.n_head + group.x + g;
+            let at = (q * GROUP + g) * (MAX_KEY / 4u);
+            for (var i = t; i < P.kv_lora / 4u; i += WG) {
+                let a = head * P.kv_lora + 4u * i;
+                Q[at + i] = vec4<f32>(QA[a], QA[a + 1u], QA[a + 2u], QA[a + 3u]);
+            }
+            let qr = head * P.q_stride + P.q_rope;
+            for (var i = t; i < P.rope.n_rot / 2u; i += WG) {
+                let j = rope_pair(P.rope, i);
+                let cs = rope_cos_sin(P.rope, turn, i, freqs[i]);
+                let x0 = QR[qr + j.x];
+                let x1 = QR[qr + j.y];
+                let a = P.kv_lora + j.x;
+                let b = P.kv_lora + j.y;
+                Q[at + a / 4u][a % 4u] = x0 * cs.x - x1 * cs.y;
+                Q[at + b / 4u][b % 4u] = x0 * cs.y + x1 * cs.x;
+            }
         }
     }
     workgroupBarrier();
 
     let width = P.kv_lora + P.rope.n_rot;
     let keys = Keys(width, 0u, width, P.kv_lora);
-    let range = vec2<u32>(step.tokens[token].base, cache_row(token) + 1u);
-    let r = attend(keys, group.y, array<vec2<u32>, TQ>(range), t);
-    for (var g = 0u; g < group.y; g++) {
-        let o = (token * P.n_head + group.x + g) * P.kv_lora;
-        for (var i = 0u; i < 4u; i++) {
-            let dim = t + i * WG;
-            if (dim < P.kv_lora) {
-                O[o + dim] = r.acc[0][i][g] / r.l[0][g];
+    let r = attend(keys, group.y, ranges, t);
+    for (var q = 0u; q < tokens; q++) {
+        for (var g = 0u; g < group.y; g++) {
+            let o = ((first + q) * P.n_head + group.x + g) * P.kv_lora;
+            for (var i = 0u; i < 4u; i++) {
+                let dim = t + i * WG;
+                if (dim < P.kv_lora) {
+                    O[o + dim] = r.acc[q][i][g] / r.l[q][g];
+                }
             }
         }
     }

@@ -331,16 +331,17 @@ fn experts_block_over_a_chunk_against_cpu() {
     }
 }
 
-/// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU for a run of three
-/// tokens, against the naive form on the CPU, causal: every head's keys and values decompressed from the
+/// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU for a step of three
+/// tokens and a prompt's run of eleven, against the naive form on the CPU, causal: every head's keys and values decompressed from the
 /// latent cache up to each token's own position. 6 heads: a workgroup's group of 4 and one of 2.
 #[test]
 fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(23);
     let (n_head, kv_lora, q_nope, n_rot, v_dim, n_ctx) = (6u32, 64u32, 32u32, 16u32, 24u32, 40u32);
-    let (pos, n_tokens) = (29u32, 3usize);
-    for neox in [false, true] {
+    let pos = 29u32;
+    // A step's 3 tokens (a token a workgroup), and a prompt's 11 (tiles of `mla::query_tile`).
+    for (neox, n_tokens) in [(false, 3usize), (true, 3), (false, 11), (true, 11)] {
         let rope = Rope {
             n_rot,
             freq_base: 10000.0,
@@ -442,7 +443,10 @@ fn absorbed_mla_equals_the_naive_form() {
         let got_cache = read_back_f32(&gpu, &cache_buffer, cache.len())
             .block_on()
             .unwrap();
-        assert!(nmse(&got_cache, &cache) < 1e-10, "neox={neox}: cache rows");
+        assert!(
+            nmse(&got_cache, &cache) < 1e-10,
+            "neox={neox}, {n_tokens} tokens: cache rows"
+        );
         for t in 0..n_tokens {
             let at_pos = pos + t as u32;
             let mut q_rot = q[t * q_dim..(t + 1) * q_dim].to_vec();
@@ -453,7 +457,10 @@ fn absorbed_mla_equals_the_naive_form() {
             let want = mla::reference_naive(&m, &q_rot, &cache[..end], &k_b_deq, &v_b_deq);
             let got = &got_out[t * want.len()..(t + 1) * want.len()];
             let e = nmse(got, &want);
-            assert!(e < 1e-9, "neox={neox}, token {t}: attention nmse {e}");
+            assert!(
+                e < 1e-9,
+                "neox={neox}, token {t} of {n_tokens}: attention nmse {e}"
+            );
         }
     }
 }

@@ -119,16 +119,36 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
         softcap: 0.0,
     };
     let step = plan.step.clone();
+    let tokens = match plan.is_step() {
+        true => 1,
+        false => query_tile(plan.workgroup_bytes),
+    };
     let key = PipelineKey {
         workgroup: 128,
+        tokens: (tokens > 1).then_some(tokens),
         ..PipelineKey::new(Kernel::MlaAttention, None)
     };
     plan.push(
         key,
         &[b.q_latent, b.q, b.cache, b.cache, b.out, b.freqs, &step],
         super::params(&p),
-        Groups::per_token(super::attention::head_groups(m.n_head, 1)),
+        Groups::PerTokens {
+            x: super::attention::head_groups(m.n_head, 1),
+            per: tokens,
+            z: 1,
+        },
     );
+}
+
+/// Tokens of a prompt's chunk an attention workgroup takes at once (TQ in shaders/attend.wgsl), each
+/// cache row read once for them: as many as the adapter's workgroup memory holds the queries of
+/// (10 KiB a token for a group of 4 heads, and 2 KiB of attend.wgsl's block), up to 4: on WebGPU's
+/// 16 KiB one, on 32 KiB (lavapipe) two, on 48 KiB (NVIDIA's Vulkan) three.
+pub fn query_tile(workgroup_bytes: u32) -> u32 {
+    // A head's query is a whole cache row at most: the latent and 128 rope values, in vec4s.
+    const QUERY_VEC4S: u32 = (MAX_KV_LORA + 128) / 4;
+    const PER_TOKEN: u32 = (4 * QUERY_VEC4S + 128) * 16;
+    (workgroup_bytes / PER_TOKEN).clamp(1, 4)
 }
 
 /// CPU reference of one layer's attention output (n_head * v_dim) at the last cached position, in the
