@@ -4,8 +4,8 @@
 // rotated rope part) and its value the row's latent. One workgroup per (group of up to 4 heads, TQ
 // consecutive tokens) of the run, each token over the cache up to its own position (causal), by
 // attend.wgsl's online softmax, which reads each row once for the group and the TQ tokens (a
-// prompt's chunk takes as many as the queries' workgroup memory allows, `ops::mla::query_tile`; a
-// step one); no scores are stored. The output stays in the latent space (v_b takes it out). Needs
+// prompt's chunk on a GPU takes as many as the queries' workgroup memory allows,
+// `ops::mla::push_attention`; a step one); no scores are stored. The output stays in the latent space (v_b takes it out). Needs
 // step.wgsl, rope.wgsl and attend.wgsl.
 
 const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)

@@ -340,8 +340,14 @@ fn absorbed_mla_equals_the_naive_form() {
     let mut rng = Rng(23);
     let (n_head, kv_lora, q_nope, n_rot, v_dim, n_ctx) = (6u32, 64u32, 32u32, 16u32, 24u32, 40u32);
     let pos = 29u32;
-    // A step's 3 tokens (a token a workgroup), and a prompt's 11 (tiles of `mla::query_tile`).
-    for (neox, n_tokens) in [(false, 3usize), (true, 3), (false, 11), (true, 11)] {
+    // A step's 3 tokens, a token a workgroup; a prompt's 11, in tiles of every size the adapter's
+    // workgroup memory allows.
+    let tiles = mla::largest_query_tile(gpu.limits.max_compute_workgroup_storage_size);
+    let runs = (1..=tiles).flat_map(|tile| [(false, 11usize, tile), (true, 11, tile)]);
+    for (neox, n_tokens, tile) in [(false, 3usize, 1u32), (true, 3, 1)]
+        .into_iter()
+        .chain(runs)
+    {
         let rope = Rope {
             n_rot,
             freq_base: 10000.0,
@@ -421,7 +427,7 @@ fn absorbed_mla_equals_the_naive_form() {
             freqs: &freqs,
             out: &latent_out,
         };
-        mla::push_attention(&mut plan, &m, &b);
+        mla::push_attention_tiled(&mut plan, &m, &b, tile);
         matvec::push_grouped(&mut plan, &v_b, &latent_out, &out, false, v_dim, kv_lora);
         run(&gpu, plan);
 
@@ -445,7 +451,7 @@ fn absorbed_mla_equals_the_naive_form() {
             .unwrap();
         assert!(
             nmse(&got_cache, &cache) < 1e-10,
-            "neox={neox}, {n_tokens} tokens: cache rows"
+            "neox={neox}, {n_tokens} tokens by {tile}: cache rows"
         );
         for t in 0..n_tokens {
             let at_pos = pos + t as u32;
@@ -459,7 +465,7 @@ fn absorbed_mla_equals_the_naive_form() {
             let e = nmse(got, &want);
             assert!(
                 e < 1e-9,
-                "neox={neox}, token {t} of {n_tokens}: attention nmse {e}"
+                "neox={neox}, token {t} of {n_tokens} by {tile}: attention nmse {e}"
             );
         }
     }

@@ -231,6 +231,8 @@ pub struct Plan {
     tuning: Arc<Tuning>,
     /// Whether products that read a norm of x norm it in their own kernels (`Gpu::fuses_norms`).
     pub fuses_norms: bool,
+    /// Whether the adapter runs workgroups on the CPU (`Gpu::runs_on_cpu`), bound by arithmetic.
+    pub runs_on_cpu: bool,
     /// The adapter's workgroup memory, bytes: which kernels' tiles it holds.
     pub workgroup_bytes: u32,
 }
@@ -251,6 +253,7 @@ impl Plan {
             arena_buffer: None,
             tuning: gpu.usable(gpu.tuning()),
             fuses_norms: gpu.fuses_norms(),
+            runs_on_cpu: gpu.runs_on_cpu(),
             workgroup_bytes: gpu.limits.max_compute_workgroup_storage_size,
         }
     }

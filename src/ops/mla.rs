@@ -103,8 +103,22 @@ pub struct AttentionBuffers<'a> {
 }
 
 /// Adds attention for each token of the run: token t, at position pos + t, attends to positions
-/// 0..=pos + t.
+/// 0..=pos + t. A step's tokens take a workgroup each (their sequences' rows lie apart), and so do a
+/// prompt's where the adapter runs workgroups on the CPU: there the tile's queries cost arithmetic
+/// that reading each row once does not pay back (on lavapipe two tokens a workgroup took the
+/// attention of a 64-token chunk at depth 1024 from 4.6 to 7.1 s, BENCHMARKS.md). On GPUs a prompt's
+/// tokens go `largest_query_tile` to a workgroup.
 pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
+    let tokens = match plan.is_step() || plan.runs_on_cpu {
+        true => 1,
+        false => largest_query_tile(plan.workgroup_bytes),
+    };
+    push_attention_tiled(plan, m, b, tokens);
+}
+
+/// `push_attention` with `tokens` a workgroup (at most `largest_query_tile`).
+pub fn push_attention_tiled(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, tokens: u32) {
+    assert!((1..=largest_query_tile(plan.workgroup_bytes)).contains(&tokens));
     assert!(
         m.kv_lora <= MAX_KV_LORA && m.rope.n_rot <= 128 && m.rope.n_rot.is_multiple_of(4),
         "the kernel holds a latent of at most {MAX_KV_LORA} and at most 128 rope values, in vec4s"
@@ -119,10 +133,6 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
         softcap: 0.0,
     };
     let step = plan.step.clone();
-    let tokens = match plan.is_step() {
-        true => 1,
-        false => query_tile(plan.workgroup_bytes),
-    };
     let key = PipelineKey {
         workgroup: 128,
         tokens: (tokens > 1).then_some(tokens),
@@ -140,11 +150,11 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
     );
 }
 
-/// Tokens of a prompt's chunk an attention workgroup takes at once (TQ in shaders/attend.wgsl), each
-/// cache row read once for them: as many as the adapter's workgroup memory holds the queries of
-/// (10 KiB a token for a group of 4 heads, and 2 KiB of attend.wgsl's block), up to 4: on WebGPU's
-/// 16 KiB one, on 32 KiB (lavapipe) two, on 48 KiB (NVIDIA's Vulkan) three.
-pub fn query_tile(workgroup_bytes: u32) -> u32 {
+/// The most tokens of a prompt's chunk an attention workgroup can take at once (TQ in
+/// shaders/attend.wgsl), each cache row read once for them: as many as the adapter's workgroup memory
+/// holds the queries of (10 KiB a token for a group of 4 heads, and 2 KiB of attend.wgsl's block), up
+/// to 4: on WebGPU's 16 KiB one, on 32 KiB (lavapipe) two, on 48 KiB (NVIDIA's Vulkan) three.
+pub fn largest_query_tile(workgroup_bytes: u32) -> u32 {
     // A head's query is a whole cache row at most: the latent and 128 rope values, in vec4s.
     const QUERY_VEC4S: u32 = (MAX_KV_LORA + 128) / 4;
     const PER_TOKEN: u32 = (4 * QUERY_VEC4S + 128) * 16;
