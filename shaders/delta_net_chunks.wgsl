@@ -19,26 +19,8 @@
 // running sums, so a strong decay loses no precision to cancellation.
 //
 // The source starts with CHUNK and DIM (the head dimension, the workgroup's threads);
-// `ops::delta_net::chunk_tokens` sizes CHUNK to the adapter's workgroup memory. Needs step.wgsl.
-
-struct Params {
-    n_k_heads: u32,
-    n_v_heads: u32,
-    dim: u32,      // DIM
-    row_len: u32,  // values per row of X
-    z_at: u32,     // where z's values start in a row (after the conv channels q, k, v)
-    beta_at: u32,  // beta's logits, one per value head
-    alpha_at: u32, // alpha, one per value head
-    eps: f32,      // the norms' epsilon
-}
-
-@group(0) @binding(0) var<storage, read> X: array<f32>;           // (batch, row_len): q, k, v, z, beta, alpha
-@group(0) @binding(1) var<storage, read_write> S: array<f32>;     // (n_v_heads, DIM, DIM): S[h][i][j], i over keys
-@group(0) @binding(2) var<storage, read> gates: array<f32>;       // (2, n_v_heads): a, then dt_bias
-@group(0) @binding(3) var<storage, read> norm: array<f32>;        // (DIM) the read-out's norm weights
-@group(0) @binding(4) var<storage, read_write> O: array<f32>;     // (batch, n_v_heads * DIM)
-@group(0) @binding(5) var<storage, read> step: Step;
-@group(0) @binding(6) var<uniform> P: Params;
+// tuning chooses CHUNK among those the adapter's workgroup memory holds (`gpu::Recurrence`). Needs
+// step.wgsl and delta_rule.wgsl.
 
 // The chunk's q (scaled by 1/sqrt(DIM)) and k, normed, [c * DIM + i]; once the columns have read
 // them, q's tile holds the squared read-outs that the gated norm sums.
@@ -53,11 +35,6 @@ var<workgroup> betas: array<f32, CHUNK>;        // beta_c, 0 past the run's toke
 var<workgroup> since_start: array<f32, CHUNK>;  // G_c
 var<workgroup> until_end: array<f32, CHUNK>;    // G_last - G_c
 var<workgroup> inv_norms: array<f32, 2 * CHUNK>; // q's (with 1/sqrt(DIM)), then k's
-
-fn softplus(x: f32) -> f32 {
-    // ggml's threshold: past 20, softplus(x) is x to f32 precision (and exp would overflow later).
-    return select(log(1.0 + exp(x)), x, x > 20.0);
-}
 
 // The log decays of tokens s + 1 ..= c.
 fn decay_between(s: u32, c: u32) -> f32 {
@@ -81,8 +58,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) j
     for (var i = 0u; i < DIM; i++) {
         column[i] = select(S[base + i * DIM], 0.0, fresh);
     }
-    let a = gates[h];
-    let dt_bias = gates[P.n_v_heads + h];
     let w = norm[j];
     let v_at = 2u * P.n_k_heads * DIM + h * DIM + j;
     for (var first = 0u; first < step.n_tokens; first += CHUNK) {
@@ -102,9 +77,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) j
             var g = 0.0;
             var beta = 0.0;
             if (j < count) {
-                let row = (first + j) * P.row_len;
-                beta = 1.0 / (1.0 + exp(-X[row + P.beta_at + h]));
-                g = softplus(X[row + P.alpha_at + h] + dt_bias) * a;
+                beta = write_strength(first + j, h);
+                g = log_decay(first + j, h);
             }
             log_decays[j] = g;
             betas[j] = beta;
@@ -209,9 +183,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) j
         }
         for (var c = 0u; c < count; c++) {
             let t = first + c;
-            let z = X[t * P.row_len + P.z_at + h * DIM + j];
             let scale = inverseSqrt(q_tile[c * DIM] / f32(DIM) + P.eps);
-            O[t * P.n_v_heads * DIM + h * DIM + j] = qs[c] * scale * w * (z / (1.0 + exp(-z)));
+            O[t * P.n_v_heads * DIM + h * DIM + j] = qs[c] * scale * w * silu_gate(t, h, j);
         }
         // Every thread has read the sums before the next chunk's q takes their place.
         workgroupBarrier();

@@ -314,8 +314,17 @@ impl Kernel {
                 return [KvType::F32.source(), body].concat();
             }
             Kernel::DeltaConv => wgsl!("step.wgsl", "delta_conv.wgsl"),
-            Kernel::DeltaNet => wgsl!("step.wgsl", "reduce.wgsl", "delta_net.wgsl"),
-            Kernel::DeltaNetChunks => wgsl!("step.wgsl", "delta_net_chunks.wgsl"),
+            Kernel::DeltaNet => {
+                wgsl!(
+                    "step.wgsl",
+                    "reduce.wgsl",
+                    "delta_rule.wgsl",
+                    "delta_net.wgsl"
+                )
+            }
+            Kernel::DeltaNetChunks => {
+                wgsl!("step.wgsl", "delta_rule.wgsl", "delta_net_chunks.wgsl")
+            }
             Kernel::SigmoidGate => wgsl!("step.wgsl", "sigmoid_gate.wgsl"),
             Kernel::AddBias => wgsl!("step.wgsl", "add_bias.wgsl"),
             Kernel::AvgPool => wgsl!("grid.wgsl", "avg_pool.wgsl"),
