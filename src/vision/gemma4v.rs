@@ -12,13 +12,14 @@
 //! (shaders/grid.wgsl), and the kernels that need a patch's place read it there.
 
 use super::preprocess::{self, Resample};
+use super::tower::Tower;
 use super::weights::padded;
 use super::{Image, TokenBudget, TokenGrid};
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::attention::{self, AttentionBuffers};
 use crate::ops::avg_pool::{self, Affine};
-use crate::ops::glu::{self, Activation};
+use crate::ops::glu;
 use crate::ops::vision_grid::{self, Heads, Rotation};
 use crate::ops::{matvec, rms_norm};
 use crate::Error;
@@ -33,16 +34,8 @@ const MAX_TOKENS: u32 = 1120;
 /// The projector's hyperparameters, from its clip.vision.* metadata and tensors.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub patch_size: u32,
-    pub n_embd: u32,
-    pub n_ff: u32,
-    pub n_layer: u32,
-    pub n_head: u32,
-    pub eps: f32,
-    pub mean: [f32; 3],
-    pub std: [f32; 3],
-    /// The MLP's gate activation.
-    pub activation: Activation,
+    /// Its patches, widths and layers (the activation its MLP's gate's).
+    pub tower: Tower,
     /// The side of the squares the patch grid is averaged in.
     pub merge: u32,
     /// The text model's width, the projection's rows.
@@ -63,7 +56,8 @@ impl Config {
             Some(t) => Ok(t.dims.clone()),
             None => Err(bad(format!("tensor {name} is missing"))),
         };
-        let n_embd = m.meta_u32("vision.embedding_length")?;
+        let tower = Tower::from_meta(m)?;
+        let n_embd = tower.n_embd;
         let projection = dims("mm.input_projection.weight")?;
         let positions = dims("v.position_embd.weight")?;
         if positions.len() != 3 || positions[0] != n_embd as u64 || positions[2] != 2 {
@@ -73,15 +67,7 @@ impl Config {
         }
         let (min_tokens, max_tokens) = super::token_bounds(budget, (MIN_TOKENS, MAX_TOKENS))?;
         let c = Config {
-            patch_size: m.meta_u32("vision.patch_size")?,
-            n_embd,
-            n_ff: m.meta_u32("vision.feed_forward_length")?,
-            n_layer: m.meta_u32("vision.block_count")?,
-            n_head: m.meta_u32("vision.attention.head_count")?,
-            eps: m.meta_f32_or("vision.attention.layer_norm_epsilon", 1e-6)?,
-            mean: super::channel_values(m, "image_mean")?,
-            std: super::channel_values(m, "image_std")?,
-            activation: super::activation(m)?,
+            tower,
             merge: m.meta_u32_or("vision.projector.scale_factor", 3)?,
             n_embd_text: projection.get(1).copied().unwrap_or(0) as u32,
             positions: positions[1] as u32,
@@ -93,23 +79,23 @@ impl Config {
                 "tensor mm.input_projection.weight has shape {projection:?}, not [{n_embd}, text width]"
             )));
         }
-        if c.patch_size == 0 || c.merge == 0 || c.n_layer == 0 {
-            return Err(bad("patches, pooling and layers must not be empty".into()));
+        if c.merge == 0 {
+            return Err(bad("pooling must not be empty".into()));
         }
-        super::check_widths(c.n_embd, c.n_head, c.n_embd_text)?;
+        c.tower.check_widths(c.n_embd_text)?;
         Ok(c)
     }
 
     /// Pixels a side of one token: a square of merge x merge patches.
     fn token_side(&self) -> u32 {
-        self.patch_size * self.merge
+        self.tower.patch_size * self.merge
     }
 
     /// The size an image is scaled to, in pixels, each side a whole number of tokens.
     pub fn size_for(&self, image: &Image) -> Result<(u32, u32), Error> {
         let bounds = (self.min_tokens, self.max_tokens);
         let (w, h) = super::size_in_tokens(image, self.token_side(), bounds)?;
-        let (cols, rows) = (w / self.patch_size, h / self.patch_size);
+        let (cols, rows) = (w / self.tower.patch_size, h / self.tower.patch_size);
         if cols > self.positions || rows > self.positions {
             return Err(Error::Model(format!(
                 "an image of {} x {} pixels makes a grid of {cols} x {rows} patches, but the projector's positions reach {} a side",
@@ -133,16 +119,11 @@ impl Config {
         self.max_tokens * self.merge * self.merge
     }
 
-    /// Values of one patch, as the patch embedding reads them (padded to the kernels' 32).
-    fn patch_len(&self) -> u32 {
-        (3 * self.patch_size * self.patch_size).next_multiple_of(32)
-    }
-
     /// The widest row an activation has: the MLP's (padded to 32), the patches', or the width.
     fn widest(&self) -> u32 {
-        let n_ff = self.n_ff.next_multiple_of(32);
-        n_ff.max(self.patch_len())
-            .max(self.n_embd)
+        let n_ff = self.tower.n_ff.next_multiple_of(32);
+        n_ff.max(self.tower.patch_len())
+            .max(self.tower.n_embd)
             .max(self.n_embd_text)
     }
 }
@@ -288,10 +269,17 @@ impl Gemma4v {
             )));
         }
         c.max_tokens = c.max_tokens.min(fits);
-        let (d, hd) = (c.n_embd, c.n_embd / c.n_head);
-        let n_ff = c.n_ff.next_multiple_of(32);
-        let p = c.patch_size;
-        let patch_embd = padded(l, "v.patch_embd.weight", &[p, p, 3, d], c.patch_len(), d).await?;
+        let (d, hd) = (c.tower.n_embd, c.tower.n_embd / c.tower.n_head);
+        let n_ff = c.tower.n_ff.next_multiple_of(32);
+        let p = c.tower.patch_size;
+        let patch_embd = padded(
+            l,
+            "v.patch_embd.weight",
+            &[p, p, 3, d],
+            c.tower.patch_len(),
+            d,
+        )
+        .await?;
         let positions = {
             let name = "v.position_embd.weight";
             let shape: &[u32] = &[d, c.positions, 2];
@@ -300,7 +288,7 @@ impl Gemma4v {
                 .await?
         };
         let mut layers = Vec::new();
-        for i in 0..c.n_layer {
+        for i in 0..c.tower.n_layer {
             let name = |n: &str| format!("v.blk.{i}.{n}");
             let q = Clipped::load(l, &name("attn_q"), (d, d), (d, d)).await?;
             let k = Clipped::load(l, &name("attn_k"), (d, d), (d, d)).await?;
@@ -318,9 +306,9 @@ impl Gemma4v {
                 out,
                 attn_post_norm: l.vector(&name("attn_post_norm.weight"), d).await?,
                 ln2: l.vector(&name("ln2.weight"), d).await?,
-                gate: Clipped::load(l, &name("ffn_gate"), (d, c.n_ff), (d, n_ff)).await?,
-                up: Clipped::load(l, &name("ffn_up"), (d, c.n_ff), (d, n_ff)).await?,
-                down: Clipped::load(l, &name("ffn_down"), (c.n_ff, d), (n_ff, d)).await?,
+                gate: Clipped::load(l, &name("ffn_gate"), (d, c.tower.n_ff), (d, n_ff)).await?,
+                up: Clipped::load(l, &name("ffn_up"), (d, c.tower.n_ff), (d, n_ff)).await?,
+                down: Clipped::load(l, &name("ffn_down"), (c.tower.n_ff, d), (n_ff, d)).await?,
                 ffn_post_norm: l.vector(&name("ffn_post_norm.weight"), d).await?,
                 out_scale,
             });
@@ -342,7 +330,7 @@ impl Gemma4v {
             let gpu = gpu.clone();
             async move { scratch_buffer(&gpu, label, bytes).await }
         };
-        let patches = scratch("vision patches", rows(n, c.patch_len())).await?;
+        let patches = scratch("vision patches", rows(n, c.tower.patch_len())).await?;
         let x = scratch("vision x", rows(n, d)).await?;
         let xn = scratch("vision xn", rows(n, d)).await?;
         let q = scratch("vision q", rows(n, d)).await?;
@@ -382,17 +370,17 @@ impl Gemma4v {
         matvec::push(&mut plan, &patch_embd, &patches, &x, false);
         vision_grid::push_positions(&mut plan, (&positions, c.positions), &grid, &x, d);
         let heads = Heads {
-            n_head: c.n_head,
+            n_head: c.tower.n_head,
             head_dim: hd,
-            eps: c.eps,
+            eps: c.tower.eps,
         };
         let rotation = Some((Rotation::Halves, &freqs, &grid));
         let shape = attention::Shape {
             causal: false,
             scale: 1.0,
-            ..attention::Shape::causal(c.n_head, c.n_head, hd)
+            ..attention::Shape::causal(c.tower.n_head, c.tower.n_head, hd)
         };
-        rms_norm::push(&mut plan, &x, &layers[0].ln1, &xn, d, c.eps);
+        rms_norm::push(&mut plan, &x, &layers[0].ln1, &xn, d, c.tower.eps);
         for (i, layer) in layers.iter().enumerate() {
             plan.begin_layer("vision");
             layer.q.push(&mut plan, &xn, &q, &clip);
@@ -412,10 +400,10 @@ impl Gemma4v {
             attention::push_tiled(&mut plan, shape, &buffers);
             layer.out.push(&mut plan, &attn, &t, &clip);
             let post = (&t, &layer.attn_post_norm);
-            rms_norm::push_add_norm(&mut plan, post, &x, (&layer.ln2, &xn), d, c.eps);
+            rms_norm::push_add_norm(&mut plan, post, &x, (&layer.ln2, &xn), d, c.tower.eps);
             layer.gate.push(&mut plan, &xn, &gate, &clip);
             layer.up.push(&mut plan, &xn, &up, &clip);
-            let act = c.activation;
+            let act = c.tower.activation;
             glu::push_rows(
                 &mut plan,
                 act,
@@ -428,7 +416,7 @@ impl Gemma4v {
             let next = layers.get(i + 1).map_or(&ones, |l| &l.ln1);
             let post = (&t, &layer.ffn_post_norm);
             let out = (&x, layer.out_scale);
-            rms_norm::push_add_scale_norm(&mut plan, post, out, (next, &xn), d, c.eps);
+            rms_norm::push_add_scale_norm(&mut plan, post, out, (next, &xn), d, c.tower.eps);
         }
         plan.layer_boundary();
         let standardize = Affine {
@@ -441,7 +429,7 @@ impl Gemma4v {
 
         let token_step = StepInput::new(&gpu, m);
         let mut head = Plan::new(&gpu, &token_step, m);
-        rms_norm::push(&mut head, &pooled, &ones, &pooled_n, d, c.eps);
+        rms_norm::push(&mut head, &pooled, &ones, &pooled_n, d, c.tower.eps);
         projection.push(&mut head, &pooled_n, &tokens, &clip);
         head.finish(&gpu).await?;
         let runs = super::Runs {
@@ -464,12 +452,12 @@ impl Gemma4v {
         let c = &self.config;
         let (w, h) = c.size_for(image)?;
         let fitted = preprocess::fit(image, (w, h), Resample::Bicubic);
-        let values = preprocess::patches(&fitted, c.patch_size, c.mean, c.std);
+        let values = preprocess::patches(&fitted, c.tower.patch_size, c.tower.mean, c.tower.std);
         // The encoder reads each value v as 2 v - 1.
         let values: Vec<f32> = values.iter().map(|v| 2.0 * v - 1.0).collect();
-        let per_patch = 3 * c.patch_size * c.patch_size;
-        let padded = preprocess::padded_rows(&values, per_patch, c.patch_len());
-        let (cols, rows) = (w / c.patch_size, h / c.patch_size);
+        let per_patch = 3 * c.tower.patch_size * c.tower.patch_size;
+        let padded = preprocess::padded_rows(&values, per_patch, c.tower.patch_len());
+        let (cols, rows) = (w / c.tower.patch_size, h / c.tower.patch_size);
         let (n, m) = (cols * rows, cols * rows / (c.merge * c.merge));
         gpu.queue
             .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows, 1]));

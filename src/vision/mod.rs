@@ -12,6 +12,7 @@ pub mod gemma4v;
 pub mod preprocess;
 pub mod qwen3vl;
 pub mod siglip;
+mod tower;
 mod weights;
 
 use crate::gguf::{ByteSource, Header};
@@ -99,23 +100,6 @@ fn projector_type(header: &Header) -> Result<&str, Error> {
     }
 }
 
-/// The MLP's activation as llama.cpp reads it from the file: clip.use_gelu (GELU, tanh), clip.use_silu,
-/// or where the file names neither, GELU's quick approximation.
-fn activation(m: &Meta) -> Result<crate::ops::glu::Activation, Error> {
-    use crate::ops::glu::Activation;
-    match (
-        m.meta_bool_or("use_gelu", false)?,
-        m.meta_bool_or("use_silu", false)?,
-    ) {
-        (true, true) => Err(Error::Model(
-            "vision projector: both clip.use_gelu and clip.use_silu are set".into(),
-        )),
-        (true, false) => Ok(Activation::GeluTanh),
-        (false, true) => Ok(Activation::Silu),
-        (false, false) => Ok(Activation::GeluQuick),
-    }
-}
-
 /// The least and most tokens an image may become: the budget's where it gives them, else the
 /// projector's own `(least, most)` (a most below the projector's least lowers the least with it).
 fn token_bounds(budget: TokenBudget, (least, most): (u32, u32)) -> Result<(u32, u32), Error> {
@@ -127,28 +111,6 @@ fn token_bounds(budget: TokenBudget, (least, most): (u32, u32)) -> Result<(u32, 
         )));
     }
     Ok((least, most))
-}
-
-/// Checks what the kernels need of an encoder's widths: `n_head` heads splitting `n_embd` into heads
-/// a multiple of 4 wide and at most attention's widest, and both widths multiples of 32.
-fn check_widths(n_embd: u32, n_head: u32, n_embd_text: u32) -> Result<(), Error> {
-    let widest = crate::ops::attention::MAX_HEAD_DIM;
-    let head_dim = n_embd / n_head.max(1);
-    if n_head == 0
-        || !n_embd.is_multiple_of(n_head)
-        || !head_dim.is_multiple_of(4)
-        || head_dim > widest
-    {
-        return Err(Error::Model(format!(
-            "vision projector: {n_head} heads do not split a width of {n_embd} into heads a multiple of 4 wide, at most {widest}"
-        )));
-    }
-    if !n_embd.is_multiple_of(32) || !n_embd_text.is_multiple_of(32) {
-        return Err(Error::Model(format!(
-            "vision projector: widths of {n_embd} and {n_embd_text} are not multiples of 32"
-        )));
-    }
-    Ok(())
 }
 
 /// The size `image` is scaled to by a projector that sizes images near their own, each token `side`
@@ -211,22 +173,6 @@ impl Runs {
         let (tokens, width) = &self.tokens;
         let len = m as usize * *width as usize;
         Ok(crate::gpu::read_back_f32(gpu, tokens, len).await?)
-    }
-}
-
-/// Three values, one for each colour channel, of the metadata clip.vision.`key`.
-fn channel_values(m: &Meta, key: &str) -> Result<[f32; 3], Error> {
-    let full = format!("clip.vision.{key}");
-    let values = m.header.get(&full).and_then(|v| v.as_array()).map(|a| {
-        a.iter()
-            .filter_map(|v| v.as_f64().map(|f| f as f32))
-            .collect::<Vec<_>>()
-    });
-    match values {
-        Some(v) if v.len() == 3 => Ok([v[0], v[1], v[2]]),
-        _ => Err(Error::Model(format!(
-            "vision projector: metadata {full}: not three numbers"
-        ))),
     }
 }
 

@@ -16,6 +16,7 @@
 
 use super::block;
 use super::preprocess::{self, Resample};
+use super::tower::Tower;
 use super::weights::{biased, layer_norm_weights, summed};
 use super::{Image, TokenBudget, TokenGrid};
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, Plan, StepInput};
@@ -37,16 +38,9 @@ const MERGE: u32 = 2;
 /// The projector's hyperparameters, from its clip.vision.* metadata and tensors.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub patch_size: u32,
-    pub n_embd: u32,
-    pub n_ff: u32,
-    pub n_layer: u32,
-    pub n_head: u32,
-    pub eps: f32,
-    pub mean: [f32; 3],
-    pub std: [f32; 3],
-    /// The MLP's activation (the projection's is GELU whatever the file says, as llama.cpp runs it).
-    pub activation: Activation,
+    /// Its patches, widths and layers (the projection's activation is GELU whatever the file says,
+    /// as llama.cpp runs it).
+    pub tower: Tower,
     /// The text model's width, the projection's rows.
     pub n_embd_text: u32,
     /// The learned positions' square: side x side rows.
@@ -65,7 +59,8 @@ impl Config {
             Some(t) => Ok(t.dims.clone()),
             None => Err(bad(format!("tensor {name} is missing"))),
         };
-        let n_embd = m.meta_u32("vision.embedding_length")?;
+        let tower = Tower::from_meta(m)?;
+        let n_embd = tower.n_embd;
         let positions = dims("v.position_embd.weight")?;
         let side = (positions.get(1).copied().unwrap_or(0) as f64).sqrt() as u32;
         if positions.len() != 2
@@ -95,30 +90,22 @@ impl Config {
         }
         let (min_tokens, max_tokens) = super::token_bounds(budget, (MIN_TOKENS, MAX_TOKENS))?;
         let c = Config {
-            patch_size: m.meta_u32("vision.patch_size")?,
-            n_embd,
-            n_ff: m.meta_u32("vision.feed_forward_length")?,
-            n_layer: m.meta_u32("vision.block_count")?,
-            n_head: m.meta_u32("vision.attention.head_count")?,
-            eps: m.meta_f32_or("vision.attention.layer_norm_epsilon", 1e-6)?,
-            mean: super::channel_values(m, "image_mean")?,
-            std: super::channel_values(m, "image_std")?,
-            activation: super::activation(m)?,
+            tower,
             n_embd_text: dims("mm.2.bias")?.first().copied().unwrap_or(0) as u32,
             side,
             min_tokens,
             max_tokens,
         };
-        if c.patch_size == 0 || c.n_layer == 0 || side == 0 {
-            return Err(bad("patches, positions and layers must not be empty".into()));
+        if side == 0 {
+            return Err(bad("the position table must not be empty".into()));
         }
-        super::check_widths(c.n_embd, c.n_head, c.n_embd_text)?;
+        c.tower.check_widths(c.n_embd_text)?;
         Ok(c)
     }
 
     /// Pixels a side of one token: a square of 2 x 2 patches.
     fn token_side(&self) -> u32 {
-        self.patch_size * MERGE
+        self.tower.patch_size * MERGE
     }
 
     /// The size an image is scaled to, in pixels, each side a whole number of tokens.
@@ -136,17 +123,14 @@ impl Config {
         })
     }
 
-    /// Values of one patch, as the patch embedding reads them (padded to the kernels' 32).
-    fn patch_len(&self) -> u32 {
-        (3 * self.patch_size * self.patch_size).next_multiple_of(32)
-    }
-
     /// The widest row an activation has per patch: the MLP's (padded to 32), the patches', or the
     /// projection's (a token's four patches' width, or the text model's, over four patches).
     fn widest(&self) -> u32 {
-        let n_ff = self.n_ff.next_multiple_of(32);
+        let n_ff = self.tower.n_ff.next_multiple_of(32);
         let text = self.n_embd_text.div_ceil(MERGE * MERGE);
-        n_ff.max(self.patch_len()).max(self.n_embd).max(text)
+        n_ff.max(self.tower.patch_len())
+            .max(self.tower.n_embd)
+            .max(text)
     }
 }
 
@@ -184,18 +168,18 @@ impl Qwen3vl {
             )));
         }
         c.max_tokens = c.max_tokens.min(fits);
-        let (d, hd) = (c.n_embd, c.n_embd / c.n_head);
-        let n_ff = c.n_ff.next_multiple_of(32);
-        let p = c.patch_size;
+        let (d, hd) = (c.tower.n_embd, c.tower.n_embd / c.tower.n_head);
+        let n_ff = c.tower.n_ff.next_multiple_of(32);
+        let p = c.tower.patch_size;
         let frames = ["v.patch_embd.weight", "v.patch_embd.weight.1"];
-        let patch_embd = summed(l, &frames, &[p, p, 3, d], c.patch_len()).await?;
+        let patch_embd = summed(l, &frames, &[p, p, 3, d], c.tower.patch_len()).await?;
         let patch_bias = l.vector("v.patch_embd.bias", d).await?;
         let positions = l
             .vectors("v.position_embd.weight", d, c.side * c.side)
             .await?;
         let mut layers = Vec::new();
-        for i in 0..c.n_layer {
-            layers.push(block::Layer::load(l, i, d, (c.n_ff, n_ff)).await?);
+        for i in 0..c.tower.n_layer {
+            layers.push(block::Layer::load(l, i, d, (c.tower.n_ff, n_ff)).await?);
         }
         let post_ln = layer_norm_weights(l, "v.post_ln", d).await?;
         let (wide, text) = (MERGE * MERGE * d, c.n_embd_text);
@@ -208,7 +192,7 @@ impl Qwen3vl {
             let gpu = gpu.clone();
             async move { scratch_buffer(&gpu, label, bytes).await }
         };
-        let patches = scratch("vision patches", rows(n, c.patch_len())).await?;
+        let patches = scratch("vision patches", rows(n, c.tower.patch_len())).await?;
         let x = scratch("vision x", rows(n, d)).await?;
         let xn = scratch("vision xn", rows(n, d)).await?;
         let q = scratch("vision q", rows(n, d)).await?;
@@ -247,19 +231,19 @@ impl Qwen3vl {
         };
         let shape = block::Shape {
             heads: Heads {
-                n_head: c.n_head,
+                n_head: c.tower.n_head,
                 head_dim: hd,
-                eps: c.eps,
+                eps: c.tower.eps,
             },
             n_ff,
-            activation: c.activation,
+            activation: c.tower.activation,
         };
         let rotation = Some((Rotation::Across, &freqs, &grid));
         for layer in &layers {
             block::push(&mut plan, layer, &rows, shape, rotation);
         }
         plan.layer_boundary();
-        layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.eps);
+        layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.tower.eps);
         plan.finish(&gpu).await?;
 
         // xn's rows in squares of four are the tokens' rows of 4 d.
@@ -297,11 +281,11 @@ impl Qwen3vl {
         let c = &self.config;
         let (w, h) = c.size_for(image)?;
         let fitted = preprocess::fit(image, (w, h), Resample::Bicubic);
-        let values = preprocess::patches(&fitted, c.patch_size, c.mean, c.std);
-        let (cols, rows) = (w / c.patch_size, h / c.patch_size);
-        let per_patch = 3 * c.patch_size * c.patch_size;
+        let values = preprocess::patches(&fitted, c.tower.patch_size, c.tower.mean, c.tower.std);
+        let (cols, rows) = (w / c.tower.patch_size, h / c.tower.patch_size);
+        let per_patch = 3 * c.tower.patch_size * c.tower.patch_size;
         let squares = preprocess::in_squares(&values, per_patch, cols, MERGE);
-        let padded = preprocess::padded_rows(&squares, per_patch, c.patch_len());
+        let padded = preprocess::padded_rows(&squares, per_patch, c.tower.patch_len());
         let (n, m) = (cols * rows, cols * rows / (MERGE * MERGE));
         gpu.queue
             .write_buffer(&self.grid, 0, bytemuck::cast_slice(&[cols, rows, MERGE]));

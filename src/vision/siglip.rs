@@ -10,13 +10,13 @@
 
 use super::block;
 use super::preprocess::{self, Resample};
+use super::tower::Tower;
 use super::weights::{layer_norm_weights, padded, transposed};
 use super::Image;
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::avg_pool::{self, Affine};
 use crate::ops::bias::{self, Rows};
-use crate::ops::glu::Activation;
 use crate::ops::vision_grid::Heads;
 use crate::ops::{add_position, layer_norm, matvec, rms_norm};
 use crate::Error;
@@ -25,16 +25,8 @@ use crate::Error;
 #[derive(Clone, Debug)]
 pub struct Config {
     pub image_size: u32,
-    pub patch_size: u32,
-    pub n_embd: u32,
-    pub n_ff: u32,
-    pub n_layer: u32,
-    pub n_head: u32,
-    pub eps: f32,
-    /// The MLP's activation.
-    pub activation: Activation,
-    pub mean: [f32; 3],
-    pub std: [f32; 3],
+    /// Its patches, widths and layers.
+    pub tower: Tower,
     /// The side of the squares the patch grid is averaged in.
     pub merge: u32,
     /// The text model's width, the projection's rows.
@@ -44,29 +36,20 @@ pub struct Config {
 impl Config {
     pub fn from_meta(m: &Meta) -> Result<Config, Error> {
         let bad = |why: String| Error::Model(format!("vision projector: {why}"));
-        let triple = |key: &str| super::channel_values(m, key);
         let c = Config {
             image_size: m.meta_u32("vision.image_size")?,
-            patch_size: m.meta_u32("vision.patch_size")?,
-            n_embd: m.meta_u32("vision.embedding_length")?,
-            n_ff: m.meta_u32("vision.feed_forward_length")?,
-            n_layer: m.meta_u32("vision.block_count")?,
-            n_head: m.meta_u32("vision.attention.head_count")?,
-            eps: m.meta_f32_or("vision.attention.layer_norm_epsilon", 1e-6)?,
-            activation: super::activation(m)?,
-            mean: triple("image_mean")?,
-            std: triple("image_std")?,
+            tower: Tower::from_meta(m)?,
             merge: m.meta_u32_or("vision.projector.scale_factor", 4)?,
             n_embd_text: match m.header.tensor("mm.input_projection.weight") {
                 Some(t) => t.dims[0] as u32,
                 None => return Err(bad("tensor mm.input_projection.weight is missing".into())),
             },
         };
-        let side = c.image_size / c.patch_size.max(1);
-        if c.patch_size == 0 || !c.image_size.is_multiple_of(c.patch_size) {
+        let side = c.image_size / c.tower.patch_size;
+        if !c.image_size.is_multiple_of(c.tower.patch_size) {
             return Err(bad(format!(
                 "{} pixels do not make whole patches of {}",
-                c.image_size, c.patch_size
+                c.image_size, c.tower.patch_size
             )));
         }
         if c.merge == 0 || !side.is_multiple_of(c.merge) {
@@ -75,13 +58,13 @@ impl Config {
                 c.merge
             )));
         }
-        super::check_widths(c.n_embd, c.n_head, c.n_embd_text)?;
+        c.tower.check_widths(c.n_embd_text)?;
         Ok(c)
     }
 
     /// Patches a side of the grid.
     fn side(&self) -> u32 {
-        self.image_size / self.patch_size
+        self.image_size / self.tower.patch_size
     }
 
     pub fn n_patches(&self) -> u32 {
@@ -101,11 +84,6 @@ impl Config {
             rows: side,
         }
     }
-
-    /// Values of one patch, as the patch embedding reads them (padded to the kernels' 32).
-    fn patch_len(&self) -> u32 {
-        (3 * self.patch_size * self.patch_size).next_multiple_of(32)
-    }
 }
 
 /// The loaded projector: its plan, and the buffers an image goes in and its tokens come out of.
@@ -120,17 +98,24 @@ impl Siglip {
     pub async fn load(l: &mut Loader<'_>) -> Result<Siglip, Error> {
         let c = Config::from_meta(l)?;
         let gpu = l.gpu.clone();
-        let d = c.n_embd;
-        let n_ff = c.n_ff.next_multiple_of(32);
-        let p = c.patch_size;
-        let patch_embd = padded(l, "v.patch_embd.weight", &[p, p, 3, d], c.patch_len(), d).await?;
+        let d = c.tower.n_embd;
+        let n_ff = c.tower.n_ff.next_multiple_of(32);
+        let p = c.tower.patch_size;
+        let patch_embd = padded(
+            l,
+            "v.patch_embd.weight",
+            &[p, p, 3, d],
+            c.tower.patch_len(),
+            d,
+        )
+        .await?;
         let patch_bias = l.vector("v.patch_embd.bias", d).await?;
         let positions = l
             .vectors("v.position_embd.weight", d, c.n_patches())
             .await?;
         let mut layers = Vec::new();
-        for i in 0..c.n_layer {
-            layers.push(block::Layer::load(l, i, d, (c.n_ff, n_ff)).await?);
+        for i in 0..c.tower.n_layer {
+            layers.push(block::Layer::load(l, i, d, (c.tower.n_ff, n_ff)).await?);
         }
         let post_ln = layer_norm_weights(l, "v.post_ln", d).await?;
         let soft_emb_norm = l.vector("mm.soft_emb_norm.weight", d).await?;
@@ -142,7 +127,7 @@ impl Siglip {
             let gpu = gpu.clone();
             async move { scratch_buffer(&gpu, label, bytes).await }
         };
-        let patches = scratch("vision patches", rows(c.patch_len())).await?;
+        let patches = scratch("vision patches", rows(c.tower.patch_len())).await?;
         let x = scratch("vision x", rows(d)).await?;
         let xn = scratch("vision xn", rows(d)).await?;
         let q = scratch("vision q", rows(d)).await?;
@@ -187,18 +172,18 @@ impl Siglip {
         };
         let shape = block::Shape {
             heads: Heads {
-                n_head: c.n_head,
-                head_dim: d / c.n_head,
-                eps: c.eps,
+                n_head: c.tower.n_head,
+                head_dim: d / c.tower.n_head,
+                eps: c.tower.eps,
             },
             n_ff,
-            activation: c.activation,
+            activation: c.tower.activation,
         };
         for layer in &layers {
             block::push(&mut plan, layer, &rows, shape, None);
         }
         plan.layer_boundary();
-        layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.eps);
+        layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.tower.eps);
         let mean = Affine {
             mul: 1.0,
             sub: &zeros,
@@ -209,7 +194,14 @@ impl Siglip {
         let m = c.n_tokens();
         let token_step = StepInput::new(&gpu, m);
         let mut head = Plan::new(&gpu, &token_step, m);
-        rms_norm::push(&mut head, &pooled, &soft_emb_norm, &pooled_n, d, c.eps);
+        rms_norm::push(
+            &mut head,
+            &pooled,
+            &soft_emb_norm,
+            &pooled_n,
+            d,
+            c.tower.eps,
+        );
         matvec::push(&mut head, &projection, &pooled_n, &tokens, false);
         head.finish(&gpu).await?;
         let runs = super::Runs {
@@ -229,9 +221,9 @@ impl Siglip {
         let c = &self.config;
         let size = (c.image_size, c.image_size);
         let square = preprocess::fit(image, size, Resample::Bilinear);
-        let values = preprocess::patches(&square, c.patch_size, c.mean, c.std);
-        let per_patch = 3 * c.patch_size * c.patch_size;
-        let padded = preprocess::padded_rows(&values, per_patch, c.patch_len());
+        let values = preprocess::patches(&square, c.tower.patch_size, c.tower.mean, c.tower.std);
+        let per_patch = 3 * c.tower.patch_size * c.tower.patch_size;
+        let padded = preprocess::padded_rows(&values, per_patch, c.tower.patch_len());
         let (n, m) = (c.n_patches(), c.n_tokens());
         self.runs.run(gpu, &padded, (n, m)).await
     }
