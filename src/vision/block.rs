@@ -2,8 +2,9 @@
 //! and v (Qwen's q and k then turned by their patch's place in the grid), attention both ways, the
 //! biased output added to the residual; a LayerNorm, a biased ungated MLP, added.
 
+use super::tower::Tower;
 use super::weights::{biased, layer_norm_weights, split_biased};
-use crate::gpu::{GpuTensor, KvType, Plan};
+use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan};
 use crate::models::Loader;
 use crate::ops::attention::{self, AttentionBuffers};
 use crate::ops::bias::{self, Rows};
@@ -64,16 +65,41 @@ impl Layer {
 /// The rows a block reads and writes, a row per patch: the residual `x`, its norm `xn`, q, k, v,
 /// the attention's output, the MLP's hidden rows before and after the activation, and a row of ones
 /// at least as wide as the MLP (the ungated activation's other factor).
-pub struct BlockRows<'a> {
-    pub x: &'a wgpu::Buffer,
-    pub xn: &'a wgpu::Buffer,
-    pub q: &'a wgpu::Buffer,
-    pub k: &'a wgpu::Buffer,
-    pub v: &'a wgpu::Buffer,
-    pub attn: &'a wgpu::Buffer,
-    pub hidden: &'a wgpu::Buffer,
-    pub activated: &'a wgpu::Buffer,
-    pub ones: &'a wgpu::Buffer,
+pub struct BlockRows {
+    pub x: wgpu::Buffer,
+    pub xn: wgpu::Buffer,
+    pub q: wgpu::Buffer,
+    pub k: wgpu::Buffer,
+    pub v: wgpu::Buffer,
+    pub attn: wgpu::Buffer,
+    pub hidden: wgpu::Buffer,
+    pub activated: wgpu::Buffer,
+    pub ones: wgpu::Buffer,
+}
+
+impl BlockRows {
+    /// Rows for `n` patches of a tower `d` wide whose MLP is `n_ff` wide (padded), and ones as
+    /// many as `ones` (the MLP's width or more, where the caller's other activations are wider).
+    pub async fn new(gpu: &Gpu, n: u32, d: u32, n_ff: u32, ones: u32) -> Result<BlockRows, Error> {
+        let scratch = |label: &'static str, width: u32| {
+            scratch_buffer(gpu, label, n as u64 * width as u64 * 4)
+        };
+        Ok(BlockRows {
+            x: scratch("vision x", d).await?,
+            xn: scratch("vision xn", d).await?,
+            q: scratch("vision q", d).await?,
+            k: scratch("vision k", d).await?,
+            v: scratch("vision v", d).await?,
+            attn: scratch("vision attention", d).await?,
+            hidden: scratch("vision mlp", n_ff).await?,
+            activated: scratch("vision activated", n_ff).await?,
+            ones: storage_buffer(
+                gpu,
+                "vision ones",
+                bytemuck::cast_slice(&vec![1f32; ones.max(n_ff) as usize]),
+            ),
+        })
+    }
 }
 
 /// A tower's shape as its blocks run it.
@@ -83,6 +109,20 @@ pub struct Shape {
     /// The MLP's width, padded to the kernels' 32.
     pub n_ff: u32,
     pub activation: Activation,
+}
+
+impl Shape {
+    pub fn of(tower: &Tower) -> Shape {
+        Shape {
+            heads: Heads {
+                n_head: tower.n_head,
+                head_dim: tower.n_embd / tower.n_head,
+                eps: tower.eps,
+            },
+            n_ff: tower.n_ff_padded(),
+            activation: tower.activation,
+        }
+    }
 }
 
 /// Adds y = W x + b (y += W x + b where `accumulate`).
@@ -113,37 +153,37 @@ pub fn push(
     } = s.heads;
     let d = n_head * head_dim;
     plan.begin_layer("vision");
-    layer_norm::push_apart(plan, a.x, (&layer.ln1.0, &layer.ln1.1), a.xn, d, eps);
-    product(plan, &layer.q, a.xn, a.q, false);
-    product(plan, &layer.k, a.xn, a.k, false);
+    layer_norm::push_apart(plan, &a.x, (&layer.ln1.0, &layer.ln1.1), &a.xn, d, eps);
+    product(plan, &layer.q, &a.xn, &a.q, false);
+    product(plan, &layer.k, &a.xn, &a.k, false);
     if rotation.is_some() {
-        vision_grid::push_head_norm_rope(plan, a.q, s.heads, None, rotation);
-        vision_grid::push_head_norm_rope(plan, a.k, s.heads, None, rotation);
+        vision_grid::push_head_norm_rope(plan, &a.q, s.heads, None, rotation);
+        vision_grid::push_head_norm_rope(plan, &a.k, s.heads, None, rotation);
     }
-    product(plan, &layer.v, a.xn, a.v, false);
+    product(plan, &layer.v, &a.xn, &a.v, false);
     let shape = attention::Shape {
         causal: false,
         ..attention::Shape::causal(n_head, n_head, head_dim)
     };
     let buffers = AttentionBuffers {
-        q: a.q,
-        k_cache: a.k,
-        v_cache: a.v,
+        q: &a.q,
+        k_cache: &a.k,
+        v_cache: &a.v,
         cache_type: KvType::F32,
-        out: a.attn,
+        out: &a.attn,
         sinks: None,
     };
     attention::push_tiled(plan, shape, &buffers);
-    product(plan, &layer.out, a.attn, a.x, true);
-    layer_norm::push_apart(plan, a.x, (&layer.ln2.0, &layer.ln2.1), a.xn, d, eps);
-    product(plan, &layer.up, a.xn, a.hidden, false);
-    let ungated = (a.ones, 0, 0);
+    product(plan, &layer.out, &a.attn, &a.x, true);
+    layer_norm::push_apart(plan, &a.x, (&layer.ln2.0, &layer.ln2.1), &a.xn, d, eps);
+    product(plan, &layer.up, &a.xn, &a.hidden, false);
+    let ungated = (&a.ones, 0, 0);
     glu::push_rows(
         plan,
         s.activation,
-        (a.hidden, 0, s.n_ff),
+        (&a.hidden, 0, s.n_ff),
         ungated,
-        (a.activated, s.n_ff),
+        (&a.activated, s.n_ff),
     );
-    product(plan, &layer.down, a.activated, a.x, true);
+    product(plan, &layer.down, &a.activated, &a.x, true);
 }

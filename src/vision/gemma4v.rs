@@ -121,7 +121,7 @@ impl Config {
 
     /// The widest row an activation has: the MLP's (padded to 32), the patches', or the width.
     fn widest(&self) -> u32 {
-        let n_ff = self.tower.n_ff.next_multiple_of(32);
+        let n_ff = self.tower.n_ff_padded();
         n_ff.max(self.tower.patch_len())
             .max(self.tower.n_embd)
             .max(self.n_embd_text)
@@ -270,7 +270,7 @@ impl Gemma4v {
         }
         c.max_tokens = c.max_tokens.min(fits);
         let (d, hd) = (c.tower.n_embd, c.tower.n_embd / c.tower.n_head);
-        let n_ff = c.tower.n_ff.next_multiple_of(32);
+        let n_ff = c.tower.n_ff_padded();
         let p = c.tower.patch_size;
         let patch_embd = padded(
             l,

@@ -23,7 +23,7 @@ use crate::gpu::{scratch_buffer, storage_buffer, Gpu, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::bias::{self, Rows};
 use crate::ops::glu::{self, Activation};
-use crate::ops::vision_grid::{self, Heads, Rotation};
+use crate::ops::vision_grid::{self, Rotation};
 use crate::ops::{layer_norm, matvec};
 use crate::Error;
 
@@ -126,7 +126,7 @@ impl Config {
     /// The widest row an activation has per patch: the MLP's (padded to 32), the patches', or the
     /// projection's (a token's four patches' width, or the text model's, over four patches).
     fn widest(&self) -> u32 {
-        let n_ff = self.tower.n_ff.next_multiple_of(32);
+        let n_ff = self.tower.n_ff_padded();
         let text = self.n_embd_text.div_ceil(MERGE * MERGE);
         n_ff.max(self.tower.patch_len())
             .max(self.tower.n_embd)
@@ -169,7 +169,7 @@ impl Qwen3vl {
         }
         c.max_tokens = c.max_tokens.min(fits);
         let (d, hd) = (c.tower.n_embd, c.tower.n_embd / c.tower.n_head);
-        let n_ff = c.tower.n_ff.next_multiple_of(32);
+        let n_ff = c.tower.n_ff_padded();
         let p = c.tower.patch_size;
         let frames = ["v.patch_embd.weight", "v.patch_embd.weight.1"];
         let patch_embd = summed(l, &frames, &[p, p, 3, d], c.tower.patch_len()).await?;
@@ -193,64 +193,34 @@ impl Qwen3vl {
             async move { scratch_buffer(&gpu, label, bytes).await }
         };
         let patches = scratch("vision patches", rows(n, c.tower.patch_len())).await?;
-        let x = scratch("vision x", rows(n, d)).await?;
-        let xn = scratch("vision xn", rows(n, d)).await?;
-        let q = scratch("vision q", rows(n, d)).await?;
-        let k = scratch("vision k", rows(n, d)).await?;
-        let v = scratch("vision v", rows(n, d)).await?;
-        let attn = scratch("vision attention", rows(n, d)).await?;
-        let hidden = scratch("vision mlp", rows(n, n_ff)).await?;
-        let gelu = scratch("vision gelu", rows(n, n_ff)).await?;
+        let block_rows = block::BlockRows::new(&gpu, n, d, n_ff, wide).await?;
+        let (x, xn, ones) = (&block_rows.x, &block_rows.xn, &block_rows.ones);
         let merged = scratch("vision merged", rows(m, wide)).await?;
         let merged_gelu = scratch("vision merged gelu", rows(m, wide)).await?;
         let tokens = scratch("vision tokens", rows(m, text)).await?;
-        let ones = storage_buffer(
-            &gpu,
-            "vision ones",
-            bytemuck::cast_slice(&vec![1f32; n_ff.max(wide) as usize]),
-        );
         let freqs = vision_grid::rope_freqs(hd, ROPE_THETA);
         let freqs = storage_buffer(&gpu, "vision rope", bytemuck::cast_slice(&freqs));
         let grid = storage_buffer(&gpu, "vision grid", &[0u8; 12]);
 
         let patch_step = StepInput::new(&gpu, n);
         let mut plan = Plan::new(&gpu, &patch_step, n);
-        matvec::push(&mut plan, &patch_embd, &patches, &x, false);
-        bias::push(&mut plan, &patch_bias, Rows::One, &x, d);
-        vision_grid::push_resized_positions(&mut plan, (&positions, c.side), &grid, &x, d);
-        let rows = block::BlockRows {
-            x: &x,
-            xn: &xn,
-            q: &q,
-            k: &k,
-            v: &v,
-            attn: &attn,
-            hidden: &hidden,
-            activated: &gelu,
-            ones: &ones,
-        };
-        let shape = block::Shape {
-            heads: Heads {
-                n_head: c.tower.n_head,
-                head_dim: hd,
-                eps: c.tower.eps,
-            },
-            n_ff,
-            activation: c.tower.activation,
-        };
+        matvec::push(&mut plan, &patch_embd, &patches, x, false);
+        bias::push(&mut plan, &patch_bias, Rows::One, x, d);
+        vision_grid::push_resized_positions(&mut plan, (&positions, c.side), &grid, x, d);
+        let shape = block::Shape::of(&c.tower);
         let rotation = Some((Rotation::Across, &freqs, &grid));
         for layer in &layers {
-            block::push(&mut plan, layer, &rows, shape, rotation);
+            block::push(&mut plan, layer, &block_rows, shape, rotation);
         }
         plan.layer_boundary();
-        layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.tower.eps);
+        layer_norm::push_apart(&mut plan, x, (&post_ln.0, &post_ln.1), xn, d, c.tower.eps);
         plan.finish(&gpu).await?;
 
         // xn's rows in squares of four are the tokens' rows of 4 d.
         let token_step = StepInput::new(&gpu, m);
         let mut head = Plan::new(&gpu, &token_step, m);
-        block::product(&mut head, &merger_in, &xn, &merged, false);
-        let ungated = (&ones, 0, 0);
+        block::product(&mut head, &merger_in, xn, &merged, false);
+        let ungated = (ones, 0, 0);
         let gelu_tanh = Activation::GeluTanh;
         glu::push_rows(
             &mut head,

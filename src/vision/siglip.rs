@@ -17,7 +17,6 @@ use crate::gpu::{scratch_buffer, storage_buffer, Gpu, Plan, StepInput};
 use crate::models::{Loader, Meta};
 use crate::ops::avg_pool::{self, Affine};
 use crate::ops::bias::{self, Rows};
-use crate::ops::vision_grid::Heads;
 use crate::ops::{add_position, layer_norm, matvec, rms_norm};
 use crate::Error;
 
@@ -99,7 +98,7 @@ impl Siglip {
         let c = Config::from_meta(l)?;
         let gpu = l.gpu.clone();
         let d = c.tower.n_embd;
-        let n_ff = c.tower.n_ff.next_multiple_of(32);
+        let n_ff = c.tower.n_ff_padded();
         let p = c.tower.patch_size;
         let patch_embd = padded(
             l,
@@ -128,14 +127,8 @@ impl Siglip {
             async move { scratch_buffer(&gpu, label, bytes).await }
         };
         let patches = scratch("vision patches", rows(c.tower.patch_len())).await?;
-        let x = scratch("vision x", rows(d)).await?;
-        let xn = scratch("vision xn", rows(d)).await?;
-        let q = scratch("vision q", rows(d)).await?;
-        let k = scratch("vision k", rows(d)).await?;
-        let v = scratch("vision v", rows(d)).await?;
-        let attn = scratch("vision attention", rows(d)).await?;
-        let hidden = scratch("vision mlp", rows(n_ff)).await?;
-        let gelu = scratch("vision gelu", rows(n_ff)).await?;
+        let block_rows = block::BlockRows::new(&gpu, n, d, n_ff, d).await?;
+        let (x, xn, ones) = (&block_rows.x, &block_rows.xn, &block_rows.ones);
         let pooled = scratch("vision pooled", rows(d)).await?;
         let pooled_n = scratch("vision pooled normed", rows(d)).await?;
         let tokens = scratch(
@@ -143,11 +136,6 @@ impl Siglip {
             c.n_tokens() as u64 * c.n_embd_text as u64 * 4,
         )
         .await?;
-        let ones = storage_buffer(
-            &gpu,
-            "vision ones",
-            bytemuck::cast_slice(&vec![1f32; n_ff.max(d) as usize]),
-        );
         let zeros = storage_buffer(&gpu, "vision zeros", &vec![0u8; d as usize * 4]);
         let side = c.side();
         let grid = storage_buffer(&gpu, "vision grid", bytemuck::cast_slice(&[side, side, 1]));
@@ -156,40 +144,21 @@ impl Siglip {
         // position, and attention sees the whole run both ways.
         let patch_step = StepInput::new(&gpu, n);
         let mut plan = Plan::new(&gpu, &patch_step, n);
-        matvec::push(&mut plan, &patch_embd, &patches, &x, false);
-        bias::push(&mut plan, &patch_bias, Rows::One, &x, d);
-        add_position::push(&mut plan, (&positions, true), &x, d);
-        let rows = block::BlockRows {
-            x: &x,
-            xn: &xn,
-            q: &q,
-            k: &k,
-            v: &v,
-            attn: &attn,
-            hidden: &hidden,
-            activated: &gelu,
-            ones: &ones,
-        };
-        let shape = block::Shape {
-            heads: Heads {
-                n_head: c.tower.n_head,
-                head_dim: d / c.tower.n_head,
-                eps: c.tower.eps,
-            },
-            n_ff,
-            activation: c.tower.activation,
-        };
+        matvec::push(&mut plan, &patch_embd, &patches, x, false);
+        bias::push(&mut plan, &patch_bias, Rows::One, x, d);
+        add_position::push(&mut plan, (&positions, true), x, d);
+        let shape = block::Shape::of(&c.tower);
         for layer in &layers {
-            block::push(&mut plan, layer, &rows, shape, None);
+            block::push(&mut plan, layer, &block_rows, shape, None);
         }
         plan.layer_boundary();
-        layer_norm::push_apart(&mut plan, &x, (&post_ln.0, &post_ln.1), &xn, d, c.tower.eps);
+        layer_norm::push_apart(&mut plan, x, (&post_ln.0, &post_ln.1), xn, d, c.tower.eps);
         let mean = Affine {
             mul: 1.0,
             sub: &zeros,
-            scale: &ones,
+            scale: ones,
         };
-        avg_pool::push(&mut plan, (&xn, &grid, c.merge), mean, &pooled, d);
+        avg_pool::push(&mut plan, (xn, &grid, c.merge), mean, &pooled, d);
         plan.finish(&gpu).await?;
         let m = c.n_tokens();
         let token_step = StepInput::new(&gpu, m);

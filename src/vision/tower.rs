@@ -47,6 +47,11 @@ impl Tower {
         (3 * self.patch_size * self.patch_size).next_multiple_of(32)
     }
 
+    /// The MLP's width padded to whole 32-weight blocks, as the kernels take it.
+    pub fn n_ff_padded(&self) -> u32 {
+        self.n_ff.next_multiple_of(32)
+    }
+
     /// Checks what the kernels need of the widths: the heads splitting the tower's width into heads
     /// a multiple of 4 wide and at most attention's widest, and it and the text model's width
     /// `n_embd_text` multiples of 32.
