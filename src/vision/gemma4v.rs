@@ -271,15 +271,7 @@ impl Gemma4v {
         c.max_tokens = c.max_tokens.min(fits);
         let (d, hd) = (c.tower.n_embd, c.tower.n_embd / c.tower.n_head);
         let n_ff = c.tower.n_ff_padded();
-        let p = c.tower.patch_size;
-        let patch_embd = padded(
-            l,
-            "v.patch_embd.weight",
-            &[p, p, 3, d],
-            c.tower.patch_len(),
-            d,
-        )
-        .await?;
+        let patch_embd = c.tower.patch_embedding(l).await?;
         let positions = {
             let name = "v.position_embd.weight";
             let shape: &[u32] = &[d, c.positions, 2];

@@ -11,7 +11,7 @@
 use super::block;
 use super::preprocess::{self, Resample};
 use super::tower::Tower;
-use super::weights::{layer_norm_weights, padded, transposed};
+use super::weights::{layer_norm_weights, transposed};
 use super::Image;
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, Plan, StepInput};
 use crate::models::{Loader, Meta};
@@ -99,15 +99,7 @@ impl Siglip {
         let gpu = l.gpu.clone();
         let d = c.tower.n_embd;
         let n_ff = c.tower.n_ff_padded();
-        let p = c.tower.patch_size;
-        let patch_embd = padded(
-            l,
-            "v.patch_embd.weight",
-            &[p, p, 3, d],
-            c.tower.patch_len(),
-            d,
-        )
-        .await?;
+        let patch_embd = c.tower.patch_embedding(l).await?;
         let patch_bias = l.vector("v.patch_embd.bias", d).await?;
         let positions = l
             .vectors("v.position_embd.weight", d, c.n_patches())

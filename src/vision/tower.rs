@@ -2,7 +2,8 @@
 //! norms' epsilon, its MLP's activation and how its pixels are normalized; and the checks of them
 //! that the kernels need.
 
-use crate::models::Meta;
+use crate::gpu::GpuTensor;
+use crate::models::{Loader, Meta};
 use crate::ops::glu::Activation;
 use crate::Error;
 
@@ -45,6 +46,14 @@ impl Tower {
     /// whole 32-weight blocks.
     pub fn patch_len(&self) -> u32 {
         (3 * self.patch_size * self.patch_size).next_multiple_of(32)
+    }
+
+    /// The patch embedding (v.patch_embd.weight, a p x p x 3 kernel per output) as a matrix whose
+    /// rows are the patches' padded rows (`patch_len`).
+    pub async fn patch_embedding(&self, l: &mut Loader<'_>) -> Result<GpuTensor, Error> {
+        let (p, d) = (self.patch_size, self.n_embd);
+        let dims = [p, p, 3, d];
+        super::weights::padded(l, "v.patch_embd.weight", &dims, self.patch_len(), d).await
     }
 
     /// The MLP's width padded to whole 32-weight blocks, as the kernels take it.
