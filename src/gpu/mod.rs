@@ -1,6 +1,7 @@
 //! The GPU: device and limits, buffers, the pipeline cache, the plans of runs and their kernel shapes.
 
 mod buffers;
+mod kernels;
 mod oneshot;
 mod pipelines;
 mod plan;
@@ -11,10 +12,8 @@ pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
     Stacked, TensorPart,
 };
-pub use pipelines::{
-    attention_tile_bytes, matmul_tile, Activation, Kernel, KvType, MatmulTile, PipelineKey,
-    Pipelines, Store, XNorm, NORM_GAIN_BINDING,
-};
+pub use kernels::{Activation, Kernel, KvType, Store, XNorm, NORM_GAIN_BINDING};
+pub use pipelines::{attention_tile_bytes, matmul_tile, MatmulTile, PipelineKey, Pipelines};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena};
 pub use recurrence::{Recurrence, RecurrenceShape};
 pub use tuning::{

@@ -3,7 +3,8 @@
 //! adapter; `Engine::tune` times the candidates on this one, and the winners, kept by the caller
 //! (natively in a file), go to the next `Gpu` for the same adapter.
 
-use super::pipelines::{block_parts, coop_workgroup_bytes, has_block_form, matmul_tile, COOP_TILE};
+use super::kernels::{block_parts, has_block_form};
+use super::pipelines::{coop_workgroup_bytes, matmul_tile, COOP_TILE};
 use super::recurrence::{Recurrence, RecurrenceShape};
 use super::MatrixCores;
 use super::{Activation, Kernel, KvType, Store, XNorm};
