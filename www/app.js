@@ -24,11 +24,19 @@ function setLoading(controller) {
 let mmprojFile = null;
 const mmproj = () => mmprojFile ?? ($('mmproj-url').value.trim() || undefined);
 
-/** Loads `source`, with the draft model at `draft` (a URL) proposing tokens for it where one is given. */
+/** Loads what the user chose: the drawer closes, so the progress and Cancel show under the top bar. */
+function choose(source, draft) {
+  $('models').open = false;
+  return loadModel(source, draft);
+}
+
+/**
+ * Loads `source`, with the draft model at `draft` (a URL) proposing tokens for it where one is given.
+ * The models drawer stays as it is: a load the page starts by itself must not close it under the user.
+ */
 async function loadModel(source, draft) {
   showError(null);
   $('consent').hidden = true;
-  $('models').open = false; // the choice is made: the progress and Cancel show under the top bar
   setLoading(new AbortController());
   $('progress').value = 0;
   $('progress-text').textContent = 'starting…';
@@ -149,7 +157,7 @@ function renderCatalog(cached) {
     source.textContent = entry.file;
     source.className = 'muted source';
     source.rel = 'noopener';
-    const load = button('Load', () => loadModel(url));
+    const load = button('Load', () => choose(url));
     load.dataset.file = entry.file;
     load.disabled = Boolean(loading);
     const text = document.createElement('div');
@@ -159,7 +167,7 @@ function renderCatalog(cached) {
     // a time: the same replies, sooner where the GPU reads weights faster than it computes.
     const drafter = entry.draft && CATALOG.find((other) => other.file === entry.draft);
     if (drafter) {
-      const both = button('Load with draft', () => loadModel(url, modelUrl(drafter)));
+      const both = button('Load with draft', () => choose(url, modelUrl(drafter)));
       both.title = `${drafter.name} drafts for it (${megabytes(drafter.bytes)} more)`;
       both.dataset.file = entry.file;
       both.dataset.draft = drafter.file;
@@ -184,7 +192,7 @@ async function listCached() {
         await Wick.deleteCachedModel(m.url);
         listCached();
       });
-      li.append(name, button('Load', () => loadModel(m.url)), remove);
+      li.append(name, button('Load', () => choose(m.url)), remove);
       return li;
     }),
   );
@@ -212,14 +220,14 @@ async function start() {
   $('consent').hidden = false;
 }
 
-$('load-default').onclick = () => loadModel(modelUrl(DEFAULT_MODEL));
+$('load-default').onclick = () => choose(modelUrl(DEFAULT_MODEL));
 $('choose-other').onclick = () => ($('models').open = true);
 $('url-form').onsubmit = (e) => {
   e.preventDefault();
   const url = $('model-url').value.trim();
-  if (url) loadModel(url);
+  if (url) choose(url);
 };
-$('model-file').onchange = () => $('model-file').files[0] && loadModel($('model-file').files[0]);
+$('model-file').onchange = () => $('model-file').files[0] && choose($('model-file').files[0]);
 $('mmproj-file').onchange = () => {
   mmprojFile = $('mmproj-file').files[0] ?? null;
   $('mmproj-chosen').textContent = mmprojFile ? `${mmprojFile.name}, for the next model loaded` : '';
