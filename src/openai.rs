@@ -12,7 +12,7 @@ pub use settings::{sampler, Answer, Settings};
 
 use crate::chat_template::{self, ChatMessage, Variables};
 use crate::grammar::Grammar;
-use crate::session::Completion;
+use crate::reply::Completion;
 use crate::tools::{Offered, ToolChoice};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

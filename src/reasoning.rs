@@ -10,8 +10,6 @@
 //! Where a reply starts depends on the prompt: Qwen3.5's template opens `<think>` itself, so its
 //! replies begin inside the reasoning; `Channels::after` reads that off the rendered prompt.
 
-use crate::tools::Call;
-
 /// How a model marks its reasoning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -26,6 +24,13 @@ pub enum Format {
 pub struct Tags {
     pub open: &'static str,
     pub close: &'static str,
+}
+
+/// One call the reply made; `arguments` is a JSON object as text, as OpenAI returns it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Call {
+    pub name: String,
+    pub arguments: String,
 }
 
 /// Qwen 3, Qwen3.5, DeepSeek-R1.

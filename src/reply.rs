@@ -2,13 +2,51 @@
 //! decoded so far. `Session::complete` drives one; a server's parallel slots (`slots::Slots`) drive
 //! several, each step picking a token for all of them at once.
 
+use crate::engine::Totals;
 use crate::reasoning::{Channels, Split};
 use crate::sampler::{Sampler, TokenLogProb};
-use crate::session::{Completion, FinishReason};
 use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use crate::tools::Call;
 use web_time::Duration;
+
+/// Why generation stopped (OpenAI's finish_reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    /// An end-of-generation token.
+    Stop,
+    /// The token budget ran out.
+    Length,
+    /// The context filled up.
+    ContextFull,
+    /// The caller asked to stop.
+    Cancelled,
+}
+
+#[derive(Clone, Debug)]
+pub struct Completion {
+    pub tokens: Vec<u32>,
+    /// Each of `tokens`' log-probability, where the sampler reports them (`Sampler::log_probs`).
+    pub log_probs: Vec<TokenLogProb>,
+    /// The answer; where the model's reasoning is read apart (`Session::chat_reply`), without it.
+    pub text: String,
+    /// The reasoning the model wrote before its answer, markers dropped (empty for most models).
+    pub reasoning: String,
+    /// The functions the reply called, where its format marks calls itself (harmony's messages to
+    /// functions; `tools::ToolUse::read` finds the others' in `text`).
+    pub calls: Vec<Call>,
+    pub finish: FinishReason,
+    /// Prompt tokens, and how many of them had to be processed (the rest were cached).
+    pub prompt_tokens: usize,
+    pub prompt_processed: usize,
+    pub prompt_time: Duration,
+    pub gen_time: Duration,
+    /// Bytes the steps copied back from the GPU for the sampler.
+    pub read_back_bytes: u64,
+    /// What the engine's runs while generating (after the prompt) cost: set against `gen_time`, what
+    /// the time between steps went to.
+    pub gen_steps: Totals,
+}
 
 /// Text a reply completes, with the log-probabilities of the tokens taken since the last piece
 /// (where the sampler reports them; empty otherwise) and the tokenizer that names those tokens.

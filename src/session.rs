@@ -7,7 +7,7 @@ use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::grammar::{Constraint, Grammar, Vocabulary};
 use crate::reasoning::{Channels, Format};
-use crate::reply::{Piece, Reply};
+use crate::reply::{Completion, FinishReason, Piece, Reply};
 use crate::sampler::{Sampler, TokenLogProb};
 use crate::speculate::Speculation;
 use crate::tokenizer::Tokenizer;
@@ -21,19 +21,6 @@ mod speculative;
 
 pub use crate::vision::IMAGE_MARKER;
 
-/// Why generation stopped (OpenAI's finish_reason).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FinishReason {
-    /// An end-of-generation token.
-    Stop,
-    /// The token budget ran out.
-    Length,
-    /// The context filled up.
-    ContextFull,
-    /// The caller asked to stop.
-    Cancelled,
-}
-
 /// What a chat does when the conversation and its reply no longer fit the context.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Overflow {
@@ -44,31 +31,6 @@ pub enum Overflow {
     /// Drop the oldest turns (a user message and the replies after it; system messages and the last
     /// user message stay) and re-read what remains, then go on.
     DropOldestTurns,
-}
-
-#[derive(Clone, Debug)]
-pub struct Completion {
-    pub tokens: Vec<u32>,
-    /// Each of `tokens`' log-probability, where the sampler reports them (`Sampler::log_probs`).
-    pub log_probs: Vec<TokenLogProb>,
-    /// The answer; where the model's reasoning is read apart (`Session::chat_reply`), without it.
-    pub text: String,
-    /// The reasoning the model wrote before its answer, markers dropped (empty for most models).
-    pub reasoning: String,
-    /// The functions the reply called, where its format marks calls itself (harmony's messages to
-    /// functions; `tools::ToolUse::read` finds the others' in `text`).
-    pub calls: Vec<crate::tools::Call>,
-    pub finish: FinishReason,
-    /// Prompt tokens, and how many of them had to be processed (the rest were cached).
-    pub prompt_tokens: usize,
-    pub prompt_processed: usize,
-    pub prompt_time: Duration,
-    pub gen_time: Duration,
-    /// Bytes the steps copied back from the GPU for the sampler.
-    pub read_back_bytes: u64,
-    /// What the engine's runs while generating (after the prompt) cost: set against `gen_time`, what
-    /// the time between steps went to.
-    pub gen_steps: Totals,
 }
 
 pub struct Session {

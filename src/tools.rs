@@ -31,12 +31,9 @@ pub struct Offered {
     pub choice: ToolChoice,
 }
 
-/// One call the reply made; `arguments` is a JSON object as text, as OpenAI returns it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Call {
-    pub name: String,
-    pub arguments: String,
-}
+/// One call the reply made. It is defined beside the reader of a reply's channels, which finds
+/// harmony's calls while it reads them; tool use is where callers take it from.
+pub use crate::reasoning::Call;
 
 /// A reply read as tool use: its text, and the calls it made.
 #[derive(Clone, Debug, PartialEq)]

@@ -10,8 +10,9 @@ use serde_json::Value;
 use wick::chat_template::{ChatMessage, Extras};
 use wick::engine::Engine;
 use wick::gguf::FileSource;
+use wick::reply::FinishReason;
 use wick::reply::Reply;
-use wick::session::{FinishReason, Overflow, Session};
+use wick::session::{Overflow, Session};
 use wick::Error;
 
 /// As in tests/generation.rs: llama.cpp's 8-bit activations put its logits up to about 0.9 away.

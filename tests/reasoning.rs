@@ -10,9 +10,9 @@ use pollster::FutureExt as _;
 use std::path::Path;
 use wick::gguf::{read_header, Value};
 use wick::reasoning::{Channels, Format};
+use wick::reply::FinishReason;
 use wick::reply::Reply;
 use wick::sampler::{Sampler, SamplerConfig};
-use wick::session::FinishReason;
 use wick::tokenizer::Tokenizer;
 
 const MARKERS: [&str; 7] = [

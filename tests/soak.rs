@@ -44,7 +44,7 @@ fn four_hundred_completions_leave_gpu_and_host_memory_as_they_were() {
             )
             .block_on()
             .unwrap();
-        assert!(!c.tokens.is_empty() || c.finish == wick::session::FinishReason::Stop);
+        assert!(!c.tokens.is_empty() || c.finish == wick::reply::FinishReason::Stop);
     };
     for i in 0..50 {
         run(i);

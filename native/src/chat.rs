@@ -10,7 +10,8 @@ use clap::Args;
 use pollster::FutureExt as _;
 use std::io::{BufRead, IsTerminal, Write};
 use wick::chat_template::{ChatMessage, Extras, Variables};
-use wick::session::{FinishReason, Overflow};
+use wick::reply::FinishReason;
+use wick::session::Overflow;
 
 #[derive(Args)]
 pub struct ChatArgs {

@@ -7,8 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use pollster::FutureExt as _;
 use std::io::Write;
-use wick::reply::Reply;
-use wick::session::FinishReason;
+use wick::reply::{FinishReason, Reply};
 
 #[derive(Args)]
 pub struct RunArgs {

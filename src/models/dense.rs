@@ -420,7 +420,14 @@ impl Model<'_> {
                 false => Input::Rows(&a.xn),
             };
             match &b.mixing {
-                Mixing::Attention(sa) => sa.push(plan, (c, f, layer), (attn_in, a), &attention),
+                Mixing::Attention(sa) => {
+                    let rows = self_attention::Rows {
+                        q: &a.q,
+                        qkv: a.qkv.as_ref(),
+                        out: &a.attn,
+                    };
+                    sa.push(plan, (c, f, layer), (attn_in, rows), &attention)
+                }
                 Mixing::DeltaNet(dn) => {
                     let shape = f.delta_net.expect("the family's DeltaNet shape");
                     let rows = a.qkv.as_ref().expect("rows for the DeltaNet projection");

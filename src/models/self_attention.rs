@@ -4,7 +4,6 @@
 //! file has them (gpt-oss). Its weights are named as llama.cpp's files name them; their rows are
 //! reordered at load where the kernels want another order (NeoX pairs, the gate beside q).
 
-use super::dense::Activations;
 use super::family::{Config, Family, LayerAttention};
 use super::Loader;
 use crate::gpu::{scratch_buffer, GpuTensor, KvType, Plan, Stacked};
@@ -12,6 +11,15 @@ use crate::ops::head_norm_rope_kv::KvWrite;
 use crate::ops::matvec::Input;
 use crate::ops::{attention, head_norm_rope_kv, matvec, rope, rope_kv, sigmoid_gate};
 use crate::Error;
+
+/// The activations attention works through, one row per token: q rotated; q, k and v as projected,
+/// before their per-head norms (and the output gate's values), where the layer norms heads or gates;
+/// and the output.
+pub struct Rows<'a> {
+    pub q: &'a wgpu::Buffer,
+    pub qkv: Option<&'a wgpu::Buffer>,
+    pub out: &'a wgpu::Buffer,
+}
 
 /// One attention layer's weights, and the cache it reads.
 pub struct SelfAttention {
@@ -283,7 +291,7 @@ impl SelfAttention {
         &self,
         plan: &mut Plan,
         (c, f, layer): (&Config, &Family, &LayerAttention),
-        (x, a): (Input, &Activations),
+        (x, a): (Input, Rows),
         attention: &Attention,
     ) {
         let heads = rope_kv::Heads {
@@ -292,13 +300,13 @@ impl SelfAttention {
             head_dim: layer.head_dim,
         };
         let outputs = rope_kv::RopeBuffers {
-            q: &a.q,
+            q: a.q,
             k_cache: &self.cache.k,
             v_cache: &self.cache.v,
             cache_type: self.cache.cache_type,
             freqs: &self.rope_freqs,
         };
-        match (&self.attn_qkv_norm, &a.qkv) {
+        match (&self.attn_qkv_norm, a.qkv) {
             (Some(norms), Some(qkv)) => {
                 let xn = x.rows(plan);
                 matvec::push_stacked(plan, &self.attn_qkv, xn, qkv);
@@ -326,11 +334,11 @@ impl SelfAttention {
             },
         };
         let buffers = attention::AttentionBuffers {
-            q: &a.q,
+            q: a.q,
             k_cache: &self.cache.k,
             v_cache: &self.cache.v,
             cache_type: self.cache.cache_type,
-            out: &a.attn,
+            out: a.out,
             sinks: self.sinks.as_ref(),
         };
         match attention {
@@ -340,10 +348,10 @@ impl SelfAttention {
                 attention::push_split(plan, shape, ATTENTION_SPLITS, &buffers, parts)
             }
         }
-        if let (true, Some(qkv)) = (f.attn_gate, &a.qkv) {
+        if let (true, Some(qkv)) = (f.attn_gate, a.qkv) {
             let q_dim = c.n_head * layer.head_dim;
             let row_len = self.row_len();
-            sigmoid_gate::push(plan, &a.attn, q_dim, (qkv, row_len, q_dim));
+            sigmoid_gate::push(plan, a.out, q_dim, (qkv, row_len, q_dim));
         }
     }
 }

@@ -2,8 +2,9 @@
 //! it is drawn with, and the finished reply as OpenAI answers it (`Answer`).
 
 use super::{invalid, log_probs, Grammar, InvalidRequest, ResponseFormat, Sampling, Strings};
+use crate::reply::{Completion, FinishReason};
 use crate::sampler::{Sampler, SamplerConfig};
-use crate::session::{Completion, FinishReason, Session};
+use crate::session::Session;
 use crate::tools::{Call, ToolUse};
 
 /// Fields OpenAI takes that would change the answer and Wick does not honour yet, refused by name

@@ -9,8 +9,9 @@ use super::worker::{self, Event, Job, Prepared, Task};
 use pollster::FutureExt as _;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use wick::reply::Completion;
 use wick::reply::Piece;
-use wick::session::{Completion, Session};
+use wick::session::Session;
 use wick::slots::{SlotStep, Slots};
 
 /// A request in a slot.
@@ -172,12 +173,7 @@ fn step(
 }
 
 /// Sends a finished request its last events.
-fn answer(
-    session: &Session,
-    mut a: Active,
-    finish: wick::session::FinishReason,
-    metrics: &Metrics,
-) {
+fn answer(session: &Session, mut a: Active, finish: wick::reply::FinishReason, metrics: &Metrics) {
     let prompt_time = a.prompt_time.unwrap_or_default();
     let (events, pieces) = (&a.job.events, &mut a.prepared.pieces);
     let mut on_text = |piece: Piece| pieces.send(events, piece);

@@ -11,9 +11,10 @@ use wick::chat_template::{ChatMessage, Extras, Variables};
 use wick::grammar::Grammar;
 use wick::openai::embeddings::{self, EmbedError, EmbeddingRequest};
 use wick::openai::{self, Answer, Usage};
+use wick::reply::Completion;
 use wick::reply::{Piece, Reply};
 use wick::sampler::{Sampler, SamplerConfig};
-use wick::session::{Completion, Session};
+use wick::session::Session;
 use wick::tools::{Call, Offered, ToolUse};
 
 /// Requests waiting for the engine beyond the one it runs; more are refused with 503.
