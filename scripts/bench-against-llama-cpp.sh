@@ -16,7 +16,8 @@
 # glslc llama.cpp builds without cooperative matrices. Needs python3 with numpy and gguf (llama.cpp's
 # gguf-py is used if gguf is missing), cmake and ninja, and target/release/wick (cargo build --release
 # -p wick-cli). Files go to models/shape/ (about 30 GB, the Q8_0 sources of the Q4_K_M files
-# included); the tables to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default.
+# included); the tables to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default;
+# FILES and DEEP_FILES (names as below, without .gguf) run a subset, DEEP_FILES= none deep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=$(cd "$1" && pwd)
@@ -41,21 +42,35 @@ loader=$(ldconfig -p | awk '/libvulkan\.so\.1 /{print $NF; exit}')
 ) > "$out/llama-build.log" 2>&1 || { tail -20 "$out/llama-build.log"; exit 1; }
 bin=$llama/build/bin
 
-# The Q8_0 sources, each quantized by llama.cpp to Q4_K_M (llama-quantize's mix: Q4_K with some Q6_K).
-python3 scripts/make-llama-shape.py --model 8b --out "$models"
-python3 scripts/make-llama-shape.py --model 8b --type Q8_0 --out "$models"
-python3 scripts/make-llama-shape.py --model 1b --type Q8_0 --out "$models"
-python3 scripts/make-llama-shape.py --model qwen2.5-1.5b --type Q8_0 --out "$models"
-python3 scripts/make-qwen35-shape.py --model 2b --out "$models"
-python3 scripts/make-moe-shape.py --model qwen3moe --layers 4 --out "$models"
-for q8 in llama-3.1-8b.shape llama-3.2-1b.shape qwen2.5-1.5b.shape qwen3.5-2b.shape qwen3-30b-a3b.shape-4L; do
-  [ -f "$models/$q8.Q4_K_M.gguf" ] || "$bin/llama-quantize" --allow-requantize "$models/$q8.Q8_0.gguf" \
-    "$models/$q8.Q4_K_M.gguf" Q4_K_M >> "$out/quantize.log" 2>&1
-done
+# The file models/shape/NAME.gguf, made where missing: random weights at the shape, in Q8_0 or Q4_0,
+# and llama.cpp's Q4_K_M mix (Q4_K with some Q6_K) quantized from the Q8_0 one.
+make_file() {
+  local name=$1 shape=${1%.*} type=${1##*.}
+  [ -f "$models/$name.gguf" ] && return
+  if [ "$type" = Q4_K_M ]; then
+    make_file "$shape.Q8_0"
+    "$bin/llama-quantize" --allow-requantize "$models/$shape.Q8_0.gguf" "$models/$name.gguf" Q4_K_M \
+      >> "$out/quantize.log" 2>&1
+    return
+  fi
+  case $shape in
+    llama-3.1-8b.shape) python3 scripts/make-llama-shape.py --model 8b --type "$type" --out "$models" ;;
+    llama-3.2-1b.shape) python3 scripts/make-llama-shape.py --model 1b --type "$type" --out "$models" ;;
+    qwen2.5-1.5b.shape) python3 scripts/make-llama-shape.py --model qwen2.5-1.5b --type "$type" --out "$models" ;;
+    qwen3.5-2b.shape) python3 scripts/make-qwen35-shape.py --model 2b --out "$models" ;;
+    qwen3-30b-a3b.shape-4L) python3 scripts/make-moe-shape.py --model qwen3moe --layers 4 --type "$type" --out "$models" ;;
+    *) echo "no recipe for $name" >&2; exit 1 ;;
+  esac
+}
+
+# FILES and DEEP_FILES choose a subset (a lease too short for all of them, say).
+files=${FILES:-llama-3.1-8b.shape.Q4_K_M llama-3.1-8b.shape.Q4_0 qwen3.5-2b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M \
+llama-3.2-1b.shape.Q4_K_M qwen3-30b-a3b.shape-4L.Q4_K_M}
+deep_files=${DEEP_FILES-llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M}
+for f in $files $deep_files; do make_file "$f"; done
 
 reps=${REPS:-3}
-for f in llama-3.1-8b.shape.Q4_K_M llama-3.1-8b.shape.Q4_0 qwen3.5-2b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M \
-    llama-3.2-1b.shape.Q4_K_M qwen3-30b-a3b.shape-4L.Q4_K_M; do
+for f in $files; do
   echo "== $f: wick"
   target/release/wick bench -m "$models/$f.gguf" -p 512 -n 128 -r "$reps" --profile 2>&1 | grep -v '^$' \
     | tee -a "$out/wick.md"
@@ -73,7 +88,7 @@ done
 
 # Decode after a long context: attention reads the whole cache each token (split over the sequence
 # from 1,024 positions on).
-for f in llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M; do
+for f in $deep_files; do
   for d in ${DEPTHS:-4096 16384}; do
     echo "== $f at depth $d: wick"
     target/release/wick bench -m "$models/$f.gguf" -p 0 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
