@@ -6,8 +6,9 @@
 //! attention, interleaved multimodal RoPE) reading a prompt with the image's tokens in place, against
 //! llama.cpp's logits after it and its greedy reply: the image's tokens share a position, turned
 //! further by their row and column, and the text after it resumes 6 positions on, not 30, in prompt
-//! runs that hold the image whole or start at it; and a session placing the image between Qwen's
-//! markers.
+//! runs that hold the image whole or start at it; a session placing the image between Qwen's
+//! markers; and both images in one prompt, the second placed where the text after the first left the
+//! positions.
 
 mod common;
 
@@ -114,6 +115,39 @@ fn qwen35_reads_an_image_prompt_as_llama_cpp_does() {
         let (mut engine, prompt) = image_prompt(gpu.clone(), batch);
         let label = format!("runs of {batch}");
         check_image_prompt(&mut engine, &prompt, &g, LOGIT_TOLERANCE, &label);
+    }
+}
+
+/// Both test images in one prompt, through a session as `wick chat` reads them: the prompt's tokens as
+/// mtmd's, then the logits after it and the greedy reply against llama.cpp's, in runs that hold the
+/// whole prompt and in runs of 40 that cut it between the images.
+#[test]
+fn qwen35_reads_two_images_in_one_prompt_as_llama_cpp_does() {
+    let Some(gpu) = gpu() else { return };
+    let g = &qwen_golden()["two_images"];
+    let images: Vec<_> = (g["images"].as_array().unwrap().iter())
+        .map(|path| picture(path.as_str().unwrap()))
+        .collect();
+    let source = FileSource::open(data(qwen_golden()["text_model"].as_str().unwrap())).unwrap();
+    for batch in [128, 40] {
+        let options = LoadOptions {
+            n_ctx: 256,
+            batch: Some(batch),
+            ..Default::default()
+        };
+        let mut session = Session::load(gpu.clone(), &source, &options, &mut |_, _| {})
+            .block_on()
+            .unwrap();
+        session.attach_projector(projector(gpu.clone())).unwrap();
+        let text = g["prompt_text"].as_str().unwrap();
+        let prompt = session
+            .tokenize_prompt_with_images(text, &images)
+            .block_on()
+            .unwrap();
+        let want = prompt_with_rows(g, session.engine.n_vocab());
+        assert_eq!(prompt, want, "the prompt's tokens, each image's at its marker");
+        let label = format!("two images, runs of {batch}");
+        check_image_prompt(&mut session.engine, &prompt, g, LOGIT_TOLERANCE, &label);
     }
 }
 

@@ -40,6 +40,8 @@ The text model has no image marker tokens (Qwen's are <|vision_start|> and <|vis
 them as text around the image's embeddings, which llama.cpp and Wick then read as plain text. The image's
 tokens take M-RoPE positions (t, t + row, t + col) in the merged grid and the text after it resumes at
 t + max(rows, cols); llama.cpp applies that (the golden records its logits, not a numpy text model).
+A fourth case puts both test images in one prompt (TWO_PROMPT): the second image's positions start where
+the text after the first has moved them, which is where a span of several images goes wrong.
 """
 import os
 import sys
@@ -66,6 +68,9 @@ GOLDEN = "tests/goldens/random-qwen35-vision.json"
 PROMPT = "look at <__media__> and tell"
 # 73 prompt tokens (30 of them the image's) and the reply fit mtmd_embed.cpp's context of 128.
 N_GREEDY = 12
+# Both test images, 30 and 16 tokens, in one prompt; it and its reply fit the context of 128 too.
+TWO_PROMPT = "look at <__media__> then <__media__> and tell"
+N_GREEDY_TWO = 8
 
 
 # The projector's shape.
@@ -219,6 +224,8 @@ def main():
     tall, _, _, _ = case(meta, w, TALL, 0)
     budget, _, _, _ = case(meta, w, PICTURE, 0, BUDGET_MIN_TOKENS, BUDGET_MAX_TOKENS)
     assert sum(1 for t in prompt if t == -1) == first["n_tokens"]
+    _, two_prompt, two_logits, two_greedy = llama_cpp_run(TEXT, MMPROJ, f"{PICTURE},{TALL}", TWO_PROMPT, N_GREEDY_TWO)
+    assert sum(1 for t in two_prompt if t == -1) == first["n_tokens"] + tall["n_tokens"]
 
     out = {
         **golden("numpy_qwen3vl.py", SEED, MMPROJ, TEXT, PROMPT, prompt, logits, greedy),
@@ -229,8 +236,16 @@ def main():
         "f64": first["f64"],
         "tall": tall,
         "budget": {"min_tokens": BUDGET_MIN_TOKENS, "max_tokens": BUDGET_MAX_TOKENS, **budget},
+        "two_images": {
+            "images": [PICTURE, TALL],
+            "prompt_text": TWO_PROMPT,
+            "prompt_ids": two_prompt,
+            "first_logits": two_logits,
+            "greedy": two_greedy,
+        },
     }
     print(f"prompt {prompt}; greedy {greedy}")
+    print(f"two images: prompt {two_prompt}; greedy {two_greedy}")
     write_golden(GOLDEN, out)
 
 

@@ -1,17 +1,18 @@
-// What llama.cpp's libmtmd makes of an image prompt, on the CPU: the image's embeddings (its
-// preprocessing, vision encoder and projector), then the prompt PROMPT (with the image at mtmd's marker,
-// BOS added, special tokens parsed) read by the text model and N_GREEDY tokens of its greedy reply.
+// What llama.cpp's libmtmd makes of an image prompt, on the CPU: the images' embeddings (their
+// preprocessing, vision encoder and projector), then the prompt PROMPT (an image at each of mtmd's
+// markers, BOS added, special tokens parsed) read by the text model and N_GREEDY tokens of its greedy
+// reply. IMAGES is one image file, or several separated by commas, in the markers' order.
 // IMAGE_MIN_TOKENS and IMAGE_MAX_TOKENS, where given and positive, replace the projector's token budget of
 // an image, as llama.cpp's --image-min-tokens and --image-max-tokens do; -1 (the default) keeps its own.
 // Built and run (vision_goldens.llama_cpp_run) by make_random_gemma3_vision.py, make_random_gemma4_vision.py
 // and make_random_qwen35_vision.py.
 // Prints lines of space-separated values:
-//   embd v...        one per image token
+//   embd v...        one per image token, the images in order
 //   prompt id...     the prompt's tokens, -1 for each image token
 //   logits v...      the logits after the prompt
 //   greedy id gap    one per reply token: its id and the gap between the top two logits
 //
-//     mtmd_embed TEXT_MODEL MMPROJ IMAGE PROMPT N_GREEDY [IMAGE_MIN_TOKENS [IMAGE_MAX_TOKENS]]
+//     mtmd_embed TEXT_MODEL MMPROJ IMAGES PROMPT N_GREEDY [IMAGE_MIN_TOKENS [IMAGE_MAX_TOKENS]]
 
 #include "llama.h"
 #include "mtmd.h"
@@ -21,11 +22,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 int main(int argc, char ** argv) {
     if (argc < 6 || argc > 8) {
-        fprintf(stderr, "usage: %s TEXT_MODEL MMPROJ IMAGE PROMPT N_GREEDY [IMAGE_MIN_TOKENS [IMAGE_MAX_TOKENS]]\n", argv[0]);
+        fprintf(stderr, "usage: %s TEXT_MODEL MMPROJ IMAGES PROMPT N_GREEDY [IMAGE_MIN_TOKENS [IMAGE_MAX_TOKENS]]\n", argv[0]);
         return 2;
     }
     llama_backend_init();
@@ -47,16 +49,24 @@ int main(int argc, char ** argv) {
         fprintf(stderr, "cannot load %s\n", argv[2]);
         return 1;
     }
-    mtmd_helper_bitmap_wrapper image = mtmd_helper_bitmap_init_from_file(ctx, argv[3], false, mtmd_helper_init_opt_default());
-    if (!image.bitmap) {
-        fprintf(stderr, "cannot read %s\n", argv[3]);
-        return 1;
+    std::vector<mtmd_helper_bitmap_wrapper> images;
+    std::vector<const mtmd_bitmap *> bitmaps;
+    std::string paths = argv[3];
+    for (size_t start = 0; start <= paths.size();) {
+        size_t end = std::min(paths.find(',', start), paths.size());
+        std::string path = paths.substr(start, end - start);
+        images.push_back(mtmd_helper_bitmap_init_from_file(ctx, path.c_str(), false, mtmd_helper_init_opt_default()));
+        if (!images.back().bitmap) {
+            fprintf(stderr, "cannot read %s\n", path.c_str());
+            return 1;
+        }
+        bitmaps.push_back(images.back().bitmap);
+        start = end + 1;
     }
     mtmd_input_chunks * chunks = mtmd_input_chunks_init();
     const char * prompt = argv[4];
     mtmd_input_text text = {prompt, strlen(prompt), true, true};
-    const mtmd_bitmap * bitmaps[] = {image.bitmap};
-    if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) {
+    if (mtmd_tokenize(ctx, chunks, &text, bitmaps.data(), bitmaps.size()) != 0) {
         fprintf(stderr, "mtmd_tokenize failed\n");
         return 1;
     }
