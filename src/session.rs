@@ -269,15 +269,16 @@ impl Session {
     }
 
     /// Generates the assistant's reply to a conversation, rendered with the model's chat template (and
-    /// `extras`: tools, for a template that lays them out, and variables); the turns already in the cache are not run again. Where the conversation or the reply outgrows the
+    /// `extras`: tools, for a template that lays them out, and variables), of at most `max_tokens`,
+    /// ended early by any of the `stop` strings; the turns already in the cache are not run again.
+    /// Where the conversation or the reply outgrows the
     /// context, `overflow` decides: with DropOldestTurns the oldest turns are removed from `messages`
     /// (so the caller's history shrinks with them) and the rest is read again before the reply goes on.
     pub async fn chat(
         &mut self,
         messages: &mut Vec<ChatMessage>,
         extras: &Extras,
-        max_tokens: usize,
-        stop: &[String],
+        (max_tokens, stop): (usize, &[String]),
         sampler: &mut Sampler,
         overflow: Overflow,
         on_text: &mut dyn FnMut(Piece) -> bool,

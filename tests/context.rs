@@ -127,8 +127,7 @@ fn a_conversation_longer_than_the_context_is_refused_or_loses_its_oldest_turns()
         .chat(
             &mut messages,
             &Extras::default(),
-            4,
-            &[],
+            (4, &[]),
             &mut greedy(),
             Overflow::Stop,
             &mut |_| true,
@@ -145,8 +144,7 @@ fn a_conversation_longer_than_the_context_is_refused_or_loses_its_oldest_turns()
         .chat(
             &mut messages,
             &Extras::default(),
-            4,
-            &[],
+            (4, &[]),
             &mut greedy(),
             Overflow::DropOldestTurns,
             &mut |_| true,
@@ -182,8 +180,7 @@ fn a_reply_that_fills_the_context_stops_or_goes_on_after_dropping_turns() {
         .chat(
             &mut messages,
             &Extras::default(),
-            30,
-            &[],
+            (30, &[]),
             &mut greedy(),
             Overflow::Stop,
             &mut |_| true,
@@ -199,8 +196,7 @@ fn a_reply_that_fills_the_context_stops_or_goes_on_after_dropping_turns() {
         .chat(
             &mut messages,
             &Extras::default(),
-            30,
-            &[],
+            (30, &[]),
             &mut greedy(),
             Overflow::DropOldestTurns,
             &mut |piece| {

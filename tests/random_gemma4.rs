@@ -289,8 +289,7 @@ fn random_gemma4_chat_prompt_has_one_bos() {
         .chat(
             &mut messages,
             &wick::chat_template::Extras::default(),
-            8,
-            &[],
+            (8, &[]),
             &mut sampler,
             wick::session::Overflow::Stop,
             &mut |_| true,

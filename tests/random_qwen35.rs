@@ -237,8 +237,7 @@ fn chat(
         .chat(
             &mut messages,
             &Extras::default(),
-            max,
-            &[],
+            (max, &[]),
             &mut sampler,
             overflow,
             &mut |_| true,
@@ -279,8 +278,7 @@ fn random_qwen35_reasoning_is_read_apart_from_the_answer() {
         .chat(
             &mut messages,
             &Extras::default(),
-            20,
-            &[],
+            (20, &[]),
             &mut greedy(),
             Overflow::Stop,
             &mut |piece| {

@@ -145,7 +145,10 @@ fn qwen35_reads_two_images_in_one_prompt_as_llama_cpp_does() {
             .block_on()
             .unwrap();
         let want = prompt_with_rows(g, session.engine.n_vocab());
-        assert_eq!(prompt, want, "the prompt's tokens, each image's at its marker");
+        assert_eq!(
+            prompt, want,
+            "the prompt's tokens, each image's at its marker"
+        );
         let label = format!("two images, runs of {batch}");
         check_image_prompt(&mut session.engine, &prompt, g, LOGIT_TOLERANCE, &label);
     }

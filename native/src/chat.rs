@@ -117,8 +117,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
             .chat(
                 &mut messages,
                 &extras,
-                args.n_predict,
-                &[],
+                (args.n_predict, &[]),
                 &mut sampler,
                 overflow,
                 &mut |piece| {

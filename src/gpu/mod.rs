@@ -223,6 +223,9 @@ impl Gpu {
         };
         gpu.set_fuses_norms(!gpu.runs_on_cpu());
         gpu.set_uses_matrix_cores(true);
+        // Natively the Gpu is shared between threads; in the browser, where wgpu's handles are
+        // neither Send nor Sync, one thread holds every Arc of it.
+        #[allow(clippy::arc_with_non_send_sync)]
         Ok(Arc::new(gpu))
     }
 

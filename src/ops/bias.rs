@@ -48,13 +48,11 @@ pub fn push(plan: &mut Plan, b: &wgpu::Buffer, rows: Rows, y: &wgpu::Buffer, n: 
     );
 }
 
-/// CPU reference for one token: y as `push` leaves it. `route`: the token's (ids, weights).
-pub fn reference(
-    b: &[f32],
-    rows: (usize, Option<(&[u32], &[f32])>),
-    y: &mut [f32],
-    weighted: bool,
-) {
+/// A token's route as moe_route writes it: the experts' ids and their weights.
+pub type Route<'a> = (&'a [u32], &'a [f32]);
+
+/// CPU reference for one token: y as `push` leaves it, `n` values per bias row.
+pub fn reference(b: &[f32], rows: (usize, Option<Route>), y: &mut [f32], weighted: bool) {
     let (n, route) = rows;
     match route {
         None => y.iter_mut().zip(b).for_each(|(y, b)| *y += b),

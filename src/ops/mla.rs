@@ -202,9 +202,7 @@ pub fn reference_naive(m: &Mla, q: &[f32], cache: &[f32], k_b: &[f32], v_b: &[f3
         let top = scores.iter().cloned().fold(f32::MIN, f32::max);
         let e: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
         let sum: f32 = e.iter().sum();
-        for j in 0..vd {
-            out.push((0..n).map(|p| e[p] * values[p][j]).sum::<f32>() / sum);
-        }
+        out.extend((0..vd).map(|j| (0..n).map(|p| e[p] * values[p][j]).sum::<f32>() / sum));
     }
     out
 }

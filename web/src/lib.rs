@@ -2,6 +2,10 @@
 //! bytes come from `fetch` range requests, the Cache API or a `File`, all in JavaScript) and calls
 //! `load`, then `Model.chat` per request; everything else is the engine the native CLI runs.
 
+// A request holds the session's RefCell across its awaits on purpose: it is the lock that refuses a
+// second request (`try_borrow_mut`) while one runs, and the tuner is reached only through it.
+#![allow(clippy::await_holding_refcell_ref)]
+
 use js_sys::{Function, Promise, Uint8Array};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -461,7 +465,7 @@ impl Model {
                 let text = JsValue::from_str(piece.text);
                 let reasoning = JsValue::from_str(piece.reasoning);
                 let go_on = on_text.call3(&JsValue::NULL, &text, &log_probs, &reasoning);
-                go_on.map_or(false, |v| v.as_bool() != Some(false))
+                go_on.is_ok_and(|v| v.as_bool() != Some(false))
             };
             let completion = session
                 .chat(
@@ -472,8 +476,7 @@ impl Model {
                             .map_or(Vec::new(), |t| t.template_tools().to_vec()),
                         variables,
                     },
-                    max_tokens,
-                    &settings.stop,
+                    (max_tokens, &settings.stop),
                     &mut sampler,
                     overflow,
                     &mut on_text,

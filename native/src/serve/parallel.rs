@@ -59,7 +59,7 @@ pub fn serve(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Me
                 };
                 match task {
                     Task::Generate(job) => {
-                        admit(&mut session, &mut slots, &mut active, job, metrics)
+                        admit(&mut session, &mut slots, &mut active, *job, metrics)
                     }
                     Task::Embed {
                         request,

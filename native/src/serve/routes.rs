@@ -190,7 +190,7 @@ async fn run(
         log_probs: settings.log_probs,
         events,
     };
-    queue(&state, Task::Generate(job))?;
+    queue(&state, Task::Generate(Box::new(job)))?;
     match rx.recv().await {
         Some(Event::Started) => {}
         Some(Event::Failed(e)) => return Err(e),

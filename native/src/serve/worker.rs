@@ -29,7 +29,8 @@ pub enum Input {
 
 /// What the engine thread is asked to do.
 pub enum Task {
-    Generate(Job),
+    /// A reply; boxed, so that a task is small whichever kind it is.
+    Generate(Box<Job>),
     /// Embeddings, answered whole in OpenAI's shape.
     Embed {
         request: EmbeddingRequest,
@@ -79,7 +80,7 @@ pub enum Event {
 pub fn serve_in_turn(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Metrics) {
     while let Some(task) = queue.blocking_recv() {
         let job = match task {
-            Task::Generate(job) => job,
+            Task::Generate(job) => *job,
             Task::Embed {
                 request,
                 model,
