@@ -225,8 +225,7 @@ struct Layer {
     out_scale: f32,
 }
 
-/// Tensors llama.cpp would read for this projector type that the encoder here does not run:
-/// refused rather than left unread.
+/// Tensors llama.cpp would read for this projector type that the encoder here does not run.
 const NOT_RUN: &[&str] = &[
     "v.patch_embd.bias",
     "v.pre_ln.weight",
@@ -253,22 +252,11 @@ impl Gemma4v {
     /// Loads the weights and builds the plans. The caller fills the loader.
     pub async fn load(l: &mut Loader<'_>, budget: TokenBudget) -> Result<Gemma4v, Error> {
         let mut c = Config::from_meta(l, budget)?;
-        if let Some(name) = NOT_RUN.iter().find(|n| l.header.tensor(n).is_some()) {
-            return Err(Error::Model(format!(
-                "vision projector: tensor {name} is not supported for gemma4v"
-            )));
-        }
+        super::refuse_unread(l.header, NOT_RUN, "gemma4v")?;
         let gpu = l.gpu.clone();
         // The largest image's widest activation must fit a binding.
         let per_token = c.merge as u64 * c.merge as u64 * c.widest() as u64 * 4;
-        let fits = (gpu.max_binding() / per_token) as u32;
-        if fits < c.min_tokens {
-            return Err(Error::Model(format!(
-                "vision projector: the adapter's buffers hold images of {fits} tokens, fewer than the {} an image makes at least",
-                c.min_tokens
-            )));
-        }
-        c.max_tokens = c.max_tokens.min(fits);
+        c.max_tokens = super::tokens_that_fit(&gpu, (c.min_tokens, c.max_tokens), per_token)?;
         let (d, hd) = (c.tower.n_embd, c.tower.n_embd / c.tower.n_head);
         let n_ff = c.tower.n_ff_padded();
         let patch_embd = c.tower.patch_embedding(l).await?;

@@ -113,6 +113,29 @@ fn token_bounds(budget: TokenBudget, (least, most): (u32, u32)) -> Result<(u32, 
     Ok((least, most))
 }
 
+/// Refuses a projector file that has any of `not_run`: tensors llama.cpp would read for the projector
+/// type `kind` that the encoder here does not run, refused rather than left unread.
+fn refuse_unread(header: &Header, not_run: &[&str], kind: &str) -> Result<(), Error> {
+    match not_run.iter().find(|n| header.tensor(n).is_some()) {
+        Some(name) => Err(Error::Model(format!(
+            "vision projector: tensor {name} is not supported for {kind}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The most tokens an image may become on `gpu`: `most`, lowered to what one binding holds where each
+/// token's widest activation takes `per_token` bytes; refused where that is fewer than `least`.
+fn tokens_that_fit(gpu: &Gpu, (least, most): (u32, u32), per_token: u64) -> Result<u32, Error> {
+    let fits = (gpu.max_binding() / per_token).min(u32::MAX as u64) as u32;
+    if fits < least {
+        return Err(Error::Model(format!(
+            "vision projector: the adapter's buffers hold images of {fits} tokens, fewer than the {least} an image makes at least"
+        )));
+    }
+    Ok(most.min(fits))
+}
+
 /// The size `image` is scaled to by a projector that sizes images near their own, each token `side`
 /// pixels a side: each side a whole number of tokens, `least` to `most` tokens in all.
 fn size_in_tokens(

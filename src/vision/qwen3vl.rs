@@ -134,8 +134,7 @@ impl Config {
     }
 }
 
-/// Tensors llama.cpp would read for this projector type that the encoder here does not run:
-/// refused rather than left unread.
+/// Tensors llama.cpp would read for this projector type that the encoder here does not run.
 const NOT_RUN: &[&str] = &["v.pre_ln.weight", "v.blk.0.ffn_gate.weight"];
 
 /// The loaded projector: its plans, and the buffers an image goes in and its tokens come out of.
@@ -152,22 +151,11 @@ impl Qwen3vl {
     /// Loads the weights and builds the plans. The caller fills the loader.
     pub async fn load(l: &mut Loader<'_>, budget: TokenBudget) -> Result<Qwen3vl, Error> {
         let mut c = Config::from_meta(l, budget)?;
-        if let Some(name) = NOT_RUN.iter().find(|n| l.header.tensor(n).is_some()) {
-            return Err(Error::Model(format!(
-                "vision projector: tensor {name} is not supported for qwen3vl"
-            )));
-        }
+        super::refuse_unread(l.header, NOT_RUN, "qwen3vl")?;
         let gpu = l.gpu.clone();
         // The largest image's widest activation must fit a binding.
         let per_token = (MERGE * MERGE) as u64 * c.widest() as u64 * 4;
-        let fits = (gpu.max_binding() / per_token) as u32;
-        if fits < c.min_tokens {
-            return Err(Error::Model(format!(
-                "vision projector: the adapter's buffers hold images of {fits} tokens, fewer than the {} an image makes at least",
-                c.min_tokens
-            )));
-        }
-        c.max_tokens = c.max_tokens.min(fits);
+        c.max_tokens = super::tokens_that_fit(&gpu, (c.min_tokens, c.max_tokens), per_token)?;
         let (d, hd) = (c.tower.n_embd, c.tower.n_embd / c.tower.n_head);
         let n_ff = c.tower.n_ff_padded();
         let p = c.tower.patch_size;
