@@ -1,8 +1,10 @@
 // Matvecs over the experts a router chose (mixture-of-experts), read by index from the stacked expert
 // tensor (n_expert * rows rows) with no copy and no trip to the CPU. The route buffer holds the chosen
 // experts' ids, then their weights as f32 bits. Two modes:
-// - per slot: Y[s * rows + r] = dot(W[e_s * rows + r], x_s), for gate and up;
-// - combine: Y[r] += sum over s of weight_s * dot(W[e_s * rows + r], x_s), for down, into the residual.
+// - per slot: Y[s * rows + r] = dot(W[e_s * rows + r], x_s) + B[e_s * rows + r], for gate and up;
+// - combine: Y[r] += sum over s of weight_s * (dot(W[e_s * rows + r], x_s) + B[e_s * rows + r]), for
+//   down, into the residual.
+// B, the experts' biases, where they have them (gpt-oss); 0 otherwise.
 // A tensor split into parts is dispatched once per part; rows of experts outside the part are skipped.
 // Needs row_dot.wgsl and a row_sum file.
 
@@ -15,13 +17,15 @@ struct Params {
     n_slots: u32,        // experts chosen per token
     x_slot_stride: u32,  // vec4s between consecutive slots' inputs (0: one x for all)
     combine: u32,
+    has_bias: u32,
 }
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;
 @group(0) @binding(3) var<storage, read> route: array<u32>;      // (n_slots) ids, (n_slots) f32 weights
-@group(0) @binding(4) var<uniform> P: Params;
+@group(0) @binding(4) var<storage, read> B: array<f32>;          // (n_expert * rows), or unused
+@group(0) @binding(5) var<uniform> P: Params;
 
 override WG: u32 = 64u;
 override TPR: u32 = 64u;
@@ -42,7 +46,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             let g = route[s] * P.rows + r;
             if (g >= P.first_row && g < P.first_row + P.part_rows) {
                 here = true;
-                let d = row_dot((g - P.first_row) * P.row_bytes, s * P.x_slot_stride, P.cols, t % TPR);
+                var d = row_dot((g - P.first_row) * P.row_bytes, s * P.x_slot_stride, P.cols, t % TPR);
+                // The bias once per row: in the lane that writes it.
+                if (P.has_bias == 1u && t % TPR == 0u) {
+                    d += B[g];
+                }
                 acc += select(d, bitcast<f32>(route[P.n_slots + s]) * d, combine);
             }
         }

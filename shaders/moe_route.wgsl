@@ -1,5 +1,5 @@
-// The router of a mixture-of-experts layer: from the router's logits, each expert's probability
-// (softmax, or sigmoid), the top n_used by probability plus an optional selection bias (the bias picks,
+// The router of a mixture-of-experts layer: from the router's logits (and the router's bias added to
+// them, where it has one: gpt-oss's), each expert's probability (softmax, or sigmoid), the top n_used by probability plus an optional selection bias (the bias picks,
 // it does not weigh), their weights (optionally normalized to sum 1, then scaled). Writes the chosen
 // ids, then their weights as f32 bits, for matvec_id.wgsl. A workgroup per token of the run, its
 // threads taking the experts in turn; the probabilities live in workgroup memory (an array per thread
@@ -18,14 +18,15 @@ struct Params {
     scale: f32,
     has_bias: u32,
     logits_stride: u32, // values per row of logits: n_expert, and any the row carries after them
-    pad: u32,
+    has_logit_bias: u32,
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;       // (batch, logits_stride)
-@group(0) @binding(1) var<storage, read> bias: array<f32>;         // (n_expert), or unused
+@group(0) @binding(1) var<storage, read> selection_bias: array<f32>; // (n_expert), or unused
 @group(0) @binding(2) var<storage, read_write> route: array<u32>;  // (batch, n_used ids, n_used weights)
 @group(0) @binding(3) var<storage, read> step: Step;
-@group(0) @binding(4) var<uniform> P: Params;
+@group(0) @binding(4) var<storage, read> logit_bias: array<f32>;   // (n_expert), or unused
+@group(0) @binding(5) var<uniform> P: Params;
 
 var<workgroup> prob: array<f32, MAX_EXPERTS>;
 var<workgroup> taken: array<u32, MAX_EXPERTS>;
@@ -47,6 +48,11 @@ fn reduce(lid: u32, v: f32, take_max: bool) -> f32 {
     return r;
 }
 
+// Expert e's logit in the row that starts at l0, biased where the router is.
+fn logit(l0: u32, e: u32) -> f32 {
+    return logits[l0 + e] + select(0.0, logit_bias[e], P.has_logit_bias == 1u);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let token = wg.x;
@@ -57,12 +63,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let r0 = token * 2u * P.n_used;
     var top = -3.0e38;
     for (var e = lid; e < P.n_expert; e += WG) {
-        top = max(top, logits[l0 + e]);
+        top = max(top, logit(l0, e));
     }
     top = reduce(lid, top, true);
     var sum = 0.0;
     for (var e = lid; e < P.n_expert; e += WG) {
-        let l = logits[l0 + e];
+        let l = logit(l0, e);
         let p = select(exp(l - top), 1.0 / (1.0 + exp(-l)), P.sigmoid == 1u);
         prob[e] = p;
         taken[e] = 0u;
@@ -79,7 +85,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         var b = MAX_EXPERTS;
         var b_score = -3.0e38;
         for (var e = lid; e < P.n_expert; e += WG) {
-            let score = prob[e] + select(0.0, bias[e], P.has_bias == 1u);
+            let score = prob[e] + select(0.0, selection_bias[e], P.has_bias == 1u);
             if (taken[e] == 0u && score > b_score) {
                 b = e;
                 b_score = score;

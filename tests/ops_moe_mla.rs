@@ -11,8 +11,8 @@ use wick::gpu::{read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecSha
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec_id::{self, Experts, Output};
 use wick::ops::mla::{self, Mla};
-use wick::ops::moe::{self, ExpertWeights, MoeBuffers, MoeShape};
-use wick::ops::moe_route::{self, Gating};
+use wick::ops::moe::{self, ExpertBiases, ExpertWeights, MoeBuffers, MoeShape};
+use wick::ops::moe_route::{self, Gating, RouterBiases};
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
 
@@ -111,17 +111,29 @@ fn router_and_expert_matvecs_against_cpu() {
             if *with_bias {
                 logits[n_expert as usize] = 100.0;
             }
-            let (ids, weights) = moe_route::reference(g, &logits[..n_expert as usize], bias);
+            // With a bias, the router's logits have one too (gpt-oss's), added before the
+            // probabilities: the reference takes them biased.
+            let logit_bias: Vec<f32> = rng.vec(n_expert as usize);
+            let logit_bias = with_bias.then_some(&logit_bias[..]);
+            let biased: Vec<f32> = (0..n_expert as usize)
+                .map(|e| logits[e] + logit_bias.map_or(0.0, |b| b[e]))
+                .collect();
+            let (ids, weights) = moe_route::reference(g, &biased, bias);
             let route = scratch_buffer(&gpu, "route", g.n_used as u64 * 8)
                 .block_on()
                 .unwrap();
             let bias_buffer = bias.map(|b| f32_buffer(&gpu, b));
+            let logit_bias_buffer = logit_bias.map(|b| f32_buffer(&gpu, b));
             let mut plan = one_token_plan(&gpu);
+            let biases = RouterBiases {
+                logits: logit_bias_buffer.as_ref(),
+                selection: bias_buffer.as_ref(),
+            };
             moe_route::push(
                 &mut plan,
                 g,
                 (&f32_buffer(&gpu, &logits), stride),
-                bias_buffer.as_ref(),
+                biases,
                 &route,
             );
             run(&gpu, plan);
@@ -141,13 +153,19 @@ fn router_and_expert_matvecs_against_cpu() {
                 "{g:?}: weights {got_w:?} {weights:?}"
             );
 
+            // With a bias, the experts have theirs too: each slot's expert's row added.
+            let expert_bias: Vec<f32> = rng.vec((n_expert * rows) as usize);
+            let expert_bias = with_bias.then_some(&expert_bias[..]);
+            let expert_bias_buffer = expert_bias.map(|b| f32_buffer(&gpu, b));
             let experts = Experts {
                 rows,
                 n_slots: g.n_used,
                 route: &route,
+                bias: expert_bias_buffer.as_ref(),
             };
             let route = (&ids[..], &weights[..]);
-            check_expert_matvecs(&gpu, (&w, &deq), &experts, route, &ty.to_string(), &mut rng);
+            let w = (&w, &deq[..], expert_bias);
+            check_expert_matvecs(&gpu, w, &experts, route, &ty.to_string(), &mut rng);
             if !*with_bias {
                 continue;
             }
@@ -166,7 +184,7 @@ fn router_and_expert_matvecs_against_cpu() {
                     tuning.matvec.insert(shape.key(), candidate);
                     gpu.set_tuning(tuning);
                     let label = format!("{} at {candidate}", shape.key());
-                    check_expert_matvecs(&gpu, (&w, &deq), &experts, route, &label, &mut rng);
+                    check_expert_matvecs(&gpu, w, &experts, route, &label, &mut rng);
                 }
                 gpu.set_tuning(Tuning::default());
             }
@@ -174,11 +192,12 @@ fn router_and_expert_matvecs_against_cpu() {
     }
 }
 
-/// The chosen experts' matvecs (`ids`, `weights`) over `w` (dequantized: `deq`) against the CPU:
-/// per slot from one x, and summed by weight into a residual from one x per slot.
+/// The chosen experts' matvecs (`ids`, `weights`) over `w` (dequantized: `deq`; the experts' biases:
+/// `bias`) against the CPU: per slot from one x, and summed by weight into a residual from one x per
+/// slot.
 fn check_expert_matvecs(
     gpu: &Gpu,
-    (w, deq): (&GpuTensor, &[f32]),
+    (w, deq, bias): (&GpuTensor, &[f32], Option<&[f32]>),
     experts: &Experts,
     (ids, weights): (&[u32], &[f32]),
     label: &str,
@@ -196,7 +215,7 @@ fn check_expert_matvecs(
     run(gpu, plan);
     let mut want = vec![0f32; (rows * n_slots) as usize];
     let (c, route) = (cols as usize, (ids, weights));
-    matvec_id::reference(deq, c, route, &x, 0, &mut want, Output::PerSlot);
+    matvec_id::reference((deq, bias), c, route, &x, 0, &mut want, Output::PerSlot);
     let got = read_back_f32(gpu, &y, want.len()).block_on().unwrap();
     let e = nmse(&got, &want);
     assert!(e < 1e-10, "{label} per slot: nmse {e}");
@@ -217,21 +236,39 @@ fn check_expert_matvecs(
     );
     run(gpu, plan);
     let mut want = y0.clone();
-    matvec_id::reference(deq, c, route, &xs, c, &mut want, Output::WeightedSum);
+    matvec_id::reference(
+        (deq, bias),
+        c,
+        route,
+        &xs,
+        c,
+        &mut want,
+        Output::WeightedSum,
+    );
     let got = read_back_f32(gpu, &y, want.len()).block_on().unwrap();
     let e = nmse(&got, &want);
     assert!(e < 1e-10, "{label} weighted sum: nmse {e}");
 }
 
 /// The experts' block over a run of 21 tokens (each expert's list in tiles of 16, the second partial),
-/// grouped by expert, with the stacked tensors split into parts of 80 rows (part boundaries inside
-/// experts and inside row tiles): the router per token, gate, up, SwiGLU, down and the weighted sum into
-/// the residual, against the CPU token by token.
+/// grouped by expert, and over one token (experts read by index), with the stacked tensors split into
+/// parts of 80 rows (part boundaries inside experts and inside row tiles): the router per token, gate,
+/// up, SwiGLU, down and the weighted sum into the residual, against the CPU token by token; and with
+/// biases on the router's logits and on every expert's products (gpt-oss's), which a chunk adds in
+/// dispatches of their own and one token inside its products.
 #[test]
-fn experts_block_over_a_chunk_against_cpu() {
+fn experts_block_over_a_chunk_and_a_token_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(17);
-    let (n_expert, n_used, d, n_ff, n_tokens) = (8u32, 3u32, 256u32, 256u32, 21usize);
+    for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
+        for (n_tokens, biased) in [(21, false), (21, true), (1, false), (1, true)] {
+            check_experts_block(&gpu, ty, n_tokens, biased, &mut rng);
+        }
+    }
+}
+
+fn check_experts_block(gpu: &Gpu, ty: GgmlType, n_tokens: usize, biased: bool, rng: &mut Rng) {
+    let (n_expert, n_used, d, n_ff) = (8u32, 3u32, 256u32, 256u32);
     let g = Gating {
         n_expert,
         n_used,
@@ -239,96 +276,120 @@ fn experts_block_over_a_chunk_against_cpu() {
         normalize: true,
         scale: 2.5,
     };
-    for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
-        let part = ty.bytes_for(d as u64).unwrap() * 80 + 4;
-        let (gate, gate_deq) = packed(&gpu, ty, n_expert * n_ff, d, part, &mut rng);
-        let (up, up_deq) = packed(&gpu, ty, n_expert * n_ff, d, part, &mut rng);
-        let (down, down_deq) = packed(&gpu, ty, n_expert * d, n_ff, part, &mut rng);
-        assert!(gate.parts.len() > 4 && down.parts.len() > 4);
-        let logits: Vec<f32> = rng
-            .vec(n_tokens * n_expert as usize)
-            .iter()
-            .map(|v| v * 3.0)
+    let part = ty.bytes_for(d as u64).unwrap() * 80 + 4;
+    let (gate, gate_deq) = packed(gpu, ty, n_expert * n_ff, d, part, rng);
+    let (up, up_deq) = packed(gpu, ty, n_expert * n_ff, d, part, rng);
+    let (down, down_deq) = packed(gpu, ty, n_expert * d, n_ff, part, rng);
+    assert!(gate.parts.len() > 4 && down.parts.len() > 4);
+    let logits: Vec<f32> = (rng.vec(n_tokens * n_expert as usize).iter())
+        .map(|v| v * 3.0)
+        .collect();
+    let xn = rng.vec(n_tokens * d as usize);
+    let x0 = rng.vec(n_tokens * d as usize);
+    // The biases: the router's logits', and gate's, up's and down's per expert.
+    let bias_values =
+        [n_expert, n_expert * n_ff, n_expert * n_ff, n_expert * d].map(|n| rng.vec(n as usize));
+    let bias_buffers = bias_values.each_ref().map(|b| f32_buffer(gpu, b));
+    let bias = |i: usize| biased.then_some(&bias_values[i][..]);
+
+    let rows = |label: &str, n: u32| {
+        scratch_buffer(gpu, label, (n_tokens as u32 * n) as u64 * 4)
+            .block_on()
+            .unwrap()
+    };
+    let route = rows("route", 2 * n_used);
+    let groups = scratch_buffer(
+        gpu,
+        "groups",
+        moe::groups_len(n_expert, n_tokens as u32) * 4,
+    )
+    .block_on()
+    .unwrap();
+    let (gate_out, up_out, hidden) = (
+        rows("gate", n_used * n_ff),
+        rows("up", n_used * n_ff),
+        rows("hidden", n_used * n_ff),
+    );
+    let out = rows("out", n_used * d);
+    let x = f32_buffer(gpu, &x0);
+    let mut plan = plan_at(gpu, 0, &vec![0; n_tokens]);
+    let logits_buffer = f32_buffer(gpu, &logits);
+    let router_biases = RouterBiases {
+        logits: biased.then_some(&bias_buffers[0]),
+        selection: None,
+    };
+    moe_route::push(
+        &mut plan,
+        &g,
+        (&logits_buffer, n_expert),
+        router_biases,
+        &route,
+    );
+    let shape = MoeShape {
+        n_expert,
+        n_used,
+        n_embd: d,
+        n_ff,
+        activation: Activation::Silu,
+    };
+    let weights = ExpertWeights {
+        gate: &gate,
+        up: &up,
+        down: &down,
+        biases: biased.then(|| ExpertBiases {
+            gate: &bias_buffers[1],
+            up: &bias_buffers[2],
+            down: &bias_buffers[3],
+        }),
+    };
+    let buffers = MoeBuffers {
+        route: &route,
+        groups: &groups,
+        gate: &gate_out,
+        up: &up_out,
+        hidden: &hidden,
+        out: &out,
+    };
+    moe::push(
+        &mut plan,
+        shape,
+        &weights,
+        &f32_buffer(gpu, &xn),
+        &buffers,
+        &x,
+    );
+    run(gpu, plan);
+
+    let mut want = x0.clone();
+    let (d, f, u, e) = (
+        d as usize,
+        n_ff as usize,
+        n_used as usize,
+        n_expert as usize,
+    );
+    for t in 0..n_tokens {
+        let biased_logits: Vec<f32> = (0..e)
+            .map(|i| logits[t * e + i] + bias(0).map_or(0.0, |b| b[i]))
             .collect();
-        let xn = rng.vec(n_tokens * d as usize);
-        let x0 = rng.vec(n_tokens * d as usize);
-
-        let rows = |label: &str, n: u32| {
-            scratch_buffer(&gpu, label, (n_tokens as u32 * n) as u64 * 4)
-                .block_on()
-                .unwrap()
-        };
-        let route = rows("route", 2 * n_used);
-        let groups = scratch_buffer(
-            &gpu,
-            "groups",
-            moe::groups_len(n_expert, n_tokens as u32) * 4,
-        )
-        .block_on()
-        .unwrap();
-        let (gate_out, up_out, hidden) = (
-            rows("gate", n_used * n_ff),
-            rows("up", n_used * n_ff),
-            rows("hidden", n_used * n_ff),
-        );
-        let out = rows("out", n_used * d);
-        let x = f32_buffer(&gpu, &x0);
-        let mut plan = plan_at(&gpu, 0, &vec![0; n_tokens]);
-        let logits_buffer = f32_buffer(&gpu, &logits);
-        moe_route::push(&mut plan, &g, (&logits_buffer, n_expert), None, &route);
-        let shape = MoeShape {
-            n_expert,
-            n_used,
-            n_embd: d,
-            n_ff,
-            activation: Activation::Silu,
-        };
-        let weights = ExpertWeights {
-            gate: &gate,
-            up: &up,
-            down: &down,
-            biases: None,
-        };
-        let buffers = MoeBuffers {
-            route: &route,
-            groups: &groups,
-            gate: &gate_out,
-            up: &up_out,
-            hidden: &hidden,
-            out: &out,
-        };
-        moe::push(
-            &mut plan,
-            shape,
-            &weights,
-            &f32_buffer(&gpu, &xn),
-            &buffers,
-            &x,
-        );
-        run(&gpu, plan);
-
-        let mut want = x0.clone();
-        let (d, f, u) = (d as usize, n_ff as usize, n_used as usize);
-        for t in 0..n_tokens {
-            let (ids, w) = moe_route::reference(
-                &g,
-                &logits[t * n_expert as usize..][..n_expert as usize],
-                None,
-            );
-            let x_t = &xn[t * d..(t + 1) * d];
-            let (mut gs, mut us) = (vec![0f32; u * f], vec![0f32; u * f]);
-            matvec_id::reference(&gate_deq, d, (&ids, &w), x_t, 0, &mut gs, Output::PerSlot);
-            matvec_id::reference(&up_deq, d, (&ids, &w), x_t, 0, &mut us, Output::PerSlot);
-            let h = glu::reference(Activation::Silu, &gs, &us);
-            let want_t = &mut want[t * d..(t + 1) * d];
-            matvec_id::reference(&down_deq, f, (&ids, &w), &h, f, want_t, Output::WeightedSum);
-        }
-        let e = nmse(
-            &read_back_f32(&gpu, &x, want.len()).block_on().unwrap(),
-            &want,
-        );
-        assert!(e < 1e-10, "{ty}: nmse {e}");
+        let (ids, w) = moe_route::reference(&g, &biased_logits, None);
+        let route = (&ids[..], &w[..]);
+        let x_t = &xn[t * d..(t + 1) * d];
+        let (mut gs, mut us) = (vec![0f32; u * f], vec![0f32; u * f]);
+        let per_slot = Output::PerSlot;
+        matvec_id::reference((&gate_deq, bias(1)), d, route, x_t, 0, &mut gs, per_slot);
+        matvec_id::reference((&up_deq, bias(2)), d, route, x_t, 0, &mut us, per_slot);
+        let h = glu::reference(Activation::Silu, &gs, &us);
+        let want_t = &mut want[t * d..(t + 1) * d];
+        let sum = Output::WeightedSum;
+        matvec_id::reference((&down_deq, bias(3)), f, route, &h, f, want_t, sum);
     }
+    let got = read_back_f32(gpu, &x, want.len()).block_on().unwrap();
+    let e = nmse(&got, &want);
+    let label = format!(
+        "{ty}, {n_tokens} tokens{}",
+        if biased { ", biased" } else { "" }
+    );
+    assert!(e < 1e-10, "{label}: nmse {e}");
 }
 
 /// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU for a step of three

@@ -12,7 +12,7 @@ use crate::ops::bias::{self, Rows};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::matvec::{self, Input};
 use crate::ops::moe::{self, ExpertBiases, ExpertWeights, MoeBuffers, MoeShape};
-use crate::ops::moe_route::{self, Gating};
+use crate::ops::moe_route::{self, Gating, RouterBiases};
 use crate::ops::sigmoid_gate;
 use crate::Error;
 
@@ -341,11 +341,12 @@ impl FeedForward {
         let xn = xn.rows(plan);
         let g = &e.config.gating;
         matvec::push_stacked(plan, &e.router, xn, &s.router_logits);
-        if let Some(b) = &e.biases {
-            bias::push(plan, &b.router, Rows::One, &s.router_logits, g.n_expert);
-        }
         let logits = (&s.router_logits, e.router.rows);
-        moe_route::push(plan, g, logits, e.selection_bias.as_ref(), &s.route);
+        let biases = RouterBiases {
+            logits: e.biases.as_ref().map(|b| &b.router),
+            selection: e.selection_bias.as_ref(),
+        };
+        moe_route::push(plan, g, logits, biases, &s.route);
         let shape = MoeShape {
             n_expert: g.n_expert,
             n_used: g.n_used,

@@ -13,6 +13,7 @@ struct Params {
     n_slots: u32,
     x_slot_stride: u32,
     combine: u32,
+    has_bias: u32,
 }
 
 /// What the chosen experts read and write.
@@ -23,14 +24,17 @@ pub struct Experts<'a> {
     pub n_slots: u32,
     /// (n_slots) ids, then (n_slots) f32 weights, as moe_route writes them.
     pub route: &'a wgpu::Buffer,
+    /// The experts' biases, (n_expert, rows), where they have them: each slot's expert's row added
+    /// to its product (before the weighting, in a weighted sum).
+    pub bias: Option<&'a wgpu::Buffer>,
 }
 
-/// How the slots' outputs come out.
+/// How the slots' outputs come out (b_e: expert e's bias row, or 0).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Output {
-    /// y[s * rows + r] = (W_{e_s} x_s)[r]
+    /// y[s * rows + r] = (W_{e_s} x_s + b_{e_s})[r]
     PerSlot,
-    /// y[r] += sum_s weight_s (W_{e_s} x_s)[r]
+    /// y[r] += sum_s weight_s (W_{e_s} x_s + b_{e_s})[r]
     WeightedSum,
 }
 
@@ -62,8 +66,10 @@ pub fn push(
             n_slots: experts.n_slots,
             x_slot_stride: x_slot_stride / 4,
             combine: (output == Output::WeightedSum) as u32,
+            has_bias: experts.bias.is_some() as u32,
         };
-        let buffers = [&part.buffer, x, y, experts.route];
+        let bias = experts.bias.unwrap_or(experts.route);
+        let buffers = [&part.buffer, x, y, experts.route, bias];
         plan.push_matvec(shape, &buffers, super::params(&p));
     }
     // Only the chosen experts' rows are read.
@@ -72,9 +78,9 @@ pub fn push(
 }
 
 /// CPU reference. `w`: (n_expert * rows, cols) dequantized, where rows is y's length (WeightedSum) or
-/// y's length / the slots (PerSlot); `ids`, `weights`: the route.
+/// y's length / the slots (PerSlot); `bias`: (n_expert * rows), if any; `ids`, `weights`: the route.
 pub fn reference(
-    w: &[f32],
+    (w, bias): (&[f32], Option<&[f32]>),
     cols: usize,
     (ids, weights): (&[u32], &[f32]),
     x: &[f32],
@@ -90,7 +96,8 @@ pub fn reference(
         let xs = &x[s * x_slot_stride..s * x_slot_stride + cols];
         for r in 0..rows {
             let row = &w[(e as usize * rows + r) * cols..][..cols];
-            let dot: f32 = row.iter().zip(xs).map(|(a, b)| a * b).sum();
+            let dot: f32 = row.iter().zip(xs).map(|(a, b)| a * b).sum::<f32>()
+                + bias.map_or(0.0, |b| b[e as usize * rows + r]);
             match output {
                 Output::PerSlot => y[s * rows + r] = dot,
                 Output::WeightedSum => y[r] += weights[s] * dot,

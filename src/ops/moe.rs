@@ -4,6 +4,8 @@
 //! the expert they were routed to (shaders/moe_group.wgsl), then runs each expert once over its list as a
 //! tiled matrix product (shaders/matmul_id.wgsl), so an expert's weights are dequantized once for up to
 //! 16 of its tokens rather than once per token, and sums at the end (shaders/moe_combine.wgsl).
+//! Experts' biases ride in a token's products (matvec_id adds each slot's expert's row); a chunk adds
+//! them in dispatches of their own (ops::bias), paid once for all its tokens.
 
 use super::bias::{self, Rows};
 use super::glu::{self, Activation};
@@ -100,31 +102,10 @@ pub fn push(
         1 => push_token(plan, &s, w, xn, b, x),
         _ => push_chunk(plan, &s, w, xn, b, x),
     }
-    // Each expert's down bias, weighted as its output was.
-    if let Some(biases) = &w.biases {
-        let rows = Rows::WeightedSum {
-            n_used: s.n_used,
-            route: b.route,
-        };
-        bias::push(plan, biases.down, rows, x, s.n_embd);
-    }
 }
 
-/// Gate and up of each slot's expert, their biases where there are any, and h.
-fn push_hidden(plan: &mut Plan, s: &MoeShape, w: &ExpertWeights, b: &MoeBuffers) {
-    if let Some(biases) = &w.biases {
-        let rows = Rows::PerSlot {
-            n_used: s.n_used,
-            route: b.route,
-        };
-        bias::push(plan, biases.gate, rows, b.gate, s.n_ff);
-        bias::push(plan, biases.up, rows, b.up, s.n_ff);
-    }
-    let n_hidden = s.n_used * s.n_ff;
-    glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
-}
-
-/// One token: its experts read by index, down's outputs summed by weight straight into x.
+/// One token: its experts read by index, each product with its expert's bias, down's outputs summed
+/// by weight straight into x.
 fn push_token(
     plan: &mut Plan,
     s: &MoeShape,
@@ -133,17 +114,23 @@ fn push_token(
     b: &MoeBuffers,
     x: &wgpu::Buffer,
 ) {
-    let experts = Experts {
+    let gate = Experts {
         rows: s.n_ff,
         n_slots: s.n_used,
         route: b.route,
+        bias: w.biases.map(|b| b.gate),
     };
-    matvec_id::push(plan, w.gate, &experts, xn, 0, b.gate, Output::PerSlot);
-    matvec_id::push(plan, w.up, &experts, xn, 0, b.up, Output::PerSlot);
-    push_hidden(plan, s, w, b);
+    matvec_id::push(plan, w.gate, &gate, xn, 0, b.gate, Output::PerSlot);
+    let up = Experts {
+        bias: w.biases.map(|b| b.up),
+        ..gate
+    };
+    matvec_id::push(plan, w.up, &up, xn, 0, b.up, Output::PerSlot);
+    push_hidden(plan, s, b);
     let down = Experts {
         rows: s.n_embd,
-        ..experts
+        bias: w.biases.map(|b| b.down),
+        ..gate
     };
     matvec_id::push(
         plan,
@@ -154,6 +141,12 @@ fn push_token(
         x,
         Output::WeightedSum,
     );
+}
+
+/// The gated activation of each slot's gate and up, into h.
+fn push_hidden(plan: &mut Plan, s: &MoeShape, b: &MoeBuffers) {
+    let n_hidden = s.n_used * s.n_ff;
+    glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
 }
 
 /// A chunk: its tokens listed by expert, each expert over its list, the slots summed at the end.
@@ -183,7 +176,14 @@ fn push_chunk(
     );
     push_by_expert(plan, s, (w.gate, s.n_ff), (xn, false), b.groups, b.gate);
     push_by_expert(plan, s, (w.up, s.n_ff), (xn, false), b.groups, b.up);
-    push_hidden(plan, s, w, b);
+    let route = b.route;
+    let n_used = s.n_used;
+    if let Some(biases) = &w.biases {
+        let rows = Rows::PerSlot { n_used, route };
+        bias::push(plan, biases.gate, rows, b.gate, s.n_ff);
+        bias::push(plan, biases.up, rows, b.up, s.n_ff);
+    }
+    push_hidden(plan, s, b);
     push_by_expert(
         plan,
         s,
@@ -202,6 +202,11 @@ fn push_chunk(
         super::params(&p),
         Groups::per_token(s.n_embd.div_ceil(64)),
     );
+    // Each expert's down bias, weighted as its output was.
+    if let Some(biases) = &w.biases {
+        let rows = Rows::WeightedSum { n_used, route };
+        bias::push(plan, biases.down, rows, x, s.n_embd);
+    }
 }
 
 /// Each expert's matrix (`rows` rows of it in the stacked tensor) over its listed items, y: (items,

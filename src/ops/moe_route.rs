@@ -1,5 +1,5 @@
-//! A mixture-of-experts router (shaders/moe_route.wgsl): probabilities, top-k with an optional selection
-//! bias, weights.
+//! A mixture-of-experts router (shaders/moe_route.wgsl): probabilities from the logits (biased, where
+//! the router has a bias), top-k with an optional selection bias, weights.
 
 use crate::gpu::{Kernel, PipelineKey, Plan};
 
@@ -28,17 +28,25 @@ struct Params {
     scale: f32,
     has_bias: u32,
     logits_stride: u32,
-    pad: u32,
+    has_logit_bias: u32,
+}
+
+/// A router's optional biases: one added to its logits before the probabilities (gpt-oss's router
+/// bias), and one that only picks the experts, not their weights (DeepSeek's selection bias).
+#[derive(Clone, Copy, Default)]
+pub struct RouterBiases<'a> {
+    pub logits: Option<&'a wgpu::Buffer>,
+    pub selection: Option<&'a wgpu::Buffer>,
 }
 
 /// Adds the router for each token of the run: `logits` (batch, stride: n_expert and any more values a
-/// row carries) and an optional selection `bias` (n_expert) into `route` (batch, (n_used) ids then
-/// (n_used) f32 weights).
+/// row carries) and its `biases` (each n_expert) into `route` (batch, (n_used) ids then (n_used) f32
+/// weights).
 pub fn push(
     plan: &mut Plan,
     g: &Gating,
     (logits, logits_stride): (&wgpu::Buffer, u32),
-    bias: Option<&wgpu::Buffer>,
+    biases: RouterBiases,
     route: &wgpu::Buffer,
 ) {
     assert!(g.n_expert <= MAX_EXPERTS && g.n_used <= g.n_expert && logits_stride >= g.n_expert);
@@ -48,9 +56,9 @@ pub fn push(
         sigmoid: g.sigmoid as u32,
         normalize: g.normalize as u32,
         scale: g.scale,
-        has_bias: bias.is_some() as u32,
+        has_bias: biases.selection.is_some() as u32,
         logits_stride,
-        pad: 0,
+        has_logit_bias: biases.logits.is_some() as u32,
     };
     let step = plan.step.clone();
     plan.push(
@@ -58,13 +66,19 @@ pub fn push(
             workgroup: 64,
             ..PipelineKey::new(Kernel::MoeRoute, None)
         },
-        &[logits, bias.unwrap_or(logits), route, &step],
+        &[
+            logits,
+            biases.selection.unwrap_or(logits),
+            route,
+            &step,
+            biases.logits.unwrap_or(logits),
+        ],
         super::params(&p),
         [plan.batch, 1, 1],
     );
 }
 
-/// CPU reference: the chosen ids and their weights.
+/// CPU reference: the chosen ids and their weights, from logits with any router bias already added.
 pub fn reference(g: &Gating, logits: &[f32], bias: Option<&[f32]>) -> (Vec<u32>, Vec<f32>) {
     let prob: Vec<f64> = if g.sigmoid {
         logits
