@@ -1,4 +1,5 @@
-// y[row] = dot(W[row], x) (+ y[row] when accumulating: the residual add), W packed.
+// y[row] = dot(W[row], x) (+ y[row] when accumulating: the residual add) (+ the row's bias, where the
+// matrix has one), W packed.
 // A workgroup of WG threads takes WG / TPR rows; the TPR threads of a row split it as the row_dot file says
 // (by 32-weight chunks, or for the K-quants by whole blocks).
 // Rows may come in groups that each read their own slice of x (per-head matrices stacked in one tensor,
@@ -13,12 +14,16 @@ struct Params {
     accumulate: u32,   // 1: y += W x
     group_rows: u32,   // rows that share one slice of x
     group_stride: u32, // vec4s between the slices of consecutive groups (0: one x for all)
+    bias_at: u32,      // index in B of this part's first row's bias; NO_BIAS: none
 }
+
+const NO_BIAS: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;      // (out_offset + rows)
-@group(0) @binding(3) var<uniform> P: Params;
+@group(0) @binding(3) var<storage, read> B: array<f32>;            // the whole matrix's biases, or unused
+@group(0) @binding(4) var<uniform> P: Params;
 
 override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per row, a power of two dividing WG
@@ -34,6 +39,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     let total = row_sum(t, acc);
     if (t % TPR == 0u && row < P.rows) {
-        Y[o] = select(0.0, Y[o], P.accumulate == 1u) + total;
+        var y = select(0.0, Y[o], P.accumulate == 1u) + total;
+        if (P.bias_at != NO_BIAS) {
+            y += B[P.bias_at + row];
+        }
+        Y[o] = y;
     }
 }

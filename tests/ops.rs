@@ -110,6 +110,42 @@ fn rms_normed_matvec_against_cpu() {
 /// Matrices that read the same x, stacked: two Q8_0 matrices in one tensor and a Q4_K one beside
 /// them, each writing its rows into its place in one output row, for one token (matvec) and for a run
 /// of 5 (matmul).
+/// A product with a bias (gpt-oss's attention output): for one token the kernel adds it (each part of
+/// the tensor its own rows' biases), for a run of 5 a dispatch after; with and without the residual.
+#[test]
+fn biased_matvec_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(79);
+    let (rows, cols) = (37u32, 768u32);
+    for ty in [GgmlType::Q4_K, GgmlType::Q8_0] {
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
+        assert_eq!(w.parts.len(), 4);
+        let bias = rng.vec(rows as usize);
+        let bias_buffer = f32_buffer(&gpu, &bias);
+        for (n_tokens, accumulate) in [(1usize, false), (1, true), (5, false), (5, true)] {
+            let x = rng.vec(n_tokens * cols as usize);
+            let y0 = rng.vec(n_tokens * rows as usize);
+            let y = f32_buffer(&gpu, &y0);
+            let mut plan = plan_at(&gpu, 0, &vec![0; n_tokens]);
+            let x_buffer = f32_buffer(&gpu, &x);
+            matvec::push_biased(&mut plan, &w, &x_buffer, (&y, accumulate), &bias_buffer);
+            run(&gpu, plan);
+            let got = read_back_f32(&gpu, &y, y0.len()).block_on().unwrap();
+            let mut want = y0.clone();
+            for t in 0..n_tokens {
+                let want_t = &mut want[t * rows as usize..(t + 1) * rows as usize];
+                let x_t = &x[t * cols as usize..(t + 1) * cols as usize];
+                matvec::reference(&deq, x_t, want_t, accumulate);
+                want_t.iter_mut().zip(&bias).for_each(|(y, b)| *y += b);
+            }
+            let e = nmse(&got, &want);
+            let label = format!("{ty}, {n_tokens} tokens, accumulate={accumulate}");
+            assert!(e < 1e-10, "{label}: nmse {e}");
+        }
+    }
+}
+
 #[test]
 fn stacked_matrices_write_side_by_side() {
     let Some(gpu) = gpu() else { return };

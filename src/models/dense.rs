@@ -15,7 +15,7 @@ use super::{Ends, Forward, Loader, Meta, Norm, PromptRuns};
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, StepInput};
 use crate::ops::matvec::{self, Input};
 use crate::ops::rope;
-use crate::ops::{add_position, attention, bias, embed, rms_norm, softcap};
+use crate::ops::{add_position, attention, embed, rms_norm, softcap};
 use crate::Error;
 
 /// One transformer block's weights, named as in GGUF.
@@ -53,13 +53,12 @@ impl Mixing {
         (y, accumulate): (&wgpu::Buffer, bool),
     ) {
         let w = self.output();
-        matvec::push(plan, w, out, y, accumulate);
-        if let Mixing::Attention(SelfAttention {
-            attn_output_bias: Some(b),
-            ..
-        }) = self
-        {
-            bias::push(plan, b, bias::Rows::One, y, w.rows);
+        match self {
+            Mixing::Attention(SelfAttention {
+                attn_output_bias: Some(b),
+                ..
+            }) => matvec::push_biased(plan, w, out, (y, accumulate), b),
+            _ => matvec::push(plan, w, out, y, accumulate),
         }
     }
 }

@@ -8,7 +8,6 @@
 
 use super::{Loader, Meta};
 use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan, Stacked};
-use crate::ops::bias::{self, Rows};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::matvec::{self, Input};
 use crate::ops::moe::{self, ExpertBiases, ExpertWeights, MoeBuffers, MoeShape};
@@ -322,16 +321,16 @@ impl FeedForward {
             }
             FeedForward::Plain(p) => {
                 let xn = xn.rows(plan);
-                let (n_ff, n_embd) = (p.up.rows, p.down.rows);
-                matvec::push(plan, &p.up, xn, &s.gate_up, false);
-                if let Some(b) = &p.up_bias {
-                    bias::push(plan, b, Rows::One, &s.gate_up, n_ff);
+                let n_ff = p.up.rows;
+                match &p.up_bias {
+                    Some(b) => matvec::push_biased(plan, &p.up, xn, (&s.gate_up, false), b),
+                    None => matvec::push(plan, &p.up, xn, &s.gate_up, false),
                 }
                 let (h, ones) = ((&s.gate_up, 0, n_ff), (&p.ones, 0, 0));
                 glu::push_rows(plan, act, h, ones, (&s.hidden, n_ff));
-                matvec::push(plan, &p.down, &s.hidden, y, accumulate);
-                if let Some(b) = &p.down_bias {
-                    bias::push(plan, b, Rows::One, y, n_embd);
+                match &p.down_bias {
+                    Some(b) => matvec::push_biased(plan, &p.down, &s.hidden, (y, accumulate), b),
+                    None => matvec::push(plan, &p.down, &s.hidden, y, accumulate),
                 }
                 return;
             }

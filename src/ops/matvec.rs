@@ -54,7 +54,11 @@ struct Params {
     accumulate: u32,
     group_rows: u32,
     group_stride: u32,
+    bias_at: u32,
 }
+
+/// `Params::bias_at` of a matrix without a bias (shaders/matvec.wgsl's NO_BIAS).
+const NO_BIAS: u32 = u32::MAX;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -94,6 +98,24 @@ pub fn push<'a>(
     push_at(plan, w, x.into(), (y, 0, w.rows), accumulate);
 }
 
+/// As `push`, with `bias` (w.rows) added to each token's row: inside the product for one token, in
+/// a dispatch of its own (ops::bias) for a run of several, which pays it once for all of them.
+pub fn push_biased<'a>(
+    plan: &mut Plan,
+    w: &GpuTensor,
+    x: impl Into<Input<'a>>,
+    (y, accumulate): (&wgpu::Buffer, bool),
+    bias: &wgpu::Buffer,
+) {
+    match (plan.batch, x.into().for_pairs(plan)) {
+        (1, Input::Rows(x)) => push_one(plan, (w, Some(bias)), x, (y, 0), accumulate, w.rows, 0),
+        (_, x) => {
+            push_at(plan, w, x, (y, 0, w.rows), accumulate);
+            super::bias::push(plan, bias, super::bias::Rows::One, y, w.rows);
+        }
+    }
+}
+
 /// As `push` for matrices that read the same x: y: (batch, ws.rows), each matrix's rows where the
 /// stack puts them.
 pub fn push_stacked(plan: &mut Plan, ws: &Stacked, x: &wgpu::Buffer, y: &wgpu::Buffer) {
@@ -112,7 +134,7 @@ fn push_at(
 ) {
     let x = x.for_pairs(plan);
     if let (1, Input::Rows(x)) = (plan.batch, x) {
-        push_one(plan, w, x, (y, offset), accumulate, w.rows, 0);
+        push_one(plan, (w, None), x, (y, offset), accumulate, w.rows, 0);
         return;
     }
     let params = |part: &TensorPart| {
@@ -191,7 +213,15 @@ pub fn push_grouped(
     group_stride: u32,
 ) {
     if plan.batch == 1 {
-        push_one(plan, w, x, (y, 0), accumulate, group_rows, group_stride);
+        push_one(
+            plan,
+            (w, None),
+            x,
+            (y, 0),
+            accumulate,
+            group_rows,
+            group_stride,
+        );
         return;
     }
     assert!(!accumulate, "the grouped matmul writes y");
@@ -226,10 +256,11 @@ pub fn push_grouped(
     plan.weight_bytes += w.bytes();
 }
 
-/// The matvec kernel's dispatches; W's rows land in y from index `offset`.
+/// The matvec kernel's dispatches; W's rows (each plus its bias, where `bias` is given) land in y from
+/// index `offset`.
 fn push_one(
     plan: &mut Plan,
-    w: &GpuTensor,
+    (w, bias): (&GpuTensor, Option<&wgpu::Buffer>),
     x: &wgpu::Buffer,
     (y, offset): (&wgpu::Buffer, u32),
     accumulate: bool,
@@ -249,8 +280,10 @@ fn push_one(
             accumulate: accumulate as u32,
             group_rows,
             group_stride: group_stride / 4,
+            bias_at: bias.map_or(NO_BIAS, |_| part.first_row),
         };
-        plan.push_matvec(shape, &[&part.buffer, x, y], super::params(&p));
+        let b = bias.unwrap_or(x); // bound read-only, as x is: y is written
+        plan.push_matvec(shape, &[&part.buffer, x, y, b], super::params(&p));
     }
     plan.weight_bytes += w.bytes();
 }

@@ -7,7 +7,6 @@ use super::weights::{biased, layer_norm_weights, split_biased};
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuTensor, KvType, Plan};
 use crate::models::Loader;
 use crate::ops::attention::{self, AttentionBuffers};
-use crate::ops::bias::{self, Rows};
 use crate::ops::glu::{self, Activation};
 use crate::ops::vision_grid::{self, Heads, Rotation};
 use crate::ops::{layer_norm, matvec};
@@ -133,8 +132,7 @@ pub fn product(
     y: &wgpu::Buffer,
     accumulate: bool,
 ) {
-    matvec::push(plan, w, x, y, accumulate);
-    bias::push(plan, b, Rows::One, y, w.rows);
+    matvec::push_biased(plan, w, x, (y, accumulate), b);
 }
 
 /// Adds the block `layer` over the run's patches; where `rotation` is given (its frequencies and
