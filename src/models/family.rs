@@ -5,7 +5,6 @@
 
 use super::feed_forward::MoeConfig;
 use super::Meta;
-use crate::gguf::Value;
 use crate::ops::delta_net;
 use crate::ops::glu::Activation;
 use crate::ops::rope::{Rope, Yarn};
@@ -45,7 +44,7 @@ impl Config {
                 "{n_mtp} next-token-prediction layers leave none of the {n_layer} blocks to run"
             )));
         }
-        let n_kv_head = per_layer(m, "attention.head_count_kv", n_layer, Some(n_head))?;
+        let n_kv_head = m.per_layer("attention.head_count_kv", n_layer, Some(n_head))?;
         if let Some(&kv) = n_kv_head
             .iter()
             .find(|&&kv| n_head == 0 || kv == 0 || n_head % kv != 0)
@@ -92,7 +91,7 @@ impl Config {
         };
         // Mixture-of-experts files need not say how wide a dense block would be.
         let n_ff_default = m.has_key("expert_count").then_some(0);
-        let n_ff = per_layer(m, "feed_forward_length", n_layer, n_ff_default)?;
+        let n_ff = m.per_layer("feed_forward_length", n_layer, n_ff_default)?;
         let n_run = (n_layer - n_mtp) as usize;
         Ok(Config {
             n_embd,
@@ -120,36 +119,6 @@ impl Config {
                 .has("rope_freqs.weight")
                 .then(|| "rope_freqs.weight".to_string()),
         })
-    }
-}
-
-/// A count given once for every layer or as one value per layer (llama.cpp's "key or array"); the
-/// default where the file has neither.
-pub(super) fn per_layer(
-    m: &Meta,
-    key: &str,
-    n_layer: u32,
-    default: Option<u32>,
-) -> Result<Vec<u32>, Error> {
-    let full = format!("{}.{key}", m.arch);
-    let bad = |why: &str| Error::Model(format!("metadata {full}: {why}"));
-    match m.header.get(&full) {
-        Some(Value::Array(values)) => {
-            let values: Option<Vec<u32>> = values
-                .iter()
-                .map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok()))
-                .collect();
-            match values {
-                Some(v) if v.len() == n_layer as usize => Ok(v),
-                Some(v) => Err(bad(&format!("{} values for {n_layer} layers", v.len()))),
-                None => Err(bad("not an array of 32-bit counts")),
-            }
-        }
-        Some(_) => Ok(vec![m.meta_u32(key)?; n_layer as usize]),
-        None => match default {
-            Some(d) => Ok(vec![d; n_layer as usize]),
-            None => Err(bad("missing")),
-        },
     }
 }
 

@@ -37,7 +37,7 @@ impl MoeConfig {
         check_counts(&m.arch, n_expert, n_used)?;
         let n_layer = m.meta_u32("block_count")?;
         let default = Some(n_ff_dense / n_used);
-        let widths = super::family::per_layer(m, "expert_feed_forward_length", n_layer, default)?;
+        let widths = m.per_layer("expert_feed_forward_length", n_layer, default)?;
         let n_ff = widths[0];
         if widths.iter().any(|&w| w != n_ff) || n_ff == 0 {
             return Err(Error::Model(format!(

@@ -25,7 +25,7 @@ pub mod qwen35moe;
 pub mod qwen3moe;
 mod self_attention;
 
-use crate::gguf::Header;
+use crate::gguf::{Header, Value};
 use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan, StepInput};
 use crate::ops::allowed::Allowed;
 use crate::Error;
@@ -479,6 +479,35 @@ impl<'a> Meta<'a> {
         v.as_u64()
             .and_then(|v| u32::try_from(v).ok())
             .ok_or_else(|| self.bad(key, "not a 32-bit count"))
+    }
+
+    /// A count given once for every layer or as one value per layer (llama.cpp's "key or array");
+    /// the default where the file has neither.
+    pub fn per_layer(
+        &self,
+        key: &str,
+        n_layer: u32,
+        default: Option<u32>,
+    ) -> Result<Vec<u32>, Error> {
+        match self.header.get(&self.key(key)) {
+            Some(Value::Array(values)) => {
+                let values: Option<Vec<u32>> = (values.iter())
+                    .map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok()))
+                    .collect();
+                match values {
+                    Some(v) if v.len() == n_layer as usize => Ok(v),
+                    Some(v) => {
+                        Err(self.bad(key, &format!("{} values for {n_layer} layers", v.len())))
+                    }
+                    None => Err(self.bad(key, "not an array of 32-bit counts")),
+                }
+            }
+            Some(_) => Ok(vec![self.meta_u32(key)?; n_layer as usize]),
+            None => match default {
+                Some(d) => Ok(vec![d; n_layer as usize]),
+                None => Err(self.bad(key, "missing")),
+            },
+        }
     }
 
     pub fn meta_u32_or(&self, key: &str, default: u32) -> Result<u32, Error> {
