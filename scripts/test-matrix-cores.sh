@@ -2,10 +2,10 @@
 # Runs the tests of the kernels on matrix cores (cooperative matrices) where this machine's GPU has
 # none: on Mesa's lavapipe from Debian testing (Mesa 26 has VK_KHR_cooperative_matrix, 8 x 8 f16
 # products into f32), in a minimal Debian root made once with debootstrap and kept in the cache.
-# The tests' binary is built here and copied in; nothing of the checkout is mounted. Needs root
+# The tests' binaries are built here and copied in; nothing of the checkout is mounted. Needs root
 # (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops_matmul.rs (default: the matmul checks on
 # the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too, and
-# the check before tuning offers them).
+# the check before tuning offers them; then the experts' block of tests/ops_moe_mla.rs).
 # WICK_MATRIX_CORES_ROOT sets where the root lives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,17 +31,31 @@ if [ ! -e "$root/usr/share/vulkan/icd.d/lvp_icd.json" ] && [ ! -e "$root/usr/sha
     --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 
-binary=$(cargo test --release --test ops_matmul --no-run 2>&1 | grep -o 'target/release/deps/ops_matmul-[0-9a-f]*' | head -1)
-[ -x "$binary" ] || { echo "test-matrix-cores: no tests/ops_matmul.rs binary was built" >&2; exit 1; }
-cp "$binary" "$root/tmp/wick-ops"
+# A test file's binary, built here and copied into the root.
+copy_in() {
+  local binary
+  binary=$(cargo test --release --test "$1" --no-run 2>&1 | grep -o "target/release/deps/$1-[0-9a-f]*" | head -1)
+  [ -x "$binary" ] || { echo "test-matrix-cores: no tests/$1.rs binary was built" >&2; exit 1; }
+  cp "$binary" "$root/tmp/wick-$1"
+}
+in_root() {
+  chroot "$root" env CI=true WGPU_BACKEND=vulkan XDG_RUNTIME_DIR=/tmp/xdg "/tmp/wick-$1" --test-threads 1 \
+    --nocapture "${@:2}" 2>&1
+}
+copy_in ops_matmul
+copy_in ops_moe_mla
 filters=("$@")
 [ ${#filters[@]} -gt 0 ] || filters=(matmul_every_type_against_cpu matrix_cores)
 mkdir -p "$root/tmp/xdg" && chmod 700 "$root/tmp/xdg"
-out=$(chroot "$root" env CI=true WGPU_BACKEND=vulkan XDG_RUNTIME_DIR=/tmp/xdg \
-  /tmp/wick-ops --test-threads 1 --nocapture "${filters[@]}" 2>&1) || { echo "$out"; exit 1; }
+out=$(in_root ops_matmul "${filters[@]}") || { echo "$out"; exit 1; }
 echo "$out" | grep -v "does not fit"
 # A root whose lavapipe lost its cooperative matrices would skip the check: that is a failure here.
 echo "$out" | grep -q "matmul on matrix cores: checked" || {
   echo "test-matrix-cores: the adapter in $root has no matrix cores Wick can use" >&2
   exit 1
 }
+# The experts' products over a chunk (a mixture-of-experts prompt) on the matrix cores too.
+if [ $# -eq 0 ]; then
+  out=$(in_root ops_moe_mla experts_block) || { echo "$out"; exit 1; }
+  echo "$out" | grep -v "does not fit"
+fi

@@ -1,93 +1,15 @@
 // X W^T for the tokens of a prompt's chunk on the adapter's matrix cores (cooperative matrices): the
-// tile of matmul.wgsl, TM rows of W by TN tokens, multiplied in S x S x S products of f16 with f32
-// sums (S is 16 on most GPUs, 8 on Apple's and on lavapipe). Per 32-weight step along the rows, the
-// workgroup dequantizes its rows' chunks and converts its tokens' x into f16 tiles in workgroup
-// memory; each of its first SUBGROUPS subgroups then multiplies a 2S-token by 2S-row block of the
-// tile, its four S x S sums held in the matrix cores' registers across the steps. The sums leave
-// through workgroup memory, one quarter of every block at a time, for store_pair as matmul.wgsl's do.
-// WG is SUBGROUPS subgroups of the adapter's widest; where the driver runs narrower ones, those past
-// SUBGROUPS help with the loads and stores only. The store file declares Params (rows, cols,
-// row_bytes) and the outputs. Needs step.wgsl; the prelude enables f16 and wgpu_cooperative_matrix,
-// and sets TM, TN, S and the matrix types MatA, MatB and MatC.
+// tile of matmul.wgsl, TM rows of W by TN tokens, in matmul_coop_tile.wgsl's products. The results go
+// out in pairs of rows through the store file, which declares Params (rows, cols, row_bytes) and the
+// outputs, and defines store_pair. Needs step.wgsl and matmul_coop_tile.wgsl.
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;       // (rows, row_bytes / 4)
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>; // (batch, cols / 4)
 @group(0) @binding(2) var<storage, read> step: Step;
 
-const SUBS: u32 = BLOCK_LEN / 32u;
-const SUBGROUPS: u32 = (TM / (2u * S)) * (TN / (2u * S));
-const BLOCK_ROWS: u32 = TM / (2u * S); // blocks across the tile's rows
-override WG: u32 = 128u; // SUBGROUPS subgroups of the adapter's widest
-// A tile row's f16: a step's 32 values and 8 more, so that rows start 80 bytes apart: 16-byte aligned
-// for the matrix loads, and not all in one bank.
-const KS: u32 = 40u;
-
-var<workgroup> w_tile: array<f16, TM * KS>;            // [row][k]: the product's B, column-major
-var<workgroup> x_tile: array<f16, TN * KS>;            // [token][k]: its A, row-major
-var<workgroup> sums: array<f32, SUBGROUPS * S * S>;    // one quarter of each block, [token][row]
-var<workgroup> x_rows: array<u32, TN>;                  // the vec4 where each token's row of X starts
-
-// The rows of W (as f16) for one 32-weight step c: tile row j is W's row first + j where j < rows,
-// zero past them. The threads of a row each keep some of its 8 vec4.
-fn load_weights(t: u32, c: u32, first: u32, rows: u32) {
-    let per_row = max(1u, WG / TM);
-    let kept = 8u / per_row;
-    for (var j = t / per_row; j < TM; j += WG / per_row) {
-        let i0 = (t % per_row) * kept;
-        if (j < rows) {
-            let w = dequant32((first + j) * P.row_bytes + (c / SUBS) * BLOCK_BYTES, c % SUBS);
-            for (var i = i0; i < i0 + kept; i++) {
-                let h = vec4<f16>(w[i]);
-                let at = j * KS + 4u * i;
-                w_tile[at] = h.x;
-                w_tile[at + 1u] = h.y;
-                w_tile[at + 2u] = h.z;
-                w_tile[at + 3u] = h.w;
-            }
-        } else {
-            for (var i = i0; i < i0 + kept; i++) {
-                let at = j * KS + 4u * i;
-                w_tile[at] = 0.0h;
-                w_tile[at + 1u] = 0.0h;
-                w_tile[at + 2u] = 0.0h;
-                w_tile[at + 3u] = 0.0h;
-            }
-        }
-    }
-}
-
-// The tokens' x (as f16) for the same 32 columns; tokens past the run's are zero.
-fn load_x(t: u32, c: u32, tokens: u32) {
-    for (var k = t; k < 8u * TN; k += WG) {
-        let n = k / 8u;
-        let i = k % 8u;
-        var x = vec4<f32>(0.0);
-        if (n < tokens) {
-            x = X[x_rows[n] + c * 8u + i];
-        }
-        let h = vec4<f16>(x);
-        let at = n * KS + 4u * i;
-        x_tile[at] = h.x;
-        x_tile[at + 1u] = h.y;
-        x_tile[at + 2u] = h.z;
-        x_tile[at + 3u] = h.w;
-    }
-}
-
-// Hands the quarter of every block in `sums` to store_pair, rows in pairs: block b's quarter (qt, qr)
-// holds S tokens from 2S (b / BLOCK_ROWS) + S qt and S rows from 2S (b % BLOCK_ROWS) + S qr.
-fn store_quarter(t: u32, qt: u32, qr: u32, row0: u32, token0: u32, tokens: u32) {
-    let pairs = S * S / 2u;
-    for (var k = t; k < SUBGROUPS * pairs; k += WG) {
-        let b = k / pairs;
-        let n = (k % pairs) / (S / 2u);
-        let r = 2u * (k % (S / 2u));
-        let token = 2u * S * (b / BLOCK_ROWS) + S * qt + n;
-        let row = 2u * S * (b % BLOCK_ROWS) + S * qr + r;
-        let at = b * S * S + n * S + r;
-        if (token < tokens && row0 + row < P.rows) {
-            store_pair(token0 + token, row0 + row, sums[at], sums[at + 1u]);
-        }
+fn store_sums(tile: CoopTile, token: u32, row: u32, a: f32, b: f32) {
+    if (row < tile.hi) {
+        store_pair(tile.token0 + token, tile.row0 + row, a, b);
     }
 }
 
@@ -106,61 +28,6 @@ fn main(
     for (var n = t; n < TN; n += WG) {
         x_rows[n] = (token0 + n) * (P.cols / 4u);
     }
-    // This subgroup's block: 2S tokens from bt and 2S rows from br of the tile.
-    let multiplies = sg < SUBGROUPS;
-    let b = min(sg, SUBGROUPS - 1u);
-    let bt = 2u * S * (b / BLOCK_ROWS);
-    let br = 2u * S * (b % BLOCK_ROWS);
-    var c00 = MatC();
-    var c01 = MatC();
-    var c10 = MatC();
-    var c11 = MatC();
     workgroupBarrier();
-    for (var c = 0u; c < P.cols / 32u; c++) {
-        load_weights(t, c, row0, min(TM, P.rows - row0));
-        load_x(t, c, tokens);
-        workgroupBarrier();
-        if (multiplies) {
-            for (var k = 0u; k < 32u; k += S) {
-                let ia0 = bt * KS + k;
-                let ia1 = ia0 + S * KS;
-                let ib0 = br * KS + k;
-                let ib1 = ib0 + S * KS;
-                let a0 = coopLoadT<MatA>(&x_tile[ia0], KS);
-                let a1 = coopLoadT<MatA>(&x_tile[ia1], KS);
-                let b0 = coopLoad<MatB>(&w_tile[ib0], KS);
-                let b1 = coopLoad<MatB>(&w_tile[ib1], KS);
-                c00 = coopMultiplyAdd(a0, b0, c00);
-                c01 = coopMultiplyAdd(a0, b1, c01);
-                c10 = coopMultiplyAdd(a1, b0, c10);
-                c11 = coopMultiplyAdd(a1, b1, c11);
-            }
-        }
-        workgroupBarrier();
-    }
-    // Quarter (qt, qr) is c{qt}{qr}: S tokens from S qt and S rows from S qr of the block.
-    let at = b * S * S;
-    if (multiplies) {
-        coopStoreT(c00, &sums[at], S);
-    }
-    workgroupBarrier();
-    store_quarter(t, 0u, 0u, row0, token0, tokens);
-    workgroupBarrier();
-    if (multiplies) {
-        coopStoreT(c01, &sums[at], S);
-    }
-    workgroupBarrier();
-    store_quarter(t, 0u, 1u, row0, token0, tokens);
-    workgroupBarrier();
-    if (multiplies) {
-        coopStoreT(c10, &sums[at], S);
-    }
-    workgroupBarrier();
-    store_quarter(t, 1u, 0u, row0, token0, tokens);
-    workgroupBarrier();
-    if (multiplies) {
-        coopStoreT(c11, &sums[at], S);
-    }
-    workgroupBarrier();
-    store_quarter(t, 1u, 1u, row0, token0, tokens);
+    multiply_tile(t, sg, CoopTile(row0, token0, tokens, 0u, min(TM, P.rows - row0), row0));
 }

@@ -429,6 +429,7 @@ fn swiglu_block_against_cpu() {
                     cols,
                     rows: 2 * n_ff,
                     tokens,
+                    matrices: 1,
                 })
             })
             .collect();
@@ -573,6 +574,7 @@ fn matvec_every_tuning_candidate_against_cpu() {
             cols,
             rows,
             tokens: 1,
+            matrices: 1,
         };
         let x = rng.vec(cols as usize);
         for candidate in shape.candidates(gpu.subgroup_size, gpu.matrix_cores()) {

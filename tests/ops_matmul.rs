@@ -71,6 +71,7 @@ fn matmul_every_type_against_cpu() {
                     cols,
                     rows,
                     tokens: if batch > 1 { 4 } else { 1 },
+                    matrices: 1,
                 };
                 product.check_each_candidate(&gpu, shape, false);
             }

@@ -7,7 +7,7 @@ use pollster::FutureExt as _;
 use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions, TuneShapes, Tuned};
 use wick::gguf::FileSource;
-use wick::gpu::{Choice, Gpu, MatvecKernel, MatvecShape, Tunable};
+use wick::gpu::{Choice, Gpu, Kernel, MatvecKernel, MatvecShape, Tunable};
 
 /// The tiny random-weight llama, one token per run, on `gpu`.
 fn load(gpu: &Arc<Gpu>) -> Engine {
@@ -206,8 +206,49 @@ fn a_prompts_recurrence_is_tuned_and_keeps_the_conversation() {
     assert!(offered.len() >= 2, "{offered:?}"); // the token form and at least one chunk
     assert!(offered.contains(&t.after.0), "{t:?}");
     assert_eq!(tuning.choice(&t.shape, workgroup_bytes(&gpu)), t.after.0);
-    let want = plain.prefill(&more).block_on().unwrap();
-    let got = tuned.prefill(&more).block_on().unwrap();
+    goes_on_as_untuned(&mut plain, &mut tuned, &more, &next);
+}
+
+/// A mixture-of-experts prompt's products over the experts' lists offer their tiles to the tuner,
+/// each candidate timed over the lists that a chunk of scratch tokens makes (the chunk's plan runs
+/// up to the product first): the tile kept is one of them, and tuning in the middle of a
+/// conversation leaves it as it was, the cache and a recurrent model's states included (qwen35moe:
+/// Gated DeltaNet layers and experts).
+#[test]
+fn a_prompts_experts_are_tuned_and_keep_the_conversation() {
+    let Some(gpu) = gpu() else { return };
+    let (prompt, more, next) = (
+        [1u32, 50, 300, 7, 12, 40, 9],
+        [5u32, 77, 3, 8, 21],
+        [99u32, 12],
+    );
+    let model = "random-qwen35moe-q8_0.gguf";
+    let mut plain = load_batched(&common::gpu().unwrap(), model, 16);
+    plain.prefill(&prompt).block_on().unwrap();
+    let mut tuned = load_batched(&gpu, model, 16);
+    tuned.prefill(&prompt).block_on().unwrap();
+    let (tuning, report) = tuned.tune(TuneShapes::All).block_on().unwrap();
+    let experts: Vec<(MatvecShape, MatvecKernel)> = (report.iter())
+        .filter_map(matvec)
+        .filter(|(shape, _)| shape.kernel == Kernel::MatmulId)
+        .collect();
+    assert!(!experts.is_empty(), "{report:?}");
+    for (shape, kernel) in experts {
+        let offered = shape.candidates(gpu.subgroup_size, gpu.matrix_cores());
+        assert!(
+            offered.len() >= 2 && offered.contains(&kernel),
+            "{shape:?}: {kernel}"
+        );
+        assert_eq!(tuning.matvec(&shape), kernel);
+    }
+    goes_on_as_untuned(&mut plain, &mut tuned, &more, &next);
+}
+
+/// The prompt's next chunk `more` and the steps of `next` after it get the same logits from the
+/// tuned engine as from the plain one, up to summation order.
+fn goes_on_as_untuned(plain: &mut Engine, tuned: &mut Engine, more: &[u32], next: &[u32]) {
+    let want = plain.prefill(more).block_on().unwrap();
+    let got = tuned.prefill(more).block_on().unwrap();
     let diff = (got.iter().zip(&want))
         .map(|(a, b)| (a - b).abs())
         .fold(0f32, f32::max);
@@ -215,7 +256,7 @@ fn a_prompts_recurrence_is_tuned_and_keeps_the_conversation() {
         diff < 1e-3,
         "the chunk after tuning: logits differ by {diff}"
     );
-    for &token in &next {
+    for &token in next {
         let want = plain.step(token, true).block_on().unwrap().unwrap();
         let got = tuned.step(token, true).block_on().unwrap().unwrap();
         let diff = (got.iter().zip(&want))

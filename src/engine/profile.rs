@@ -128,14 +128,16 @@ impl Engine {
 
     /// Points the step input at the next position with `n` tokens, for runs of single dispatches (a
     /// profile, tuning): the cache rows they write are ones later steps write again. Near a full cache
-    /// its last rows are taken instead, which no later step reads without writing them first.
+    /// its last rows are taken instead, which no later step reads without writing them first. The
+    /// tokens are spread over the vocabulary, so that a mixture-of-experts router sends them to
+    /// experts as a text's would be sent, not all to the same few.
     pub(super) fn write_scratch_step(&self, n: u32) {
         // A projector's plans have steps of their own, and more tokens than the model's runs.
         let n = n.min(self.n_ctx).min(self.forward.step.batch);
         let pos = self.pos.min(self.n_ctx - n);
-        self.forward
-            .step
-            .write(&self.gpu, pos, &vec![0; n as usize]);
+        let n_vocab = self.forward.n_vocab.max(1) as u64;
+        let tokens: Vec<u32> = (0..n as u64).map(|i| (i * 7919 % n_vocab) as u32).collect();
+        self.forward.step.write(&self.gpu, pos, &tokens);
     }
 }
 

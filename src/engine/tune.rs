@@ -13,7 +13,7 @@
 
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
-use crate::gpu::{Choice, MatrixCores, MatvecKernel, MatvecShape, Tunable, Tuning};
+use crate::gpu::{Choice, Kernel, MatrixCores, MatvecKernel, MatvecShape, Tunable, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
@@ -207,24 +207,37 @@ impl Engine {
         }
         let timing = tuner.current.as_mut().expect("a shape being timed");
         let candidate = timing.left.pop().expect("a shape with candidates left");
-        let (plan, d) = (self.plans())
+        let (plan, at) = (self.plans())
             .find_map(|plan| {
-                let d = plan
-                    .dispatches
-                    .iter()
-                    .find(|d| d.tunable == Some(timing.shape));
-                d.map(|d| (plan, d))
+                let at = (plan.dispatches.iter()).position(|d| d.tunable == Some(timing.shape));
+                at.map(|at| (plan, at))
             })
             .expect("a shape of a plan");
+        let d = &plan.dispatches[at];
         self.write_scratch_step(match timing.shape {
             Tunable::Matvec(m) => m.tokens,
             Tunable::Recurrence(_) => plan.batch,
         });
+        // The experts' products over a chunk read the lists the chunk's routes made: the plan runs
+        // up to the product first, over the scratch step's tokens. Timed on what the lists hold at
+        // load (every one empty), each candidate would time workgroups that leave at once.
+        let over_experts =
+            matches!(timing.shape, Tunable::Matvec(m) if m.kernel == Kernel::MatmulId);
         // A recurrence's runs rewrite its layer's state, which the sequence goes on from.
         let held = match timing.shape {
             Tunable::Recurrence(_) => self.hold_states().await?,
+            Tunable::Matvec(_) if over_experts => self.hold_states().await?,
             Tunable::Matvec(_) => Vec::new(),
         };
+        if over_experts {
+            let mut enc = self.gpu.device.create_command_encoder(&Default::default());
+            plan.record_until(
+                &mut enc.begin_compute_pass(&Default::default()),
+                plan.batch,
+                at,
+            );
+            self.gpu.queue.submit([enc.finish()]);
+        }
         let (pipeline, bind_group, workgroups) = plan.reshaped(&self.gpu, d, candidate);
         // A candidate whose first dispatch takes twice the best mean so far has lost: its time is
         // not worth refining (the candidates of a 32-weight type that do on lavapipe cost 5 s a model).

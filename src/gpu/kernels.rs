@@ -19,6 +19,8 @@ pub enum Kernel {
     /// `Matmul` on the adapter's matrix cores, in products of the size given (8 or 16): f16 tiles, f32
     /// sums (shaders/matmul_coop.wgsl).
     MatmulCoop(Store, u32),
+    /// `MatmulId` on the adapter's matrix cores, in products of the size given (as `MatmulCoop`).
+    MatmulIdCoop(u32),
     /// Matvecs over the experts a router chose, by index.
     MatvecId,
     /// Rows of a packed table, dequantized.
@@ -221,6 +223,14 @@ impl Store {
 }
 
 impl Kernel {
+    /// The size of the matrix cores' products, for the kernels that run on them.
+    pub fn cooperative_size(self) -> Option<u32> {
+        match self {
+            Kernel::MatmulCoop(_, size) | Kernel::MatmulIdCoop(size) => Some(size),
+            _ => None,
+        }
+    }
+
     /// The kernel's WGSL: the shared files it needs, then its body. Kernels that split rows over
     /// threads take `row_dot` and `row_sum`, the files that split them and sum their parts.
     pub(super) fn body(self, row_dot: &str, row_sum: &str) -> String {
@@ -241,8 +251,14 @@ impl Kernel {
                 return [body, &store.source()].concat();
             }
             Kernel::MatmulCoop(store, _) => {
-                return [wgsl!("step.wgsl", "matmul_coop.wgsl"), &store.source()].concat();
+                let body = wgsl!("step.wgsl", "matmul_coop_tile.wgsl", "matmul_coop.wgsl");
+                return [body, &store.source()].concat();
             }
+            Kernel::MatmulIdCoop(_) => wgsl!(
+                "expert_items.wgsl",
+                "matmul_coop_tile.wgsl",
+                "matmul_id_coop.wgsl"
+            ),
             Kernel::MatvecId => {
                 let body = wgsl!("matvec_id.wgsl");
                 return [wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();
@@ -286,7 +302,7 @@ impl Kernel {
             Kernel::NormAddNorm => wgsl!("step.wgsl", "reduce.wgsl", "norm_add_norm.wgsl"),
             Kernel::MoeRoute => wgsl!("step.wgsl", "moe_route.wgsl"),
             Kernel::MoeGroup => wgsl!("step.wgsl", "moe_group.wgsl"),
-            Kernel::MatmulId => wgsl!("matmul_tile.wgsl", "matmul_id.wgsl"),
+            Kernel::MatmulId => wgsl!("expert_items.wgsl", "matmul_tile.wgsl", "matmul_id.wgsl"),
             Kernel::MatmulGrouped => wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul_grouped.wgsl"),
             Kernel::MoeCombine => wgsl!("step.wgsl", "moe_combine.wgsl"),
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),

@@ -145,8 +145,12 @@ impl PipelineKey {
                 kernel: Kernel::MatmulCoop(store, size),
                 ..key
             },
+            (Kernel::MatmulId, Some(size)) => PipelineKey {
+                kernel: Kernel::MatmulIdCoop(size),
+                ..key
+            },
             // A tile, named by its workgroup size alone.
-            (Kernel::Matmul(_), None) => key,
+            (Kernel::Matmul(_) | Kernel::MatmulId, None) => key,
             _ => PipelineKey {
                 threads_per_row: Some(kernel.threads_per_row),
                 subgroup_sum: kernel.subgroup_sum,
@@ -163,7 +167,7 @@ impl PipelineKey {
             Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped => {
                 Some(matmul_tile(self.workgroup))
             }
-            Kernel::MatmulCoop(..) => Some(COOP_TILE),
+            Kernel::MatmulCoop(..) | Kernel::MatmulIdCoop(_) => Some(COOP_TILE),
             _ => None,
         }
     }
@@ -217,7 +221,7 @@ impl PipelineKey {
 
     pub fn source(&self) -> String {
         let mut src = String::new();
-        if let Kernel::MatmulCoop(_, size) = self.kernel {
+        if let Some(size) = self.kernel.cooperative_size() {
             // Directives come first. The matrices' loads, multiplies and stores run in subgroups
             // that branch apart by their subgroup id, uniform within each: what SPIR-V asks of them,
             // and what naga's analysis, which knows only the workgroup, cannot see.

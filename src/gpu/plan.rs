@@ -460,8 +460,13 @@ impl Plan {
 
     /// Records every dispatch into `pass`, for a run of `tokens` tokens (at most `batch`).
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, tokens: u32) {
+        self.record_until(pass, tokens, self.dispatches.len());
+    }
+
+    /// Records the dispatches before dispatch `end` into `pass`, as `record` does.
+    pub fn record_until(&self, pass: &mut wgpu::ComputePass<'_>, tokens: u32, end: usize) {
         assert!(tokens >= 1 && tokens <= self.batch);
-        for d in &self.dispatches {
+        for d in &self.dispatches[..end] {
             pass.set_pipeline(&d.pipeline);
             pass.set_bind_group(0, &d.bind_group, &[]);
             let [x, y, z] = d.workgroups.counts(tokens);
@@ -514,13 +519,15 @@ fn bind(
     })
 }
 
-/// A matvec's workgroups: one per WG / TPR row slots, and a layer of them per token.
+/// A matvec's workgroups: one per WG / TPR row slots, and a layer of them per token. A tile's: one per
+/// tile of rows by tokens (by items of an expert's list, which has at most the run's tokens), a layer
+/// of them per matrix (expert).
 fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey, tokens: u32) -> Groups {
     if let Some(tile) = key.tile() {
         return Groups::PerTokens {
             x: shape.rows.div_ceil(tile.rows),
             per: tile.tokens,
-            z: 1,
+            z: shape.matrices,
         };
     }
     let slots = key.workgroup / key.threads_per_row.expect("a matvec key");

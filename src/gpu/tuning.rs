@@ -75,16 +75,17 @@ impl Tunable {
         }
     }
 
-    /// Whether it is a prompt's product (`Kernel::Matmul`).
+    /// Whether it is a prompt's product in tiles (`Kernel::Matmul`, or `Kernel::MatmulId` over the
+    /// experts).
     pub fn is_matmul(&self) -> bool {
-        matches!(self, Tunable::Matvec(m) if matches!(m.kernel, Kernel::Matmul(_)))
+        matches!(self, Tunable::Matvec(m) if m.is_tiled())
     }
 }
 
 /// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads;
 /// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row;
 /// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile; 6: a
-/// prompt's products on matrix cores).
+/// prompt's products on matrix cores). New shapes need no new count: they have no winners to drop.
 pub const CANDIDATES: u32 = 6;
 
 impl Default for Tuning {
@@ -174,15 +175,19 @@ impl std::fmt::Display for MatvecKernel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatvecShape {
     /// `Kernel::Matvec`, `Kernel::MatvecPairs`, `Kernel::MatvecId` (rows: the rows its slots
-    /// compute together) or `Kernel::Matmul`.
+    /// compute together), `Kernel::Matmul` or `Kernel::MatmulId` (rows: one expert's).
     pub kernel: Kernel,
     pub ty: GgmlType,
     pub cols: u32,
     pub rows: u32,
     /// Tokens a workgroup takes: 1, or 4 for `Kernel::MatvecPairs` in a run of several (a step of
     /// parallel sequences), which reads each weight once for the four and has winners of its own;
-    /// for `Kernel::Matmul`, the tokens of its plan's runs (a prompt's chunk).
+    /// for `Kernel::Matmul` and `Kernel::MatmulId`, the tokens of its plan's runs (a prompt's
+    /// chunk).
     pub tokens: u32,
+    /// Matrices of `rows` rows the dispatch computes side by side, a layer of workgroups each: the
+    /// experts of `Kernel::MatmulId`; 1 for the others.
+    pub matrices: u32,
 }
 
 impl MatvecShape {
@@ -194,7 +199,24 @@ impl MatvecShape {
             cols,
             rows,
             tokens: 1,
+            matrices: 1,
         }
+    }
+
+    /// The shape of a prompt chunk's product over the experts' lists (shaders/matmul_id.wgsl): each
+    /// of `experts` matrices of `rows` rows over the items routed to it in runs of `tokens`.
+    pub fn experts(ty: GgmlType, cols: u32, rows: u32, experts: u32, tokens: u32) -> MatvecShape {
+        MatvecShape {
+            tokens,
+            matrices: experts,
+            ..MatvecShape::of(Kernel::MatmulId, ty, cols, rows)
+        }
+    }
+
+    /// Whether its kernels multiply tiles of rows by tokens (`matmul_tile`, `COOP_TILE`): a prompt
+    /// chunk's products.
+    pub fn is_tiled(&self) -> bool {
+        matches!(self.kernel, Kernel::Matmul(_) | Kernel::MatmulId)
     }
 
     pub fn key(&self) -> String {
@@ -209,38 +231,44 @@ impl MatvecShape {
             }
             Kernel::MatvecId => shape + " experts",
             Kernel::Matmul(store) => shape + " matmul " + store_name(store),
+            Kernel::MatmulId => shape + &format!(" matmul experts {}", self.matrices),
             _ => shape,
         }
     }
 
     /// The kernel shape unless tuned: `MatvecKernel::default_for`, or a matmul's 64-thread tile.
     pub fn default_kernel(&self) -> MatvecKernel {
-        match self.kernel {
-            Kernel::Matmul(_) => MatvecKernel {
+        match self.is_tiled() {
+            true => MatvecKernel {
                 workgroup: 64,
                 threads_per_row: 0,
                 subgroup_sum: false,
                 split: Split::Chunks,
                 cooperative: None,
             },
-            _ => MatvecKernel::default_for(self.cols),
+            false => MatvecKernel::default_for(self.cols),
         }
     }
 
     /// Whether the adapter can run the shape in `kernel`: a matmul's tile needs its workgroup
     /// memory (128 x 32 and 128 x 64: 20.1 and 24.3 KiB, more than WebGPU's 16 KiB that every
-    /// adapter has).
+    /// adapter has), and over the experts, a word more a token of the tile (its item).
     pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
-        match (self.kernel, kernel.cooperative) {
-            (Kernel::Matmul(_), Some(size)) => {
-                coop_workgroup_bytes(size) <= limits.max_compute_workgroup_storage_size
-            }
-            (Kernel::Matmul(_), None) => {
-                let bytes = matmul_tile(kernel.workgroup).workgroup_bytes();
-                bytes <= limits.max_compute_workgroup_storage_size
-            }
-            _ => true,
+        if !self.is_tiled() {
+            return true;
         }
+        let (bytes, tokens) = match kernel.cooperative {
+            Some(size) => (coop_workgroup_bytes(size), COOP_TILE.tokens),
+            None => {
+                let tile = matmul_tile(kernel.workgroup);
+                (tile.workgroup_bytes(), tile.tokens)
+            }
+        };
+        let items = match self.kernel {
+            Kernel::MatmulId => 4 * tokens,
+            _ => 0,
+        };
+        bytes + items <= limits.max_compute_workgroup_storage_size
     }
 
     /// Rows one row slot (TPR threads) of the kernel computes.
@@ -270,7 +298,7 @@ impl MatvecShape {
         matrix_cores: Option<MatrixCores>,
     ) -> Vec<MatvecKernel> {
         let default = self.default_kernel();
-        if let Kernel::Matmul(_) = self.kernel {
+        if self.is_tiled() {
             let tile = |workgroup| MatvecKernel {
                 workgroup,
                 ..default

@@ -2,15 +2,16 @@
 //! and up, the gated activation, down, and the sum of their outputs by weight into the residual. One
 //! token reads its experts by index (shaders/matvec_id.wgsl). A prompt's chunk first lists its tokens by
 //! the expert they were routed to (shaders/moe_group.wgsl), then runs each expert once over its list as a
-//! tiled matrix product (shaders/matmul_id.wgsl), so an expert's weights are dequantized once for up to
-//! 16 of its tokens rather than once per token, and sums at the end (shaders/moe_combine.wgsl).
+//! tiled matrix product (shaders/matmul_id.wgsl, or matmul_id_coop.wgsl on matrix cores), so an
+//! expert's weights are dequantized once for a tile of its tokens rather than once per token, and sums
+//! at the end (shaders/moe_combine.wgsl).
 //! Experts' biases ride in a token's products (matvec_id adds each slot's expert's row); a chunk adds
 //! them in dispatches of their own (ops::bias), paid once for all its tokens.
 
 use super::bias::{self, Rows};
 use super::glu::{self, Activation};
 use super::matvec_id::{self, Experts, Output};
-use crate::gpu::{GpuTensor, Groups, Kernel, PipelineKey, Plan};
+use crate::gpu::{GpuTensor, Groups, Kernel, MatvecShape, PipelineKey, Plan};
 
 /// The stacked experts' matrices: n_expert * n_ff rows of n_embd (gate, up), n_expert * n_embd rows of
 /// n_ff (down); and each expert's biases after them where the model has them (gpt-oss).
@@ -210,7 +211,8 @@ fn push_chunk(
 }
 
 /// Each expert's matrix (`rows` rows of it in the stacked tensor) over its listed items, y: (items,
-/// rows). x has a row per token, or per item where `per_item`.
+/// rows). x has a row per token, or per item where `per_item`. The tile is tuned per shape and chunk
+/// size, as the dense products' are.
 fn push_by_expert(
     plan: &mut Plan,
     s: &MoeShape,
@@ -219,7 +221,7 @@ fn push_by_expert(
     groups: &wgpu::Buffer,
     y: &wgpu::Buffer,
 ) {
-    let key = PipelineKey::new(Kernel::MatmulId, Some(w.ty));
+    let shape = MatvecShape::experts(w.ty, w.row_len, rows, s.n_expert, plan.batch);
     for part in &w.parts {
         let p = MatmulIdParams {
             rows,
@@ -232,18 +234,7 @@ fn push_by_expert(
             max_items: plan.batch,
             x_per_item: per_item as u32,
         };
-        let tile = key.tile().expect("a tiled kernel");
-        let workgroups = [
-            rows.div_ceil(tile.rows),
-            plan.batch.div_ceil(tile.tokens),
-            s.n_expert,
-        ];
-        plan.push(
-            key,
-            &[&part.buffer, x, groups, y],
-            super::params(&p),
-            workgroups,
-        );
+        plan.push_matvec(shape, &[&part.buffer, x, groups, y], super::params(&p));
     }
     // A chunk reads at most every expert, and no more experts than its tokens chose.
     let read = s.n_expert.min(plan.batch * s.n_used) as u64;
