@@ -172,7 +172,10 @@ impl Engine {
         if options.n_ctx == 0 {
             return Err(Error::Model("the context length must be at least 1".into()));
         }
-        let batch = options.batch.unwrap_or_else(|| default_batch(&gpu));
+        let batch = (options
+            .batch
+            .unwrap_or_else(|| default_batch(&gpu, &header)))
+        .max(options.min_batch);
         if batch == 0 {
             return Err(Error::Model(
                 "the prompt batch must be at least 1 token".into(),

@@ -20,16 +20,27 @@ use wick::ops::{matvec, rms_norm};
 
 /// Per-head matrices over each head's slice of x, split into parts (50 rows each, so a part boundary
 /// falls inside a head): one token by the matvec kernel, a run of 19 tokens (two token tiles, the
-/// second partial) by the grouped matmul.
+/// second partial) by the grouped matmul, and a run of 70 in every tile the tuner may give it (each
+/// size's last tile of tokens partial).
 #[test]
 fn grouped_matvec_reads_each_groups_x() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(5);
     // 3 heads of 40 rows of 64 weights; head h reads x from float 72 h (a q with rope parts between).
     let (heads, rows, cols, stride) = (3u32, 40u32, 64u32, 72u32);
-    let (w, deq) = packed(&gpu, GgmlType::Q8_0, heads * rows, cols, 68 * 50, &mut rng);
+    let ty = GgmlType::Q8_0;
+    let (w, deq) = packed(&gpu, ty, heads * rows, cols, 68 * 50, &mut rng);
     assert!(w.parts.len() > 1);
-    for n_tokens in [1usize, 19] {
+    let shape = MatvecShape::chunk(Kernel::MatmulGrouped, ty, (cols, rows), heads, 70);
+    let tiles = (shape
+        .candidates(gpu.subgroup_size, gpu.matrix_cores())
+        .into_iter())
+    .filter(|tile| shape.fits(tile, &gpu.limits))
+    .map(|tile| (70, Some(tile)));
+    for (n_tokens, tile) in [(1usize, None), (19, None)].into_iter().chain(tiles) {
+        let mut tuning = Tuning::default();
+        tuning.matvec.extend(tile.map(|tile| (shape.key(), tile)));
+        gpu.set_tuning(tuning);
         let x = rng.vec(n_tokens * (heads * stride) as usize);
         let y = scratch_buffer(&gpu, "y", (n_tokens as u32 * heads * rows) as u64 * 4)
             .block_on()
@@ -55,8 +66,9 @@ fn grouped_matvec_reads_each_groups_x() {
             &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
             &want,
         );
-        assert!(e < 1e-10, "{n_tokens} tokens: nmse {e}");
+        assert!(e < 1e-10, "{n_tokens} tokens, {tile:?}: nmse {e}");
     }
+    gpu.set_tuning(Tuning::default());
 }
 
 #[test]
@@ -270,7 +282,8 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
         // Every tile the tuner may give the experts' products over a chunk (and on the matrix
         // cores, where the adapter has them), over 150 tokens: an expert's list of about 56 items
         // fills tiles of each size and leaves the last one partial.
-        let shape = MatvecShape::experts(ty, EXPERTS_D, EXPERTS_D, EXPERTS_N, 150);
+        let (kernel, d) = (Kernel::MatmulId, EXPERTS_D);
+        let shape = MatvecShape::chunk(kernel, ty, (d, d), EXPERTS_N, 150);
         for tile in shape.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
             if !shape.fits(&tile, &gpu.limits) {
                 eprintln!("{}: {tile} does not fit this adapter", shape.key());
@@ -299,7 +312,7 @@ fn check_experts_block(
     let mut tuning = Tuning::default();
     if let Some(tile) = tile {
         // gate, up and down are all of this shape.
-        let shape = MatvecShape::experts(ty, d, n_ff, n_expert, n_tokens as u32);
+        let shape = MatvecShape::chunk(Kernel::MatmulId, ty, (d, n_ff), n_expert, n_tokens as u32);
         tuning.matvec.insert(shape.key(), tile);
     }
     gpu.set_tuning(tuning);

@@ -182,7 +182,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let batch = engine.stats.chunk_tokens;
     let asked = args
         .batch
-        .unwrap_or_else(|| wick::engine::default_batch(&gpu));
+        .unwrap_or_else(|| wick::engine::default_batch(&gpu, &engine.header));
     if batch < asked && args.n_prompt > 0 {
         eprintln!(
             "wick: prompt batch {batch}, not {asked}: a batch holds at most the context, here {} tokens (-p + -n)",

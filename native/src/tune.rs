@@ -33,11 +33,10 @@ pub fn main(args: TuneArgs) -> Result<()> {
         return Ok(());
     }
     let source = load::open_source(&args.model)?;
-    // A prompt's chunk of the default size, so that its products are tuned too.
-    let batch = wick::engine::default_batch(&gpu);
+    // A prompt's chunk of the default size, so that its products are tuned too: the context holds
+    // the largest default.
     let options = LoadOptions {
-        n_ctx: batch,
-        batch: Some(batch),
+        n_ctx: 512,
         ..Default::default()
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;

@@ -36,12 +36,7 @@ impl ProjectorArgs {
     /// The load options with prompt runs long enough to hold an image whole, where a projector is
     /// named (its header is read for how many tokens an image makes); `asked`, the runs' length
     /// the user asked for (-b).
-    pub fn options(
-        &self,
-        options: LoadOptions,
-        gpu: &wick::gpu::Gpu,
-        asked: Option<u32>,
-    ) -> Result<LoadOptions> {
+    pub fn options(&self, options: LoadOptions, asked: Option<u32>) -> Result<LoadOptions> {
         let Some(path) = &self.mmproj else {
             return Ok(options);
         };
@@ -49,12 +44,12 @@ impl ProjectorArgs {
         let header = read_header(source.as_ref()).block_on()?;
         let tokens = Projector::max_tokens_in(&header, self.budget())
             .with_context(|| format!("cannot read {path}"))?;
-        let batch = asked.unwrap_or_else(|| wick::engine::default_batch(gpu));
-        if asked.is_some_and(|b| b < tokens) {
+        if let Some(batch) = asked.filter(|&b| b < tokens) {
             bail!("an image is {tokens} tokens, more than prompt runs of {batch} (-b) can hold");
         }
         Ok(LoadOptions {
-            batch: Some(batch.max(tokens)),
+            batch: asked,
+            min_batch: tokens,
             ..options
         })
     }

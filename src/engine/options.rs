@@ -2,6 +2,7 @@
 //! besides decoding, and the chunk size an adapter takes unless told.
 
 use crate::embeddings::Pooling;
+use crate::gguf::Header;
 use crate::gpu::{Gpu, KvType};
 use crate::models;
 
@@ -10,8 +11,11 @@ pub struct LoadOptions {
     /// Context length (positions in the KV cache); capped at the model's training context.
     pub n_ctx: u32,
     /// Prompt tokens per run where the architecture batches them (1: one at a time, like decoding);
-    /// None: the adapter's (`default_batch`).
+    /// None: the adapter's for the model (`default_batch`).
     pub batch: Option<u32>,
+    /// Prompt runs of at least this many tokens, whatever the default (an image's tokens, which go
+    /// in one run).
+    pub min_batch: u32,
     /// Also build the plan that scores every token of a chunk (`Engine::log_probs`, perplexity): it
     /// keeps a row of logits per token of the chunk (batch x n_vocab floats) on the GPU.
     pub scoring: bool,
@@ -33,15 +37,26 @@ pub struct LoadOptions {
     pub kv_cache: KvType,
 }
 
-/// Prompt tokens per run unless told otherwise, by the adapter. On a GPU 512, llama.cpp's default
-/// micro-batch: a product's tiles of 64 tokens (`gpu::matmul_tile`) then make 8 columns of
+/// Prompt tokens per run unless told otherwise, by the adapter and the model. On a GPU 512, llama.cpp's
+/// default micro-batch: a product's tiles of 64 tokens (`gpu::matmul_tile`) then make 8 columns of
 /// workgroups, 256 for a 4,096-row matrix, where a chunk of 64 makes 32, a fraction of a large GPU's
-/// cores. Where the adapter runs workgroups on the CPU, 64: enough for the tiles to fill up, and
-/// faster there than 256 (BENCHMARKS.md).
-pub fn default_batch(gpu: &Gpu) -> u32 {
-    match gpu.runs_on_cpu() {
-        true => 64,
-        false => 512,
+/// cores. Where the adapter runs workgroups on the CPU, 64 for a dense model: enough for the tiles to
+/// fill up, and faster there than 256 (BENCHMARKS.md). A mixture of experts there takes as many as
+/// give each expert a list of 16 items on average (the smallest tile's tokens), up to 512: an
+/// expert's weights are dequantized once a chunk for its list, and with 128 experts, 8 a token
+/// (Qwen3-30B-A3B), a chunk of 64 gives each 4.
+pub fn default_batch(gpu: &Gpu, header: &Header) -> u32 {
+    if !gpu.runs_on_cpu() {
+        return 512;
+    }
+    let arch = header.architecture().unwrap_or_default();
+    let count = |key: &str| header.get_u64(&format!("{arch}.{key}")).unwrap_or(0);
+    match (count("expert_count"), count("expert_used_count")) {
+        (n_expert, n_used) if n_expert > 0 && n_used > 0 => {
+            let tokens = (16 * n_expert).div_ceil(n_used).next_power_of_two();
+            tokens.clamp(64, 512) as u32
+        }
+        _ => 64,
     }
 }
 
@@ -50,6 +65,7 @@ impl Default for LoadOptions {
         LoadOptions {
             n_ctx: models::DEFAULT_N_CTX,
             batch: None,
+            min_batch: 0,
             scoring: false,
             per_layer_on_gpu: false,
             pooling: None,

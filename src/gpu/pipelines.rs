@@ -149,8 +149,9 @@ impl PipelineKey {
                 kernel: Kernel::MatmulIdCoop(size),
                 ..key
             },
-            // A tile, named by its workgroup size alone.
-            (Kernel::Matmul(_) | Kernel::MatmulId, None) => key,
+            // A tile, named by its workgroup size alone (the grouped product's has no form on the
+            // matrix cores).
+            (Kernel::Matmul(_) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => key,
             _ => PipelineKey {
                 threads_per_row: Some(kernel.threads_per_row),
                 subgroup_sum: kernel.subgroup_sum,

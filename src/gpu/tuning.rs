@@ -203,20 +203,30 @@ impl MatvecShape {
         }
     }
 
-    /// The shape of a prompt chunk's product over the experts' lists (shaders/matmul_id.wgsl): each
-    /// of `experts` matrices of `rows` rows over the items routed to it in runs of `tokens`.
-    pub fn experts(ty: GgmlType, cols: u32, rows: u32, experts: u32, tokens: u32) -> MatvecShape {
+    /// The shape of a prompt chunk's product in tiles (`Kernel::Matmul`, `MatmulId`, `MatmulGrouped`)
+    /// over runs of `tokens`: `matrices` of `rows` rows each side by side (the experts over their
+    /// lists, the heads of per-head matrices; 1 for a plain product).
+    pub fn chunk(
+        kernel: Kernel,
+        ty: GgmlType,
+        (cols, rows): (u32, u32),
+        matrices: u32,
+        tokens: u32,
+    ) -> MatvecShape {
         MatvecShape {
             tokens,
-            matrices: experts,
-            ..MatvecShape::of(Kernel::MatmulId, ty, cols, rows)
+            matrices,
+            ..MatvecShape::of(kernel, ty, cols, rows)
         }
     }
 
     /// Whether its kernels multiply tiles of rows by tokens (`matmul_tile`, `COOP_TILE`): a prompt
     /// chunk's products.
     pub fn is_tiled(&self) -> bool {
-        matches!(self.kernel, Kernel::Matmul(_) | Kernel::MatmulId)
+        matches!(
+            self.kernel,
+            Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped
+        )
     }
 
     pub fn key(&self) -> String {
@@ -232,6 +242,7 @@ impl MatvecShape {
             Kernel::MatvecId => shape + " experts",
             Kernel::Matmul(store) => shape + " matmul " + store_name(store),
             Kernel::MatmulId => shape + &format!(" matmul experts {}", self.matrices),
+            Kernel::MatmulGrouped => shape + &format!(" matmul grouped {}", self.matrices),
             _ => shape,
         }
     }
@@ -291,7 +302,7 @@ impl MatvecShape {
     /// (32 weights): 16 to 64 threads per row, no more groups of them than the row has blocks.
     /// A matmul's candidates are its tiles (`matmul_tile`), which not every adapter `fits`, and
     /// where the adapter has matrix cores that plans may use (`Gpu::matrix_cores`), the tile on
-    /// them.
+    /// them (but for the grouped product).
     pub fn candidates(
         &self,
         subgroup_size: Option<u32>,
@@ -304,7 +315,9 @@ impl MatvecShape {
                 ..default
             };
             let mut tiles = vec![default, tile(128), tile(256)];
-            tiles.extend(matrix_cores.map(|cores| MatvecKernel {
+            // The grouped product has no form on the matrix cores.
+            let cores = matrix_cores.filter(|_| self.kernel != Kernel::MatmulGrouped);
+            tiles.extend(cores.map(|cores| MatvecKernel {
                 cooperative: Some(cores.size),
                 ..tile(cores.workgroup())
             }));

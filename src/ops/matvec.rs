@@ -6,8 +6,8 @@
 use super::rms_norm::RmsNorm;
 use crate::gguf::GgmlType;
 use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Groups, Kernel, MatvecShape,
-    PipelineKey, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning, XNorm,
+    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Kernel, MatvecShape, Plan,
+    Shape, Stacked, StepInput, Store, TensorPart, Tuning, XNorm,
 };
 
 /// What a product reads: each token's row of x as it is, or as RMSNorm makes it (which the pair
@@ -189,10 +189,8 @@ pub fn push_pairs(
             plan.push_matvec(shape, &buffers, &params);
         } else {
             // The tile is tuned per shape and chunk size (`matmul_tile`).
-            let shape = MatvecShape {
-                tokens: plan.batch,
-                ..MatvecShape::of(Kernel::Matmul(store), w.ty, w.row_len, part.rows)
-            };
+            let kernel = Kernel::Matmul(store);
+            let shape = MatvecShape::chunk(kernel, w.ty, (w.row_len, part.rows), 1, plan.batch);
             plan.push_matvec(shape, &buffers, &params);
         }
     }
@@ -227,7 +225,9 @@ pub fn push_grouped(
     assert!(!accumulate, "the grouped matmul writes y");
     assert!(group_stride.is_multiple_of(4) && w.rows.is_multiple_of(group_rows));
     let groups = w.rows / group_rows;
-    let key = PipelineKey::new(Kernel::MatmulGrouped, Some(w.ty));
+    // The tile is tuned per shape and chunk size, as the plain product's is.
+    let kernel = Kernel::MatmulGrouped;
+    let shape = MatvecShape::chunk(kernel, w.ty, (w.row_len, group_rows), groups, plan.batch);
     let step = plan.step.clone();
     for part in &w.parts {
         let p = GroupedParams {
@@ -240,18 +240,7 @@ pub fn push_grouped(
             x_stride: groups * group_stride / 4,
             y_stride: w.rows,
         };
-        let tile = key.tile().expect("a tiled kernel");
-        let workgroups = Groups::PerTokens {
-            x: group_rows.div_ceil(tile.rows),
-            per: tile.tokens,
-            z: groups,
-        };
-        plan.push(
-            key,
-            &[&part.buffer, x, &step, y],
-            super::params(&p),
-            workgroups,
-        );
+        plan.push_matvec(shape, &[&part.buffer, x, &step, y], super::params(&p));
     }
     plan.weight_bytes += w.bytes();
 }

@@ -221,7 +221,13 @@ fn push_by_expert(
     groups: &wgpu::Buffer,
     y: &wgpu::Buffer,
 ) {
-    let shape = MatvecShape::experts(w.ty, w.row_len, rows, s.n_expert, plan.batch);
+    let shape = MatvecShape::chunk(
+        Kernel::MatmulId,
+        w.ty,
+        (w.row_len, rows),
+        s.n_expert,
+        plan.batch,
+    );
     for part in &w.parts {
         let p = MatmulIdParams {
             rows,

@@ -15,7 +15,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 use wick::chat_template::Extras;
 use wick::embeddings::Pooling;
-use wick::engine::{default_batch, LoadOptions, Profiled, TuneShapes, Tuner};
+use wick::engine::{LoadOptions, Profiled, TuneShapes, Tuner};
 use wick::gguf::{read_end, ByteSource, ReadFuture, SourceError};
 use wick::gpu::{Gpu, KvType, Tuning};
 use wick::openai;
@@ -225,7 +225,7 @@ pub async fn load(
         check_tokens: options.check_tokens.unwrap_or(0),
         kv_cache,
         // An image's tokens go in one prompt run.
-        batch: (projector.as_ref()).map(|(.., tokens)| (*tokens).max(default_batch(&gpu))),
+        min_batch: (projector.as_ref()).map_or(0, |(.., tokens)| *tokens),
         ..Default::default()
     };
     let mut progress = |done: u64, total: u64| {

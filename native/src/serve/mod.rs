@@ -73,9 +73,7 @@ pub fn main(args: ServeArgs) -> Result<()> {
     };
     let gpu = load::gpu()?;
     let options = args.speculation.options(options);
-    let options = args
-        .projector
-        .options(options, &gpu, args.model.batch_size)?;
+    let options = args.projector.options(options, args.model.batch_size)?;
     let mut session = load::session_on(gpu, &args.model, options)?;
     args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
