@@ -13,7 +13,7 @@ use wick::gpu::{
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec_id::{self, Experts, Output};
 use wick::ops::mla::{self, Mla};
-use wick::ops::moe::{self, ExpertBiases, ExpertWeights, MoeBuffers, MoeShape};
+use wick::ops::moe::{self, ExpertBiases, ExpertWeights, ExpertsGateUp, MoeBuffers, MoeShape};
 use wick::ops::moe_route::{self, Gating, RouterBiases};
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
@@ -277,7 +277,11 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
     let mut rng = Rng(17);
     for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
         for (n_tokens, biased) in [(21, false), (21, true), (1, false), (1, true)] {
-            check_experts_block(&gpu, ty, n_tokens, biased, None, &mut rng);
+            check_experts_block(&gpu, ty, (n_tokens, true), biased, None, &mut rng);
+            if !biased {
+                // Gate and up apart, as files whose two differ in type load them.
+                check_experts_block(&gpu, ty, (n_tokens, false), biased, None, &mut rng);
+            }
         }
         // Every tile the tuner may give the experts' products over a chunk (and on the matrix
         // cores, where the adapter has them), over 150 tokens: an expert's list of about 56 items
@@ -289,31 +293,51 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
                 eprintln!("{}: {tile} does not fit this adapter", shape.key());
                 continue;
             }
-            check_experts_block(&gpu, ty, 150, true, Some(tile), &mut rng);
+            check_experts_block(&gpu, ty, (150, true), true, Some(tile), &mut rng);
+        }
+        // Every kernel shape the tuner may give a token's gate, up and activation in one dispatch.
+        let glu = Kernel::MatvecIdGlu(Activation::Silu);
+        let shape = MatvecShape::of(glu, ty, EXPERTS_D, EXPERTS_USED * EXPERTS_D);
+        for kernel in shape.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
+            check_experts_block(&gpu, ty, (1, true), true, Some(kernel), &mut rng);
         }
     }
 }
 
-/// The experts of check_experts_block: how many, and their rows' width (n_embd and n_ff alike).
+/// The experts of check_experts_block: how many, how many a token, and their rows' width (n_embd and
+/// n_ff alike).
 const EXPERTS_N: u32 = 8;
+const EXPERTS_USED: u32 = 3;
 const EXPERTS_D: u32 = 256;
 
-/// One run of the experts' block (a chunk's, unless one token), its products over a chunk in `tile`
-/// where given, against the CPU.
+/// One run of the experts' block over `n_tokens` (a chunk's, unless one), gate and up `interleaved` as
+/// loaded where they share a type (or apart), against the CPU. `tile` is a kernel shape given to the
+/// products over a chunk (a tile), or to a token's gate, up and activation (a matvec's shape).
 fn check_experts_block(
     gpu: &Gpu,
     ty: GgmlType,
-    n_tokens: usize,
+    (n_tokens, interleaved): (usize, bool),
     biased: bool,
     tile: Option<MatvecKernel>,
     rng: &mut Rng,
 ) {
-    let (n_expert, n_used, d, n_ff) = (EXPERTS_N, 3u32, EXPERTS_D, EXPERTS_D);
+    let (n_expert, n_used, d, n_ff) = (EXPERTS_N, EXPERTS_USED, EXPERTS_D, EXPERTS_D);
     let mut tuning = Tuning::default();
-    if let Some(tile) = tile {
-        // gate, up and down are all of this shape.
-        let shape = MatvecShape::chunk(Kernel::MatmulId, ty, (d, n_ff), n_expert, n_tokens as u32);
-        tuning.matvec.insert(shape.key(), tile);
+    match tile {
+        Some(tile) if tile.threads_per_row == 0 => {
+            // Gate and up's shape, interleaved and apart, and down's.
+            for (cols, rows) in [(d, 2 * n_ff), (d, n_ff), (n_ff, d)] {
+                let experts = (Kernel::MatmulId, n_expert, n_tokens as u32);
+                let shape = MatvecShape::chunk(experts.0, ty, (cols, rows), experts.1, experts.2);
+                tuning.matvec.insert(shape.key(), tile);
+            }
+        }
+        Some(kernel) => {
+            let glu = Kernel::MatvecIdGlu(Activation::Silu);
+            let shape = MatvecShape::of(glu, ty, d, n_used * n_ff);
+            tuning.matvec.insert(shape.key(), kernel);
+        }
+        None => {}
     }
     gpu.set_tuning(tuning);
     let g = Gating {
@@ -324,10 +348,23 @@ fn check_experts_block(
         scale: 2.5,
     };
     let part = ty.bytes_for(d as u64).unwrap() * 80 + 4;
-    let (gate, gate_deq) = packed(gpu, ty, n_expert * n_ff, d, part, rng);
-    let (up, up_deq) = packed(gpu, ty, n_expert * n_ff, d, part, rng);
+    let (gate_up, gate_deq, up_deq) = match interleaved {
+        true => {
+            // One tensor, gate's and up's rows in turn (parts of 80 rows hold whole pairs).
+            let (t, deq) = packed(gpu, ty, 2 * n_expert * n_ff, d, part, rng);
+            let rows = deq.chunks(d as usize);
+            let gate = rows.clone().step_by(2).flatten().copied().collect();
+            let up = rows.skip(1).step_by(2).flatten().copied().collect();
+            (ExpertsGateUp::Interleaved(t), gate, up)
+        }
+        false => {
+            let (gate, gate_deq) = packed(gpu, ty, n_expert * n_ff, d, part, rng);
+            let (up, up_deq) = packed(gpu, ty, n_expert * n_ff, d, part, rng);
+            (ExpertsGateUp::Apart { gate, up }, gate_deq, up_deq)
+        }
+    };
     let (down, down_deq) = packed(gpu, ty, n_expert * d, n_ff, part, rng);
-    assert!(gate.parts.len() > 4 && down.parts.len() > 4);
+    assert!(down.parts.len() > 4);
     let logits: Vec<f32> = (rng.vec(n_tokens * n_expert as usize).iter())
         .map(|v| v * 3.0)
         .collect();
@@ -338,6 +375,11 @@ fn check_experts_block(
         [n_expert, n_expert * n_ff, n_expert * n_ff, n_expert * d].map(|n| rng.vec(n as usize));
     let bias_buffers = bias_values.each_ref().map(|b| f32_buffer(gpu, b));
     let bias = |i: usize| biased.then_some(&bias_values[i][..]);
+    // Gate's and up's biases, interleaved as their rows are.
+    let gate_up_bias: Vec<f32> = (bias_values[1].iter().zip(&bias_values[2]))
+        .flat_map(|(&g, &u)| [g, u])
+        .collect();
+    let gate_up_bias = f32_buffer(gpu, &gate_up_bias);
 
     let rows = |label: &str, n: u32| {
         scratch_buffer(gpu, label, (n_tokens as u32 * n) as u64 * 4)
@@ -353,7 +395,7 @@ fn check_experts_block(
     .block_on()
     .unwrap();
     let (gate_out, up_out, hidden) = (
-        rows("gate", n_used * n_ff),
+        rows("gate", 2 * n_used * n_ff),
         rows("up", n_used * n_ff),
         rows("hidden", n_used * n_ff),
     );
@@ -380,12 +422,10 @@ fn check_experts_block(
         activation: Activation::Silu,
     };
     let weights = ExpertWeights {
-        gate: &gate,
-        up: &up,
+        gate_up: &gate_up,
         down: &down,
         biases: biased.then(|| ExpertBiases {
-            gate: &bias_buffers[1],
-            up: &bias_buffers[2],
+            gate_up: &gate_up_bias,
             down: &bias_buffers[3],
         }),
     };
@@ -433,7 +473,12 @@ fn check_experts_block(
     let got = read_back_f32(gpu, &x, want.len()).block_on().unwrap();
     let e = nmse(&got, &want);
     let label = format!(
-        "{ty}, {n_tokens} tokens{}{}",
+        "{ty}, {n_tokens} tokens{}{}{}",
+        if interleaved {
+            ""
+        } else {
+            ", gate and up apart"
+        },
         if biased { ", biased" } else { "" },
         tile.map_or(String::new(), |t| format!(", {t}"))
     );

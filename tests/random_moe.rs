@@ -14,7 +14,8 @@
 //!   by index);
 //! - perplexity over a text against llama.cpp's and the reference's;
 //! - `wick info`'s description of the experts; files whose expert counts disagree, whose top-k exceeds
-//!   the experts, or whose layout is not read, refused with a message naming them.
+//!   the experts, or whose tensors are not of their shapes, refused with a message naming them;
+//! - the converter's fused layout of gate and up read as the two tensors it was made from.
 
 mod common;
 
@@ -27,6 +28,7 @@ use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions};
+use wick::gguf::write::TensorSpec;
 use wick::gguf::{read_header, FileSource, MemorySource, Value};
 use wick::gpu::Gpu;
 
@@ -251,7 +253,7 @@ fn random_moe_bad_files_are_refused() {
             variant(&file, |m, _| set(m, &key("expert_count"), Value::U32(300))),
             "expert_count: 300 experts",
         );
-        // gate and up fused into one tensor, as the converter's --fuse-gate-up-exps writes them.
+        // The converter's fused gate and up (--fuse-gate-up-exps) of gate's shape alone.
         refused(
             variant(&file, |_, t| {
                 for (s, _) in t.iter_mut() {
@@ -270,4 +272,64 @@ fn random_moe_bad_files_are_refused() {
         }),
         "blk.1.ffn_gate_inp_shexp.weight",
     );
+}
+
+/// The converter's fused layout (--fuse-gate-up-exps: a layer's ffn_gate_up_exps holds each expert's
+/// gate rows, then its up rows, and gpt-oss's ffn_gate_up_exps.bias its gate values, then its up
+/// values) reads as the two tensors it is made of: the same logits over a prompt's chunks and a step.
+#[test]
+fn random_moe_fused_gate_up_reads_as_the_two() {
+    let Some(gpu) = gpu() else { return };
+    for family in FAMILIES {
+        let file = path(&golden(family)["records"][1]);
+        let fused = variant(&file, |_, t| {
+            let layers = (0..64).filter(|&i| fuse_gate_up(t, i, "weight")).count();
+            let biases = (0..64).filter(|&i| fuse_gate_up(t, i, "bias")).count();
+            assert!(
+                layers > 0 && (biases == 0 || biases == layers),
+                "{layers} {biases}"
+            );
+        });
+        let plain = FileSource::open(&file).unwrap();
+        let (mut want, mut got) = (load(&gpu, &plain, 64, 16), load(&gpu, &fused, 64, 16));
+        let prompt: Vec<u32> = (0..21).map(|i| (i * 37 + 5) % 200).collect();
+        let close = |a: &[f32], b: &[f32], what: &str| {
+            let diff = (a.iter().zip(b))
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(diff < 1e-5, "{family}, {what}: logits differ by {diff}");
+        };
+        let (a, b) = (
+            want.prefill(&prompt).block_on(),
+            got.prefill(&prompt).block_on(),
+        );
+        close(&a.unwrap(), &b.unwrap(), "the prompt");
+        let (a, b) = (want.step(7, true).block_on(), got.step(7, true).block_on());
+        close(&a.unwrap().unwrap(), &b.unwrap().unwrap(), "a step");
+    }
+}
+
+/// Layer `layer`'s ffn_gate_exps and ffn_up_exps tensors of `kind` ("weight" or "bias") made into the
+/// converter's fused one, their next-to-last dimension doubled: each expert's gate block, then its up
+/// block. Whether the layer had them.
+fn fuse_gate_up(t: &mut Vec<(TensorSpec, Vec<u8>)>, layer: u32, kind: &str) -> bool {
+    let name = |n: &str| format!("blk.{layer}.{n}.{kind}");
+    let Some(u) = t.iter().position(|(s, _)| s.name == name("ffn_up_exps")) else {
+        return false;
+    };
+    let (_, up) = t.remove(u);
+    let (spec, gate) = (t.iter_mut())
+        .find(|(s, _)| s.name == name("ffn_gate_exps"))
+        .unwrap();
+    let n = *spec.dims.last().unwrap() as usize;
+    let block = gate.len() / n;
+    let blocks = |d: &[u8], e: usize| d[e * block..(e + 1) * block].to_vec();
+    let both: Vec<u8> = (0..n)
+        .flat_map(|e| [blocks(gate, e), blocks(&up, e)].concat())
+        .collect();
+    *gate = both;
+    let rows = spec.dims.len() - 2;
+    spec.dims[rows] *= 2;
+    spec.name = name("ffn_gate_up_exps");
+    true
 }

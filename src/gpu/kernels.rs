@@ -23,6 +23,9 @@ pub enum Kernel {
     MatmulIdCoop(u32),
     /// Matvecs over the experts a router chose, by index.
     MatvecId,
+    /// h over the experts a router chose, by index: their gate and up rows interleaved, each pair's
+    /// sums made into h by the activation.
+    MatvecIdGlu(Activation),
     /// Rows of a packed table, dequantized.
     Embed,
     RmsNorm,
@@ -262,6 +265,10 @@ impl Kernel {
             Kernel::MatvecId => {
                 let body = wgsl!("matvec_id.wgsl");
                 return [wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();
+            }
+            Kernel::MatvecIdGlu(act) => {
+                let body = wgsl!("matvec_id_glu.wgsl");
+                return [act.source(), wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();
             }
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),

@@ -240,6 +240,7 @@ impl MatvecShape {
                 shape + " " + store_name(store) + " normed"
             }
             Kernel::MatvecId => shape + " experts",
+            Kernel::MatvecIdGlu(act) => shape + " experts " + store_name(Store::Glu(act)),
             Kernel::Matmul(store) => shape + " matmul " + store_name(store),
             Kernel::MatmulId => shape + &format!(" matmul experts {}", self.matrices),
             Kernel::MatmulGrouped => shape + &format!(" matmul grouped {}", self.matrices),

@@ -6,11 +6,12 @@
 //! (Qwen3.5), whose row rides along with the router's so that one product makes both. Where the file
 //! has them, the router's logits and each expert's gate, up and down are biased (gpt-oss).
 
+use super::loader::interleaving_halves;
 use super::{Loader, Meta};
 use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan, Stacked};
 use crate::ops::glu::{self, Activation, GateUp};
 use crate::ops::matvec::{self, Input};
-use crate::ops::moe::{self, ExpertBiases, ExpertWeights, MoeBuffers, MoeShape};
+use crate::ops::moe::{self, ExpertBiases, ExpertWeights, ExpertsGateUp, MoeBuffers, MoeShape};
 use crate::ops::moe_route::{self, Gating, RouterBiases};
 use crate::ops::sigmoid_gate;
 use crate::Error;
@@ -149,19 +150,17 @@ pub struct Experts {
     router: Stacked,
     /// exp_probs_b: added to the probabilities for choosing only (DeepSeek-V3).
     selection_bias: Option<wgpu::Buffer>,
-    gate: GpuTensor,
-    up: GpuTensor,
+    gate_up: ExpertsGateUp,
     down: GpuTensor,
     biases: Option<Biases>,
     shared: Option<SharedExpert>,
 }
 
-/// ffn_gate_inp.bias (n_expert), then ffn_{gate,up}_exps.bias (n_expert, n_ff) and ffn_down_exps.bias
-/// (n_expert, n_embd).
+/// ffn_gate_inp.bias (n_expert), then ffn_{gate,up}_exps.bias (n_expert, n_ff each) interleaved as the
+/// weights are, (n_expert, 2 n_ff), and ffn_down_exps.bias (n_expert, n_embd).
 struct Biases {
     router: wgpu::Buffer,
-    gate: wgpu::Buffer,
-    up: wgpu::Buffer,
+    gate_up: wgpu::Buffer,
     down: wgpu::Buffer,
 }
 
@@ -253,15 +252,15 @@ impl FeedForward {
             true => Some(l.vector(&bias_name, n).await?),
             false => None,
         };
-        if l.has(&name("ffn_gate_up_exps")) {
-            // The converter's optional fused layout (--fuse-gate-up-exps).
-            return Err(Error::Model(format!(
-                "tensor {} (gate and up experts in one tensor) is not supported yet",
-                name("ffn_gate_up_exps")
-            )));
-        }
-        let gate = l.matrices(&name("ffn_gate_exps"), d, f, n).await?;
-        let up = l.matrices(&name("ffn_up_exps"), d, f, n).await?;
+        // The converter's optional fused layout (--fuse-gate-up-exps), or the two tensors.
+        let fused = name("ffn_gate_up_exps");
+        let gate_up = match l.has(&fused) {
+            true => l.gate_up_experts_fused(&fused, d, f, n).await?,
+            false => {
+                let (gate, up) = (name("ffn_gate_exps"), name("ffn_up_exps"));
+                l.gate_up_experts([&gate, &up], d, f, n).await?
+            }
+        };
         let down = l.matrices(&name("ffn_down_exps"), f, d, n).await?;
         let bias = |t: &str| format!("blk.{i}.{t}.bias");
         let biases = match l.has(&bias("ffn_gate_inp")) {
@@ -272,10 +271,14 @@ impl FeedForward {
                     "layer {i}: a router bias beside a gated shared expert is not supported"
                 )))
             }
+            true if matches!(gate_up, ExpertsGateUp::Apart { .. }) => {
+                return Err(Error::Model(format!(
+                    "layer {i}: experts' biases with gate and up of two types are not supported"
+                )))
+            }
             true => Some(Biases {
                 router: l.vector(&bias("ffn_gate_inp"), n).await?,
-                gate: l.vectors(&bias("ffn_gate_exps"), f, n).await?,
-                up: l.vectors(&bias("ffn_up_exps"), f, n).await?,
+                gate_up: gate_up_biases(l, i, f, n).await?,
                 down: l.vectors(&bias("ffn_down_exps"), d, n).await?,
             }),
         };
@@ -293,8 +296,7 @@ impl FeedForward {
             config: *config,
             router,
             selection_bias,
-            gate,
-            up,
+            gate_up,
             down,
             biases,
             shared,
@@ -354,12 +356,10 @@ impl FeedForward {
             activation: act,
         };
         let weights = ExpertWeights {
-            gate: &e.gate,
-            up: &e.up,
+            gate_up: &e.gate_up,
             down: &e.down,
             biases: e.biases.as_ref().map(|b| ExpertBiases {
-                gate: &b.gate,
-                up: &b.up,
+                gate_up: &b.gate_up,
                 down: &b.down,
             }),
         };
@@ -392,12 +392,12 @@ impl FeedForward {
 pub struct FfnScratch {
     gate_up: wgpu::Buffer,       // (batch, 2 n_ff) gate and up where kept apart
     hidden: wgpu::Buffer,        // (batch, max(n_ff, n_used n_ff_expert, n_ff_shared))
-    gate: wgpu::Buffer,          // (batch, n_used n_ff_expert) the experts' gate per slot
-    up: wgpu::Buffer,            // (batch, n_used n_ff_expert)
+    gate: wgpu::Buffer, // (batch, n_used 2 n_ff_expert) the experts' gate (and up) per slot
+    up: wgpu::Buffer,   // (batch, n_used n_ff_expert)
     router_logits: wgpu::Buffer, // (batch, n_expert + 1)
-    route: wgpu::Buffer,         // (batch, 2 n_used)
-    groups: wgpu::Buffer,        // the chunk's tokens by expert
-    expert_out: wgpu::Buffer,    // (batch, n_used, n_embd) each slot's down, before the sum
+    route: wgpu::Buffer, // (batch, 2 n_used)
+    groups: wgpu::Buffer, // the chunk's tokens by expert
+    expert_out: wgpu::Buffer, // (batch, n_used, n_embd) each slot's down, before the sum
 }
 
 impl FfnScratch {
@@ -419,7 +419,7 @@ impl FfnScratch {
         Ok(FfnScratch {
             gate_up: rows("gate_up", 2 * n_ff.max(n_ff_shared)).await?,
             hidden: rows("hidden", n_ff.max(n_slots).max(n_ff_shared)).await?,
-            gate: rows("expert gate", n_slots).await?,
+            gate: rows("expert gate", 2 * n_slots).await?,
             up: rows("expert up", n_slots).await?,
             router_logits: rows("router_logits", n_expert + 1).await?,
             route: rows("route", 2 * n_used).await?,
@@ -435,4 +435,34 @@ impl FfnScratch {
             },
         })
     }
+}
+
+/// Layer `i`'s experts' gate and up biases (`n` rows of `len` each), their values interleaved as the
+/// weights' rows are: (n, 2 len). From ffn_gate_exps.bias and ffn_up_exps.bias, or the converter's
+/// fused ffn_gate_up_exps.bias (each expert's gate values, then its up values).
+async fn gate_up_biases(
+    l: &mut Loader<'_>,
+    i: u32,
+    len: u32,
+    n: u32,
+) -> Result<wgpu::Buffer, Error> {
+    let bias = |t: &str| format!("blk.{i}.{t}.bias");
+    let floats = 2 * len as usize * n as usize;
+    let fused = bias("ffn_gate_up_exps");
+    if l.has(&fused) {
+        let order = interleaving_halves(len, n);
+        let interleave =
+            move |read: Vec<Vec<f32>>| order.iter().map(|&j| read[0][j as usize]).collect();
+        return l
+            .floats(&fused, &[(&fused, &[2 * len, n])], floats, interleave)
+            .await;
+    }
+    let (gate, up) = (bias("ffn_gate_exps"), bias("ffn_up_exps"));
+    let shape: &[u32] = &[len, n];
+    let interleave = |read: Vec<Vec<f32>>| {
+        let (g, u) = (&read[0], &read[1]);
+        g.iter().zip(u).flat_map(|(&g, &u)| [g, u]).collect()
+    };
+    l.floats(&gate, &[(&gate, shape), (&up, shape)], floats, interleave)
+        .await
 }

@@ -10,6 +10,7 @@ use crate::gpu::{
     read_f32, read_failed, scratch_buffer, Fill, Gpu, GpuTensor, KvType, Shape, Stacked,
 };
 use crate::ops::glu::GateUp;
+use crate::ops::moe::ExpertsGateUp;
 use crate::Error;
 use std::sync::Arc;
 
@@ -152,18 +153,62 @@ impl<'a> Loader<'a> {
                 self.stacked(&names, cols, &[rows, rows]).await?,
             ));
         }
-        check_row_len(g)?;
+        Ok(GateUp::Interleaved(self.interleaved([g, u]).await?))
+    }
+
+    /// A mixture of experts' gate and up (`n` matrices of `rows` rows of `cols` weights each,
+    /// stacked): their rows interleaved where their types agree (`ExpertsGateUp`), each as it is
+    /// otherwise.
+    pub async fn gate_up_experts(
+        &mut self,
+        [gate, up]: [&str; 2],
+        cols: u32,
+        rows: u32,
+        n: u32,
+    ) -> Result<ExpertsGateUp, Error> {
+        let dims = [cols, rows, n];
+        let (g, u) = (self.info(gate, &dims)?, self.info(up, &dims)?);
+        if g.ty != u.ty {
+            return Ok(ExpertsGateUp::Apart {
+                gate: self.matrices(gate, cols, rows, n).await?,
+                up: self.matrices(up, cols, rows, n).await?,
+            });
+        }
+        Ok(ExpertsGateUp::Interleaved(self.interleaved([g, u]).await?))
+    }
+
+    /// The converter's fused gate and up experts (ffn_gate_up_exps, `n` matrices of 2 `rows` rows:
+    /// each expert's gate rows, then its up rows), loaded with their rows interleaved as
+    /// `gate_up_experts` interleaves two tensors.
+    pub async fn gate_up_experts_fused(
+        &mut self,
+        name: &str,
+        cols: u32,
+        rows: u32,
+        n: u32,
+    ) -> Result<ExpertsGateUp, Error> {
+        let t = self.info(name, &[cols, 2 * rows, n])?;
+        let order = interleaving_halves(rows, n);
+        Ok(ExpertsGateUp::Interleaved(
+            self.upload(&[(t, Some(&order))]).await?,
+        ))
+    }
+
+    /// Two tensors of one type and shape as one, their rows taken in turn: row 0 of each, then row 1
+    /// of each, ...
+    async fn interleaved(&mut self, [a, b]: [&'a TensorInfo; 2]) -> Result<GpuTensor, Error> {
+        check_row_len(a)?;
         let max_part = self.gpu.max_binding();
         let (tensor, fill) = GpuTensor::allocate_interleaved(
             &self.gpu,
             self.meta.header,
             self.source,
-            [g, u],
+            [a, b],
             max_part,
         )
         .await?;
         self.fills.push(Pending::Tensor(fill));
-        Ok(GateUp::Interleaved(tensor))
+        Ok(tensor)
     }
 
     /// A gated feed-forward block's gate and up as one matrix of `2 rows` rows, gate's first (Phi-3's
@@ -175,7 +220,7 @@ impl<'a> Loader<'a> {
         rows: u32,
     ) -> Result<GateUp, Error> {
         let t = self.info(name, &[cols, 2 * rows])?;
-        let order: Vec<u32> = (0..rows).flat_map(|r| [r, rows + r]).collect();
+        let order = interleaving_halves(rows, 1);
         Ok(GateUp::Interleaved(
             self.upload(&[(t, Some(&order))]).await?,
         ))
@@ -365,4 +410,12 @@ fn check_row_len(info: &TensorInfo) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// The order that interleaves the halves of each of `n` blocks of 2 `rows` rows (gate's rows, then
+/// up's): block b's rows r and `rows` + r become rows 2 (b rows + r) and 2 (b rows + r) + 1.
+pub fn interleaving_halves(rows: u32, n: u32) -> Vec<u32> {
+    let block =
+        move |b: u32| (0..rows).flat_map(move |r| [2 * rows * b + r, 2 * rows * b + rows + r]);
+    (0..n).flat_map(block).collect()
 }

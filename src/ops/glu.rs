@@ -15,6 +15,7 @@ struct Params {
     u_offset: u32,
     g_stride: u32,
     u_stride: u32,
+    spacing: u32,
 }
 
 /// Adds `h = act(g) * u` to the plan for each token row. g, u, h: (batch, n) f32.
@@ -38,14 +39,44 @@ pub fn push_rows(
     (u, u_offset, u_stride): (&wgpu::Buffer, u32, u32),
     (h, n): (&wgpu::Buffer, u32),
 ) {
-    let step = plan.step.clone();
     let p = Params {
         n,
         g_offset,
         u_offset,
         g_stride,
         u_stride,
+        spacing: 1,
     };
+    push_params(plan, act, (g, u, h), p);
+}
+
+/// Adds h = act(g) * u for each token row, from gate's and up's values interleaved in `gate_up`
+/// (rows of 2 `n` values: g at even places, u at odd) into `h` (rows of `n`).
+pub fn push_interleaved(
+    plan: &mut Plan,
+    act: Activation,
+    gate_up: &wgpu::Buffer,
+    (h, n): (&wgpu::Buffer, u32),
+) {
+    let p = Params {
+        n,
+        g_offset: 0,
+        u_offset: 1,
+        g_stride: 2 * n,
+        u_stride: 2 * n,
+        spacing: 2,
+    };
+    push_params(plan, act, (gate_up, gate_up, h), p);
+}
+
+fn push_params(
+    plan: &mut Plan,
+    act: Activation,
+    (g, u, h): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    p: Params,
+) {
+    let n = p.n;
+    let step = plan.step.clone();
     plan.push(
         PipelineKey::new(Kernel::Glu(act), None),
         &[g, u, h, &step],

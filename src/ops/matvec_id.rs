@@ -1,6 +1,7 @@
-//! Matvecs over the experts a router chose, read by index (shaders/matvec_id.wgsl).
+//! Matvecs over the experts a router chose, read by index (shaders/matvec_id.wgsl), and h made
+//! straight from gate's and up's rows interleaved (shaders/matvec_id_glu.wgsl).
 
-use crate::gpu::{GpuTensor, Kernel, MatvecShape, Plan};
+use crate::gpu::{Activation, GpuTensor, Kernel, MatvecShape, Plan};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -36,6 +37,10 @@ pub enum Output {
     PerSlot,
     /// y[r] += sum_s weight_s (W_{e_s} x_s + b_{e_s})[r]
     WeightedSum,
+    /// y[s * rows + r] = glu(z[2 r], z[2 r + 1]), z = W_{e_s} x + b_{e_s}: W holds gate's and up's
+    /// rows interleaved, 2 rows for each of an expert's `rows` values of h (and b likewise); every
+    /// slot reads the one x.
+    Glu(Activation),
 }
 
 /// Adds the chosen experts' matvecs: slot s reads x from float s * `x_slot_stride` (0: all one x).
@@ -50,9 +55,13 @@ pub fn push(
 ) {
     assert!(x_slot_stride.is_multiple_of(4));
     let items = match output {
-        Output::PerSlot => experts.rows * experts.n_slots,
+        Output::PerSlot | Output::Glu(_) => experts.rows * experts.n_slots,
         Output::WeightedSum => experts.rows,
     };
+    if let Output::Glu(act) = output {
+        assert_eq!(x_slot_stride, 0, "every slot's gate and up read the one x");
+        return push_glu(plan, w, experts, act, x, y, items);
+    }
     // A matvec shape of its own: the tuner times its kernel shapes as it does the dense ones'
     // (threads per row, workgroup, the sum by subgroup, the K-quants' block form).
     let shape = MatvecShape::of(Kernel::MatvecId, w.ty, w.row_len, items);
@@ -77,8 +86,55 @@ pub fn push(
     plan.weight_bytes += w.bytes() * experts.n_slots as u64 / n_expert.max(1);
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct GluParams {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    first_row: u32,
+    part_rows: u32,
+    n_slots: u32,
+    has_bias: u32,
+}
+
+/// `Output::Glu`'s dispatches: `items` values of h, each from a pair of W's rows.
+fn push_glu(
+    plan: &mut Plan,
+    w: &GpuTensor,
+    experts: &Experts,
+    act: Activation,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    items: u32,
+) {
+    let shape = MatvecShape::of(Kernel::MatvecIdGlu(act), w.ty, w.row_len, items);
+    for part in &w.parts {
+        assert!(
+            part.first_row % 2 == 0 && part.rows % 2 == 0,
+            "{}: a part splits a pair of rows",
+            w.name
+        );
+        let p = GluParams {
+            rows: experts.rows,
+            cols: w.row_len,
+            row_bytes: w.row_bytes,
+            first_row: part.first_row,
+            part_rows: part.rows,
+            n_slots: experts.n_slots,
+            has_bias: experts.bias.is_some() as u32,
+        };
+        let bias = experts.bias.unwrap_or(experts.route);
+        let buffers = [&part.buffer, x, h, experts.route, bias];
+        plan.push_matvec(shape, &buffers, super::params(&p));
+    }
+    let n_expert = (w.rows / (2 * experts.rows)) as u64;
+    plan.weight_bytes += w.bytes() * experts.n_slots as u64 / n_expert.max(1);
+}
+
 /// CPU reference. `w`: (n_expert * rows, cols) dequantized, where rows is y's length (WeightedSum) or
-/// y's length / the slots (PerSlot); `bias`: (n_expert * rows), if any; `ids`, `weights`: the route.
+/// y's length / the slots (PerSlot); (n_expert * 2 rows, cols), gate's and up's rows interleaved, for
+/// Glu; `bias`: a row per row of `w`, if any; `ids`, `weights`: the route.
 pub fn reference(
     (w, bias): (&[f32], Option<&[f32]>),
     cols: usize,
@@ -89,18 +145,22 @@ pub fn reference(
     output: Output,
 ) {
     let rows = match output {
-        Output::PerSlot => y.len() / ids.len(),
+        Output::PerSlot | Output::Glu(_) => y.len() / ids.len(),
         Output::WeightedSum => y.len(),
     };
     for (s, &e) in ids.iter().enumerate() {
         let xs = &x[s * x_slot_stride..s * x_slot_stride + cols];
+        // Row g of the stacked tensor, times x, plus its bias.
+        let z = |g: usize| {
+            let row = &w[g * cols..][..cols];
+            row.iter().zip(xs).map(|(a, b)| a * b).sum::<f32>() + bias.map_or(0.0, |b| b[g])
+        };
         for r in 0..rows {
-            let row = &w[(e as usize * rows + r) * cols..][..cols];
-            let dot: f32 = row.iter().zip(xs).map(|(a, b)| a * b).sum::<f32>()
-                + bias.map_or(0.0, |b| b[e as usize * rows + r]);
+            let g = e as usize * rows + r;
             match output {
-                Output::PerSlot => y[s * rows + r] = dot,
-                Output::WeightedSum => y[r] += weights[s] * dot,
+                Output::PerSlot => y[s * rows + r] = z(g),
+                Output::WeightedSum => y[r] += weights[s] * z(g),
+                Output::Glu(act) => y[s * rows + r] = act.glu(z(2 * g), z(2 * g + 1)),
             }
         }
     }

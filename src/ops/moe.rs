@@ -1,6 +1,7 @@
 //! A mixture-of-experts feed-forward block after its router (ops::moe_route): the chosen experts' gate
 //! and up, the gated activation, down, and the sum of their outputs by weight into the residual. One
-//! token reads its experts by index (shaders/matvec_id.wgsl). A prompt's chunk first lists its tokens by
+//! token reads its experts by index (shaders/matvec_id.wgsl; gate, up and the activation in one
+//! dispatch, shaders/matvec_id_glu.wgsl, where gate and up are interleaved). A prompt's chunk first lists its tokens by
 //! the expert they were routed to (shaders/moe_group.wgsl), then runs each expert once over its list as a
 //! tiled matrix product (shaders/matmul_id.wgsl, or matmul_id_coop.wgsl on matrix cores), so an
 //! expert's weights are dequantized once for a tile of its tokens rather than once per token, and sums
@@ -13,20 +14,30 @@ use super::glu::{self, Activation};
 use super::matvec_id::{self, Experts, Output};
 use crate::gpu::{GpuTensor, Groups, Kernel, MatvecShape, PipelineKey, Plan};
 
-/// The stacked experts' matrices: n_expert * n_ff rows of n_embd (gate, up), n_expert * n_embd rows of
-/// n_ff (down); and each expert's biases after them where the model has them (gpt-oss).
+/// The stacked experts' matrices: gate and up as loaded (n_expert * n_ff rows of n_embd each), down
+/// (n_expert * n_embd rows of n_ff); and each expert's biases where the model has them (gpt-oss).
 pub struct ExpertWeights<'a> {
-    pub gate: &'a GpuTensor,
-    pub up: &'a GpuTensor,
+    pub gate_up: &'a ExpertsGateUp,
     pub down: &'a GpuTensor,
     pub biases: Option<ExpertBiases<'a>>,
 }
 
-/// (n_expert, n_ff) for gate and up, (n_expert, n_embd) for down.
+/// The experts' gate and up, as loaded.
+pub enum ExpertsGateUp {
+    /// Of one type, their rows interleaved: expert e's gate row r, then its up row r, at rows
+    /// 2 (e n_ff + r) and 2 (e n_ff + r) + 1. A token's h comes out of one dispatch
+    /// (`matvec_id::Output::Glu`), a chunk's out of one product over the experts' lists and the
+    /// activation.
+    Interleaved(GpuTensor),
+    /// Of two types, each stacked apart.
+    Apart { gate: GpuTensor, up: GpuTensor },
+}
+
+/// (n_expert, 2 n_ff): gate's and up's biases interleaved as their weights are (the experts have
+/// biases only with gate and up of one type); (n_expert, n_embd) for down.
 #[derive(Clone, Copy)]
 pub struct ExpertBiases<'a> {
-    pub gate: &'a wgpu::Buffer,
-    pub up: &'a wgpu::Buffer,
+    pub gate_up: &'a wgpu::Buffer,
     pub down: &'a wgpu::Buffer,
 }
 
@@ -36,8 +47,10 @@ pub struct MoeBuffers<'a> {
     pub route: &'a wgpu::Buffer,
     /// `groups_len` u32: each expert's tokens (a run of more than one token).
     pub groups: &'a wgpu::Buffer,
-    /// (batch, n_used * n_ff) each: gate's and up's outputs per slot, and the activation.
+    /// (batch, n_used * 2 n_ff): gate's and up's outputs per slot, interleaved as their weights are;
+    /// gate's alone, in the first half, where up is apart.
     pub gate: &'a wgpu::Buffer,
+    /// (batch, n_used * n_ff) each: up's outputs per slot where it is apart, and the activation.
     pub up: &'a wgpu::Buffer,
     pub hidden: &'a wgpu::Buffer,
     /// (batch, n_used * n_embd): each slot's down output before the sum (a run of more than one
@@ -105,8 +118,8 @@ pub fn push(
     }
 }
 
-/// One token: its experts read by index, each product with its expert's bias, down's outputs summed
-/// by weight straight into x.
+/// One token: its experts read by index, h made in one dispatch where gate and up are interleaved, each
+/// product with its expert's bias, down's outputs summed by weight straight into x.
 fn push_token(
     plan: &mut Plan,
     s: &MoeShape,
@@ -115,36 +128,31 @@ fn push_token(
     b: &MoeBuffers,
     x: &wgpu::Buffer,
 ) {
-    let gate = Experts {
-        rows: s.n_ff,
+    let experts = |rows, bias| Experts {
+        rows,
         n_slots: s.n_used,
         route: b.route,
-        bias: w.biases.map(|b| b.gate),
+        bias,
     };
-    matvec_id::push(plan, w.gate, &gate, xn, 0, b.gate, Output::PerSlot);
-    let up = Experts {
-        bias: w.biases.map(|b| b.up),
-        ..gate
-    };
-    matvec_id::push(plan, w.up, &up, xn, 0, b.up, Output::PerSlot);
-    push_hidden(plan, s, b);
-    let down = Experts {
-        rows: s.n_embd,
-        bias: w.biases.map(|b| b.down),
-        ..gate
-    };
-    matvec_id::push(
-        plan,
-        w.down,
-        &down,
-        b.hidden,
-        s.n_ff,
-        x,
-        Output::WeightedSum,
-    );
+    match w.gate_up {
+        ExpertsGateUp::Interleaved(gate_up) => {
+            let gate_up_experts = experts(s.n_ff, w.biases.map(|b| b.gate_up));
+            let glu = Output::Glu(s.activation);
+            matvec_id::push(plan, gate_up, &gate_up_experts, xn, 0, b.hidden, glu);
+        }
+        ExpertsGateUp::Apart { gate, up } => {
+            let apart = experts(s.n_ff, None);
+            matvec_id::push(plan, gate, &apart, xn, 0, b.gate, Output::PerSlot);
+            matvec_id::push(plan, up, &apart, xn, 0, b.up, Output::PerSlot);
+            push_hidden(plan, s, b);
+        }
+    }
+    let down = experts(s.n_embd, w.biases.map(|b| b.down));
+    let sum = Output::WeightedSum;
+    matvec_id::push(plan, w.down, &down, b.hidden, s.n_ff, x, sum);
 }
 
-/// The gated activation of each slot's gate and up, into h.
+/// The gated activation of each slot's gate and up (apart), into h.
 fn push_hidden(plan: &mut Plan, s: &MoeShape, b: &MoeBuffers) {
     let n_hidden = s.n_used * s.n_ff;
     glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
@@ -175,16 +183,24 @@ fn push_chunk(
         super::params(&p),
         [1, 1, 1],
     );
-    push_by_expert(plan, s, (w.gate, s.n_ff), (xn, false), b.groups, b.gate);
-    push_by_expert(plan, s, (w.up, s.n_ff), (xn, false), b.groups, b.up);
-    let route = b.route;
-    let n_used = s.n_used;
-    if let Some(biases) = &w.biases {
-        let rows = Rows::PerSlot { n_used, route };
-        bias::push(plan, biases.gate, rows, b.gate, s.n_ff);
-        bias::push(plan, biases.up, rows, b.up, s.n_ff);
+    let (route, n_used) = (b.route, s.n_used);
+    match w.gate_up {
+        ExpertsGateUp::Interleaved(gate_up) => {
+            let both = (gate_up, 2 * s.n_ff);
+            push_by_expert(plan, s, both, (xn, false), b.groups, b.gate);
+            if let Some(biases) = &w.biases {
+                let rows = Rows::PerSlot { n_used, route };
+                bias::push(plan, biases.gate_up, rows, b.gate, 2 * s.n_ff);
+            }
+            let hidden = (b.hidden, n_used * s.n_ff);
+            glu::push_interleaved(plan, s.activation, b.gate, hidden);
+        }
+        ExpertsGateUp::Apart { gate, up } => {
+            push_by_expert(plan, s, (gate, s.n_ff), (xn, false), b.groups, b.gate);
+            push_by_expert(plan, s, (up, s.n_ff), (xn, false), b.groups, b.up);
+            push_hidden(plan, s, b);
+        }
     }
-    push_hidden(plan, s, b);
     push_by_expert(
         plan,
         s,
