@@ -223,11 +223,12 @@ impl Engine {
         // load (every one empty), each candidate would time workgroups that leave at once.
         let over_experts =
             matches!(timing.shape, Tunable::Matvec(m) if m.kernel == Kernel::MatmulId);
-        // A recurrence's runs rewrite its layer's state, which the sequence goes on from.
-        let held = match timing.shape {
-            Tunable::Recurrence(_) => self.hold_states().await?,
-            Tunable::Matvec(_) if over_experts => self.hold_states().await?,
-            Tunable::Matvec(_) => Vec::new(),
+        // A recurrence's runs, and the plan's run up to the experts, rewrite the layers' states,
+        // which the sequence goes on from.
+        let rewrites_states = over_experts || matches!(timing.shape, Tunable::Recurrence(_));
+        let held = match rewrites_states {
+            true => self.hold_states().await?,
+            false => Vec::new(),
         };
         if over_experts {
             let mut enc = self.gpu.device.create_command_encoder(&Default::default());

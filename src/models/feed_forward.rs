@@ -392,12 +392,12 @@ impl FeedForward {
 pub struct FfnScratch {
     gate_up: wgpu::Buffer,       // (batch, 2 n_ff) gate and up where kept apart
     hidden: wgpu::Buffer,        // (batch, max(n_ff, n_used n_ff_expert, n_ff_shared))
-    gate: wgpu::Buffer, // (batch, n_used 2 n_ff_expert) the experts' gate (and up) per slot
-    up: wgpu::Buffer,   // (batch, n_used n_ff_expert)
+    gate: wgpu::Buffer,          // (batch, n_used 2 n_ff_expert) experts' gate and up per slot
+    up: wgpu::Buffer,            // (batch, n_used n_ff_expert) up, where apart
     router_logits: wgpu::Buffer, // (batch, n_expert + 1)
-    route: wgpu::Buffer, // (batch, 2 n_used)
-    groups: wgpu::Buffer, // the chunk's tokens by expert
-    expert_out: wgpu::Buffer, // (batch, n_used, n_embd) each slot's down, before the sum
+    route: wgpu::Buffer,         // (batch, 2 n_used)
+    groups: wgpu::Buffer,        // the chunk's tokens by expert
+    expert_out: wgpu::Buffer,    // (batch, n_used, n_embd) each slot's down, before the sum
 }
 
 impl FfnScratch {
