@@ -8,7 +8,7 @@
 
 const SUBS: u32 = BLOCK_LEN / 32u;
 
-var<workgroup> w_tile: array<vec4<f32>, 8u * TM>; // [8 vec4 of one 32-weight step][TM rows]
+var<workgroup> w_tile: array<vec4<f32>, 8u * TM>; // [8 vec4 of one 32-weight step][TM slots]
 var<workgroup> x_tile: array<vec4<f32>, 8u * TN>; // [8 vec4][TN tokens]
 var<workgroup> x_rows: array<u32, TN>;            // the vec4 where each token's row of X starts
 
@@ -21,13 +21,26 @@ fn tile_tokens(t: u32) -> u32 {
     return (t / (TM / RB)) * 4u;
 }
 
+// Where tile row j's weights lie in w_tile: row r of each thread's block is slot r * (TM / RB) + the
+// thread's place, so that neighbouring threads read neighbouring vec4s (in their RB-row blocks, they
+// would read vec4s RB apart, which a GPU's banks of workgroup memory serve one at a time). The
+// threads that dequantize store slot by slot instead, once per step.
+fn tile_slot(j: u32) -> u32 {
+    return (j % RB) * (TM / RB) + j / RB;
+}
+
+fn slot_row(s: u32) -> u32 {
+    return (s % (TM / RB)) * RB + s / (TM / RB);
+}
+
 // acc[r][n] for thread t's 4 rows and 4 tokens: tile row j in [lo, hi) is the bound W's row
 // first + j - lo, other rows are zero; tokens past `tokens` are zero. Call from uniform control flow.
 fn multiply_tile(t: u32, lo: u32, hi: u32, first: u32, tokens: u32) -> array<vec4<f32>, RB> {
     let my_rows = tile_rows(t);
     let my_tokens = tile_tokens(t);
-    // The row this thread dequantizes, and which of its step's 8 vec4 it keeps.
-    let j = t % TM;
+    // The row this thread dequantizes (into slot t % TM), and which of its step's 8 vec4 it keeps.
+    let slot = t % TM;
+    let j = slot_row(slot);
     let per_thread = 8u / (WG / TM);
     let kept = (t / TM) * per_thread;
     var acc: array<vec4<f32>, RB>;
@@ -36,11 +49,11 @@ fn multiply_tile(t: u32, lo: u32, hi: u32, first: u32, tokens: u32) -> array<vec
             let row = first + j - lo;
             var w = dequant32(row * P.row_bytes + (c / SUBS) * BLOCK_BYTES, c % SUBS);
             for (var i = kept; i < kept + per_thread; i++) {
-                w_tile[i * TM + j] = w[i];
+                w_tile[i * TM + slot] = w[i];
             }
         } else {
             for (var i = kept; i < kept + per_thread; i++) {
-                w_tile[i * TM + j] = vec4<f32>(0.0);
+                w_tile[i * TM + slot] = vec4<f32>(0.0);
             }
         }
         // The tokens' x for the same 32 columns: 8 vec4 per token.
@@ -62,7 +75,7 @@ fn multiply_tile(t: u32, lo: u32, hi: u32, first: u32, tokens: u32) -> array<vec
             let x2 = x_tile[i * TN + my_tokens + 2u];
             let x3 = x_tile[i * TN + my_tokens + 3u];
             for (var r = 0u; r < RB; r++) {
-                let w = w_tile[i * TM + my_rows + r];
+                let w = w_tile[i * TM + tile_slot(my_rows + r)];
                 acc[r] += vec4<f32>(dot(w, x0), dot(w, x1), dot(w, x2), dot(w, x3));
             }
         }

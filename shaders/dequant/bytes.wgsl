@@ -1,44 +1,37 @@
-// Reads of packed weights at any byte address. `W` is the kernel's weight binding: the tensor's GGUF
-// blocks as they sit in the file, viewed as u32 words. Blocks of 18, 22 or 34 bytes are not word aligned,
-// so a value may straddle two words.
+// Reads of packed weights. `W` is the kernel's weight binding: the tensor's GGUF blocks viewed as u32
+// words, every word a kernel reads aligned. Blocks of 17, 18, 22, 34 or 210 bytes come regrouped
+// (src/gpu/regroup.rs): in groups whose first word holds the group's heads (each block's f16 scale, or
+// MXFP4's exponent byte), its blocks' bodies of whole words after it. A block keeps the address `b` of
+// the file's layout; head_at and body_at find its parts.
 
 fn w_u32(addr: u32) -> u32 {
-    let word = addr >> 2u;
-    let shift = (addr & 3u) * 8u;
-    if (shift == 0u) {
-        return W[word];
-    }
-    return (W[word] >> shift) | (W[word + 1u] << (32u - shift));
+    return W[addr >> 2u];
 }
 
-// Four or eight consecutive words from any byte address, in one load more than words: where the address
-// is not word aligned, w_u32 would take two loads for each. Each load serves two neighbouring words.
 fn w_words4(addr: u32) -> array<u32, 4> {
-    var out: array<u32, 4>;
-    var next = W[addr >> 2u];
-    for (var i = 0u; i < 4u; i++) {
-        let cur = next;
-        next = W[(addr >> 2u) + i + 1u];
-        out[i] = funnel(cur, next, addr);
-    }
-    return out;
+    let a = addr >> 2u;
+    return array<u32, 4>(W[a], W[a + 1u], W[a + 2u], W[a + 3u]);
 }
 
 fn w_words8(addr: u32) -> array<u32, 8> {
     var out: array<u32, 8>;
-    var next = W[addr >> 2u];
     for (var i = 0u; i < 8u; i++) {
-        let cur = next;
-        next = W[(addr >> 2u) + i + 1u];
-        out[i] = funnel(cur, next, addr);
+        out[i] = W[(addr >> 2u) + i];
     }
     return out;
 }
 
-// The word at byte `addr` from the aligned words `cur` and `next` that hold it.
-fn funnel(cur: u32, next: u32, addr: u32) -> u32 {
-    let shift = (addr & 3u) * 8u;
-    return select(cur, (cur >> shift) | (next << (32u - shift)), shift != 0u);
+// A regrouped block's body: the word after the group's heads, then the bodies of the blocks before it
+// in the group. Block i of a group lies i * head_bytes past a word, so b | 3 is the word's last byte
+// before its body.
+fn body_at(b: u32) -> u32 {
+    return (b | 3u) + 1u;
+}
+
+// A regrouped block's head, of `head_bytes` bytes (1 or 2): in the group's first word, in the block's
+// place (b % 4 / head_bytes) in the group.
+fn head_at(b: u32, head_bytes: u32) -> u32 {
+    return b - ((b & 3u) / head_bytes) * (BLOCK_BYTES - head_bytes);
 }
 
 // At an even address (every f16 of every block type is): one load.

@@ -1,12 +1,13 @@
 // MXFP4, 17 bytes: e (an E8M0 exponent), then 16 bytes of 4-bit E2M1 codes packed as in Q4_0 (weight
 // j < 16 in the low nibble of byte j, weight j + 16 in its high nibble). w = code value * 2^(e - 128),
 // the code values doubled (0, 1, 2, 3, 4, 6, 8, 12; the high bit is the sign) so that they are integers.
+// Regrouped in fours (bytes.wgsl): e at head_at, the codes at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 17u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    let d = e8m0_half(w_u8(b));
-    let qs = w_words4(b + 1u);
+    let d = e8m0_half(w_u8(head_at(b, 1u)));
+    let qs = w_words4(body_at(b));
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 4u; i++) {
         out[i] = e2m1_doubled(qs[i], 0u) * d;
@@ -41,7 +42,7 @@ fn part_x4(part: u32, j: u32) -> u32 {
 }
 
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let d = e8m0_half(w_u8(b));
-    let q = w_u32(b + 1u + 4u * part);
+    let d = e8m0_half(w_u8(head_at(b, 1u)));
+    let q = w_u32(body_at(b) + 4u * part);
     return array<vec4<f32>, PART_X4>(e2m1_doubled(q, 0u) * d, e2m1_doubled(q, 4u) * d);
 }

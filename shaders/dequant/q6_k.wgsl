@@ -1,7 +1,8 @@
 // Q6_K, 210 bytes for 256 weights: 128 bytes of low nibbles (ql), 64 bytes of high 2-bit pairs (qh),
 // 16 signed 8-bit scales (one per 16 weights), d (f16). The block is two halves of 128 weights; within
 // half n, quarter k (32 weights) takes nibble k/2 of ql[64n + 32(k%2) + l] and bits 2k of qh[32n + l];
-// w = d * scale * (q - 32). Blocks are 2-byte aligned.
+// w = d * scale * (q - 32). Regrouped in pairs (bytes.wgsl): d at head_at, the rest (ql, qh, scales)
+// at body_at, which the functions below take as the block's start.
 const BLOCK_LEN: u32 = 256u;
 const BLOCK_BYTES: u32 = 210u;
 // Threads that share a block in row_dot_parts.wgsl, and the vec4s of weights each takes.
@@ -15,20 +16,22 @@ struct Q6Scales {
 }
 
 fn block_at(b: u32) -> Q6Scales {
-    let s = w_words4(b + 192u);
-    return Q6Scales(w_f16(b + 208u), vec4<u32>(s[0], s[1], s[2], s[3]));
+    let s = w_words4(body_at(b) + 192u);
+    return Q6Scales(w_f16(head_at(b, 2u)), vec4<u32>(s[0], s[1], s[2], s[3]));
 }
 
 fn block_dequant32(k: Q6Scales, b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    return q6_dequant32(b, sub, k.d, k.scales[sub / 2u]);
+    return q6_dequant32(body_at(b), sub, k.d, k.scales[sub / 2u]);
 }
 
 // One sub-block needs only its word of scales.
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    return q6_dequant32(b, sub, w_f16(b + 208u), w_u32(b + 192u + 4u * (sub / 2u)));
+    let body = body_at(b);
+    return q6_dequant32(body, sub, w_f16(head_at(b, 2u)), w_u32(body + 192u + 4u * (sub / 2u)));
 }
 
-// Sub-block `sub` of the block at `b`, its two scales in the low or high half of `scale_word`.
+// Sub-block `sub` of the block whose body is at `b`, its two scales in the low or high half of
+// `scale_word`.
 fn q6_dequant32(b: u32, sub: u32, d: f32, scale_word: u32) -> array<vec4<f32>, 8> {
     let n = sub / 4u;
     let k = sub % 4u;
@@ -51,10 +54,11 @@ fn q6_dequant32(b: u32, sub: u32, d: f32, scale_word: u32) -> array<vec4<f32>, 8
 // and 2 (low and high nibbles), one for 1 and 3, and one of qh. A quarter's four weights share a scale.
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
     let k = block_at(b);
+    let body = body_at(b);
     let n = part / 8u;
     let l0 = 4u * (part % 8u);
-    let ql = vec2<u32>(w_u32(b + 64u * n + l0), w_u32(b + 64u * n + 32u + l0));
-    let qh = w_u32(b + 128u + 32u * n + l0);
+    let ql = vec2<u32>(w_u32(body + 64u * n + l0), w_u32(body + 64u * n + 32u + l0));
+    let qh = w_u32(body + 128u + 32u * n + l0);
     var out: array<vec4<f32>, 4>;
     for (var q = 0u; q < 4u; q++) {
         let s = 8u * n + 2u * q + l0 / 16u;

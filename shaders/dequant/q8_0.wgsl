@@ -1,10 +1,11 @@
-// Q8_0, 34 bytes: d (f16), 32 signed bytes; w = d * q.
+// Q8_0, 34 bytes: d (f16), 32 signed bytes; w = d * q. Regrouped in pairs (bytes.wgsl): d at head_at,
+// the quants at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 34u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    let d = w_f16(b);
-    let q = w_words8(b + 2u);
+    let d = w_f16(head_at(b, 2u));
+    let q = w_words8(body_at(b));
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 8u; i++) {
         out[i] = sbytes(q[i]) * d;
@@ -23,7 +24,7 @@ fn part_x4(part: u32, j: u32) -> u32 {
 }
 
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let d = w_f16(b);
-    let at = b + 2u + 4u * part;
+    let d = w_f16(head_at(b, 2u));
+    let at = body_at(b) + 4u * part;
     return array<vec4<f32>, PART_X4>(sbytes(w_u32(at)) * d, sbytes(w_u32(at + 16u)) * d);
 }

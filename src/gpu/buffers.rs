@@ -1,8 +1,10 @@
-//! Weight tensors in GPU buffers, still packed: the file's blocks byte for byte.
+//! Weight tensors in GPU buffers, still packed: the file's blocks, regrouped where their size is not
+//! a multiple of four bytes (regroup.rs).
 //!
 //! A tensor larger than the adapter's largest binding is split by rows into parts, each its own buffer;
 //! kernels are dispatched once per part.
 
+use super::regroup::Regroup;
 use super::{Gpu, GpuError};
 use crate::gguf::{ByteSource, GgmlType, Header, TensorInfo};
 
@@ -175,6 +177,8 @@ pub struct Fill<'a> {
     /// Each part's buffer and how many bytes of the packed tensor it takes, in order.
     parts: Vec<(wgpu::Buffer, u64)>,
     packed: Packed<'a>,
+    /// How the blocks are regrouped on the way, where their type needs it.
+    regroup: Option<Regroup>,
 }
 
 impl<'a> Fill<'a> {
@@ -183,10 +187,12 @@ impl<'a> Fill<'a> {
             name: tensor.name.clone(),
             parts: tensor.part_buffers(),
             packed,
+            regroup: Regroup::of(tensor.ty),
         }
     }
 
-    /// Bytes made on the host into buffers (`GpuTensor::part_buffers`, or one buffer and its size).
+    /// Bytes made on the host into buffers (`GpuTensor::part_buffers`, or one buffer and its size),
+    /// as they are: f32 or f16 values, whose words are whole.
     pub fn from_host(name: &str, parts: Vec<(wgpu::Buffer, u64)>, bytes: &'a [u8]) -> Fill<'a> {
         assert_eq!(
             parts.iter().map(|(_, n)| n).sum::<u64>(),
@@ -196,6 +202,7 @@ impl<'a> Fill<'a> {
             name: name.to_string(),
             parts,
             packed: Packed::Host(bytes),
+            regroup: None,
         }
     }
 
@@ -203,19 +210,32 @@ impl<'a> Fill<'a> {
         self.parts.iter().map(|(_, n)| n).sum()
     }
 
-    /// Streams the bytes in `UPLOAD_CHUNK` pieces, calling `progress` with bytes done.
+    /// Streams the bytes in pieces of about `UPLOAD_CHUNK` (whole groups of blocks where they are
+    /// regrouped), calling `progress` with bytes done.
     pub async fn run(self, gpu: &Gpu, progress: &mut dyn FnMut(u64)) -> Result<(), crate::Error> {
+        let piece = match self.regroup {
+            Some(r) => UPLOAD_CHUNK - UPLOAD_CHUNK % r.group_bytes() as u64,
+            None => UPLOAD_CHUNK,
+        };
         let mut at = 0u64;
-        let mut chunk = Vec::new();
+        let (mut chunk, mut regrouped) = (Vec::new(), Vec::new());
         for (buffer, bytes) in &self.parts {
             let mut done = 0u64;
             while done < *bytes {
-                let n = UPLOAD_CHUNK.min(bytes - done);
+                let n = piece.min(bytes - done);
                 chunk.clear();
                 chunk.resize(n.next_multiple_of(4) as usize, 0);
                 (self.packed.read(at + done, &mut chunk[..n as usize]).await)
                     .map_err(|e| read_failed(&self.name, e))?;
-                gpu.queue.write_buffer(buffer, done, &chunk);
+                let words = match self.regroup {
+                    Some(r) => {
+                        regrouped.resize(chunk.len(), 0);
+                        r.apply(&chunk[..n as usize], &mut regrouped);
+                        &regrouped
+                    }
+                    None => &chunk,
+                };
+                gpu.queue.write_buffer(buffer, done, words);
                 done += n;
                 progress(n);
             }

@@ -6,6 +6,7 @@ mod oneshot;
 mod pipelines;
 mod plan;
 mod recurrence;
+mod regroup;
 mod tuning;
 
 pub use buffers::{
@@ -16,6 +17,7 @@ pub use kernels::{Activation, Kernel, KvType, Store, XNorm, NORM_GAIN_BINDING};
 pub use pipelines::{attention_tile_bytes, matmul_tile, MatmulTile, PipelineKey, Pipelines};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena};
 pub use recurrence::{Recurrence, RecurrenceShape};
+pub use regroup::Regroup;
 pub use tuning::{
     default_threads_per_row, Choice, MatvecKernel, MatvecShape, Split, Tunable, Tuning, CANDIDATES,
 };

@@ -7,7 +7,7 @@
 use super::Meta;
 use crate::gguf::{ByteSource, Header, TensorInfo};
 use crate::gpu::{
-    read_f32, read_failed, scratch_buffer, Fill, Gpu, GpuTensor, KvType, Shape, Stacked,
+    read_f32, read_failed, scratch_buffer, Fill, Gpu, GpuTensor, KvType, Regroup, Shape, Stacked,
 };
 use crate::ops::glu::GateUp;
 use crate::ops::moe::ExpertsGateUp;
@@ -354,6 +354,12 @@ impl<'a> Loader<'a> {
     ) -> Result<Vec<GpuTensor>, Error> {
         let mut made = Vec::new();
         for shape in shapes {
+            // Their bytes go to the GPU as they are made.
+            assert!(
+                Regroup::of(shape.ty).is_none(),
+                "{}: derived tensors are made in types of whole words",
+                shape.name
+            );
             made.push(GpuTensor::allocate(&self.gpu, shape, self.gpu.max_binding()).await?);
         }
         let parts = made.iter().flat_map(|t| t.part_buffers()).collect();
