@@ -31,7 +31,11 @@ override TPR: u32 = 64u; // threads per row, a power of two dividing WG
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let row = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
+    let first = (wg.x + wg.y * nwg.x) * (WG / TPR);
+    // What the row_dot file does with x before the rows (row_dot_q8.wgsl quantizes the one x of the
+    // workgroup's first row).
+    x_prepare(t, ((P.out_offset + first) / P.group_rows) * P.group_stride, P.cols);
+    let row = first + t / TPR;
     let o = P.out_offset + row;
     var acc = 0.0;
     if (row < P.rows) {

@@ -26,6 +26,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (token >= step.n_tokens) {
         return;
     }
+    x_prepare(t, token * (P.cols / 4u), P.cols);
     let pair = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
     // An odd last row (a part of a plain matrix) pairs with what follows it; store_pair drops that.
     let in_range = pair < (P.rows + 1u) / 2u;
@@ -49,6 +50,7 @@ fn four_tokens(wg: vec3<u32>, nwg: vec3<u32>, t: u32) {
     let last = step.n_tokens - 1u;
     let row_x = P.cols / 4u;
     let x0 = vec4<u32>(token0, min(token0 + 1u, last), min(token0 + 2u, last), min(token0 + 3u, last)) * row_x;
+    x_prepare4(t, x0, P.cols);
     let pair = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
     // An odd last row (a part of a plain matrix) pairs with what follows it; store_pair drops that.
     let in_range = pair < (P.rows + 1u) / 2u;

@@ -1,9 +1,10 @@
 // How the row_dot files read x when a product norms it on the way in, rmsnorm(x) = x / sqrt(mean(x^2)
 // + eps) * g: each x comes times its gain g, and its square is added to the thread's sum of squares;
 // the kernel then scales each row's sum by its token's 1 / sqrt(mean(x^2) + eps), the squares summed
-// over the row's threads (which between them read the whole row of x) as its products are. No x is
-// read twice: the norm's own dispatch, and its write and read of the normed rows, are saved for a
-// multiply-add per x read. Needs a row_sum file; the kernel declares X and TPR.
+// over the threads that between them read the whole row of x (the row's own, or the workgroup where
+// it quantizes x together). No x is read twice: the norm's own dispatch, and its write and read of the
+// normed rows, are saved for a multiply-add per x read. Needs a row_dot file; the kernel declares X
+// and TPR.
 
 override NORM_EPS: f32 = 1e-6;
 
@@ -26,17 +27,17 @@ fn x4_at(x0: vec4<u32>, j: u32) -> mat4x4<f32> {
     return mat4x4<f32>(x[0] * g, x[1] * g, x[2] * g, x[3] * g);
 }
 
-// 1 / sqrt(mean(x^2) + eps) of the row thread t works on, in each of its threads, once they have
-// read the row for its products. Call from uniform control flow, after the row's own sums.
+// 1 / sqrt(mean(x^2) + eps) of the row thread t works on, in each of its threads, once the threads
+// that read x for the row (the row_dot file's x_read_sum) have read it. Call from uniform control
+// flow, after the row's own sums.
 fn x_scale(t: u32, cols: u32) -> f32 {
     // The row's last sum is read before row_sum's workgroup memory is written again.
     workgroupBarrier();
-    return inverseSqrt(pair_sum(t, vec2<f32>(squares.x, 0.0)).x / f32(cols) + NORM_EPS);
+    return inverseSqrt(x_read_sum(t, squares.x) / f32(cols) + NORM_EPS);
 }
 
 // x_scale for the four tokens of x4_at.
 fn x_scale4(t: u32, cols: u32) -> vec4<f32> {
     workgroupBarrier();
-    let sums = pair_sum4(t, array<vec4<f32>, 2>(squares, vec4<f32>(0.0)));
-    return inverseSqrt(sums[0] / f32(cols) + vec4<f32>(NORM_EPS));
+    return inverseSqrt(x_read_sum4(t, squares) / f32(cols) + vec4<f32>(NORM_EPS));
 }

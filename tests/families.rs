@@ -8,13 +8,14 @@
 mod common;
 
 use common::fidelity::{check_greedy, first_records, first_steps, ids, Agreement, Tolerance};
-use common::{gpu, text_perplexity};
+use common::{gpu, gpu_with_norms_fused, text_perplexity};
 use pollster::FutureExt as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource};
+use wick::gpu::{Split, Tuning};
 use wick::tokenizer::Tokenizer;
 
 /// llama.cpp's 8-bit activations put its logits up to 0.4 from exact math on Qwen2.5-Coder's
@@ -133,6 +134,56 @@ fn check_perplexity(golden_name: &str, chunks: Option<usize>) {
         "{:+.3}% from the f32 reference",
         diff * 100.0
     );
+}
+
+/// Every one token's product that may round x to 8 bits (`Split::PartsQ8`) made to, its norm done
+/// on the way in (a GPU's plan): greedy decoding against llama.cpp's, whose CPU rounds x to 8 bits
+/// too, by the near-tie method at llama.cpp's tolerance.
+fn check_family_on_8bit_x(golden_name: &str, llama_cpp: Tolerance) {
+    let g = golden(golden_name);
+    let source = FileSource::open(model(g["model"].as_str().unwrap())).unwrap();
+    let Some(gpu) = gpu_with_norms_fused() else {
+        return;
+    };
+    gpu.set_uses_int8_x(true);
+    let options = LoadOptions {
+        n_ctx: 256,
+        ..Default::default()
+    };
+    let load = || Engine::load(gpu.clone(), &source, &options, &mut |_, _| {}).block_on();
+    let mut tuning = Tuning::default();
+    for shape in load().unwrap().untuned_shapes() {
+        if let Some(m) = shape.matvec().filter(|m| m.takes_q8()) {
+            let mut candidates = m.candidates(gpu.offers()).into_iter();
+            let kernel = candidates.find(|k| k.split == Split::PartsQ8);
+            tuning
+                .matvec
+                .insert(m.key(), kernel.expect("a kernel on 8-bit x"));
+        }
+    }
+    gpu.set_tuning(tuning);
+    let mut engine = load().unwrap();
+    let (on_q8, all) = engine.products_on_int8_x();
+    assert!(all >= 4 && on_q8 == all, "{on_q8} of {all} on 8-bit x");
+    let mut total = Agreement::default();
+    for record in first_records(g["llama_cpp"].as_array().unwrap(), 2) {
+        total.add(&check_greedy(
+            &mut engine,
+            &first_steps(record, 8),
+            llama_cpp,
+        ));
+    }
+    eprintln!("{golden_name} on 8-bit x against llama.cpp: {total:?}");
+    assert!(
+        total.near_ties * 10 <= total.same,
+        "too many near ties: {total:?}"
+    );
+    gpu.set_tuning(Tuning::default());
+}
+
+#[test]
+fn qwen2_on_8bit_x_matches_llama_cpp() {
+    check_family_on_8bit_x("qwen2.5-coder-0.5b-q4_k_m", QWEN_LLAMA_CPP);
 }
 
 #[test]

@@ -4,12 +4,14 @@
 mod common;
 
 use common::{
-    f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, quant_goldens, run, PackedMatrix,
-    RandomFile, Rng,
+    f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, q8_rounded, quant_goldens, run,
+    PackedMatrix, RandomFile, Rng, Q8_NMSE,
 };
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, GpuTensor, Kernel, MatvecShape, Stacked, XNorm};
+use wick::gpu::{
+    has_int8_form, read_back_f32, scratch_buffer, GpuTensor, Kernel, MatvecShape, Stacked, XNorm,
+};
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec::Input;
 use wick::ops::rms_norm::RmsNorm;
@@ -362,6 +364,8 @@ fn rms_norm_and_swiglu_against_cpu() {
 #[test]
 fn swiglu_block_against_cpu() {
     let Some(gpu) = gpu() else { return };
+    // 8-bit x among the candidates below, as on GPUs.
+    gpu.set_uses_int8_x(true);
     let mut rng = Rng(64);
     let n_ff = 64u32;
     let interleave = |f: &RandomFile, max_part| {
@@ -386,7 +390,7 @@ fn swiglu_block_against_cpu() {
             &gate_up,
             (&f.deq[0], &f.deq[1]),
             cols,
-            &ty.to_string(),
+            (&ty.to_string(), false),
             &mut rng,
         );
     }
@@ -410,7 +414,7 @@ fn swiglu_block_against_cpu() {
         &apart,
         (&f.deq[0], &f.deq[1]),
         cols,
-        "Q4_K and Q6_K apart",
+        ("Q4_K and Q6_K apart", false),
         &mut rng,
     );
 
@@ -433,7 +437,7 @@ fn swiglu_block_against_cpu() {
                 })
             })
             .collect();
-        for candidate in shapes[0].candidates(gpu.subgroup_size, gpu.matrix_cores()) {
+        for candidate in shapes[0].candidates(gpu.offers()) {
             let mut tuning = wick::gpu::Tuning::default();
             for shape in &shapes {
                 tuning.matvec.insert(shape.key(), candidate);
@@ -445,7 +449,7 @@ fn swiglu_block_against_cpu() {
                 &gate_up,
                 (&f.deq[0], &f.deq[1]),
                 cols,
-                &label,
+                (&label, candidate.split == wick::gpu::Split::PartsQ8),
                 &mut rng,
             );
         }
@@ -459,13 +463,14 @@ const SWIGLU_EPS: f32 = 1e-5;
 /// `glu::push_ffn` with these gate and up (dequantized: `gate`, `up`) and a random Q8_0 down,
 /// against the CPU, for 1 token and for 5; from rows as they are, and from rows that RMSNorm makes
 /// (x of another scale, a random gain), normed on the way in (1 token, and 5 four to a workgroup)
-/// and by the norm's own kernel.
+/// and by the norm's own kernel. Where `on_q8`, the gate and up products take x rounded to 8 bits
+/// (`q8_rounded`), and their sums are held to `Q8_NMSE`.
 fn check_swiglu_block(
     gpu: &wick::gpu::Gpu,
     gate_up: &glu::GateUp,
     (gate, up): (&[f32], &[f32]),
     cols: u32,
-    label: &str,
+    (label, on_q8): (&str, bool),
     rng: &mut Rng,
 ) {
     let (n_ff, d) = (gate_up.n_ff(), cols as usize);
@@ -526,9 +531,17 @@ fn check_swiglu_block(
         let mut want = x0.clone();
         for t in 0..n_tokens {
             let x_t = &x_in[t * d..(t + 1) * d];
-            let xn_t = &match norm {
-                None => x_t.to_vec(),
-                Some(_) => rms_norm::reference(x_t, &gain, SWIGLU_EPS),
+            let xn_t = &match (norm, on_q8) {
+                (None, false) => x_t.to_vec(),
+                (Some(_), false) => rms_norm::reference(x_t, &gain, SWIGLU_EPS),
+                (None, true) => q8_rounded(x_t),
+                // As the kernel takes it: g x rounded, then the norm's scale.
+                (Some(_), true) => {
+                    let mean_square = x_t.iter().map(|v| v * v).sum::<f32>() / d as f32;
+                    let scale = 1.0 / (mean_square + SWIGLU_EPS).sqrt();
+                    let gx: Vec<f32> = x_t.iter().zip(&gain).map(|(v, g)| v * g).collect();
+                    q8_rounded(&gx).iter().map(|v| v * scale).collect()
+                }
             };
             let (mut g, mut u) = (vec![0f32; n_ff as usize], vec![0f32; n_ff as usize]);
             matvec::reference(gate, xn_t, &mut g, false);
@@ -538,8 +551,9 @@ fn check_swiglu_block(
         }
         let got = read_back_f32(gpu, &x, want.len()).block_on().unwrap();
         let e = nmse(&got, &want);
+        let bound = if on_q8 { Q8_NMSE } else { 1e-10 };
         assert!(
-            e < 1e-10,
+            e < bound,
             "{label}, {n_tokens} tokens, norm {norm:?}: nmse {e}"
         );
     }
@@ -547,11 +561,15 @@ fn check_swiglu_block(
 
 /// Every kernel shape tuning may choose for a matvec (workgroup, threads per row, subgroup sums where
 /// the adapter has subgroups, for the K-quants a split by blocks, and for every type blocks shared by
-/// a few threads) computes the same product as the CPU, for every type. Q6_K's rows of 5 blocks put
-/// every other block and row off word alignment, as rows of 23 blocks do for Q4_0, Q5_0, Q8_0 and MXFP4.
+/// a few threads, and for the types with that form the same on 8-bit x) computes the same product
+/// as the CPU, for every type (on 8-bit x, the CPU's product of x rounded so: `q8_rounded`). Q6_K's
+/// rows of 5 blocks put every other block and row off word alignment, as rows of 23 blocks do for
+/// Q4_0, Q5_0, Q8_0 and MXFP4.
 #[test]
 fn matvec_every_tuning_candidate_against_cpu() {
     let Some(gpu) = gpu() else { return };
+    // 8-bit x among the candidates, as on GPUs.
+    gpu.set_uses_int8_x(true);
     // The check that lets tuning offer subgroup sums passes where the sums below are right.
     if gpu.subgroup_size.is_some() {
         assert!(matvec::subgroup_sums_work(&gpu).block_on().unwrap());
@@ -577,7 +595,11 @@ fn matvec_every_tuning_candidate_against_cpu() {
             matrices: 1,
         };
         let x = rng.vec(cols as usize);
-        for candidate in shape.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
+        let candidates = shape.candidates(gpu.offers());
+        // The types with that form are offered products on 8-bit x too.
+        let on_q8 = |k: &wick::gpu::MatvecKernel| k.split == wick::gpu::Split::PartsQ8;
+        assert_eq!(candidates.iter().any(on_q8), has_int8_form(ty), "{ty}");
+        for candidate in candidates {
             let mut tuning = wick::gpu::Tuning::default();
             tuning.matvec.insert(shape.key(), candidate);
             gpu.set_tuning(tuning);
@@ -589,9 +611,89 @@ fn matvec_every_tuning_candidate_against_cpu() {
             run(&gpu, plan);
             let got = read_back_f32(&gpu, &y, rows as usize).block_on().unwrap();
             let mut want = vec![0f32; rows as usize];
-            matvec::reference(&deq, &x, &mut want, false);
+            let (x_seen, bound) = match on_q8(&candidate) {
+                true => (q8_rounded(&x), Q8_NMSE),
+                false => (x.clone(), 1e-10),
+            };
+            matvec::reference(&deq, &x_seen, &mut want, false);
             let e = nmse(&got, &want);
-            assert!(e < 1e-10, "{ty} {cols} at {candidate}: nmse {e}");
+            assert!(e < bound, "{ty} {cols} at {candidate}: nmse {e}");
         }
     }
+}
+
+/// The pair kernel on 8-bit x with its input's RMSNorm done on the way in (the q/k/v and gate/up
+/// products of a decode step on a GPU), for each type with that form and each such candidate, for one
+/// token and for five (four to a workgroup): the workgroup quantizes g x together and sums x's
+/// squares together, so the norm's scale must come from all of them. Against the CPU: W
+/// q8_rounded(g x) / sqrt(mean(x^2) + eps), token by token.
+#[test]
+fn pairs_on_8bit_x_with_the_norm_on_the_way_in_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    gpu.set_uses_int8_x(true);
+    let fused = gpu.fuses_norms();
+    if !gpu.set_fuses_norms(true) {
+        panic!("this adapter cannot norm x on the way in");
+    }
+    let mut rng = Rng(8);
+    let (rows, cols, eps) = (38u32, 1280u32, 1e-5f32);
+    let d = cols as usize;
+    for ty in GgmlType::ALL.into_iter().filter(|&ty| has_int8_form(ty)) {
+        let (w, deq) = packed(&gpu, ty, rows, cols, 1 << 20, &mut rng);
+        let gain: Vec<f32> = rng.vec(d).iter().map(|g| 1.0 + g).collect();
+        let kernel = Kernel::MatvecPairs(wick::gpu::Store::Rows, XNorm::Rms(eps.to_bits()));
+        let shapes = [1, 4].map(|tokens| MatvecShape {
+            tokens,
+            ..MatvecShape::of(kernel, ty, cols, rows)
+        });
+        let candidates = shapes[0].candidates(gpu.offers());
+        let on_q8 = candidates
+            .iter()
+            .filter(|k| k.split == wick::gpu::Split::PartsQ8);
+        assert!(on_q8.clone().count() > 0, "{ty}: no candidate on 8-bit x");
+        for &candidate in on_q8 {
+            let mut tuning = wick::gpu::Tuning::default();
+            for shape in &shapes {
+                tuning.matvec.insert(shape.key(), candidate);
+            }
+            gpu.set_tuning(tuning);
+            for n_tokens in [1usize, 5] {
+                let x: Vec<f32> = rng.vec(n_tokens * d).iter().map(|v| 5.0 * v).collect();
+                let mut want = vec![0f32; n_tokens * rows as usize];
+                let rows_out = want.chunks_mut(rows as usize);
+                for (x_t, want_t) in x.chunks(d).zip(rows_out) {
+                    let mean_square = x_t.iter().map(|v| v * v).sum::<f32>() / cols as f32;
+                    let scale = 1.0 / (mean_square + eps).sqrt();
+                    let gx: Vec<f32> = x_t.iter().zip(&gain).map(|(v, g)| v * g).collect();
+                    matvec::reference(&deq, &q8_rounded(&gx), want_t, false);
+                    want_t.iter_mut().for_each(|y| *y *= scale);
+                }
+                let buffers = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &gain));
+                let scratch = |n: usize| {
+                    let bytes = (n_tokens * n) as u64 * 4;
+                    scratch_buffer(&gpu, "y", bytes).block_on().unwrap()
+                };
+                let (y, xn) = (scratch(rows as usize), scratch(d));
+                let input = Input::RmsNorm(RmsNorm {
+                    x: &buffers.0,
+                    gain: &buffers.1,
+                    xn: &xn,
+                    n: cols,
+                    eps,
+                });
+                let mut plan = plan_at(&gpu, 0, &vec![0; n_tokens]);
+                matvec::push(&mut plan, &w, input, &y, false);
+                assert_eq!(plan.dispatch_count(), 1, "{ty}: the norm in the product");
+                run(&gpu, plan);
+                let got = read_back_f32(&gpu, &y, want.len()).block_on().unwrap();
+                let e = nmse(&got, &want);
+                assert!(
+                    e < Q8_NMSE,
+                    "{ty} at {candidate}, {n_tokens} tokens: nmse {e}"
+                );
+            }
+        }
+    }
+    gpu.set_fuses_norms(fused);
+    gpu.set_tuning(wick::gpu::Tuning::default());
 }

@@ -99,7 +99,7 @@ impl Product<'_> {
         accumulate: bool,
     ) {
         let whole = shape(self.w.rows);
-        for candidate in whole.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
+        for candidate in whole.candidates(gpu.offers()) {
             if !whole.fits(&candidate, &gpu.limits) {
                 eprintln!("{}: {candidate} does not fit this adapter", self.w.ty);
                 continue;

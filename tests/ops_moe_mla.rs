@@ -32,11 +32,9 @@ fn grouped_matvec_reads_each_groups_x() {
     let (w, deq) = packed(&gpu, ty, heads * rows, cols, 68 * 50, &mut rng);
     assert!(w.parts.len() > 1);
     let shape = MatvecShape::chunk(Kernel::MatmulGrouped, ty, (cols, rows), heads, 70);
-    let tiles = (shape
-        .candidates(gpu.subgroup_size, gpu.matrix_cores())
-        .into_iter())
-    .filter(|tile| shape.fits(tile, &gpu.limits))
-    .map(|tile| (70, Some(tile)));
+    let tiles = (shape.candidates(gpu.offers()).into_iter())
+        .filter(|tile| shape.fits(tile, &gpu.limits))
+        .map(|tile| (70, Some(tile)));
     for (n_tokens, tile) in [(1usize, None), (19, None)].into_iter().chain(tiles) {
         let mut tuning = Tuning::default();
         tuning.matvec.extend(tile.map(|tile| (shape.key(), tile)));
@@ -194,7 +192,7 @@ fn router_and_expert_matvecs_against_cpu() {
                     tokens: 1,
                     matrices: 1,
                 };
-                for candidate in shape.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
+                for candidate in shape.candidates(gpu.offers()) {
                     let mut tuning = Tuning::default();
                     tuning.matvec.insert(shape.key(), candidate);
                     gpu.set_tuning(tuning);
@@ -288,7 +286,7 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
         // fills tiles of each size and leaves the last one partial.
         let (kernel, d) = (Kernel::MatmulId, EXPERTS_D);
         let shape = MatvecShape::chunk(kernel, ty, (d, d), EXPERTS_N, 150);
-        for tile in shape.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
+        for tile in shape.candidates(gpu.offers()) {
             if !shape.fits(&tile, &gpu.limits) {
                 eprintln!("{}: {tile} does not fit this adapter", shape.key());
                 continue;
@@ -298,7 +296,7 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
         // Every kernel shape the tuner may give a token's gate, up and activation in one dispatch.
         let glu = Kernel::MatvecIdGlu(Activation::Silu);
         let shape = MatvecShape::of(glu, ty, EXPERTS_D, EXPERTS_USED * EXPERTS_D);
-        for kernel in shape.candidates(gpu.subgroup_size, gpu.matrix_cores()) {
+        for kernel in shape.candidates(gpu.offers()) {
             check_experts_block(&gpu, ty, (1, true), true, Some(kernel), &mut rng);
         }
     }

@@ -38,11 +38,9 @@ fn load_batched(gpu: &Arc<Gpu>, name: &str, batch: u32) -> Engine {
 /// The kernels the tuner may choose among for `shape` on `gpu`.
 fn candidates(gpu: &Gpu, shape: &Tunable) -> Vec<Choice> {
     match shape {
-        Tunable::Matvec(m) => (m
-            .candidates(gpu.subgroup_size, gpu.matrix_cores())
-            .into_iter())
-        .map(Choice::Matvec)
-        .collect(),
+        Tunable::Matvec(m) => (m.candidates(gpu.offers()).into_iter())
+            .map(Choice::Matvec)
+            .collect(),
         Tunable::Recurrence(r) => (r.candidates(workgroup_bytes(gpu)).into_iter())
             .map(Choice::Recurrence)
             .collect(),
@@ -234,7 +232,7 @@ fn a_prompts_experts_are_tuned_and_keep_the_conversation() {
         .collect();
     assert!(!experts.is_empty(), "{report:?}");
     for (shape, kernel) in experts {
-        let offered = shape.candidates(gpu.subgroup_size, gpu.matrix_cores());
+        let offered = shape.candidates(gpu.offers());
         assert!(
             offered.len() >= 2 && offered.contains(&kernel),
             "{shape:?}: {kernel}"
@@ -333,7 +331,7 @@ fn a_parallel_steps_shapes_are_tuned_too() {
     assert!(!four.is_empty(), "{report:?}");
     for (shape, kernel) in &four {
         assert!(shape.key().contains(" x4"), "{shape:?}");
-        let offered = shape.candidates(gpu.subgroup_size, gpu.matrix_cores());
+        let offered = shape.candidates(gpu.offers());
         assert!(offered.contains(kernel), "{shape:?} {kernel:?}");
         assert_eq!(tuning.matvec.get(&shape.key()), Some(kernel));
     }

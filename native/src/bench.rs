@@ -79,6 +79,11 @@ pub struct BenchArgs {
     /// finds them faster [default: on where the adapter has them]
     #[arg(long = "matrix-cores", value_enum)]
     matrix_cores: Option<Switch>,
+    /// Let a decode step's products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q5_K weights round x
+    /// to 8 bits and multiply by integer dot products, where the tuner finds that faster [default:
+    /// on for GPUs, off for CPU-backed adapters]
+    #[arg(long = "int8-x", value_enum)]
+    int8_x: Option<Switch>,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -152,6 +157,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
             anyhow::bail!("{} has no matrix cores that Wick's kernels can use (cooperative matrices multiplying f16 into f32 sums, 16 x 16 or 8 x 8)", gpu.describe());
         }
         gpu.set_uses_matrix_cores(cores == Switch::On);
+    }
+    if let Some(int8) = args.int8_x {
+        gpu.set_uses_int8_x(int8 == Switch::On);
     }
     let n_ctx = (args.depth + args.n_prompt + args.n_gen).max(args.parallel);
     let options = LoadOptions {
@@ -275,6 +283,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         tuned: engine.untuned_shapes().is_empty(),
         norms_fused: gpu.fuses_norms(),
         products_on_matrix_cores: engine.products_on_matrix_cores(),
+        products_on_int8_x: engine.products_on_int8_x(),
     };
     match args.output {
         Format::Json => print_json(&tests, &model, &context, &engine)?,
@@ -295,6 +304,8 @@ struct Context {
     norms_fused: bool,
     /// Of the prompt's products, those the tuner put on the matrix cores, and all of them.
     products_on_matrix_cores: (usize, usize),
+    /// Of a decode step's products that may take 8-bit x, those that do, and all of them.
+    products_on_int8_x: (usize, usize),
 }
 
 /// The model as llama-bench names it.
@@ -376,6 +387,8 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "norms_fused": c.norms_fused,
                 "prompt_products_on_matrix_cores": c.products_on_matrix_cores.0,
                 "prompt_products": c.products_on_matrix_cores.1,
+                "decode_products_on_int8_x": c.products_on_int8_x.0,
+                "decode_products_int8_x_may_take": c.products_on_int8_x.1,
             })
         })
         .collect();
@@ -407,7 +420,7 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         None => "peak unknown (--peak-gbps)".into(),
     };
     println!(
-        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}",
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}; decode products on 8-bit x: {} of {}",
         model.filename,
         model.model_type(),
         model.size as f64 / 1e6,
@@ -423,6 +436,8 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         },
         c.products_on_matrix_cores.0,
         c.products_on_matrix_cores.1,
+        c.products_on_int8_x.0,
+        c.products_on_int8_x.1,
     );
     println!();
     println!("| test | t/s | ms/token | dispatches/token | submits/token | weight MB/token | read back KB/token | weight GB/s | % of peak |");

@@ -70,6 +70,19 @@ fn byte_bits(word: u32, bit: u32) -> vec4<f32> {
     return vec4<f32>(f32(b & 1u), f32((b >> 8u) & 1u), f32((b >> 16u) & 1u), f32(b >> 24u));
 }
 
+// Bits 0..3 of `bits`, one to each of four bytes (bit i to bit 0 of byte i): a multiply moves bit i
+// by 7 i places, so that no two products overlap.
+fn bit_bytes(bits: u32) -> u32 {
+    return ((bits & 0xfu) * 0x00204081u) & 0x01010101u;
+}
+
+// Four bytes of 0..127 less `k` (at most 128) each, as the signed bytes dot4I8Packed reads: with the
+// top bit of each byte set first, no byte borrows from the next, and flipping it back makes the
+// difference two's complement.
+fn centered_bytes(v: u32, k: u32) -> u32 {
+    return ((v | 0x80808080u) - k * 0x01010101u) ^ 0x80808080u;
+}
+
 // Two bits at `shift` of each of four bytes, as 0.0 to 3.0.
 fn byte_crumbs(word: u32, shift: u32) -> vec4<f32> {
     let b = (word >> shift) & 0x03030303u;

@@ -13,7 +13,7 @@
 
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
-use crate::gpu::{Choice, Kernel, MatrixCores, MatvecKernel, MatvecShape, Tunable, Tuning};
+use crate::gpu::{Choice, Kernel, MatvecKernel, MatvecShape, Offers, Split, Tunable, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
@@ -48,9 +48,9 @@ pub struct Tuned {
 
 /// A tuning under way: the shapes still to time and the candidates of the one being timed.
 pub struct Tuner {
-    subgroup_size: Option<u32>,
-    /// The matrix cores, where plans may use them and they work (`ops::matvec::matrix_cores_work`).
-    matrix_cores: Option<MatrixCores>,
+    /// What the device offers, of subgroups and matrix cores only what works there
+    /// (`ops::matvec::subgroup_sums_work`, `ops::matvec::matrix_cores_work`).
+    offers: Offers,
     waiting: VecDeque<Tunable>,
     current: Option<Timing>,
     done: Vec<Tuned>,
@@ -115,6 +115,20 @@ impl Engine {
         (on.count(), shapes.len())
     }
 
+    /// Of a decode step's products that may take 8-bit x (`MatvecShape::takes_q8`), those whose
+    /// kernel (tuned where tuned) takes it, and all of them.
+    pub fn products_on_int8_x(&self) -> (usize, usize) {
+        let tuning = self.gpu.usable(self.gpu.tuning());
+        let shapes: Vec<MatvecShape> = (self.tunables().iter())
+            .filter_map(Tunable::matvec)
+            .filter(|m| m.takes_q8())
+            .collect();
+        let on = shapes
+            .iter()
+            .filter(|s| tuning.matvec(s).split == Split::PartsQ8);
+        (on.count(), shapes.len())
+    }
+
     /// The plans' tunable shapes (the decode step's, then those of a step of several sequences, then
     /// a prompt's chunk's), each once, in plan order.
     fn tunables(&self) -> Vec<Tunable> {
@@ -142,6 +156,11 @@ impl Engine {
             // f32 tiles, or the default tile.
             shapes.retain(|s| !s.is_matmul());
         }
+        if self.gpu.offers_int8_x_by_default() && !self.gpu.offers().int8_x {
+            // The same for a decode step's products that may take 8-bit x, where they would be
+            // offered it unless told (on a CPU-backed adapter they are tuned on f32 x alone).
+            shapes.retain(|s| !s.matvec().is_some_and(|m| m.takes_q8()));
+        }
         shapes.sort_by_key(|s| std::cmp::Reverse(s.size()));
         let subgroup_size = match self.gpu.subgroup_size {
             Some(lanes)
@@ -163,18 +182,22 @@ impl Engine {
             }
             _ => None,
         };
+        let offers = Offers {
+            subgroup_size,
+            matrix_cores,
+            ..self.gpu.offers()
+        };
         let matvecs = (shapes.iter()).any(|s| matches!(s, Tunable::Matvec(_)) && !s.is_matmul());
         let finals = match self.gpu.times_dispatches() && matvecs {
             true => FINAL_ROUNDS,
             false => 0,
         };
         Ok(Tuner {
-            subgroup_size,
-            matrix_cores,
+            offers,
             shapes: shapes.len(),
             candidates: finals
                 + (shapes.iter())
-                    .map(|s| self.candidates(s, subgroup_size, matrix_cores).len())
+                    .map(|s| self.candidates(s, offers).len())
                     .sum::<usize>(),
             timed: 0,
             waiting: shapes.into(),
@@ -197,7 +220,7 @@ impl Engine {
                 }
                 return Ok(!tuner.finished());
             };
-            let mut left = self.candidates(&shape, tuner.subgroup_size, tuner.matrix_cores);
+            let mut left = self.candidates(&shape, tuner.offers);
             left.reverse();
             tuner.current = Some(Timing {
                 shape,
@@ -369,15 +392,10 @@ impl Engine {
     }
 
     /// A shape's candidates that this adapter can run.
-    fn candidates(
-        &self,
-        shape: &Tunable,
-        subgroup_size: Option<u32>,
-        matrix_cores: Option<MatrixCores>,
-    ) -> Vec<Choice> {
+    fn candidates(&self, shape: &Tunable, offers: Offers) -> Vec<Choice> {
         match shape {
             Tunable::Matvec(m) => {
-                let mut c = m.candidates(subgroup_size, matrix_cores);
+                let mut c = m.candidates(offers);
                 c.retain(|k| m.fits(k, &self.gpu.limits));
                 c.into_iter().map(Choice::Matvec).collect()
             }

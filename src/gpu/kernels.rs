@@ -4,7 +4,13 @@
 //! every quant type. The K-quant files also define a block form (`block_at`, `block_dequant32`): a
 //! block's header read once for its eight sub-blocks, which `row_dot_blocks.wgsl` splits rows by.
 
+use super::Split;
 use crate::gguf::GgmlType;
+
+/// The named files of shaders/, concatenated at compile time.
+macro_rules! wgsl {
+    ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
+}
 
 /// The kernels Wick dispatches, one per WGSL body in `shaders/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -237,9 +243,6 @@ impl Kernel {
     /// The kernel's WGSL: the shared files it needs, then its body. Kernels that split rows over
     /// threads take `row_dot` and `row_sum`, the files that split them and sum their parts.
     pub(super) fn body(self, row_dot: &str, row_sum: &str) -> String {
-        macro_rules! wgsl {
-            ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
-        }
         let body = match self {
             Kernel::Matvec => {
                 return [wgsl!("x_rows.wgsl"), row_dot, wgsl!("matvec.wgsl"), row_sum].concat()
@@ -375,6 +378,18 @@ impl Kernel {
     }
 }
 
+/// The row_dot file of a split of rows over threads (`row_dot`, `pair_dot`, `pair_dot4`), and what
+/// it prepares of x (`x_prepare`, `x_prepare4`) and which threads read x once for a row
+/// (`x_read_sum`, `x_read_sum4`).
+pub(super) fn row_dot_source(split: Split) -> &'static str {
+    match split {
+        Split::Chunks => wgsl!("row_dot.wgsl", "row_dot_f32x.wgsl"),
+        Split::Blocks => wgsl!("row_dot_blocks.wgsl", "row_dot_f32x.wgsl"),
+        Split::BlockParts => wgsl!("row_dot_parts.wgsl", "row_dot_f32x.wgsl"),
+        Split::PartsQ8 => wgsl!("reduce.wgsl", "row_dot_q8.wgsl"),
+    }
+}
+
 /// The WGSL that defines `BLOCK_LEN`, `BLOCK_BYTES` and `dequant32` for a type.
 pub(super) fn dequant_source(ty: GgmlType) -> &'static str {
     match ty {
@@ -397,6 +412,27 @@ pub(super) fn dequant_source(ty: GgmlType) -> &'static str {
 /// shaders/row_dot_blocks.wgsl: the K-quants, whose headers are worth decoding once per block.
 pub fn has_block_form(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K)
+}
+
+/// The WGSL of a type's products on 8-bit x (shaders/dequant_q8/: `x8_place`, `block_part_int8`) for
+/// shaders/row_dot_q8.wgsl, after its dequant file: the types whose quants are small integers under a
+/// scale per 32 weights, which integer dot products take as they are.
+pub(super) fn q8_source(ty: GgmlType) -> Option<&'static str> {
+    Some(match ty {
+        GgmlType::Q4_0 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q4_0.wgsl"),
+        GgmlType::Q4_1 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q4_1.wgsl"),
+        GgmlType::Q5_0 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q5_0.wgsl"),
+        GgmlType::Q5_1 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q5_1.wgsl"),
+        GgmlType::Q8_0 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q8_0.wgsl"),
+        GgmlType::Q4_K => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q4_k.wgsl"),
+        GgmlType::Q5_K => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q5_k.wgsl"),
+        _ => return None,
+    })
+}
+
+/// Whether a type has products on 8-bit x (`q8_source`).
+pub fn has_int8_form(ty: GgmlType) -> bool {
+    q8_source(ty).is_some()
 }
 
 /// The threads that share one of the type's blocks in shaders/row_dot_parts.wgsl (its dequant file's

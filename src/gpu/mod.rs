@@ -13,13 +13,14 @@ pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
     Stacked, TensorPart,
 };
-pub use kernels::{Activation, Kernel, KvType, Store, XNorm, NORM_GAIN_BINDING};
+pub use kernels::{has_int8_form, Activation, Kernel, KvType, Store, XNorm, NORM_GAIN_BINDING};
 pub use pipelines::{attention_tile_bytes, matmul_tile, MatmulTile, PipelineKey, Pipelines};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena};
 pub use recurrence::{Recurrence, RecurrenceShape};
 pub use regroup::Regroup;
 pub use tuning::{
-    default_threads_per_row, Choice, MatvecKernel, MatvecShape, Split, Tunable, Tuning, CANDIDATES,
+    default_threads_per_row, Choice, MatvecKernel, MatvecShape, Offers, Split, Tunable, Tuning,
+    CANDIDATES,
 };
 
 use std::sync::Arc;
@@ -137,6 +138,8 @@ pub struct Gpu {
     fuse_norms: std::sync::atomic::AtomicBool,
     /// Whether the tuner may give a prompt's products to the matrix cores (`uses_matrix_cores`).
     use_matrix_cores: std::sync::atomic::AtomicBool,
+    /// Whether the tuner may give a decode step's products x rounded to 8 bits (`set_uses_int8_x`).
+    use_int8_x: std::sync::atomic::AtomicBool,
     /// The matrix cores failed their check (`forget_matrix_cores`).
     matrix_cores_failed: std::sync::atomic::AtomicBool,
 }
@@ -221,10 +224,12 @@ impl Gpu {
             tuning: Default::default(),
             fuse_norms: Default::default(),
             use_matrix_cores: Default::default(),
+            use_int8_x: Default::default(),
             matrix_cores_failed: Default::default(),
         };
         gpu.set_fuses_norms(!gpu.runs_on_cpu());
         gpu.set_uses_matrix_cores(true);
+        gpu.set_uses_int8_x(gpu.offers_int8_x_by_default());
         // Natively the Gpu is shared between threads; in the browser, where wgpu's handles are
         // neither Send nor Sync, one thread holds every Arc of it.
         #[allow(clippy::arc_with_non_send_sync)]
@@ -239,16 +244,20 @@ impl Gpu {
             .clone()
     }
 
-    /// `tuning` as plans may use it: without its winners on the matrix cores while plans may not use
-    /// them (`set_uses_matrix_cores`), those shapes then taking their default kernels. The winners
-    /// stay in the GPU's tuning, and so in what is kept of it.
+    /// `tuning` as plans may use it: without its winners on the matrix cores or on 8-bit x while plans
+    /// may not use them (`set_uses_matrix_cores`, `set_uses_int8_x`), those shapes then taking their
+    /// default kernels. The winners stay in the GPU's tuning, and so in what is kept of it.
     pub fn usable(&self, tuning: Arc<Tuning>) -> Arc<Tuning> {
-        if self.matrix_cores().is_some() || !tuning.matvec.values().any(|k| k.cooperative.is_some())
-        {
+        let offers = self.offers();
+        let unusable = |k: &MatvecKernel| {
+            (k.cooperative.is_some() && offers.matrix_cores.is_none())
+                || (k.split == Split::PartsQ8 && !offers.int8_x)
+        };
+        if !tuning.matvec.values().any(unusable) {
             return tuning;
         }
         let mut f32_only = (*tuning).clone();
-        f32_only.matvec.retain(|_, k| k.cooperative.is_none());
+        f32_only.matvec.retain(|_, k| !unusable(k));
         Arc::new(f32_only)
     }
 
@@ -316,6 +325,33 @@ impl Gpu {
     /// the tuner does not offer them. On by default where the adapter has them.
     pub fn set_uses_matrix_cores(&self, on: bool) {
         (self.use_matrix_cores).store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Lets plans made from now on multiply a decode step's products of the types with that form
+    /// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K) on x rounded to 8 bits (`Split::PartsQ8`, integer dot
+    /// products) where the tuner finds that faster, or keeps them on f32 x (where fidelity is asked:
+    /// perplexity); tuned winners on 8-bit x are then passed over (`usable`), and where the adapter
+    /// would use them unless told, the tuner does not time those shapes. On by default on GPUs
+    /// (`offers_int8_x_by_default`); off where the adapter runs workgroups on the CPU, where integer
+    /// dot products of four bytes lost every shape timed, and timing them made tuning half as long
+    /// again (BENCHMARKS.md).
+    pub fn set_uses_int8_x(&self, on: bool) {
+        (self.use_int8_x).store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether plans may use 8-bit x unless told (`set_uses_int8_x`): on GPUs, not where the adapter
+    /// runs workgroups on the CPU.
+    pub fn offers_int8_x_by_default(&self) -> bool {
+        !self.runs_on_cpu()
+    }
+
+    /// What the tuner may offer this device's plans (`MatvecShape::candidates`).
+    pub fn offers(&self) -> Offers {
+        Offers {
+            subgroup_size: self.subgroup_size,
+            matrix_cores: self.matrix_cores(),
+            int8_x: self.use_int8_x.load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// Whether the adapter runs workgroups on the CPU (lavapipe, SwiftShader), where kernels are

@@ -1,7 +1,7 @@
 //! Compute pipelines: a kernel (`kernels.rs`) with its weight type and shape, as a typed key whose
 //! source is the kernel's WGSL behind its constants, built once and cached.
 
-use super::kernels::{dequant_source, Kernel, XNorm};
+use super::kernels::{dequant_source, q8_source, row_dot_source, Kernel, XNorm};
 use super::{MatvecKernel, MatvecShape, Recurrence, Split};
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
@@ -102,6 +102,9 @@ pub struct PipelineKey {
     /// override constant of shaders/matvec_pairs.wgsl); tokens an attention workgroup takes (the
     /// `TQ` constant of shaders/attend.wgsl).
     pub tokens: Option<u32>,
+    /// The row length of a split on 8-bit x (`Split::PartsQ8`), which sizes its x in workgroup
+    /// memory (the `XQ_COLS` constant of shaders/row_dot_q8.wgsl).
+    pub x_cols: Option<u32>,
 }
 
 impl PipelineKey {
@@ -114,6 +117,7 @@ impl PipelineKey {
             subgroup_sum: false,
             split: Split::Chunks,
             tokens: None,
+            x_cols: None,
         }
     }
 
@@ -157,6 +161,7 @@ impl PipelineKey {
                 subgroup_sum: kernel.subgroup_sum,
                 split: kernel.split,
                 tokens: (shape.tokens > 1).then_some(shape.tokens),
+                x_cols: (kernel.split == Split::PartsQ8).then_some(shape.cols),
                 ..key
             },
         }
@@ -196,6 +201,7 @@ impl PipelineKey {
             Split::Chunks => {}
             Split::Blocks => name += " blocks",
             Split::BlockParts => name += " block-parts",
+            Split::PartsQ8 => name += " block-parts q8",
         }
         if let Some(tokens) = self.tokens {
             name += &format!(" x{tokens}");
@@ -266,16 +272,19 @@ impl PipelineKey {
         if let Some(ty) = self.ty {
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));
             src.push_str(dequant_source(ty));
+            if self.split == Split::PartsQ8 {
+                src.push_str(q8_source(ty).expect("a type with products on 8-bit x"));
+            }
         }
         let row_sum = match self.subgroup_sum {
             false => include_str!("../../shaders/row_sum.wgsl"),
             true => include_str!("../../shaders/row_sum_subgroup.wgsl"),
         };
-        let row_dot = match self.split {
-            Split::Chunks => include_str!("../../shaders/row_dot.wgsl"),
-            Split::Blocks => include_str!("../../shaders/row_dot_blocks.wgsl"),
-            Split::BlockParts => include_str!("../../shaders/row_dot_parts.wgsl"),
-        };
+        if let Some(cols) = self.x_cols {
+            let tokens = self.tokens.unwrap_or(1);
+            src += &format!("const XQ_COLS: u32 = {cols}u;\nconst XQ_TOKENS: u32 = {tokens}u;\n");
+        }
+        let row_dot = row_dot_source(self.split);
         src.push_str(&self.kernel.body(row_dot, row_sum));
         src
     }

@@ -3,7 +3,7 @@
 //! adapter; `Engine::tune` times the candidates on this one, and the winners, kept by the caller
 //! (natively in a file), go to the next `Gpu` for the same adapter.
 
-use super::kernels::{block_parts, has_block_form};
+use super::kernels::{block_parts, has_block_form, has_int8_form};
 use super::pipelines::{coop_workgroup_bytes, matmul_tile, COOP_TILE};
 use super::recurrence::{Recurrence, RecurrenceShape};
 use super::MatrixCores;
@@ -131,6 +131,20 @@ pub enum Split {
     /// llama.cpp's matvecs split them: what a GPU's memory coalesces. 16 threads share a K-quant's
     /// 256-weight block, 4 a 32-weight block (`block_parts`); 16 threads a row or more.
     BlockParts,
+    /// As `BlockParts`, with one token's x quantized to 8 bits in workgroup memory and each part
+    /// multiplied by integer dot products (row_dot_q8.wgsl), as llama.cpp's integer matvecs: for
+    /// the types that have that form (`has_int8_form`), where plans may round x (`Offers::int8_x`).
+    PartsQ8,
+}
+
+/// What an adapter offers kernels beyond workgroup memory, as far as plans may use it: subgroups
+/// (their fewest lanes) whose shuffles sum a row's threads, matrix cores for a prompt's products,
+/// and products on x rounded to 8 bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offers {
+    pub subgroup_size: Option<u32>,
+    pub matrix_cores: Option<MatrixCores>,
+    pub int8_x: bool,
 }
 
 impl MatvecKernel {
@@ -166,6 +180,7 @@ impl std::fmt::Display for MatvecKernel {
             Split::Chunks => {}
             Split::Blocks => write!(f, " blocks")?,
             Split::BlockParts => write!(f, " block-parts")?,
+            Split::PartsQ8 => write!(f, " block-parts q8")?,
         }
         Ok(())
     }
@@ -186,7 +201,8 @@ pub struct MatvecShape {
     /// chunk).
     pub tokens: u32,
     /// Matrices of `rows` rows the dispatch computes side by side, a layer of workgroups each: the
-    /// experts of `Kernel::MatmulId`; 1 for the others.
+    /// experts of `Kernel::MatmulId`; for `Kernel::Matvec`, the groups of rows that read x each of
+    /// their own (per-head matrices); 1 for the others.
     pub matrices: u32,
 }
 
@@ -244,6 +260,7 @@ impl MatvecShape {
             Kernel::Matmul(store) => shape + " matmul " + store_name(store),
             Kernel::MatmulId => shape + &format!(" matmul experts {}", self.matrices),
             Kernel::MatmulGrouped => shape + &format!(" matmul grouped {}", self.matrices),
+            Kernel::Matvec if self.matrices > 1 => shape + &format!(" grouped {}", self.matrices),
             _ => shape,
         }
     }
@@ -264,8 +281,13 @@ impl MatvecShape {
 
     /// Whether the adapter can run the shape in `kernel`: a matmul's tile needs its workgroup
     /// memory (128 x 32 and 128 x 64: 20.1 and 24.3 KiB, more than WebGPU's 16 KiB that every
-    /// adapter has), and over the experts, a word more a token of the tile (its item).
+    /// adapter has), and over the experts, a word more a token of the tile (its item); a split on 8-bit
+    /// x needs room for x (`q8_workgroup_bytes`).
     pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
+        if kernel.split == Split::PartsQ8 {
+            let bytes = q8_workgroup_bytes(self.cols, self.tokens);
+            return bytes <= limits.max_compute_workgroup_storage_size;
+        }
         if !self.is_tiled() {
             return true;
         }
@@ -281,6 +303,14 @@ impl MatvecShape {
             _ => 0,
         };
         bytes + items <= limits.max_compute_workgroup_storage_size
+    }
+
+    /// Whether the split on 8-bit x (`Split::PartsQ8`) can take it: a decode step's product of a type
+    /// with that form, the x of its token (or four) read whole by every row (a plain matvec, not in
+    /// groups, or a pair kernel).
+    pub fn takes_q8(&self) -> bool {
+        let kernel = matches!(self.kernel, Kernel::Matvec | Kernel::MatvecPairs(..));
+        kernel && self.matrices == 1 && has_int8_form(self.ty)
     }
 
     /// Rows one row slot (TPR threads) of the kernel computes.
@@ -301,14 +331,17 @@ impl MatvecShape {
     /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
     /// than the row has blocks. For every type, by blocks shared by 16 threads (a K-quant's) or 4
     /// (32 weights): 16 to 64 threads per row, no more groups of them than the row has blocks.
-    /// A matmul's candidates are its tiles (`matmul_tile`), which not every adapter `fits`, and
-    /// where the adapter has matrix cores that plans may use (`Gpu::matrix_cores`), the tile on
-    /// them (but for the grouped product).
-    pub fn candidates(
-        &self,
-        subgroup_size: Option<u32>,
-        matrix_cores: Option<MatrixCores>,
-    ) -> Vec<MatvecKernel> {
+    /// A decode step's products of the types with a form on 8-bit x (`has_int8_form`) also try the
+    /// split by parts on it, where plans may round x, summing by shuffles where the subgroups allow and
+    /// through workgroup memory only where not. A matmul's candidates are its tiles
+    /// (`matmul_tile`), which not every adapter `fits`, and where the adapter has matrix cores that
+    /// plans may use (`Gpu::matrix_cores`), the tile on them (but for the grouped product).
+    pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
+        let Offers {
+            subgroup_size,
+            matrix_cores,
+            int8_x,
+        } = offers;
         let default = self.default_kernel();
         if self.is_tiled() {
             let tile = |workgroup| MatvecKernel {
@@ -343,9 +376,12 @@ impl MatvecShape {
             let by_parts = [16, 32, 64]
                 .into_iter()
                 .filter(|&t| t / parts <= part_blocks);
+            let on_q8 = int8_x && self.takes_q8();
+            let by_parts_q8 = by_parts.clone().filter(move |_| on_q8);
             let splits = (by_chunks.map(|t| (t, Split::Chunks)))
                 .chain(by_blocks.map(|t| (t, Split::Blocks)))
-                .chain(by_parts.map(|t| (t, Split::BlockParts)));
+                .chain(by_parts.map(|t| (t, Split::BlockParts)))
+                .chain(by_parts_q8.map(|t| (t, Split::PartsQ8)));
             for (threads_per_row, split) in splits {
                 for subgroup_sum in [false, true] {
                     let k = MatvecKernel {
@@ -355,8 +391,11 @@ impl MatvecShape {
                         split,
                         cooperative: None,
                     };
-                    let fits = !subgroup_sum || subgroup_size.is_some_and(|s| threads_per_row <= s);
-                    if fits && k != default {
+                    let shuffles = subgroup_size.is_some_and(|s| threads_per_row <= s);
+                    let fits = !subgroup_sum || shuffles;
+                    // On 8-bit x (a GPU's form) only the sum a GPU would take, to keep tuning short.
+                    let needed = split != Split::PartsQ8 || subgroup_sum == shuffles;
+                    if fits && needed && k != default {
                         c.push(k);
                     }
                 }
@@ -364,6 +403,12 @@ impl MatvecShape {
         }
         c
     }
+}
+
+/// Workgroup memory of a split on 8-bit x for `tokens` rows of `cols`: x's bytes, a scale and a sum
+/// for each 32 of them, and at most 1 KiB (reduce.wgsl's sums) and 10 KiB (row_sum.wgsl's) beside.
+pub fn q8_workgroup_bytes(cols: u32, tokens: u32) -> u32 {
+    tokens * (cols + cols / 32 * 8) + 1024 + 10 * 1024
 }
 
 /// How a shape's key names the store of a kernel that computes rows in pairs.
@@ -445,5 +490,61 @@ impl Tuning {
             }
             _ => panic!("{choice:?} is not a kernel of {tunable:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offers(int8_x: bool) -> Offers {
+        Offers {
+            subgroup_size: Some(32),
+            int8_x,
+            ..Offers::default()
+        }
+    }
+
+    fn on_q8(shape: &MatvecShape, offers: Offers) -> usize {
+        let candidates = shape.candidates(offers).into_iter();
+        candidates.filter(|k| k.split == Split::PartsQ8).count()
+    }
+
+    /// 8-bit x is offered a decode step's products of the types with that form (one token's or four's),
+    /// one sum each (shuffles where the subgroups hold a row's threads), and not where plans keep x
+    /// f32, nor to rows that read x in groups, a prompt's tiles or types without the form.
+    #[test]
+    fn eight_bit_x_is_offered_where_it_can_run() {
+        let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);
+        assert_eq!(on_q8(&plain, offers(true)), 9); // 3 workgroups by 16, 32, 64 threads a row
+        assert_eq!(on_q8(&plain, offers(false)), 0);
+        let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+        let q8_0 = MatvecShape::of(pairs, GgmlType::Q8_0, 896, 1024);
+        assert_eq!(on_q8(&q8_0, offers(true)), 9);
+        let grouped = MatvecShape {
+            matrices: 16,
+            ..MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 512, 128)
+        };
+        let four = MatvecShape { tokens: 4, ..q8_0 };
+        let tile = MatvecShape::chunk(
+            Kernel::Matmul(Store::Rows),
+            GgmlType::Q8_0,
+            (896, 1024),
+            1,
+            64,
+        );
+        let q6_k = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096);
+        assert_eq!(on_q8(&four, offers(true)), 9);
+        for shape in [grouped, tile, q6_k] {
+            assert_eq!(on_q8(&shape, offers(true)), 0, "{}", shape.key());
+        }
+        assert_ne!(
+            grouped.key(),
+            MatvecShape {
+                matrices: 1,
+                ..grouped
+            }
+            .key()
+        );
     }
 }

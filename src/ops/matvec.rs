@@ -6,8 +6,8 @@
 use super::rms_norm::RmsNorm;
 use crate::gguf::GgmlType;
 use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Kernel, MatvecShape, Plan,
-    Shape, Stacked, StepInput, Store, TensorPart, Tuning, XNorm,
+    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Kernel, MatvecShape, Offers,
+    Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning, XNorm,
 };
 
 /// What a product reads: each token's row of x as it is, or as RMSNorm makes it (which the pair
@@ -258,9 +258,18 @@ fn push_one(
 ) {
     assert!(group_stride.is_multiple_of(4) && group_rows > 0);
     assert_eq!(plan.batch, 1, "the matvec kernel runs one token");
+    // Rows that read x in groups are shapes of their own (no split on 8-bit x takes them: it
+    // quantizes one x for all of a workgroup's rows).
+    let groups = match group_stride {
+        0 => 1,
+        _ => w.rows.div_ceil(group_rows),
+    };
     for part in &w.parts {
         // Each part is its own shape: the tuned kernel shape for its rows.
-        let shape = MatvecShape::of(Kernel::Matvec, w.ty, w.row_len, part.rows);
+        let shape = MatvecShape {
+            matrices: groups,
+            ..MatvecShape::of(Kernel::Matvec, w.ty, w.row_len, part.rows)
+        };
         let p = Params {
             rows: part.rows,
             cols: w.row_len,
@@ -290,7 +299,11 @@ pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     push(&mut plan, &w, &x, &y, false);
     plan.finish(gpu).await?;
     let matvec = plan.dispatches[0].matvec().expect("a matvec");
-    for kernel in matvec.candidates(gpu.subgroup_size, None) {
+    let offers = Offers {
+        subgroup_size: gpu.subgroup_size,
+        ..Offers::default()
+    };
+    for kernel in matvec.candidates(offers) {
         if !kernel.subgroup_sum {
             continue;
         }
@@ -336,7 +349,11 @@ pub async fn matrix_cores_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     push(&mut plan, &w, &x, &y, false);
     plan.finish(gpu).await?;
     let matmul = plan.dispatches[0].matvec().expect("a matmul");
-    let on_cores = (matmul.candidates(None, Some(cores)).into_iter())
+    let offers = Offers {
+        matrix_cores: Some(cores),
+        ..Offers::default()
+    };
+    let on_cores = (matmul.candidates(offers).into_iter())
         .find(|k| k.cooperative.is_some())
         .expect("a candidate on the matrix cores");
     let mut tuning = Tuning::default();
