@@ -4,13 +4,13 @@
 //! every quant type. The K-quant files also define a block form (`block_at`, `block_dequant32`): a
 //! block's header read once for its eight sub-blocks, which `row_dot_blocks.wgsl` splits rows by.
 
-use super::Split;
 use crate::gguf::GgmlType;
 
 /// The named files of shaders/, concatenated at compile time.
 macro_rules! wgsl {
     ($($file:literal),+) => { concat!($(include_str!(concat!("../../shaders/", $file))),+) };
 }
+pub(super) use wgsl;
 
 /// The kernels Wick dispatches, one per WGSL body in `shaders/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -375,18 +375,6 @@ impl Kernel {
             Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };
         body.to_string()
-    }
-}
-
-/// The row_dot file of a split of rows over threads (`row_dot`, `pair_dot`, `pair_dot4`), and what
-/// it prepares of x (`x_prepare`, `x_prepare4`) and which threads read x once for a row
-/// (`x_read_sum`, `x_read_sum4`).
-pub(super) fn row_dot_source(split: Split) -> &'static str {
-    match split {
-        Split::Chunks => wgsl!("row_dot.wgsl", "row_dot_f32x.wgsl"),
-        Split::Blocks => wgsl!("row_dot_blocks.wgsl", "row_dot_f32x.wgsl"),
-        Split::BlockParts => wgsl!("row_dot_parts.wgsl", "row_dot_f32x.wgsl"),
-        Split::PartsQ8 => wgsl!("reduce.wgsl", "row_dot_q8.wgsl"),
     }
 }
 

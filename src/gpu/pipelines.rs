@@ -1,7 +1,7 @@
 //! Compute pipelines: a kernel (`kernels.rs`) with its weight type and shape, as a typed key whose
 //! source is the kernel's WGSL behind its constants, built once and cached.
 
-use super::kernels::{dequant_source, q8_source, row_dot_source, Kernel, XNorm};
+use super::kernels::{dequant_source, q8_source, wgsl, Kernel, XNorm};
 use super::{MatvecKernel, MatvecShape, Recurrence, Split};
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
@@ -287,6 +287,18 @@ impl PipelineKey {
         let row_dot = row_dot_source(self.split);
         src.push_str(&self.kernel.body(row_dot, row_sum));
         src
+    }
+}
+
+/// The row_dot file of a split of rows over threads (`row_dot`, `pair_dot`, `pair_dot4`), and what
+/// it prepares of x (`x_prepare`, `x_prepare4`) and which threads read x once for a row
+/// (`x_read_sum`, `x_read_sum4`).
+fn row_dot_source(split: Split) -> &'static str {
+    match split {
+        Split::Chunks => wgsl!("row_dot.wgsl", "row_dot_f32x.wgsl"),
+        Split::Blocks => wgsl!("row_dot_blocks.wgsl", "row_dot_f32x.wgsl"),
+        Split::BlockParts => wgsl!("row_dot_parts.wgsl", "row_dot_f32x.wgsl"),
+        Split::PartsQ8 => wgsl!("reduce.wgsl", "row_dot_q8.wgsl"),
     }
 }
 
