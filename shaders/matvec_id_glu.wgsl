@@ -4,8 +4,8 @@
 // them) made into h[s * rows + r] = glu(gate, up) by the activation file. One dispatch where gate, up
 // and the activation took three. The TPR threads of a pair split its rows as the row_dot file says,
 // reading each x once for both. A tensor split into parts is dispatched once per part (parts hold
-// whole pairs); pairs outside the part are skipped. Needs x_rows.wgsl, a row_dot file, a row_sum file
-// and an activation file.
+// whole pairs); pairs outside the part are skipped. Needs x_rows.wgsl, a row_dot file (on 8-bit x too:
+// every pair reads the one x), a row_sum file and an activation file.
 
 struct Params {
     rows: u32,       // values of h per expert (pairs of rows)
@@ -30,6 +30,9 @@ override TPR: u32 = 64u;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
+    // What the row_dot file does with x before the rows: every slot reads the one x, which
+    // row_dot_q8.wgsl quantizes here.
+    x_prepare(t, 0u, P.cols);
     let item = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
     var g = 0u; // the pair's gate row in the stacked tensor; up's is g + 1
     var here = false;

@@ -7,8 +7,9 @@
 // tuner offers this split beside the f32 ones, which stay where fidelity is asked. The kernel
 // declares WG, TPR and X; the pipeline gives XQ_COLS, the row length, and XQ_TOKENS, the tokens a
 // workgroup takes (1 or 4). Every row of the workgroup reads the x it quantized, so rows that read x
-// in groups (matvec.wgsl's group_stride) do not come here. Needs the type's dequant_q8 file and
-// reduce.wgsl (for x_read_sum).
+// in groups (matvec.wgsl's group_stride) or an x per expert (matvec_id.wgsl) do not come here; the
+// experts' gate and up (matvec_id_glu.wgsl) read the token's one x and do. Needs the type's
+// dequant_q8 file and reduce.wgsl (for x_read_sum).
 
 // x quantized, 8 words (32 signed bytes) a block of 32 values, token k's blocks after token k - 1's
 // (block blk of token k is x block k XQ_COLS / 32 + blk), word i of x block n at xq[8 n +

@@ -307,9 +307,13 @@ impl MatvecShape {
 
     /// Whether the split on 8-bit x (`Split::PartsQ8`) can take it: a decode step's product of a type
     /// with that form, the x of its token (or four) read whole by every row (a plain matvec, not in
-    /// groups, or a pair kernel).
+    /// groups, a pair kernel, or the chosen experts' gate and up, which all read the token's one x).
+    /// The experts' other products read an x per slot, which one workgroup's x does not hold.
     pub fn takes_q8(&self) -> bool {
-        let kernel = matches!(self.kernel, Kernel::Matvec | Kernel::MatvecPairs(..));
+        let kernel = matches!(
+            self.kernel,
+            Kernel::Matvec | Kernel::MatvecPairs(..) | Kernel::MatvecIdGlu(_)
+        );
         kernel && self.matrices == 1 && has_int8_form(self.ty)
     }
 
