@@ -539,7 +539,12 @@ mod tests {
         );
         let q6_k = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096);
         assert_eq!(on_q8(&four, offers(true)), 9);
-        for shape in [grouped, tile, q6_k] {
+        // The experts' gate and up read the token's one x; their other products, an x per slot.
+        let glu = Kernel::MatvecIdGlu(Activation::Silu);
+        let gate_up = MatvecShape::of(glu, GgmlType::Q4_K, 2048, 8 * 768);
+        assert_eq!(on_q8(&gate_up, offers(true)), 9);
+        let down = MatvecShape::of(Kernel::MatvecId, GgmlType::Q4_K, 768, 2048);
+        for shape in [grouped, tile, q6_k, down] {
             assert_eq!(on_q8(&shape, offers(true)), 0, "{}", shape.key());
         }
         assert_ne!(
