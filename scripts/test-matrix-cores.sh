@@ -31,10 +31,11 @@ if [ ! -e "$root/usr/share/vulkan/icd.d/lvp_icd.json" ] && [ ! -e "$root/usr/sha
     --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 
-# A test file's binary, built here and copied into the root.
+# A test file's binary, built here and copied into the root. With the workspace's features, as
+# scripts/test.sh's `cargo test --workspace` built it: the package's own would build it again.
 copy_in() {
   local binary
-  binary=$(cargo test --release --test "$1" --no-run 2>&1 | grep -o "target/release/deps/$1-[0-9a-f]*" | head -1)
+  binary=$(cargo test --release --workspace --test "$1" --no-run 2>&1 | grep -o "target/release/deps/$1-[0-9a-f]*" | head -1)
   [ -x "$binary" ] || { echo "test-matrix-cores: no tests/$1.rs binary was built" >&2; exit 1; }
   cp "$binary" "$root/tmp/wick-$1"
 }
