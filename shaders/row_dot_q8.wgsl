@@ -2,8 +2,8 @@
 // llama.cpp's integer matvecs take it: the workgroup quantizes its tokens' x once into workgroup
 // memory (x_prepare, x_prepare4), a scale per 32 values, and each thread's part of a block is then
 // integer dot products of four bytes (the dequant file's block_part_int8) and a multiply or two. For
-// the types whose quants are small integers under a scale per 32 weights (Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q4_K, Q5_K). The rounding of x to 8 bits changes the sums' last digits, as in llama.cpp; the
+// the types whose quants are small integers under a scale per 16 or 32 weights (Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, Q4_K, Q5_K, Q6_K). The rounding of x to 8 bits changes the sums' last digits, as in llama.cpp; the
 // tuner offers this split beside the f32 ones, which stay where fidelity is asked. The kernel
 // declares WG, TPR and X; the pipeline gives XQ_COLS, the row length, and XQ_TOKENS, the tokens a
 // workgroup takes (1 or 4). Every row of the workgroup reads the x it quantized, so rows that read x

@@ -79,7 +79,7 @@ pub struct BenchArgs {
     /// finds them faster [default: on where the adapter has them]
     #[arg(long = "matrix-cores", value_enum)]
     matrix_cores: Option<Switch>,
-    /// Let a decode step's products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q5_K weights round x
+    /// Let a decode step's products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and K-quant weights round x
     /// to 8 bits and multiply by integer dot products, where the tuner finds that faster [default:
     /// on for GPUs, off for CPU-backed adapters]
     #[arg(long = "int8-x", value_enum)]

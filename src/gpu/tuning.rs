@@ -538,13 +538,15 @@ mod tests {
             64,
         );
         let q6_k = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096);
+        assert_eq!(on_q8(&q6_k, offers(true)), 9);
+        let mxfp4 = MatvecShape::of(Kernel::Matvec, GgmlType::MXFP4, 4096, 4096);
         assert_eq!(on_q8(&four, offers(true)), 9);
         // The experts' gate and up read the token's one x; their other products, an x per slot.
         let glu = Kernel::MatvecIdGlu(Activation::Silu);
         let gate_up = MatvecShape::of(glu, GgmlType::Q4_K, 2048, 8 * 768);
         assert_eq!(on_q8(&gate_up, offers(true)), 9);
         let down = MatvecShape::of(Kernel::MatvecId, GgmlType::Q4_K, 768, 2048);
-        for shape in [grouped, tile, q6_k, down] {
+        for shape in [grouped, tile, mxfp4, down] {
             assert_eq!(on_q8(&shape, offers(true)), 0, "{}", shape.key());
         }
         assert_ne!(
