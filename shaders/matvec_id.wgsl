@@ -6,7 +6,7 @@
 //   down, into the residual.
 // B, the experts' biases, where they have them (gpt-oss); 0 otherwise.
 // A tensor split into parts is dispatched once per part; rows of experts outside the part are skipped.
-// Needs row_dot.wgsl and a row_sum file.
+// Needs x_rows.wgsl, a row_dot file (on 8-bit x too) and a row_sum file.
 
 struct Params {
     rows: u32,           // rows of one expert
@@ -33,6 +33,8 @@ override TPR: u32 = 64u;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
+    // What the row_dot file does with x before the rows: row_dot_q8.wgsl quantizes the slots' x here.
+    x_prepare_rows(t, P.x_slot_stride, P.cols);
     let item = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
     let combine = P.combine == 1u;
     let r = select(item % P.rows, item, combine);

@@ -6,6 +6,8 @@ fn x_prepare(t: u32, x0: u32, cols: u32) {}
 
 fn x_prepare4(t: u32, x0: vec4<u32>, cols: u32) {}
 
+fn x_prepare_rows(t: u32, stride: u32, cols: u32) {}
+
 // The sum of v over the threads that between them read the row of x once for the row thread t works
 // on: its TPR threads. Call from uniform control flow.
 fn x_read_sum(t: u32, v: f32) -> f32 {

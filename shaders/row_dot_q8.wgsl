@@ -1,15 +1,16 @@
 // row_dot_parts.wgsl's split of a row (PARTS threads a block) with x quantized to 8 bits first, as
-// llama.cpp's integer matvecs take it: the workgroup quantizes its tokens' x once into workgroup
-// memory (x_prepare, x_prepare4), a scale per 32 values, and each thread's part of a block is then
-// integer dot products of four bytes (the dequant file's block_part_int8) and a multiply or two. For
-// the types whose quants are small integers under a scale per 16 or 32 weights (Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q4_K, Q5_K, Q6_K). The rounding of x to 8 bits changes the sums' last digits, as in llama.cpp; the
-// tuner offers this split beside the f32 ones, which stay where fidelity is asked. The kernel
-// declares WG, TPR and X; the pipeline gives XQ_COLS, the row length, and XQ_TOKENS, the tokens a
-// workgroup takes (1 or 4). Every row of the workgroup reads the x it quantized, so rows that read x
-// in groups (matvec.wgsl's group_stride) or an x per expert (matvec_id.wgsl) do not come here; the
-// experts' gate and up (matvec_id_glu.wgsl) read the token's one x and do. Needs the type's
-// dequant_q8 file and reduce.wgsl (for x_read_sum).
+// llama.cpp's integer matvecs take it: the workgroup quantizes its rows of x once into workgroup
+// memory (x_prepare, x_prepare4, x_prepare_rows), a scale per 32 values, and each thread's part of a
+// block is then integer dot products of four bytes (the dequant file's block_part_int8) and a
+// multiply or two. For the types whose quants are small integers under a scale per 16 or 32 weights
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K). The rounding of x to 8 bits changes the sums'
+// last digits, as in llama.cpp; the tuner offers this split beside the f32 ones, which stay where
+// fidelity is asked. The kernel declares WG, TPR and X; the pipeline gives XQ_COLS, the row length,
+// and XQ_TOKENS, the rows of x a workgroup reads (its 1 or 4 tokens', or the chosen experts' slots').
+// Every row of the workgroup reads the rows of x it quantized, so rows that read x in groups
+// (matvec.wgsl's group_stride) do not come here; the chosen experts' products do (matvec_id_glu.wgsl's
+// gate and up read the token's one x, matvec_id.wgsl's down the slots' x side by side). Needs the
+// type's dequant_q8 file and reduce.wgsl (for x_read_sum).
 
 // x quantized, 8 words (32 signed bytes) a block of 32 values, token k's blocks after token k - 1's
 // (block blk of token k is x block k XQ_COLS / 32 + blk), word i of x block n at xq[8 n +
@@ -40,10 +41,14 @@ fn quantize_block(x_blk: u32, v: array<vec4<f32>, 8>) {
     xd[x_blk] = vec2<f32>(d, d * f32(sum.x + sum.y + sum.z + sum.w));
 }
 
+// The vec4 of X where the quantized rows start: a row's x0 less this, over 8, is its first x block.
+var<private> xq_start: u32;
+
 // Quantizes the token's row of x (from vec4 x0, read through the x file, which may norm it and count
 // its squares), a block of 32 values a thread at a time. Call from uniform control flow, before the
 // rows.
 fn x_prepare(t: u32, x0: u32, cols: u32) {
+    xq_start = x0;
     for (var blk = t; blk < cols / 32u; blk += WG) {
         var v: array<vec4<f32>, 8>;
         for (var i = 0u; i < 8u; i++) {
@@ -72,6 +77,21 @@ fn x_prepare4(t: u32, x0: vec4<u32>, cols: u32) {
     workgroupBarrier();
 }
 
+// x_prepare for the XQ_TOKENS rows of x at vec4s 0, stride, 2 stride, ...: the chosen experts' slots'
+// x, side by side (stride cols / 4), or the token's one (stride 0, one row).
+fn x_prepare_rows(t: u32, stride: u32, cols: u32) {
+    xq_start = 0u;
+    let blocks = cols / 32u;
+    for (var i = t; i < XQ_TOKENS * blocks; i += WG) {
+        var v: array<vec4<f32>, 8>;
+        for (var j = 0u; j < 8u; j++) {
+            v[j] = x_at((i / blocks) * stride, (i % blocks) * 8u + j);
+        }
+        quantize_block(i, v);
+    }
+    workgroupBarrier();
+}
+
 // The threads that read x once for a row: here the workgroup, which quantized it together.
 fn x_read_sum(t: u32, v: f32) -> f32 {
     return reduce_sum(t, v);
@@ -86,9 +106,10 @@ fn x_read_sum4(t: u32, v: vec4<f32>) -> vec4<f32> {
 // group g taking blocks g, g + TPR / PARTS, ..., thread `part` of a group part `part` of each.
 fn row_dot(base: u32, x0: u32, cols: u32, lane: u32) -> f32 {
     let part = lane % PARTS;
+    let x_first = (x0 - xq_start) / 8u;
     var acc = 0.0;
     for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
-        acc += block_part_int8(base + blk * BLOCK_BYTES, part, blk * (BLOCK_LEN / 32u));
+        acc += block_part_int8(base + blk * BLOCK_BYTES, part, x_first + blk * (BLOCK_LEN / 32u));
     }
     return acc;
 }
@@ -96,10 +117,11 @@ fn row_dot(base: u32, x0: u32, cols: u32, lane: u32) -> f32 {
 // row_dot for the rows at bytes `base` and `base + row_bytes`.
 fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f32> {
     let part = lane % PARTS;
+    let x_first = (x0 - xq_start) / 8u;
     var acc = vec2<f32>(0.0);
     for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
         let b = base + blk * BLOCK_BYTES;
-        let x_blk = blk * (BLOCK_LEN / 32u);
+        let x_blk = x_first + blk * (BLOCK_LEN / 32u);
         acc += vec2<f32>(block_part_int8(b, part, x_blk), block_part_int8(b + row_bytes, part, x_blk));
     }
     return acc;

@@ -276,7 +276,7 @@ fn check_expert_matvecs(
 fn experts_block_over_a_chunk_and_a_token_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(17);
-    // 8-bit x among the candidates of a token's gate and up below (Q4_K, Q8_0), as on GPUs.
+    // 8-bit x among the candidates of a token's products below (Q4_K, Q8_0), as on GPUs.
     gpu.set_uses_int8_x(true);
     for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
         for (n_tokens, biased) in [(21, false), (21, true), (1, false), (1, true)] {
@@ -296,16 +296,54 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
                 eprintln!("{}: {tile} does not fit this adapter", shape.key());
                 continue;
             }
-            check_experts_block(&gpu, ty, (150, true), true, Some(tile), &mut rng);
+            let given = Some(Given::Tile(tile));
+            check_experts_block(&gpu, ty, (150, true), true, given, &mut rng);
         }
-        // Every kernel shape the tuner may give a token's gate, up and activation in one dispatch.
+        // Every kernel shape the tuner may give a token's products over the chosen experts: gate, up
+        // and the activation in one dispatch; gate and up apart; down, whose slots each read an x of
+        // their own, summed by weight into x.
+        let (d, used) = (EXPERTS_D, EXPERTS_USED);
         let glu = Kernel::MatvecIdGlu(Activation::Silu);
-        let shape = MatvecShape::of(glu, ty, EXPERTS_D, EXPERTS_USED * EXPERTS_D);
-        let candidates = shape.candidates(gpu.offers());
-        let on_q8 = |k: &MatvecKernel| k.split == Split::PartsQ8;
-        assert_eq!(candidates.iter().any(on_q8), has_int8_form(ty), "{ty}");
-        for kernel in candidates {
-            check_experts_block(&gpu, ty, (1, true), true, Some(kernel), &mut rng);
+        let gate_up = MatvecShape::of(glu, ty, d, used * d);
+        let apart = MatvecShape::of(Kernel::MatvecId, ty, d, used * d);
+        let down = MatvecShape {
+            matrices: used,
+            ..MatvecShape::of(Kernel::MatvecId, ty, d, d)
+        };
+        for (shape, interleaved) in [(gate_up, true), (apart, false), (down, true)] {
+            let candidates = shape.candidates(gpu.offers());
+            let on_q8 = |k: &MatvecKernel| k.split == Split::PartsQ8;
+            assert_eq!(
+                candidates.iter().any(on_q8),
+                has_int8_form(ty),
+                "{}",
+                shape.key()
+            );
+            for kernel in candidates
+                .into_iter()
+                .filter(|k| shape.fits(k, &gpu.limits))
+            {
+                let given = Some(Given::Token(shape, kernel));
+                // Biases where gate and up are interleaved: files with them load them so.
+                check_experts_block(&gpu, ty, (1, interleaved), interleaved, given, &mut rng);
+            }
+        }
+    }
+}
+
+/// A kernel shape check_experts_block gives its products, where not their defaults.
+#[derive(Clone, Copy)]
+enum Given {
+    /// The tile of every product over a chunk.
+    Tile(MatvecKernel),
+    /// The kernel of one of a token's products (a matvec's shape) over the chosen experts.
+    Token(MatvecShape, MatvecKernel),
+}
+
+impl Given {
+    fn kernel(&self) -> MatvecKernel {
+        match *self {
+            Given::Tile(k) | Given::Token(_, k) => k,
         }
     }
 }
@@ -317,20 +355,20 @@ const EXPERTS_USED: u32 = 3;
 const EXPERTS_D: u32 = 256;
 
 /// One run of the experts' block over `n_tokens` (a chunk's, unless one), gate and up `interleaved` as
-/// loaded where they share a type (or apart), against the CPU. `tile` is a kernel shape given to the
-/// products over a chunk (a tile), or to a token's gate, up and activation (a matvec's shape).
+/// loaded where they share a type (or apart), against the CPU, its products in the kernel shapes
+/// their tuning gives them, or where `given`, that one.
 fn check_experts_block(
     gpu: &Gpu,
     ty: GgmlType,
     (n_tokens, interleaved): (usize, bool),
     biased: bool,
-    tile: Option<MatvecKernel>,
+    given: Option<Given>,
     rng: &mut Rng,
 ) {
     let (n_expert, n_used, d, n_ff) = (EXPERTS_N, EXPERTS_USED, EXPERTS_D, EXPERTS_D);
     let mut tuning = Tuning::default();
-    match tile {
-        Some(tile) if tile.threads_per_row == 0 => {
+    match given {
+        Some(Given::Tile(tile)) => {
             // Gate and up's shape, interleaved and apart, and down's.
             for (cols, rows) in [(d, 2 * n_ff), (d, n_ff), (n_ff, d)] {
                 let experts = (Kernel::MatmulId, n_expert, n_tokens as u32);
@@ -338,9 +376,7 @@ fn check_experts_block(
                 tuning.matvec.insert(shape.key(), tile);
             }
         }
-        Some(kernel) => {
-            let glu = Kernel::MatvecIdGlu(Activation::Silu);
-            let shape = MatvecShape::of(glu, ty, d, n_used * n_ff);
+        Some(Given::Token(shape, kernel)) => {
             tuning.matvec.insert(shape.key(), kernel);
         }
         None => {}
@@ -453,7 +489,10 @@ fn check_experts_block(
     );
     run(gpu, plan);
 
-    let on_q8 = tile.is_some_and(|t| t.split == Split::PartsQ8);
+    // On 8-bit x, gate and up read x rounded so, or down reads h rounded so (the slots' x).
+    let on_q8 = given.is_some_and(|g| g.kernel().split == Split::PartsQ8);
+    let down_on_q8 = on_q8 && matches!(given, Some(Given::Token(s, _)) if s.matrices > 1);
+    let gate_up_on_q8 = on_q8 && !down_on_q8;
     let mut want = x0.clone();
     let (d, f, u, e) = (
         d as usize,
@@ -467,8 +506,7 @@ fn check_experts_block(
             .collect();
         let (ids, w) = moe_route::reference(&g, &biased_logits, None);
         let route = (&ids[..], &w[..]);
-        // Gate and up on 8-bit x read it rounded (down reads h, in f32).
-        let x_t = match on_q8 {
+        let x_t = match gate_up_on_q8 {
             true => q8_rounded(&xn[t * d..(t + 1) * d]),
             false => xn[t * d..(t + 1) * d].to_vec(),
         };
@@ -477,7 +515,10 @@ fn check_experts_block(
         let per_slot = Output::PerSlot;
         matvec_id::reference((&gate_deq, bias(1)), d, route, x_t, 0, &mut gs, per_slot);
         matvec_id::reference((&up_deq, bias(2)), d, route, x_t, 0, &mut us, per_slot);
-        let h = glu::reference(Activation::Silu, &gs, &us);
+        let mut h = glu::reference(Activation::Silu, &gs, &us);
+        if down_on_q8 {
+            h = q8_rounded(&h);
+        }
         let want_t = &mut want[t * d..(t + 1) * d];
         let sum = Output::WeightedSum;
         matvec_id::reference((&down_deq, bias(3)), f, route, &h, f, want_t, sum);
@@ -492,11 +533,15 @@ fn check_experts_block(
             ", gate and up apart"
         },
         if biased { ", biased" } else { "" },
-        tile.map_or(String::new(), |t| format!(", {t}"))
+        match given {
+            Some(Given::Tile(tile)) => format!(", {tile}"),
+            Some(Given::Token(shape, kernel)) => format!(", {} at {kernel}", shape.key()),
+            None => String::new(),
+        }
     );
     // The matrix cores' tile rounds x and the weights to f16 (see tests/ops_matmul.rs); on 8-bit x,
     // the GPU may round a value of x the other way than the CPU (see Q8_NMSE).
-    let on_cores = tile.is_some_and(|t| t.cooperative.is_some());
+    let on_cores = given.is_some_and(|g| g.kernel().cooperative.is_some());
     let bound = match (on_cores, on_q8) {
         (true, _) => 1e-5,
         (_, true) => Q8_NMSE,

@@ -102,9 +102,10 @@ pub struct PipelineKey {
     /// override constant of shaders/matvec_pairs.wgsl); tokens an attention workgroup takes (the
     /// `TQ` constant of shaders/attend.wgsl).
     pub tokens: Option<u32>,
-    /// The row length of a split on 8-bit x (`Split::PartsQ8`), which sizes its x in workgroup
-    /// memory (the `XQ_COLS` constant of shaders/row_dot_q8.wgsl).
-    pub x_cols: Option<u32>,
+    /// The row length of x and its rows a workgroup quantizes, in a split on 8-bit x
+    /// (`Split::PartsQ8`), which size its x in workgroup memory (the `XQ_COLS` and `XQ_TOKENS`
+    /// constants of shaders/row_dot_q8.wgsl).
+    pub x_q8: Option<(u32, u32)>,
 }
 
 impl PipelineKey {
@@ -117,7 +118,7 @@ impl PipelineKey {
             subgroup_sum: false,
             split: Split::Chunks,
             tokens: None,
-            x_cols: None,
+            x_q8: None,
         }
     }
 
@@ -161,7 +162,7 @@ impl PipelineKey {
                 subgroup_sum: kernel.subgroup_sum,
                 split: kernel.split,
                 tokens: (shape.tokens > 1).then_some(shape.tokens),
-                x_cols: (kernel.split == Split::PartsQ8).then_some(shape.cols),
+                x_q8: (kernel.split == Split::PartsQ8).then_some((shape.cols, shape.x_rows())),
                 ..key
             },
         }
@@ -280,9 +281,8 @@ impl PipelineKey {
             false => include_str!("../../shaders/row_sum.wgsl"),
             true => include_str!("../../shaders/row_sum_subgroup.wgsl"),
         };
-        if let Some(cols) = self.x_cols {
-            let tokens = self.tokens.unwrap_or(1);
-            src += &format!("const XQ_COLS: u32 = {cols}u;\nconst XQ_TOKENS: u32 = {tokens}u;\n");
+        if let Some((cols, rows)) = self.x_q8 {
+            src += &format!("const XQ_COLS: u32 = {cols}u;\nconst XQ_TOKENS: u32 = {rows}u;\n");
         }
         let row_dot = row_dot_source(self.split);
         src.push_str(&self.kernel.body(row_dot, row_sum));

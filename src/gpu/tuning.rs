@@ -202,7 +202,8 @@ pub struct MatvecShape {
     pub tokens: u32,
     /// Matrices of `rows` rows the dispatch computes side by side, a layer of workgroups each: the
     /// experts of `Kernel::MatmulId`; for `Kernel::Matvec`, the groups of rows that read x each of
-    /// their own (per-head matrices); 1 for the others.
+    /// their own (per-head matrices); for `Kernel::MatvecId`, the chosen experts' slots where each
+    /// reads an x of its own (down), 1 where all read the token's one x; 1 for the others.
     pub matrices: u32,
 }
 
@@ -255,6 +256,9 @@ impl MatvecShape {
             Kernel::MatvecPairs(store, XNorm::Rms(_)) => {
                 shape + " " + store_name(store) + " normed"
             }
+            Kernel::MatvecId if self.matrices > 1 => {
+                shape + &format!(" experts, {} rows of x", self.matrices)
+            }
             Kernel::MatvecId => shape + " experts",
             Kernel::MatvecIdGlu(act) => shape + " experts " + store_name(Store::Glu(act)),
             Kernel::Matmul(store) => shape + " matmul " + store_name(store),
@@ -285,7 +289,7 @@ impl MatvecShape {
     /// x needs room for x (`q8_workgroup_bytes`).
     pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
         if kernel.split == Split::PartsQ8 {
-            let bytes = q8_workgroup_bytes(self.cols, self.tokens);
+            let bytes = q8_workgroup_bytes(self.cols, self.x_rows());
             return bytes <= limits.max_compute_workgroup_storage_size;
         }
         if !self.is_tiled() {
@@ -306,15 +310,26 @@ impl MatvecShape {
     }
 
     /// Whether the split on 8-bit x (`Split::PartsQ8`) can take it: a decode step's product of a type
-    /// with that form, the x of its token (or four) read whole by every row (a plain matvec, not in
-    /// groups, a pair kernel, or the chosen experts' gate and up, which all read the token's one x).
-    /// The experts' other products read an x per slot, which one workgroup's x does not hold.
+    /// with that form whose workgroups each read the same rows of x whole (`x_rows`), which they
+    /// quantize together first: a plain matvec (not in groups, which read x each of their own), a
+    /// pair kernel, and the chosen experts' products (gate and up read the token's one x, down the
+    /// slots' x side by side).
     pub fn takes_q8(&self) -> bool {
-        let kernel = matches!(
-            self.kernel,
-            Kernel::Matvec | Kernel::MatvecPairs(..) | Kernel::MatvecIdGlu(_)
-        );
-        kernel && self.matrices == 1 && has_int8_form(self.ty)
+        let kernel = match self.kernel {
+            Kernel::Matvec | Kernel::MatvecPairs(..) | Kernel::MatvecIdGlu(_) => self.matrices == 1,
+            Kernel::MatvecId => true,
+            _ => false,
+        };
+        kernel && has_int8_form(self.ty)
+    }
+
+    /// The rows of x each workgroup reads whole: its tokens', and for the chosen experts' down, the
+    /// slots'.
+    pub fn x_rows(&self) -> u32 {
+        match self.kernel {
+            Kernel::MatvecId => self.tokens * self.matrices,
+            _ => self.tokens,
+        }
     }
 
     /// Rows one row slot (TPR threads) of the kernel computes.
@@ -541,12 +556,17 @@ mod tests {
         assert_eq!(on_q8(&q6_k, offers(true)), 9);
         let mxfp4 = MatvecShape::of(Kernel::Matvec, GgmlType::MXFP4, 4096, 4096);
         assert_eq!(on_q8(&four, offers(true)), 9);
-        // The experts' gate and up read the token's one x; their other products, an x per slot.
+        // The experts' gate and up read the token's one x, down the slots' x side by side.
         let glu = Kernel::MatvecIdGlu(Activation::Silu);
         let gate_up = MatvecShape::of(glu, GgmlType::Q4_K, 2048, 8 * 768);
         assert_eq!(on_q8(&gate_up, offers(true)), 9);
-        let down = MatvecShape::of(Kernel::MatvecId, GgmlType::Q4_K, 768, 2048);
-        for shape in [grouped, tile, mxfp4, down] {
+        let down = MatvecShape {
+            matrices: 8,
+            ..MatvecShape::of(Kernel::MatvecId, GgmlType::Q4_K, 768, 2048)
+        };
+        assert_eq!(on_q8(&down, offers(true)), 6); // rows of 3 blocks: 16 and 32 threads a row
+        assert_eq!((down.x_rows(), gate_up.x_rows()), (8, 1));
+        for shape in [grouped, tile, mxfp4] {
             assert_eq!(on_q8(&shape, offers(true)), 0, "{}", shape.key());
         }
         assert_ne!(

@@ -63,8 +63,20 @@ pub fn push(
         return push_glu(plan, w, experts, act, x, y, items);
     }
     // A matvec shape of its own: the tuner times its kernel shapes as it does the dense ones'
-    // (threads per row, workgroup, the sum by subgroup, the K-quants' block form).
-    let shape = MatvecShape::of(Kernel::MatvecId, w.ty, w.row_len, items);
+    // (threads per row, workgroup, the sum by subgroup, the K-quants' block form, 8-bit x). Slots
+    // that read x of their own read rows of it side by side, as a workgroup on 8-bit x quantizes them.
+    assert!(
+        x_slot_stride == 0 || x_slot_stride == w.row_len,
+        "the slots' x are one or side by side"
+    );
+    let shape = MatvecShape {
+        matrices: if x_slot_stride == 0 {
+            1
+        } else {
+            experts.n_slots
+        },
+        ..MatvecShape::of(Kernel::MatvecId, w.ty, w.row_len, items)
+    };
     for part in &w.parts {
         let p = Params {
             rows: experts.rows,
