@@ -13,6 +13,8 @@ scripts/fetch-model.sh all # the default model, and the Gemma 3 and Qwen2.5 file
 export WICK_TEST_PYTHON=${WICK_TEST_PYTHON:-$(scripts/test-python.sh)}
 [ "$(uname)" = Linux ] && export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
+# A clean clone builds once: incremental compilation's bookkeeping only slows that build down.
+[ "${CI:-}" = true ] && export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 # The CLI tunes new kernel shapes once and keeps them; the tests start from none and keep nothing.
 export WICK_TUNING=${WICK_TUNING:-$(mktemp -d)/tuning.json}
 chmod 700 "$XDG_RUNTIME_DIR"

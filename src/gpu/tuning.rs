@@ -85,8 +85,9 @@ impl Tunable {
 /// The set of candidate kernel shapes, counted up when it changes (2: blocks shared by 16 threads;
 /// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row;
 /// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile; 6: a
-/// prompt's products on matrix cores). New shapes need no new count: they have no winners to drop.
-pub const CANDIDATES: u32 = 6;
+/// prompt's products on matrix cores; 7: a decode step's products on 8-bit x, Q6_K's and the
+/// experts' among them). New shapes need no new count: they have no winners to drop.
+pub const CANDIDATES: u32 = 7;
 
 impl Default for Tuning {
     fn default() -> Tuning {
