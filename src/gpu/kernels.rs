@@ -22,6 +22,10 @@ pub enum Kernel {
     MatvecPairs(Store, XNorm),
     /// X W^T, W packed, for the tokens of a prompt's chunk, each pair of rows stored as the `Store` says.
     Matmul(Store),
+    /// `Matmul` with no workgroup memory, a thread holding 8 rows' weights in its registers and
+    /// walking the tokens (shaders/matmul_rows.wgsl): the form for adapters that run workgroups on a
+    /// CPU.
+    MatmulRows(Store),
     /// `Matmul` on the adapter's matrix cores, in products of the size given (8 or 16): f16 tiles, f32
     /// sums (shaders/matmul_coop.wgsl).
     MatmulCoop(Store, u32),
@@ -255,6 +259,9 @@ impl Kernel {
             Kernel::Matmul(store) => {
                 let body = wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul.wgsl");
                 return [body, &store.source()].concat();
+            }
+            Kernel::MatmulRows(store) => {
+                return [wgsl!("step.wgsl", "matmul_rows.wgsl"), &store.source()].concat();
             }
             Kernel::MatmulCoop(store, _) => {
                 let body = wgsl!("step.wgsl", "matmul_coop_tile.wgsl", "matmul_coop.wgsl");

@@ -12,40 +12,49 @@ use std::sync::{Arc, Mutex};
 pub struct MatmulTile {
     pub rows: u32,
     pub tokens: u32,
-    /// Rows of the tile one thread accumulates, each for 4 tokens.
+    /// Rows of the tile one thread accumulates, each for 4 tokens (for all of them in registers).
     pub rows_per_thread: u32,
+    /// Whether the tile's steps pass through workgroup memory (shaders/matmul_tile.wgsl), or each
+    /// thread's rows stay in its registers (shaders/matmul_rows.wgsl).
+    pub shared: bool,
 }
 
 impl MatmulTile {
     /// Workgroup memory it takes: a 32-weight step of its rows and tokens, and where each token's
     /// row starts.
     pub fn workgroup_bytes(&self) -> u32 {
-        (8 * self.rows + 8 * self.tokens) * 16 + self.tokens * 4
+        match self.shared {
+            true => (8 * self.rows + 8 * self.tokens) * 16 + self.tokens * 4,
+            false => 0,
+        }
     }
 }
+
+/// The workgroup of a plain product's tile in registers (`Kernel::MatmulRows`): one SIMD group of a
+/// CPU's 256-bit registers.
+pub const ROWS_TILE_WORKGROUP: u32 = 8;
 
 /// A matmul's tile by its threads. 64 (every adapter) take 64 rows by 16 tokens, 4 rows by 4 tokens
 /// each; 256 take 128 rows by 64 tokens, 8 rows by 4 each: a dequantized weight meets 64 tokens
 /// rather than 16, and a thread's read of workgroup memory feeds twice the products (llama.cpp's
 /// tiled products are of this size), for 24.3 KiB of workgroup memory; 128 take 128 rows by 32
-/// tokens, 8 rows by 4 each, for 20.1 KiB: twice the workgroups of a short chunk.
+/// tokens, 8 rows by 4 each, for 20.1 KiB: twice the workgroups of a short chunk. 8 threads take 64
+/// rows by 64 tokens in registers, 8 rows a thread (`ROWS_TILE_WORKGROUP`, a plain product's only).
 pub fn matmul_tile(workgroup: u32) -> MatmulTile {
+    let tile = |rows, tokens, rows_per_thread| MatmulTile {
+        rows,
+        tokens,
+        rows_per_thread,
+        shared: true,
+    };
     match workgroup {
-        256 => MatmulTile {
-            rows: 128,
-            tokens: 64,
-            rows_per_thread: 8,
+        256 => tile(128, 64, 8),
+        128 => tile(128, 32, 8),
+        ROWS_TILE_WORKGROUP => MatmulTile {
+            shared: false,
+            ..tile(64, 64, 8)
         },
-        128 => MatmulTile {
-            rows: 128,
-            tokens: 32,
-            rows_per_thread: 8,
-        },
-        _ => MatmulTile {
-            rows: 64,
-            tokens: 16,
-            rows_per_thread: 4,
-        },
+        _ => tile(64, 16, 4),
     }
 }
 
@@ -69,6 +78,7 @@ pub const COOP_TILE: MatmulTile = MatmulTile {
     rows: 64,
     tokens: 64,
     rows_per_thread: 0,
+    shared: true,
 };
 
 /// The subgroups of a `COOP_TILE` workgroup for products of `size` x `size`.
@@ -154,6 +164,12 @@ impl PipelineKey {
                 kernel: Kernel::MatmulIdCoop(size),
                 ..key
             },
+            (Kernel::Matmul(store), None) if kernel.workgroup == ROWS_TILE_WORKGROUP => {
+                PipelineKey {
+                    kernel: Kernel::MatmulRows(store),
+                    ..key
+                }
+            }
             // A tile, named by its workgroup size alone (the grouped product's has no form on the
             // matrix cores).
             (Kernel::Matmul(_) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => key,
@@ -171,9 +187,10 @@ impl PipelineKey {
     /// The tile of the kernels that multiply tiles (shaders/matmul_tile.wgsl), by the workgroup size.
     pub fn tile(&self) -> Option<MatmulTile> {
         match self.kernel {
-            Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped => {
-                Some(matmul_tile(self.workgroup))
-            }
+            Kernel::Matmul(_)
+            | Kernel::MatmulRows(_)
+            | Kernel::MatmulId
+            | Kernel::MatmulGrouped => Some(matmul_tile(self.workgroup)),
             Kernel::MatmulCoop(..) | Kernel::MatmulIdCoop(_) => Some(COOP_TILE),
             _ => None,
         }

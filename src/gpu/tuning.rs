@@ -4,7 +4,7 @@
 //! (natively in a file), go to the next `Gpu` for the same adapter.
 
 use super::kernels::{block_parts, has_block_form, has_int8_form};
-use super::pipelines::{coop_workgroup_bytes, matmul_tile, COOP_TILE};
+use super::pipelines::{coop_workgroup_bytes, matmul_tile, COOP_TILE, ROWS_TILE_WORKGROUP};
 use super::recurrence::{Recurrence, RecurrenceShape};
 use super::MatrixCores;
 use super::{Activation, Kernel, KvType, Store, XNorm};
@@ -86,7 +86,8 @@ impl Tunable {
 /// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row;
 /// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile; 6: a
 /// prompt's products on matrix cores; 7: a decode step's products on 8-bit x, Q6_K's and the
-/// experts' among them). New shapes need no new count: they have no winners to drop.
+/// experts' among them, and a prompt's plain products in registers). New shapes need no new count:
+/// they have no winners to drop.
 pub const CANDIDATES: u32 = 7;
 
 impl Default for Tuning {
@@ -354,8 +355,9 @@ impl MatvecShape {
     /// A decode step's products of the types with a form on 8-bit x (`has_int8_form`) also try the
     /// split by parts on it, where plans may round x, summing by shuffles where the subgroups allow and
     /// through workgroup memory only where not. A matmul's candidates are its tiles
-    /// (`matmul_tile`), which not every adapter `fits`, and where the adapter has matrix cores that
-    /// plans may use (`Gpu::matrix_cores`), the tile on them (but for the grouped product).
+    /// (`matmul_tile`), which not every adapter `fits`, for a plain product also its tile in
+    /// registers, and where the adapter has matrix cores that plans may use
+    /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product).
     pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
         let Offers {
             subgroup_size,
@@ -369,6 +371,10 @@ impl MatvecShape {
                 ..default
             };
             let mut tiles = vec![default, tile(128), tile(256)];
+            // A plain product's tile in registers, for adapters that run workgroups on a CPU.
+            if let Kernel::Matmul(_) = self.kernel {
+                tiles.push(tile(ROWS_TILE_WORKGROUP));
+            }
             // The grouped product has no form on the matrix cores.
             let cores = matrix_cores.filter(|_| self.kernel != Kernel::MatmulGrouped);
             tiles.extend(cores.map(|cores| MatvecKernel {
