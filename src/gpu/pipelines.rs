@@ -184,7 +184,8 @@ impl PipelineKey {
         }
     }
 
-    /// The tile of the kernels that multiply tiles (shaders/matmul_tile.wgsl), by the workgroup size.
+    /// The tile of the kernels that multiply tiles (shaders/matmul_tile.wgsl, matmul_rows.wgsl,
+    /// matmul_coop_tile.wgsl), by the workgroup size.
     pub fn tile(&self) -> Option<MatmulTile> {
         match self.kernel {
             Kernel::Matmul(_)

@@ -170,7 +170,9 @@ impl std::fmt::Display for MatvecKernel {
         }
         if self.threads_per_row == 0 {
             let tile = matmul_tile(self.workgroup);
-            return write!(f, "wg{} tile {}x{}", self.workgroup, tile.rows, tile.tokens);
+            let (wg, rows, tokens) = (self.workgroup, tile.rows, tile.tokens);
+            let registers = if tile.shared { "" } else { " in registers" };
+            return write!(f, "wg{wg} tile {rows}x{tokens}{registers}");
         }
         let sum = if self.subgroup_sum {
             "subgroup"
