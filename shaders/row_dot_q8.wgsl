@@ -50,13 +50,18 @@ var<private> xq_start: u32;
 fn x_prepare(t: u32, x0: u32, cols: u32) {
     xq_start = x0;
     for (var blk = t; blk < cols / 32u; blk += WG) {
-        var v: array<vec4<f32>, 8>;
-        for (var i = 0u; i < 8u; i++) {
-            v[i] = x_at(x0, blk * 8u + i);
-        }
-        quantize_block(blk, v);
+        quantize_x_block(blk, x0, blk);
     }
     workgroupBarrier();
+}
+
+// Quantizes block blk (32 values) of the row of x at vec4 x0 into x block x_blk.
+fn quantize_x_block(x_blk: u32, x0: u32, blk: u32) {
+    var v: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        v[i] = x_at(x0, blk * 8u + i);
+    }
+    quantize_block(x_blk, v);
 }
 
 // x_prepare for four tokens, whose rows start at vec4s x0.x, .y, .z, .w.
@@ -83,11 +88,7 @@ fn x_prepare_rows(t: u32, stride: u32, cols: u32) {
     xq_start = 0u;
     let blocks = cols / 32u;
     for (var i = t; i < XQ_TOKENS * blocks; i += WG) {
-        var v: array<vec4<f32>, 8>;
-        for (var j = 0u; j < 8u; j++) {
-            v[j] = x_at((i / blocks) * stride, (i % blocks) * 8u + j);
-        }
-        quantize_block(i, v);
+        quantize_x_block(i, (i / blocks) * stride, i % blocks);
     }
     workgroupBarrier();
 }
