@@ -5,7 +5,7 @@
 # The tests' binaries are built here and copied in; nothing of the checkout is mounted. Needs root
 # (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops_matmul.rs (default: the matmul checks on
 # the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too, and
-# the check before tuning offers them; then the experts' block of tests/ops_moe_mla.rs).
+# the check before tuning offers them; then the experts' block of tests/ops_moe.rs).
 # WICK_MATRIX_CORES_ROOT sets where the root lives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +44,7 @@ in_root() {
     --nocapture "${@:2}" 2>&1
 }
 copy_in ops_matmul
-copy_in ops_moe_mla
+copy_in ops_moe
 filters=("$@")
 [ ${#filters[@]} -gt 0 ] || filters=(matmul_every_type_against_cpu matrix_cores)
 mkdir -p "$root/tmp/xdg" && chmod 700 "$root/tmp/xdg"
@@ -57,6 +57,6 @@ echo "$out" | grep -q "matmul on matrix cores: checked" || {
 }
 # The experts' products over a chunk (a mixture-of-experts prompt) on the matrix cores too.
 if [ $# -eq 0 ]; then
-  out=$(in_root ops_moe_mla experts_block) || { echo "$out"; exit 1; }
+  out=$(in_root ops_moe experts_block) || { echo "$out"; exit 1; }
   echo "$out" | grep -v "does not fit"
 fi

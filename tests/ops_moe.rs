@@ -1,0 +1,548 @@
+//! A mixture of experts' kernels, against CPU references on seeded random data: the router, matvecs
+//! over the routed experts (split into parts across expert boundaries), the experts' biases, and the
+//! whole experts' block over a chunk and a token in every kernel shape the tuner may give it.
+
+mod common;
+
+use common::{
+    f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, q8_rounded, run, Rng, Q8_NMSE,
+};
+use pollster::FutureExt as _;
+use wick::gguf::GgmlType;
+use wick::gpu::{
+    has_int8_form, read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecKernel,
+    MatvecShape, Split, Tuning,
+};
+use wick::ops::glu::{self, Activation};
+use wick::ops::matvec_id::{self, Experts, Output};
+use wick::ops::moe::{self, ExpertBiases, ExpertWeights, ExpertsGateUp, MoeBuffers, MoeShape};
+use wick::ops::moe_route::{self, Gating, RouterBiases};
+
+#[test]
+fn router_and_expert_matvecs_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(11);
+    let (n_expert, rows, cols) = (8u32, 48u32, 256u32);
+    let gatings = [
+        (
+            Gating {
+                n_expert,
+                n_used: 2,
+                sigmoid: false,
+                normalize: false,
+                scale: 1.0,
+            },
+            false,
+        ),
+        (
+            Gating {
+                n_expert,
+                n_used: 3,
+                sigmoid: true,
+                normalize: true,
+                scale: 2.5,
+            },
+            true,
+        ),
+    ];
+    for ty in [
+        GgmlType::Q4_K,
+        GgmlType::Q5_0,
+        GgmlType::F16,
+        GgmlType::MXFP4,
+    ] {
+        // Parts of 80 rows: experts straddle part boundaries.
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let (w, deq) = packed(
+            &gpu,
+            ty,
+            n_expert * rows,
+            cols,
+            row_bytes * 80 + 4,
+            &mut rng,
+        );
+        assert!(w.parts.len() >= 4);
+        for (g, with_bias) in &gatings {
+            // With a bias, the row also carries a value after the logits (a shared expert's gate),
+            // which the router must not read as an expert's.
+            let stride = n_expert + *with_bias as u32;
+            let mut logits: Vec<f32> = rng.vec(stride as usize).iter().map(|v| v * 3.0).collect();
+            let bias: Vec<f32> = rng.vec(n_expert as usize).iter().map(|v| v * 0.5).collect();
+            let bias = with_bias.then_some(&bias[..]);
+            if *with_bias {
+                logits[n_expert as usize] = 100.0;
+            }
+            // With a bias, the router's logits have one too (gpt-oss's), added before the
+            // probabilities: the reference takes them biased.
+            let logit_bias: Vec<f32> = rng.vec(n_expert as usize);
+            let logit_bias = with_bias.then_some(&logit_bias[..]);
+            let biased: Vec<f32> = (0..n_expert as usize)
+                .map(|e| logits[e] + logit_bias.map_or(0.0, |b| b[e]))
+                .collect();
+            let (ids, weights) = moe_route::reference(g, &biased, bias);
+            let route = scratch_buffer(&gpu, "route", g.n_used as u64 * 8)
+                .block_on()
+                .unwrap();
+            let bias_buffer = bias.map(|b| f32_buffer(&gpu, b));
+            let logit_bias_buffer = logit_bias.map(|b| f32_buffer(&gpu, b));
+            let mut plan = one_token_plan(&gpu);
+            let biases = RouterBiases {
+                logits: logit_bias_buffer.as_ref(),
+                selection: bias_buffer.as_ref(),
+            };
+            moe_route::push(
+                &mut plan,
+                g,
+                (&f32_buffer(&gpu, &logits), stride),
+                biases,
+                &route,
+            );
+            run(&gpu, plan);
+            let got: Vec<u32> = bytemuck::cast_slice(
+                &gpu.read_back(&route, g.n_used as u64 * 8)
+                    .block_on()
+                    .unwrap(),
+            )
+            .to_vec();
+            assert_eq!(&got[..g.n_used as usize], &ids[..], "{g:?}: chosen experts");
+            let got_w: Vec<f32> = got[g.n_used as usize..]
+                .iter()
+                .map(|&b| f32::from_bits(b))
+                .collect();
+            assert!(
+                nmse(&got_w, &weights) < 1e-10,
+                "{g:?}: weights {got_w:?} {weights:?}"
+            );
+
+            // With a bias, the experts have theirs too: each slot's expert's row added.
+            let expert_bias: Vec<f32> = rng.vec((n_expert * rows) as usize);
+            let expert_bias = with_bias.then_some(&expert_bias[..]);
+            let expert_bias_buffer = expert_bias.map(|b| f32_buffer(&gpu, b));
+            let experts = Experts {
+                rows,
+                n_slots: g.n_used,
+                route: &route,
+                bias: expert_bias_buffer.as_ref(),
+            };
+            let route = (&ids[..], &weights[..]);
+            let w = (&w, &deq[..], expert_bias);
+            check_expert_matvecs(&gpu, w, &experts, route, &ty.to_string(), &mut rng);
+            if !*with_bias {
+                continue;
+            }
+            // Every kernel shape the tuner may pick, for both outputs (per slot: rows of every
+            // slot; summed: one expert's rows).
+            for items in [rows * g.n_used, rows] {
+                let shape = MatvecShape {
+                    kernel: Kernel::MatvecId,
+                    ty,
+                    cols,
+                    rows: items,
+                    tokens: 1,
+                    matrices: 1,
+                };
+                for candidate in shape.candidates(gpu.offers()) {
+                    let mut tuning = Tuning::default();
+                    tuning.matvec.insert(shape.key(), candidate);
+                    gpu.set_tuning(tuning);
+                    let label = format!("{} at {candidate}", shape.key());
+                    check_expert_matvecs(&gpu, w, &experts, route, &label, &mut rng);
+                }
+                gpu.set_tuning(Tuning::default());
+            }
+        }
+    }
+}
+
+/// The chosen experts' matvecs (`ids`, `weights`) over `w` (dequantized: `deq`; the experts' biases:
+/// `bias`) against the CPU: per slot from one x, and summed by weight into a residual from one x per
+/// slot.
+fn check_expert_matvecs(
+    gpu: &Gpu,
+    (w, deq, bias): (&GpuTensor, &[f32], Option<&[f32]>),
+    experts: &Experts,
+    (ids, weights): (&[u32], &[f32]),
+    label: &str,
+    rng: &mut Rng,
+) {
+    let (rows, cols) = (experts.rows, w.row_len);
+    let n_slots = experts.n_slots;
+    let x = rng.vec(cols as usize);
+    let y = scratch_buffer(gpu, "y", (rows * n_slots) as u64 * 4)
+        .block_on()
+        .unwrap();
+    let mut plan = one_token_plan(gpu);
+    let x_buffer = f32_buffer(gpu, &x);
+    matvec_id::push(&mut plan, w, experts, &x_buffer, 0, &y, Output::PerSlot);
+    run(gpu, plan);
+    let mut want = vec![0f32; (rows * n_slots) as usize];
+    let (c, route) = (cols as usize, (ids, weights));
+    matvec_id::reference((deq, bias), c, route, &x, 0, &mut want, Output::PerSlot);
+    let got = read_back_f32(gpu, &y, want.len()).block_on().unwrap();
+    let e = nmse(&got, &want);
+    assert!(e < 1e-10, "{label} per slot: nmse {e}");
+
+    let xs = rng.vec((cols * n_slots) as usize);
+    let y0 = rng.vec(rows as usize);
+    let y = f32_buffer(gpu, &y0);
+    let mut plan = one_token_plan(gpu);
+    let xs_buffer = f32_buffer(gpu, &xs);
+    matvec_id::push(
+        &mut plan,
+        w,
+        experts,
+        &xs_buffer,
+        cols,
+        &y,
+        Output::WeightedSum,
+    );
+    run(gpu, plan);
+    let mut want = y0.clone();
+    matvec_id::reference(
+        (deq, bias),
+        c,
+        route,
+        &xs,
+        c,
+        &mut want,
+        Output::WeightedSum,
+    );
+    let got = read_back_f32(gpu, &y, want.len()).block_on().unwrap();
+    let e = nmse(&got, &want);
+    assert!(e < 1e-10, "{label} weighted sum: nmse {e}");
+}
+
+/// The experts' block over a run of 21 tokens (each expert's list in tiles of 16, the second partial),
+/// grouped by expert, and over one token (experts read by index), with the stacked tensors split into
+/// parts of 80 rows (part boundaries inside experts and inside row tiles): the router per token, gate,
+/// up, SwiGLU, down and the weighted sum into the residual, against the CPU token by token; and with
+/// biases on the router's logits and on every expert's products (gpt-oss's), which a chunk adds in
+/// dispatches of their own and one token inside its products.
+#[test]
+fn experts_block_over_a_chunk_and_a_token_against_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(17);
+    // 8-bit x among the candidates of a token's products below (Q4_K, Q8_0), as on GPUs.
+    gpu.set_uses_int8_x(true);
+    for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
+        for (n_tokens, biased) in [(21, false), (21, true), (1, false), (1, true)] {
+            check_experts_block(&gpu, ty, (n_tokens, true), biased, None, &mut rng);
+            if !biased {
+                // Gate and up apart, as files whose two differ in type load them.
+                check_experts_block(&gpu, ty, (n_tokens, false), biased, None, &mut rng);
+            }
+        }
+        // Every tile the tuner may give the experts' products over a chunk (and on the matrix
+        // cores, where the adapter has them), over 150 tokens: an expert's list of about 56 items
+        // fills tiles of each size and leaves the last one partial.
+        let (kernel, d) = (Kernel::MatmulId, EXPERTS_D);
+        let shape = MatvecShape::chunk(kernel, ty, (d, d), EXPERTS_N, 150);
+        for tile in shape.candidates(gpu.offers()) {
+            if !shape.fits(&tile, &gpu.limits) {
+                eprintln!("{}: {tile} does not fit this adapter", shape.key());
+                continue;
+            }
+            let given = Some(Given::Tile(tile));
+            check_experts_block(&gpu, ty, (150, true), true, given, &mut rng);
+        }
+        // Every kernel shape the tuner may give a token's products over the chosen experts: gate, up
+        // and the activation in one dispatch; gate and up apart; down, whose slots each read an x of
+        // their own, summed by weight into x.
+        let (d, used) = (EXPERTS_D, EXPERTS_USED);
+        let glu = Kernel::MatvecIdGlu(Activation::Silu);
+        let gate_up = MatvecShape::of(glu, ty, d, used * d);
+        let apart = MatvecShape::of(Kernel::MatvecId, ty, d, used * d);
+        let down = MatvecShape {
+            matrices: used,
+            ..MatvecShape::of(Kernel::MatvecId, ty, d, d)
+        };
+        for (shape, interleaved) in [(gate_up, true), (apart, false), (down, true)] {
+            let candidates = shape.candidates(gpu.offers());
+            let on_q8 = |k: &MatvecKernel| k.split == Split::PartsQ8;
+            assert_eq!(
+                candidates.iter().any(on_q8),
+                has_int8_form(ty),
+                "{}",
+                shape.key()
+            );
+            for kernel in candidates
+                .into_iter()
+                .filter(|k| shape.fits(k, &gpu.limits))
+            {
+                let given = Some(Given::Token(shape, kernel));
+                // Biases where gate and up are interleaved: files with them load them so.
+                check_experts_block(&gpu, ty, (1, interleaved), interleaved, given, &mut rng);
+            }
+        }
+    }
+}
+
+/// A kernel shape check_experts_block gives its products, where not their defaults.
+#[derive(Clone, Copy)]
+enum Given {
+    /// The tile of every product over a chunk.
+    Tile(MatvecKernel),
+    /// The kernel of one of a token's products (a matvec's shape) over the chosen experts.
+    Token(MatvecShape, MatvecKernel),
+}
+
+impl Given {
+    fn kernel(&self) -> MatvecKernel {
+        match *self {
+            Given::Tile(k) | Given::Token(_, k) => k,
+        }
+    }
+}
+
+/// The experts of check_experts_block: how many, how many a token, and their rows' width (n_embd and
+/// n_ff alike).
+const EXPERTS_N: u32 = 8;
+const EXPERTS_USED: u32 = 3;
+const EXPERTS_D: u32 = 256;
+
+/// One run of the experts' block over `n_tokens` (a chunk's, unless one), gate and up `interleaved` as
+/// loaded where they share a type (or apart), against the CPU, its products in the kernel shapes
+/// their tuning gives them, or where `given`, that one.
+fn check_experts_block(
+    gpu: &Gpu,
+    ty: GgmlType,
+    (n_tokens, interleaved): (usize, bool),
+    biased: bool,
+    given: Option<Given>,
+    rng: &mut Rng,
+) {
+    let (n_expert, n_used, d, n_ff) = (EXPERTS_N, EXPERTS_USED, EXPERTS_D, EXPERTS_D);
+    let mut tuning = Tuning::default();
+    match given {
+        Some(Given::Tile(tile)) => {
+            // Gate and up's shape, interleaved and apart, and down's.
+            for (cols, rows) in [(d, 2 * n_ff), (d, n_ff), (n_ff, d)] {
+                let experts = (Kernel::MatmulId, n_expert, n_tokens as u32);
+                let shape = MatvecShape::chunk(experts.0, ty, (cols, rows), experts.1, experts.2);
+                tuning.matvec.insert(shape.key(), tile);
+            }
+        }
+        Some(Given::Token(shape, kernel)) => {
+            tuning.matvec.insert(shape.key(), kernel);
+        }
+        None => {}
+    }
+    gpu.set_tuning(tuning);
+    let g = Gating {
+        n_expert,
+        n_used,
+        sigmoid: true,
+        normalize: true,
+        scale: 2.5,
+    };
+    let part = ty.bytes_for(d as u64).unwrap() * 80 + 4;
+    let (gate_up, gate_deq, up_deq) = match interleaved {
+        true => {
+            // One tensor, gate's and up's rows in turn (parts of 80 rows hold whole pairs).
+            let (t, deq) = packed(gpu, ty, 2 * n_expert * n_ff, d, part, rng);
+            let rows = deq.chunks(d as usize);
+            let gate = rows.clone().step_by(2).flatten().copied().collect();
+            let up = rows.skip(1).step_by(2).flatten().copied().collect();
+            (ExpertsGateUp::Interleaved(t), gate, up)
+        }
+        false => {
+            let (gate, gate_deq) = packed(gpu, ty, n_expert * n_ff, d, part, rng);
+            let (up, up_deq) = packed(gpu, ty, n_expert * n_ff, d, part, rng);
+            (ExpertsGateUp::Apart { gate, up }, gate_deq, up_deq)
+        }
+    };
+    let (down, down_deq) = packed(gpu, ty, n_expert * d, n_ff, part, rng);
+    assert!(down.parts.len() > 4);
+    let logits: Vec<f32> = (rng.vec(n_tokens * n_expert as usize).iter())
+        .map(|v| v * 3.0)
+        .collect();
+    let xn = rng.vec(n_tokens * d as usize);
+    let x0 = rng.vec(n_tokens * d as usize);
+    // The biases: the router's logits', and gate's, up's and down's per expert.
+    let bias_values =
+        [n_expert, n_expert * n_ff, n_expert * n_ff, n_expert * d].map(|n| rng.vec(n as usize));
+    let bias_buffers = bias_values.each_ref().map(|b| f32_buffer(gpu, b));
+    let bias = |i: usize| biased.then_some(&bias_values[i][..]);
+    // Gate's and up's biases, interleaved as their rows are.
+    let gate_up_bias: Vec<f32> = (bias_values[1].iter().zip(&bias_values[2]))
+        .flat_map(|(&g, &u)| [g, u])
+        .collect();
+    let gate_up_bias = f32_buffer(gpu, &gate_up_bias);
+
+    let rows = |label: &str, n: u32| {
+        scratch_buffer(gpu, label, (n_tokens as u32 * n) as u64 * 4)
+            .block_on()
+            .unwrap()
+    };
+    let route = rows("route", 2 * n_used);
+    let groups = scratch_buffer(
+        gpu,
+        "groups",
+        moe::groups_len(n_expert, n_tokens as u32) * 4,
+    )
+    .block_on()
+    .unwrap();
+    let (gate_out, up_out, hidden) = (
+        rows("gate", 2 * n_used * n_ff),
+        rows("up", n_used * n_ff),
+        rows("hidden", n_used * n_ff),
+    );
+    let out = rows("out", n_used * d);
+    let x = f32_buffer(gpu, &x0);
+    let mut plan = plan_at(gpu, 0, &vec![0; n_tokens]);
+    let logits_buffer = f32_buffer(gpu, &logits);
+    let router_biases = RouterBiases {
+        logits: biased.then_some(&bias_buffers[0]),
+        selection: None,
+    };
+    moe_route::push(
+        &mut plan,
+        &g,
+        (&logits_buffer, n_expert),
+        router_biases,
+        &route,
+    );
+    let shape = MoeShape {
+        n_expert,
+        n_used,
+        n_embd: d,
+        n_ff,
+        activation: Activation::Silu,
+    };
+    let weights = ExpertWeights {
+        gate_up: &gate_up,
+        down: &down,
+        biases: biased.then(|| ExpertBiases {
+            gate_up: &gate_up_bias,
+            down: &bias_buffers[3],
+        }),
+    };
+    let buffers = MoeBuffers {
+        route: &route,
+        groups: &groups,
+        gate: &gate_out,
+        up: &up_out,
+        hidden: &hidden,
+        out: &out,
+    };
+    moe::push(
+        &mut plan,
+        shape,
+        &weights,
+        &f32_buffer(gpu, &xn),
+        &buffers,
+        &x,
+    );
+    run(gpu, plan);
+
+    // On 8-bit x, gate and up read x rounded so, or down reads h rounded so (the slots' x).
+    let on_q8 = given.is_some_and(|g| g.kernel().split == Split::PartsQ8);
+    let down_on_q8 = on_q8 && matches!(given, Some(Given::Token(s, _)) if s.matrices > 1);
+    let gate_up_on_q8 = on_q8 && !down_on_q8;
+    let mut want = x0.clone();
+    let (d, f, u, e) = (
+        d as usize,
+        n_ff as usize,
+        n_used as usize,
+        n_expert as usize,
+    );
+    for t in 0..n_tokens {
+        let biased_logits: Vec<f32> = (0..e)
+            .map(|i| logits[t * e + i] + bias(0).map_or(0.0, |b| b[i]))
+            .collect();
+        let (ids, w) = moe_route::reference(&g, &biased_logits, None);
+        let route = (&ids[..], &w[..]);
+        let x_t = match gate_up_on_q8 {
+            true => q8_rounded(&xn[t * d..(t + 1) * d]),
+            false => xn[t * d..(t + 1) * d].to_vec(),
+        };
+        let x_t = &x_t[..];
+        let (mut gs, mut us) = (vec![0f32; u * f], vec![0f32; u * f]);
+        let per_slot = Output::PerSlot;
+        matvec_id::reference((&gate_deq, bias(1)), d, route, x_t, 0, &mut gs, per_slot);
+        matvec_id::reference((&up_deq, bias(2)), d, route, x_t, 0, &mut us, per_slot);
+        let mut h = glu::reference(Activation::Silu, &gs, &us);
+        if down_on_q8 {
+            h = q8_rounded(&h);
+        }
+        let want_t = &mut want[t * d..(t + 1) * d];
+        let sum = Output::WeightedSum;
+        matvec_id::reference((&down_deq, bias(3)), f, route, &h, f, want_t, sum);
+    }
+    let got = read_back_f32(gpu, &x, want.len()).block_on().unwrap();
+    let e = nmse(&got, &want);
+    let label = format!(
+        "{ty}, {n_tokens} tokens{}{}{}",
+        if interleaved {
+            ""
+        } else {
+            ", gate and up apart"
+        },
+        if biased { ", biased" } else { "" },
+        match given {
+            Some(Given::Tile(tile)) => format!(", {tile}"),
+            Some(Given::Token(shape, kernel)) => format!(", {} at {kernel}", shape.key()),
+            None => String::new(),
+        }
+    );
+    // The matrix cores' tile rounds x and the weights to f16 (see tests/ops_matmul.rs); on 8-bit x,
+    // the GPU may round a value of x the other way than the CPU (see Q8_NMSE).
+    let on_cores = given.is_some_and(|g| g.kernel().cooperative.is_some());
+    let bound = match (on_cores, on_q8) {
+        (true, _) => 1e-5,
+        (_, true) => Q8_NMSE,
+        _ => 1e-10,
+    };
+    assert!(e < bound, "{label}: nmse {e}");
+    gpu.set_tuning(Tuning::default());
+}
+
+/// Biases after a product, over a run of 3 tokens with their own routes (3 of 5 experts each): one
+/// row for every token, each slot's expert's row, and the slots' rows summed by weight.
+#[test]
+fn biases_one_per_slot_and_by_weight_against_cpu() {
+    use wick::ops::bias::{self, Rows};
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(77);
+    let (n, n_expert, n_used, n_tokens) = (70usize, 5usize, 3usize, 3usize);
+    // Each token's route: n_used distinct ids, then n_used f32 weights, as moe_route writes it.
+    let routes: Vec<(Vec<u32>, Vec<f32>)> = [[4u32, 0, 2], [1, 3, 4], [2, 1, 0]]
+        .iter()
+        .map(|ids| (ids.to_vec(), rng.vec(n_used)))
+        .collect();
+    let mut route_words = Vec::new();
+    for (ids, weights) in &routes {
+        route_words.extend(ids.iter().copied());
+        route_words.extend(weights.iter().map(|w| w.to_bits()));
+    }
+    let route = wick::gpu::storage_buffer(&gpu, "route", bytemuck::cast_slice(&route_words));
+    for case in 0..3 {
+        let b = rng.vec(if case == 0 { n } else { n_expert * n });
+        let width = if case == 1 { n_used * n } else { n };
+        let y0 = rng.vec(n_tokens * width);
+        let yb = f32_buffer(&gpu, &y0);
+        let rows = match case {
+            0 => Rows::One,
+            1 => Rows::PerSlot {
+                n_used: n_used as u32,
+                route: &route,
+            },
+            _ => Rows::WeightedSum {
+                n_used: n_used as u32,
+                route: &route,
+            },
+        };
+        let mut plan = plan_at(&gpu, 0, &[0; 3]);
+        bias::push(&mut plan, &f32_buffer(&gpu, &b), rows, &yb, n as u32);
+        run(&gpu, plan);
+        let got = read_back_f32(&gpu, &yb, y0.len()).block_on().unwrap();
+        let mut want = y0.clone();
+        for (t, (ids, weights)) in routes.iter().enumerate() {
+            let y = &mut want[t * width..(t + 1) * width];
+            let route = (case > 0).then_some((ids.as_slice(), weights.as_slice()));
+            bias::reference(&b, (n, route), y, case == 2);
+        }
+        let e = nmse(&got, &want);
+        assert!(e < 1e-12, "case {case}: nmse {e}");
+    }
+}
