@@ -245,7 +245,7 @@ impl Engine {
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("logits staging"),
             size: (forward.n_vocab.max(batch) as u64 * 4)
-                .max(crate::ops::top_k::K_MAX as u64 * 8)
+                .max(crate::sampler::K_MAX as u64 * 8)
                 .max(states)
                 .max(rows as u64 * (forward.n_vocab as u64 + 1) * 4),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
@@ -395,7 +395,7 @@ impl Engine {
     pub async fn step_candidates(
         &mut self,
         token: u32,
-        pick: &crate::ops::top_k::Pick,
+        pick: &crate::sampler::Pick,
         log_sum_exp: bool,
     ) -> Result<Ranked, Error> {
         let read = self.sample.write_pick(&self.gpu, pick, log_sum_exp);

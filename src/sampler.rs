@@ -5,13 +5,13 @@
 //! k candidates come back, and the rest runs here on them.
 
 use crate::grammar::Constraint;
-use crate::ops::draw::Draw;
-use crate::ops::top_k::{Choose, Pick, K_MAX, PENALIZED_MAX};
 use web_time::{Duration, Instant};
 
+mod asks;
 pub mod logits;
 mod speculative;
 mod want;
+pub use asks::{Choose, Draw, Pick, K_MAX, PENALIZED_MAX};
 pub use logits::{argmax, penalize, ranked, softmax, Penalties};
 pub use speculative::{residual, Chances};
 pub use want::{Ranked, SequenceStep, Want};
@@ -165,7 +165,7 @@ impl Sampler {
     }
 
     /// What a decode step must work out for this sampler: the largest logit's index (greedy), the
-    /// top k candidates after the penalty (for k up to `top_k::K_MAX`), a token drawn from the
+    /// top k candidates after the penalty (for k up to `K_MAX`), a token drawn from the
     /// whole row (no top-k), all on the GPU; or the whole row of logits (a top-k above K_MAX, a
     /// penalty over more recent tokens than the GPU takes), sampled here.
     pub fn needs(&self) -> Needs {

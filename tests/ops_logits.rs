@@ -151,7 +151,7 @@ fn top_k_candidates_against_cpu() {
             presence: 0.5,
             frequency: 0.25,
         };
-        let pick = top_k::Pick::new(k, penalties, &[(2, 1), (4, 3), (50, 2)]);
+        let pick = wick::sampler::Pick::new(k, penalties, &[(2, 1), (4, 3), (50, 2)]);
         let xb = f32_buffer(&gpu, &logits);
         let mut plan = plan_at(&gpu, 0, &[0]);
         let allowed = Allowed::new(&gpu, 1, n as u32).block_on().unwrap();
@@ -166,7 +166,7 @@ fn top_k_candidates_against_cpu() {
             .unwrap();
         let bytes: Vec<u8> = words.iter().flat_map(|v| v.to_le_bytes()).collect();
         let got = top_k::candidates(&bytes, k);
-        let want = top_k::reference(&logits, &pick);
+        let want = pick.reference(&logits);
         assert_eq!(want.len(), k as usize);
         let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
         assert_eq!(ids(&got), ids(&want), "n {n}, k {k}");

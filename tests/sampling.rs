@@ -9,9 +9,9 @@ use common::{gpu, tiny_chat_session};
 use pollster::FutureExt as _;
 use std::collections::BTreeMap;
 use wick::grammar::Grammar;
-use wick::ops::top_k::{self, Pick};
+use wick::ops::top_k;
 use wick::reply::Reply;
-use wick::sampler::{Needs, Penalties, Sampler, SamplerConfig};
+use wick::sampler::{Needs, Penalties, Pick, Sampler, SamplerConfig};
 use wick::sampler::{SequenceStep, Want};
 
 fn config(seed: u64) -> SamplerConfig {
@@ -70,7 +70,7 @@ fn candidates_equal_the_cpu_top_k_along_a_reply() {
             None => assert_eq!(read, k as u64 * 8),
         }
         let got = ranked.candidates;
-        let want = top_k::reference(&logits, &pick);
+        let want = pick.reference(&logits);
         let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
         assert_eq!(ids(&got), ids(&want), "position {pos}");
         for (g, w) in got.iter().zip(&want) {
@@ -328,7 +328,7 @@ fn a_grammars_mask_on_the_gpu_equals_the_cpus_along_a_reply() {
         };
         engine.rewind(pos);
         let ids = |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
-        let cpu = top_k::reference(&allowed, &pick);
+        let cpu = pick.reference(&allowed);
         assert_eq!(ids(&ranked.candidates), ids(&cpu), "position {pos}");
         let read_before = engine.stats.totals.read_bytes;
         let got = engine

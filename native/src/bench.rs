@@ -8,7 +8,7 @@ use pollster::FutureExt as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use wick::engine::{Engine, LoadOptions, Profiled, Totals};
 use wick::gguf::Header;
-use wick::ops::top_k::Pick;
+use wick::sampler::Pick;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {

@@ -5,9 +5,9 @@
 use super::cast;
 use crate::gpu::{Gpu, Plan};
 use crate::models::Forward;
-use crate::ops::draw::{self, Draw, Drawn};
-use crate::ops::top_k::{self, Choose, Pick};
-use crate::sampler::Ranked;
+use crate::ops::draw::{self, Drawn};
+use crate::ops::top_k;
+use crate::sampler::{Choose, Draw, Pick, Ranked};
 use crate::Error;
 
 /// What a decode step reads back.

@@ -10,30 +10,7 @@
 use super::allowed::Allowed;
 use super::top_k;
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuError, Kernel, PipelineKey, Plan};
-
-/// What the sampler asks of one draw, written before the step.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Draw {
-    pub temperature: f32,
-    /// 0: no floor.
-    pub min_p: f32,
-    pub key: u32,
-    /// 1: every token.
-    pub top_p: f32,
-}
-
-impl Draw {
-    pub fn new(temperature: f32, top_p: f32, min_p: f32, key: u32) -> Draw {
-        assert!(temperature > 0.0, "a draw at a temperature above 0");
-        Draw {
-            temperature,
-            min_p,
-            key,
-            top_p,
-        }
-    }
-}
+use crate::sampler::{Draw, Pick};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -60,7 +37,7 @@ pub async fn push(
     n_vocab: u32,
     (row, allowed): (u32, &Allowed),
 ) -> Result<Drawn, GpuError> {
-    let pick = top_k::Pick::none();
+    let pick = Pick::none();
     let pick = storage_buffer(gpu, "draw's penalty", bytemuck::bytes_of(&pick));
     let draw = Draw::new(1.0, 1.0, 0.0, 0);
     let draw = storage_buffer(gpu, "draw", bytemuck::bytes_of(&draw));

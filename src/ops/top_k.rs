@@ -6,71 +6,12 @@
 
 use super::allowed::Allowed;
 use crate::gpu::{scratch_buffer, storage_buffer, Gpu, GpuError, Kernel, PipelineKey, Plan};
-use crate::sampler::logits::Penalties;
+use crate::sampler::{Choose, Pick, K_MAX, PENALIZED_MAX};
 
-/// The most candidates the GPU picks (a level's slots per slice).
-pub const K_MAX: u32 = 64;
-/// The most distinct tokens the penalties take (shaders/pick.wgsl).
-pub const PENALIZED_MAX: usize = 256;
 /// Inputs per workgroup of a level: 128 threads, 16 values each.
 const SLICE: u32 = 128 * 16;
 /// A slot id that holds no candidate.
 const NONE: u32 = u32::MAX;
-
-/// What the sampler asks of one step (shaders/pick.wgsl), written before the step.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Pick {
-    k: u32,
-    n_penalized: u32,
-    penalties: Penalties,
-    _pad: [u32; 3],
-    penalized: [u32; PENALIZED_MAX],
-    counts: [u32; PENALIZED_MAX],
-}
-
-impl Pick {
-    /// `k` candidates (at most K_MAX) after `penalties` on `penalized` (distinct tokens, at most
-    /// PENALIZED_MAX, each with the times it was seen), as `sampler::penalize` applies them.
-    pub fn new(k: u32, penalties: Penalties, penalized: &[(u32, u32)]) -> Pick {
-        assert!(k <= K_MAX && penalized.len() <= PENALIZED_MAX);
-        let mut pick = Pick {
-            k,
-            n_penalized: penalized.len() as u32,
-            penalties,
-            _pad: [0; 3],
-            penalized: [0; PENALIZED_MAX],
-            counts: [0; PENALIZED_MAX],
-        };
-        for (i, &(token, count)) in penalized.iter().enumerate() {
-            pick.penalized[i] = token;
-            pick.counts[i] = count;
-        }
-        pick
-    }
-
-    /// No candidates and no penalty: what a pick buffer holds before a step writes one.
-    pub fn none() -> Pick {
-        Pick::new(0, Penalties::NONE, &[])
-    }
-
-    pub fn k(&self) -> u32 {
-        self.k
-    }
-}
-
-/// The sampler's choice among the candidates, as `Sampler::choose` makes it (shaders/choose.wgsl):
-/// top-p, min-p, the temperature, and the draw `r` in [0, 1); the first candidate at temperature 0.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Choose {
-    pub temperature: f32,
-    pub top_p: f32,
-    pub min_p: f32,
-    pub r: f32,
-    /// The candidates to choose among (the sampler's own k).
-    pub k: u32,
-}
 
 /// The buffers of the candidates plan: what the sampler asks, and where the last level writes.
 pub struct Candidates {
@@ -205,17 +146,4 @@ pub fn candidates(bytes: &[u8], k: u32) -> Vec<(u32, f32)> {
         .filter(|pair| pair[1] != NONE)
         .map(|pair| (pair[1], f32::from_bits(pair[0])))
         .collect()
-}
-
-/// CPU reference: the sampler's own penalty and ranking over the whole row, cut at k.
-pub fn reference(logits: &[f32], pick: &Pick) -> Vec<(u32, f32)> {
-    let mut logits = logits.to_vec();
-    let n = pick.n_penalized as usize;
-    let penalized: Vec<(u32, u32)> = (pick.penalized[..n].iter().copied())
-        .zip(pick.counts[..n].iter().copied())
-        .collect();
-    crate::sampler::logits::penalize(&mut logits, &penalized, pick.penalties);
-    let mut all = crate::sampler::logits::ranked(&logits);
-    all.truncate(pick.k as usize);
-    all
 }

@@ -6,8 +6,7 @@
 //! its largest logit all the chance, so a draft stands exactly where it is that token.
 
 use super::logits::{argmax, penalize, ranked};
-use super::{Needs, Sampler, SequenceStep, TokenLogProb, Want};
-use crate::ops::top_k::Pick;
+use super::{Needs, Pick, Sampler, SequenceStep, TokenLogProb, Want};
 
 /// Chances as (token, probability), the tokens the sampler may draw with what each gets.
 pub type Chances = Vec<(u32, f32)>;

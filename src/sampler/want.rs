@@ -1,11 +1,9 @@
 //! What a step reads back for the sampler, and what it read: the sampler says what it needs
 //! (`Want`), the engine reads it back after the step (`SequenceStep`).
 
-use crate::ops::draw::Draw;
-use crate::ops::top_k::{Choose, Pick};
+use super::{Choose, Draw, Pick};
 
-/// What a sequence's step reads back besides the index of its largest logit
-/// (`Engine::step_sequences`).
+/// What a sequence's step reads back besides the index of its largest logit.
 #[derive(Clone)]
 pub enum Want {
     /// Nothing more: a greedy request's next token is that index.
@@ -19,15 +17,14 @@ pub enum Want {
     /// (top-p, min-p, the temperature, the draw): the CPU sampler's choice, made on the GPU.
     Chosen { pick: Box<Pick>, choose: Choose },
     /// A token drawn from the row after the penalty `pick` asks for, as `draw` says (a temperature
-    /// above 0, min-p): the sampler's choice made on the GPU (`ops::draw`).
+    /// above 0, min-p): the sampler's choice made on the GPU.
     Drawn { pick: Box<Pick>, draw: Draw },
     /// As `then` asks, among the tokens `bits` allows (a grammar's next tokens, a bit each: id i is
     /// bit i % 32 of word i / 32), masked on the GPU before the choice or the candidates.
     Allowed { bits: Vec<u32>, then: Box<Want> },
 }
 
-/// What a step of several sequences read back for one of them, as its `Want` asked
-/// (`Engine::step_sequences`).
+/// What a step of several sequences read back for one of them, as its `Want` asked.
 #[derive(Clone, Debug)]
 pub enum SequenceStep {
     /// The index of the largest logit (the first of equals).
@@ -36,7 +33,7 @@ pub enum SequenceStep {
     Logits(Vec<f32>),
 }
 
-/// A sampled step's candidates (`Engine::step_candidates`, `SequenceStep::Candidates`).
+/// A sampled step's candidates (`SequenceStep::Candidates`).
 #[derive(Clone, Debug)]
 pub struct Ranked {
     /// (id, logit after the penalty), largest first.

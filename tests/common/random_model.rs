@@ -14,8 +14,8 @@ use std::sync::Arc;
 use wick::engine::Engine;
 use wick::gguf::{read_header, FileSource};
 use wick::gpu::Gpu;
-use wick::ops::top_k::{self, Pick};
 use wick::sampler::Penalties;
+use wick::sampler::Pick;
 use wick::sampler::{SequenceStep, Want};
 use wick::tokenizer::Tokenizer;
 
@@ -386,7 +386,7 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                         assert_eq!(choice as usize, top, "{name} sequence {s} position {pos}");
                     }
                     (SequenceStep::Candidates(ranked), Some(penalized)) => {
-                        let cpu = top_k::reference(&allowed, &Pick::new(8, PENALTIES, penalized));
+                        let cpu = Pick::new(8, PENALTIES, penalized).reference(&allowed);
                         let ids =
                             |c: &[(u32, f32)]| c.iter().map(|&(id, _)| id).collect::<Vec<_>>();
                         assert_eq!(
