@@ -41,14 +41,10 @@ fn candidates(gpu: &Gpu, shape: &Tunable) -> Vec<Choice> {
         Tunable::Matvec(m) => (m.candidates(gpu.offers()).into_iter())
             .map(Choice::Matvec)
             .collect(),
-        Tunable::Recurrence(r) => (r.candidates(workgroup_bytes(gpu)).into_iter())
+        Tunable::Recurrence(r) => (r.candidates(gpu.adapter().workgroup_bytes).into_iter())
             .map(Choice::Recurrence)
             .collect(),
     }
-}
-
-fn workgroup_bytes(gpu: &Gpu) -> u32 {
-    gpu.limits.max_compute_workgroup_storage_size
 }
 
 /// A matvec's tuning: its shape and winner.
@@ -83,7 +79,7 @@ fn tuning_keeps_the_numbers() {
         assert!(candidates(&gpu, &t.shape).contains(&t.after.0), "{t:?}");
         assert!(t.after.1 <= t.before.1, "{t:?}");
         assert!(tuning.has(&t.shape), "{t:?}");
-        assert_eq!(tuning.choice(&t.shape, workgroup_bytes(&gpu)), t.after.0);
+        assert_eq!(tuning.choice(&t.shape, gpu.adapter()), t.after.0);
     }
     // Once per shape: nothing is left to time, unless every shape is asked for.
     assert!(engine.untuned_shapes().is_empty());
@@ -137,7 +133,7 @@ fn tuning_between_steps_keeps_the_conversation() {
     }
     assert_eq!(tuner.timed, steps);
     for t in tuner.tuned() {
-        let kept = gpu.tuning().choice(&t.shape, workgroup_bytes(&gpu));
+        let kept = gpu.tuning().choice(&t.shape, gpu.adapter());
         assert_eq!(kept, t.after.0);
     }
     assert!(
@@ -203,7 +199,7 @@ fn a_prompts_recurrence_is_tuned_and_keeps_the_conversation() {
     let offered = candidates(&gpu, &t.shape);
     assert!(offered.len() >= 2, "{offered:?}"); // the token form and at least one chunk
     assert!(offered.contains(&t.after.0), "{t:?}");
-    assert_eq!(tuning.choice(&t.shape, workgroup_bytes(&gpu)), t.after.0);
+    assert_eq!(tuning.choice(&t.shape, gpu.adapter()), t.after.0);
     goes_on_as_untuned(&mut plain, &mut tuned, &more, &next);
 }
 
@@ -237,7 +233,7 @@ fn a_prompts_experts_are_tuned_and_keep_the_conversation() {
             offered.len() >= 2 && offered.contains(&kernel),
             "{shape:?}: {kernel}"
         );
-        assert_eq!(tuning.matvec(&shape), kernel);
+        assert_eq!(tuning.matvec(&shape, gpu.adapter()), kernel);
     }
     goes_on_as_untuned(&mut plain, &mut tuned, &more, &next);
 }

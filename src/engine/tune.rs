@@ -111,7 +111,7 @@ impl Engine {
             .collect();
         let on = shapes
             .iter()
-            .filter(|s| tuning.matvec(s).cooperative.is_some());
+            .filter(|s| tuning.matvec(s, self.gpu.adapter()).cooperative.is_some());
         (on.count(), shapes.len())
     }
 
@@ -125,7 +125,7 @@ impl Engine {
             .collect();
         let on = shapes
             .iter()
-            .filter(|s| tuning.matvec(s).split == Split::PartsQ8);
+            .filter(|s| tuning.matvec(s, self.gpu.adapter()).split == Split::PartsQ8);
         (on.count(), shapes.len())
     }
 
@@ -285,7 +285,7 @@ impl Engine {
             // A recurrence runs once a layer, in a prompt's chunk only: its time alone is its time.
             if let Tunable::Matvec(shape) = timing.shape {
                 if self.gpu.times_dispatches() && !timing.shape.is_matmul() {
-                    let had = self.gpu.tuning().matvec(&shape);
+                    let had = self.gpu.tuning().matvec(&shape, self.gpu.adapter());
                     tuner.finals.push(finalists(shape, &timing.times, had));
                 }
             }
@@ -377,8 +377,7 @@ impl Engine {
     fn keep_winner(&mut self, timing: Timing) -> Tuned {
         let Timing { shape, times, .. } = timing;
         let mut tuning: Tuning = (*self.gpu.tuning()).clone();
-        let workgroup_bytes = self.gpu.limits.max_compute_workgroup_storage_size;
-        let current = tuning.choice(&shape, workgroup_bytes);
+        let current = tuning.choice(&shape, self.gpu.adapter());
         let (best, best_time) = *times.iter().min_by_key(|(_, t)| *t).expect("candidates");
         let before = times.iter().find(|(c, _)| *c == current).map(|&(_, t)| t);
         tuning.insert(&shape, best);

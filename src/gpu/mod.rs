@@ -19,8 +19,8 @@ pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformA
 pub use recurrence::{Recurrence, RecurrenceShape};
 pub use regroup::Regroup;
 pub use tuning::{
-    default_threads_per_row, Choice, MatvecKernel, MatvecShape, Offers, Split, Tunable, Tuning,
-    CANDIDATES,
+    default_threads_per_row, Adapter, Choice, MatvecKernel, MatvecShape, Offers, Split, Tunable,
+    Tuning, CANDIDATES,
 };
 
 use std::sync::Arc;
@@ -364,6 +364,14 @@ impl Gpu {
             || ["llvmpipe", "lavapipe", "swiftshader"]
                 .iter()
                 .any(|software| name.contains(software))
+    }
+
+    /// What the kernels chosen unless tuned depend on, of this adapter.
+    pub fn adapter(&self) -> Adapter {
+        Adapter {
+            workgroup_bytes: self.limits.max_compute_workgroup_storage_size,
+            runs_on_cpu: self.runs_on_cpu(),
+        }
     }
 
     /// Whether a compute pass may write timestamps between its dispatches.

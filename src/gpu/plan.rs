@@ -7,8 +7,8 @@
 //! `StepInput`, written before each submit.
 
 use super::{
-    Choice, Gpu, GpuError, Kernel, MatvecShape, PipelineKey, Recurrence, RecurrenceShape, Tunable,
-    Tuning, XNorm, NORM_GAIN_BINDING,
+    Adapter, Choice, Gpu, GpuError, Kernel, MatvecShape, PipelineKey, Recurrence, RecurrenceShape,
+    Tunable, Tuning, XNorm, NORM_GAIN_BINDING,
 };
 use std::sync::Arc;
 
@@ -231,10 +231,9 @@ pub struct Plan {
     tuning: Arc<Tuning>,
     /// Whether products that read a norm of x norm it in their own kernels (`Gpu::fuses_norms`).
     pub fuses_norms: bool,
-    /// Whether the adapter runs workgroups on the CPU (`Gpu::runs_on_cpu`), bound by arithmetic.
-    pub runs_on_cpu: bool,
-    /// The adapter's workgroup memory, bytes: which kernels' tiles it holds.
-    pub workgroup_bytes: u32,
+    /// What kernels unless tuned depend on, of the adapter: its workgroup memory and whether it runs
+    /// workgroups on the CPU.
+    pub adapter: Adapter,
 }
 
 impl Plan {
@@ -253,8 +252,7 @@ impl Plan {
             arena_buffer: None,
             tuning: gpu.usable(gpu.tuning()),
             fuses_norms: gpu.fuses_norms(),
-            runs_on_cpu: gpu.runs_on_cpu(),
-            workgroup_bytes: gpu.limits.max_compute_workgroup_storage_size,
+            adapter: gpu.adapter(),
         }
     }
 
@@ -279,7 +277,7 @@ impl Plan {
             false => shape,
         };
         let tunable = Tunable::Matvec(shape);
-        let choice = self.tuning.choice(&tunable, self.workgroup_bytes);
+        let choice = self.tuning.choice(&tunable, self.adapter);
         let (key, workgroups) = self.shaped(&tunable, choice);
         self.push_shaped(key, buffers, params, workgroups, Some(tunable));
     }
@@ -289,7 +287,7 @@ impl Plan {
     pub fn recurrence(&self, shape: &RecurrenceShape) -> Recurrence {
         match self.is_step() {
             true => Recurrence::Tokens,
-            false => self.tuning.recurrence(shape, self.workgroup_bytes),
+            false => self.tuning.recurrence(shape, self.adapter),
         }
     }
 
@@ -317,7 +315,7 @@ impl Plan {
             }
             (Tunable::Recurrence(shape), Choice::Recurrence(form)) => {
                 assert!(
-                    shape.fits(form, self.workgroup_bytes),
+                    shape.fits(form, self.adapter.workgroup_bytes),
                     "{form:?} for {shape:?}"
                 );
                 let key = PipelineKey::recurrence(shape.dim, form);
@@ -429,7 +427,7 @@ impl Plan {
         let mut dispatches = std::mem::take(&mut self.dispatches);
         for d in &mut dispatches {
             let Some(tunable) = d.tunable else { continue };
-            let choice = tuning.choice(&tunable, self.workgroup_bytes);
+            let choice = tuning.choice(&tunable, self.adapter);
             let (key, workgroups) = self.shaped(&tunable, choice);
             if d.key != key {
                 let (pipeline, bind_group, _) = self.reshaped(gpu, d, choice);

@@ -273,7 +273,8 @@ impl MatvecShape {
         }
     }
 
-    /// The kernel shape unless tuned: `MatvecKernel::default_for`, or a matmul's 64-thread tile.
+    /// The kernel shape that serves every adapter: `MatvecKernel::default_for`, or a matmul's
+    /// 64-thread tile. The candidates are shaped from it (`candidates`).
     pub fn default_kernel(&self) -> MatvecKernel {
         match self.is_tiled() {
             true => MatvecKernel {
@@ -284,6 +285,20 @@ impl MatvecShape {
                 cooperative: None,
             },
             false => MatvecKernel::default_for(self.cols),
+        }
+    }
+
+    /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
+    /// workgroups on a CPU, a plain prompt product takes its tile in registers, which `wick tune`
+    /// timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on lavapipe (the
+    /// tile's reads of workgroup memory differ by lane, and such a CPU loads them lane by lane).
+    pub fn untuned_kernel(&self, adapter: Adapter) -> MatvecKernel {
+        match self.kernel {
+            Kernel::Matmul(_) if adapter.runs_on_cpu => MatvecKernel {
+                workgroup: ROWS_TILE_WORKGROUP,
+                ..self.default_kernel()
+            },
+            _ => self.default_kernel(),
         }
     }
 
@@ -459,27 +474,37 @@ pub fn default_threads_per_row(cols: u32) -> u32 {
     (1u32 << chunks.ilog2()).min(64)
 }
 
+/// What the kernels chosen unless tuned depend on, of the adapter (`Gpu::adapter`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Adapter {
+    /// Its workgroup memory, bytes: which tiles and recurrence forms it holds.
+    pub workgroup_bytes: u32,
+    /// Whether it runs workgroups on the CPU (`Gpu::runs_on_cpu`), bound by arithmetic.
+    pub runs_on_cpu: bool,
+}
+
 impl Tuning {
-    /// The kernel shape for a matvec shape: the winner, or the default.
-    pub fn matvec(&self, shape: &MatvecShape) -> MatvecKernel {
+    /// The kernel shape for a matvec shape on `adapter`: the winner, or the untuned kernel.
+    pub fn matvec(&self, shape: &MatvecShape, adapter: Adapter) -> MatvecKernel {
         self.matvec
             .get(&shape.key())
             .copied()
-            .unwrap_or(shape.default_kernel())
+            .unwrap_or(shape.untuned_kernel(adapter))
     }
 
-    /// The form of a recurrence on an adapter with `workgroup_bytes`: the winner, or the default.
-    pub fn recurrence(&self, shape: &RecurrenceShape, workgroup_bytes: u32) -> Recurrence {
+    /// The form of a recurrence on `adapter`: the winner, or the default.
+    pub fn recurrence(&self, shape: &RecurrenceShape, adapter: Adapter) -> Recurrence {
+        let bytes = adapter.workgroup_bytes;
         (self.recurrence.get(&shape.key()).copied())
-            .filter(|&form| shape.fits(form, workgroup_bytes))
-            .unwrap_or(shape.default_form(workgroup_bytes))
+            .filter(|&form| shape.fits(form, bytes))
+            .unwrap_or(shape.default_form(bytes))
     }
 
-    /// A tunable's kernel: the winner, or the default.
-    pub fn choice(&self, tunable: &Tunable, workgroup_bytes: u32) -> Choice {
+    /// A tunable's kernel on `adapter`: the winner, or the default.
+    pub fn choice(&self, tunable: &Tunable, adapter: Adapter) -> Choice {
         match tunable {
-            Tunable::Matvec(m) => Choice::Matvec(self.matvec(m)),
-            Tunable::Recurrence(r) => Choice::Recurrence(self.recurrence(r, workgroup_bytes)),
+            Tunable::Matvec(m) => Choice::Matvec(self.matvec(m, adapter)),
+            Tunable::Recurrence(r) => Choice::Recurrence(self.recurrence(r, adapter)),
         }
     }
 
@@ -541,6 +566,37 @@ mod tests {
     /// 8-bit x is offered a decode step's products of the types with that form (one token's or four's),
     /// one sum each (shuffles where the subgroups hold a row's threads), and not where plans keep x
     /// f32, nor to rows that read x in groups, a prompt's tiles or types without the form.
+    /// Untuned, a prompt's plain products take the tile in registers where the adapter runs
+    /// workgroups on a CPU, and the 64-thread tile elsewhere; the experts' products and a decode
+    /// step's keep their defaults everywhere.
+    #[test]
+    fn untuned_prompt_products_follow_the_adapter() {
+        let cpu = Adapter {
+            workgroup_bytes: 32768,
+            runs_on_cpu: true,
+        };
+        let gpu = Adapter {
+            runs_on_cpu: false,
+            ..cpu
+        };
+        let plain = Kernel::Matmul(Store::Glu(Activation::Silu));
+        let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (576, 1536), 1, 64);
+        assert_eq!(chunk.untuned_kernel(cpu).workgroup, ROWS_TILE_WORKGROUP);
+        assert_eq!(chunk.untuned_kernel(gpu), chunk.default_kernel());
+        let experts = MatvecShape::chunk(Kernel::MatmulId, GgmlType::Q4_K, (576, 1536), 8, 64);
+        let step = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 576, 1536);
+        for shape in [experts, step] {
+            assert_eq!(shape.untuned_kernel(cpu), shape.default_kernel());
+        }
+        let mut tuning = Tuning::default();
+        let tile = MatvecKernel {
+            workgroup: 256,
+            ..chunk.default_kernel()
+        };
+        tuning.insert(&Tunable::Matvec(chunk), Choice::Matvec(tile));
+        assert_eq!(tuning.matvec(&chunk, cpu), tile, "a winner stands");
+    }
+
     #[test]
     fn eight_bit_x_is_offered_where_it_can_run() {
         let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);

@@ -167,7 +167,7 @@ pub fn tiled_takes(head_dim: u32, workgroup_bytes: u32) -> bool {
 /// held in workgroup memory, each key and value read once for the 64. Where the heads are wider than
 /// it takes or the adapter's workgroup memory does not hold its tiles (`tiled_takes`), `push`.
 pub fn push_tiled(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
-    if !tiled_takes(s.head_dim, plan.workgroup_bytes) {
+    if !tiled_takes(s.head_dim, plan.adapter.workgroup_bytes) {
         return push(plan, s, b);
     }
     let step = plan.step.clone();

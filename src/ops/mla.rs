@@ -109,16 +109,16 @@ pub struct AttentionBuffers<'a> {
 /// attention of a 64-token chunk at depth 1024 from 4.6 to 7.1 s, BENCHMARKS.md). On GPUs a prompt's
 /// tokens go `largest_query_tile` to a workgroup.
 pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
-    let tokens = match plan.is_step() || plan.runs_on_cpu {
+    let tokens = match plan.is_step() || plan.adapter.runs_on_cpu {
         true => 1,
-        false => largest_query_tile(plan.workgroup_bytes),
+        false => largest_query_tile(plan.adapter.workgroup_bytes),
     };
     push_attention_tiled(plan, m, b, tokens);
 }
 
 /// `push_attention` with `tokens` a workgroup (at most `largest_query_tile`).
 pub fn push_attention_tiled(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, tokens: u32) {
-    assert!((1..=largest_query_tile(plan.workgroup_bytes)).contains(&tokens));
+    assert!((1..=largest_query_tile(plan.adapter.workgroup_bytes)).contains(&tokens));
     assert!(
         m.kv_lora <= MAX_KV_LORA && m.rope.n_rot <= 128 && m.rope.n_rot.is_multiple_of(4),
         "the kernel holds a latent of at most {MAX_KV_LORA} and at most 128 rope values, in vec4s"
