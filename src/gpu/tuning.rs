@@ -563,9 +563,6 @@ mod tests {
         candidates.filter(|k| k.split == Split::PartsQ8).count()
     }
 
-    /// 8-bit x is offered a decode step's products of the types with that form (one token's or four's),
-    /// one sum each (shuffles where the subgroups hold a row's threads), and not where plans keep x
-    /// f32, nor to rows that read x in groups, a prompt's tiles or types without the form.
     /// Untuned, a prompt's plain products take the tile in registers where the adapter runs
     /// workgroups on a CPU, and the 64-thread tile elsewhere; the experts' products and a decode
     /// step's keep their defaults everywhere.
@@ -597,6 +594,9 @@ mod tests {
         assert_eq!(tuning.matvec(&chunk, cpu), tile, "a winner stands");
     }
 
+    /// 8-bit x is offered a decode step's products of the types with that form (one token's or four's),
+    /// one sum each (shuffles where the subgroups hold a row's threads), and not where plans keep x
+    /// f32, nor to rows that read x in groups, a prompt's tiles or types without the form.
     #[test]
     fn eight_bit_x_is_offered_where_it_can_run() {
         let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);
