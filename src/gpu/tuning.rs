@@ -289,16 +289,31 @@ impl MatvecShape {
     }
 
     /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
-    /// workgroups on a CPU, a plain prompt product takes its tile in registers, which `wick tune`
-    /// timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on lavapipe (the
-    /// tile's reads of workgroup memory differ by lane, and such a CPU loads them lane by lane).
+    /// workgroups on a CPU, the shapes `wick tune` picks there. A plain prompt product takes its tile
+    /// in registers, timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on
+    /// lavapipe (the tile's reads of workgroup memory differ by lane, and such a CPU loads them lane
+    /// by lane). A product of a few tokens takes 4 threads a row (`CPU_THREADS_PER_ROW`), summed by
+    /// shuffles where the subgroups hold them.
     pub fn untuned_kernel(&self, adapter: Adapter) -> MatvecKernel {
+        let default = self.default_kernel();
+        if !adapter.runs_on_cpu {
+            return default;
+        }
         match self.kernel {
-            Kernel::Matmul(_) if adapter.runs_on_cpu => MatvecKernel {
+            Kernel::Matmul(_) => MatvecKernel {
                 workgroup: ROWS_TILE_WORKGROUP,
-                ..self.default_kernel()
+                ..default
             },
-            _ => self.default_kernel(),
+            // Rows of fewer chunks than that keep theirs.
+            _ if self.is_tiled() || default.threads_per_row < CPU_THREADS_PER_ROW => default,
+            _ => MatvecKernel {
+                workgroup: 128,
+                threads_per_row: CPU_THREADS_PER_ROW,
+                subgroup_sum: adapter
+                    .subgroup_size
+                    .is_some_and(|lanes| CPU_THREADS_PER_ROW <= lanes),
+                ..default
+            },
         }
     }
 
@@ -474,6 +489,12 @@ pub fn default_threads_per_row(cols: u32) -> u32 {
     (1u32 << chunks.ilog2()).min(64)
 }
 
+/// Threads a row of a few tokens' products unless tuned where workgroups run on a CPU: `wick tune`
+/// chose 4 for each of SmolLM2's five decode shapes on lavapipe (wg128 to 256, summed by shuffles),
+/// 1.25-1.43x the 16 or 32 threads of `default_threads_per_row` there; fewer threads a row is fewer
+/// partial sums to add, which such a CPU does lane by lane.
+const CPU_THREADS_PER_ROW: u32 = 4;
+
 /// What the kernels chosen unless tuned depend on, of the adapter (`Gpu::adapter`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Adapter {
@@ -481,6 +502,8 @@ pub struct Adapter {
     pub workgroup_bytes: u32,
     /// Whether it runs workgroups on the CPU (`Gpu::runs_on_cpu`), bound by arithmetic.
     pub runs_on_cpu: bool,
+    /// The fewest lanes of its subgroups, where plans may sum by shuffles (`Offers::subgroup_size`).
+    pub subgroup_size: Option<u32>,
 }
 
 impl Tuning {
@@ -567,10 +590,11 @@ mod tests {
     /// workgroups on a CPU, and the 64-thread tile elsewhere; the experts' products and a decode
     /// step's keep their defaults everywhere.
     #[test]
-    fn untuned_prompt_products_follow_the_adapter() {
+    fn untuned_kernels_follow_the_adapter() {
         let cpu = Adapter {
             workgroup_bytes: 32768,
             runs_on_cpu: true,
+            subgroup_size: Some(8),
         };
         let gpu = Adapter {
             runs_on_cpu: false,
@@ -579,12 +603,31 @@ mod tests {
         let plain = Kernel::Matmul(Store::Glu(Activation::Silu));
         let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (576, 1536), 1, 64);
         assert_eq!(chunk.untuned_kernel(cpu).workgroup, ROWS_TILE_WORKGROUP);
-        assert_eq!(chunk.untuned_kernel(gpu), chunk.default_kernel());
         let experts = MatvecShape::chunk(Kernel::MatmulId, GgmlType::Q4_K, (576, 1536), 8, 64);
+        assert_eq!(experts.untuned_kernel(cpu), experts.default_kernel());
         let step = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 576, 1536);
-        for shape in [experts, step] {
-            assert_eq!(shape.untuned_kernel(cpu), shape.default_kernel());
+        let four = MatvecShape { tokens: 4, ..step };
+        let narrow = MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 64, 256); // 2 chunks a row
+        for shape in [chunk, experts, step, four, narrow] {
+            assert_eq!(
+                shape.untuned_kernel(gpu),
+                shape.default_kernel(),
+                "{}",
+                shape.key()
+            );
+            let untuned = shape.untuned_kernel(cpu);
+            let offered = shape.candidates(offers(false)).contains(&untuned);
+            assert!(offered, "{} untuned on a CPU: {untuned}", shape.key());
         }
+        let on_cpu = step.untuned_kernel(cpu);
+        assert_eq!((on_cpu.workgroup, on_cpu.threads_per_row), (128, 4));
+        assert!(on_cpu.subgroup_sum);
+        let without_subgroups = Adapter {
+            subgroup_size: None,
+            ..cpu
+        };
+        assert!(!step.untuned_kernel(without_subgroups).subgroup_sum);
+        assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
         let mut tuning = Tuning::default();
         let tile = MatvecKernel {
             workgroup: 256,
