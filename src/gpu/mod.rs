@@ -371,7 +371,6 @@ impl Gpu {
         Adapter {
             workgroup_bytes: self.limits.max_compute_workgroup_storage_size,
             runs_on_cpu: self.runs_on_cpu(),
-            subgroup_size: self.subgroup_size,
         }
     }
 

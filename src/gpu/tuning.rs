@@ -289,11 +289,13 @@ impl MatvecShape {
     }
 
     /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
-    /// workgroups on a CPU, the shapes `wick tune` picks there. A plain prompt product takes its tile
-    /// in registers, timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on
+    /// workgroups on a CPU, about the shapes `wick tune` picks there. A plain prompt product takes its
+    /// tile in registers, timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on
     /// lavapipe (the tile's reads of workgroup memory differ by lane, and such a CPU loads them lane
-    /// by lane). A product of a few tokens takes 4 threads a row (`CPU_THREADS_PER_ROW`), summed by
-    /// shuffles where the subgroups hold them.
+    /// by lane). A product of a few tokens takes 4 threads a row (`CPU_THREADS_PER_ROW`), summed
+    /// through workgroup memory: shuffles, which the tuner prefers there, are offered only on a
+    /// device where a check has found that they sum a row's threads
+    /// (`ops::matvec::subgroup_sums_work`).
     pub fn untuned_kernel(&self, adapter: Adapter) -> MatvecKernel {
         let default = self.default_kernel();
         if !adapter.runs_on_cpu {
@@ -304,14 +306,11 @@ impl MatvecShape {
                 workgroup: ROWS_TILE_WORKGROUP,
                 ..default
             },
-            // Rows of fewer chunks than that keep theirs.
+            // The other tiles, and rows of fewer chunks than that, keep the default.
             _ if self.is_tiled() || default.threads_per_row < CPU_THREADS_PER_ROW => default,
             _ => MatvecKernel {
                 workgroup: 128,
                 threads_per_row: CPU_THREADS_PER_ROW,
-                subgroup_sum: adapter
-                    .subgroup_size
-                    .is_some_and(|lanes| CPU_THREADS_PER_ROW <= lanes),
                 ..default
             },
         }
@@ -491,8 +490,8 @@ pub fn default_threads_per_row(cols: u32) -> u32 {
 
 /// Threads a row of a few tokens' products unless tuned where workgroups run on a CPU: `wick tune`
 /// chose 4 for each of SmolLM2's five decode shapes on lavapipe (wg128 to 256, summed by shuffles),
-/// 1.25-1.43x the 16 or 32 threads of `default_threads_per_row` there; fewer threads a row is fewer
-/// partial sums to add, which such a CPU does lane by lane.
+/// 1.25-1.43x the 16 or 32 threads of `default_threads_per_row` there (1.3x summed through workgroup
+/// memory); fewer threads a row is fewer partial sums to add, which such a CPU does lane by lane.
 const CPU_THREADS_PER_ROW: u32 = 4;
 
 /// What the kernels chosen unless tuned depend on, of the adapter (`Gpu::adapter`).
@@ -502,8 +501,6 @@ pub struct Adapter {
     pub workgroup_bytes: u32,
     /// Whether it runs workgroups on the CPU (`Gpu::runs_on_cpu`), bound by arithmetic.
     pub runs_on_cpu: bool,
-    /// The fewest lanes of its subgroups, where plans may sum by shuffles (`Offers::subgroup_size`).
-    pub subgroup_size: Option<u32>,
 }
 
 impl Tuning {
@@ -586,15 +583,14 @@ mod tests {
         candidates.filter(|k| k.split == Split::PartsQ8).count()
     }
 
-    /// Untuned, a prompt's plain products take the tile in registers where the adapter runs
-    /// workgroups on a CPU, and the 64-thread tile elsewhere; the experts' products and a decode
-    /// step's keep their defaults everywhere.
+    /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products take the tile in
+    /// registers and the products of a few tokens 4 threads a row, each a candidate of its shape;
+    /// the experts' tiles and rows of 2 chunks keep their defaults, as GPUs keep every default.
     #[test]
     fn untuned_kernels_follow_the_adapter() {
         let cpu = Adapter {
             workgroup_bytes: 32768,
             runs_on_cpu: true,
-            subgroup_size: Some(8),
         };
         let gpu = Adapter {
             runs_on_cpu: false,
@@ -621,12 +617,10 @@ mod tests {
         }
         let on_cpu = step.untuned_kernel(cpu);
         assert_eq!((on_cpu.workgroup, on_cpu.threads_per_row), (128, 4));
-        assert!(on_cpu.subgroup_sum);
-        let without_subgroups = Adapter {
-            subgroup_size: None,
-            ..cpu
-        };
-        assert!(!step.untuned_kernel(without_subgroups).subgroup_sum);
+        assert!(
+            !on_cpu.subgroup_sum,
+            "shuffles only where checked, when tuning"
+        );
         assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
         let mut tuning = Tuning::default();
         let tile = MatvecKernel {
