@@ -51,7 +51,7 @@ impl Drop for Server {
 
 /// Starts the server on port 0 with a context of `n_ctx` tokens (and `more` arguments) and returns it
 /// with the base URL it printed. Untuned: tuning is tests/tuning_once.rs's to check, and on lavapipe it
-/// would cost this file minutes (Qwen2.5 0.5B's shapes 2) for the shapes the CPU defaults already are.
+/// would cost this file minutes (about 2 for Qwen2.5 0.5B's shapes) to pick about the CPU defaults.
 fn start(model: &Path, key: &str, n_ctx: u32, more: &[&str]) -> Option<(Server, String)> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wick"))
         .args(["serve", "--port", "0", "-c", &n_ctx.to_string()])
