@@ -5,7 +5,8 @@
 // pair, token * n_used + slot; moe_group.wgsl lists each expert's items. Workgroup (row tile, item
 // tile, expert). Y[item * rows + r] = dot(W[e * rows + r], x), x being the token's row of X (gate, up:
 // every slot reads the normed input) or the item's own (down: each slot's hidden state). A tensor
-// split into parts is dispatched once per part; each part computes its rows.
+// split into parts is dispatched once per part; each part computes its rows. The tile's token n is
+// its item n (tile.wgsl's x_start and store_sums are defined here). Needs tile.wgsl.
 
 struct Params {
     rows: u32,        // rows of one expert
@@ -26,28 +27,20 @@ struct Params {
 @group(0) @binding(4) var<uniform> P: Params;
 
 var<workgroup> items: array<u32, TN>;
+var<workgroup> x_rows: array<u32, TN>; // the vec4 where each item's row of X starts
 
-// Workgroup wg's share of expert wg.z: the tile's first row in the expert, row0; the n items it takes
-// from the expert's list from item0 (none: nothing to do); and its rows, inside the expert and inside
-// this part: tile row j in [lo, hi) is the bound W's row first + j - lo.
-struct ExpertTile {
-    row0: u32,
-    item0: u32,
-    n: u32,
-    lo: u32,
-    hi: u32,
-    first: u32,
-}
-
-fn expert_tile(wg: vec3<u32>) -> ExpertTile {
+// Workgroup wg's share of expert wg.z: the tile's first row in the expert, row0; the items it takes
+// from the expert's list from token0 (none: nothing to do); and its rows, inside the expert and
+// inside this part.
+fn expert_tile(wg: vec3<u32>) -> Tile {
     let e = wg.z;
-    var tile = ExpertTile(wg.x * TM, wg.y * TN, 0u, 0u, 0u, 0u);
+    var tile = Tile(wg.x * TM, wg.y * TN, 0u, 0u, 0u, 0u);
     let count = groups[e];
     let g0 = e * P.rows + tile.row0;
     let start = max(g0, P.first_row);
     let end = min(min(g0 + TM, (e + 1u) * P.rows), P.first_row + P.part_rows);
-    if (tile.item0 < count && start < end) {
-        tile.n = min(TN, count - tile.item0);
+    if (tile.token0 < count && start < end) {
+        tile.tokens = min(TN, count - tile.token0);
         tile.lo = start - g0;
         tile.hi = end - g0;
         tile.first = start - P.first_row;
@@ -55,19 +48,26 @@ fn expert_tile(wg: vec3<u32>) -> ExpertTile {
     return tile;
 }
 
-// The tile's items, and where their rows of X start (x_rows, matmul_tile.wgsl's or
-// matmul_coop_tile.wgsl's).
-fn list_items(t: u32, e: u32, tile: ExpertTile) {
-    for (var k = t; k < tile.n; k += WG) {
-        let item = groups[P.n_expert + e * P.max_items + tile.item0 + k];
+// The tile's items, and where their rows of X start. A barrier must follow before the product.
+fn list_items(t: u32, e: u32, tile: Tile) {
+    for (var k = t; k < tile.tokens; k += WG) {
+        let item = groups[P.n_expert + e * P.max_items + tile.token0 + k];
         items[k] = item;
         x_rows[k] = select(item / P.n_used, item, P.x_per_item == 1u) * (P.cols / 4u);
     }
 }
 
-// Tile row j's value for the tile's item `slot`, where the row is the tile's and the item is one.
-fn store_item(tile: ExpertTile, slot: u32, j: u32, v: f32) {
-    if (j >= tile.lo && j < tile.hi && slot < tile.n) {
-        Y[items[slot] * P.rows + tile.row0 + j] = v;
+fn x_start(tile: Tile, slot: u32) -> u32 {
+    return x_rows[slot];
+}
+
+// Tile rows j and j + 1 for the tile's item `slot`, where the rows are the tile's.
+fn store_sums(tile: Tile, slot: u32, j: u32, a: f32, b: f32) {
+    let y = items[slot] * P.rows + tile.row0 + j;
+    if (j >= tile.lo && j < tile.hi) {
+        Y[y] = a;
+    }
+    if (j + 1u >= tile.lo && j + 1u < tile.hi) {
+        Y[y + 1u] = b;
     }
 }

@@ -6,9 +6,9 @@
 // cores' registers across the steps. The sums leave through workgroup memory, one quarter of every
 // block at a time, for the kernel's store_sums. WG is SUBGROUPS subgroups of the adapter's widest;
 // where the driver runs narrower ones, those past SUBGROUPS help with the loads and stores only.
-// The kernel declares W, X and P (with cols and row_bytes) and store_sums, and fills x_rows before
-// calling; the prelude enables f16 and wgpu_cooperative_matrix, and sets TM, TN, S and the matrix
-// types MatA, MatB and MatC.
+// The kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl; the
+// prelude enables f16 and wgpu_cooperative_matrix, and sets TM, TN, S and the matrix types MatA, MatB
+// and MatC.
 
 const SUBS: u32 = BLOCK_LEN / 32u;
 const SUBGROUPS: u32 = (TM / (2u * S)) * (TN / (2u * S));
@@ -21,21 +21,10 @@ const KS: u32 = 40u;
 var<workgroup> w_tile: array<f16, TM * KS>;            // [row][k]: the product's B, column-major
 var<workgroup> x_tile: array<f16, TN * KS>;            // [token][k]: its A, row-major
 var<workgroup> sums: array<f32, SUBGROUPS * S * S>;    // one quarter of each block, [token][row]
-var<workgroup> x_rows: array<u32, TN>;                  // the vec4 where each token's row of X starts
 
-// Where a workgroup's tile lies: its first row and token (the kernel's own counting), the tokens it
-// holds, and its rows: tile row j in [lo, hi) is W's row first + j - lo, the others are zero.
-struct CoopTile {
-    row0: u32,
-    token0: u32,
-    tokens: u32,
-    lo: u32,
-    hi: u32,
-    first: u32,
-}
-
-// The rows of W (as f16) for one 32-weight step c. The threads of a row each keep some of its 8 vec4.
-fn load_weights(t: u32, c: u32, tile: CoopTile) {
+// The rows of W (as f16) for one 32-weight step c; rows outside [lo, hi) are zero. The threads of a
+// row each keep some of its 8 vec4.
+fn load_weights(t: u32, c: u32, tile: Tile) {
     let per_row = max(1u, WG / TM);
     let kept = 8u / per_row;
     for (var j = t / per_row; j < TM; j += WG / per_row) {
@@ -64,13 +53,13 @@ fn load_weights(t: u32, c: u32, tile: CoopTile) {
 }
 
 // The tokens' x (as f16) for the same 32 columns; tokens past the tile's are zero.
-fn load_x(t: u32, c: u32, tokens: u32) {
+fn load_x(t: u32, c: u32, tile: Tile) {
     for (var k = t; k < 8u * TN; k += WG) {
         let n = k / 8u;
         let i = k % 8u;
         var x = vec4<f32>(0.0);
-        if (n < tokens) {
-            x = X[x_rows[n] + c * 8u + i];
+        if (n < tile.tokens) {
+            x = X[x_start(tile, n) + c * 8u + i];
         }
         let h = vec4<f16>(x);
         let at = n * KS + 4u * i;
@@ -83,7 +72,7 @@ fn load_x(t: u32, c: u32, tokens: u32) {
 
 // Hands the quarter of every block in `sums` to store_sums, rows in pairs: block b's quarter (qt, qr)
 // holds S tokens from 2S (b / BLOCK_ROWS) + S qt and S rows from 2S (b % BLOCK_ROWS) + S qr.
-fn store_quarter(t: u32, qt: u32, qr: u32, tile: CoopTile) {
+fn store_quarter(t: u32, qt: u32, qr: u32, tile: Tile) {
     let pairs = S * S / 2u;
     for (var k = t; k < SUBGROUPS * pairs; k += WG) {
         let b = k / pairs;
@@ -98,9 +87,8 @@ fn store_quarter(t: u32, qt: u32, qr: u32, tile: CoopTile) {
     }
 }
 
-// The tile's products, handed to store_sums: subgroup sg multiplies one block. Call from uniform
-// control flow, after x_rows is filled and a barrier.
-fn multiply_tile(t: u32, sg: u32, tile: CoopTile) {
+// The tile's products, handed to store_sums: subgroup sg multiplies one block.
+fn multiply_tile(t: u32, sg: u32, tile: Tile) {
     // This subgroup's block: 2S tokens from bt and 2S rows from br of the tile.
     let multiplies = sg < SUBGROUPS;
     let b = min(sg, SUBGROUPS - 1u);
@@ -112,7 +100,7 @@ fn multiply_tile(t: u32, sg: u32, tile: CoopTile) {
     var c11 = MatC();
     for (var c = 0u; c < P.cols / 32u; c++) {
         load_weights(t, c, tile);
-        load_x(t, c, tile.tokens);
+        load_x(t, c, tile);
         workgroupBarrier();
         if (multiplies) {
             for (var k = 0u; k < 32u; k += S) {

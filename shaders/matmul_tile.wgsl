@@ -1,16 +1,15 @@
-// The tile product the matmul kernels share: a workgroup of WG threads computes TM rows of W by TN
-// tokens of X. Per 32-weight step along the rows, the threads dequantize the rows' chunks into
+// The tile product the matmul kernels share on GPUs: a workgroup of WG threads computes TM rows of W
+// by TN tokens of X. Per 32-weight step along the rows, the threads dequantize the rows' chunks into
 // workgroup memory (WG / TM threads a row; once for TN tokens, where a matvec would do it once per
 // token), load the tokens' matching x, and then each thread accumulates an RB-row by 4-token block of
 // the tile from there. The source starts with TM, TN and RB (`PipelineKey::source`: 64 threads take
 // 64 x 16, 4 rows each; 256 take 128 x 64, 8 rows each, for GPUs), so that (TM / RB) * (TN / 4) is
-// WG. The kernel declares W, X and P (with cols and row_bytes), and fills x_rows before calling.
+// WG. The kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl.
 
 const SUBS: u32 = BLOCK_LEN / 32u;
 
 var<workgroup> w_tile: array<vec4<f32>, 8u * TM>; // [8 vec4 of one 32-weight step][TM slots]
 var<workgroup> x_tile: array<vec4<f32>, 8u * TN>; // [8 vec4][TN tokens]
-var<workgroup> x_rows: array<u32, TN>;            // the vec4 where each token's row of X starts
 
 // Thread t's rows of the tile, tile_rows(t) + r, and its tokens, tile_tokens(t) + n.
 fn tile_rows(t: u32) -> u32 {
@@ -33,9 +32,9 @@ fn slot_row(s: u32) -> u32 {
     return (s % (TM / RB)) * RB + s / (TM / RB);
 }
 
-// acc[r][n] for thread t's 4 rows and 4 tokens: tile row j in [lo, hi) is the bound W's row
-// first + j - lo, other rows are zero; tokens past `tokens` are zero. Call from uniform control flow.
-fn multiply_tile(t: u32, lo: u32, hi: u32, first: u32, tokens: u32) -> array<vec4<f32>, RB> {
+// The tile's products, handed to store_sums: thread t's block of RB rows by 4 tokens. Rows outside
+// [lo, hi) are zero.
+fn multiply_tile(t: u32, tile: Tile) {
     let my_rows = tile_rows(t);
     let my_tokens = tile_tokens(t);
     // The row this thread dequantizes (into slot t % TM), and which of its step's 8 vec4 it keeps.
@@ -45,8 +44,8 @@ fn multiply_tile(t: u32, lo: u32, hi: u32, first: u32, tokens: u32) -> array<vec
     let kept = (t / TM) * per_thread;
     var acc: array<vec4<f32>, RB>;
     for (var c = 0u; c < P.cols / 32u; c++) {
-        if (j >= lo && j < hi) {
-            let row = first + j - lo;
+        if (j >= tile.lo && j < tile.hi) {
+            let row = tile.first + j - tile.lo;
             var w = dequant32(row * P.row_bytes + (c / SUBS) * BLOCK_BYTES, c % SUBS);
             for (var i = kept; i < kept + per_thread; i++) {
                 w_tile[i * TM + slot] = w[i];
@@ -61,15 +60,15 @@ fn multiply_tile(t: u32, lo: u32, hi: u32, first: u32, tokens: u32) -> array<vec
             let n = k / 8u;
             let i = k % 8u;
             var x = vec4<f32>(0.0);
-            if (n < tokens) {
-                x = X[x_rows[n] + c * 8u + i];
+            if (n < tile.tokens) {
+                x = X[x_start(tile, n) + c * 8u + i];
             }
             x_tile[i * TN + n] = x;
         }
         workgroupBarrier();
         // Threads whose tokens are all past the run's have nothing to add (a run of a few tokens: a
         // decode step of parallel sequences).
-        for (var i = 0u; i < 8u && my_tokens < tokens; i++) {
+        for (var i = 0u; i < 8u && my_tokens < tile.tokens; i++) {
             let x0 = x_tile[i * TN + my_tokens];
             let x1 = x_tile[i * TN + my_tokens + 1u];
             let x2 = x_tile[i * TN + my_tokens + 2u];
@@ -81,5 +80,12 @@ fn multiply_tile(t: u32, lo: u32, hi: u32, first: u32, tokens: u32) -> array<vec
         }
         workgroupBarrier();
     }
-    return acc;
+    // Rows my_rows + r and r + 1, r even, are pairs: the tile and each thread's block start even.
+    for (var r = 0u; r < RB; r += 2u) {
+        for (var n = 0u; n < 4u; n++) {
+            if (my_tokens + n < tile.tokens) {
+                store_sums(tile, my_tokens + n, my_rows + r, acc[r][n], acc[r + 1u][n]);
+            }
+        }
+    }
 }

@@ -17,7 +17,7 @@ use wick::ops::matvec;
 /// full, one is partly used and one is skipped; 37 rows leave most of the 64-row tile empty. Then 131
 /// tokens of 150 by 300 rows in one part: several tiles each way, the last of each partly used, in
 /// every tile the tuner may pick (64 x 16; 128 x 32 and 128 x 64 where the adapter holds them; 64 x
-/// 64 in registers, shaders/matmul_rows.wgsl, whose last thread's rows run past the 37). A plan
+/// 64 in registers, shaders/matmul_rows_tile.wgsl, whose last thread's rows run past the 37). A plan
 /// for 8 tokens (a decode step of 8 sequences) runs 7 through the matvec kernel four tokens at a
 /// time (shaders/matvec_pairs.wgsl), in two layers of workgroups, the second short of a token; a
 /// plan for 4 runs 3 so, in every kernel shape the tuner may pick for it, the odd last row included.

@@ -22,10 +22,6 @@ pub enum Kernel {
     MatvecPairs(Store, XNorm),
     /// X W^T, W packed, for the tokens of a prompt's chunk, each pair of rows stored as the `Store` says.
     Matmul(Store),
-    /// `Matmul` with no workgroup memory, a thread holding 8 rows' weights in its registers and
-    /// walking the tokens (shaders/matmul_rows.wgsl): the form for adapters that run workgroups on a
-    /// CPU.
-    MatmulRows(Store),
     /// `Matmul` on the adapter's matrix cores, in products of the size given (8 or 16): f16 tiles, f32
     /// sums (shaders/matmul_coop.wgsl).
     MatmulCoop(Store, u32),
@@ -256,22 +252,16 @@ impl Kernel {
                 let head = [wgsl!("step.wgsl"), x.source()].concat();
                 return [&head, row_dot, body, row_sum, &store.source()].concat();
             }
+            // The tile products' tile file comes with the tile (`PipelineKey::source`).
             Kernel::Matmul(store) => {
-                let body = wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul.wgsl");
+                let body = wgsl!("step.wgsl", "matmul_io.wgsl", "matmul.wgsl");
                 return [body, &store.source()].concat();
-            }
-            Kernel::MatmulRows(store) => {
-                return [wgsl!("step.wgsl", "matmul_rows.wgsl"), &store.source()].concat();
             }
             Kernel::MatmulCoop(store, _) => {
-                let body = wgsl!("step.wgsl", "matmul_coop_tile.wgsl", "matmul_coop.wgsl");
+                let body = wgsl!("step.wgsl", "matmul_io.wgsl", "matmul_coop.wgsl");
                 return [body, &store.source()].concat();
             }
-            Kernel::MatmulIdCoop(_) => wgsl!(
-                "expert_items.wgsl",
-                "matmul_coop_tile.wgsl",
-                "matmul_id_coop.wgsl"
-            ),
+            Kernel::MatmulIdCoop(_) => wgsl!("expert_items.wgsl", "matmul_id_coop.wgsl"),
             Kernel::MatvecId => {
                 let body = wgsl!("matvec_id.wgsl");
                 return [wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();
@@ -319,8 +309,8 @@ impl Kernel {
             Kernel::NormAddNorm => wgsl!("step.wgsl", "reduce.wgsl", "norm_add_norm.wgsl"),
             Kernel::MoeRoute => wgsl!("step.wgsl", "moe_route.wgsl"),
             Kernel::MoeGroup => wgsl!("step.wgsl", "moe_group.wgsl"),
-            Kernel::MatmulId => wgsl!("expert_items.wgsl", "matmul_tile.wgsl", "matmul_id.wgsl"),
-            Kernel::MatmulGrouped => wgsl!("step.wgsl", "matmul_tile.wgsl", "matmul_grouped.wgsl"),
+            Kernel::MatmulId => wgsl!("expert_items.wgsl", "matmul_id.wgsl"),
+            Kernel::MatmulGrouped => wgsl!("step.wgsl", "matmul_grouped.wgsl"),
             Kernel::MoeCombine => wgsl!("step.wgsl", "moe_combine.wgsl"),
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),

@@ -15,31 +15,39 @@ pub struct MatmulTile {
     /// Rows of the tile one thread accumulates, each for 4 tokens (for all of them in registers).
     pub rows_per_thread: u32,
     /// Whether the tile's steps pass through workgroup memory (shaders/matmul_tile.wgsl), or each
-    /// thread's rows stay in its registers (shaders/matmul_rows.wgsl).
+    /// thread's rows stay in its registers (shaders/matmul_rows_tile.wgsl).
     pub shared: bool,
 }
 
 impl MatmulTile {
-    /// Workgroup memory it takes: a 32-weight step of its rows and tokens, and where each token's
-    /// row starts.
+    /// Workgroup memory it takes: a 32-weight step of its rows and tokens, where they pass through
+    /// it. (The experts' products list their items beside, `MatvecShape::fits`.)
     pub fn workgroup_bytes(&self) -> u32 {
         match self.shared {
-            true => (8 * self.rows + 8 * self.tokens) * 16 + self.tokens * 4,
+            true => (8 * self.rows + 8 * self.tokens) * 16,
             false => 0,
+        }
+    }
+
+    /// The file that multiplies it (the kernels' tile file, but on the matrix cores).
+    fn source(&self) -> &'static str {
+        match self.shared {
+            true => include_str!("../../shaders/matmul_tile.wgsl"),
+            false => include_str!("../../shaders/matmul_rows_tile.wgsl"),
         }
     }
 }
 
-/// The workgroup of a plain product's tile in registers (`Kernel::MatmulRows`): one SIMD group of a
-/// CPU's 256-bit registers.
+/// The workgroup of the tile in registers (shaders/matmul_rows_tile.wgsl): one SIMD group of a CPU's
+/// 256-bit registers.
 pub const ROWS_TILE_WORKGROUP: u32 = 8;
 
 /// A matmul's tile by its threads. 64 (every adapter) take 64 rows by 16 tokens, 4 rows by 4 tokens
 /// each; 256 take 128 rows by 64 tokens, 8 rows by 4 each: a dequantized weight meets 64 tokens
 /// rather than 16, and a thread's read of workgroup memory feeds twice the products (llama.cpp's
-/// tiled products are of this size), for 24.3 KiB of workgroup memory; 128 take 128 rows by 32
-/// tokens, 8 rows by 4 each, for 20.1 KiB: twice the workgroups of a short chunk. 8 threads take 64
-/// rows by 64 tokens in registers, 8 rows a thread (`ROWS_TILE_WORKGROUP`, a plain product's only).
+/// tiled products are of this size), for 24 KiB of workgroup memory; 128 take 128 rows by 32
+/// tokens, 8 rows by 4 each, for 20 KiB: twice the workgroups of a short chunk. 8 threads take 64
+/// rows by 64 tokens in registers, 8 rows a thread (`ROWS_TILE_WORKGROUP`).
 pub fn matmul_tile(workgroup: u32) -> MatmulTile {
     let tile = |rows, tokens, rows_per_thread| MatmulTile {
         rows,
@@ -87,12 +95,9 @@ pub const fn coop_subgroups(size: u32) -> u32 {
 }
 
 /// The workgroup memory of a `COOP_TILE` workgroup: f16 tiles of 40 values a row (matmul_coop.wgsl's
-/// KS) for its rows and tokens, the sums of a quarter of each subgroup's block (a product's), and
-/// where each token's row starts.
+/// KS) for its rows and tokens, and the sums of a quarter of each subgroup's block (a product's).
 pub const fn coop_workgroup_bytes(size: u32) -> u32 {
-    (COOP_TILE.rows + COOP_TILE.tokens) * 40 * 2
-        + coop_subgroups(size) * size * size * 4
-        + COOP_TILE.tokens * 4
+    (COOP_TILE.rows + COOP_TILE.tokens) * 40 * 2 + coop_subgroups(size) * size * size * 4
 }
 
 /// Identifies one compiled pipeline: the kernel, the weight type it reads (if any) and its shape.
@@ -164,12 +169,6 @@ impl PipelineKey {
                 kernel: Kernel::MatmulIdCoop(size),
                 ..key
             },
-            (Kernel::Matmul(store), None) if kernel.workgroup == ROWS_TILE_WORKGROUP => {
-                PipelineKey {
-                    kernel: Kernel::MatmulRows(store),
-                    ..key
-                }
-            }
             // A tile, named by its workgroup size alone (the grouped product's has no form on the
             // matrix cores).
             (Kernel::Matmul(_) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => key,
@@ -184,14 +183,13 @@ impl PipelineKey {
         }
     }
 
-    /// The tile of the kernels that multiply tiles (shaders/matmul_tile.wgsl, matmul_rows.wgsl,
+    /// The tile of the kernels that multiply tiles (shaders/matmul_tile.wgsl, matmul_rows_tile.wgsl,
     /// matmul_coop_tile.wgsl), by the workgroup size.
     pub fn tile(&self) -> Option<MatmulTile> {
         match self.kernel {
-            Kernel::Matmul(_)
-            | Kernel::MatmulRows(_)
-            | Kernel::MatmulId
-            | Kernel::MatmulGrouped => Some(matmul_tile(self.workgroup)),
+            Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped => {
+                Some(matmul_tile(self.workgroup))
+            }
             Kernel::MatmulCoop(..) | Kernel::MatmulIdCoop(_) => Some(COOP_TILE),
             _ => None,
         }
@@ -212,6 +210,9 @@ impl PipelineKey {
         }
         if let Some(tile) = self.tile() {
             name += &format!(" tile {}x{}", tile.rows, tile.tokens);
+            if !tile.shared {
+                name += " in registers";
+            }
         }
         if self.subgroup_sum {
             name += " subgroup";
@@ -267,6 +268,11 @@ impl PipelineKey {
                 "const TM: u32 = {}u;\nconst TN: u32 = {}u;\nconst RB: u32 = {}u;\n",
                 tile.rows, tile.tokens, tile.rows_per_thread
             );
+            src += include_str!("../../shaders/tile.wgsl");
+            src += match self.kernel.cooperative_size() {
+                Some(_) => include_str!("../../shaders/matmul_coop_tile.wgsl"),
+                None => tile.source(),
+            };
         }
         if let Kernel::Attention(_) | Kernel::AttentionSplit(_) | Kernel::MlaAttention = self.kernel
         {

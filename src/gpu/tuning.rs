@@ -86,9 +86,9 @@ impl Tunable {
 /// 3: several tokens' products summed by subgroup shuffles, and split over 1 or 2 threads a row;
 /// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile; 6: a
 /// prompt's products on matrix cores; 7: a decode step's products on 8-bit x, Q6_K's and the
-/// experts' among them, and a prompt's plain products in registers). New shapes need no new count:
-/// they have no winners to drop.
-pub const CANDIDATES: u32 = 7;
+/// experts' among them, and a prompt's plain products in registers; 8: its experts' and grouped
+/// products in registers too). New shapes need no new count: they have no winners to drop.
+pub const CANDIDATES: u32 = 8;
 
 impl Default for Tuning {
     fn default() -> Tuning {
@@ -295,7 +295,9 @@ impl MatvecShape {
     /// by lane). A product of a few tokens takes 4 threads a row (`CPU_THREADS_PER_ROW`), summed
     /// through workgroup memory: shuffles, which the tuner prefers there, are offered only on a
     /// device where a check has found that they sum a row's threads
-    /// (`ops::matvec::subgroup_sums_work`).
+    /// (`ops::matvec::subgroup_sums_work`). The experts' and grouped products keep the 64-thread
+    /// tile unless tuned: in registers, the random MoE and DeepSeek-V2 tests' small chunks ran 2.7x and
+    /// 5x as long.
     pub fn untuned_kernel(&self, adapter: Adapter) -> MatvecKernel {
         let default = self.default_kernel();
         if !adapter.runs_on_cpu {
@@ -317,9 +319,9 @@ impl MatvecShape {
     }
 
     /// Whether the adapter can run the shape in `kernel`: a matmul's tile needs its workgroup
-    /// memory (128 x 32 and 128 x 64: 20.1 and 24.3 KiB, more than WebGPU's 16 KiB that every
-    /// adapter has), and over the experts, a word more a token of the tile (its item); a split on 8-bit
-    /// x needs room for x (`q8_workgroup_bytes`).
+    /// memory (128 x 32 and 128 x 64: 20 and 24 KiB, more than WebGPU's 16 KiB that every adapter
+    /// has), and over the experts, two words more a token of the tile (its item, and where its x
+    /// starts); a split on 8-bit x needs room for x (`q8_workgroup_bytes`).
     pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
         if kernel.split == Split::PartsQ8 {
             let bytes = q8_workgroup_bytes(self.cols, self.x_rows());
@@ -336,7 +338,7 @@ impl MatvecShape {
             }
         };
         let items = match self.kernel {
-            Kernel::MatmulId => 4 * tokens,
+            Kernel::MatmulId => 8 * tokens,
             _ => 0,
         };
         bytes + items <= limits.max_compute_workgroup_storage_size
@@ -386,8 +388,8 @@ impl MatvecShape {
     /// A decode step's products of the types with a form on 8-bit x (`has_int8_form`) also try the
     /// split by parts on it, where plans may round x, summing by shuffles where the subgroups allow and
     /// through workgroup memory only where not. A matmul's candidates are its tiles
-    /// (`matmul_tile`), which not every adapter `fits`, for a plain product also its tile in
-    /// registers, and where the adapter has matrix cores that plans may use
+    /// (`matmul_tile`), which not every adapter `fits`, the tile in registers among them, and where
+    /// the adapter has matrix cores that plans may use
     /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product).
     pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
         let Offers {
@@ -401,11 +403,8 @@ impl MatvecShape {
                 workgroup,
                 ..default
             };
-            let mut tiles = vec![default, tile(128), tile(256)];
-            // A plain product's tile in registers, for adapters that run workgroups on a CPU.
-            if let Kernel::Matmul(_) = self.kernel {
-                tiles.push(tile(ROWS_TILE_WORKGROUP));
-            }
+            // The tile in registers is for adapters that run workgroups on a CPU.
+            let mut tiles = vec![default, tile(128), tile(256), tile(ROWS_TILE_WORKGROUP)];
             // The grouped product has no form on the matrix cores.
             let cores = matrix_cores.filter(|_| self.kernel != Kernel::MatmulGrouped);
             tiles.extend(cores.map(|cores| MatvecKernel {
