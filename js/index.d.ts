@@ -50,7 +50,7 @@ export interface LoadOptions {
   /** Tokens a step proposes at most, 1 to 31 (default 6; fewer while drafts fall). */
   draftMax?: number;
   /** The model's vision projector (an mmproj GGUF as llama.cpp makes them; Gemma 3's, Gemma 4's or Qwen3.5's), URL or File /
-   * Blob: chat messages may then show images (`ImagePart`). Not with speculative decoding. */
+   * Blob: chat messages may then show images (`ImagePart`), with speculative decoding too. */
   mmproj?: string | Blob;
   /** The fewest tokens an image becomes, where the projector sizes images to their own (Gemma 4's:
    * 70 unless told; Qwen3.5's: 8), as llama.cpp's --image-min-tokens. */

@@ -158,9 +158,6 @@ export class Wick {
     if (mmproj !== undefined && typeof mmproj !== 'string' && !(mmproj instanceof Blob)) {
       throw new TypeError('mmproj is a vision projector URL or a File / Blob');
     }
-    if (mmproj !== undefined && (draft !== undefined || lookup)) {
-      throw new TypeError('speculative decoding does not take images yet: mmproj, or draft / lookup');
-    }
     for (const [name, value] of [['imageMinTokens', imageMinTokens], ['imageMaxTokens', imageMaxTokens]]) {
       if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
         throw new TypeError(`${name} is a whole number of 1 or more, not ${JSON.stringify(value)}`);

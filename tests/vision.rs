@@ -18,6 +18,7 @@ use wick::gguf::Value as Meta;
 use wick::gguf::{read_header, FileSource, MemorySource};
 use wick::reply::Reply;
 use wick::session::Session;
+use wick::speculate::{DraftModel, Drafter, Speculation};
 use wick::vision::{Image, Projector, TokenBudget};
 
 /// Least cosine allowed between a token's row and either reference's.
@@ -206,10 +207,16 @@ fn an_image_longer_than_a_prompt_run_is_refused() {
 
 /// The random Gemma 3 text model as a session with the projector attached.
 fn image_session(gpu: &std::sync::Arc<wick::gpu::Gpu>) -> Session {
+    image_session_checking(gpu, 0)
+}
+
+/// `image_session` whose steps may check `check_tokens` tokens at once (speculative decoding).
+fn image_session_checking(gpu: &std::sync::Arc<wick::gpu::Gpu>, check_tokens: u32) -> Session {
     let g = golden();
     let source = FileSource::open(data(g["text_model"].as_str().unwrap())).unwrap();
     let options = LoadOptions {
         n_ctx: 64,
+        check_tokens,
         ..Default::default()
     };
     let mut session = Session::load(gpu.clone(), &source, &options, &mut |_, _| {})
@@ -330,6 +337,58 @@ fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
         first[2] as i64, n_vocab,
         "BOS, <start_of_image>, then the image: {first:?}"
     );
+}
+
+/// The greedy reply after an image prompt is llama.cpp's with speculative decoding too: drafted by
+/// lookup, whose context holds the image's tokens (never proposed), and by a draft model (the text
+/// model again), which reads the prompt's text without the image.
+#[test]
+fn speculating_after_an_image_gives_llama_cpps_reply() {
+    let Some(gpu) = gpu() else { return };
+    let g = golden();
+    let image = picture(g["image"].as_str().unwrap());
+    let text = g["prompt_text"].as_str().unwrap();
+    let greedy: Vec<u32> = (g["greedy"].as_array().unwrap().iter())
+        .map(|s| s["id"].as_u64().unwrap() as u32)
+        .collect();
+    let draft_file = data(g["text_model"].as_str().unwrap());
+    let mut session = image_session_checking(&gpu, 5);
+    let draft_options = LoadOptions {
+        n_ctx: 64,
+        ..Default::default()
+    };
+    let source = FileSource::open(&draft_file).unwrap();
+    let draft = DraftModel::load(
+        gpu.clone(),
+        &source,
+        &draft_options,
+        &session.tokenizer,
+        &mut |_, _| {},
+    )
+    .block_on()
+    .unwrap();
+    let drafters = [
+        ("lookup", Drafter::Lookup),
+        ("a draft model", Drafter::Model(Box::new(draft))),
+    ];
+    for (name, drafter) in drafters {
+        session.speculation = Some(Speculation::always(drafter, 4));
+        let prompt = session
+            .tokenize_prompt_with_images(text, std::slice::from_ref(&image))
+            .block_on()
+            .unwrap();
+        let reply = Reply::new(greedy.len(), &[]);
+        let c = session
+            .complete(&prompt, reply, &mut common::greedy(), &mut |_| true)
+            .block_on()
+            .unwrap();
+        let stats = session.speculation.as_ref().unwrap().stats;
+        eprintln!("{name}: {stats:?}");
+        assert_eq!(c.tokens, greedy, "{name}: the greedy reply");
+        if name != "lookup" {
+            assert!(stats.checks > 0, "{name}: no draft was checked");
+        }
+    }
 }
 
 #[test]

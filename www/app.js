@@ -75,7 +75,7 @@ async function loadModel(source, draft) {
     show();
   };
   try {
-    const vision = draft ? undefined : mmproj();
+    const vision = mmproj();
     const options = { onProgress, signal: loading.signal, featureLevel: FEATURE_LEVEL, mmproj: vision };
     const loaded = await Wick.load(source, draft ? { ...options, draft } : options);
     engine = loaded;

@@ -50,11 +50,6 @@ fn template_variables(text: &str) -> Result<Variables, String> {
 
 pub fn main(args: ChatArgs) -> Result<()> {
     let mut images = read_images(&args.images, &args.projector)?;
-    if args.projector.mmproj.is_some() && args.speculation.speculating() {
-        anyhow::bail!(
-            "speculative decoding does not take images yet: drop --draft or --lookup, or --mmproj"
-        );
-    }
     let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
     let options = args.projector.options(options, args.model.batch_size)?;

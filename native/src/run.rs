@@ -33,9 +33,6 @@ pub struct RunArgs {
 
 pub fn main(args: RunArgs) -> Result<()> {
     let images = read_images(&args.images, &args.projector)?;
-    if !images.is_empty() && args.speculation.speculating() {
-        anyhow::bail!("speculative decoding does not take images yet: drop --draft or --lookup");
-    }
     let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
     let options = args.projector.options(options, args.model.batch_size)?;

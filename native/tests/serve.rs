@@ -217,7 +217,8 @@ fn parallel_slots_through_the_openai_client() {
 }
 
 /// Images in chat requests (image_client.py): the random Gemma 3 model with its projector, whose
-/// greedy reply to the image prompt is llama.cpp's (tests/goldens/random-gemma3-vision.json).
+/// greedy reply to the image prompt is llama.cpp's (tests/goldens/random-gemma3-vision.json), with
+/// the model drafting for itself (speculative decoding beside images: the draft reads the text).
 #[test]
 fn images_through_the_openai_client() {
     let golden: serde_json::Value = serde_json::from_str(
@@ -236,7 +237,12 @@ fn images_through_the_openai_client() {
         .collect();
     let expected = tokenizer.decode(&greedy, false);
     let image = root().join(golden["image"].as_str().unwrap());
-    let more = ["--mmproj", mmproj.to_str().unwrap()];
+    let more = [
+        "--mmproj",
+        mmproj.to_str().unwrap(),
+        "--draft",
+        model.to_str().unwrap(),
+    ];
     let args = [image.into(), expected.into()];
     client_of_server(&model, (64, &more), "image_client.py", &args);
 }

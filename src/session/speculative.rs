@@ -129,9 +129,10 @@ impl Session {
             .push(allowed_now(sampler, n_vocab, mask_time)?);
         let mut take = |draft: &mut Draft, token: u32, chances: Chances, sampler: &mut Sampler| {
             // The end of the reply is not drafted: the model's own pick after the draft finds it.
+            // Nor is an image's token (an id past the vocabulary), which lookup finds in the prompt.
             let bits = draft.allowed.last().expect("a row's mask");
             let refused = bits.as_ref().is_some_and(|b| !Constraint::allows(b, token));
-            if refused || self.tokenizer.is_end_of_generation(token) {
+            if refused || token >= n_vocab || self.tokenizer.is_end_of_generation(token) {
                 return Ok(false);
             }
             sampler.accept(token, mask_time)?;
@@ -151,8 +152,17 @@ impl Session {
                 }
             }
             Drafter::Model(model) => {
+                // The draft reads the tokens it has: not an image's rows, which only the model's
+                // projector made, nor any past its vocabulary. Its positions then run behind the
+                // model's, which changes its guesses, never what the model picks.
+                if id >= model.engine.n_vocab() {
+                    return Ok(draft); // a token the draft does not have: nothing to go on
+                }
+                let read: Vec<u32> = (context.iter().copied())
+                    .filter(|&t| t < model.engine.n_vocab())
+                    .collect();
                 let start = Instant::now();
-                let caught_up = model.catch_up(&context).await?;
+                let caught_up = model.catch_up(&read).await?;
                 draft.catching_up = start.elapsed().as_secs_f64();
                 if !caught_up {
                     return Ok(draft);

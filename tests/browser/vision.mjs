@@ -1,6 +1,7 @@
 // Browser tests of images: the random Gemma 3 model with its vision projector (tests/vision.rs's files),
-// an image in a chat message through the package and through the chat page, each reply against the
-// native engine's (`wick run --mmproj --image`, whose reply tests/vision.rs checks against llama.cpp's);
+// an image in a chat message through the package (with a draft model too) and through the chat page,
+// each reply against the native engine's (`wick run --mmproj --image`, whose reply tests/vision.rs
+// checks against llama.cpp's);
 // then the random Gemma 4 and Qwen3.5 models with their own (tests/vision_gemma4.rs's and
 // tests/vision_qwen35.rs's files) through the package, against `wick chat`. Registered by run.mjs.
 
@@ -68,7 +69,16 @@ test('the package reads an image in a chat message as the native engine does', a
         }
       })();
       await plain.unload();
-      return { reply, again, notAnImage, withoutProjector, phases: [...phases], stats };
+      // Speculating, drafted by the model itself (which reads the text alone): the same reply.
+      const speculating = await Wick.load(model, { ...adapter, mmproj, draft: model, draftMax: 4, tune: false, nCtx: 64 });
+      const drafted = await speculating.chat.completions.create({
+        messages: [{ role: 'user', content: [image, { type: 'text', text: 'look at this' }] }],
+        temperature: 0,
+        max_tokens: tokens,
+      });
+      const speculation = (await speculating.stats()).speculation;
+      await speculating.unload();
+      return { reply, again, notAnImage, withoutProjector, phases: [...phases], stats, drafted, speculation };
     },
     { model: `/${MODEL}`, mmproj: `/${MMPROJ}`, url: dataUrl, tokens: TOKENS, adapter: COMPAT },
   );
@@ -83,6 +93,9 @@ test('the package reads an image in a chat message as the native engine does', a
   assert.match(result.notAnImage.message, /image 1 cannot be decoded/);
   assert.equal(result.withoutProjector?.name, 'BadRequestError', JSON.stringify(result.withoutProjector));
   assert.match(result.withoutProjector.message, /vision projector/);
+  console.log(`    with a draft: ${JSON.stringify(result.speculation)}`);
+  assert.equal(result.drafted.choices[0].message.content, want, 'the reply with a draft model');
+  assert.ok(result.speculation?.checks > 0, JSON.stringify(result.speculation));
 });
 
 /**

@@ -61,10 +61,9 @@ pub fn main(args: ServeArgs) -> Result<()> {
         );
     }
     let images = args.projector.mmproj.is_some();
-    if images && (args.parallel > 1 || args.speculation.speculating()) {
+    if images && args.parallel > 1 {
         anyhow::bail!(
-            "--mmproj serves images one request at a time, without speculative decoding: leave out \
-             --parallel, --draft and --lookup, or --mmproj"
+            "--mmproj serves images one request at a time: leave out --parallel, or --mmproj"
         );
     }
     let options = wick::engine::LoadOptions {
