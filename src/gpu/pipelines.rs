@@ -172,6 +172,12 @@ impl PipelineKey {
             // A tile, named by its workgroup size alone (the grouped product's has no form on the
             // matrix cores).
             (Kernel::Matmul(_) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => key,
+            // A step's pair product as the plain product's tile (`MatvecShape::takes_tiles`): the
+            // same bindings, parameters and store.
+            (Kernel::MatvecPairs(store, XNorm::None), None) if kernel.is_tile() => PipelineKey {
+                kernel: Kernel::Matmul(store),
+                ..key
+            },
             _ => PipelineKey {
                 threads_per_row: Some(kernel.threads_per_row),
                 subgroup_sum: kernel.subgroup_sum,

@@ -103,7 +103,8 @@ impl Default for Tuning {
 /// How a matvec kernel runs: its override constants, and how a row's threads sum their parts. A
 /// matmul (a prompt's product, `Kernel::Matmul`) has only a workgroup size, which names its tile
 /// (`matmul_tile`), and no threads per row (0); or it multiplies on the matrix cores
-/// (`cooperative`), a subgroup for each block of its tile (`COOP_TILE`).
+/// (`cooperative`), a subgroup for each block of its tile (`COOP_TILE`). A step's pair product of
+/// several tokens may run as a tile too (`MatvecShape::takes_tiles`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MatvecKernel {
     pub workgroup: u32,
@@ -160,6 +161,22 @@ impl MatvecKernel {
             cooperative: None,
         }
     }
+
+    /// The matmul's tile of `workgroup` threads (`matmul_tile`).
+    pub fn tile(workgroup: u32) -> MatvecKernel {
+        MatvecKernel {
+            workgroup,
+            threads_per_row: 0,
+            subgroup_sum: false,
+            split: Split::Chunks,
+            cooperative: None,
+        }
+    }
+
+    /// Whether it multiplies tiles of rows by tokens (a matmul's kernel) rather than rows.
+    pub fn is_tile(&self) -> bool {
+        self.threads_per_row == 0
+    }
 }
 
 impl std::fmt::Display for MatvecKernel {
@@ -168,7 +185,7 @@ impl std::fmt::Display for MatvecKernel {
             let (wg, rows, tokens) = (self.workgroup, COOP_TILE.rows, COOP_TILE.tokens);
             return write!(f, "wg{wg} tile {rows}x{tokens} matrix cores {size}x{size}");
         }
-        if self.threads_per_row == 0 {
+        if self.is_tile() {
             let tile = matmul_tile(self.workgroup);
             let (wg, rows, tokens) = (self.workgroup, tile.rows, tile.tokens);
             let registers = if tile.shared { "" } else { " in registers" };
@@ -277,22 +294,28 @@ impl MatvecShape {
     /// 64-thread tile. The candidates are shaped from it (`candidates`).
     pub fn default_kernel(&self) -> MatvecKernel {
         match self.is_tiled() {
-            true => MatvecKernel {
-                workgroup: 64,
-                threads_per_row: 0,
-                subgroup_sum: false,
-                split: Split::Chunks,
-                cooperative: None,
-            },
+            true => MatvecKernel::tile(64),
             false => MatvecKernel::default_for(self.cols),
         }
+    }
+
+    /// Whether its candidates include the plain product's tiles, the 64-thread one and the one in
+    /// registers: a step's pair product of several tokens (a parallel step's, a speculative check's)
+    /// whose x is read as it is. A tile reads each weight once for all the step's tokens where the
+    /// pair kernel reads it once for every four, and the tile in registers reads each x once for a
+    /// workgroup where the pair kernel's threads each read their own (lane by lane on a CPU).
+    pub fn takes_tiles(&self) -> bool {
+        matches!(self.kernel, Kernel::MatvecPairs(_, XNorm::None)) && self.tokens > 1
     }
 
     /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
     /// workgroups on a CPU, about the shapes `wick tune` picks there. A plain prompt product takes its
     /// tile in registers, timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on
     /// lavapipe (the tile's reads of workgroup memory differ by lane, and such a CPU loads them lane
-    /// by lane). A product of a few tokens takes 4 threads a row (`CPU_THREADS_PER_ROW`), summed
+    /// by lane). So does a step's pair product of several tokens (`takes_tiles`), which `wick tune`
+    /// gave the tile in registers on each of SmolLM2's five such shapes there: a speculative check of
+    /// 7 rows then cost 2 plain steps rather than 4.5. A product of a few tokens otherwise takes 4
+    /// threads a row (`CPU_THREADS_PER_ROW`), summed
     /// through workgroup memory: shuffles, which the tuner prefers there, are offered only on a
     /// device where a check has found that they sum a row's threads
     /// (`ops::matvec::subgroup_sums_work`). The experts' and grouped products keep the 64-thread
@@ -304,10 +327,8 @@ impl MatvecShape {
             return default;
         }
         match self.kernel {
-            Kernel::Matmul(_) => MatvecKernel {
-                workgroup: ROWS_TILE_WORKGROUP,
-                ..default
-            },
+            Kernel::Matmul(_) => MatvecKernel::tile(ROWS_TILE_WORKGROUP),
+            _ if self.takes_tiles() => MatvecKernel::tile(ROWS_TILE_WORKGROUP),
             // The other tiles, and rows of fewer chunks than that, keep the default.
             _ if self.is_tiled() || default.threads_per_row < CPU_THREADS_PER_ROW => default,
             _ => MatvecKernel {
@@ -327,7 +348,7 @@ impl MatvecShape {
             let bytes = q8_workgroup_bytes(self.cols, self.x_rows());
             return bytes <= limits.max_compute_workgroup_storage_size;
         }
-        if !self.is_tiled() {
+        if !kernel.is_tile() {
             return true;
         }
         let (bytes, tokens) = match kernel.cooperative {
@@ -390,7 +411,8 @@ impl MatvecShape {
     /// through workgroup memory only where not. A matmul's candidates are its tiles
     /// (`matmul_tile`), which not every adapter `fits`, the tile in registers among them, and where
     /// the adapter has matrix cores that plans may use
-    /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product).
+    /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product). A step's pair product
+    /// of several tokens also tries the 64-thread tile and the tile in registers (`takes_tiles`).
     pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
         let Offers {
             subgroup_size,
@@ -399,10 +421,7 @@ impl MatvecShape {
         } = offers;
         let default = self.default_kernel();
         if self.is_tiled() {
-            let tile = |workgroup| MatvecKernel {
-                workgroup,
-                ..default
-            };
+            let tile = MatvecKernel::tile;
             // The tile in registers is for adapters that run workgroups on a CPU.
             let mut tiles = vec![default, tile(128), tile(256), tile(ROWS_TILE_WORKGROUP)];
             // The grouped product has no form on the matrix cores.
@@ -456,6 +475,9 @@ impl MatvecShape {
                     }
                 }
             }
+        }
+        if self.takes_tiles() {
+            c.extend([64, ROWS_TILE_WORKGROUP].map(MatvecKernel::tile));
         }
         c
     }
@@ -582,9 +604,11 @@ mod tests {
         candidates.filter(|k| k.split == Split::PartsQ8).count()
     }
 
-    /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products take the tile in
-    /// registers and the products of a few tokens 4 threads a row, each a candidate of its shape;
-    /// the experts' tiles and rows of 2 chunks keep their defaults, as GPUs keep every default.
+    /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
+    /// pair products of several tokens take the tile in registers, and the other products of a few
+    /// tokens 4 threads a row, each a candidate of its shape; the experts' tiles, pair products whose
+    /// x is normed on the way in and rows of 2 chunks keep their defaults, as GPUs keep every
+    /// default.
     #[test]
     fn untuned_kernels_follow_the_adapter() {
         let cpu = Adapter {
@@ -603,7 +627,16 @@ mod tests {
         let step = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 576, 1536);
         let four = MatvecShape { tokens: 4, ..step };
         let narrow = MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 64, 256); // 2 chunks a row
-        for shape in [chunk, experts, step, four, narrow] {
+        let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+        let check = MatvecShape {
+            tokens: 4,
+            ..MatvecShape::of(pairs, GgmlType::Q4_K, 576, 1536)
+        };
+        let normed = MatvecShape {
+            kernel: Kernel::MatvecPairs(Store::Rows, XNorm::Rms(0)),
+            ..check
+        };
+        for shape in [chunk, experts, step, four, narrow, check, normed] {
             assert_eq!(
                 shape.untuned_kernel(gpu),
                 shape.default_kernel(),
@@ -621,6 +654,10 @@ mod tests {
             "shuffles only where checked, when tuning"
         );
         assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
+        let in_registers = MatvecKernel::tile(ROWS_TILE_WORKGROUP);
+        assert_eq!(check.untuned_kernel(cpu), in_registers);
+        assert_eq!(normed.untuned_kernel(cpu).threads_per_row, 4);
+        assert!(!normed.candidates(offers(false)).contains(&in_registers));
         let mut tuning = Tuning::default();
         let tile = MatvecKernel {
             workgroup: 256,
