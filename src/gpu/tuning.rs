@@ -87,8 +87,9 @@ impl Tunable {
 /// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile; 6: a
 /// prompt's products on matrix cores; 7: a decode step's products on 8-bit x, Q6_K's and the
 /// experts' among them, and a prompt's plain products in registers; 8: its experts' and grouped
-/// products in registers too). New shapes need no new count: they have no winners to drop.
-pub const CANDIDATES: u32 = 8;
+/// products in registers too; 9: a step's pair products of several tokens as tiles). New shapes
+/// need no new count: they have no winners to drop.
+pub const CANDIDATES: u32 = 9;
 
 impl Default for Tuning {
     fn default() -> Tuning {
