@@ -29,7 +29,7 @@ impl MatmulTile {
         }
     }
 
-    /// The file that multiplies it (the kernels' tile file, but on the matrix cores).
+    /// The tile file that multiplies it (on the matrix cores, matmul_coop_tile.wgsl instead).
     fn source(&self) -> &'static str {
         match self.shared {
             true => include_str!("../../shaders/matmul_tile.wgsl"),
