@@ -2,11 +2,13 @@
 
 mod buffers;
 mod kernels;
+mod matvec_shape;
 mod oneshot;
 mod pipelines;
 mod plan;
 mod recurrence;
 mod regroup;
+mod tiles;
 mod tuning;
 
 pub use buffers::{
@@ -14,14 +16,15 @@ pub use buffers::{
     Stacked, TensorPart,
 };
 pub use kernels::{has_int8_form, Activation, Kernel, KvType, Store, XNorm, NORM_GAIN_BINDING};
-pub use pipelines::{attention_tile_bytes, matmul_tile, MatmulTile, PipelineKey, Pipelines};
+pub use matvec_shape::{
+    default_threads_per_row, Adapter, MatvecKernel, MatvecShape, Offers, Split,
+};
+pub use pipelines::{PipelineKey, Pipelines};
 pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena};
 pub use recurrence::{Recurrence, RecurrenceShape};
 pub use regroup::Regroup;
-pub use tuning::{
-    default_threads_per_row, Adapter, Choice, MatvecKernel, MatvecShape, Offers, Split, Tunable,
-    Tuning, CANDIDATES,
-};
+pub use tiles::{attention_tile_bytes, matmul_tile, MatmulTile};
+pub use tuning::{Choice, Tunable, Tuning, CANDIDATES};
 
 use std::sync::Arc;
 
@@ -104,7 +107,7 @@ impl MatrixCores {
 
     /// The threads of the kernel's workgroup: a subgroup for each of its blocks.
     pub fn workgroup(&self) -> u32 {
-        pipelines::coop_subgroups(self.size) * self.lanes
+        tiles::coop_subgroups(self.size) * self.lanes
     }
 }
 

@@ -1,0 +1,560 @@
+//! A matvec's shape (`MatvecShape`: its kernel, weight type, rows, columns and tokens) and the kernel
+//! shapes it may run in (`MatvecKernel`): the default that serves every adapter, the default where
+//! the adapter runs workgroups on a CPU, and the candidates the tuner times (`Tuning` keeps the
+//! winners).
+
+use super::kernels::{block_parts, has_block_form, has_int8_form};
+use super::tiles::{coop_workgroup_bytes, matmul_tile, COOP_TILE, ROWS_TILE_WORKGROUP};
+use super::MatrixCores;
+use super::{Activation, Kernel, KvType, Store, XNorm};
+use crate::gguf::GgmlType;
+use serde::{Deserialize, Serialize};
+
+/// How a matvec kernel runs: its override constants, and how a row's threads sum their parts. A
+/// matmul (a prompt's product, `Kernel::Matmul`) has only a workgroup size, which names its tile
+/// (`matmul_tile`), and no threads per row (0); or it multiplies on the matrix cores
+/// (`cooperative`), a subgroup for each block of its tile (`COOP_TILE`). A step's pair product of
+/// several tokens may run as a tile too (`MatvecShape::takes_tiles`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MatvecKernel {
+    pub workgroup: u32,
+    pub threads_per_row: u32,
+    /// By subgroup shuffles (shaders/row_sum_subgroup.wgsl) rather than through workgroup memory.
+    pub subgroup_sum: bool,
+    /// How a row's threads divide it.
+    #[serde(default)]
+    pub split: Split,
+    /// A matmul's tile multiplied by cooperative matrices of this size (shaders/matmul_coop.wgsl):
+    /// f16 x and weights, f32 sums.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooperative: Option<u32>,
+}
+
+/// How the threads of a row divide it (which shaders/row_dot*.wgsl file the kernel has).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// By 32-weight chunks, thread i taking chunks i, i + TPR, ... (row_dot.wgsl).
+    #[default]
+    Chunks,
+    /// By whole blocks, each read by one thread that decodes its header once (row_dot_blocks.wgsl).
+    /// For the types with a block form.
+    Blocks,
+    /// By whole blocks, each shared by threads reading neighbouring words (row_dot_parts.wgsl), as
+    /// llama.cpp's matvecs split them: what a GPU's memory coalesces. 16 threads share a K-quant's
+    /// 256-weight block, 4 a 32-weight block (`block_parts`); 16 threads a row or more.
+    BlockParts,
+    /// As `BlockParts`, with one token's x quantized to 8 bits in workgroup memory and each part
+    /// multiplied by integer dot products (row_dot_q8.wgsl), as llama.cpp's integer matvecs: for
+    /// the types that have that form (`has_int8_form`), where plans may round x (`Offers::int8_x`).
+    PartsQ8,
+}
+
+/// What an adapter offers kernels beyond workgroup memory, as far as plans may use it: subgroups
+/// (their fewest lanes) whose shuffles sum a row's threads, matrix cores for a prompt's products,
+/// and products on x rounded to 8 bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offers {
+    pub subgroup_size: Option<u32>,
+    pub matrix_cores: Option<MatrixCores>,
+    pub int8_x: bool,
+}
+
+impl MatvecKernel {
+    /// The shape unless tuned: workgroup memory, which every adapter has.
+    pub fn default_for(cols: u32) -> MatvecKernel {
+        MatvecKernel {
+            workgroup: 64,
+            threads_per_row: default_threads_per_row(cols),
+            subgroup_sum: false,
+            split: Split::Chunks,
+            cooperative: None,
+        }
+    }
+
+    /// The matmul's tile of `workgroup` threads (`matmul_tile`).
+    pub fn tile(workgroup: u32) -> MatvecKernel {
+        MatvecKernel {
+            workgroup,
+            threads_per_row: 0,
+            subgroup_sum: false,
+            split: Split::Chunks,
+            cooperative: None,
+        }
+    }
+
+    /// Whether it multiplies tiles of rows by tokens (a matmul's kernel) rather than rows.
+    pub fn is_tile(&self) -> bool {
+        self.threads_per_row == 0
+    }
+}
+
+impl std::fmt::Display for MatvecKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if let Some(size) = self.cooperative {
+            let (wg, rows, tokens) = (self.workgroup, COOP_TILE.rows, COOP_TILE.tokens);
+            return write!(f, "wg{wg} tile {rows}x{tokens} matrix cores {size}x{size}");
+        }
+        if self.is_tile() {
+            let tile = matmul_tile(self.workgroup);
+            let (wg, rows, tokens) = (self.workgroup, tile.rows, tile.tokens);
+            let registers = if tile.shared { "" } else { " in registers" };
+            return write!(f, "wg{wg} tile {rows}x{tokens}{registers}");
+        }
+        let sum = if self.subgroup_sum {
+            "subgroup"
+        } else {
+            "shared"
+        };
+        write!(f, "wg{} tpr{} {sum}", self.workgroup, self.threads_per_row)?;
+        match self.split {
+            Split::Chunks => {}
+            Split::Blocks => write!(f, " blocks")?,
+            Split::BlockParts => write!(f, " block-parts")?,
+            Split::PartsQ8 => write!(f, " block-parts q8")?,
+        }
+        Ok(())
+    }
+}
+
+/// What a matvec dispatch's shape is, for finding its winner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatvecShape {
+    /// `Kernel::Matvec`, `Kernel::MatvecPairs`, `Kernel::MatvecId` (rows: the rows its slots
+    /// compute together), `Kernel::Matmul` or `Kernel::MatmulId` (rows: one expert's).
+    pub kernel: Kernel,
+    pub ty: GgmlType,
+    pub cols: u32,
+    pub rows: u32,
+    /// Tokens a workgroup takes: 1, or 4 for `Kernel::MatvecPairs` in a run of several (a step of
+    /// parallel sequences), which reads each weight once for the four and has winners of its own;
+    /// for `Kernel::Matmul` and `Kernel::MatmulId`, the tokens of its plan's runs (a prompt's
+    /// chunk).
+    pub tokens: u32,
+    /// Matrices of `rows` rows the dispatch computes side by side, a layer of workgroups each: the
+    /// experts of `Kernel::MatmulId`; for `Kernel::Matvec`, the groups of rows that read x each of
+    /// their own (per-head matrices); for `Kernel::MatvecId`, the chosen experts' slots where each
+    /// reads an x of its own (down), 1 where all read the token's one x; 1 for the others.
+    pub matrices: u32,
+}
+
+impl MatvecShape {
+    /// The shape of a matvec of W (rows of its part) for one token at a time.
+    pub fn of(kernel: Kernel, ty: GgmlType, cols: u32, rows: u32) -> MatvecShape {
+        MatvecShape {
+            kernel,
+            ty,
+            cols,
+            rows,
+            tokens: 1,
+            matrices: 1,
+        }
+    }
+
+    /// The shape of a prompt chunk's product in tiles (`Kernel::Matmul`, `MatmulId`, `MatmulGrouped`)
+    /// over runs of `tokens`: `matrices` of `rows` rows each side by side (the experts over their
+    /// lists, the heads of per-head matrices; 1 for a plain product).
+    pub fn chunk(
+        kernel: Kernel,
+        ty: GgmlType,
+        (cols, rows): (u32, u32),
+        matrices: u32,
+        tokens: u32,
+    ) -> MatvecShape {
+        MatvecShape {
+            tokens,
+            matrices,
+            ..MatvecShape::of(kernel, ty, cols, rows)
+        }
+    }
+
+    /// Whether its kernels multiply tiles of rows by tokens (`matmul_tile`, `COOP_TILE`): a prompt
+    /// chunk's products.
+    pub fn is_tiled(&self) -> bool {
+        matches!(
+            self.kernel,
+            Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped
+        )
+    }
+
+    pub fn key(&self) -> String {
+        let mut shape = format!("{} {}x{}", self.ty, self.cols, self.rows);
+        if self.tokens > 1 {
+            shape += &format!(" x{}", self.tokens);
+        }
+        match self.kernel {
+            Kernel::MatvecPairs(store, XNorm::None) => shape + " " + store_name(store),
+            Kernel::MatvecPairs(store, XNorm::Rms(_)) => {
+                shape + " " + store_name(store) + " normed"
+            }
+            Kernel::MatvecId if self.matrices > 1 => {
+                shape + &format!(" experts, {} rows of x", self.matrices)
+            }
+            Kernel::MatvecId => shape + " experts",
+            Kernel::MatvecIdGlu(act) => shape + " experts " + store_name(Store::Glu(act)),
+            Kernel::Matmul(store) => shape + " matmul " + store_name(store),
+            Kernel::MatmulId => shape + &format!(" matmul experts {}", self.matrices),
+            Kernel::MatmulGrouped => shape + &format!(" matmul grouped {}", self.matrices),
+            Kernel::Matvec if self.matrices > 1 => shape + &format!(" grouped {}", self.matrices),
+            _ => shape,
+        }
+    }
+
+    /// The kernel shape that serves every adapter: `MatvecKernel::default_for`, or a matmul's
+    /// 64-thread tile. The candidates are shaped from it (`candidates`).
+    pub fn default_kernel(&self) -> MatvecKernel {
+        match self.is_tiled() {
+            true => MatvecKernel::tile(64),
+            false => MatvecKernel::default_for(self.cols),
+        }
+    }
+
+    /// Whether its candidates include the plain product's tiles, the 64-thread one and the one in
+    /// registers: a step's pair product of several tokens (a parallel step's, a speculative check's)
+    /// whose x is read as it is. A tile reads each weight once for all the step's tokens where the
+    /// pair kernel reads it once for every four, and the tile in registers reads each x once for a
+    /// workgroup where the pair kernel's threads each read their own (lane by lane on a CPU).
+    pub fn takes_tiles(&self) -> bool {
+        matches!(self.kernel, Kernel::MatvecPairs(_, XNorm::None)) && self.tokens > 1
+    }
+
+    /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
+    /// workgroups on a CPU, about the shapes `wick tune` picks there. A plain prompt product takes its
+    /// tile in registers, timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on
+    /// lavapipe (the tile's reads of workgroup memory differ by lane, and such a CPU loads them lane
+    /// by lane). So does a step's pair product of several tokens (`takes_tiles`), which `wick tune`
+    /// gave the tile in registers on each of SmolLM2's five such shapes there: a speculative check of
+    /// 7 rows then cost 2 plain steps rather than 4.5. A product of a few tokens otherwise takes 4
+    /// threads a row (`CPU_THREADS_PER_ROW`), summed
+    /// through workgroup memory: shuffles, which the tuner prefers there, are offered only on a
+    /// device where a check has found that they sum a row's threads
+    /// (`ops::matvec::subgroup_sums_work`). The experts' and grouped products keep the 64-thread
+    /// tile unless tuned: in registers, the random MoE and DeepSeek-V2 tests' small chunks ran 2.7x and
+    /// 5x as long.
+    pub fn untuned_kernel(&self, adapter: Adapter) -> MatvecKernel {
+        let default = self.default_kernel();
+        if !adapter.runs_on_cpu {
+            return default;
+        }
+        if matches!(self.kernel, Kernel::Matmul(_)) || self.takes_tiles() {
+            return MatvecKernel::tile(ROWS_TILE_WORKGROUP);
+        }
+        // The other tiles, and rows of fewer chunks than that, keep the default.
+        if self.is_tiled() || default.threads_per_row < CPU_THREADS_PER_ROW {
+            return default;
+        }
+        MatvecKernel {
+            workgroup: 128,
+            threads_per_row: CPU_THREADS_PER_ROW,
+            ..default
+        }
+    }
+
+    /// Whether the adapter can run the shape in `kernel`: a matmul's tile needs its workgroup
+    /// memory (128 x 32 and 128 x 64: 20 and 24 KiB, more than WebGPU's 16 KiB that every adapter
+    /// has), and over the experts, two words more a token of the tile (its item, and where its x
+    /// starts); a split on 8-bit x needs room for x (`q8_workgroup_bytes`).
+    pub fn fits(&self, kernel: &MatvecKernel, limits: &wgpu::Limits) -> bool {
+        if kernel.split == Split::PartsQ8 {
+            let bytes = q8_workgroup_bytes(self.cols, self.x_rows());
+            return bytes <= limits.max_compute_workgroup_storage_size;
+        }
+        if !kernel.is_tile() {
+            return true;
+        }
+        let (bytes, tokens) = match kernel.cooperative {
+            Some(size) => (coop_workgroup_bytes(size), COOP_TILE.tokens),
+            None => {
+                let tile = matmul_tile(kernel.workgroup);
+                (tile.workgroup_bytes(), tile.tokens)
+            }
+        };
+        let items = match self.kernel {
+            Kernel::MatmulId => 8 * tokens,
+            _ => 0,
+        };
+        bytes + items <= limits.max_compute_workgroup_storage_size
+    }
+
+    /// Whether the split on 8-bit x (`Split::PartsQ8`) can take it: a decode step's product of a type
+    /// with that form whose workgroups each read the same rows of x whole (`x_rows`), which they
+    /// quantize together first: a plain matvec (not in groups, which read x each of their own), a
+    /// pair kernel, and the chosen experts' products (gate and up read the token's one x, down the
+    /// slots' x side by side).
+    pub fn takes_q8(&self) -> bool {
+        let kernel = match self.kernel {
+            Kernel::Matvec | Kernel::MatvecPairs(..) | Kernel::MatvecIdGlu(_) => self.matrices == 1,
+            Kernel::MatvecId => true,
+            _ => false,
+        };
+        kernel && has_int8_form(self.ty)
+    }
+
+    /// The rows of x each workgroup reads whole: its tokens', and for the chosen experts' down, the
+    /// slots'.
+    pub fn x_rows(&self) -> u32 {
+        match self.kernel {
+            Kernel::MatvecId => self.tokens * self.matrices,
+            _ => self.tokens,
+        }
+    }
+
+    /// Rows one row slot (TPR threads) of the kernel computes.
+    pub fn rows_per_slot(&self) -> u32 {
+        match self.kernel {
+            Kernel::MatvecPairs(..) => 2,
+            _ => 1,
+        }
+    }
+
+    /// The candidates `Engine::tune` times: workgroups of 64 to 256 threads, 4 to 64 threads per row
+    /// (no more than the row has 32-weight chunks), each summing through workgroup memory and, where
+    /// the adapter's subgroups (`subgroup_size` lanes at least) hold a row's threads, by shuffles.
+    /// Products of several tokens also try 1 and 2 threads a row: there each weight meets four x,
+    /// and where neighbouring threads take neighbouring rows they read the same x at once (one load
+    /// on a CPU-backed adapter, where a row's threads each read x of their own, gathered lane by
+    /// lane); one token's products read too little x for that to pay for reading rows apart.
+    /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
+    /// than the row has blocks. For every type, by blocks shared by 16 threads (a K-quant's) or 4
+    /// (32 weights): 16 to 64 threads per row, no more groups of them than the row has blocks.
+    /// A decode step's products of the types with a form on 8-bit x (`has_int8_form`) also try the
+    /// split by parts on it, where plans may round x, summing by shuffles where the subgroups allow and
+    /// through workgroup memory only where not. A matmul's candidates are its tiles
+    /// (`matmul_tile`), which not every adapter `fits`, the tile in registers among them, and where
+    /// the adapter has matrix cores that plans may use
+    /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product). A step's pair product
+    /// of several tokens also tries the 64-thread tile and the tile in registers (`takes_tiles`).
+    pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
+        let Offers {
+            subgroup_size,
+            matrix_cores,
+            int8_x,
+        } = offers;
+        let default = self.default_kernel();
+        if self.is_tiled() {
+            let tile = MatvecKernel::tile;
+            // The tile in registers is for adapters that run workgroups on a CPU.
+            let mut tiles = vec![default, tile(128), tile(256), tile(ROWS_TILE_WORKGROUP)];
+            // The grouped product has no form on the matrix cores.
+            let cores = matrix_cores.filter(|_| self.kernel != Kernel::MatmulGrouped);
+            tiles.extend(cores.map(|cores| MatvecKernel {
+                cooperative: Some(cores.size),
+                ..tile(cores.workgroup())
+            }));
+            return tiles;
+        }
+        let chunks = default.threads_per_row;
+        let blocks = match has_block_form(self.ty) {
+            true => self.cols / self.ty.block_len() as u32,
+            false => 0,
+        };
+        let (parts, part_block_len) = block_parts(self.ty);
+        let part_blocks = self.cols / part_block_len;
+        let mut c = vec![default]; // the default comes first
+        for workgroup in [64, 128, 256] {
+            // One or two threads a row only for several tokens: see above.
+            let by_chunks = [1, 2, 4, 8, 16, 32, 64]
+                .into_iter()
+                .filter(|&t| t <= chunks && (t >= 4 || self.tokens > 1));
+            let by_blocks = [1, 2, 4, 8, 16, 32, 64]
+                .into_iter()
+                .filter(|&t| t <= blocks);
+            let by_parts = [16, 32, 64]
+                .into_iter()
+                .filter(|&t| t / parts <= part_blocks);
+            let on_q8 = int8_x && self.takes_q8();
+            let by_parts_q8 = by_parts.clone().filter(move |_| on_q8);
+            let splits = (by_chunks.map(|t| (t, Split::Chunks)))
+                .chain(by_blocks.map(|t| (t, Split::Blocks)))
+                .chain(by_parts.map(|t| (t, Split::BlockParts)))
+                .chain(by_parts_q8.map(|t| (t, Split::PartsQ8)));
+            for (threads_per_row, split) in splits {
+                for subgroup_sum in [false, true] {
+                    let k = MatvecKernel {
+                        workgroup,
+                        threads_per_row,
+                        subgroup_sum,
+                        split,
+                        cooperative: None,
+                    };
+                    let shuffles = subgroup_size.is_some_and(|s| threads_per_row <= s);
+                    let fits = !subgroup_sum || shuffles;
+                    // On 8-bit x (a GPU's form) only the sum a GPU would take, to keep tuning short.
+                    let needed = split != Split::PartsQ8 || subgroup_sum == shuffles;
+                    if fits && needed && k != default {
+                        c.push(k);
+                    }
+                }
+            }
+        }
+        if self.takes_tiles() {
+            c.extend([64, ROWS_TILE_WORKGROUP].map(MatvecKernel::tile));
+        }
+        c
+    }
+}
+
+/// Workgroup memory of a split on 8-bit x for `tokens` rows of `cols`: x's bytes, a scale and a sum
+/// for each 32 of them, and at most 1 KiB (reduce.wgsl's sums) and 10 KiB (row_sum.wgsl's) beside.
+pub fn q8_workgroup_bytes(cols: u32, tokens: u32) -> u32 {
+    tokens * (cols + cols / 32 * 8) + 1024 + 10 * 1024
+}
+
+/// How a shape's key names the store of a kernel that computes rows in pairs.
+fn store_name(store: Store) -> &'static str {
+    match store {
+        Store::Rows => "pairs",
+        Store::Glu(Activation::Silu) => "swiglu",
+        Store::Glu(Activation::GeluTanh) => "geglu",
+        Store::Glu(Activation::GeluQuick) => "geglu_quick",
+        Store::Glu(Activation::SwigluOai) => "swiglu_oai",
+        Store::RopeKv(KvType::F32) => "rope_kv",
+        Store::RopeKv(KvType::F16) => "rope_kv_f16",
+    }
+}
+
+/// Threads per row unless tuned: enough to give each a 32-weight chunk or more, so short rows (576
+/// weights in SmolLM2) do not leave most of a workgroup idle.
+pub fn default_threads_per_row(cols: u32) -> u32 {
+    let chunks = (cols / 32).max(1);
+    (1u32 << chunks.ilog2()).min(64)
+}
+
+/// Threads a row of a few tokens' products unless tuned where workgroups run on a CPU: `wick tune`
+/// chose 4 for each of SmolLM2's five decode shapes on lavapipe (wg128 to 256, summed by shuffles),
+/// 1.25-1.43x the 16 or 32 threads of `default_threads_per_row` there (1.3x summed through workgroup
+/// memory); fewer threads a row is fewer partial sums to add, which such a CPU does lane by lane.
+const CPU_THREADS_PER_ROW: u32 = 4;
+
+/// What the kernels chosen unless tuned depend on, of the adapter (`Gpu::adapter`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Adapter {
+    /// Its workgroup memory, bytes: which tiles and recurrence forms it holds.
+    pub workgroup_bytes: u32,
+    /// Whether it runs workgroups on the CPU (`Gpu::runs_on_cpu`), bound by arithmetic.
+    pub runs_on_cpu: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offers(int8_x: bool) -> Offers {
+        Offers {
+            subgroup_size: Some(32),
+            int8_x,
+            ..Offers::default()
+        }
+    }
+
+    fn on_q8(shape: &MatvecShape, offers: Offers) -> usize {
+        let candidates = shape.candidates(offers).into_iter();
+        candidates.filter(|k| k.split == Split::PartsQ8).count()
+    }
+
+    /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
+    /// pair products of several tokens take the tile in registers, and the other products of a few
+    /// tokens 4 threads a row, each a candidate of its shape; the experts' tiles, pair products whose
+    /// x is normed on the way in and rows of 2 chunks keep their defaults, as GPUs keep every
+    /// default.
+    #[test]
+    fn untuned_kernels_follow_the_adapter() {
+        let cpu = Adapter {
+            workgroup_bytes: 32768,
+            runs_on_cpu: true,
+        };
+        let gpu = Adapter {
+            runs_on_cpu: false,
+            ..cpu
+        };
+        let plain = Kernel::Matmul(Store::Glu(Activation::Silu));
+        let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (576, 1536), 1, 64);
+        assert_eq!(chunk.untuned_kernel(cpu).workgroup, ROWS_TILE_WORKGROUP);
+        let experts = MatvecShape::chunk(Kernel::MatmulId, GgmlType::Q4_K, (576, 1536), 8, 64);
+        assert_eq!(experts.untuned_kernel(cpu), experts.default_kernel());
+        let step = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 576, 1536);
+        let four = MatvecShape { tokens: 4, ..step };
+        let narrow = MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 64, 256); // 2 chunks a row
+        let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+        let check = MatvecShape {
+            tokens: 4,
+            ..MatvecShape::of(pairs, GgmlType::Q4_K, 576, 1536)
+        };
+        let normed = MatvecShape {
+            kernel: Kernel::MatvecPairs(Store::Rows, XNorm::Rms(0)),
+            ..check
+        };
+        for shape in [chunk, experts, step, four, narrow, check, normed] {
+            assert_eq!(
+                shape.untuned_kernel(gpu),
+                shape.default_kernel(),
+                "{}",
+                shape.key()
+            );
+            let untuned = shape.untuned_kernel(cpu);
+            let offered = shape.candidates(offers(false)).contains(&untuned);
+            assert!(offered, "{} untuned on a CPU: {untuned}", shape.key());
+        }
+        let on_cpu = step.untuned_kernel(cpu);
+        assert_eq!((on_cpu.workgroup, on_cpu.threads_per_row), (128, 4));
+        assert!(
+            !on_cpu.subgroup_sum,
+            "shuffles only where checked, when tuning"
+        );
+        assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
+        let in_registers = MatvecKernel::tile(ROWS_TILE_WORKGROUP);
+        assert_eq!(check.untuned_kernel(cpu), in_registers);
+        assert_eq!(normed.untuned_kernel(cpu).threads_per_row, 4);
+        assert!(!normed.candidates(offers(false)).contains(&in_registers));
+    }
+
+    /// 8-bit x is offered a decode step's products of the types with that form (one token's or four's),
+    /// one sum each (shuffles where the subgroups hold a row's threads), and not where plans keep x
+    /// f32, nor to rows that read x in groups, a prompt's tiles or types without the form.
+    #[test]
+    fn eight_bit_x_is_offered_where_it_can_run() {
+        let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);
+        assert_eq!(on_q8(&plain, offers(true)), 9); // 3 workgroups by 16, 32, 64 threads a row
+        assert_eq!(on_q8(&plain, offers(false)), 0);
+        let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+        let q8_0 = MatvecShape::of(pairs, GgmlType::Q8_0, 896, 1024);
+        assert_eq!(on_q8(&q8_0, offers(true)), 9);
+        let grouped = MatvecShape {
+            matrices: 16,
+            ..MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 512, 128)
+        };
+        let four = MatvecShape { tokens: 4, ..q8_0 };
+        let tile = MatvecShape::chunk(
+            Kernel::Matmul(Store::Rows),
+            GgmlType::Q8_0,
+            (896, 1024),
+            1,
+            64,
+        );
+        let q6_k = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096);
+        assert_eq!(on_q8(&q6_k, offers(true)), 9);
+        let mxfp4 = MatvecShape::of(Kernel::Matvec, GgmlType::MXFP4, 4096, 4096);
+        assert_eq!(on_q8(&four, offers(true)), 9);
+        // The experts' gate and up read the token's one x, down the slots' x side by side.
+        let glu = Kernel::MatvecIdGlu(Activation::Silu);
+        let gate_up = MatvecShape::of(glu, GgmlType::Q4_K, 2048, 8 * 768);
+        assert_eq!(on_q8(&gate_up, offers(true)), 9);
+        let down = MatvecShape {
+            matrices: 8,
+            ..MatvecShape::of(Kernel::MatvecId, GgmlType::Q4_K, 768, 2048)
+        };
+        assert_eq!(on_q8(&down, offers(true)), 6); // rows of 3 blocks: 16 and 32 threads a row
+        assert_eq!((down.x_rows(), gate_up.x_rows()), (8, 1));
+        for shape in [grouped, tile, mxfp4] {
+            assert_eq!(on_q8(&shape, offers(true)), 0, "{}", shape.key());
+        }
+        assert_ne!(
+            grouped.key(),
+            MatvecShape {
+                matrices: 1,
+                ..grouped
+            }
+            .key()
+        );
+    }
+}

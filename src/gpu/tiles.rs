@@ -1,0 +1,96 @@
+//! The tiles of the kernels that multiply or attend a tile at a time: their sizes and the workgroup
+//! memory they take, which the pipelines build their sources from and the tuner checks an adapter
+//! holds.
+
+/// The tile of W's rows by X's tokens a matmul workgroup computes (shaders/matmul_tile.wgsl).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatmulTile {
+    pub rows: u32,
+    pub tokens: u32,
+    /// Rows of the tile one thread accumulates, each for 4 tokens (for all of them in registers).
+    pub rows_per_thread: u32,
+    /// Whether the tile's steps pass through workgroup memory (shaders/matmul_tile.wgsl), or each
+    /// thread's rows stay in its registers (shaders/matmul_rows_tile.wgsl).
+    pub shared: bool,
+}
+
+impl MatmulTile {
+    /// Workgroup memory it takes: a 32-weight step of its rows and tokens, where they pass through
+    /// it. (The experts' products list their items beside, `MatvecShape::fits`.)
+    pub fn workgroup_bytes(&self) -> u32 {
+        match self.shared {
+            true => (8 * self.rows + 8 * self.tokens) * 16,
+            false => 0,
+        }
+    }
+
+    /// The tile file that multiplies it (on the matrix cores, matmul_coop_tile.wgsl instead).
+    pub(super) fn source(&self) -> &'static str {
+        match self.shared {
+            true => include_str!("../../shaders/matmul_tile.wgsl"),
+            false => include_str!("../../shaders/matmul_rows_tile.wgsl"),
+        }
+    }
+}
+
+/// The workgroup of the tile in registers (shaders/matmul_rows_tile.wgsl): one SIMD group of a CPU's
+/// 256-bit registers.
+pub const ROWS_TILE_WORKGROUP: u32 = 8;
+
+/// A matmul's tile by its threads. 64 (every adapter) take 64 rows by 16 tokens, 4 rows by 4 tokens
+/// each; 256 take 128 rows by 64 tokens, 8 rows by 4 each: a dequantized weight meets 64 tokens
+/// rather than 16, and a thread's read of workgroup memory feeds twice the products (llama.cpp's
+/// tiled products are of this size), for 24 KiB of workgroup memory; 128 take 128 rows by 32
+/// tokens, 8 rows by 4 each, for 20 KiB: twice the workgroups of a short chunk. 8 threads take 64
+/// rows by 64 tokens in registers, 8 rows a thread (`ROWS_TILE_WORKGROUP`).
+pub fn matmul_tile(workgroup: u32) -> MatmulTile {
+    let tile = |rows, tokens, rows_per_thread| MatmulTile {
+        rows,
+        tokens,
+        rows_per_thread,
+        shared: true,
+    };
+    match workgroup {
+        256 => tile(128, 64, 8),
+        128 => tile(128, 32, 8),
+        ROWS_TILE_WORKGROUP => MatmulTile {
+            shared: false,
+            ..tile(64, 64, 8)
+        },
+        _ => tile(64, 16, 4),
+    }
+}
+
+/// `Kernel::AttentionTiled(head_dim)`'s sizes: the vec4s of a head, and the keys of a tile, whose
+/// keys and values fill up to 16 KiB of workgroup memory (32 keys of 64 dimensions, 16 of 128, 8 of
+/// 256).
+pub const fn attention_tile(head_dim: u32) -> (u32, u32) {
+    let vec4s = head_dim / 4;
+    (vec4s, 512 / vec4s)
+}
+
+/// The workgroup memory of `Kernel::AttentionTiled(head_dim)`: the tiles, and the workgroup's range.
+pub const fn attention_tile_bytes(head_dim: u32) -> u32 {
+    let (vec4s, keys) = attention_tile(head_dim);
+    2 * vec4s * keys * 16 + 16
+}
+
+/// The tile of `Kernel::MatmulCoop`: 64 rows by 64 tokens, in blocks of 2S x 2S, a subgroup each, for
+/// products of S x S (shaders/matmul_coop.wgsl).
+pub const COOP_TILE: MatmulTile = MatmulTile {
+    rows: 64,
+    tokens: 64,
+    rows_per_thread: 0,
+    shared: true,
+};
+
+/// The subgroups of a `COOP_TILE` workgroup for products of `size` x `size`.
+pub const fn coop_subgroups(size: u32) -> u32 {
+    (COOP_TILE.rows / (2 * size)) * (COOP_TILE.tokens / (2 * size))
+}
+
+/// The workgroup memory of a `COOP_TILE` workgroup: f16 tiles of 40 values a row (matmul_coop.wgsl's
+/// KS) for its rows and tokens, and the sums of a quarter of each subgroup's block (a product's).
+pub const fn coop_workgroup_bytes(size: u32) -> u32 {
+    (COOP_TILE.rows + COOP_TILE.tokens) * 40 * 2 + coop_subgroups(size) * size * size * 4
+}
