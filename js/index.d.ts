@@ -149,6 +149,10 @@ export interface ChatCompletionRequest {
    * likeliest tokens at its step. Streamed, each chunk carries its own tokens'. */
   logprobs?: boolean;
   top_logprobs?: number;
+  /** What the reply is expected to say (a file with a few lines to change): where the model was
+   * loaded to speculate (`draft` or `lookup`), the reply's drafts come from it first. The reply is the
+   * model's own either way. */
+  prediction?: { type: 'content'; content: string | { type: 'text'; text: string }[] } | null;
   /** Accepted and ignored: there is one model. */
   model?: string;
 }
@@ -161,6 +165,8 @@ export interface CompletionUsage {
   total_tokens: number;
   /** cached_tokens: the prompt's tokens the KV cache already held from the conversation before. */
   prompt_tokens_details: { cached_tokens: number };
+  /** Where the request gave a prediction: its tokens the checks kept, and those drafted and not kept. */
+  completion_tokens_details?: { accepted_prediction_tokens: number; rejected_prediction_tokens: number };
 }
 
 export interface TokenLogProb {

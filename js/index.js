@@ -368,6 +368,13 @@ function usage(r) {
     total_tokens: r.promptTokens + r.completionTokens,
     // The prompt's tokens the KV cache already held from the conversation before.
     prompt_tokens_details: { cached_tokens: r.promptTokens - Math.min(r.promptProcessed, r.promptTokens) },
+    // Where the request gave a prediction: its tokens the checks kept, and those they did not.
+    ...(r.prediction && {
+      completion_tokens_details: {
+        accepted_prediction_tokens: r.prediction.accepted,
+        rejected_prediction_tokens: r.prediction.rejected,
+      },
+    }),
   };
 }
 

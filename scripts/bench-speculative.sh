@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Decode speed with and without speculative decoding, greedy, on three kinds of prompt (code, chat,
-# a JSON schema) and a code edit for lookup drafting: `wick run`'s stats lines, each run alternated
-# with its baseline. MODEL and DRAFT name the pair (default: Qwen2.5-Coder-1.5B drafted by 0.5B,
-# `scripts/fetch-model.sh qwen2.5-coder qwen2.5-coder-1.5b`); N tokens a reply (default 64).
+# a JSON schema) and a code edit for lookup drafting, with and without the edit's expected text as a
+# prediction: `wick run`'s stats lines, each run alternated with its baseline. MODEL and DRAFT name
+# the pair (default: Qwen2.5-Coder-1.5B drafted by 0.5B, `scripts/fetch-model.sh qwen2.5-coder
+# qwen2.5-coder-1.5b`); N tokens a reply (default 64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${MODEL:-models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf}
@@ -20,12 +21,22 @@ def add_numbers(first_value, second_value):
     total = first_value + second_value
     print("adding", first_value, "and", second_value)
     return total')
-run() { "$wick" run -m "$model" -n "$n" --temp 0 "$@" 2>&1 >/dev/null | grep -E 'generated|checks|measured'; }
+run() { "$wick" run -m "$model" -n "$n" --temp 0 "$@" 2>&1 >/dev/null | grep -E 'generated|checks|measured|prediction'; }
 for kind in code talk json; do
   prompt=${!kind}
   extra=(); [ $kind = json ] && extra=(-j "$schema")
   echo "== $kind, no draft"; run -p "$prompt" "${extra[@]}"
   echo "== $kind, --draft"; run -p "$prompt" "${extra[@]}" --draft "$draft"
 done
+# What the edit is expected to give back (`--prediction-file`, the server's `prediction`).
+expected=$(mktemp)
+cat > "$expected" <<'PY'
+def add_numbers(first_value, second_value):
+    result = first_value + second_value
+    print("adding", first_value, "and", second_value)
+    return result
+PY
 echo "== edit, no draft"; run -p "$edit"
 echo "== edit, --lookup"; run -p "$edit" --lookup
+echo "== edit, --lookup --prediction-file"; run -p "$edit" --lookup --prediction-file "$expected"
+rm -f "$expected"

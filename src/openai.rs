@@ -106,6 +106,8 @@ pub struct Sampling {
     pub stream: bool,
     pub stream_options: Option<StreamOptions>,
     pub response_format: Option<ResponseFormat>,
+    /// What the reply is expected to say (OpenAI's predicted outputs).
+    pub prediction: Option<PredictionField>,
     /// Every other field, for the check that refuses those that would change the answer.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -118,6 +120,13 @@ pub enum ResponseFormat {
     Text,
     JsonObject,
     JsonSchema { json_schema: JsonSchemaFormat },
+}
+
+/// `prediction`: `{"type": "content", "content": TEXT}`, the content a string or text parts.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PredictionField {
+    Content { content: Content },
 }
 
 #[derive(Deserialize)]
@@ -191,6 +200,17 @@ pub struct Usage {
     pub completion_tokens: usize,
     pub total_tokens: usize,
     pub prompt_tokens_details: PromptTokensDetails,
+    /// Where the request gave a prediction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+/// What the checks made of a request's prediction (`Session::predict`): its tokens drafted and
+/// kept, and those drafted and not kept. A server that does not speculate drafts none.
+#[derive(Serialize, Clone, Copy, Debug)]
+pub struct CompletionTokensDetails {
+    pub accepted_prediction_tokens: usize,
+    pub rejected_prediction_tokens: usize,
 }
 
 #[derive(Serialize, Clone, Copy, Debug)]
@@ -209,6 +229,12 @@ impl Usage {
             prompt_tokens_details: PromptTokensDetails {
                 cached_tokens: prompt - completion.prompt_processed.min(prompt),
             },
+            completion_tokens_details: (completion.prediction.as_ref()).map(|p| {
+                CompletionTokensDetails {
+                    accepted_prediction_tokens: p.accepted,
+                    rejected_prediction_tokens: p.rejected,
+                }
+            }),
         }
     }
 }
@@ -523,6 +549,28 @@ mod tests {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
             assert!(settings(&json).is_ok(), "{field}: {value}");
         }
+    }
+
+    #[test]
+    fn a_prediction_is_its_content_as_text() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let predicted = |value: &str| {
+            let json = format!(r#"{{{messages}, "prediction": {value}}}"#);
+            serde_json::from_str::<ChatRequest>(&json)
+                .map_err(|e| e.to_string())
+                .and_then(|r| Settings::from(r.sampling, 1).map_err(|e| e.message))
+                .map(|s| s.prediction)
+        };
+        assert_eq!(predicted("null").unwrap(), None);
+        let text = r#"{"type": "content", "content": "def f():\n    return 1"}"#;
+        assert_eq!(predicted(text).unwrap().unwrap(), "def f():\n    return 1");
+        let parts = r#"{"type": "content", "content": [{"type": "text", "text": "a"},
+            {"type": "text", "text": "b"}]}"#;
+        assert_eq!(predicted(parts).unwrap().unwrap(), "ab");
+        let image = r#"{"type": "content", "content": [{"type": "image_url",
+            "image_url": {"url": "data:image/png;base64,"}}]}"#;
+        assert!(predicted(image).unwrap_err().contains("text"));
+        assert!(predicted(r#"{"type": "audio", "content": "a"}"#).is_err());
     }
 
     #[test]

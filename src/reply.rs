@@ -5,6 +5,7 @@
 use crate::engine::Totals;
 use crate::reasoning::{Channels, Split};
 use crate::sampler::{Sampler, TokenLogProb};
+use crate::speculate::Prediction;
 use crate::stop::StopStrings;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use crate::tools::Call;
@@ -46,6 +47,8 @@ pub struct Completion {
     /// What the engine's runs while generating (after the prompt) cost: set against `gen_time`, what
     /// the time between steps went to.
     pub gen_steps: Totals,
+    /// What the reply was predicted to say (`Session::predict`), with what the checks made of it.
+    pub prediction: Option<Prediction>,
 }
 
 /// Text a reply completes, with the log-probabilities of the tokens taken since the last piece
@@ -200,6 +203,7 @@ impl Reply {
             gen_time: Duration::ZERO,
             read_back_bytes: 0,
             gen_steps: Default::default(),
+            prediction: None,
         }
     }
 

@@ -9,7 +9,7 @@ use crate::grammar::{Constraint, Grammar, Vocabulary};
 use crate::reasoning::{Channels, Format};
 use crate::reply::{Completion, FinishReason, Piece, Reply};
 use crate::sampler::{Sampler, TokenLogProb};
-use crate::speculate::Speculation;
+use crate::speculate::{Prediction, Speculation};
 use crate::tokenizer::Tokenizer;
 use crate::Error;
 use std::collections::VecDeque;
@@ -43,6 +43,8 @@ pub struct Session {
     /// Where replies take several tokens a step from a draft (`speculate`); the engine must have
     /// been loaded to check them (`LoadOptions::check_tokens`).
     pub speculation: Option<Speculation>,
+    /// What the next reply is expected to say (`predict`), taken by the reply.
+    prediction: Option<Prediction>,
     /// The rows of the images it encoded last.
     encoded: images::Encoded,
     /// Which image each image of the last prompt tokenized with images was, and of the prompt the
@@ -68,6 +70,7 @@ impl Session {
             cached: Vec::new(),
             grammar_vocabulary: None,
             speculation: None,
+            prediction: None,
             encoded: Default::default(),
             prompt_images: Vec::new(),
             cached_images: Vec::new(),
@@ -155,6 +158,14 @@ impl Session {
         }
     }
 
+    /// Says what the next reply is expected to say (OpenAI's predicted outputs), as text: where the
+    /// session speculates (`speculation`), that reply's drafts come from it first, so a reply that
+    /// says much of it takes several tokens a step. What the reply says is the model's own as ever;
+    /// the reply's `Completion::prediction` counts the predicted tokens kept and those not.
+    pub fn predict(&mut self, text: &str) {
+        self.prediction = Some(Prediction::new(self.tokenizer.encode(text, false)));
+    }
+
     /// Forgets the cache.
     pub fn reset(&mut self) {
         self.cached.clear();
@@ -237,6 +248,7 @@ impl Session {
     ) -> Result<Completion, Error> {
         let start = Instant::now();
         let read_before = self.engine.stats.totals.read_bytes;
+        let mut prediction = self.prediction.take();
         let (last_run, processed) = self.feed(prompt).await?;
         let first = self.step(&prompt[last_run..], sampler).await?;
         let prompt_time = start.elapsed();
@@ -254,7 +266,8 @@ impl Session {
                 break finish;
             }
             if picked.is_empty() {
-                picked.extend(self.step_after(id, sampler).await?);
+                let reply = (prompt.len(), prediction.as_mut());
+                picked.extend(self.step_after(id, sampler, reply).await?);
             }
         };
         Ok(Completion {
@@ -264,6 +277,7 @@ impl Session {
             gen_time: gen_start.elapsed(),
             read_back_bytes: self.engine.stats.totals.read_bytes - read_before,
             gen_steps: self.engine.stats.totals - totals_before,
+            prediction,
             ..reply.finish(finish, &self.tokenizer, on_text)
         })
     }
@@ -297,6 +311,7 @@ impl Session {
             gen_time: Duration::ZERO,
             read_back_bytes: 0,
             gen_steps: Totals::default(),
+            prediction: None,
         };
         loop {
             let mut text = self.chat_prompt(messages, extras)?;
@@ -334,6 +349,7 @@ impl Session {
             reply.gen_time += part.gen_time;
             reply.read_back_bytes += part.read_back_bytes;
             reply.gen_steps = reply.gen_steps + part.gen_steps;
+            reply.prediction = reply.prediction.or(part.prediction);
             reply.finish = part.finish;
             let go_on = part.finish == FinishReason::ContextFull
                 && overflow == Overflow::DropOldestTurns

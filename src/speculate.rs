@@ -10,7 +10,7 @@ mod lookup;
 pub use draft_model::{same_vocabulary, DraftModel};
 pub use lookup::propose as lookup;
 
-/// Where a step's draft comes from.
+/// Where a step's draft comes from, after the reply's `Prediction` where it has one.
 pub enum Drafter {
     /// The longest earlier match of the last tokens in the prompt and the reply so far, and what
     /// followed it there.
@@ -60,6 +60,75 @@ impl SpeculationStats {
     }
 }
 
+/// What a reply is expected to say, as tokens (OpenAI's predicted outputs: a file with a few
+/// lines to change, a document to correct): where the session speculates, its next tokens are
+/// drafted from it first, and the model checks them as any draft. The reply stays the model's own;
+/// `accepted` and `rejected` count the predicted tokens the checks kept and those they did not.
+#[derive(Clone, Debug)]
+pub struct Prediction {
+    pub tokens: Vec<u32>,
+    pub accepted: usize,
+    pub rejected: usize,
+    /// How often its drafts stood in this reply. A prediction is given where the reply is expected
+    /// to say most of it: its count starts as if its first drafts had stood
+    /// (`Standing::PREDICTED`), so that its drafts are tried whatever the drafter's fared.
+    standing: Standing,
+}
+
+impl Prediction {
+    pub fn new(tokens: Vec<u32>) -> Prediction {
+        Prediction {
+            tokens,
+            accepted: 0,
+            rejected: 0,
+            standing: Standing::PREDICTED,
+        }
+    }
+
+    /// Up to `n` tokens to follow `reply` (the reply so far, the end of `context`): the
+    /// prediction's next ones while the reply has said what it predicts; past the first place
+    /// they part, what follows the reply's last tokens where they stand in the prediction (the
+    /// reply may have changed a line and gone on as predicted).
+    pub fn propose(&self, context: &[u32], reply: &[u32], n: usize) -> Vec<u32> {
+        if self.tokens.starts_with(reply) && self.tokens.len() > reply.len() {
+            let from = reply.len();
+            return self.tokens[from..(from + n).min(self.tokens.len())].to_vec();
+        }
+        lookup::propose_from(&self.tokens, context, n)
+    }
+}
+
+/// How often drafted tokens have stood: counts that decay, so that the estimate follows the text (a
+/// quote of the prompt, then free prose).
+#[derive(Clone, Copy, Debug)]
+struct Standing {
+    stood: f64,
+    /// Checks where a drafted token fell.
+    fell: f64,
+}
+
+impl Standing {
+    const UNKNOWN: Standing = Standing {
+        stood: 0.0,
+        fell: 0.0,
+    };
+    /// As if 6 drafted tokens had stood: a 7 in 8 chance.
+    const PREDICTED: Standing = Standing {
+        stood: 6.0,
+        fell: 0.0,
+    };
+
+    /// The chance a drafted token stands (none counted: even).
+    fn chance(&self) -> f64 {
+        (self.stood + 1.0) / (self.stood + self.fell + 2.0)
+    }
+
+    fn record(&mut self, proposed: usize, accepted: usize) {
+        self.stood = KEEP * self.stood + accepted as f64;
+        self.fell = KEEP * self.fell + (accepted < proposed) as u32 as f64;
+    }
+}
+
 /// What steps and checks cost on this adapter, as measured (moving averages, seconds), and how
 /// often a drafted token stands: what sizes the next draft. Where a step is bound by reading the
 /// weights (a GPU), a check of a few tokens costs about one step and long drafts pay; where it is
@@ -73,10 +142,8 @@ struct Costs {
     checks: Vec<Option<f64>>,
     /// Drafting one token (the draft model's step; next to nothing for lookup).
     draft: Option<f64>,
-    /// Drafted tokens that stood and checks where one fell, each count decaying so that the
-    /// estimate follows the text (a quote of the prompt, then free prose).
-    stood: f64,
-    fell: f64,
+    /// How often the drafter's tokens stood.
+    standing: Standing,
     /// Plain steps since the last check, and how many are taken before a draft is tried again.
     plain_steps: u32,
     retry_after: u32,
@@ -101,8 +168,7 @@ impl Speculation {
                 step: None,
                 checks: vec![None; max + 2],
                 draft: None,
-                stood: 0.0,
-                fell: 0.0,
+                standing: Standing::UNKNOWN,
                 plain_steps: 0,
                 retry_after: RETRY_AFTER,
             },
@@ -118,10 +184,19 @@ impl Speculation {
         }
     }
 
-    /// How many tokens the next step proposes: the number that gives the most tokens a second by
-    /// what has been measured; 0 for a plain step. A plain step is measured first, then a draft of
-    /// the most tokens, then each size as it is chosen.
+    /// How many tokens the next step proposes from the drafter: the number that gives the most
+    /// tokens a second by what has been measured; 0 for a plain step. A plain step is measured
+    /// first, then a draft of the most tokens, then each size as it is chosen.
     pub fn size(&mut self) -> usize {
+        self.size_by(self.costs.standing)
+    }
+
+    /// As `size`, for a draft from `prediction`, by how often its own drafts stood.
+    pub fn size_predicted(&mut self, prediction: &Prediction) -> usize {
+        self.size_by(prediction.standing)
+    }
+
+    fn size_by(&mut self, standing: Standing) -> usize {
         let c = &self.costs;
         if self.always {
             return self.max;
@@ -132,8 +207,9 @@ impl Speculation {
         if c.checks.iter().all(Option::is_none) {
             return self.max;
         }
+        let stands = standing.chance();
         let best = (1..=self.max)
-            .map(|n| (n, self.tokens_per_second(n, step)))
+            .map(|n| (n, self.tokens_per_second(n, step, stands)))
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .expect("sizes from 1");
         let c = &mut self.costs;
@@ -158,21 +234,15 @@ impl Speculation {
                 .filter_map(|(rows, t)| t.map(|t| (rows, t)))
                 .collect(),
             draft: c.draft,
-            stands: self.stands(),
+            stands: c.standing.chance(),
         }
     }
 
-    /// The chance a drafted token stands, from the decaying counts (none counted: even).
-    fn stands(&self) -> f64 {
+    /// The tokens a second a draft of `n` would give, each standing with chance `stands`: the
+    /// tokens it is expected to keep and the model's own after them, over the time to draft and
+    /// check them.
+    fn tokens_per_second(&self, n: usize, step: f64, stands: f64) -> f64 {
         let c = &self.costs;
-        (c.stood + 1.0) / (c.stood + c.fell + 2.0)
-    }
-
-    /// The tokens a second a draft of `n` would give: the tokens it is expected to keep and the
-    /// model's own after them, over the time to draft and check them.
-    fn tokens_per_second(&self, n: usize, step: f64) -> f64 {
-        let c = &self.costs;
-        let stands = self.stands();
         let tokens: f64 = (0..=n).map(|i| stands.powi(i as i32)).sum();
         tokens / (self.check_time(n + 1, step) + n as f64 * c.draft.unwrap_or(0.0))
     }
@@ -195,17 +265,33 @@ impl Speculation {
         average(&mut self.costs.step, seconds);
     }
 
-    /// Counts a check of `proposed` drafted tokens of which the first `accepted` stood, with the
-    /// time drafting them took and the time the check took.
+    /// Counts a check of `proposed` tokens from the drafter of which the first `accepted` stood,
+    /// with the time drafting them took and the time the check took.
     pub fn record_check(&mut self, proposed: usize, accepted: usize, draft: f64, check: f64) {
+        self.costs.standing.record(proposed, accepted);
+        average(&mut self.costs.draft, draft / proposed.max(1) as f64);
+        self.record_check_time(proposed, accepted, check);
+    }
+
+    /// As `record_check`, for tokens drafted from `prediction`, whose counts take them.
+    pub fn record_predicted_check(
+        &mut self,
+        prediction: &mut Prediction,
+        (proposed, accepted): (usize, usize),
+        check: f64,
+    ) {
+        prediction.standing.record(proposed, accepted);
+        prediction.accepted += accepted;
+        prediction.rejected += proposed - accepted;
+        self.record_check_time(proposed, accepted, check);
+    }
+
+    fn record_check_time(&mut self, proposed: usize, accepted: usize, check: f64) {
         self.stats.checks += 1;
         self.stats.proposed += proposed as u64;
         self.stats.accepted += accepted as u64;
         let c = &mut self.costs;
         c.plain_steps = 0;
-        c.stood = KEEP * c.stood + accepted as f64;
-        c.fell = KEEP * c.fell + (accepted < proposed) as u32 as f64;
-        average(&mut c.draft, draft / proposed.max(1) as f64);
         if let Some(t) = c.checks.get_mut(proposed + 1) {
             average(t, check);
         }
@@ -229,6 +315,39 @@ mod tests {
             s.record_check(4, accepted, 0.0, step + 4.0 * per_row);
         }
         s
+    }
+
+    #[test]
+    fn a_prediction_is_followed_and_found_again_past_a_change() {
+        let prediction = Prediction::new(vec![10, 11, 12, 13, 14, 15, 16]);
+        let prompt = [1, 2, 3];
+        // The reply so far says what was predicted: the prediction goes on.
+        assert_eq!(
+            prediction.propose(&[1, 2, 3, 10], &[10], 3),
+            vec![11, 12, 13]
+        );
+        // It changed a token (12 became 99) and went on as predicted (13 14): found again there.
+        let context = [&prompt[..], &[10, 11, 99, 13, 14]].concat();
+        assert_eq!(prediction.propose(&context, &context[3..], 2), vec![15, 16]);
+        // Said all of it, or nothing like it: nothing.
+        let all = [&prompt[..], &prediction.tokens].concat();
+        assert!(prediction.propose(&all, &all[3..], 2).is_empty());
+        assert!(prediction.propose(&[1, 2, 3, 50], &[50], 2).is_empty());
+    }
+
+    #[test]
+    fn a_prediction_is_drafted_from_where_the_drafters_drafts_fell() {
+        // A CPU-backed adapter where the drafter's tokens mostly fell: plain steps for it, drafts
+        // of a prediction, until its own drafts fall too.
+        let mut s = measured(0.07, 0.05, 1);
+        let mut prediction = Prediction::new(vec![1; 64]);
+        assert_eq!(s.size(), 0);
+        assert!(s.size_predicted(&prediction) > 0);
+        for _ in 0..8 {
+            s.record_predicted_check(&mut prediction, (4, 0), 0.27);
+        }
+        assert_eq!(s.size_predicted(&prediction), 0);
+        assert_eq!((prediction.accepted, prediction.rejected), (0, 32));
     }
 
     #[test]

@@ -204,6 +204,55 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
 }
 
 #[test]
+fn a_prediction_is_drafted_from_first_and_the_reply_stays_the_models() {
+    let Some(gpu) = gpu() else { return };
+    let target = common::model_path();
+    let mut plain = session(&gpu, &target, 0);
+    let prompt = plain.tokenize_prompt(
+        "<|im_start|>user\nRename the variable total to result in this function:\n\ndef add(a, b):\n    total = a + b\n    return total<|im_end|>\n<|im_start|>assistant\n",
+    );
+    let want = reply(&mut plain, &prompt, 40);
+    let said = plain.tokenizer.decode(&want.0, false);
+    let mut s = session(&gpu, &target, CHECK);
+    s.speculation = Some(Speculation::always(Drafter::Lookup, CHECK as usize - 1));
+    // Predicted right (the reply itself), predicted wrong in places (the edit as asked, which the
+    // model's reply may not make), and not at all: the reply is the model's each time.
+    let asked = "def add(a, b):\n    result = a + b\n    return result\n";
+    for (prediction, right) in [
+        (Some(said.as_str()), true),
+        (Some(asked), false),
+        (None, false),
+    ] {
+        if let Some(text) = prediction {
+            s.predict(text);
+        }
+        let mut sampler = Sampler::new(SamplerConfig::greedy());
+        sampler.log_probs = Some(2);
+        let c = s
+            .complete(&prompt, Reply::new(40, &[]), &mut sampler, &mut |_| true)
+            .block_on()
+            .unwrap();
+        let name = format!("prediction {prediction:?}");
+        assert_same_reply(&name, &want, &(c.tokens, c.log_probs));
+        let Some(p) = c.prediction else {
+            assert!(prediction.is_none(), "{name}: not counted");
+            continue;
+        };
+        assert!(prediction.is_some(), "a prediction outlived its reply");
+        eprintln!("{name}: {} kept, {} not", p.accepted, p.rejected);
+        if right {
+            // All but the tokens where the reply's own tokenization parts from the text's.
+            assert!(p.accepted >= want.0.len() * 3 / 4, "{name}: {p:?}");
+        } else {
+            assert!(
+                p.accepted + p.rejected > 0,
+                "{name}: nothing drafted from it"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_draft_model_of_another_vocabulary_is_refused_naming_the_token() {
     let tokenizer = |path: &Path| {
         let header = read_header(&FileSource::open(path).unwrap())

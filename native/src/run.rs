@@ -3,7 +3,7 @@
 use crate::speculate::SpeculationArgs;
 use crate::vision::{read_images, ProjectorArgs};
 use crate::{load, ModelArgs, SamplingArgs};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use pollster::FutureExt as _;
 use std::io::Write;
@@ -29,10 +29,26 @@ pub struct RunArgs {
     /// prompt, or before it; repeat for several
     #[arg(long = "image")]
     images: Vec<String>,
+    /// What the reply is expected to say (a text file: code with a few lines to change), drafted
+    /// from first; needs --lookup or --draft
+    #[arg(long = "prediction-file", value_name = "FILE")]
+    prediction: Option<std::path::PathBuf>,
 }
 
 pub fn main(args: RunArgs) -> Result<()> {
     let images = read_images(&args.images, &args.projector)?;
+    let prediction = match &args.prediction {
+        Some(_) if !args.speculation.speculating() => {
+            anyhow::bail!(
+                "--prediction-file drafts for a speculating model: add --lookup or --draft"
+            )
+        }
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the prediction {}", path.display()))?,
+        ),
+        None => None,
+    };
     let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
     let options = args.projector.options(options, args.model.batch_size)?;
@@ -53,6 +69,9 @@ pub fn main(args: RunArgs) -> Result<()> {
         args.n_predict as usize
     };
     let mut sampler = args.sampling.sampler_for(&mut session)?;
+    if let Some(text) = &prediction {
+        session.predict(text);
+    }
     let mut out = std::io::stdout();
     let c = session
         .complete(&prompt, Reply::new(max, &[]), &mut sampler, &mut |piece| {
@@ -85,6 +104,14 @@ pub fn main(args: RunArgs) -> Result<()> {
         c.gen_time.as_secs_f64(),
         c.tokens.len() as f64 / c.gen_time.as_secs_f64(),
     );
+    if let Some(p) = &c.prediction {
+        eprintln!(
+            "wick: the prediction's {} tokens: {} drafted and kept, {} drafted and not",
+            p.tokens.len(),
+            p.accepted,
+            p.rejected
+        );
+    }
     if let Some(speculation) = &session.speculation {
         let s = speculation.stats;
         eprintln!(

@@ -216,6 +216,14 @@ fn parallel_slots_through_the_openai_client() {
     client_of_server(&model, (1024, &["-np", "4"]), "parallel_client.py", &[]);
 }
 
+/// Predicted outputs on a server that drafts by lookup: the reply is the model's, the prediction's
+/// tokens counted (prediction_client.py).
+#[test]
+fn predicted_outputs_through_the_openai_client() {
+    let model = root().join(SMOLLM2);
+    client_of_server(&model, (512, &["--lookup"]), "prediction_client.py", &[]);
+}
+
 /// Images in chat requests (image_client.py): the random Gemma 3 model with its projector, whose
 /// greedy reply to the image prompt is llama.cpp's (tests/goldens/random-gemma3-vision.json), with
 /// the model drafting for itself (speculative decoding beside images: the draft reads the text).

@@ -1,7 +1,8 @@
 //! What a request asks of the reply, checked and defaulted as OpenAI does (`Settings`), the sampler
 //! it is drawn with, and the finished reply as OpenAI answers it (`Answer`).
 
-use super::{invalid, log_probs, Grammar, InvalidRequest, ResponseFormat, Sampling, Strings};
+use super::{invalid, log_probs, Content, Grammar, InvalidRequest, PredictionField};
+use super::{ResponseFormat, Sampling, Strings};
 use crate::reply::{Completion, FinishReason};
 use crate::sampler::{Sampler, SamplerConfig};
 use crate::session::Session;
@@ -18,7 +19,6 @@ const NOT_HONOURED: &[&str] = &[
     "logit_bias",
     "audio",
     "modalities",
-    "prediction",
     "web_search_options",
     "reasoning_effort",
 ];
@@ -42,6 +42,8 @@ pub struct Settings {
     pub include_usage: bool,
     /// Report each token's log-probability and this many alternatives (`Sampler::log_probs`).
     pub log_probs: Option<usize>,
+    /// What the reply is expected to say (`Session::predict`).
+    pub prediction: Option<String>,
 }
 
 impl Settings {
@@ -91,6 +93,7 @@ impl Settings {
                 ));
             }
         }
+        let prediction = s.prediction.map(predicted_text).transpose()?;
         let grammar = match s.response_format {
             None | Some(ResponseFormat::Text) => None,
             Some(ResponseFormat::JsonObject) => Some(Grammar::JsonObject),
@@ -116,7 +119,26 @@ impl Settings {
             stream: s.stream,
             include_usage: s.stream_options.is_some_and(|o| o.include_usage),
             log_probs,
+            prediction,
         })
+    }
+}
+
+/// A prediction's text: its content, a string or text parts.
+fn predicted_text(prediction: PredictionField) -> Result<String, InvalidRequest> {
+    let PredictionField::Content { content } = prediction;
+    match content {
+        Content::Text(text) => Ok(text),
+        Content::Parts(parts) => parts
+            .into_iter()
+            .map(|p| match (p.kind.as_str(), p.text) {
+                ("text", Some(text)) => Ok(text),
+                _ => Err(invalid(
+                    format!("a prediction's parts are text, not {:?}", p.kind),
+                    "prediction",
+                )),
+            })
+            .collect(),
     }
 }
 

@@ -4,7 +4,7 @@
 use super::Session;
 use crate::grammar::Constraint;
 use crate::sampler::{Chances, Sampler, TokenLogProb};
-use crate::speculate::{self, Drafter, Speculation};
+use crate::speculate::{self, Drafter, Prediction, Speculation};
 use crate::Error;
 use web_time::{Duration, Instant};
 
@@ -19,21 +19,30 @@ struct Draft {
     /// The draft model's time bringing its cache to the tokens so far (the prompt, the tokens
     /// picked without a draft): not a cost of the drafted tokens.
     catching_up: f64,
+    /// Drafted from the reply's prediction, not by the drafter.
+    predicted: bool,
 }
 
+/// The reply a step belongs to: where in the cache it starts (its prompt's length), and what it is
+/// predicted to say, if anything.
+pub(super) type ReplyAt<'a> = (usize, Option<&'a mut Prediction>);
+
 impl Session {
-    /// Runs `id`, the token picked last, and returns the tokens picked after it with their
-    /// log-probabilities where the sampler reports them: one, or where the session speculates and
-    /// a draft is at hand, the drafted tokens that stand and the model's own after them.
+    /// Runs `id`, the token picked last in `reply`, and returns the tokens picked after it with
+    /// their log-probabilities where the sampler reports them: one, or where the session speculates
+    /// and a draft is at hand, the drafted tokens that stand and the model's own after them.
     pub(super) async fn step_after(
         &mut self,
         id: u32,
         sampler: &mut Sampler,
+        reply: ReplyAt<'_>,
     ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
         let Some(mut speculation) = self.speculation.take() else {
             return Ok(vec![self.step(&[id], sampler).await?]);
         };
-        let picked = self.step_speculating(id, sampler, &mut speculation).await;
+        let picked = self
+            .step_speculating(id, sampler, &mut speculation, reply)
+            .await;
         self.speculation = Some(speculation);
         picked
     }
@@ -43,14 +52,30 @@ impl Session {
         id: u32,
         sampler: &mut Sampler,
         speculation: &mut Speculation,
+        (reply_start, prediction): ReplyAt<'_>,
     ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
         let room = (self.engine.n_ctx() - self.engine.pos()) as usize;
         let most = (self.engine.check_tokens() as usize).min(room);
-        let n = speculation.size().min(most.saturating_sub(1));
+        let mut context = self.cached.clone();
+        context.push(id);
+        // The prediction's draft where it has one, sized by how its own drafts fared; else the
+        // drafter's.
+        let predicted = match &prediction {
+            Some(p) => p.propose(&context, &context[reply_start.min(context.len())..], most),
+            None => Vec::new(),
+        };
+        let n = match (&prediction, predicted.is_empty()) {
+            (Some(p), false) => speculation.size_predicted(p),
+            _ => speculation.size(),
+        };
+        let n = n.min(most.saturating_sub(1));
         let start = Instant::now();
         let draft = match n {
             0 => Draft::default(),
-            n => self.draft(id, n, sampler, speculation).await?,
+            n => {
+                let from = (&context[..], &predicted[..]);
+                self.draft(from, n, sampler, speculation).await?
+            }
         };
         let drafting = start.elapsed().as_secs_f64() - draft.catching_up;
         if draft.tokens.is_empty() {
@@ -65,8 +90,7 @@ impl Session {
             .chain(draft.tokens.iter().copied())
             .collect();
         let base = self.cached.len();
-        let mut context = self.cached.clone();
-        context.extend_from_slice(&rows);
+        context.extend_from_slice(&draft.tokens);
         let histories: Vec<Vec<u32>> = (0..rows.len())
             .map(|i| sampler.history(&context[..base + i], rows[i]))
             .collect();
@@ -106,21 +130,26 @@ impl Session {
         self.engine.gpu.finished().await?;
         self.cached.extend_from_slice(&rows[..picked.len()]);
         let checking = start.elapsed().as_secs_f64();
-        speculation.record_check(draft.tokens.len(), stood, drafting, checking);
+        let proposed = draft.tokens.len();
+        match prediction.filter(|_| draft.predicted) {
+            Some(p) => speculation.record_predicted_check(p, (proposed, stood), checking),
+            None => speculation.record_check(proposed, stood, drafting, checking),
+        }
         Ok(picked)
     }
 
-    /// Up to `n` tokens to follow `id` from the session's drafter, each allowed by the grammar
-    /// where the reply has one (walked past them; the caller takes it back).
+    /// Up to `n` tokens to follow `context` (the cache's tokens and the token picked last): the
+    /// first of `predicted` (the reply's prediction's), or where it is empty the session's
+    /// drafter's, each allowed by the grammar where the reply has one (walked past them; the
+    /// caller takes it back).
     async fn draft(
         &mut self,
-        id: u32,
+        (context, predicted): (&[u32], &[u32]),
         n: usize,
         sampler: &mut Sampler,
         speculation: &mut Speculation,
     ) -> Result<Draft, Error> {
-        let mut context = self.cached.clone();
-        context.push(id);
+        let id = *context.last().expect("the token picked last");
         let n_vocab = self.engine.n_vocab();
         let mask_time = &mut self.engine.stats.totals.mask;
         let mut draft = Draft::default();
@@ -143,9 +172,18 @@ impl Session {
                 .push(allowed_now(sampler, n_vocab, mask_time)?);
             Ok::<_, Error>(true)
         };
+        if !predicted.is_empty() {
+            draft.predicted = true;
+            for &token in predicted.iter().take(n) {
+                if !take(&mut draft, token, vec![(token, 1.0)], sampler)? {
+                    break;
+                }
+            }
+            return Ok(draft);
+        }
         match &mut speculation.drafter {
             Drafter::Lookup => {
-                for token in speculate::lookup(&context, n) {
+                for token in speculate::lookup(context, n) {
                     if !take(&mut draft, token, vec![(token, 1.0)], sampler)? {
                         break;
                     }

@@ -406,7 +406,7 @@ test('tools: the default model calls a function, plain and streamed, and takes i
   assert.ok(result.back.message.content || result.back.message.tool_calls?.length);
 });
 
-test('speculative decoding: a draft model or lookup proposes, the replies are those without; another vocabulary is refused', async () => {
+test('speculative decoding: a draft model, lookup or a prediction proposes, the replies are those without; another vocabulary is refused', async () => {
   const result = await app.evaluate(async (adapter) => {
     const { Wick } = await import('wick-llm');
     const model = '/models/SmolLM2-135M-Instruct.Q4_1.gguf';
@@ -415,16 +415,19 @@ test('speculative decoding: a draft model or lookup proposes, the replies are th
       temperature: 0,
       max_tokens: 24,
     };
-    const answer = async (options) => {
+    // `prediction`: the text a second request predicts, where given.
+    const answer = async (options, prediction) => {
       const phases = new Set();
       const engine = await Wick.load(model, { ...adapter, tune: false, nCtx: 256, onProgress: (p) => phases.add(p.phase), ...options });
       const r = await engine.chat.completions.create(body);
       const stats = await engine.stats();
+      const p = prediction && (await engine.chat.completions.create({ ...body, prediction: { type: 'content', content: prediction } }));
       await engine.unload();
-      return { text: r.choices[0].message.content, speculation: stats.speculation, phases: [...phases].sort() };
+      const predicted = p && { text: p.choices[0].message.content, usage: p.usage };
+      return { text: r.choices[0].message.content, speculation: stats.speculation, phases: [...phases].sort(), predicted };
     };
     const plain = await answer({});
-    const lookup = await answer({ lookup: true, draftMax: 4 });
+    const lookup = await answer({ lookup: true, draftMax: 4 }, plain.text);
     const drafted = await answer({ draft: model, draftMax: 3 });
     const refused = await Wick.load(model, { ...adapter, tune: false, nCtx: 256, draft: '../tiny.gguf' }).then(
       () => 'loaded',
@@ -436,6 +439,9 @@ test('speculative decoding: a draft model or lookup proposes, the replies are th
   assert.ok(plain.speculation == null, "no speculation without a draft");
   assert.equal(lookup.text, plain.text);
   assert.ok(lookup.speculation.checks > 0, JSON.stringify(lookup.speculation));
+  assert.equal(lookup.predicted.text, plain.text);
+  const details = lookup.predicted.usage.completion_tokens_details;
+  assert.ok(details?.accepted_prediction_tokens > 0, JSON.stringify(lookup.predicted.usage));
   assert.equal(drafted.text, plain.text);
   assert.ok(drafted.speculation.checks > 0 && drafted.speculation.accepted > 0, JSON.stringify(drafted.speculation));
   assert.deepEqual(drafted.phases, ['download', 'draft-download', 'draft-gpu', 'gpu']);

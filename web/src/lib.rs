@@ -289,6 +289,14 @@ struct ChatResult {
     step_ms: Option<StepMs>,
     /// The reply's log-probabilities as OpenAI's `choices[0].logprobs` (JSON text), where asked for.
     log_probs: Option<String>,
+    /// Where the request gave a prediction: its tokens the checks kept, and those they did not.
+    prediction: Option<PredictionTokens>,
+}
+
+#[derive(Serialize)]
+struct PredictionTokens {
+    accepted: usize,
+    rejected: usize,
 }
 
 /// `Model::profile`'s answer.
@@ -440,6 +448,9 @@ impl Model {
                 ));
             }
             openai::place_images(&mut messages, images).map_err(bad_request)?;
+            if let Some(text) = &settings.prediction {
+                session.predict(text);
+            }
             let mut sampler = openai::sampler(
                 &mut session,
                 settings.sampler,
@@ -510,6 +521,10 @@ impl Model {
                 }),
                 text: answer.content,
                 reasoning: completion.reasoning,
+                prediction: completion.prediction.map(|p| PredictionTokens {
+                    accepted: p.accepted,
+                    rejected: p.rejected,
+                }),
             };
             let value = serde_wasm_bindgen::to_value(&result)?;
             *last.borrow_mut() = Some(result);

@@ -13,6 +13,7 @@ use wick::reply::Completion;
 use wick::reply::Piece;
 use wick::session::Session;
 use wick::slots::{SlotStep, Slots};
+use wick::speculate::Prediction;
 
 /// A request in a slot.
 struct Active {
@@ -182,6 +183,12 @@ fn answer(session: &Session, mut a: Active, finish: wick::reply::FinishReason, m
         prompt_processed: a.processed,
         prompt_time,
         gen_time: a.admitted.elapsed().saturating_sub(prompt_time),
+        // Slots do not speculate: a prediction drafts nothing.
+        prediction: a
+            .job
+            .prediction
+            .as_ref()
+            .map(|_| Prediction::new(Vec::new())),
         ..a.prepared
             .reply
             .finish(finish, &session.tokenizer, &mut on_text)

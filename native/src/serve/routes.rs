@@ -188,6 +188,7 @@ async fn run(
         sampler: settings.sampler,
         grammar: settings.grammar,
         log_probs: settings.log_probs,
+        prediction: settings.prediction,
         events,
     };
     queue(&state, Task::Generate(Box::new(job)))?;

@@ -49,6 +49,8 @@ pub struct Job {
     pub grammar: Option<Grammar>,
     /// Report each token's log-probability and this many alternatives.
     pub log_probs: Option<usize>,
+    /// What the reply is expected to say: drafted from first where the server speculates.
+    pub prediction: Option<String>,
     /// Where the reply goes. Unbounded, so that a client slow to read never holds up the engine
     /// thread (and with it every other request): what waits is one reply's pieces at most.
     pub events: mpsc::UnboundedSender<Event>,
@@ -311,6 +313,9 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
         tool_use,
         mut pieces,
     } = prepare(session, &job, n_ctx)?;
+    if let Some(text) = &job.prediction {
+        session.predict(text);
+    }
     let events = &job.events;
     let completion = session
         .complete(&prompt, reply, &mut sampler, &mut |piece| {
