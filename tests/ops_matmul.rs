@@ -20,7 +20,9 @@ use wick::ops::matvec;
 /// 64 in registers, shaders/matmul_rows_tile.wgsl, whose last thread's rows run past the 37). A plan
 /// for 8 tokens (a decode step of 8 sequences) runs 7 through the matvec kernel four tokens at a
 /// time (shaders/matvec_pairs.wgsl), in two layers of workgroups, the second short of a token; a
-/// plan for 4 runs 3 so, in every kernel shape the tuner may pick for it, the odd last row included.
+/// plan for 16 runs 11 so, in every kernel shape the tuner may pick for it, the odd last row
+/// included: the last layer of four short of one, and the tile of a step's 8 tokens in registers
+/// (`STEP_ROWS_TILE_TOKENS`) twice, the second short of five.
 #[test]
 fn matmul_every_type_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -36,7 +38,7 @@ fn matmul_every_type_against_cpu() {
         (40u32, 21usize, 37u32, 10u64),
         (150, 131, 300, 300),
         (8, 7, 37, 10),
-        (4, 3, 37, 10),
+        (16, 11, 37, 10),
     ] {
         for ty in GgmlType::ALL {
             let cols = if ty.block_len() == 256 { 768 } else { 736 };
@@ -55,7 +57,7 @@ fn matmul_every_type_against_cpu() {
             for accumulate in [false, true] {
                 product.check(&gpu, accumulate, "");
             }
-            if batch > 8 {
+            if batch > 16 {
                 // Each tile the tuner may pick, where the adapter holds it.
                 let shape = |rows| MatvecShape {
                     tokens: batch,
@@ -63,7 +65,7 @@ fn matmul_every_type_against_cpu() {
                 };
                 product.check_each_candidate(&gpu, shape, true);
             }
-            if batch <= 4 {
+            if batch == 16 {
                 // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
                 // Several tokens take four to a workgroup, with winners of their own.
                 let shape = |rows| MatvecShape {

@@ -3,6 +3,7 @@
 
 use super::kernels::{dequant_source, q8_source, wgsl, Kernel, XNorm};
 use super::tiles::{attention_tile, matmul_tile, MatmulTile, COOP_TILE};
+use super::tiles::{ROWS_TILE_WORKGROUP, STEP_ROWS_TILE_TOKENS};
 use super::{MatvecKernel, MatvecShape, Recurrence, Split};
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
@@ -23,7 +24,8 @@ pub struct PipelineKey {
     pub split: Split,
     /// Tokens a layer of `Kernel::MatvecPairs` workgroups takes, where not one (the `TOKENS`
     /// override constant of shaders/matvec_pairs.wgsl); tokens an attention workgroup takes (the
-    /// `TQ` constant of shaders/attend.wgsl).
+    /// `TQ` constant of shaders/attend.wgsl); a matmul tile's tokens, where not its workgroup's
+    /// (`matmul_tile`): the tile in registers taking a step's few (`STEP_ROWS_TILE_TOKENS`).
     pub tokens: Option<u32>,
     /// The row length of x and its rows a workgroup quantizes, in a split on 8-bit x
     /// (`Split::PartsQ8`), which size its x in workgroup memory (the `XQ_COLS` and `XQ_TOKENS`
@@ -81,9 +83,10 @@ impl PipelineKey {
             // matrix cores).
             (Kernel::Matmul(_) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => key,
             // A step's pair product as the plain product's tile (`MatvecShape::takes_tiles`): the
-            // same bindings, parameters and store.
+            // same bindings, parameters and store; in registers, a tile of a step's few tokens.
             (Kernel::MatvecPairs(store, XNorm::None), None) if kernel.is_tile() => PipelineKey {
                 kernel: Kernel::Matmul(store),
+                tokens: (kernel.workgroup == ROWS_TILE_WORKGROUP).then_some(STEP_ROWS_TILE_TOKENS),
                 ..key
             },
             _ => PipelineKey {
@@ -98,11 +101,15 @@ impl PipelineKey {
     }
 
     /// The tile of the kernels that multiply tiles (shaders/matmul_tile.wgsl, matmul_rows_tile.wgsl,
-    /// matmul_coop_tile.wgsl), by the workgroup size.
+    /// matmul_coop_tile.wgsl), by the workgroup size, with the key's tokens where it has them.
     pub fn tile(&self) -> Option<MatmulTile> {
         match self.kernel {
             Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped => {
-                Some(matmul_tile(self.workgroup))
+                let tile = matmul_tile(self.workgroup);
+                Some(MatmulTile {
+                    tokens: self.tokens.unwrap_or(tile.tokens),
+                    ..tile
+                })
             }
             Kernel::MatmulCoop(..) | Kernel::MatmulIdCoop(_) => Some(COOP_TILE),
             _ => None,
@@ -137,7 +144,7 @@ impl PipelineKey {
             Split::BlockParts => name += " block-parts",
             Split::PartsQ8 => name += " block-parts q8",
         }
-        if let Some(tokens) = self.tokens {
+        if let (Some(tokens), None) = (self.tokens, self.tile()) {
             name += &format!(" x{tokens}");
         }
         if let Kernel::MatvecPairs(_, XNorm::Rms(_)) = self.kernel {
