@@ -71,7 +71,8 @@ pub struct Prediction {
     pub rejected: usize,
     /// How often its drafts stood in this reply. A prediction is given where the reply is expected
     /// to say most of it: its count starts as if its first drafts had stood
-    /// (`Standing::PREDICTED`), so that its drafts are tried whatever the drafter's fared.
+    /// (`Standing::PREDICTED`), so that its drafts are sized as likely to stand whatever the
+    /// drafter's fared (and tried wherever the checks measured let such drafts pay).
     standing: Standing,
 }
 
