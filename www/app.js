@@ -20,21 +20,26 @@ function setLoading(controller) {
   $('model-file').disabled = Boolean(loading);
 }
 
-// The vision projector the next load takes: a URL typed, or a file opened (which wins).
+// The vision projector the next load the user asks for takes: a URL typed, or a file opened (which
+// wins).
 let mmprojFile = null;
 const mmproj = () => mmprojFile ?? ($('mmproj-url').value.trim() || undefined);
 
-/** Loads what the user chose: the drawer closes, so the progress and Cancel show under the top bar. */
+/**
+ * Loads what the user chose, with the projector the models drawer names: the drawer closes, so the
+ * progress and Cancel show under the top bar.
+ */
 function choose(source, draft) {
   $('models').open = false;
-  return loadModel(source, draft);
+  return loadModel(source, draft, mmproj());
 }
 
 /**
- * Loads `source`, with the draft model at `draft` (a URL) proposing tokens for it where one is given.
- * The models drawer stays as it is: a load the page starts by itself must not close it under the user.
+ * Loads `source`, with the draft model at `draft` (a URL) proposing tokens for it and the vision
+ * projector `vision` (a URL or File) where given. The models drawer stays as it is: a load the page
+ * starts by itself must not close it under the user.
  */
-async function loadModel(source, draft) {
+async function loadModel(source, draft, vision) {
   showError(null);
   $('consent').hidden = true;
   setLoading(new AbortController());
@@ -75,7 +80,6 @@ async function loadModel(source, draft) {
     show();
   };
   try {
-    const vision = mmproj();
     const options = { onProgress, signal: loading.signal, featureLevel: FEATURE_LEVEL, mmproj: vision };
     const loaded = await Wick.load(source, draft ? { ...options, draft } : options);
     engine = loaded;
@@ -210,6 +214,8 @@ async function start() {
     return;
   }
   const url = modelUrl(DEFAULT_MODEL);
+  // A model the user chose while the cache was listed is theirs: the default does not replace it.
+  if (loading || engine) return;
   if (cached.some((m) => m.url === url && m.cachedBytes === m.size)) return loadModel(url);
   const { name, family, license, bytes } = DEFAULT_MODEL;
   $('consent-text').textContent =
