@@ -122,6 +122,9 @@ export interface ChatCompletionRequest {
    * is there (presence), once a time it is there (frequency). */
   presence_penalty?: number;
   frequency_penalty?: number;
+  /** Token id (as a string) to a bias from -100 to 100, added to the token's logit before the
+   * penalties: -100 all but bans it, 100 all but forces it. An id past the vocabulary is refused. */
+  logit_bias?: Record<string, number>;
   /** llama.cpp's server's fields. top_k: the k most likely tokens only (0, the default: all); from 1
    * to 64 they are found on the GPU and only they are read back. min_p: 0 to 1 (default 0).
    * repeat_penalty: over the last 64 tokens (default 1, none). */

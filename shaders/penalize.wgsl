@@ -1,7 +1,8 @@
-// The penalties, in place, on the logits of the tokens the sampler names (each once, as llama.cpp
-// applies them): a positive logit divided by the repetition penalty, a negative one multiplied, then
-// the frequency penalty subtracted once a time the token was seen and the presence penalty once. A
-// thread per token. Needs pick.wgsl.
+// The bias and the penalties, in place, on the logits of the tokens the sampler names (each once, as
+// llama.cpp applies them): the bias added, then for a token seen among the recent ones, a positive
+// logit divided by the repetition penalty, a negative one multiplied, the frequency penalty
+// subtracted once a time it was seen and the presence penalty once. A thread per token. Needs
+// pick.wgsl.
 
 struct Params {
     n: u32,   // logits in the row
@@ -24,7 +25,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= P.n) {
         return;
     }
-    let l = logits[P.row + t];
+    let l = logits[P.row + t] + pick.biases[i];
+    let seen = pick.counts[i];
+    if (seen == 0u) {
+        logits[P.row + t] = l;
+        return;
+    }
     let repeated = select(l * pick.repeat, l / pick.repeat, l > 0.0);
-    logits[P.row + t] = repeated - (f32(pick.counts[i]) * pick.frequency + pick.presence);
+    logits[P.row + t] = repeated - (f32(seen) * pick.frequency + pick.presence);
 }

@@ -1,6 +1,6 @@
 // What the sampler asks of a decode step's logits, written before each submit that reads candidates
-// back: the recent tokens (each once, with the times it was seen), the penalties on them, and how
-// many candidates it wants.
+// back: the tokens it adjusts (each once, with the times it was seen among the recent tokens and its
+// bias), the penalties on those seen, and how many candidates it wants.
 
 const PENALIZED_MAX: u32 = 256u;
 
@@ -14,5 +14,6 @@ struct Pick {
     _pad1: u32,
     _pad2: u32,
     penalized: array<u32, PENALIZED_MAX>,
-    counts: array<u32, PENALIZED_MAX>,
+    counts: array<u32, PENALIZED_MAX>, // 0: not seen, only biased
+    biases: array<f32, PENALIZED_MAX>,
 }

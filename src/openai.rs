@@ -108,6 +108,8 @@ pub struct Sampling {
     pub response_format: Option<ResponseFormat>,
     /// What the reply is expected to say (OpenAI's predicted outputs).
     pub prediction: Option<PredictionField>,
+    /// Token id (a string of digits) to what is added to its logit, -100 to 100.
+    pub logit_bias: Option<BTreeMap<String, f32>>,
     /// Every other field, for the check that refuses those that would change the answer.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -535,7 +537,7 @@ mod tests {
     #[test]
     fn fields_that_would_change_the_answer_are_refused_by_name() {
         let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
-        for (field, value) in [("logit_bias", r#"{"15": 10}"#), ("functions", r#"[{}]"#)] {
+        for (field, value) in [("audio", r#"{"voice": "alloy"}"#), ("functions", r#"[{}]"#)] {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
             let e = settings(&json).err().expect("refused");
             assert_eq!(e.param, field, "{}", e.message);
@@ -548,6 +550,25 @@ mod tests {
         ] {
             let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
             assert!(settings(&json).is_ok(), "{field}: {value}");
+        }
+    }
+
+    #[test]
+    fn a_logit_bias_is_token_ids_to_biases_from_minus_100_to_100() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let with = |bias: &str| settings(&format!(r#"{{{messages}, "logit_bias": {bias}}}"#));
+        let asked = with(r#"{"15": 10, "3": -100, "7": 0.5}"#).unwrap();
+        let by_token = vec![(3, -100.0), (7, 0.5), (15, 10.0)];
+        assert_eq!(asked.sampler.logit_bias, by_token);
+        assert!(with("null").unwrap().sampler.logit_bias.is_empty());
+        for bad in [
+            r#"{"a": 1}"#,
+            r#"{"-1": 1}"#,
+            r#"{"1": 100.5}"#,
+            r#"{"1": -101}"#,
+        ] {
+            let e = with(bad).err().expect("refused");
+            assert_eq!(e.param, "logit_bias", "{bad}: {}", e.message);
         }
     }
 

@@ -1,6 +1,6 @@
-//! Choosing the next token from logits: greedy, or temperature with top-k, top-p and min-p, the
-//! repetition, presence and frequency penalties and a seeded generator, in llama.cpp's order
-//! (penalties, top-k, top-p, min-p, temperature).
+//! Choosing the next token from logits: greedy, or temperature with top-k, top-p and min-p, a bias
+//! on chosen tokens, the repetition, presence and frequency penalties and a seeded generator, in
+//! llama.cpp's order (bias, penalties, top-k, top-p, min-p, temperature).
 //! The first steps, up to top-k, usually run on the GPU after the decode step (`Needs`): then only the
 //! k candidates come back, and the rest runs here on them.
 
@@ -12,7 +12,7 @@ pub mod logits;
 mod speculative;
 mod want;
 pub use asks::{Choose, Draw, Pick, K_MAX, PENALIZED_MAX};
-pub use logits::{argmax, penalize, ranked, softmax, Penalties};
+pub use logits::{argmax, penalize, ranked, softmax, Adjusted, Penalties};
 pub use speculative::{residual, Chances};
 pub use want::{Ranked, SequenceStep, Want};
 
@@ -33,6 +33,9 @@ pub struct SamplerConfig {
     /// How many of the last tokens the penalties look at.
     pub repeat_last_n: usize,
     pub seed: u64,
+    /// Added to the logits of these tokens (distinct ids) before the penalties: OpenAI's
+    /// `logit_bias`, where -100 all but bans a token and 100 all but forces it.
+    pub logit_bias: Vec<(u32, f32)>,
 }
 
 impl Default for SamplerConfig {
@@ -47,6 +50,7 @@ impl Default for SamplerConfig {
             frequency_penalty: 0.0,
             repeat_last_n: 64,
             seed: 0,
+            logit_bias: Vec::new(),
         }
     }
 }
@@ -170,8 +174,12 @@ impl Sampler {
     /// penalty over more recent tokens than the GPU takes), sampled here.
     pub fn needs(&self) -> Needs {
         let c = &self.config;
-        let penalized = c.penalties().any();
-        if penalized && c.repeat_last_n > PENALIZED_MAX {
+        let penalized = c.penalties().any() || !c.logit_bias.is_empty();
+        let seen = match c.penalties().any() {
+            true => c.repeat_last_n,
+            false => 0,
+        };
+        if penalized && seen + c.logit_bias.len() > PENALIZED_MAX {
             return Needs::Logits;
         }
         if c.temperature <= 0.0 {
@@ -304,24 +312,33 @@ impl Sampler {
         }
     }
 
-    /// The tokens the penalties apply to, each with how often it is among the last `repeat_last_n`
-    /// of `history`, in order of first appearance; none without a penalty.
-    pub fn penalized(&self, history: &[u32]) -> Vec<(u32, u32)> {
+    /// The tokens whose logits the bias and the penalties change (`penalize`): those biased, then
+    /// where there are penalties, those among the last `repeat_last_n` of `history` in order of
+    /// first appearance, each once with how often it is there.
+    pub fn penalized(&self, history: &[u32]) -> Vec<Adjusted> {
         let c = &self.config;
+        let mut adjusted: Vec<Adjusted> = (c.logit_bias.iter())
+            .map(|&(token, bias)| Adjusted {
+                token,
+                seen: 0,
+                bias,
+            })
+            .collect();
         if !c.penalties().any() {
-            return Vec::new();
+            return adjusted;
         }
         let start = history.len().saturating_sub(c.repeat_last_n);
-        let mut counted: Vec<(u32, u32)> = Vec::new();
-        let mut at = std::collections::HashMap::new();
+        let mut at: std::collections::HashMap<u32, usize> = (adjusted.iter().enumerate())
+            .map(|(i, t)| (t.token, i))
+            .collect();
         for &t in &history[start..] {
             let i = *at.entry(t).or_insert_with(|| {
-                counted.push((t, 0));
-                counted.len() - 1
+                adjusted.push(Adjusted::seen(t, 0));
+                adjusted.len() - 1
             });
-            counted[i].1 += 1;
+            adjusted[i].seen += 1;
         }
-        counted
+        adjusted
     }
 
     /// Picks a token from all the logits. `history` holds the tokens so far, for the penalties.
@@ -483,7 +500,8 @@ mod tests {
         };
         let s = Sampler::new(c.clone());
         let history = [0, 1, 2, 1];
-        assert_eq!(s.penalized(&history), vec![(1, 2), (2, 1)]);
+        let seen = Adjusted::seen;
+        assert_eq!(s.penalized(&history), vec![seen(1, 2), seen(2, 1)]);
         let mut logits = vec![0.1, 3.0, -1.0, 2.0];
         penalize(&mut logits, &s.penalized(&history), c.penalties());
         assert_eq!(logits, vec![0.1, 1.0, -2.25, 2.0]);
@@ -494,10 +512,48 @@ mod tests {
                 frequency_penalty: frequency,
                 ..SamplerConfig::greedy()
             };
-            assert_eq!(Sampler::new(c).penalized(&[4, 4]), vec![(4, 2)]);
+            assert_eq!(Sampler::new(c).penalized(&[4, 4]), vec![seen(4, 2)]);
         }
         let none = Sampler::new(SamplerConfig::greedy());
         assert!(none.penalized(&history).is_empty());
+    }
+
+    /// OpenAI's logit_bias, added before the penalties as llama.cpp does, worked by hand on the
+    /// test above's logits and history: token 0 (not seen) 0.1 + 1 = 1.1; token 1 (seen twice)
+    /// (3.0 + 1.5) / 1.5 - 2 * 0.25 - 0.5 = 2.0; token 2 as above; token 3 (not seen) 2.0 - 5.
+    #[test]
+    fn a_logit_bias_is_added_before_the_penalties() {
+        let c = SamplerConfig {
+            repeat_penalty: 1.5,
+            presence_penalty: 0.5,
+            frequency_penalty: 0.25,
+            repeat_last_n: 3,
+            logit_bias: vec![(0, 1.0), (1, 1.5), (3, -5.0)],
+            ..SamplerConfig::greedy()
+        };
+        let s = Sampler::new(c.clone());
+        let history = [0, 1, 2, 1];
+        let adjusted = s.penalized(&history);
+        let biased = |token, seen, bias| Adjusted { token, seen, bias };
+        let expected = [
+            biased(0, 0, 1.0),
+            biased(1, 2, 1.5),
+            biased(3, 0, -5.0),
+            biased(2, 1, 0.0),
+        ];
+        assert_eq!(adjusted, expected);
+        let mut logits = vec![0.1, 3.0, -1.0, 2.0];
+        penalize(&mut logits, &adjusted, c.penalties());
+        assert_eq!(logits, vec![1.1, 2.0, -2.25, -3.0]);
+        // Greedy with a bias reads candidates, whose pick carries it to the GPU.
+        assert!(matches!(s.needs(), Needs::Candidates(1)));
+        // A bias alone, without penalties, adjusts only the tokens it names.
+        let mut only = Sampler::new(SamplerConfig {
+            logit_bias: vec![(2, 10.0)],
+            ..SamplerConfig::greedy()
+        });
+        assert_eq!(only.penalized(&history), vec![biased(2, 0, 10.0)]);
+        assert_eq!(only.sample(&[0.1, 3.0, -1.0, 2.0], &history), 2);
     }
 
     #[test]

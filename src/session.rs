@@ -166,6 +166,11 @@ impl Session {
         self.prediction = Some(Prediction::new(self.tokenizer.encode(text, false)));
     }
 
+    /// Tokens the model's vocabulary holds: ids 0 to this less one.
+    pub fn n_vocab(&self) -> u32 {
+        self.engine.n_vocab()
+    }
+
     /// Forgets the cache.
     pub fn reset(&mut self) {
         self.cached.clear();

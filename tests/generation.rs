@@ -7,6 +7,9 @@
 //! - an f32 numpy forward pass over the `gguf` package's dequantized weights
 //!   (tests/goldens/numpy_dense.py, goldens in tests/goldens/numpy/): the same math as Wick's kernels,
 //!   so the tolerance is tight.
+//!
+//! And a reply under OpenAI's logit_bias against llama.cpp's under the same bias
+//! (tests/goldens/make_logit_bias_golden.sh).
 
 mod common;
 
@@ -16,6 +19,9 @@ use pollster::FutureExt as _;
 use serde_json::Value;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::FileSource;
+use wick::reply::Reply;
+use wick::sampler::{Sampler, SamplerConfig};
+use wick::session::Session;
 
 /// llama.cpp's 8-bit activations put its logits up to about 0.9 from exact math on these prompts (at
 /// logits near 28, late in a 32-token reply); Wick is within 1e-4 of exact math (the f32 reference).
@@ -136,4 +142,52 @@ fn check_f32_goldens(mut engine: Engine, steps: usize) {
         ));
     }
     eprintln!("f32 reference: {total:?}");
+}
+
+/// A greedy reply under a logit_bias is llama.cpp's under the same bias (llama-completion's
+/// `--logit-bias`): " Paris" banned, "," raised, "capital" (a prompt token) lowered. The same with
+/// 300 more tokens biased by 0, past what the GPU's pick holds, so the row is read back and the
+/// bias applied on the CPU; and with log-probabilities, which read candidates and their sum.
+#[test]
+fn a_logit_bias_gives_llama_cpps_reply() {
+    let Some(gpu) = gpu() else { return };
+    let golden: Value = serde_json::from_str(include_str!(
+        "goldens/llama.cpp/smollm2-q4_1-logit-bias.json"
+    ))
+    .unwrap();
+    let source = FileSource::open(model_path()).unwrap();
+    let options = LoadOptions {
+        n_ctx: 64,
+        ..Default::default()
+    };
+    let mut session = Session::load(gpu, &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let prompt = session.tokenize_prompt(golden["prompt"].as_str().unwrap());
+    let bias: Vec<(u32, f32)> = (golden["logit_bias"].as_object().unwrap().iter())
+        .map(|(token, bias)| (token.parse().unwrap(), bias.as_f64().unwrap() as f32))
+        .collect();
+    let zeros: Vec<(u32, f32)> = (40_000..40_300).map(|t| (t, 0.0)).collect();
+    let max_tokens = golden["max_tokens"].as_u64().unwrap() as usize;
+    for (label, logit_bias, log_probs) in [
+        ("on the GPU", bias.clone(), None),
+        ("on the CPU", [bias.clone(), zeros].concat(), None),
+        ("with log-probabilities", bias.clone(), Some(1)),
+    ] {
+        let mut sampler = Sampler::new(SamplerConfig {
+            logit_bias,
+            ..SamplerConfig::greedy()
+        });
+        sampler.log_probs = log_probs;
+        let c = session
+            .complete(
+                &prompt,
+                Reply::new(max_tokens, &[]),
+                &mut sampler,
+                &mut |_| true,
+            )
+            .block_on()
+            .unwrap();
+        assert_eq!(c.text, golden["reply"].as_str().unwrap(), "{label}");
+    }
 }

@@ -8,7 +8,7 @@ use pollster::FutureExt as _;
 use wick::gpu::{read_back_f32, scratch_buffer, Plan, StepInput};
 use wick::ops::allowed::Allowed;
 use wick::ops::{argmax, log_prob, softcap, top_k};
-use wick::sampler::Penalties;
+use wick::sampler::{Adjusted, Penalties};
 
 /// Each row's largest value, the first of equals as the CPU's argmax picks it: rows of Gemma's vocabulary
 /// with the maximum tied at two places (in different threads' strides and in one thread's), at the
@@ -120,10 +120,10 @@ fn token_log_probs_against_cpu() {
     assert_eq!(got[3], 7.0, "a row beyond the run was written");
 }
 
-/// The sampler's candidates (`top_k`): after the penalties (repetition, presence, frequency), the k largest finite logits with
+/// The sampler's candidates (`top_k`): after the bias and the penalties (repetition, presence, frequency), the k largest finite logits with
 /// their ids, largest first, the smaller id first among equals, as the CPU picks them. Vocabularies of
 /// the tiny test model, SmolLM2, Qwen and Gemma (one to three levels), k of 1, 40 and 64; ties within
-/// a slice and across slices, NaN and infinities, and penalized tokens of both signs.
+/// a slice and across slices, NaN and infinities, penalized tokens of both signs, biased ones seen and not.
 #[test]
 fn top_k_candidates_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -151,7 +151,24 @@ fn top_k_candidates_against_cpu() {
             presence: 0.5,
             frequency: 0.25,
         };
-        let pick = wick::sampler::Pick::new(k, penalties, &[(2, 1), (4, 3), (50, 2)]);
+        logits[60] = 0.0; // biased up to 10.5, second
+        let adjusted = [
+            Adjusted::seen(2, 1),
+            Adjusted {
+                bias: 0.75,
+                ..Adjusted::seen(4, 3)
+            },
+            Adjusted::seen(50, 2),
+            Adjusted {
+                bias: -3.5,
+                ..Adjusted::seen(7, 0)
+            },
+            Adjusted {
+                bias: 10.5,
+                ..Adjusted::seen(60, 0)
+            },
+        ];
+        let pick = wick::sampler::Pick::new(k, penalties, &adjusted);
         let xb = f32_buffer(&gpu, &logits);
         let mut plan = plan_at(&gpu, 0, &[0]);
         let allowed = Allowed::new(&gpu, 1, n as u32).block_on().unwrap();
@@ -178,7 +195,10 @@ fn top_k_candidates_against_cpu() {
         }
         if k > 1 {
             assert_eq!(want[0].0, n as u32 - 1); // 11.0, the penalized 12.0 fell to 9.23 - 0.75
-            assert_eq!(want[1].0, 1); // the first of the tied 9.5s
+            assert_eq!(want[1].0, 60); // 0.0 biased by 10.5
+        }
+        if k > 2 {
+            assert_eq!(want[2].0, 1); // the first of the tied 9.5s
         }
     }
 }

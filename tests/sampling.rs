@@ -25,6 +25,8 @@ fn config(seed: u64) -> SamplerConfig {
         frequency_penalty: 0.2,
         repeat_last_n: 64,
         seed,
+        // A token pushed up and one pushed down, seen or not.
+        logit_bias: vec![(5, 2.0), (17, -1.5)],
     }
 }
 

@@ -34,6 +34,7 @@ fn four_hundred_completions_leave_gpu_and_host_memory_as_they_were() {
             frequency_penalty: 0.0,
             repeat_last_n: 0,
             seed: i,
+            logit_bias: Vec::new(),
         });
         let c = session
             .complete(

@@ -56,7 +56,7 @@ pub fn main(args: ChatArgs) -> Result<()> {
     let mut session = load::session_on(gpu, &args.model, options)?;
     args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
-    let mut sampler = args.sampling.sampler();
+    let mut sampler = args.sampling.sampler(&session)?;
     let grammar = args.sampling.grammar.grammar()?;
     let overflow = if args.drop_old_turns {
         Overflow::DropOldestTurns

@@ -94,6 +94,22 @@ impl CacheType {
     }
 }
 
+/// `--logit-bias`: ID+BIAS or ID-BIAS.
+fn parse_logit_bias(text: &str) -> Result<(u32, f32), String> {
+    let split = text.find(['+', '-']).filter(|&at| at > 0);
+    let parsed = split.and_then(|at| {
+        let bias: f32 = text[at..].trim_start_matches('+').parse().ok()?;
+        Some((text[..at].parse::<u32>().ok()?, bias))
+    });
+    match parsed {
+        // -inf bans the token, as in llama.cpp; +inf would take it out of the ranking instead.
+        Some((token, bias)) if bias.is_finite() || bias == f32::NEG_INFINITY => Ok((token, bias)),
+        _ => Err(format!(
+            "{text:?} is not ID+BIAS or ID-BIAS (as 15043+1, 29871-100 or 2-inf)"
+        )),
+    }
+}
+
 fn parse_pooling(name: &str) -> Result<wick::embeddings::Pooling, String> {
     wick::embeddings::Pooling::from_name(name)
         .ok_or_else(|| format!("{name:?} is not a pooling (mean, cls or last)"))
@@ -129,6 +145,10 @@ pub struct SamplingArgs {
     pub frequency_penalty: f32,
     #[arg(long = "repeat-last-n", default_value_t = 64)]
     pub repeat_last_n: usize,
+    /// Add BIAS to a token's logit before the penalties, as ID+BIAS or ID-BIAS (llama.cpp's form);
+    /// repeat for several tokens. -100 all but bans the token (-inf bans it), 100 all but forces it
+    #[arg(long = "logit-bias", value_parser = parse_logit_bias, allow_hyphen_values = true)]
+    pub logit_bias: Vec<(u32, f32)>,
     /// Random seed [default: from the clock]
     #[arg(short = 's', long = "seed")]
     pub seed: Option<u64>,
@@ -195,20 +215,34 @@ impl SamplingArgs {
         &self,
         session: &mut wick::session::Session,
     ) -> anyhow::Result<wick::sampler::Sampler> {
-        let mut sampler = self.sampler();
+        let mut sampler = self.sampler(session)?;
         if let Some(grammar) = self.grammar.grammar()? {
             sampler.constraint = Some(session.constraint(&grammar)?);
         }
         Ok(sampler)
     }
 
-    pub fn sampler(&self) -> wick::sampler::Sampler {
+    /// A sampler for `session`'s replies, with no grammar.
+    pub fn sampler(
+        &self,
+        session: &wick::session::Session,
+    ) -> anyhow::Result<wick::sampler::Sampler> {
+        let n_vocab = session.n_vocab();
+        if let Some((token, _)) = self.logit_bias.iter().find(|(t, _)| *t >= n_vocab) {
+            anyhow::bail!(
+                "--logit-bias names token {token}; the model's are 0 to {}",
+                n_vocab - 1
+            );
+        }
+        // The last bias given for a token stands.
+        let logit_bias: std::collections::BTreeMap<u32, f32> =
+            self.logit_bias.iter().copied().collect();
         let seed = self.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         });
-        wick::sampler::Sampler::new(wick::sampler::SamplerConfig {
+        Ok(wick::sampler::Sampler::new(wick::sampler::SamplerConfig {
             temperature: self.temp,
             top_k: self.top_k,
             top_p: self.top_p,
@@ -218,7 +252,8 @@ impl SamplingArgs {
             frequency_penalty: self.frequency_penalty,
             repeat_last_n: self.repeat_last_n,
             seed,
-        })
+            logit_bias: logit_bias.into_iter().collect(),
+        }))
     }
 }
 

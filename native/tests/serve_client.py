@@ -9,6 +9,7 @@ Exits non-zero with a message on the first failed check. Greedy text is compared
 same rendered template, and with llama.cpp's goldens where their top two tokens are clearly apart.
 """
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -132,6 +133,19 @@ def main():
     check(whole.text == " Paris." and "".join(p.text for p in pieces) == whole.text
           and streamed_tokens == whole.logprobs.tokens and "\n" in "".join(streamed_tokens),
           f"stopped by a string, streamed logprobs are the whole reply's ({streamed_tokens})")
+
+    # logit_bias: llama.cpp's greedy reply under the same bias (tests/goldens/make_logit_bias_golden.sh).
+    with open(os.path.join(os.path.dirname(GOLDENS), "smollm2-q4_1-logit-bias.json")) as f:
+        biased = json.load(f)
+    text = client.completions.create(model="any", prompt=biased["prompt"], temperature=0,
+                                     max_tokens=biased["max_tokens"],
+                                     logit_bias=biased["logit_bias"]).choices[0].text
+    check(text == biased["reply"], f"a logit_bias gives llama.cpp's reply under it ({text!r})")
+    for bias, what in [({"x": 1}, "a key that is not a token id"), ({"5": 101}, "a bias past 100"),
+                       ({"49152": 1}, "a token past the vocabulary")]:
+        status, _, payload = raw("POST", "/v1/completions", {"prompt": "x", "logit_bias": bias})
+        check(status == 400 and openai_error(payload) and payload["error"].get("param") == "logit_bias",
+              f"logit_bias with {what}: 400 ({payload.get('error', payload)})")
 
     # Bad requests: each gets its status and OpenAI's error shape.
     status, _, payload = raw("POST", "/v1/chat/completions", b"{not json")

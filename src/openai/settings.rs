@@ -16,7 +16,6 @@ const NOT_HONOURED: &[&str] = &[
     "tool_choice",
     "functions",
     "function_call",
-    "logit_bias",
     "audio",
     "modalities",
     "web_search_options",
@@ -29,6 +28,30 @@ fn penalty(value: Option<f32>, param: &'static str) -> Result<f32, InvalidReques
         p if (-2.0..=2.0).contains(&p) => Ok(p),
         _ => Err(invalid(format!("{param} must be between -2 and 2"), param)),
     }
+}
+
+/// `logit_bias`'s (token, bias) pairs, by token: ids as strings of digits, biases from -100 to 100.
+/// Whether each id is in the model's vocabulary is for `sampler` to say.
+fn logit_bias(
+    asked: Option<std::collections::BTreeMap<String, f32>>,
+) -> Result<Vec<(u32, f32)>, InvalidRequest> {
+    let mut biases = std::collections::BTreeMap::new();
+    for (key, bias) in asked.unwrap_or_default() {
+        let Ok(token) = key.parse::<u32>() else {
+            return Err(invalid(
+                format!("logit_bias keys are token ids, not {key:?}"),
+                "logit_bias",
+            ));
+        };
+        if !(-100.0..=100.0).contains(&bias) {
+            return Err(invalid(
+                format!("logit_bias values are from -100 to 100 ({token}: {bias})"),
+                "logit_bias",
+            ));
+        }
+        biases.insert(token, bias);
+    }
+    Ok(biases.into_iter().collect())
 }
 
 /// A request's sampling settings, checked and defaulted as OpenAI does.
@@ -94,6 +117,7 @@ impl Settings {
             }
         }
         let prediction = s.prediction.map(predicted_text).transpose()?;
+        let logit_bias = logit_bias(s.logit_bias)?;
         let grammar = match s.response_format {
             None | Some(ResponseFormat::Text) => None,
             Some(ResponseFormat::JsonObject) => Some(Grammar::JsonObject),
@@ -113,6 +137,7 @@ impl Settings {
                 frequency_penalty,
                 repeat_last_n: 64,
                 seed: s.seed.unwrap_or(default_seed),
+                logit_bias,
             },
             max_tokens: max_tokens.map(|n| n as usize),
             stop,
@@ -152,6 +177,16 @@ pub fn sampler(
     response_format: Option<&Grammar>,
     log_probs: Option<usize>,
 ) -> Result<Sampler, InvalidRequest> {
+    let n_vocab = session.n_vocab();
+    if let Some(&(token, _)) = config.logit_bias.iter().find(|(t, _)| *t >= n_vocab) {
+        return Err(invalid(
+            format!(
+                "logit_bias names token {token}; the model's are 0 to {}",
+                n_vocab - 1
+            ),
+            "logit_bias",
+        ));
+    }
     let mut sampler = Sampler::new(config);
     sampler.log_probs = log_probs;
     let (grammar, field) = match tools.and_then(ToolUse::grammar) {

@@ -3,11 +3,11 @@
 //! shaders/choose.wgsl), or a draw from the whole row (`Draw`: shaders/draw.wgsl). The GPU reads
 //! them as they are.
 
-use super::logits::{penalize, ranked, Penalties};
+use super::logits::{penalize, ranked, Adjusted, Penalties};
 
 /// The most candidates the GPU picks (a level's slots per slice).
 pub const K_MAX: u32 = 64;
-/// The most distinct tokens the penalties take (shaders/pick.wgsl).
+/// The most distinct tokens the bias and the penalties take on the GPU (shaders/pick.wgsl).
 pub const PENALIZED_MAX: usize = 256;
 
 /// What the sampler asks of one step (shaders/pick.wgsl), written before the step.
@@ -20,24 +20,27 @@ pub struct Pick {
     _pad: [u32; 3],
     penalized: [u32; PENALIZED_MAX],
     counts: [u32; PENALIZED_MAX],
+    biases: [f32; PENALIZED_MAX],
 }
 
 impl Pick {
-    /// `k` candidates (at most K_MAX) after `penalties` on `penalized` (distinct tokens, at most
-    /// PENALIZED_MAX, each with the times it was seen), as `sampler::penalize` applies them.
-    pub fn new(k: u32, penalties: Penalties, penalized: &[(u32, u32)]) -> Pick {
-        assert!(k <= K_MAX && penalized.len() <= PENALIZED_MAX);
+    /// `k` candidates (at most K_MAX) after the bias and `penalties` on `adjusted` (distinct tokens,
+    /// at most PENALIZED_MAX), as `sampler::penalize` applies them.
+    pub fn new(k: u32, penalties: Penalties, adjusted: &[Adjusted]) -> Pick {
+        assert!(k <= K_MAX && adjusted.len() <= PENALIZED_MAX);
         let mut pick = Pick {
             k,
-            n_penalized: penalized.len() as u32,
+            n_penalized: adjusted.len() as u32,
             penalties,
             _pad: [0; 3],
             penalized: [0; PENALIZED_MAX],
             counts: [0; PENALIZED_MAX],
+            biases: [0.0; PENALIZED_MAX],
         };
-        for (i, &(token, count)) in penalized.iter().enumerate() {
-            pick.penalized[i] = token;
-            pick.counts[i] = count;
+        for (i, t) in adjusted.iter().enumerate() {
+            pick.penalized[i] = t.token;
+            pick.counts[i] = t.seen;
+            pick.biases[i] = t.bias;
         }
         pick
     }
@@ -56,10 +59,14 @@ impl Pick {
     pub fn reference(&self, logits: &[f32]) -> Vec<(u32, f32)> {
         let mut logits = logits.to_vec();
         let n = self.n_penalized as usize;
-        let penalized: Vec<(u32, u32)> = (self.penalized[..n].iter().copied())
-            .zip(self.counts[..n].iter().copied())
+        let adjusted: Vec<Adjusted> = (0..n)
+            .map(|i| Adjusted {
+                token: self.penalized[i],
+                seen: self.counts[i],
+                bias: self.biases[i],
+            })
             .collect();
-        penalize(&mut logits, &penalized, self.penalties);
+        penalize(&mut logits, &adjusted, self.penalties);
         let mut all = ranked(&logits);
         all.truncate(self.k as usize);
         all

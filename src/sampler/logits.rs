@@ -28,19 +28,44 @@ impl Penalties {
     }
 }
 
-/// The penalties, as llama.cpp applies them, on each of `tokens` (id, times seen): a positive logit
-/// divided by the repetition penalty, a negative one multiplied, then the frequency penalty taken
-/// once per time seen and the presence penalty once. (shaders/penalize.wgsl does the same on the
-/// GPU.)
-pub fn penalize(logits: &mut [f32], tokens: &[(u32, u32)], p: Penalties) {
-    for &(t, count) in tokens {
-        if let Some(l) = logits.get_mut(t as usize) {
+/// A token whose logit the sampler changes before it chooses: by its bias (OpenAI's `logit_bias`, 0
+/// where none was asked), then by the penalties once it was seen among the recent tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Adjusted {
+    pub token: u32,
+    /// Times it is among the recent tokens (0: the penalties leave it be).
+    pub seen: u32,
+    pub bias: f32,
+}
+
+impl Adjusted {
+    /// A token seen `seen` times, with no bias.
+    pub fn seen(token: u32, seen: u32) -> Adjusted {
+        Adjusted {
+            token,
+            seen,
+            bias: 0.0,
+        }
+    }
+}
+
+/// The bias and the penalties, as llama.cpp applies them, on each of `tokens`: the bias added, then
+/// where the token was seen, a positive logit divided by the repetition penalty, a negative one
+/// multiplied, the frequency penalty taken once per time seen and the presence penalty once.
+/// (shaders/penalize.wgsl does the same on the GPU.)
+pub fn penalize(logits: &mut [f32], tokens: &[Adjusted], p: Penalties) {
+    for t in tokens {
+        let Some(l) = logits.get_mut(t.token as usize) else {
+            continue;
+        };
+        *l += t.bias;
+        if t.seen > 0 {
             *l = if *l > 0.0 {
                 *l / p.repeat
             } else {
                 *l * p.repeat
             };
-            *l -= count as f32 * p.frequency + p.presence;
+            *l -= t.seen as f32 * p.frequency + p.presence;
         }
     }
 }

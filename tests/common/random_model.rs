@@ -14,8 +14,8 @@ use std::sync::Arc;
 use wick::engine::Engine;
 use wick::gguf::{read_header, FileSource};
 use wick::gpu::Gpu;
-use wick::sampler::Penalties;
 use wick::sampler::Pick;
+use wick::sampler::{Adjusted, Penalties};
 use wick::sampler::{SequenceStep, Want};
 use wick::tokenizer::Tokenizer;
 
@@ -317,14 +317,18 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
             }
             // The same step again: a choice or candidates for each row.
             // Candidates for every other row, its sequence's last three distinct tokens penalized (each as
-            // if seen 1 to 3 times).
-            let picks: Vec<Option<Vec<(u32, u32)>>> = active
+            // if seen 1 to 3 times, every other one biased too).
+            let picks: Vec<Option<Vec<Adjusted>>> = active
                 .iter()
                 .map(|&s| {
-                    let mut penalized: Vec<(u32, u32)> = Vec::new();
+                    let mut penalized: Vec<Adjusted> = Vec::new();
                     for &t in sequences[s][..next[s]].iter().rev() {
-                        if penalized.len() < 3 && !penalized.iter().any(|&(p, _)| p == t) {
-                            penalized.push((t, 1 + t % 3));
+                        if penalized.len() < 3 && !penalized.iter().any(|p| p.token == t) {
+                            let bias = (t % 2) as f32 * 1.5;
+                            penalized.push(Adjusted {
+                                bias,
+                                ..Adjusted::seen(t, 1 + t % 3)
+                            });
                         }
                     }
                     ((s + step) % 2 == 1).then_some(penalized)
