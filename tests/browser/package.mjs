@@ -76,6 +76,25 @@ test('a reply reads back its token, chosen or drawn on the GPU; candidates where
   ranOn(await appStats());
 });
 
+test('a logit_bias of 100 all but forces its token, and one past the vocabulary is refused', async () => {
+  const result = await app.evaluate(async () => {
+    const engine = window.engine;
+    const body = { messages: [{ role: 'user', content: 'hello' }], temperature: 0, max_tokens: 3, logprobs: true };
+    const plain = await engine.chat.completions.create(body);
+    const forced = await engine.chat.completions.create({ ...body, logit_bias: { 5: 100 } });
+    const refused = await engine.chat.completions.create({ ...body, logit_bias: { 100000: 1 } })
+      .then(() => 'answered', (e) => `${e.name}: ${e.message}`);
+    const tokens = (r) => r.choices[0].logprobs.content.map(({ token, logprob }) => ({ token, logprob }));
+    return { plain: tokens(plain), forced: tokens(forced), refused };
+  });
+  console.log(`    plain ${JSON.stringify(result.plain)}; token 5 forced ${JSON.stringify(result.forced)}`);
+  // Its logit 100 above the rest, the token's chance after the bias is all but 1, at every step.
+  assert.equal(result.forced.length, 3);
+  assert.ok(result.forced.every(({ token, logprob }) => token === result.forced[0].token && logprob > -1e-3));
+  assert.notDeepEqual(result.forced.map((t) => t.token), result.plain.map((t) => t.token));
+  assert.match(result.refused, /^BadRequestError: logit_bias names token 100000/);
+});
+
 test("a reply's log-probabilities, whole and streamed with each piece", async () => {
   const { whole, chunks } = await app.evaluate(async () => {
     const engine = window.engine;
