@@ -1,14 +1,16 @@
 //! Several conversations on one engine at once (a server's parallel slots). Each slot owns an equal
 //! share of the KV cache and remembers the tokens it holds, so a request that continues a
 //! conversation a slot still holds reads only what is new. One decode step runs a token of every
-//! slot that is generating (`Engine::step_sequences`: one pass, one submit); prompts are read a chunk
-//! at a time between steps, the new requests' prompts together in one run, so new requests hold the
-//! others up by one chunk at most.
+//! slot that is generating (`Engine::step_sequences`: one pass, one submit), or where slots speculate,
+//! each slot's token and its draft after it (`Engine::step_rows`); prompts are read a chunk at a time
+//! between steps, the new requests' prompts together in one run, so new requests hold the others up
+//! by one chunk at most.
 
 use crate::engine::Engine;
 use crate::gpu::Segment;
+use crate::sampler::Sampler;
 use crate::sampler::Want;
-use crate::sampler::{Sampler, TokenLogProb};
+use crate::speculate::{Draft, DraftLimits, Picked};
 use crate::Error;
 
 pub struct Slots {
@@ -37,6 +39,8 @@ pub struct SlotStep<'a> {
     /// The token to run at the slot's next position: the last of its prompt, or the one picked at
     /// its previous step.
     pub token: u32,
+    /// Tokens proposed after it (none: a plain step), checked in the same pass.
+    pub draft: Draft,
     pub sampler: &'a mut Sampler,
 }
 
@@ -117,6 +121,11 @@ impl Slots {
         self.slots[s].cached.len() as u32
     }
 
+    /// The tokens slot `s` holds, in order.
+    pub fn cached(&self, s: usize) -> &[u32] {
+        &self.slots[s].cached
+    }
+
     /// Reads the next piece of the prompts of the slots in `reading` into their rows of the cache, in
     /// one run of at most a chunk's tokens: an equal share each, and what a short prompt leaves of
     /// its share to the others in turn.
@@ -160,21 +169,76 @@ impl Slots {
         Ok(())
     }
 
-    /// One decode step of the slots in `steps` (none reading its prompt, each with a position left):
-    /// each token runs at its slot's next position, and each sampler picks the token after it, with
-    /// its log-probability where the sampler reports them.
+    /// One decode step of the slots in `steps` (none reading its prompt, each with room for its
+    /// token and draft): each token runs at its slot's next position, and each sampler picks the
+    /// token after it, with its log-probability where the sampler reports them; where slots bring
+    /// drafts, their rows run in the same pass and each slot keeps the drafted tokens its sampler
+    /// judges to stand (`Draft::judge`): for each slot, the tokens it picked and how many drafted
+    /// tokens stood. `ends` says which tokens end a reply.
     pub async fn step(
         &mut self,
         engine: &mut Engine,
         steps: &mut [SlotStep<'_>],
-    ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
+        ends: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<Picked>, Error> {
         for step in steps.iter() {
             let slot = &self.slots[step.slot];
             assert!(slot.pending.is_empty(), "a slot still reading its prompt");
-            if slot.cached.len() >= self.rows as usize {
+            if slot.cached.len() + 1 + step.draft.tokens.len() > self.rows as usize {
                 return Err(Error::ContextFull(self.rows));
             }
         }
+        if steps.iter().all(|s| s.draft.tokens.is_empty()) {
+            return self.step_plain(engine, steps).await;
+        }
+        let n_vocab = engine.n_vocab();
+        let mut limits = DraftLimits {
+            n_vocab,
+            ends,
+            mask_time: &mut engine.stats.totals.mask,
+        };
+        let mut checks = Vec::with_capacity(steps.len());
+        for step in steps.iter_mut() {
+            // A slot without a draft in a pass with others' still needs its grammar's mask.
+            if step.draft.allowed.is_empty() {
+                step.draft = Draft::start(step.sampler, &mut limits)?;
+            }
+            let cached = &self.slots[step.slot].cached;
+            checks.push(step.draft.check_rows(step.sampler, cached, step.token));
+        }
+        let segments: Vec<Segment> = (steps.iter().zip(&checks))
+            .map(|(step, (rows, _, _))| {
+                let slot = &self.slots[step.slot];
+                Segment::new(slot.base, slot.cached.len() as u32, rows)
+            })
+            .collect();
+        let wants: Vec<Want> = (checks.iter())
+            .flat_map(|(_, _, wants)| wants.iter().cloned())
+            .collect();
+        let mut read = engine.step_rows(&segments, &wants).await?.into_iter();
+        let mut limits = DraftLimits {
+            n_vocab,
+            ends,
+            mask_time: &mut engine.stats.totals.mask,
+        };
+        let mut picked = Vec::with_capacity(steps.len());
+        for (step, (rows, histories, _)) in steps.iter_mut().zip(&checks) {
+            let read: Vec<_> = read.by_ref().take(rows.len()).collect();
+            let judged = (step.draft).judge(step.sampler, &read, histories, &mut limits)?;
+            // The slot keeps the rows whose successors were picked; the rest are overwritten later.
+            (self.slots[step.slot].cached).extend_from_slice(&rows[..judged.tokens.len()]);
+            picked.push(judged);
+        }
+        Ok(picked)
+    }
+
+    /// `step` where no slot brings a draft: a token each, in one pass or one a sequence
+    /// (`Engine::step_sequences`).
+    async fn step_plain(
+        &mut self,
+        engine: &mut Engine,
+        steps: &mut [SlotStep<'_>],
+    ) -> Result<Vec<Picked>, Error> {
         let tokens: Vec<[u32; 1]> = steps.iter().map(|s| [s.token]).collect();
         let segments: Vec<Segment> = steps
             .iter()
@@ -200,7 +264,10 @@ impl Slots {
             let (next, log_prob) = sampler.pick_from_step(read, history, mask_time)?;
             self.slots[step.slot].cached.push(step.token);
             sampler.accept(next, mask_time)?;
-            picked.push((next, log_prob));
+            picked.push(Picked {
+                tokens: vec![(next, log_prob)],
+                stood: 0,
+            });
         }
         Ok(picked)
     }

@@ -5,8 +5,10 @@
 //! and one of the model's own after them (`Sampler::judge`). On a GPU a step's cost is reading the
 //! weights, which a check of a few tokens does once for all of them.
 
+mod draft;
 mod draft_model;
 mod lookup;
+pub use draft::{Draft, DraftLimits, Picked};
 pub use draft_model::{same_vocabulary, DraftModel};
 pub use lookup::propose as lookup;
 

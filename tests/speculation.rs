@@ -15,7 +15,8 @@ use wick::grammar::Grammar;
 use wick::reply::Reply;
 use wick::sampler::{Sampler, SamplerConfig, TokenLogProb};
 use wick::session::Session;
-use wick::speculate::{DraftModel, Drafter, Speculation};
+use wick::slots::{SlotStep, Slots};
+use wick::speculate::{self, Draft, DraftLimits, DraftModel, Drafter, Speculation};
 use wick::tokenizer::Tokenizer;
 
 /// Tokens a check runs: the token picked last and up to 4 drafted.
@@ -249,6 +250,106 @@ fn a_prediction_is_drafted_from_first_and_the_reply_stays_the_models() {
                 "{name}: nothing drafted from it"
             );
         }
+    }
+}
+
+/// A server's parallel slots drafting by lookup (`Slots::step` with drafts, as `serve --parallel
+/// --lookup` runs them): two requests at once, each slot's token and draft in one pass, each reply
+/// the request's plain reply. A slot whose lookup found nothing runs its token beside the other's
+/// draft.
+#[test]
+fn parallel_slots_drafting_by_lookup_give_each_request_its_plain_reply() {
+    let Some(gpu) = gpu() else { return };
+    let target = common::model_path();
+    let mut plain = session(&gpu, &target, 0);
+    let prompts: Vec<Vec<u32>> = [
+        "<|im_start|>user\nRename the variable total to result in this function:\n\ndef add(a, b):\n    total = a + b\n    return total<|im_end|>\n<|im_start|>assistant\n",
+        "<|im_start|>user\nName three colors.<|im_end|>\n<|im_start|>assistant\n",
+    ]
+    .iter()
+    .map(|p| plain.tokenize_prompt(p))
+    .collect();
+    let wants: Vec<_> = prompts.iter().map(|p| reply(&mut plain, p, 32)).collect();
+    let options = LoadOptions {
+        n_ctx: 512,
+        batch: Some(16),
+        sequences: 2,
+        check_tokens: 2 * CHECK,
+        ..Default::default()
+    };
+    let source = FileSource::open(&target).unwrap();
+    let mut s = Session::load(gpu.clone(), &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let mut slots = Slots::new(&s.engine);
+    let mut next: Vec<u32> = (prompts.iter().enumerate())
+        .map(|(i, p)| slots.begin(i, p).unwrap().0)
+        .collect();
+    while (0..2).any(|i| slots.reading(i)) {
+        let reading: Vec<usize> = (0..2).filter(|&i| slots.reading(i)).collect();
+        slots
+            .read_chunks(&mut s.engine, &reading)
+            .block_on()
+            .unwrap();
+    }
+    let mut samplers: Vec<Sampler> = (0..2)
+        .map(|_| {
+            let mut sampler = Sampler::new(SamplerConfig::greedy());
+            sampler.log_probs = Some(2);
+            sampler
+        })
+        .collect();
+    let mut got: Vec<(Vec<u32>, Vec<TokenLogProb>)> = vec![Default::default(); 2];
+    let (mut drafted, mut stood, mut mixed) = (0, 0, 0);
+    let n_vocab = s.engine.n_vocab();
+    let tokenizer = &s.tokenizer;
+    let ends = |token| tokenizer.is_end_of_generation(token);
+    let mut mask_time = Default::default();
+    while (0..2).any(|i| got[i].0.len() < wants[i].0.len()) {
+        let mut steps = Vec::new();
+        for (i, sampler) in samplers.iter_mut().enumerate() {
+            if got[i].0.len() >= wants[i].0.len() {
+                continue;
+            }
+            let mut limits = DraftLimits {
+                n_vocab,
+                ends: &ends,
+                mask_time: &mut mask_time,
+            };
+            let context = [slots.cached(i), &[next[i]]].concat();
+            let mut draft = Draft::start(sampler, &mut limits).unwrap();
+            let proposed = speculate::lookup(&context, CHECK as usize - 1);
+            draft.take_all(&proposed, sampler, &mut limits).unwrap();
+            drafted += draft.tokens.len();
+            steps.push(SlotStep {
+                slot: i,
+                token: next[i],
+                draft,
+                sampler,
+            });
+        }
+        let empty = steps.iter().filter(|s| s.draft.tokens.is_empty()).count();
+        mixed += (empty > 0 && empty < steps.len()) as usize;
+        let slots_stepped: Vec<usize> = steps.iter().map(|s| s.slot).collect();
+        let picked = slots
+            .step(&mut s.engine, &mut steps, &ends)
+            .block_on()
+            .unwrap();
+        for (i, picked) in slots_stepped.into_iter().zip(picked) {
+            stood += picked.stood;
+            for (token, log_prob) in picked.tokens {
+                if got[i].0.len() < wants[i].0.len() {
+                    got[i].0.push(token);
+                    got[i].1.push(log_prob.unwrap());
+                }
+                next[i] = token;
+            }
+        }
+    }
+    eprintln!("{drafted} drafted, {stood} stood; {mixed} passes with a draft beside a plain step");
+    assert!(stood > 0, "no drafted token stood");
+    for i in 0..2 {
+        assert_same_reply(&format!("slot {i}"), &wants[i], &got[i]);
     }
 }
 

@@ -31,11 +31,12 @@ impl SpeculationArgs {
         self.draft.is_some() || self.lookup
     }
 
-    /// The load options for the model: with rows to check a draft and the token before it.
+    /// The load options for the model: with rows to check a draft and the token before it, for
+    /// each of the sequences a step holds (a server's parallel slots each check their own).
     pub fn options(&self, options: LoadOptions) -> LoadOptions {
         LoadOptions {
             check_tokens: match self.speculating() {
-                true => self.draft_max + 1,
+                true => (self.draft_max + 1) * options.sequences.max(1),
                 false => 0,
             },
             ..options

@@ -224,6 +224,15 @@ fn predicted_outputs_through_the_openai_client() {
     client_of_server(&model, (512, &["--lookup"]), "prediction_client.py", &[]);
 }
 
+/// The same on a server whose parallel slots draft by lookup (`-np 2 --lookup`): each slot drafts
+/// from its request's prediction first.
+#[test]
+fn predicted_outputs_through_parallel_slots() {
+    let model = root().join(SMOLLM2);
+    let server = (512, &["--lookup", "-np", "2"][..]);
+    client_of_server(&model, server, "prediction_client.py", &[]);
+}
+
 /// Images in chat requests (image_client.py): the random Gemma 3 model with its projector, whose
 /// greedy reply to the image prompt is llama.cpp's (tests/goldens/random-gemma3-vision.json), with
 /// the model drafting for itself (speculative decoding beside images: the draft reads the text).

@@ -94,6 +94,26 @@ impl Engine {
         self.run_rows(steps, wants).await
     }
 
+    /// One pass of the parallel plan over several sequences' rows (slots that check drafts: each
+    /// segment a token picked last and the draft after it), reading back what `wants` asks of each
+    /// row. The caller keeps each sequence's place, and the rows it keeps.
+    pub async fn step_rows(
+        &mut self,
+        segments: &[Segment<'_>],
+        wants: &[Want],
+    ) -> Result<Vec<SequenceStep>, Error> {
+        let rows: usize = segments.iter().map(|s| s.tokens.len()).sum();
+        let most = self.forward.parallel.as_ref().map_or(0, |p| p.plan.batch) as usize;
+        if segments.len() > self.sequences() as usize || rows > most {
+            return Err(Error::Model(format!(
+                "{rows} rows of {} sequences in one step; the engine was loaded for {most} rows of {}",
+                segments.len(),
+                self.sequences()
+            )));
+        }
+        self.run_rows(segments, wants).await
+    }
+
     /// One pass of the parallel plan over the tokens of `segments`, a row each, reading back the
     /// index of each row's largest logit and what `wants` asks of it (its logits, or its candidates
     /// picked after the step in the same pass).

@@ -2,26 +2,10 @@
 //! tokens, checked in one run of the model, and the tokens the sampler keeps of it.
 
 use super::Session;
-use crate::grammar::Constraint;
-use crate::sampler::{Chances, Sampler, TokenLogProb};
-use crate::speculate::{self, Drafter, Prediction, Speculation};
+use crate::sampler::{Sampler, TokenLogProb};
+use crate::speculate::{self, Draft, DraftLimits, Drafter, Prediction, Speculation};
 use crate::Error;
-use web_time::{Duration, Instant};
-
-/// A step's draft: the tokens proposed after the token picked last, the chances the drafter gave
-/// each, and the tokens a grammar allows after each row of the check (the picked token's, then
-/// each drafted token's; none without a grammar).
-#[derive(Default)]
-struct Draft {
-    tokens: Vec<u32>,
-    chances: Vec<Chances>,
-    allowed: Vec<Option<Vec<u32>>>,
-    /// The draft model's time bringing its cache to the tokens so far (the prompt, the tokens
-    /// picked without a draft): not a cost of the drafted tokens.
-    catching_up: f64,
-    /// Drafted from the reply's prediction, not by the drafter.
-    predicted: bool,
-}
+use web_time::Instant;
 
 /// The reply a step belongs to: where in the cache it starts (its prompt's length), and what it is
 /// predicted to say, if anything.
@@ -85,44 +69,16 @@ impl Session {
             return Ok(vec![picked]);
         }
         let start = Instant::now();
-        let rows: Vec<u32> = [id]
-            .into_iter()
-            .chain(draft.tokens.iter().copied())
-            .collect();
-        let base = self.cached.len();
-        context.extend_from_slice(&draft.tokens);
-        let histories: Vec<Vec<u32>> = (0..rows.len())
-            .map(|i| sampler.history(&context[..base + i], rows[i]))
-            .collect();
-        let wants: Vec<_> = (histories.iter().zip(&draft.allowed))
-            .map(|(history, bits)| sampler.want_chances(history, bits.clone()))
-            .collect();
+        let (rows, histories, wants) = draft.check_rows(sampler, &self.cached, id);
         let steps = self.engine.check(&rows, &wants).await?;
-        // The grammar walked the draft to mask its rows; it goes back, then takes the tokens kept.
-        if let Some(constraint) = &mut sampler.constraint {
-            constraint.rollback(draft.tokens.len())?;
-        }
-        let mut picked = Vec::new();
-        let mut stood = 0;
-        for (i, step) in steps.iter().enumerate() {
-            let chances = sampler.chances_of(step, &histories[i], draft.allowed[i].as_deref());
-            let token = match draft.tokens.get(i) {
-                Some(&proposed) => match sampler.judge(&chances, &draft.chances[i], proposed) {
-                    None => proposed,
-                    Some(other) => other,
-                },
-                None => sampler.draw(&chances),
-            };
-            let stands = draft.tokens.get(i) == Some(&token);
-            picked.push((token, sampler.log_prob_of(step, token, &histories[i])));
-            sampler.accept(token, &mut self.engine.stats.totals.mask)?;
-            let ended = self.tokenizer.is_end_of_generation(token)
-                || sampler.constraint.as_ref().is_some_and(|c| c.is_finished());
-            if !stands || ended {
-                break;
-            }
-            stood += 1;
-        }
+        let tokenizer = &self.tokenizer;
+        let mut limits = DraftLimits {
+            n_vocab: self.engine.n_vocab(),
+            ends: &|token| tokenizer.is_end_of_generation(token),
+            mask_time: &mut self.engine.stats.totals.mask,
+        };
+        let judged = draft.judge(sampler, &steps, &histories, &mut limits)?;
+        let (picked, stood) = (judged.tokens, judged.stood);
         // The cache keeps the rows whose successors were picked: the token run last, and the
         // drafted tokens that stood (the last token picked runs in the next step).
         self.engine.keep_checked(picked.len()).await?;
@@ -150,44 +106,21 @@ impl Session {
         speculation: &mut Speculation,
     ) -> Result<Draft, Error> {
         let id = *context.last().expect("the token picked last");
-        let n_vocab = self.engine.n_vocab();
-        let mask_time = &mut self.engine.stats.totals.mask;
-        let mut draft = Draft::default();
-        draft
-            .allowed
-            .push(allowed_now(sampler, n_vocab, mask_time)?);
-        let mut take = |draft: &mut Draft, token: u32, chances: Chances, sampler: &mut Sampler| {
-            // The end of the reply is not drafted: the model's own pick after the draft finds it.
-            // Nor is an image's token (an id past the vocabulary), which lookup finds in the prompt.
-            let bits = draft.allowed.last().expect("a row's mask");
-            let refused = bits.as_ref().is_some_and(|b| !Constraint::allows(b, token));
-            if refused || token >= n_vocab || self.tokenizer.is_end_of_generation(token) {
-                return Ok(false);
-            }
-            sampler.accept(token, mask_time)?;
-            draft.tokens.push(token);
-            draft.chances.push(chances);
-            draft
-                .allowed
-                .push(allowed_now(sampler, n_vocab, mask_time)?);
-            Ok::<_, Error>(true)
+        let tokenizer = &self.tokenizer;
+        let mut limits = DraftLimits {
+            n_vocab: self.engine.n_vocab(),
+            ends: &|token| tokenizer.is_end_of_generation(token),
+            mask_time: &mut self.engine.stats.totals.mask,
         };
+        let mut draft = Draft::start(sampler, &mut limits)?;
         if !predicted.is_empty() {
             draft.predicted = true;
-            for &token in predicted.iter().take(n) {
-                if !take(&mut draft, token, vec![(token, 1.0)], sampler)? {
-                    break;
-                }
-            }
+            draft.take_all(&predicted[..n.min(predicted.len())], sampler, &mut limits)?;
             return Ok(draft);
         }
         match &mut speculation.drafter {
             Drafter::Lookup => {
-                for token in speculate::lookup(context, n) {
-                    if !take(&mut draft, token, vec![(token, 1.0)], sampler)? {
-                        break;
-                    }
-                }
+                draft.take_all(&speculate::lookup(context, n), sampler, &mut limits)?;
             }
             Drafter::Model(model) => {
                 // The draft reads the tokens it has: not an image's rows, which only the model's
@@ -217,7 +150,7 @@ impl Session {
                     let step = model.step(token, &want).await?;
                     let chances = sampler.chances_of(&step, &history, bits.as_deref());
                     let next = sampler.draw(&chances);
-                    if !take(&mut draft, next, chances, sampler)? {
+                    if !draft.take(next, chances, sampler, &mut limits)? {
                         break;
                     }
                     token = next;
@@ -226,20 +159,4 @@ impl Session {
         }
         Ok(draft)
     }
-}
-
-/// The tokens the reply's grammar allows next (`Constraint::allowed_bits`), none without one; the
-/// grammar's work is added to `mask_time`.
-fn allowed_now(
-    sampler: &mut Sampler,
-    n_vocab: u32,
-    mask_time: &mut Duration,
-) -> Result<Option<Vec<u32>>, Error> {
-    let Some(constraint) = &mut sampler.constraint else {
-        return Ok(None);
-    };
-    let start = Instant::now();
-    let bits = constraint.allowed_bits(n_vocab)?;
-    *mask_time += start.elapsed();
-    Ok(Some(bits))
 }

@@ -54,10 +54,10 @@ pub fn main(args: ServeArgs) -> Result<()> {
              at a time: leave out one or the other"
         );
     }
-    if args.parallel > 1 && (args.speculation.draft.is_some() || args.speculation.lookup) {
+    if args.parallel > 1 && args.speculation.draft.is_some() {
         anyhow::bail!(
-            "--parallel steps several requests a token at a time; speculative decoding (--draft, \
-             --lookup) runs one request at a time: leave out one or the other"
+            "--parallel slots draft by --lookup; a draft model (--draft) drafts for one request at \
+             a time: leave out --parallel, or use --lookup"
         );
     }
     let images = args.projector.mmproj.is_some();

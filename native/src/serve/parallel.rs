@@ -2,7 +2,8 @@
 //! steps and leave as they finish or as their clients go; each step runs a token of every request
 //! that is generating, in one pass (`wick::slots::Slots`). New requests' prompts are read a chunk at
 //! a time between steps (several prompts' pieces in one chunk), so they hold the others up by one
-//! chunk at most.
+//! chunk at most. On a server started with `--lookup`, each slot drafts from its prompt and reply
+//! (and from a request's prediction first), its draft checked in the same pass as the others' steps.
 
 use super::metrics::Metrics;
 use super::worker::{self, Event, Job, Prepared, Task};
@@ -13,7 +14,7 @@ use wick::reply::Completion;
 use wick::reply::Piece;
 use wick::session::Session;
 use wick::slots::{SlotStep, Slots};
-use wick::speculate::Prediction;
+use wick::speculate::{self, Draft, DraftLimits, Drafter, Prediction, Speculation};
 
 /// A request in a slot.
 struct Active {
@@ -26,6 +27,8 @@ struct Active {
     admitted: Instant,
     /// From admission to the first token picked.
     prompt_time: Option<Duration>,
+    /// What the request predicts the reply says, where it does.
+    prediction: Option<Prediction>,
 }
 
 /// How long a server that was idle waits after a request for others sent with it (they arrive about
@@ -35,6 +38,11 @@ const GATHER: Duration = Duration::from_millis(5);
 pub fn serve(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Metrics) {
     let mut slots = Slots::new(&session.engine);
     let mut active: Vec<Option<Active>> = (0..slots.len()).map(|_| None).collect();
+    // Each slot's own speculation, where the server drafts by lookup: how often its drafts stand
+    // follows its requests' text, and what its checks cost follows the steps it shares.
+    let mut speculations: Vec<Option<Speculation>> = (0..slots.len())
+        .map(|_| (session.speculation.as_ref()).map(|s| Speculation::new(Drafter::Lookup, s.max)))
+        .collect();
     loop {
         // Take requests while a slot is free, waiting for one when nothing runs; the rest wait in
         // the queue. Requests sent together reach the queue a moment apart: a server that was idle
@@ -86,7 +94,13 @@ pub fn serve(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Me
                 fail(&mut active, &mut slots, &reading, e, metrics);
             }
         }
-        step(&mut session, &mut slots, &mut active, metrics);
+        step(
+            &mut session,
+            &mut slots,
+            &mut active,
+            &mut speculations,
+            metrics,
+        );
     }
 }
 
@@ -115,6 +129,8 @@ fn admit(
     let s = slots.choose(&prepared.prompt, free).expect("a free slot");
     // `prepare` refused a prompt longer than a slot.
     let (token, processed) = slots.begin(s, &prepared.prompt).expect("the prompt fits");
+    let prediction = (job.prediction.as_ref())
+        .map(|text| Prediction::new(session.tokenizer.encode(text, false)));
     active[s] = Some(Active {
         job,
         prepared,
@@ -122,55 +138,138 @@ fn admit(
         processed,
         admitted: Instant::now(),
         prompt_time: None,
+        prediction,
     });
 }
 
-/// One decode step of every request whose prompt is read; each takes its token, and those that end
-/// with it are answered.
+/// One decode step of every request whose prompt is read, each with its slot's draft where it
+/// speculates; each takes its tokens, and those that end with them are answered.
 fn step(
     session: &mut Session,
     slots: &mut Slots,
     active: &mut [Option<Active>],
+    speculations: &mut [Option<Speculation>],
     metrics: &Metrics,
 ) {
-    let mut steps: Vec<SlotStep> = active
-        .iter_mut()
-        .enumerate()
-        .filter(|(s, a)| a.is_some() && !slots.reading(*s))
-        .map(|(slot, a)| {
-            let a = a.as_mut().expect("filtered");
+    let stepped: Vec<usize> = (0..active.len())
+        .filter(|&s| active[s].is_some() && !slots.reading(s))
+        .collect();
+    if stepped.is_empty() {
+        return;
+    }
+    let drafts = match draft_all(session, slots, active, speculations, &stepped) {
+        Ok(drafts) => drafts,
+        Err(e) => return fail(active, slots, &stepped, e, metrics),
+    };
+    let mut steps: Vec<SlotStep> = (active.iter_mut().enumerate())
+        .filter(|(s, _)| stepped.contains(s))
+        .zip(drafts)
+        .map(|((slot, a), draft)| {
+            let a = a.as_mut().expect("stepped");
             SlotStep {
                 slot,
                 token: a.token,
+                draft,
                 sampler: &mut a.prepared.sampler,
             }
         })
         .collect();
-    if steps.is_empty() {
-        return;
-    }
-    let stepped: Vec<usize> = steps.iter().map(|s| s.slot).collect();
-    let picked = match slots.step(&mut session.engine, &mut steps).block_on() {
+    let proposed: Vec<(usize, bool)> = (steps.iter())
+        .map(|s| (s.draft.tokens.len(), s.draft.predicted))
+        .collect();
+    let start = Instant::now();
+    let tokenizer = &session.tokenizer;
+    let ends = |token| tokenizer.is_end_of_generation(token);
+    let picked = match slots
+        .step(&mut session.engine, &mut steps, &ends)
+        .block_on()
+    {
         Ok(picked) => picked,
         Err(e) => return fail(active, slots, &stepped, e, metrics),
     };
-    for (s, (token, log_prob)) in stepped.into_iter().zip(picked) {
+    let took = start.elapsed().as_secs_f64();
+    for ((s, picked), (proposed, predicted)) in stepped.into_iter().zip(picked).zip(proposed) {
         let a = active[s].as_mut().expect("stepped");
+        // The pass's time is each slot's step or check: the cost it shares with the others.
+        if let Some(speculation) = &mut speculations[s] {
+            match (proposed, a.prediction.as_mut().filter(|_| predicted)) {
+                (0, _) => speculation.record_step(took),
+                (n, Some(p)) => speculation.record_predicted_check(p, (n, picked.stood), took),
+                (n, None) => speculation.record_check(n, picked.stood, 0.0, took),
+            }
+        }
         a.prompt_time.get_or_insert_with(|| a.admitted.elapsed());
-        let room = slots.pos(s) < slots.rows();
-        let (events, pieces) = (&a.job.events, &mut a.prepared.pieces);
-        let mut on_text = |piece: Piece| pieces.send(events, piece);
-        let sampler = &a.prepared.sampler;
-        let picked = (token, log_prob);
-        match a
-            .prepared
-            .reply
-            .push(&session.tokenizer, picked, sampler, room, &mut on_text)
-        {
-            None => a.token = token,
-            Some(finish) => answer(session, active[s].take().expect("active"), finish, metrics),
+        let last = picked.tokens.len() - 1;
+        for (i, picked) in picked.tokens.into_iter().enumerate() {
+            // The tokens before the last are in the cache; the last runs at the slot's next place.
+            let room = i < last || slots.pos(s) < slots.rows();
+            let (events, pieces) = (&a.job.events, &mut a.prepared.pieces);
+            let mut on_text = |piece: Piece| pieces.send(events, piece);
+            let sampler = &a.prepared.sampler;
+            let token = picked.0;
+            match (a.prepared.reply).push(&session.tokenizer, picked, sampler, room, &mut on_text) {
+                None => a.token = token,
+                Some(finish) => {
+                    answer(session, active[s].take().expect("active"), finish, metrics);
+                    break;
+                }
+            }
         }
     }
+}
+
+/// The drafts of the slots in `stepped` where the server speculates: from a request's prediction
+/// first, else by lookup in its slot's tokens, each sized by its slot's speculation and walked
+/// through its grammar; empty drafts elsewhere.
+fn draft_all(
+    session: &mut Session,
+    slots: &Slots,
+    active: &mut [Option<Active>],
+    speculations: &mut [Option<Speculation>],
+    stepped: &[usize],
+) -> Result<Vec<Draft>, wick::Error> {
+    let check_rows = session.engine.check_tokens() as usize / slots.len().max(1);
+    let mut drafts = Vec::with_capacity(stepped.len());
+    for &s in stepped {
+        let a = active[s].as_mut().expect("stepped");
+        let Some(speculation) = &mut speculations[s] else {
+            drafts.push(Draft::default());
+            continue;
+        };
+        // Rows for the token and its draft: within the slot's share of the pass and its context.
+        let room = (slots.rows() - slots.pos(s)) as usize;
+        let most = check_rows.min(room).saturating_sub(1);
+        let context = [slots.cached(s), &[a.token]].concat();
+        let reply_start = a.prepared.prompt.len().min(context.len());
+        let predicted = match &a.prediction {
+            Some(p) => p.propose(&context, &context[reply_start..], most),
+            None => Vec::new(),
+        };
+        let n = match (&a.prediction, predicted.is_empty()) {
+            (Some(p), false) => speculation.size_predicted(p),
+            _ => speculation.size(),
+        }
+        .min(most);
+        let tokenizer = &session.tokenizer;
+        let mut limits = DraftLimits {
+            n_vocab: session.engine.n_vocab(),
+            ends: &|token| tokenizer.is_end_of_generation(token),
+            mask_time: &mut session.engine.stats.totals.mask,
+        };
+        let sampler = &mut a.prepared.sampler;
+        let mut draft = Draft::default();
+        if n > 0 {
+            draft = Draft::start(sampler, &mut limits)?;
+            draft.predicted = !predicted.is_empty();
+            let proposed = match draft.predicted {
+                true => predicted[..n.min(predicted.len())].to_vec(),
+                false => speculate::lookup(&context, n),
+            };
+            draft.take_all(&proposed, sampler, &mut limits)?;
+        }
+        drafts.push(draft);
+    }
+    Ok(drafts)
 }
 
 /// Sends a finished request its last events.
@@ -183,12 +282,7 @@ fn answer(session: &Session, mut a: Active, finish: wick::reply::FinishReason, m
         prompt_processed: a.processed,
         prompt_time,
         gen_time: a.admitted.elapsed().saturating_sub(prompt_time),
-        // Slots do not speculate: a prediction drafts nothing.
-        prediction: a
-            .job
-            .prediction
-            .as_ref()
-            .map(|_| Prediction::new(Vec::new())),
+        prediction: a.prediction.take(),
         ..a.prepared
             .reply
             .finish(finish, &session.tokenizer, &mut on_text)

@@ -1,0 +1,160 @@
+//! A step's draft and its check, as a session and a server's parallel slots share them: the tokens
+//! proposed after the token picked last, walked through the reply's grammar to mask each row of the
+//! check (`Draft::take`), what each row of the check asks of the step (`Draft::check_wants`), and the
+//! tokens the sampler keeps of what the check read back (`Draft::judge`).
+
+use crate::grammar::Constraint;
+use crate::sampler::{Chances, Sampler, SequenceStep, TokenLogProb, Want};
+use crate::Error;
+use web_time::Duration;
+use web_time::Instant;
+
+/// The tokens proposed after the token picked last, the chances the drafter gave each, and the
+/// tokens a grammar allows after each row of the check (the picked token's, then each drafted
+/// token's; none without a grammar).
+#[derive(Default)]
+pub struct Draft {
+    pub tokens: Vec<u32>,
+    pub chances: Vec<Chances>,
+    pub allowed: Vec<Option<Vec<u32>>>,
+    /// A draft model's time bringing its cache to the tokens so far (the prompt, the tokens
+    /// picked without a draft): not a cost of the drafted tokens.
+    pub catching_up: f64,
+    /// Drafted from the reply's prediction, not by the drafter.
+    pub predicted: bool,
+}
+
+/// The tokens picked after a check (or a plain step: one token), each with its log-probability
+/// where the sampler reports them, and how many of them were drafted tokens that stood.
+pub struct Picked {
+    pub tokens: Vec<(u32, Option<TokenLogProb>)>,
+    pub stood: usize,
+}
+
+/// What a reply's sampler and vocabulary say of a drafted token: the model's vocabulary, which
+/// tokens end the reply, and where the grammar's work is counted.
+pub struct DraftLimits<'a> {
+    pub n_vocab: u32,
+    pub ends: &'a dyn Fn(u32) -> bool,
+    pub mask_time: &'a mut Duration,
+}
+
+impl Draft {
+    /// An empty draft after the token picked last: the grammar's mask for the check's first row.
+    pub fn start(sampler: &mut Sampler, limits: &mut DraftLimits) -> Result<Draft, Error> {
+        Ok(Draft {
+            allowed: vec![allowed_now(sampler, limits)?],
+            ..Draft::default()
+        })
+    }
+
+    /// Takes `token`, proposed with `chances`, where the grammar allows it after the tokens taken
+    /// so far (the grammar then walks past it; `judge` takes it back). The end of the reply is not
+    /// drafted: the model's own pick after the draft finds it. Nor is an image's token (an id past
+    /// the vocabulary), which lookup finds in the prompt. Returns whether it was taken.
+    pub fn take(
+        &mut self,
+        token: u32,
+        chances: Chances,
+        sampler: &mut Sampler,
+        limits: &mut DraftLimits,
+    ) -> Result<bool, Error> {
+        let bits = self.allowed.last().expect("a row's mask");
+        let refused = bits.as_ref().is_some_and(|b| !Constraint::allows(b, token));
+        if refused || token >= limits.n_vocab || (limits.ends)(token) {
+            return Ok(false);
+        }
+        sampler.accept(token, limits.mask_time)?;
+        self.tokens.push(token);
+        self.chances.push(chances);
+        self.allowed.push(allowed_now(sampler, limits)?);
+        Ok(true)
+    }
+
+    /// Takes the tokens of `proposed` in order (each certain, as a lookup's or a prediction's),
+    /// up to the first refused.
+    pub fn take_all(
+        &mut self,
+        proposed: &[u32],
+        sampler: &mut Sampler,
+        limits: &mut DraftLimits,
+    ) -> Result<(), Error> {
+        for &token in proposed {
+            if !self.take(token, vec![(token, 1.0)], sampler, limits)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The check's rows after `cached` (the tokens before the token picked last, `id`): `id` and
+    /// the drafted tokens; for each, the tokens the penalties look at and what the step reads back.
+    pub fn check_rows(
+        &self,
+        sampler: &Sampler,
+        cached: &[u32],
+        id: u32,
+    ) -> (Vec<u32>, Vec<Vec<u32>>, Vec<Want>) {
+        let rows: Vec<u32> = [id]
+            .into_iter()
+            .chain(self.tokens.iter().copied())
+            .collect();
+        let context: Vec<u32> = [cached, &rows].concat();
+        let histories: Vec<Vec<u32>> = (0..rows.len())
+            .map(|i| sampler.history(&context[..cached.len() + i], rows[i]))
+            .collect();
+        let wants = (histories.iter().zip(&self.allowed))
+            .map(|(history, bits)| sampler.want_chances(history, bits.clone()))
+            .collect();
+        (rows, histories, wants)
+    }
+
+    /// The tokens the sampler picks from a check's rows (`steps`, with the `histories` of
+    /// `check_rows`): each drafted token that stands, up to the first that falls, and the one
+    /// picked after it (the model's own, or drawn from what the model gives beyond the draft).
+    /// The grammar, which walked the draft to mask its rows, goes back and takes the tokens picked.
+    pub fn judge(
+        &self,
+        sampler: &mut Sampler,
+        steps: &[SequenceStep],
+        histories: &[Vec<u32>],
+        limits: &mut DraftLimits,
+    ) -> Result<Picked, Error> {
+        if let Some(constraint) = &mut sampler.constraint {
+            constraint.rollback(self.tokens.len())?;
+        }
+        let mut tokens = Vec::new();
+        let mut stood = 0;
+        for (i, step) in steps.iter().enumerate() {
+            let chances = sampler.chances_of(step, &histories[i], self.allowed[i].as_deref());
+            let token = match self.tokens.get(i) {
+                Some(&proposed) => sampler
+                    .judge(&chances, &self.chances[i], proposed)
+                    .unwrap_or(proposed),
+                None => sampler.draw(&chances),
+            };
+            let stands = self.tokens.get(i) == Some(&token);
+            tokens.push((token, sampler.log_prob_of(step, token, &histories[i])));
+            sampler.accept(token, limits.mask_time)?;
+            let ended = (limits.ends)(token)
+                || sampler.constraint.as_ref().is_some_and(|c| c.is_finished());
+            if !stands || ended {
+                break;
+            }
+            stood += 1;
+        }
+        Ok(Picked { tokens, stood })
+    }
+}
+
+/// The tokens the reply's grammar allows next (`Constraint::allowed_bits`), none without one; the
+/// grammar's work is added to the limits' `mask_time`.
+fn allowed_now(sampler: &mut Sampler, limits: &mut DraftLimits) -> Result<Option<Vec<u32>>, Error> {
+    let Some(constraint) = &mut sampler.constraint else {
+        return Ok(None);
+    };
+    let start = Instant::now();
+    let bits = constraint.allowed_bits(limits.n_vocab)?;
+    *limits.mask_time += start.elapsed();
+    Ok(Some(bits))
+}
