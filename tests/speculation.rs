@@ -255,8 +255,8 @@ fn a_prediction_is_drafted_from_first_and_the_reply_stays_the_models() {
 
 /// A server's parallel slots drafting by lookup (`Slots::step` with drafts, as `serve --parallel
 /// --lookup` runs them): two requests at once, each slot's token and draft in one pass, each reply
-/// the request's plain reply. A slot whose lookup found nothing runs its token beside the other's
-/// draft.
+/// the request's plain reply, the second held to JSON by a grammar that masks its drafts. A slot
+/// whose lookup found nothing runs its token beside the other's draft.
 #[test]
 fn parallel_slots_drafting_by_lookup_give_each_request_its_plain_reply() {
     let Some(gpu) = gpu() else { return };
@@ -264,12 +264,29 @@ fn parallel_slots_drafting_by_lookup_give_each_request_its_plain_reply() {
     let mut plain = session(&gpu, &target, 0);
     let prompts: Vec<Vec<u32>> = [
         "<|im_start|>user\nRename the variable total to result in this function:\n\ndef add(a, b):\n    total = a + b\n    return total<|im_end|>\n<|im_start|>assistant\n",
-        "<|im_start|>user\nName three colors.<|im_end|>\n<|im_start|>assistant\n",
+        "<|im_start|>user\nName three colors as JSON, each with its name as a key.<|im_end|>\n<|im_start|>assistant\n",
     ]
     .iter()
     .map(|p| plain.tokenize_prompt(p))
     .collect();
-    let wants: Vec<_> = prompts.iter().map(|p| reply(&mut plain, p, 32)).collect();
+    let sampler = |s: &mut Session, json: bool| {
+        let mut sampler = Sampler::new(SamplerConfig::greedy());
+        sampler.log_probs = Some(2);
+        if json {
+            sampler.constraint = Some(s.constraint(&Grammar::JsonObject).unwrap());
+        }
+        sampler
+    };
+    let wants: Vec<(Vec<u32>, Vec<TokenLogProb>)> = (prompts.iter().enumerate())
+        .map(|(i, prompt)| {
+            let mut sampler = sampler(&mut plain, i == 1);
+            let c = plain
+                .complete(prompt, Reply::new(32, &[]), &mut sampler, &mut |_| true)
+                .block_on()
+                .unwrap();
+            (c.tokens, c.log_probs)
+        })
+        .collect();
     let options = LoadOptions {
         n_ctx: 512,
         batch: Some(16),
@@ -292,13 +309,7 @@ fn parallel_slots_drafting_by_lookup_give_each_request_its_plain_reply() {
             .block_on()
             .unwrap();
     }
-    let mut samplers: Vec<Sampler> = (0..2)
-        .map(|_| {
-            let mut sampler = Sampler::new(SamplerConfig::greedy());
-            sampler.log_probs = Some(2);
-            sampler
-        })
-        .collect();
+    let mut samplers: Vec<Sampler> = (0..2).map(|i| sampler(&mut s, i == 1)).collect();
     let mut got: Vec<(Vec<u32>, Vec<TokenLogProb>)> = vec![Default::default(); 2];
     let (mut drafted, mut stood, mut mixed) = (0, 0, 0);
     let n_vocab = s.engine.n_vocab();
