@@ -187,6 +187,28 @@ impl Speculation {
         }
     }
 
+    /// What the next step drafts, in a check of at most `rows` rows after `context` (the tokens so
+    /// far, the reply's from `reply_start`): where the reply's `prediction` proposes tokens, as many
+    /// of them as its own drafts' standing sizes; else none, and how many the drafter is to propose
+    /// (`size`). A size of 0: a plain step.
+    pub fn next_draft(
+        &mut self,
+        prediction: Option<&Prediction>,
+        context: &[u32],
+        reply_start: usize,
+        rows: usize,
+    ) -> (usize, Vec<u32>) {
+        let most = rows.saturating_sub(1);
+        let reply = &context[reply_start.min(context.len())..];
+        let predicted = prediction.map_or(Vec::new(), |p| p.propose(context, reply, most));
+        let n = match (prediction, predicted.is_empty()) {
+            (Some(p), false) => self.size_predicted(p),
+            _ => self.size(),
+        };
+        let n = n.min(most);
+        (n, predicted[..n.min(predicted.len())].to_vec())
+    }
+
     /// How many tokens the next step proposes from the drafter: the number that gives the most
     /// tokens a second by what has been measured; 0 for a plain step. A plain step is measured
     /// first, then a draft of the most tokens, then each size as it is chosen.

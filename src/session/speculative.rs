@@ -3,7 +3,7 @@
 
 use super::Session;
 use crate::sampler::{Sampler, TokenLogProb};
-use crate::speculate::{self, Draft, DraftLimits, Drafter, Prediction, Speculation};
+use crate::speculate::{Draft, DraftLimits, Drafter, Prediction, Speculation};
 use crate::Error;
 use web_time::Instant;
 
@@ -39,20 +39,11 @@ impl Session {
         (reply_start, prediction): ReplyAt<'_>,
     ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
         let room = (self.engine.n_ctx() - self.engine.pos()) as usize;
-        let most = (self.engine.check_tokens() as usize).min(room);
+        let rows = (self.engine.check_tokens() as usize).min(room);
         let mut context = self.cached.clone();
         context.push(id);
-        // The prediction's draft where it has one, sized by how its own drafts fared; else the
-        // drafter's.
-        let predicted = match &prediction {
-            Some(p) => p.propose(&context, &context[reply_start.min(context.len())..], most),
-            None => Vec::new(),
-        };
-        let n = match (&prediction, predicted.is_empty()) {
-            (Some(p), false) => speculation.size_predicted(p),
-            _ => speculation.size(),
-        };
-        let n = n.min(most.saturating_sub(1));
+        let (n, predicted) =
+            speculation.next_draft(prediction.as_deref(), &context, reply_start, rows);
         let start = Instant::now();
         let draft = match n {
             0 => Draft::default(),
@@ -112,50 +103,42 @@ impl Session {
             ends: &|token| tokenizer.is_end_of_generation(token),
             mask_time: &mut self.engine.stats.totals.mask,
         };
+        let model = match &mut speculation.drafter {
+            Drafter::Model(model) if predicted.is_empty() => model,
+            _ => return Draft::without_model(context, n, predicted, sampler, &mut limits),
+        };
         let mut draft = Draft::start(sampler, &mut limits)?;
-        if !predicted.is_empty() {
-            draft.predicted = true;
-            draft.take_all(&predicted[..n.min(predicted.len())], sampler, &mut limits)?;
+        // The draft model reads the tokens it has: not an image's rows, which only the model's
+        // projector made, nor any past its vocabulary. Its positions then run behind the
+        // model's, which changes its guesses, never what the model picks.
+        if id >= model.engine.n_vocab() {
+            return Ok(draft); // a token the draft does not have: nothing to go on
+        }
+        let read: Vec<u32> = (context.iter().copied())
+            .filter(|&t| t < model.engine.n_vocab())
+            .collect();
+        let start = Instant::now();
+        let caught_up = model.catch_up(&read).await?;
+        draft.catching_up = start.elapsed().as_secs_f64();
+        if !caught_up {
             return Ok(draft);
         }
-        match &mut speculation.drafter {
-            Drafter::Lookup => {
-                draft.take_all(&speculate::lookup(context, n), sampler, &mut limits)?;
+        let words = model.engine.n_vocab().div_ceil(32) as usize;
+        let mut seen = self.cached.clone();
+        let mut token = id;
+        for _ in 0..n.min(model.room()) {
+            let bits = draft.allowed.last().expect("a row's mask");
+            let bits = bits.as_ref().map(|b| b[..words.min(b.len())].to_vec());
+            let history = sampler.history(&seen, token);
+            seen.push(token);
+            let want = sampler.want_chances(&history, bits.clone());
+            let step = model.step(token, &want).await?;
+            let chances = sampler.chances_of(&step, &history, bits.as_deref());
+            let next = sampler.draw(&chances);
+            if !draft.take(next, chances, sampler, &mut limits)? {
+                break;
             }
-            Drafter::Model(model) => {
-                // The draft reads the tokens it has: not an image's rows, which only the model's
-                // projector made, nor any past its vocabulary. Its positions then run behind the
-                // model's, which changes its guesses, never what the model picks.
-                if id >= model.engine.n_vocab() {
-                    return Ok(draft); // a token the draft does not have: nothing to go on
-                }
-                let read: Vec<u32> = (context.iter().copied())
-                    .filter(|&t| t < model.engine.n_vocab())
-                    .collect();
-                let start = Instant::now();
-                let caught_up = model.catch_up(&read).await?;
-                draft.catching_up = start.elapsed().as_secs_f64();
-                if !caught_up {
-                    return Ok(draft);
-                }
-                let words = model.engine.n_vocab().div_ceil(32) as usize;
-                let mut seen = self.cached.clone();
-                let mut token = id;
-                for _ in 0..n.min(model.room()) {
-                    let bits = draft.allowed.last().expect("a row's mask");
-                    let bits = bits.as_ref().map(|b| b[..words.min(b.len())].to_vec());
-                    let history = sampler.history(&seen, token);
-                    seen.push(token);
-                    let want = sampler.want_chances(&history, bits.clone());
-                    let step = model.step(token, &want).await?;
-                    let chances = sampler.chances_of(&step, &history, bits.as_deref());
-                    let next = sampler.draw(&chances);
-                    if !draft.take(next, chances, sampler, &mut limits)? {
-                        break;
-                    }
-                    token = next;
-                }
-            }
+            token = next;
         }
         Ok(draft)
     }

@@ -48,6 +48,25 @@ impl Draft {
         })
     }
 
+    /// A draft of up to `n` tokens after `context` (the tokens so far) that needs no model: those
+    /// of `predicted` (the reply's prediction's) where it has any, else lookup's.
+    pub fn without_model(
+        context: &[u32],
+        n: usize,
+        predicted: &[u32],
+        sampler: &mut Sampler,
+        limits: &mut DraftLimits,
+    ) -> Result<Draft, Error> {
+        let mut draft = Draft::start(sampler, limits)?;
+        draft.predicted = !predicted.is_empty();
+        let proposed = match draft.predicted {
+            true => predicted[..n.min(predicted.len())].to_vec(),
+            false => super::lookup(context, n),
+        };
+        draft.take_all(&proposed, sampler, limits)?;
+        Ok(draft)
+    }
+
     /// Takes `token`, proposed with `chances`, where the grammar allows it after the tokens taken
     /// so far (the grammar then walks past it; `judge` takes it back). The end of the reply is not
     /// drafted: the model's own pick after the draft finds it. Nor is an image's token (an id past

@@ -14,7 +14,7 @@ use wick::reply::Completion;
 use wick::reply::Piece;
 use wick::session::Session;
 use wick::slots::{SlotStep, Slots};
-use wick::speculate::{self, Draft, DraftLimits, Drafter, Prediction, Speculation};
+use wick::speculate::{Draft, DraftLimits, Drafter, Prediction, Speculation};
 
 /// A request in a slot.
 struct Active {
@@ -237,19 +237,11 @@ fn draft_all(
             continue;
         };
         // Rows for the token and its draft: within the slot's share of the pass and its context.
-        let room = (slots.rows() - slots.pos(s)) as usize;
-        let most = check_rows.min(room).saturating_sub(1);
+        let rows = check_rows.min((slots.rows() - slots.pos(s)) as usize);
         let context = [slots.cached(s), &[a.token]].concat();
-        let reply_start = a.prepared.prompt.len().min(context.len());
-        let predicted = match &a.prediction {
-            Some(p) => p.propose(&context, &context[reply_start..], most),
-            None => Vec::new(),
-        };
-        let n = match (&a.prediction, predicted.is_empty()) {
-            (Some(p), false) => speculation.size_predicted(p),
-            _ => speculation.size(),
-        }
-        .min(most);
+        let reply_start = a.prepared.prompt.len();
+        let (n, predicted) =
+            speculation.next_draft(a.prediction.as_ref(), &context, reply_start, rows);
         let tokenizer = &session.tokenizer;
         let mut limits = DraftLimits {
             n_vocab: session.engine.n_vocab(),
@@ -257,17 +249,10 @@ fn draft_all(
             mask_time: &mut session.engine.stats.totals.mask,
         };
         let sampler = &mut a.prepared.sampler;
-        let mut draft = Draft::default();
-        if n > 0 {
-            draft = Draft::start(sampler, &mut limits)?;
-            draft.predicted = !predicted.is_empty();
-            let proposed = match draft.predicted {
-                true => predicted[..n.min(predicted.len())].to_vec(),
-                false => speculate::lookup(&context, n),
-            };
-            draft.take_all(&proposed, sampler, &mut limits)?;
-        }
-        drafts.push(draft);
+        drafts.push(match n {
+            0 => Draft::default(),
+            n => Draft::without_model(&context, n, &predicted, sampler, &mut limits)?,
+        });
     }
     Ok(drafts)
 }
