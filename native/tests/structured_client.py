@@ -210,7 +210,7 @@ def main():
         ({"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": {
             "type": "array", "items": {"type": "integer"}, "uniqueItems": True}}}}, "response_format", "uniqueItems"),
         ({"tool_choice": "required"}, "tool_choice", "no tools"),
-        ({"logit_bias": {"1": 5}}, "logit_bias", "logit_bias"),
+        ({"extra_body": {"audio": {"voice": "alloy", "format": "wav"}}}, "audio", "audio"),
     ]
     for fields, param, word in refusals:
         try:
