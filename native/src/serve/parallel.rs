@@ -188,11 +188,15 @@ fn step(
         Err(e) => return fail(active, slots, &stepped, e, metrics),
     };
     let took = start.elapsed().as_secs_f64();
+    let any_draft = proposed.iter().any(|&(n, _)| n > 0);
     for ((s, picked), (proposed, predicted)) in stepped.into_iter().zip(picked).zip(proposed) {
         let a = active[s].as_mut().expect("stepped");
-        // The pass's time is each slot's step or check: the cost it shares with the others.
+        // A pass without drafts is each slot's plain step; one with drafts, each drafting slot's
+        // check (the cost it shares with the others). A slot's plain token beside others' drafts
+        // measures neither.
         if let Some(speculation) = &mut speculations[s] {
             match (proposed, a.prediction.as_mut().filter(|_| predicted)) {
+                (0, _) if any_draft => {}
                 (0, _) => speculation.record_step(took),
                 (n, Some(p)) => speculation.record_predicted_check(p, (n, picked.stood), took),
                 (n, None) => speculation.record_check(n, picked.stood, 0.0, took),
