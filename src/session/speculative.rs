@@ -3,7 +3,7 @@
 
 use super::Session;
 use crate::sampler::{Sampler, TokenLogProb};
-use crate::speculate::{Draft, DraftLimits, Drafter, Prediction, Speculation};
+use crate::speculate::{Draft, DraftLimits, Drafter, Picked, Prediction, Speculation};
 use crate::Error;
 use web_time::Instant;
 
@@ -68,21 +68,20 @@ impl Session {
             ends: &|token| tokenizer.is_end_of_generation(token),
             mask_time: &mut self.engine.stats.totals.mask,
         };
-        let judged = draft.judge(sampler, &steps, &histories, &mut limits)?;
-        let (picked, stood) = (judged.tokens, judged.stood);
+        let Picked { tokens, stood } = draft.judge(sampler, &steps, &histories, &mut limits)?;
         // The cache keeps the rows whose successors were picked: the token run last, and the
         // drafted tokens that stood (the last token picked runs in the next step).
-        self.engine.keep_checked(picked.len()).await?;
+        self.engine.keep_checked(tokens.len()).await?;
         // A recurrent state runs the kept tokens again, reading nothing back: a cost of the check.
         self.engine.gpu.finished().await?;
-        self.cached.extend_from_slice(&rows[..picked.len()]);
+        self.cached.extend_from_slice(&rows[..tokens.len()]);
         let checking = start.elapsed().as_secs_f64();
         let proposed = draft.tokens.len();
         match prediction.filter(|_| draft.predicted) {
             Some(p) => speculation.record_predicted_check(p, (proposed, stood), checking),
             None => speculation.record_check(proposed, stood, drafting, checking),
         }
-        Ok(picked)
+        Ok(tokens)
     }
 
     /// Up to `n` tokens to follow `context` (the cache's tokens and the token picked last): the
