@@ -1,13 +1,12 @@
 //! A step's draft and its check, as a session and a server's parallel slots share them: the tokens
 //! proposed after the token picked last, walked through the reply's grammar to mask each row of the
-//! check (`Draft::take`), what each row of the check asks of the step (`Draft::check_wants`), and the
+//! check (`Draft::take`), what each row of the check asks of the step (`Draft::check_rows`), and the
 //! tokens the sampler keeps of what the check read back (`Draft::judge`).
 
 use crate::grammar::Constraint;
 use crate::sampler::{Chances, Sampler, SequenceStep, TokenLogProb, Want};
 use crate::Error;
-use web_time::Duration;
-use web_time::Instant;
+use web_time::{Duration, Instant};
 
 /// The tokens proposed after the token picked last, the chances the drafter gave each, and the
 /// tokens a grammar allows after each row of the check (the picked token's, then each drafted
