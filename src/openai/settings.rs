@@ -242,3 +242,143 @@ fn asks_for_something(value: &serde_json::Value) -> bool {
         _ => true,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openai::ChatRequest;
+
+    fn settings(json: &str) -> Result<Settings, InvalidRequest> {
+        let request: ChatRequest = serde_json::from_str(json).unwrap();
+        Settings::from(request.sampling, 1)
+    }
+
+    #[test]
+    fn llama_cpp_sampling_fields_reach_the_sampler() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let plain = settings(&format!("{{{messages}}}")).unwrap().sampler;
+        assert_eq!(
+            (plain.top_k, plain.min_p, plain.repeat_penalty),
+            (0, 0.0, 1.0)
+        );
+        let json = format!(r#"{{{messages}, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}}"#);
+        let s = settings(&json).unwrap().sampler;
+        assert_eq!((s.top_k, s.min_p, s.repeat_penalty), (40, 0.05, 1.1));
+        let json = format!(r#"{{{messages}, "presence_penalty": 0.5, "frequency_penalty": -1.5}}"#);
+        let s = settings(&json).unwrap().sampler;
+        assert_eq!((s.presence_penalty, s.frequency_penalty), (0.5, -1.5));
+        for (field, value) in [
+            ("min_p", "1.5"),
+            ("repeat_penalty", "0"),
+            ("repeat_penalty", "-1"),
+            ("presence_penalty", "2.5"),
+            ("frequency_penalty", "-3"),
+        ] {
+            let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
+            let e = settings(&json).err().expect("refused");
+            assert_eq!(e.param, field, "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn response_format_becomes_the_grammar() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let grammar = |format: &str| {
+            let json = format!(r#"{{{messages}, "response_format": {format}}}"#);
+            settings(&json).unwrap().grammar
+        };
+        assert_eq!(grammar(r#"{"type": "text"}"#), None);
+        assert_eq!(
+            grammar(r#"{"type": "json_object"}"#),
+            Some(Grammar::JsonObject)
+        );
+        let schema = r#"{"type": "object", "properties": {"a": {"type": "integer"}}}"#;
+        let format = format!(
+            r#"{{"type": "json_schema", "json_schema": {{"name": "x", "schema": {schema}, "strict": true}}}}"#
+        );
+        let expected: serde_json::Value = serde_json::from_str(schema).unwrap();
+        assert_eq!(grammar(&format), Some(Grammar::JsonSchema(expected)));
+    }
+
+    #[test]
+    fn fields_that_would_change_the_answer_are_refused_by_name() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        for (field, value) in [("audio", r#"{"voice": "alloy"}"#), ("functions", r#"[{}]"#)] {
+            let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
+            let e = settings(&json).err().expect("refused");
+            assert_eq!(e.param, field, "{}", e.message);
+        }
+        // Values that ask for nothing, and fields that do not change the answer, pass.
+        for (field, value) in [
+            ("logprobs", "false"),
+            ("logit_bias", "null"),
+            ("user", r#""someone""#),
+        ] {
+            let json = format!(r#"{{{messages}, "{field}": {value}}}"#);
+            assert!(settings(&json).is_ok(), "{field}: {value}");
+        }
+    }
+
+    #[test]
+    fn a_logit_bias_is_token_ids_to_biases_from_minus_100_to_100() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let with = |bias: &str| settings(&format!(r#"{{{messages}, "logit_bias": {bias}}}"#));
+        let asked = with(r#"{"15": 10, "3": -100, "7": 0.5}"#).unwrap();
+        let by_token = vec![(3, -100.0), (7, 0.5), (15, 10.0)];
+        assert_eq!(asked.sampler.logit_bias, by_token);
+        assert!(with("null").unwrap().sampler.logit_bias.is_empty());
+        for bad in [
+            r#"{"a": 1}"#,
+            r#"{"-1": 1}"#,
+            r#"{"1": 100.5}"#,
+            r#"{"1": -101}"#,
+        ] {
+            let e = with(bad).err().expect("refused");
+            assert_eq!(e.param, "logit_bias", "{bad}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn a_prediction_is_its_content_as_text() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let predicted = |value: &str| {
+            let json = format!(r#"{{{messages}, "prediction": {value}}}"#);
+            serde_json::from_str::<ChatRequest>(&json)
+                .map_err(|e| e.to_string())
+                .and_then(|r| Settings::from(r.sampling, 1).map_err(|e| e.message))
+                .map(|s| s.prediction)
+        };
+        assert_eq!(predicted("null").unwrap(), None);
+        let text = r#"{"type": "content", "content": "def f():\n    return 1"}"#;
+        assert_eq!(predicted(text).unwrap().unwrap(), "def f():\n    return 1");
+        let parts = r#"{"type": "content", "content": [{"type": "text", "text": "a"},
+            {"type": "text", "text": "b"}]}"#;
+        assert_eq!(predicted(parts).unwrap().unwrap(), "ab");
+        let image = r#"{"type": "content", "content": [{"type": "image_url",
+            "image_url": {"url": "data:image/png;base64,"}}]}"#;
+        assert!(predicted(image).unwrap_err().contains("text"));
+        assert!(predicted(r#"{"type": "audio", "content": "a"}"#).is_err());
+    }
+
+    #[test]
+    fn log_probabilities_are_asked_as_chat_and_text_completions_ask() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let asked = |extra: &str| settings(&format!("{{{messages}{extra}}}")).map(|s| s.log_probs);
+        assert_eq!(asked("").unwrap(), None);
+        assert_eq!(asked(r#", "logprobs": false"#).unwrap(), None);
+        assert_eq!(asked(r#", "logprobs": true"#).unwrap(), Some(0));
+        assert_eq!(
+            asked(r#", "logprobs": true, "top_logprobs": 20"#).unwrap(),
+            Some(20)
+        );
+        assert_eq!(asked(r#", "logprobs": 3"#).unwrap(), Some(3));
+        for (bad, field) in [
+            (r#", "logprobs": true, "top_logprobs": 21"#, "top_logprobs"),
+            (r#", "top_logprobs": 2"#, "top_logprobs"),
+            (r#", "logprobs": -1"#, "logprobs"),
+            (r#", "logprobs": "yes""#, "logprobs"),
+        ] {
+            assert_eq!(asked(bad).expect_err(bad).param, field);
+        }
+    }
+}
