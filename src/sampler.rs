@@ -63,6 +63,17 @@ impl SamplerConfig {
         }
     }
 
+    /// Refuses a `logit_bias` that names a token past a vocabulary of `n_vocab`, saying which.
+    pub fn check_logit_bias(&self, n_vocab: u32) -> Result<(), String> {
+        match self.logit_bias.iter().find(|&&(token, _)| token >= n_vocab) {
+            Some((token, _)) => Err(format!(
+                "logit_bias names token {token}; the model's are 0 to {}",
+                n_vocab - 1
+            )),
+            None => Ok(()),
+        }
+    }
+
     pub fn penalties(&self) -> Penalties {
         Penalties {
             repeat: self.repeat_penalty,

@@ -227,13 +227,6 @@ impl SamplingArgs {
         &self,
         session: &wick::session::Session,
     ) -> anyhow::Result<wick::sampler::Sampler> {
-        let n_vocab = session.n_vocab();
-        if let Some((token, _)) = self.logit_bias.iter().find(|(t, _)| *t >= n_vocab) {
-            anyhow::bail!(
-                "--logit-bias names token {token}; the model's are 0 to {}",
-                n_vocab - 1
-            );
-        }
         // The last bias given for a token stands.
         let logit_bias: std::collections::BTreeMap<u32, f32> =
             self.logit_bias.iter().copied().collect();
@@ -242,7 +235,7 @@ impl SamplingArgs {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         });
-        Ok(wick::sampler::Sampler::new(wick::sampler::SamplerConfig {
+        let config = wick::sampler::SamplerConfig {
             temperature: self.temp,
             top_k: self.top_k,
             top_p: self.top_p,
@@ -253,7 +246,9 @@ impl SamplingArgs {
             repeat_last_n: self.repeat_last_n,
             seed,
             logit_bias: logit_bias.into_iter().collect(),
-        }))
+        };
+        (config.check_logit_bias(session.n_vocab())).map_err(|e| anyhow::anyhow!("--logit-bias: {e}"))?;
+        Ok(wick::sampler::Sampler::new(config))
     }
 }
 

@@ -177,16 +177,7 @@ pub fn sampler(
     response_format: Option<&Grammar>,
     log_probs: Option<usize>,
 ) -> Result<Sampler, InvalidRequest> {
-    let n_vocab = session.n_vocab();
-    if let Some(&(token, _)) = config.logit_bias.iter().find(|(t, _)| *t >= n_vocab) {
-        return Err(invalid(
-            format!(
-                "logit_bias names token {token}; the model's are 0 to {}",
-                n_vocab - 1
-            ),
-            "logit_bias",
-        ));
-    }
+    (config.check_logit_bias(session.n_vocab())).map_err(|e| invalid(e, "logit_bias"))?;
     let mut sampler = Sampler::new(config);
     sampler.log_probs = log_probs;
     let (grammar, field) = match tools.and_then(ToolUse::grammar) {
