@@ -247,7 +247,8 @@ impl SamplingArgs {
             seed,
             logit_bias: logit_bias.into_iter().collect(),
         };
-        (config.check_logit_bias(session.n_vocab())).map_err(|e| anyhow::anyhow!("--logit-bias: {e}"))?;
+        (config.check_logit_bias(session.n_vocab()))
+            .map_err(|e| anyhow::anyhow!("--logit-bias: {e}"))?;
         Ok(wick::sampler::Sampler::new(config))
     }
 }
