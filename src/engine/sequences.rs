@@ -84,14 +84,7 @@ impl Engine {
         wants: &[Want],
     ) -> Result<Vec<SequenceStep>, Error> {
         assert!(steps.iter().all(|s| s.tokens.len() == 1), "one token each");
-        if steps.len() > self.sequences() as usize || self.forward.parallel.is_none() {
-            return Err(Error::Model(format!(
-                "{} sequences in one step; the engine was loaded for {}",
-                steps.len(),
-                self.sequences()
-            )));
-        }
-        self.run_rows(steps, wants).await
+        self.step_rows(steps, wants).await
     }
 
     /// One pass of the parallel plan over several sequences' rows (slots that check drafts: each
