@@ -6,10 +6,12 @@
 //! between steps, the new requests' prompts together in one run, so new requests hold the others up
 //! by one chunk at most.
 
+mod draft_model;
+pub use draft_model::{DraftFor, DraftSlots};
+
 use crate::engine::Engine;
 use crate::gpu::Segment;
-use crate::sampler::Sampler;
-use crate::sampler::Want;
+use crate::sampler::{Sampler, SequenceStep, Want};
 use crate::speculate::{Draft, DraftLimits, Picked};
 use crate::Error;
 
@@ -232,22 +234,12 @@ impl Slots {
         Ok(picked)
     }
 
-    /// `step` where no slot brings a draft: a token each, in one pass or one a sequence
-    /// (`Engine::step_sequences`).
+    /// `step` where no slot brings a draft: a token each (`run`), each sampler picking after its own.
     async fn step_plain(
         &mut self,
         engine: &mut Engine,
         steps: &mut [SlotStep<'_>],
     ) -> Result<Vec<Picked>, Error> {
-        let tokens: Vec<[u32; 1]> = steps.iter().map(|s| [s.token]).collect();
-        let segments: Vec<Segment> = steps
-            .iter()
-            .zip(&tokens)
-            .map(|(step, token)| {
-                let slot = &self.slots[step.slot];
-                Segment::new(slot.base, slot.cached.len() as u32, token)
-            })
-            .collect();
         let histories: Vec<Vec<u32>> = (steps.iter())
             .map(|step| (step.sampler).history(&self.slots[step.slot].cached, step.token))
             .collect();
@@ -256,13 +248,13 @@ impl Slots {
         let wants: Vec<Want> = (steps.iter_mut().zip(&histories))
             .map(|(step, history)| step.sampler.want(history, n_vocab, mask_time))
             .collect::<Result<_, _>>()?;
-        let read = engine.step_sequences(&segments, &wants).await?;
+        let tokens: Vec<(usize, u32)> = steps.iter().map(|s| (s.slot, s.token)).collect();
+        let read = self.run(engine, &tokens, &wants).await?;
         let mut picked = Vec::with_capacity(steps.len());
         for ((step, read), history) in steps.iter_mut().zip(read).zip(&histories) {
             let sampler = &mut *step.sampler;
             let mask_time = &mut engine.stats.totals.mask;
             let (next, log_prob) = sampler.pick_from_step(read, history, mask_time)?;
-            self.slots[step.slot].cached.push(step.token);
             sampler.accept(next, mask_time)?;
             picked.push(Picked {
                 tokens: vec![(next, log_prob)],
@@ -270,6 +262,34 @@ impl Slots {
             });
         }
         Ok(picked)
+    }
+
+    /// Runs each (slot, token) of `tokens` at its slot's next position, in one pass or one a
+    /// sequence (`Engine::step_sequences`), reading back what its `wants` asks after it; the tokens
+    /// join their slots' caches.
+    pub async fn run(
+        &mut self,
+        engine: &mut Engine,
+        tokens: &[(usize, u32)],
+        wants: &[Want],
+    ) -> Result<Vec<SequenceStep>, Error> {
+        for &(s, _) in tokens {
+            if self.slots[s].cached.len() >= self.rows as usize {
+                return Err(Error::ContextFull(self.rows));
+            }
+        }
+        let runs: Vec<[u32; 1]> = tokens.iter().map(|&(_, token)| [token]).collect();
+        let segments: Vec<Segment> = (tokens.iter().zip(&runs))
+            .map(|(&(s, _), token)| {
+                let slot = &self.slots[s];
+                Segment::new(slot.base, slot.cached.len() as u32, token)
+            })
+            .collect();
+        let read = engine.step_sequences(&segments, wants).await?;
+        for &(s, token) in tokens {
+            self.slots[s].cached.push(token);
+        }
+        Ok(read)
     }
 }
 

@@ -19,6 +19,9 @@ pub enum Drafter {
     Lookup,
     /// A smaller model with the same vocabulary, decoding ahead of the model.
     Model(Box<DraftModel>),
+    /// A draft model that a server's parallel slots share (`slots::DraftSlots`), held beside
+    /// them: each slot's speculation sizes and counts the drafts it decodes for that slot.
+    SharedModel,
 }
 
 /// A speculating session's drafter, how many tokens it proposes, and what came of it.

@@ -58,9 +58,11 @@ impl SpeculationArgs {
 
 fn draft_model(path: &str, session: &Session) -> Result<DraftModel> {
     let source = load::open_source(&Some(path.to_string()))?;
+    // A server's parallel slots share the draft: a sequence of it for each, as long as theirs.
     let options = LoadOptions {
         n_ctx: session.engine.n_ctx(),
         batch: Some(session.engine.stats.chunk_tokens),
+        sequences: session.engine.sequences(),
         ..Default::default()
     };
     let bar = load::progress_bar("loading the draft");

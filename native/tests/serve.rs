@@ -216,6 +216,16 @@ fn parallel_slots_through_the_openai_client() {
     client_of_server(&model, (1024, &["-np", "4"]), "parallel_client.py", &[]);
 }
 
+/// The same four slots sharing a draft model (`-np 4 --draft`, the model drafting for itself): each
+/// slot's drafts decoded by the draft's own sequence for it, beside the others', and every reply
+/// what it is alone, through joins, disconnects and mixed requests.
+#[test]
+fn parallel_slots_sharing_a_draft_model() {
+    let model = root().join(SMOLLM2);
+    let more = ["-np", "4", "--draft", model.to_str().unwrap()];
+    client_of_server(&model, (1024, &more), "parallel_client.py", &[]);
+}
+
 /// Predicted outputs on a server that drafts by lookup: the reply is the model's, the prediction's
 /// tokens counted (prediction_client.py).
 #[test]

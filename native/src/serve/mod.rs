@@ -54,12 +54,6 @@ pub fn main(args: ServeArgs) -> Result<()> {
              at a time: leave out one or the other"
         );
     }
-    if args.parallel > 1 && args.speculation.draft.is_some() {
-        anyhow::bail!(
-            "--parallel slots draft by --lookup; a draft model (--draft) drafts for one request at \
-             a time: leave out --parallel, or use --lookup"
-        );
-    }
     let images = args.projector.mmproj.is_some();
     if images && args.parallel > 1 {
         anyhow::bail!(

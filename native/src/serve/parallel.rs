@@ -2,8 +2,10 @@
 //! steps and leave as they finish or as their clients go; each step runs a token of every request
 //! that is generating, in one pass (`wick::slots::Slots`). New requests' prompts are read a chunk at
 //! a time between steps (several prompts' pieces in one chunk), so they hold the others up by one
-//! chunk at most. On a server started with `--lookup`, each slot drafts from its prompt and reply
-//! (and from a request's prediction first), its draft checked in the same pass as the others' steps.
+//! chunk at most. On a server that speculates, each slot drafts, from a request's prediction first,
+//! else by lookup in its prompt and reply (`--lookup`) or with the draft model (`--draft`), which
+//! decodes ahead of all drafting slots at once; each draft is checked in the same pass as the others'
+//! steps.
 
 use super::metrics::Metrics;
 use super::worker::{self, Event, Job, Prepared, Task};
@@ -13,8 +15,15 @@ use tokio::sync::mpsc;
 use wick::reply::Completion;
 use wick::reply::Piece;
 use wick::session::Session;
-use wick::slots::{SlotStep, Slots};
+use wick::slots::{DraftFor, DraftSlots, SlotStep, Slots};
 use wick::speculate::{Draft, DraftLimits, Drafter, Prediction, Speculation};
+
+/// What the slots speculate with, where the server does: each slot's own speculation, and the draft
+/// model they share where it drafts with one.
+struct Speculating<'a> {
+    per_slot: &'a mut [Option<Speculation>],
+    draft_model: Option<&'a mut DraftSlots>,
+}
 
 /// A request in a slot.
 struct Active {
@@ -38,11 +47,26 @@ const GATHER: Duration = Duration::from_millis(5);
 pub fn serve(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Metrics) {
     let mut slots = Slots::new(&session.engine);
     let mut active: Vec<Option<Active>> = (0..slots.len()).map(|_| None).collect();
-    // Each slot's own speculation, where the server drafts by lookup: how often its drafts stand
-    // follows its requests' text, and what its checks cost follows the steps it shares.
-    let mut speculations: Vec<Option<Speculation>> = (0..slots.len())
-        .map(|_| (session.speculation.as_ref()).map(|s| Speculation::new(Drafter::Lookup, s.max)))
-        .collect();
+    // Each slot's own speculation, where the server speculates: how often its drafts stand follows
+    // its requests' text, and what its checks cost follows the steps it shares. A draft model
+    // serves them all, with a sequence for each slot.
+    let mut draft_model = None;
+    let mut speculations: Vec<Option<Speculation>> = match session.speculation.take() {
+        None => (0..slots.len()).map(|_| None).collect(),
+        Some(Speculation { drafter, max, .. }) => {
+            let slot_drafter = || match &drafter {
+                Drafter::Model(_) | Drafter::SharedModel => Drafter::SharedModel,
+                Drafter::Lookup => Drafter::Lookup,
+            };
+            let speculations = (0..slots.len())
+                .map(|_| Some(Speculation::new(slot_drafter(), max)))
+                .collect();
+            if let Drafter::Model(model) = drafter {
+                draft_model = Some(DraftSlots::new(*model));
+            }
+            speculations
+        }
+    };
     loop {
         // Take requests while a slot is free, waiting for one when nothing runs; the rest wait in
         // the queue. Requests sent together reach the queue a moment apart: a server that was idle
@@ -94,11 +118,15 @@ pub fn serve(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Me
                 fail(&mut active, &mut slots, &reading, e, metrics);
             }
         }
+        let mut speculating = Speculating {
+            per_slot: &mut speculations,
+            draft_model: draft_model.as_mut(),
+        };
         step(
             &mut session,
             &mut slots,
             &mut active,
-            &mut speculations,
+            &mut speculating,
             metrics,
         );
     }
@@ -148,7 +176,7 @@ fn step(
     session: &mut Session,
     slots: &mut Slots,
     active: &mut [Option<Active>],
-    speculations: &mut [Option<Speculation>],
+    speculating: &mut Speculating,
     metrics: &Metrics,
 ) {
     let stepped: Vec<usize> = (0..active.len())
@@ -157,8 +185,8 @@ fn step(
     if stepped.is_empty() {
         return;
     }
-    let drafts = match draft_all(session, slots, active, speculations, &stepped) {
-        Ok(drafts) => drafts,
+    let (drafts, drafting) = match draft_all(session, slots, active, speculating, &stepped) {
+        Ok(drafted) => drafted,
         Err(e) => return fail(active, slots, &stepped, e, metrics),
     };
     let mut steps: Vec<SlotStep> = (active.iter_mut().enumerate())
@@ -194,12 +222,12 @@ fn step(
         // A pass without drafts is each slot's plain step; one with drafts, each drafting slot's
         // check (the cost it shares with the others). A slot's plain token beside others' drafts
         // measures neither.
-        if let Some(speculation) = &mut speculations[s] {
+        if let Some(speculation) = &mut speculating.per_slot[s] {
             match (proposed, a.prediction.as_mut().filter(|_| predicted)) {
                 (0, _) if any_draft => {}
                 (0, _) => speculation.record_step(took),
                 (n, Some(p)) => speculation.record_predicted_check(p, (n, picked.stood), took),
-                (n, None) => speculation.record_check(n, picked.stood, 0.0, took),
+                (n, None) => speculation.record_check(n, picked.stood, drafting, took),
             }
         }
         a.prompt_time.get_or_insert_with(|| a.admitted.elapsed());
@@ -223,21 +251,34 @@ fn step(
 }
 
 /// The drafts of the slots in `stepped` where the server speculates: from a request's prediction
-/// first, else by lookup in its slot's tokens, each sized by its slot's speculation and walked
-/// through its grammar; empty drafts elsewhere.
+/// first, else by lookup in its slot's tokens or by the draft model (all slots' drafts decoded
+/// together), each sized by its slot's speculation and walked through its grammar; empty drafts
+/// elsewhere. With them, the seconds the draft model took to decode its drafts (the slots share
+/// that cost, as they share a check's).
 fn draft_all(
     session: &mut Session,
     slots: &Slots,
     active: &mut [Option<Active>],
-    speculations: &mut [Option<Speculation>],
+    speculating: &mut Speculating,
     stepped: &[usize],
-) -> Result<Vec<Draft>, wick::Error> {
+) -> Result<(Vec<Draft>, f64), wick::Error> {
     let check_rows = session.engine.check_tokens() as usize / slots.len().max(1);
-    let mut drafts = Vec::with_capacity(stepped.len());
-    for &s in stepped {
-        let a = active[s].as_mut().expect("stepped");
-        let Some(speculation) = &mut speculations[s] else {
-            drafts.push(Draft::default());
+    let tokenizer = &session.tokenizer;
+    let ends = |token| tokenizer.is_end_of_generation(token);
+    let mut limits = DraftLimits {
+        n_vocab: session.engine.n_vocab(),
+        ends: &ends,
+        mask_time: &mut session.engine.stats.totals.mask,
+    };
+    let mut drafts: Vec<Option<Draft>> = Vec::with_capacity(stepped.len());
+    let mut for_model = Vec::new();
+    for (s, a) in active.iter_mut().enumerate() {
+        if !stepped.contains(&s) {
+            continue;
+        }
+        let a = a.as_mut().expect("stepped");
+        let Some(speculation) = &mut speculating.per_slot[s] else {
+            drafts.push(Some(Draft::default()));
             continue;
         };
         // Rows for the token and its draft: within the slot's share of the pass and its context.
@@ -246,19 +287,41 @@ fn draft_all(
         let reply_start = a.prepared.prompt.len();
         let (n, predicted) =
             speculation.next_draft(a.prediction.as_ref(), &context, reply_start, rows);
-        let tokenizer = &session.tokenizer;
-        let mut limits = DraftLimits {
-            n_vocab: session.engine.n_vocab(),
-            ends: &|token| tokenizer.is_end_of_generation(token),
-            mask_time: &mut session.engine.stats.totals.mask,
-        };
         let sampler = &mut a.prepared.sampler;
-        drafts.push(match n {
-            0 => Draft::default(),
-            n => Draft::without_model(&context, n, &predicted, sampler, &mut limits)?,
+        let model = matches!(speculation.drafter, Drafter::SharedModel) && predicted.is_empty();
+        drafts.push(match (n, model) {
+            (0, _) => Some(Draft::default()),
+            (n, false) => Some(Draft::without_model(
+                &context,
+                n,
+                &predicted,
+                sampler,
+                &mut limits,
+            )?),
+            (n, true) => {
+                let (cached, token) = (slots.cached(s), a.token);
+                for_model.push(DraftFor {
+                    slot: s,
+                    cached,
+                    token,
+                    n,
+                    sampler,
+                });
+                None
+            }
         });
     }
-    Ok(drafts)
+    let (Some(model), false) = (speculating.draft_model.as_deref_mut(), for_model.is_empty()) else {
+        return Ok((drafts.into_iter().map(Option::unwrap_or_default).collect(), 0.0));
+    };
+    let start = Instant::now();
+    let mut decoded = model.draft(&mut for_model, &mut limits).block_on()?.into_iter();
+    let catching_up = decoded.as_slice().first().map_or(0.0, |d| d.catching_up);
+    let drafting = start.elapsed().as_secs_f64() - catching_up;
+    let drafts = (drafts.into_iter())
+        .map(|d| d.unwrap_or_else(|| decoded.next().expect("a draft for each")))
+        .collect();
+    Ok((drafts, drafting))
 }
 
 /// Sends a finished request its last events.
