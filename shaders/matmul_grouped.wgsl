@@ -3,7 +3,8 @@
 // dot(W[g * rows + r], x[token, g * group_stride ..]), written to Y[token, g * rows + r]. A workgroup
 // per tile of TM rows of one group by TN tokens in a tile file's products (matmul_tile.wgsl, or
 // matmul_rows_tile.wgsl where workgroups run on a CPU). A tensor split into parts is dispatched once
-// per part; each part computes its rows. Needs step.wgsl, tile.wgsl and the tile file.
+// per part; each part computes its rows. Needs step.wgsl, tile.wgsl, tile_x_rows.wgsl and the tile
+// file.
 
 struct Params {
     rows: u32,         // rows of one group

@@ -1,6 +1,6 @@
 // The experts' products over a prompt's chunk (expert_items.wgsl) in a tile file's products
 // (matmul_tile.wgsl, or matmul_rows_tile.wgsl where workgroups run on a CPU). Needs tile.wgsl,
-// expert_items.wgsl and the tile file.
+// expert_items.wgsl, tile_x_rows.wgsl and the tile file.
 
 override WG: u32 = 64u; // the tile's threads
 

@@ -5,7 +5,8 @@
 // holds RB rows of W, dequantized 32 weights at a time into its own registers, and walks all the
 // tile's tokens, each x read once for its RB rows. A workgroup is one SIMD group of TM / RB threads;
 // no workgroup memory, no barriers. The source starts with TM, TN and RB; the kernel declares W, X
-// and P (with cols and row_bytes) and the interface of tile.wgsl.
+// and P (with cols and row_bytes) and the interface of tile.wgsl, and includes a tile_x file
+// (tile_x_rows.wgsl, or tile_x_rms_norm.wgsl to norm x on the way in).
 
 const SUBS: u32 = BLOCK_LEN / 32u;
 
@@ -15,6 +16,8 @@ fn multiply_tile(t: u32, tile: Tile) {
     let first = RB * t;
     // By token, so that a token's RB sums are one array in the loop that walks x.
     var acc: array<array<f32, RB>, TN>;
+    // Each token's sum of the squares of its x, where x is normed on the way in.
+    var squares: array<f32, TN>;
     var row_at: array<u32, RB>; // where each row's bytes start
     for (var r = 0u; r < RB; r++) {
         row_at[r] = (tile.first + clamp(first + r, tile.lo, tile.hi - 1u) - tile.lo) * P.row_bytes;
@@ -27,19 +30,24 @@ fn multiply_tile(t: u32, tile: Tile) {
         for (var n = 0u; n < tile.tokens; n++) {
             let x0 = x_start(tile, n) + c * 8u;
             var sums = acc[n];
+            var square = 0.0;
             for (var i = 0u; i < 8u; i++) {
-                let x = X[x0 + i];
+                let read = X[x0 + i];
+                square += dot(read, read);
+                let x = read * tile_gain(c * 8u + i);
                 for (var r = 0u; r < RB; r++) {
                     sums[r] += dot(w[r][i], x);
                 }
             }
             acc[n] = sums;
+            squares[n] += square;
         }
     }
     // RB is even.
     for (var n = 0u; n < tile.tokens; n++) {
+        let s = tile_scale(squares[n]);
         for (var r = 0u; r < RB; r += 2u) {
-            store_sums(tile, n, first + r, acc[n][r], acc[n][r + 1u]);
+            store_sums(tile, n, first + r, acc[n][r] * s, acc[n][r + 1u] * s);
         }
     }
 }

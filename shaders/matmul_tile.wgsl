@@ -4,12 +4,16 @@
 // token), load the tokens' matching x, and then each thread accumulates an RB-row by 4-token block of
 // the tile from there. The source starts with TM, TN and RB (`PipelineKey::source`: 64 threads take
 // 64 x 16, 4 rows each; 256 take 128 x 64, 8 rows each, for GPUs), so that (TM / RB) * (TN / 4) is
-// WG. The kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl.
+// WG. The kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl, and
+// includes a tile_x file (tile_x_rows.wgsl, or tile_x_rms_norm.wgsl to norm x on the way in).
 
 const SUBS: u32 = BLOCK_LEN / 32u;
 
 var<workgroup> w_tile: array<vec4<f32>, 8u * TM>; // [8 vec4 of one 32-weight step][TM slots]
 var<workgroup> x_tile: array<vec4<f32>, 8u * TN>; // [8 vec4][TN tokens]
+
+// The loads of x a thread makes a step: 8 TN / WG, as WG is (TM / RB) * (TN / 4).
+const X_LOADS: u32 = 32u * RB / TM;
 
 // Thread t's rows of the tile, tile_rows(t) + r, and its tokens, tile_tokens(t) + n.
 fn tile_rows(t: u32) -> u32 {
@@ -43,6 +47,7 @@ fn multiply_tile(t: u32, tile: Tile) {
     let per_thread = 8u / (WG / TM);
     let kept = (t / TM) * per_thread;
     var acc: array<vec4<f32>, RB>;
+    var squares: array<f32, X_LOADS>;
     for (var c = 0u; c < P.cols / 32u; c++) {
         if (j >= tile.lo && j < tile.hi) {
             let row = tile.first + j - tile.lo;
@@ -62,6 +67,8 @@ fn multiply_tile(t: u32, tile: Tile) {
             var x = vec4<f32>(0.0);
             if (n < tile.tokens) {
                 x = X[x_start(tile, n) + c * 8u + i];
+                squares[k / WG] += dot(x, x);
+                x *= tile_gain(c * 8u + i);
             }
             x_tile[i * TN + n] = x;
         }
@@ -80,11 +87,29 @@ fn multiply_tile(t: u32, tile: Tile) {
         }
         workgroupBarrier();
     }
+    // Where x is normed on the way in, each of this thread's tokens' sums of squares, from the
+    // threads that loaded its x: load k (token k / 8, vec4 k % 8 of each step) leaves its sum in
+    // x_tile[k], free since the last step's barrier.
+    var scale = vec4<f32>(1.0);
+    if (X_NORMED) {
+        for (var m = 0u; m < X_LOADS; m++) {
+            x_tile[t + m * WG] = vec4<f32>(squares[m]);
+        }
+        workgroupBarrier();
+        for (var n = 0u; n < 4u; n++) {
+            var sum = 0.0;
+            for (var i = 0u; i < 8u; i++) {
+                sum += x_tile[(my_tokens + n) * 8u + i].x;
+            }
+            scale[n] = tile_scale(sum);
+        }
+    }
     // Rows my_rows + r and r + 1, r even, are pairs: the tile and each thread's block start even.
     for (var r = 0u; r < RB; r += 2u) {
         for (var n = 0u; n < 4u; n++) {
             if (my_tokens + n < tile.tokens) {
-                store_sums(tile, my_tokens + n, my_rows + r, acc[r][n], acc[r + 1u][n]);
+                let s = scale[n];
+                store_sums(tile, my_tokens + n, my_rows + r, acc[r][n] * s, acc[r + 1u][n] * s);
             }
         }
     }

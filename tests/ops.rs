@@ -109,6 +109,79 @@ fn rms_normed_matvec_against_cpu() {
     }
 }
 
+/// A step's pair product of several tokens with its x normed on the way in, as a tile
+/// (`MatvecShape::takes_tiles`: a parallel step's or a speculative check's q/k/v and gate/up where
+/// the norms are folded into the products, a GPU's default): every type, 7 tokens of a step of 8
+/// (`STEP_TOKENS_MAX`), in the 64-thread tile (16 tokens, 9 of them past the run) and the tile in
+/// registers (8 tokens, one past the run), W of 37 rows in parts of 10 (the last 7: an odd last
+/// row). The tile sums each token's squares from the x it reads; against the norm and the product
+/// on the CPU.
+#[test]
+fn rms_normed_step_products_as_tiles_against_cpu() {
+    let Some(gpu) = common::gpu_with_norms_fused() else {
+        return;
+    };
+    let mut rng = Rng(4243);
+    let eps = 1e-5;
+    let (batch, n_tokens, rows) = (8u32, 7usize, 37u32);
+    for ty in GgmlType::ALL {
+        let cols = if ty.block_len() == 256 { 768 } else { 736 };
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
+        let gain: Vec<f32> = rng.vec(cols as usize).iter().map(|g| 1.0 + g).collect();
+        let x: Vec<f32> = (rng.vec(batch as usize * cols as usize).iter())
+            .map(|v| 5.0 * v)
+            .collect();
+        let mut want = vec![0f32; n_tokens * rows as usize];
+        for (t, want_t) in want.chunks_mut(rows as usize).enumerate() {
+            let xn_t = rms_norm::reference(&x[t * cols as usize..][..cols as usize], &gain, eps);
+            matvec::reference(&deq, &xn_t, want_t, false);
+        }
+        let kernel = Kernel::MatvecPairs(wick::gpu::Store::Rows, XNorm::Rms(eps.to_bits()));
+        let shape = |rows| MatvecShape {
+            tokens: 4,
+            ..MatvecShape::of(kernel, ty, cols, rows)
+        };
+        let whole = shape(rows);
+        assert!(whole.takes_tiles());
+        let tiles: Vec<_> = (whole.candidates(gpu.offers()).into_iter())
+            .filter(|k| k.threads_per_row == 0)
+            .collect();
+        assert_eq!(tiles.len(), 2, "{ty}: the two tiles offered");
+        for tile in tiles {
+            let mut tuning = wick::gpu::Tuning::default();
+            for part in &w.parts {
+                tuning.matvec.insert(shape(part.rows).key(), tile);
+            }
+            gpu.set_tuning(tuning);
+            let (xb, gb) = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &gain));
+            let bytes = |n: u32| batch as u64 * n as u64 * 4;
+            let y = scratch_buffer(&gpu, "y", bytes(rows)).block_on().unwrap();
+            let xn = scratch_buffer(&gpu, "xn", bytes(cols)).block_on().unwrap();
+            let step = wick::gpu::StepInput::new(&gpu, batch);
+            step.write(&gpu, 0, &vec![0; n_tokens]);
+            let mut plan = wick::gpu::Plan::new(&gpu, &step, batch);
+            let norm = RmsNorm {
+                x: &xb,
+                gain: &gb,
+                xn: &xn,
+                n: cols,
+                eps,
+            };
+            matvec::push(&mut plan, &w, Input::RmsNorm(norm), &y, false);
+            assert_eq!(
+                plan.dispatch_count(),
+                w.parts.len(),
+                "{ty}: the norm in the tile"
+            );
+            run(&gpu, plan);
+            let got = read_back_f32(&gpu, &y, want.len()).block_on().unwrap();
+            let e = nmse(&got, &want);
+            assert!(e < 1e-10, "{ty} in {tile}: nmse {e}");
+        }
+    }
+}
+
 /// Matrices that read the same x, stacked: two Q8_0 matrices in one tensor and a Q4_K one beside
 /// them, each writing its rows into its place in one output row, for one token (matvec) and for a run
 /// of 5 (matmul).

@@ -61,7 +61,7 @@ fn matmul_every_type_against_cpu() {
                 // Each tile the tuner may pick, where the adapter holds it.
                 let shape = |rows| MatvecShape {
                     tokens: batch,
-                    ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
+                    ..MatvecShape::of(Kernel::Matmul(Store::Rows, XNorm::None), ty, cols, rows)
                 };
                 product.check_each_candidate(&gpu, shape, true);
             }
@@ -225,7 +225,7 @@ impl ProductData {
         let (ty, cols, rows) = (self.w.ty, self.w.row_len, self.w.rows);
         let shape = MatvecShape {
             tokens: self.batch,
-            ..MatvecShape::of(Kernel::Matmul(Store::Rows), ty, cols, rows)
+            ..MatvecShape::of(Kernel::Matmul(Store::Rows, XNorm::None), ty, cols, rows)
         };
         let kernel = MatvecKernel {
             workgroup: cores.workgroup(),

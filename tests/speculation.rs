@@ -278,7 +278,7 @@ fn parallel_slots_drafting_with_a_draft_model_give_each_request_its_plain_reply(
 /// `draft_file`: each reply equals the request's plain reply.
 fn parallel_slots_give_plain_replies(gpu: &Arc<Gpu>, draft_file: Option<&Path>) {
     let target = common::model_path();
-    let mut plain = session(&gpu, &target, 0);
+    let mut plain = session(gpu, &target, 0);
     let prompts: Vec<Vec<u32>> = [
         "<|im_start|>user\nRename the variable total to result in this function:\n\ndef add(a, b):\n    total = a + b\n    return total<|im_end|>\n<|im_start|>assistant\n",
         "<|im_start|>user\nName three colors as JSON, each with its name as a key.<|im_end|>\n<|im_start|>assistant\n",
@@ -345,7 +345,9 @@ fn parallel_slots_give_plain_replies(gpu: &Arc<Gpu>, draft_file: Option<&Path>) 
     let ends = |token| tokenizer.is_end_of_generation(token);
     let mut mask_time = Default::default();
     while (0..2).any(|i| got[i].0.len() < wants[i].0.len()) {
-        let going: Vec<usize> = (0..2).filter(|&i| got[i].0.len() < wants[i].0.len()).collect();
+        let going: Vec<usize> = (0..2)
+            .filter(|&i| got[i].0.len() < wants[i].0.len())
+            .collect();
         let mut limits = DraftLimits {
             n_vocab,
             ends: &ends,
@@ -413,7 +415,10 @@ fn parallel_slots_give_plain_replies(gpu: &Arc<Gpu>, draft_file: Option<&Path>) 
     // A draft model close to the model drafts mostly what it picks, where its slots hold the
     // slots' tokens at their places (not, say, a token behind, or a fallen draft's).
     if draft_file.is_some() {
-        assert!(2 * stood > drafted, "{stood} of {drafted} drafted tokens stood");
+        assert!(
+            2 * stood > drafted,
+            "{stood} of {drafted} drafted tokens stood"
+        );
     }
     for i in 0..2 {
         assert_same_reply(&format!("slot {i}"), &wants[i], &got[i]);

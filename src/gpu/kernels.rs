@@ -20,8 +20,9 @@ pub enum Kernel {
     /// W x for one token (or four), two rows at a time, each pair stored as the `Store` says, x read
     /// as the `XNorm` says.
     MatvecPairs(Store, XNorm),
-    /// X W^T, W packed, for the tokens of a prompt's chunk, each pair of rows stored as the `Store` says.
-    Matmul(Store),
+    /// X W^T, W packed, for the tokens of a prompt's chunk (or of a step, `MatvecShape::takes_tiles`),
+    /// each pair of rows stored as the `Store` says, x read as the `XNorm` says.
+    Matmul(Store, XNorm),
     /// `Matmul` on the adapter's matrix cores, in products of the size given (8 or 16): f16 tiles, f32
     /// sums (shaders/matmul_coop.wgsl).
     MatmulCoop(Store, u32),
@@ -161,10 +162,19 @@ pub enum XNorm {
 }
 
 impl XNorm {
+    /// How the row_dot files read x.
     fn source(self) -> &'static str {
         match self {
             XNorm::None => include_str!("../../shaders/x_rows.wgsl"),
             XNorm::Rms(_) => include_str!("../../shaders/x_rms_norm.wgsl"),
+        }
+    }
+
+    /// How the tile files read x.
+    fn tile_source(self) -> &'static str {
+        match self {
+            XNorm::None => include_str!("../../shaders/tile_x_rows.wgsl"),
+            XNorm::Rms(_) => include_str!("../../shaders/tile_x_rms_norm.wgsl"),
         }
     }
 }
@@ -232,6 +242,14 @@ impl Store {
 }
 
 impl Kernel {
+    /// How the kernel reads x: normed on the way in, or as it is (the kernels that take no `XNorm`).
+    pub fn x_norm(self) -> XNorm {
+        match self {
+            Kernel::MatvecPairs(_, x) | Kernel::Matmul(_, x) => x,
+            _ => XNorm::None,
+        }
+    }
+
     /// The size of the matrix cores' products, for the kernels that run on them.
     pub fn cooperative_size(self) -> Option<u32> {
         match self {
@@ -253,9 +271,9 @@ impl Kernel {
                 return [&head, row_dot, body, row_sum, &store.source()].concat();
             }
             // The tile products' tile file comes with the tile (`PipelineKey::source`).
-            Kernel::Matmul(store) => {
+            Kernel::Matmul(store, x) => {
                 let body = wgsl!("step.wgsl", "matmul_io.wgsl", "matmul.wgsl");
-                return [body, &store.source()].concat();
+                return [body, x.tile_source(), &store.source()].concat();
             }
             Kernel::MatmulCoop(store, _) => {
                 let body = wgsl!("step.wgsl", "matmul_io.wgsl", "matmul_coop.wgsl");
@@ -309,8 +327,10 @@ impl Kernel {
             Kernel::NormAddNorm => wgsl!("step.wgsl", "reduce.wgsl", "norm_add_norm.wgsl"),
             Kernel::MoeRoute => wgsl!("step.wgsl", "moe_route.wgsl"),
             Kernel::MoeGroup => wgsl!("step.wgsl", "moe_group.wgsl"),
-            Kernel::MatmulId => wgsl!("expert_items.wgsl", "matmul_id.wgsl"),
-            Kernel::MatmulGrouped => wgsl!("step.wgsl", "matmul_grouped.wgsl"),
+            Kernel::MatmulId => wgsl!("expert_items.wgsl", "tile_x_rows.wgsl", "matmul_id.wgsl"),
+            Kernel::MatmulGrouped => {
+                wgsl!("step.wgsl", "tile_x_rows.wgsl", "matmul_grouped.wgsl")
+            }
             Kernel::MoeCombine => wgsl!("step.wgsl", "moe_combine.wgsl"),
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),

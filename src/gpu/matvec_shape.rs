@@ -173,7 +173,7 @@ impl MatvecShape {
     pub fn is_tiled(&self) -> bool {
         matches!(
             self.kernel,
-            Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped
+            Kernel::Matmul(..) | Kernel::MatmulId | Kernel::MatmulGrouped
         )
     }
 
@@ -192,7 +192,10 @@ impl MatvecShape {
             }
             Kernel::MatvecId => shape + " experts",
             Kernel::MatvecIdGlu(act) => shape + " experts " + store_name(Store::Glu(act)),
-            Kernel::Matmul(store) => shape + " matmul " + store_name(store),
+            Kernel::Matmul(store, XNorm::None) => shape + " matmul " + store_name(store),
+            Kernel::Matmul(store, XNorm::Rms(_)) => {
+                shape + " matmul " + store_name(store) + " normed"
+            }
             Kernel::MatmulId => shape + &format!(" matmul experts {}", self.matrices),
             Kernel::MatmulGrouped => shape + &format!(" matmul grouped {}", self.matrices),
             Kernel::Matvec if self.matrices > 1 => shape + &format!(" grouped {}", self.matrices),
@@ -210,12 +213,13 @@ impl MatvecShape {
     }
 
     /// Whether its candidates include the plain product's tiles, the 64-thread one and the one in
-    /// registers: a step's pair product of several tokens (a parallel step's, a speculative check's)
-    /// whose x is read as it is. A tile reads each weight once for all the step's tokens where the
+    /// registers: a step's pair product of several tokens (a parallel step's, a speculative check's),
+    /// its x read as it is or normed on the way in (shaders/tile_x_rms_norm.wgsl, as GPUs fold the
+    /// norms into these products). A tile reads each weight once for all the step's tokens where the
     /// pair kernel reads it once for every four, and the tile in registers reads each x once for a
     /// workgroup where the pair kernel's threads each read their own (lane by lane on a CPU).
     pub fn takes_tiles(&self) -> bool {
-        matches!(self.kernel, Kernel::MatvecPairs(_, XNorm::None)) && self.tokens > 1
+        matches!(self.kernel, Kernel::MatvecPairs(..)) && self.tokens > 1
     }
 
     /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
@@ -236,7 +240,7 @@ impl MatvecShape {
         if !adapter.runs_on_cpu {
             return default;
         }
-        if matches!(self.kernel, Kernel::Matmul(_)) || self.takes_tiles() {
+        if matches!(self.kernel, Kernel::Matmul(..)) || self.takes_tiles() {
             return MatvecKernel::tile(ROWS_TILE_WORKGROUP);
         }
         // The other tiles, and rows of fewer chunks than that, keep the default.
@@ -335,8 +339,10 @@ impl MatvecShape {
             let tile = MatvecKernel::tile;
             // The tile in registers is for adapters that run workgroups on a CPU.
             let mut tiles = vec![default, tile(128), tile(256), tile(ROWS_TILE_WORKGROUP)];
-            // The grouped product has no form on the matrix cores.
-            let cores = matrix_cores.filter(|_| self.kernel != Kernel::MatmulGrouped);
+            // The grouped product has no form on the matrix cores, nor has a product that norms x.
+            let cores = matrix_cores.filter(|_| {
+                self.kernel != Kernel::MatmulGrouped && self.kernel.x_norm() == XNorm::None
+            });
             tiles.extend(cores.map(|cores| MatvecKernel {
                 cooperative: Some(cores.size),
                 ..tile(cores.workgroup())
@@ -453,10 +459,9 @@ mod tests {
     }
 
     /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
-    /// pair products of several tokens take the tile in registers, and the other products of a few
-    /// tokens 4 threads a row, each a candidate of its shape; the experts' tiles, pair products whose
-    /// x is normed on the way in and rows of 2 chunks keep their defaults, as GPUs keep every
-    /// default.
+    /// pair products of several tokens (x normed on the way in or not) take the tile in registers,
+    /// and the other products of a few tokens 4 threads a row, each a candidate of its shape; the
+    /// experts' tiles and rows of 2 chunks keep their defaults, as GPUs keep every default.
     #[test]
     fn untuned_kernels_follow_the_adapter() {
         let cpu = Adapter {
@@ -467,7 +472,7 @@ mod tests {
             runs_on_cpu: false,
             ..cpu
         };
-        let plain = Kernel::Matmul(Store::Glu(Activation::Silu));
+        let plain = Kernel::Matmul(Store::Glu(Activation::Silu), XNorm::None);
         let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (576, 1536), 1, 64);
         assert_eq!(chunk.untuned_kernel(cpu).workgroup, ROWS_TILE_WORKGROUP);
         let experts = MatvecShape::chunk(Kernel::MatmulId, GgmlType::Q4_K, (576, 1536), 8, 64);
@@ -504,8 +509,12 @@ mod tests {
         assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
         let in_registers = MatvecKernel::tile(ROWS_TILE_WORKGROUP);
         assert_eq!(check.untuned_kernel(cpu), in_registers);
-        assert_eq!(normed.untuned_kernel(cpu).threads_per_row, 4);
-        assert!(!normed.candidates(offers(false)).contains(&in_registers));
+        assert_eq!(normed.untuned_kernel(cpu), in_registers);
+        let one_token = MatvecShape {
+            tokens: 1,
+            ..normed
+        };
+        assert!(!one_token.candidates(offers(false)).contains(&in_registers));
     }
 
     /// 8-bit x is offered a decode step's products of the types with that form (one token's or four's),
@@ -525,7 +534,7 @@ mod tests {
         };
         let four = MatvecShape { tokens: 4, ..q8_0 };
         let tile = MatvecShape::chunk(
-            Kernel::Matmul(Store::Rows),
+            Kernel::Matmul(Store::Rows, XNorm::None),
             GgmlType::Q8_0,
             (896, 1024),
             1,

@@ -71,7 +71,7 @@ impl PipelineKey {
             ..PipelineKey::new(shape.kernel, Some(shape.ty))
         };
         match (shape.kernel, kernel.cooperative) {
-            (Kernel::Matmul(store), Some(size)) => PipelineKey {
+            (Kernel::Matmul(store, XNorm::None), Some(size)) => PipelineKey {
                 kernel: Kernel::MatmulCoop(store, size),
                 ..key
             },
@@ -81,11 +81,11 @@ impl PipelineKey {
             },
             // A tile, named by its workgroup size alone (the grouped product's has no form on the
             // matrix cores).
-            (Kernel::Matmul(_) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => key,
+            (Kernel::Matmul(..) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => key,
             // A step's pair product as the plain product's tile (`MatvecShape::takes_tiles`): the
-            // same bindings, parameters and store; in registers, a tile of a step's few tokens.
-            (Kernel::MatvecPairs(store, XNorm::None), None) if kernel.is_tile() => PipelineKey {
-                kernel: Kernel::Matmul(store),
+            // same bindings, parameters, store and norm; in registers, a tile of a step's few tokens.
+            (Kernel::MatvecPairs(store, x), None) if kernel.is_tile() => PipelineKey {
+                kernel: Kernel::Matmul(store, x),
                 tokens: (kernel.workgroup == ROWS_TILE_WORKGROUP).then_some(STEP_ROWS_TILE_TOKENS),
                 ..key
             },
@@ -104,7 +104,7 @@ impl PipelineKey {
     /// matmul_coop_tile.wgsl), by the workgroup size, with the key's tokens where it has them.
     pub fn tile(&self) -> Option<MatmulTile> {
         match self.kernel {
-            Kernel::Matmul(_) | Kernel::MatmulId | Kernel::MatmulGrouped => {
+            Kernel::Matmul(..) | Kernel::MatmulId | Kernel::MatmulGrouped => {
                 let tile = matmul_tile(self.workgroup);
                 Some(MatmulTile {
                     tokens: self.tokens.unwrap_or(tile.tokens),
@@ -147,7 +147,7 @@ impl PipelineKey {
         if let (Some(tokens), None) = (self.tokens, self.tile()) {
             name += &format!(" x{tokens}");
         }
-        if let Kernel::MatvecPairs(_, XNorm::Rms(_)) = self.kernel {
+        if let XNorm::Rms(_) = self.kernel.x_norm() {
             name += " rms-normed";
         }
         name
@@ -161,7 +161,7 @@ impl PipelineKey {
         if let (Some(tokens), Kernel::MatvecPairs(..)) = (self.tokens, self.kernel) {
             c.push(("TOKENS", tokens as f64));
         }
-        if let Kernel::MatvecPairs(_, XNorm::Rms(eps)) = self.kernel {
+        if let XNorm::Rms(eps) = self.kernel.x_norm() {
             c.push(("NORM_EPS", f32::from_bits(eps) as f64));
         }
         c

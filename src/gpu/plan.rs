@@ -481,8 +481,8 @@ fn bind(
     buffers: &[wgpu::Buffer],
     (arena, (offset, len)): (&wgpu::Buffer, (u64, u64)),
 ) -> wgpu::BindGroup {
-    let (buffers, gain) = match key.kernel {
-        Kernel::MatvecPairs(_, XNorm::Rms(_)) => {
+    let (buffers, gain) = match key.kernel.x_norm() {
+        XNorm::Rms(_) => {
             let (gain, rest) = buffers.split_last().expect("a norm's gain");
             (rest, Some(gain))
         }

@@ -83,9 +83,9 @@ impl Tunable {
 /// 4: 32-weight blocks shared by 4 threads; 5: a prompt's products tuned too, by their tile; 6: a
 /// prompt's products on matrix cores; 7: a decode step's products on 8-bit x, Q6_K's and the
 /// experts' among them, and a prompt's plain products in registers; 8: its experts' and grouped
-/// products in registers too; 9: a step's pair products of several tokens as tiles). New shapes
-/// need no new count: they have no winners to drop.
-pub const CANDIDATES: u32 = 9;
+/// products in registers too; 9: a step's pair products of several tokens as tiles; 10: those whose
+/// x is normed on the way in too). New shapes need no new count: they have no winners to drop.
+pub const CANDIDATES: u32 = 10;
 
 impl Default for Tuning {
     fn default() -> Tuning {
@@ -164,7 +164,7 @@ impl Tuning {
 mod tests {
     use super::*;
     use crate::gguf::GgmlType;
-    use crate::gpu::{Activation, Kernel, Store};
+    use crate::gpu::{Activation, Kernel, Store, XNorm};
 
     /// A winner stands over the kernel the shape would take untuned.
     #[test]
@@ -173,7 +173,7 @@ mod tests {
             workgroup_bytes: 32768,
             runs_on_cpu: true,
         };
-        let plain = Kernel::Matmul(Store::Glu(Activation::Silu));
+        let plain = Kernel::Matmul(Store::Glu(Activation::Silu), XNorm::None);
         let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (576, 1536), 1, 64);
         let mut tuning = Tuning::default();
         let tile = MatvecKernel {

@@ -189,7 +189,7 @@ pub fn push_pairs(
             plan.push_matvec(shape, &buffers, &params);
         } else {
             // The tile is tuned per shape and chunk size (`matmul_tile`).
-            let kernel = Kernel::Matmul(store);
+            let kernel = Kernel::Matmul(store, norm);
             let shape = MatvecShape::chunk(kernel, w.ty, (w.row_len, part.rows), 1, plan.batch);
             plan.push_matvec(shape, &buffers, &params);
         }

@@ -79,7 +79,8 @@ impl DraftSlots {
                 wants.push(wanted[i].sampler.want_chances(&history, bits.clone()));
                 asked.push((history, bits));
             }
-            let tokens: Vec<(usize, u32)> = going.iter().map(|&i| (wanted[i].slot, next[i])).collect();
+            let tokens: Vec<(usize, u32)> =
+                going.iter().map(|&i| (wanted[i].slot, next[i])).collect();
             let steps = self.slots.run(&mut self.engine, &tokens, &wants).await?;
             let mut stopped = Vec::new();
             for ((&i, step), (history, bits)) in going.iter().zip(&steps).zip(&asked) {

@@ -311,11 +311,18 @@ fn draft_all(
             }
         });
     }
-    let (Some(model), false) = (speculating.draft_model.as_deref_mut(), for_model.is_empty()) else {
-        return Ok((drafts.into_iter().map(Option::unwrap_or_default).collect(), 0.0));
+    let (Some(model), false) = (speculating.draft_model.as_deref_mut(), for_model.is_empty())
+    else {
+        return Ok((
+            drafts.into_iter().map(Option::unwrap_or_default).collect(),
+            0.0,
+        ));
     };
     let start = Instant::now();
-    let mut decoded = model.draft(&mut for_model, &mut limits).block_on()?.into_iter();
+    let mut decoded = model
+        .draft(&mut for_model, &mut limits)
+        .block_on()?
+        .into_iter();
     let catching_up = decoded.as_slice().first().map_or(0.0, |d| d.catching_up);
     let drafting = start.elapsed().as_secs_f64() - catching_up;
     let drafts = (drafts.into_iter())
