@@ -50,6 +50,7 @@ def main():
 
     text, usage = reply(plain)
     details = usage.completion_tokens_details
+    kept_predicted = details.accepted_prediction_tokens if details else 0
     check(text == plain, f"predicted right, the reply is the same ({text!r})")
     check(details is not None and details.accepted_prediction_tokens >= usage.completion_tokens // 2,
           f"predicted right, most of the reply was drafted from the prediction and kept ({details})")
@@ -65,6 +66,7 @@ def main():
     text, usage = reply(parts)
     check(text == plain and usage.completion_tokens_details.accepted_prediction_tokens > 0,
           f"a prediction in text parts ({usage.completion_tokens_details})")
+    kept_predicted += usage.completion_tokens_details.accepted_prediction_tokens
 
     for bad, why in [({"type": "audio", "content": "x"}, "a prediction of another type"),
                      ({"type": "content", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]},
@@ -72,6 +74,15 @@ def main():
         status, _, body = http_check.raw(BASE, KEY, "POST", "/v1/chat/completions",
                                          {"messages": MESSAGES, "prediction": bad})
         check(status == 400 and openai_error(body), f"{why} is refused ({status}: {body})")
+
+    # The server counts its checks of drafted tokens, the predictions' among them.
+    _, _, text = http_check.raw(BASE, KEY, "GET", "/metrics")
+    m = {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line.startswith("wick_")}
+    checks, drafted, kept = (m["wick_draft_checks_total"], m["wick_draft_tokens_total"],
+                             m["wick_draft_tokens_accepted_total"])
+    check(0 < checks <= drafted and kept_predicted <= kept <= drafted,
+          f"/metrics counts the drafts, the predictions' {kept_predicted} kept tokens among them "
+          f"({checks:.0f} checks, {kept:.0f} of {drafted:.0f} drafted tokens kept)")
 
 
 main()

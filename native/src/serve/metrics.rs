@@ -16,6 +16,10 @@ pub struct Metrics {
     prompt_micros: AtomicU64,
     generated_tokens: AtomicU64,
     generation_micros: AtomicU64,
+    /// Speculative decoding's checks, the drafted tokens they checked, and of those the ones kept.
+    draft_checks: AtomicU64,
+    drafted_tokens: AtomicU64,
+    accepted_tokens: AtomicU64,
 }
 
 /// What one generation adds.
@@ -46,6 +50,14 @@ impl Metrics {
         add(&self.generation_micros, g.time.as_micros() as u64);
     }
 
+    /// Counts checks of drafted tokens (`wick::speculate::SpeculationStats`, or its growth).
+    pub fn add_drafts(&self, checks: u64, drafted: u64, accepted: u64) {
+        let add = |counter: &AtomicU64, n: u64| counter.fetch_add(n, Ordering::Relaxed);
+        add(&self.draft_checks, checks);
+        add(&self.drafted_tokens, drafted);
+        add(&self.accepted_tokens, accepted);
+    }
+
     /// The text /metrics answers; `queued`: tasks waiting for the engine.
     pub fn render(&self, queued: usize) -> String {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
@@ -58,7 +70,7 @@ impl Metrics {
         let (prompt_micros, generation_micros) =
             (get(&self.prompt_micros), get(&self.generation_micros));
         let generated = get(&self.generated_tokens);
-        let rows: [(&str, &str, &str, f64); 10] = [
+        let rows: [(&str, &str, &str, f64); 13] = [
             (
                 "requests_total",
                 "counter",
@@ -118,6 +130,24 @@ impl Metrics {
                 "gauge",
                 "Tokens generated per second of generating.",
                 per_second(generated, generation_micros),
+            ),
+            (
+                "draft_checks_total",
+                "counter",
+                "Steps that checked drafted tokens (speculative decoding).",
+                get(&self.draft_checks) as f64,
+            ),
+            (
+                "draft_tokens_total",
+                "counter",
+                "Drafted tokens checked.",
+                get(&self.drafted_tokens) as f64,
+            ),
+            (
+                "draft_tokens_accepted_total",
+                "counter",
+                "Drafted tokens kept: each saved a step.",
+                get(&self.accepted_tokens) as f64,
             ),
         ];
         let mut out = String::new();

@@ -222,6 +222,9 @@ fn step(
         // A pass without drafts is each slot's plain step; one with drafts, each drafting slot's
         // check (the cost it shares with the others). A slot's plain token beside others' drafts
         // measures neither.
+        if proposed > 0 {
+            metrics.add_drafts(1, proposed as u64, picked.stood as u64);
+        }
         if let Some(speculation) = &mut speculating.per_slot[s] {
             match (proposed, a.prediction.as_mut().filter(|_| predicted)) {
                 (0, _) if any_draft => {}

@@ -317,12 +317,20 @@ fn run(session: &mut Session, job: Job, metrics: &Metrics) -> Result<Event, ApiE
         session.predict(text);
     }
     let events = &job.events;
+    let drafts = |s: &Session| s.speculation.as_ref().map(|s| s.stats).unwrap_or_default();
+    let before = drafts(session);
     let completion = session
         .complete(&prompt, reply, &mut sampler, &mut |piece| {
             pieces.send(events, piece)
         })
         .block_on()
         .map_err(generation_failed)?;
+    let after = drafts(session);
+    metrics.add_drafts(
+        after.checks - before.checks,
+        after.proposed - before.proposed,
+        after.accepted - before.accepted,
+    );
     Ok(done(session, &job, tool_use.as_ref(), &completion, metrics))
 }
 
