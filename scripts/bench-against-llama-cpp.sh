@@ -5,7 +5,9 @@
 # (and its decode with each norm in a kernel of its own, --fuse-norms off; its prompt in chunks of 64
 # rather than a GPU's 512, and without the matrix cores, --matrix-cores off) and `llama-bench` one
 # after the other on each; then decode deep into a long context (-d 4096 and 16384) on the 8B and
-# 1.5B files.
+# 1.5B files; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
+# speculative check of as many tokens costs) beside the one-token step, kernel by kernel, on the
+# same two.
 #
 #   scripts/bench-against-llama-cpp.sh LLAMA_CPP_SOURCE [VULKAN_PREFIX]
 #
@@ -17,7 +19,8 @@
 # gguf-py is used if gguf is missing), cmake and ninja, and target/release/wick (cargo build --release
 # -p wick-cli). Files go to models/shape/ (about 30 GB, the Q8_0 sources of the Q4_K_M files
 # included); the tables to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default;
-# FILES and DEEP_FILES (names as below, without .gguf) run a subset, DEEP_FILES= none deep.
+# FILES, DEEP_FILES and STEP_FILES (names as below, without .gguf) run a subset, DEEP_FILES= none deep,
+# STEP_FILES= no steps of several sequences.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=$(cd "$1" && pwd)
@@ -67,7 +70,8 @@ make_file() {
 files=${FILES:-llama-3.1-8b.shape.Q4_K_M llama-3.1-8b.shape.Q4_0 qwen3.5-2b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M \
 llama-3.2-1b.shape.Q4_K_M qwen3-30b-a3b.shape-4L.Q4_K_M}
 deep_files=${DEEP_FILES-llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M}
-for f in $files $deep_files; do make_file "$f"; done
+step_files=${STEP_FILES-llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M}
+for f in $files $deep_files $step_files; do make_file "$f"; done
 
 reps=${REPS:-3}
 for f in $files; do
@@ -96,5 +100,16 @@ for f in $deep_files; do
     echo "== $f at depth $d: llama.cpp"
     "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 0 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
       | tee -a "$out/llama-depth.md"
+  done
+done
+
+# A step of several sequences: each product reads its weights once for every four tokens (the pair
+# kernel) or once for all of them (a tile, the norm folded in, where the tuner times one faster), so
+# on a GPU it should cost about one step; a speculative check of as many tokens is the same pass.
+for f in $step_files; do
+  for n in 4 8; do
+    echo "== $f, a step of $n sequences: wick"
+    target/release/wick bench -m "$models/$f.gguf" -p 0 -n 32 -r "$reps" --profile --parallel "$n" 2>&1 \
+      | grep -v '^$' | tee -a "$out/wick-steps.md"
   done
 done

@@ -121,6 +121,7 @@ impl PipelineKey {
         let mut name = match self.kernel {
             // How x is read is said at the end.
             Kernel::MatvecPairs(store, _) => format!("matvecpairs({store:?})").to_lowercase(),
+            Kernel::Matmul(store, _) => format!("matmul({store:?})").to_lowercase(),
             kernel => format!("{kernel:?}").to_lowercase(),
         };
         if let Some(ty) = self.ty {
