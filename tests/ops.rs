@@ -10,7 +10,8 @@ use common::{
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
-    has_int8_form, read_back_f32, scratch_buffer, GpuTensor, Kernel, MatvecShape, Stacked, XNorm,
+    has_int8_form, read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecKernel,
+    MatvecShape, Stacked, XNorm,
 };
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec::Input;
@@ -51,7 +52,8 @@ fn matvec_every_type_against_cpu() {
 
 /// A product whose x a norm makes, normed on the way in by the pair kernel (`Gpu::fuses_norms`),
 /// as the output head reads the last norm: 37 rows in parts of 10 (the last part 7, an odd last
-/// row), for 1 token and for 3 of a plan of 4, against the norm and the product on the CPU. The
+/// row), for 1 token and for 3 of a plan of 4 (four to a workgroup, as a GPU runs a step of several
+/// sequences untuned; a CPU takes a tile, below), against the norm and the product on the CPU. The
 /// norm's own dispatch is gone.
 #[test]
 fn rms_normed_matvec_against_cpu() {
@@ -59,52 +61,11 @@ fn rms_normed_matvec_against_cpu() {
         return;
     };
     let mut rng = Rng(4242);
-    let eps = 1e-6;
     for ty in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16] {
-        let cols = if ty.block_len() == 256 { 768 } else { 736 };
-        let rows = 37;
-        let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
-        let gain: Vec<f32> = rng.vec(cols as usize).iter().map(|g| 1.0 + g).collect();
-        for (batch, n_tokens) in [(1u32, 1usize), (4, 3)] {
-            let x: Vec<f32> = rng
-                .vec(batch as usize * cols as usize)
-                .iter()
-                .map(|v| 5.0 * v)
-                .collect();
-            let (xb, gb) = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &gain));
-            let bytes = |n: u32| batch as u64 * n as u64 * 4;
-            let y = scratch_buffer(&gpu, "y", bytes(rows)).block_on().unwrap();
-            let xn = scratch_buffer(&gpu, "xn", bytes(cols)).block_on().unwrap();
-            let step = wick::gpu::StepInput::new(&gpu, batch);
-            step.write(&gpu, 0, &vec![0; n_tokens]);
-            let mut plan = wick::gpu::Plan::new(&gpu, &step, batch);
-            let norm = RmsNorm {
-                x: &xb,
-                gain: &gb,
-                xn: &xn,
-                n: cols,
-                eps,
-            };
-            matvec::push(&mut plan, &w, Input::RmsNorm(norm), &y, false);
-            assert_eq!(
-                plan.dispatch_count(),
-                w.parts.len(),
-                "{ty}: one dispatch a part"
-            );
-            run(&gpu, plan);
-            let got = read_back_f32(&gpu, &y, n_tokens * rows as usize)
-                .block_on()
-                .unwrap();
-            let mut want = vec![0f32; n_tokens * rows as usize];
-            for t in 0..n_tokens {
-                let x_t = &x[t * cols as usize..(t + 1) * cols as usize];
-                let xn_t = rms_norm::reference(x_t, &gain, eps);
-                let y_t = &mut want[t * rows as usize..(t + 1) * rows as usize];
-                matvec::reference(&deq, &xn_t, y_t, false);
-            }
-            let e = nmse(&got, &want);
-            assert!(e < 1e-10, "{ty}, {n_tokens} of {batch} tokens: nmse {e}");
+        let product = NormedProduct::random(&gpu, ty, 1e-6, 4, &mut rng);
+        product.step_in(&gpu, product.step_shape(product.w.rows).default_kernel());
+        for n_tokens in [1, 3] {
+            product.check(&gpu, n_tokens, &format!("{n_tokens} of 4 tokens"));
         }
     }
 }
@@ -113,9 +74,7 @@ fn rms_normed_matvec_against_cpu() {
 /// (`MatvecShape::takes_tiles`: a parallel step's or a speculative check's q/k/v and gate/up where
 /// the norms are folded into the products, a GPU's default): every type, 7 tokens of a step of 8
 /// (`STEP_TOKENS_MAX`), in the 64-thread tile (16 tokens, 9 of them past the run) and the tile in
-/// registers (8 tokens, one past the run), W of 37 rows in parts of 10 (the last 7: an odd last
-/// row). The tile sums each token's squares from the x it reads; against the norm and the product
-/// on the CPU.
+/// registers (8 tokens, one past the run). The tile sums each token's squares from the x it reads.
 #[test]
 fn rms_normed_step_products_as_tiles_against_cpu() {
     let Some(gpu) = common::gpu_with_norms_fused() else {
@@ -123,62 +82,101 @@ fn rms_normed_step_products_as_tiles_against_cpu() {
     };
     let mut rng = Rng(4243);
     let eps = 1e-5;
-    let (batch, n_tokens, rows) = (8u32, 7usize, 37u32);
     for ty in GgmlType::ALL {
-        let cols = if ty.block_len() == 256 { 768 } else { 736 };
-        let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
-        let gain: Vec<f32> = rng.vec(cols as usize).iter().map(|g| 1.0 + g).collect();
-        let x: Vec<f32> = (rng.vec(batch as usize * cols as usize).iter())
-            .map(|v| 5.0 * v)
-            .collect();
-        let mut want = vec![0f32; n_tokens * rows as usize];
-        for (t, want_t) in want.chunks_mut(rows as usize).enumerate() {
-            let xn_t = rms_norm::reference(&x[t * cols as usize..][..cols as usize], &gain, eps);
-            matvec::reference(&deq, &xn_t, want_t, false);
-        }
-        let kernel = Kernel::MatvecPairs(wick::gpu::Store::Rows, XNorm::Rms(eps.to_bits()));
-        let shape = |rows| MatvecShape {
-            tokens: 4,
-            ..MatvecShape::of(kernel, ty, cols, rows)
-        };
-        let whole = shape(rows);
+        let product = NormedProduct::random(&gpu, ty, eps, 8, &mut rng);
+        let whole = product.step_shape(product.w.rows);
         assert!(whole.takes_tiles());
         let tiles: Vec<_> = (whole.candidates(gpu.offers()).into_iter())
             .filter(|k| k.threads_per_row == 0)
             .collect();
         assert_eq!(tiles.len(), 2, "{ty}: the two tiles offered");
         for tile in tiles {
-            let mut tuning = wick::gpu::Tuning::default();
-            for part in &w.parts {
-                tuning.matvec.insert(shape(part.rows).key(), tile);
-            }
-            gpu.set_tuning(tuning);
-            let (xb, gb) = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &gain));
-            let bytes = |n: u32| batch as u64 * n as u64 * 4;
-            let y = scratch_buffer(&gpu, "y", bytes(rows)).block_on().unwrap();
-            let xn = scratch_buffer(&gpu, "xn", bytes(cols)).block_on().unwrap();
-            let step = wick::gpu::StepInput::new(&gpu, batch);
-            step.write(&gpu, 0, &vec![0; n_tokens]);
-            let mut plan = wick::gpu::Plan::new(&gpu, &step, batch);
-            let norm = RmsNorm {
-                x: &xb,
-                gain: &gb,
-                xn: &xn,
-                n: cols,
-                eps,
-            };
-            matvec::push(&mut plan, &w, Input::RmsNorm(norm), &y, false);
-            assert_eq!(
-                plan.dispatch_count(),
-                w.parts.len(),
-                "{ty}: the norm in the tile"
-            );
-            run(&gpu, plan);
-            let got = read_back_f32(&gpu, &y, want.len()).block_on().unwrap();
-            let e = nmse(&got, &want);
-            assert!(e < 1e-10, "{ty} in {tile}: nmse {e}");
+            product.step_in(&gpu, tile);
+            product.check(&gpu, 7, &format!("7 of 8 tokens in {tile}"));
         }
+    }
+}
+
+/// W rmsnorm(x) for the tokens of a plan, W random, 37 rows in parts of 10 (the last part 7, an odd
+/// last row), against the norm and the product on the CPU.
+struct NormedProduct {
+    w: GpuTensor,
+    deq: Vec<f32>,
+    x: Vec<f32>,
+    gain: Vec<f32>,
+    eps: f32,
+    batch: u32,
+}
+
+impl NormedProduct {
+    fn random(gpu: &Gpu, ty: GgmlType, eps: f32, batch: u32, rng: &mut Rng) -> NormedProduct {
+        let cols = if ty.block_len() == 256 { 768 } else { 736 };
+        let row_bytes = ty.bytes_for(cols as u64).unwrap();
+        let (w, deq) = packed(gpu, ty, 37, cols, row_bytes * 10 + 4, rng);
+        let gain = rng.vec(cols as usize).iter().map(|g| 1.0 + g).collect();
+        let x = (rng.vec(batch as usize * cols as usize).iter())
+            .map(|v| 5.0 * v)
+            .collect();
+        NormedProduct {
+            w,
+            deq,
+            x,
+            gain,
+            eps,
+            batch,
+        }
+    }
+
+    /// The shape of a step's product of several tokens, of W's `rows` (a part's, or all).
+    fn step_shape(&self, rows: u32) -> MatvecShape {
+        let kernel = Kernel::MatvecPairs(wick::gpu::Store::Rows, XNorm::Rms(self.eps.to_bits()));
+        MatvecShape {
+            tokens: 4,
+            ..MatvecShape::of(kernel, self.w.ty, self.w.row_len, rows)
+        }
+    }
+
+    /// Has the GPU run each part's product of several tokens in `kernel`.
+    fn step_in(&self, gpu: &Gpu, kernel: MatvecKernel) {
+        let mut tuning = wick::gpu::Tuning::default();
+        for part in &self.w.parts {
+            tuning
+                .matvec
+                .insert(self.step_shape(part.rows).key(), kernel);
+        }
+        gpu.set_tuning(tuning);
+    }
+
+    /// Runs the product of the first `n_tokens` in one dispatch a part of W, the norm in it.
+    fn check(&self, gpu: &Gpu, n_tokens: usize, what: &str) {
+        let (w, batch, ty) = (&self.w, self.batch, self.w.ty);
+        let (rows, cols) = (w.rows as usize, w.row_len as usize);
+        let (xb, gb) = (f32_buffer(gpu, &self.x), f32_buffer(gpu, &self.gain));
+        let bytes = |n: usize| batch as u64 * n as u64 * 4;
+        let y = scratch_buffer(gpu, "y", bytes(rows)).block_on().unwrap();
+        let xn = scratch_buffer(gpu, "xn", bytes(cols)).block_on().unwrap();
+        let step = wick::gpu::StepInput::new(gpu, batch);
+        step.write(gpu, 0, &vec![0; n_tokens]);
+        let mut plan = wick::gpu::Plan::new(gpu, &step, batch);
+        let norm = RmsNorm {
+            x: &xb,
+            gain: &gb,
+            xn: &xn,
+            n: w.row_len,
+            eps: self.eps,
+        };
+        matvec::push(&mut plan, w, Input::RmsNorm(norm), &y, false);
+        let parts = w.parts.len();
+        assert_eq!(plan.dispatch_count(), parts, "{ty}: one dispatch a part");
+        run(gpu, plan);
+        let got = read_back_f32(gpu, &y, n_tokens * rows).block_on().unwrap();
+        let mut want = vec![0f32; n_tokens * rows];
+        for (x_t, want_t) in self.x.chunks(cols).zip(want.chunks_mut(rows)) {
+            let xn_t = rms_norm::reference(x_t, &self.gain, self.eps);
+            matvec::reference(&self.deq, &xn_t, want_t, false);
+        }
+        let e = nmse(&got, &want);
+        assert!(e < 1e-10, "{ty}, {what}: nmse {e}");
     }
 }
 
