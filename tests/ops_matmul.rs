@@ -8,8 +8,8 @@ use common::{f32_buffer, gpu, nmse, packed, run, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
-    read_back_f32, Gpu, GpuTensor, Kernel, MatrixCores, MatvecKernel, MatvecShape, Store, Tuning,
-    XNorm,
+    read_back_f32, Gpu, GpuTensor, Kernel, MatrixCores, MatvecKernel, MatvecShape, PipelineKey,
+    Store, Tuning, XNorm, STEP_TOKENS_MAX,
 };
 use wick::ops::matvec;
 
@@ -18,11 +18,11 @@ use wick::ops::matvec;
 /// tokens of 150 by 300 rows in one part: several tiles each way, the last of each partly used, in
 /// every tile the tuner may pick (64 x 16; 128 x 32 and 128 x 64 where the adapter holds them; 64 x
 /// 64 in registers, shaders/matmul_rows_tile.wgsl, whose last thread's rows run past the 37). A plan
-/// for 8 tokens (a decode step of 8 sequences) runs 7 through the matvec kernel four tokens at a
-/// time (shaders/matvec_pairs.wgsl), in two layers of workgroups, the second short of a token; a
-/// plan for 16 runs 11 so, in every kernel shape the tuner may pick for it, the odd last row
-/// included: the last layer of four short of one, and the tile of a step's 8 tokens in registers
-/// (`STEP_ROWS_TILE_TOKENS`) twice, the second short of five.
+/// for 8 tokens (a decode step of 8 sequences, `STEP_TOKENS_MAX`) runs 7 through the matvec kernel
+/// four tokens at a time (shaders/matvec_pairs.wgsl), in two layers of workgroups, the second short
+/// of a token, in every kernel shape the tuner may pick for it, the odd last row included: the
+/// tiles among them, the 64-thread one's 16 tokens 9 short and the tile of a step's 8 tokens in
+/// registers (`STEP_ROWS_TILE_TOKENS`) one short. A plan for 16 runs 11 as a prompt's chunk.
 #[test]
 fn matmul_every_type_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -40,6 +40,7 @@ fn matmul_every_type_against_cpu() {
         (8, 7, 37, 10),
         (16, 11, 37, 10),
     ] {
+        assert_eq!(batch <= STEP_TOKENS_MAX, batch == 8, "one step among them");
         for ty in GgmlType::ALL {
             let cols = if ty.block_len() == 256 { 768 } else { 736 };
             let row_bytes = ty.bytes_for(cols as u64).unwrap();
@@ -65,7 +66,7 @@ fn matmul_every_type_against_cpu() {
                 };
                 product.check_each_candidate(&gpu, shape, true);
             }
-            if batch == 16 {
+            if batch <= STEP_TOKENS_MAX {
                 // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
                 // Several tokens take four to a workgroup, with winners of their own.
                 let shape = |rows| MatvecShape {
@@ -73,7 +74,7 @@ fn matmul_every_type_against_cpu() {
                     ty,
                     cols,
                     rows,
-                    tokens: if batch > 1 { 4 } else { 1 },
+                    tokens: 4,
                     matrices: 1,
                 };
                 product.check_each_candidate(&gpu, shape, false);
@@ -120,8 +121,28 @@ impl Product<'_> {
                 1e-10
             };
             self.check_within(gpu, accumulate, &candidate.to_string(), tolerance);
+            self.assert_runs_in(gpu, candidate);
         }
         gpu.set_tuning(Tuning::default());
+    }
+
+    /// Asserts that the product's plan runs every part of W in `kernel`, as the tuning says.
+    fn assert_runs_in(&self, gpu: &Gpu, kernel: MatvecKernel) {
+        let step = wick::gpu::StepInput::new(gpu, self.batch);
+        let mut plan = wick::gpu::Plan::new(gpu, &step, self.batch);
+        let y = f32_buffer(gpu, self.y0);
+        matvec::push(&mut plan, self.w, &f32_buffer(gpu, self.x), &y, false);
+        plan.finish(gpu).block_on().unwrap();
+        assert_eq!(plan.dispatches.len(), self.w.parts.len());
+        for d in &plan.dispatches {
+            let shape = d.matvec().expect("a tunable product");
+            assert_eq!(
+                d.key,
+                PipelineKey::matvec(&shape, kernel),
+                "{}",
+                shape.key()
+            );
+        }
     }
 
     fn check(&self, gpu: &Gpu, accumulate: bool, shape: &str) {

@@ -20,7 +20,9 @@ pub use matvec_shape::{
     default_threads_per_row, Adapter, MatvecKernel, MatvecShape, Offers, Split,
 };
 pub use pipelines::{PipelineKey, Pipelines};
-pub use plan::{grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena};
+pub use plan::{
+    grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena, STEP_TOKENS_MAX,
+};
 pub use recurrence::{Recurrence, RecurrenceShape};
 pub use regroup::Regroup;
 pub use tiles::{attention_tile_bytes, matmul_tile, MatmulTile};
