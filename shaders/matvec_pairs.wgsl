@@ -2,7 +2,9 @@
 // two dimensions RoPE rotates together. As matvec.wgsl otherwise: a workgroup of WG threads takes
 // WG / TPR pairs, and the TPR threads of a pair split its row as the row_dot file says, reading each x
 // once for both rows. One layer of workgroups (z) per TOKENS tokens of the run: one, or four (a
-// decode step of several sequences), each weight then dequantized once for the four. The store file declares
+// decode step of several sequences), each weight then dequantized once for the four, or eight, each
+// workgroup taking the first four and then the next, whose weights come from the caches the first
+// four left them in (where a second layer would read them from memory again). The store file declares
 // Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. x is read as the x
 // file says: as it is (x_rows.wgsl), or normed by RMSNorm on the way in (x_rms_norm.wgsl), each sum
 // then scaled by x_scale. Needs step.wgsl, an x file, a row_dot file and a row_sum file.
@@ -13,13 +15,20 @@
 
 override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per pair, a power of two dividing WG
-override TOKENS: u32 = 1u; // 1 or 4
+override TOKENS: u32 = 1u; // 1, 4 or 8
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    if (TOKENS == 4u) {
-        four_tokens(wg, nwg, t);
+    if (TOKENS > 1u) {
+        for (var four = 0u; four < TOKENS / 4u; four++) {
+            if (four > 0u) {
+                // The first four's last sums are read before the next four's are written.
+                workgroupBarrier();
+                x_restart();
+            }
+            four_tokens(wg.z * TOKENS + 4u * four, wg, nwg, t);
+        }
         return;
     }
     let token = wg.z;
@@ -40,9 +49,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
 }
 
-// main for TOKENS = 4.
-fn four_tokens(wg: vec3<u32>, nwg: vec3<u32>, t: u32) {
-    let token0 = wg.z * 4u;
+// main for the four tokens from token0.
+fn four_tokens(token0: u32, wg: vec3<u32>, nwg: vec3<u32>, t: u32) {
     if (token0 >= step.n_tokens) {
         return;
     }

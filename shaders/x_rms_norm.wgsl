@@ -14,6 +14,11 @@ override NORM_EPS: f32 = 1e-6;
 // This thread's sums of the squares of the x it read, one per token (.x: one token's products).
 var<private> squares: vec4<f32>;
 
+// Forgets the squares summed so far, before the kernel reads other tokens' x.
+fn x_restart() {
+    squares = vec4<f32>(0.0);
+}
+
 fn x_at(x0: u32, j: u32) -> vec4<f32> {
     let x = X[x0 + j];
     squares.x += dot(x, x);

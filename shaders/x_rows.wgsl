@@ -11,6 +11,9 @@ fn x4_at(x0: vec4<u32>, j: u32) -> mat4x4<f32> {
     return mat4x4<f32>(X[x0.x + j], X[x0.y + j], X[x0.z + j], X[x0.w + j]);
 }
 
+// Forgets what was read, before the kernel reads other tokens' x (nothing here).
+fn x_restart() {}
+
 fn x_scale(t: u32, cols: u32) -> f32 {
     return 1.0;
 }

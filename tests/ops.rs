@@ -70,13 +70,15 @@ fn rms_normed_matvec_against_cpu() {
     }
 }
 
-/// A step's pair product of several tokens with its x normed on the way in, as a tile
-/// (`MatvecShape::takes_tiles`: a parallel step's or a speculative check's q/k/v and gate/up where
-/// the norms are folded into the products, a GPU's default): every type, 7 tokens of a step of 8
-/// (`STEP_TOKENS_MAX`), in the 64-thread tile (16 tokens, 9 of them past the run) and the tile in
-/// registers (8 tokens, one past the run). The tile sums each token's squares from the x it reads.
+/// A step's pair product of several tokens with its x normed on the way in (a parallel step's or a
+/// speculative check's q/k/v and gate/up where the norms are folded into the products, a GPU's
+/// default) as a tile (`MatvecShape::takes_tiles`) or eight tokens a layer of workgroups
+/// (`MatvecShape::takes_eight_tokens`): every type, 7 tokens of a step of 8 (`STEP_TOKENS_MAX`), in
+/// the 64-thread tile (16 tokens, 9 of them past the run), the tile in registers (8 tokens, one past
+/// the run) and each eight-token candidate (the second four one short). The tile sums each token's
+/// squares from the x it reads; the eight-token kernel each four's from its own.
 #[test]
-fn rms_normed_step_products_as_tiles_against_cpu() {
+fn rms_normed_step_products_against_cpu() {
     let Some(gpu) = common::gpu_with_norms_fused() else {
         return;
     };
@@ -85,14 +87,17 @@ fn rms_normed_step_products_as_tiles_against_cpu() {
     for ty in GgmlType::ALL {
         let product = NormedProduct::random(&gpu, ty, eps, 8, &mut rng);
         let whole = product.step_shape(product.w.rows);
-        assert!(whole.takes_tiles());
-        let tiles: Vec<_> = (whole.candidates(gpu.offers()).into_iter())
-            .filter(|k| k.threads_per_row == 0)
-            .collect();
-        assert_eq!(tiles.len(), 2, "{ty}: the two tiles offered");
-        for tile in tiles {
-            product.step_in(&gpu, tile);
-            product.check(&gpu, 7, &format!("7 of 8 tokens in {tile}"));
+        assert!(whole.takes_tiles() && whole.takes_eight_tokens());
+        let candidates = whole.candidates(gpu.offers());
+        let tiles = candidates.iter().filter(|k| k.is_tile()).count();
+        assert_eq!(tiles, 2, "{ty}: the two tiles offered");
+        assert!(
+            candidates.iter().any(|k| k.eight_tokens),
+            "{ty}: eight a layer"
+        );
+        for &kernel in candidates.iter().filter(|k| k.is_tile() || k.eight_tokens) {
+            product.step_in(&gpu, kernel);
+            product.check(&gpu, 7, &format!("7 of 8 tokens in {kernel}"));
         }
     }
 }
@@ -695,7 +700,7 @@ fn matvec_every_tuning_candidate_against_cpu() {
 
 /// The pair kernel on 8-bit x with its input's RMSNorm done on the way in (the q/k/v and gate/up
 /// products of a decode step on a GPU), for each type with that form and each such candidate, for one
-/// token and for five (four to a workgroup): the workgroup quantizes g x together and sums x's
+/// token and for five (four to a workgroup, in two layers or in one of eight): the workgroup quantizes g x together and sums x's
 /// squares together, so the norm's scale must come from all of them. Against the CPU: W
 /// q8_rounded(g x) / sqrt(mean(x^2) + eps), token by token.
 #[test]
@@ -722,12 +727,19 @@ fn pairs_on_8bit_x_with_the_norm_on_the_way_in_against_cpu() {
             .iter()
             .filter(|k| k.split == wick::gpu::Split::PartsQ8);
         assert!(on_q8.clone().count() > 0, "{ty}: no candidate on 8-bit x");
-        for &candidate in on_q8 {
+        // Several tokens four a layer of workgroups, and eight (the second four's rows one short
+        // of three): each four's squares its own.
+        let eights = on_q8.clone().map(|&k| (k, true));
+        for (candidate, eight_tokens) in on_q8.map(|&k| (k, false)).chain(eights) {
             let mut tuning = wick::gpu::Tuning::default();
-            for shape in &shapes {
-                tuning.matvec.insert(shape.key(), candidate);
-            }
+            tuning.matvec.insert(shapes[0].key(), candidate);
+            let several = MatvecKernel {
+                eight_tokens,
+                ..candidate
+            };
+            tuning.matvec.insert(shapes[1].key(), several);
             gpu.set_tuning(tuning);
+            let candidate = several;
             for n_tokens in [1usize, 5] {
                 let x: Vec<f32> = rng.vec(n_tokens * d).iter().map(|v| 5.0 * v).collect();
                 let mut want = vec![0f32; n_tokens * rows as usize];

@@ -28,6 +28,12 @@ pub struct MatvecKernel {
     /// f16 x and weights, f32 sums.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cooperative: Option<u32>,
+    /// A step's pair product of several tokens takes eight a layer of workgroups rather than four:
+    /// each workgroup multiplies its rows by four tokens and then by the next four, their weights
+    /// read again from the caches the first four left them in, where a second layer of workgroups
+    /// would read them from memory again (shaders/matvec_pairs.wgsl).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub eight_tokens: bool,
 }
 
 /// How the threads of a row divide it (which shaders/row_dot*.wgsl file the kernel has).
@@ -69,6 +75,7 @@ impl MatvecKernel {
             subgroup_sum: false,
             split: Split::Chunks,
             cooperative: None,
+            eight_tokens: false,
         }
     }
 
@@ -80,6 +87,7 @@ impl MatvecKernel {
             subgroup_sum: false,
             split: Split::Chunks,
             cooperative: None,
+            eight_tokens: false,
         }
     }
 
@@ -112,6 +120,9 @@ impl std::fmt::Display for MatvecKernel {
             Split::Blocks => write!(f, " blocks")?,
             Split::BlockParts => write!(f, " block-parts")?,
             Split::PartsQ8 => write!(f, " block-parts q8")?,
+        }
+        if self.eight_tokens {
+            write!(f, " x8")?;
         }
         Ok(())
     }
@@ -222,6 +233,13 @@ impl MatvecShape {
         matches!(self.kernel, Kernel::MatvecPairs(..)) && self.tokens > 1
     }
 
+    /// Whether its candidates include eight tokens a layer of workgroups (`MatvecKernel::eight_tokens`):
+    /// a step's pair product of several tokens, which a step of 5 to 8 sequences or a speculative
+    /// check of 5 to 8 rows runs.
+    pub fn takes_eight_tokens(&self) -> bool {
+        self.takes_tiles()
+    }
+
     /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
     /// workgroups on a CPU, about the shapes `wick tune` picks there. A plain prompt product takes its
     /// tile in registers, timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on
@@ -327,7 +345,8 @@ impl MatvecShape {
     /// (`matmul_tile`), which not every adapter `fits`, the tile in registers among them, and where
     /// the adapter has matrix cores that plans may use
     /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product). A step's pair product
-    /// of several tokens also tries the 64-thread tile and the tile in registers (`takes_tiles`).
+    /// of several tokens also tries the 64-thread tile and the tile in registers (`takes_tiles`), and
+    /// its splits by block parts eight tokens a layer (`takes_eight_tokens`).
     pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
         let Offers {
             subgroup_size,
@@ -382,13 +401,23 @@ impl MatvecShape {
                         subgroup_sum,
                         split,
                         cooperative: None,
+                        eight_tokens: false,
                     };
                     let shuffles = subgroup_size.is_some_and(|s| threads_per_row <= s);
                     let fits = !subgroup_sum || shuffles;
                     // On 8-bit x (a GPU's form) only the sum a GPU would take, to keep tuning short.
-                    let needed = split != Split::PartsQ8 || subgroup_sum == shuffles;
+                    let gpu_sum = subgroup_sum == shuffles;
+                    let needed = split != Split::PartsQ8 || gpu_sum;
                     if fits && needed && k != default {
                         c.push(k);
+                    }
+                    // Eight tokens a layer: the GPU's forms (reads that coalesce), the GPU's sum.
+                    let gpu_split = matches!(split, Split::BlockParts | Split::PartsQ8);
+                    if self.takes_eight_tokens() && fits && gpu_split && gpu_sum {
+                        c.push(MatvecKernel {
+                            eight_tokens: true,
+                            ..k
+                        });
                     }
                 }
             }
@@ -517,6 +546,29 @@ mod tests {
         assert!(!one_token.candidates(offers(false)).contains(&in_registers));
     }
 
+    /// Eight tokens a layer are offered a step's pair products of several tokens, split by block
+    /// parts (the GPU's forms), and no one-token product.
+    #[test]
+    fn eight_tokens_are_offered_to_a_steps_pair_products() {
+        let pairs = Kernel::MatvecPairs(Store::Glu(Activation::Silu), XNorm::Rms(0));
+        let one = MatvecShape::of(pairs, GgmlType::Q4_K, 2048, 2 * 5632);
+        let several = MatvecShape { tokens: 4, ..one };
+        let eights = |shape: &MatvecShape| -> Vec<MatvecKernel> {
+            let candidates = shape.candidates(offers(true)).into_iter();
+            candidates.filter(|k| k.eight_tokens).collect()
+        };
+        assert!(eights(&one).is_empty());
+        let offered = eights(&several);
+        assert!(!offered.is_empty());
+        for k in offered {
+            assert!(matches!(k.split, Split::BlockParts | Split::PartsQ8), "{k}");
+            assert!(several.candidates(offers(true)).contains(&MatvecKernel {
+                eight_tokens: false,
+                ..k
+            }));
+        }
+    }
+
     /// 8-bit x is offered a decode step's products of the types with that form (one token's or four's),
     /// one sum each (shuffles where the subgroups hold a row's threads), and not where plans keep x
     /// f32, nor to rows that read x in groups, a prompt's tiles or types without the form.
@@ -543,8 +595,8 @@ mod tests {
         let q6_k = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096);
         assert_eq!(on_q8(&q6_k, offers(true)), 9);
         let mxfp4 = MatvecShape::of(Kernel::Matvec, GgmlType::MXFP4, 4096, 4096);
-        assert_eq!(on_q8(&four, offers(true)), 9);
-        // The experts' gate and up read the token's one x, down the slots' x side by side.
+        assert_eq!(on_q8(&four, offers(true)), 18); // four a layer of workgroups, and eight
+                                                    // The experts' gate and up read the token's one x, down the slots' x side by side.
         let glu = Kernel::MatvecIdGlu(Activation::Silu);
         let gate_up = MatvecShape::of(glu, GgmlType::Q4_K, 2048, 8 * 768);
         assert_eq!(on_q8(&gate_up, offers(true)), 9);

@@ -93,7 +93,10 @@ impl PipelineKey {
                 threads_per_row: Some(kernel.threads_per_row),
                 subgroup_sum: kernel.subgroup_sum,
                 split: kernel.split,
-                tokens: (shape.tokens > 1).then_some(shape.tokens),
+                tokens: match kernel.eight_tokens {
+                    true => Some(8),
+                    false => (shape.tokens > 1).then_some(shape.tokens),
+                },
                 x_q8: (kernel.split == Split::PartsQ8).then_some((shape.cols, shape.x_rows())),
                 ..key
             },
