@@ -5,7 +5,8 @@
 mod common;
 
 use common::{
-    f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, q8_rounded, run, Rng, Q8_NMSE,
+    f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, q8_rounded, run, run_tuned, Rng,
+    Q8_NMSE,
 };
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
@@ -327,7 +328,7 @@ fn check_experts_block(
         }
         None => {}
     }
-    gpu.set_tuning(tuning);
+    gpu.set_tuning(tuning.clone());
     let g = Gating {
         n_expert,
         n_used,
@@ -433,7 +434,10 @@ fn check_experts_block(
         &buffers,
         &x,
     );
-    run(gpu, plan);
+    match given {
+        Some(_) => run_tuned(gpu, plan, &tuning),
+        None => run(gpu, plan),
+    }
 
     // On 8-bit x, gate and up read x rounded so, or down reads h rounded so (the slots' x).
     let on_q8 = given.is_some_and(|g| g.kernel().split == Split::PartsQ8);

@@ -11,7 +11,7 @@ pub mod watched_source;
 use pollster::FutureExt as _;
 use std::sync::Arc;
 use wick::gguf::{GgmlType, Header, MemorySource, TensorInfo};
-use wick::gpu::{storage_buffer, Gpu, GpuTensor, Plan, StepInput};
+use wick::gpu::{storage_buffer, Gpu, GpuTensor, PipelineKey, Plan, StepInput, Tuning};
 use wick::quant;
 
 /// The GPU, or None (with the reason printed) where there is none. In CI a missing adapter fails.
@@ -254,6 +254,35 @@ pub fn packed(
 
 pub fn run(gpu: &Gpu, mut plan: Plan) {
     plan.finish(gpu).block_on().unwrap();
+    submit(gpu, &plan);
+}
+
+/// `run`, having asserted that the plan runs each of its products whose shape `tuning` names in the
+/// kernel it gives, and that it names at least one: a check of a candidate that the plan never ran
+/// would pass whatever the candidate does.
+pub fn run_tuned(gpu: &Gpu, mut plan: Plan, tuning: &Tuning) {
+    plan.finish(gpu).block_on().unwrap();
+    let mut tuned = 0;
+    for d in &plan.dispatches {
+        let Some(shape) = d.matvec() else { continue };
+        if let Some(&kernel) = tuning.matvec.get(&shape.key()) {
+            assert_eq!(
+                d.key,
+                PipelineKey::matvec(&shape, kernel),
+                "{}",
+                shape.key()
+            );
+            tuned += 1;
+        }
+    }
+    assert!(
+        tuned > 0,
+        "no product of the plan has a shape the tuning names"
+    );
+    submit(gpu, &plan);
+}
+
+fn submit(gpu: &Gpu, plan: &Plan) {
     let mut enc = gpu.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
