@@ -8,7 +8,7 @@
 mod draft;
 mod draft_model;
 mod lookup;
-pub use draft::{Draft, DraftLimits, Picked};
+pub use draft::{Asked, Draft, DraftLimits, Picked};
 pub use draft_model::{same_vocabulary, DraftModel};
 pub use lookup::propose as lookup;
 

@@ -122,22 +122,15 @@ impl Session {
         if !caught_up {
             return Ok(draft);
         }
-        let words = model.engine.n_vocab().div_ceil(32) as usize;
         let mut seen = self.cached.clone();
         let mut token = id;
         for _ in 0..n.min(model.room()) {
-            let bits = draft.allowed.last().expect("a row's mask");
-            let bits = bits.as_ref().map(|b| b[..words.min(b.len())].to_vec());
-            let history = sampler.history(&seen, token);
-            seen.push(token);
-            let want = sampler.want_chances(&history, bits.clone());
-            let step = model.step(token, &want).await?;
-            let chances = sampler.chances_of(&step, &history, bits.as_deref());
-            let next = sampler.draw(&chances);
-            if !draft.take(next, chances, sampler, &mut limits)? {
-                break;
+            let asked = draft.ask(sampler, &mut seen, token, model.engine.n_vocab());
+            let step = model.step(token, &asked.want).await?;
+            match draft.take_drawn(&asked, &step, sampler, &mut limits)? {
+                Some(next) => token = next,
+                None => break,
             }
-            token = next;
         }
         Ok(draft)
     }

@@ -5,7 +5,8 @@
 use super::Slots;
 use crate::engine::Engine;
 use crate::sampler::Sampler;
-use crate::speculate::{Draft, DraftLimits, DraftModel};
+use crate::sampler::Want;
+use crate::speculate::{Asked, Draft, DraftLimits, DraftModel};
 use crate::Error;
 use web_time::Instant;
 
@@ -55,7 +56,6 @@ impl DraftSlots {
         let mut going = self.catch_up(wanted).await?;
         let catching_up = start.elapsed().as_secs_f64();
         let n_vocab = self.engine.n_vocab();
-        let words = n_vocab.div_ceil(32) as usize;
         // Each slot's tokens as the model's sampler sees them (its penalties look back over them),
         // and the token each runs next.
         let mut seen: Vec<Vec<u32>> = wanted.iter().map(|w| w.cached.to_vec()).collect();
@@ -68,28 +68,19 @@ impl DraftSlots {
             if going.is_empty() {
                 break;
             }
-            let mut asked = Vec::with_capacity(going.len());
-            let mut wants = Vec::with_capacity(going.len());
-            for &i in &going {
-                let bits = drafts[i].allowed.last().expect("a row's mask");
-                // The model's mask over the draft's vocabulary (which may be the shorter).
-                let bits = bits.as_ref().map(|b| b[..words.min(b.len())].to_vec());
-                let history = wanted[i].sampler.history(&seen[i], next[i]);
-                seen[i].push(next[i]);
-                wants.push(wanted[i].sampler.want_chances(&history, bits.clone()));
-                asked.push((history, bits));
-            }
+            let asked: Vec<Asked> = (going.iter())
+                .map(|&i| drafts[i].ask(wanted[i].sampler, &mut seen[i], next[i], n_vocab))
+                .collect();
+            let wants: Vec<Want> = asked.iter().map(|a| a.want.clone()).collect();
             let tokens: Vec<(usize, u32)> =
                 going.iter().map(|&i| (wanted[i].slot, next[i])).collect();
             let steps = self.slots.run(&mut self.engine, &tokens, &wants).await?;
             let mut stopped = Vec::new();
-            for ((&i, step), (history, bits)) in going.iter().zip(&steps).zip(&asked) {
+            for ((&i, step), asked) in going.iter().zip(&steps).zip(&asked) {
                 let sampler = &mut *wanted[i].sampler;
-                let chances = sampler.chances_of(step, history, bits.as_deref());
-                let token = sampler.draw(&chances);
-                match drafts[i].take(token, chances, sampler, limits)? {
-                    true => next[i] = token,
-                    false => stopped.push(i),
+                match drafts[i].take_drawn(asked, step, sampler, limits)? {
+                    Some(token) => next[i] = token,
+                    None => stopped.push(i),
                 }
             }
             going.retain(|i| !stopped.contains(i));

@@ -30,6 +30,14 @@ pub struct Picked {
     pub stood: usize,
 }
 
+/// What a draft model's step is asked for the row after a token (`Draft::ask`): the tokens the
+/// penalties look at, the grammar's mask over the draft's vocabulary, and what to read back.
+pub struct Asked {
+    history: Vec<u32>,
+    bits: Option<Vec<u32>>,
+    pub want: Want,
+}
+
 /// What a reply's sampler and vocabulary say of a drafted token: the model's vocabulary, which
 /// tokens end the reply, and where the grammar's work is counted.
 pub struct DraftLimits<'a> {
@@ -87,6 +95,38 @@ impl Draft {
         self.chances.push(chances);
         self.allowed.push(allowed_now(sampler, limits)?);
         Ok(true)
+    }
+
+    /// What a draft model of `n_vocab` tokens is asked after `token`, which follows `seen` (the
+    /// tokens so far, to which it is added): its chances for the next token, under the grammar's
+    /// mask for the draft's next row.
+    pub fn ask(&self, sampler: &Sampler, seen: &mut Vec<u32>, token: u32, n_vocab: u32) -> Asked {
+        let words = n_vocab.div_ceil(32) as usize;
+        let bits = self.allowed.last().expect("a row's mask");
+        // The model's mask over the draft's vocabulary (which may be the shorter).
+        let bits = bits.as_ref().map(|b| b[..words.min(b.len())].to_vec());
+        let history = sampler.history(seen, token);
+        seen.push(token);
+        let want = sampler.want_chances(&history, bits.clone());
+        Asked {
+            history,
+            bits,
+            want,
+        }
+    }
+
+    /// Draws the next token from the draft model's `step` (asked as `asked` says) and takes it
+    /// (`take`): the token, or None where the draft stops.
+    pub fn take_drawn(
+        &mut self,
+        asked: &Asked,
+        step: &SequenceStep,
+        sampler: &mut Sampler,
+        limits: &mut DraftLimits,
+    ) -> Result<Option<u32>, Error> {
+        let chances = sampler.chances_of(step, &asked.history, asked.bits.as_deref());
+        let token = sampler.draw(&chances);
+        Ok(self.take(token, chances, sampler, limits)?.then_some(token))
     }
 
     /// Takes the tokens of `proposed` in order (each certain, as a lookup's or a prediction's),

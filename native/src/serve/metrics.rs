@@ -42,7 +42,6 @@ impl Metrics {
     }
 
     pub fn add(&self, g: Generated) {
-        let add = |counter: &AtomicU64, n: u64| counter.fetch_add(n, Ordering::Relaxed);
         add(&self.prompt_tokens, g.prompt_tokens as u64);
         add(&self.cached_tokens, g.cached_tokens as u64);
         add(&self.prompt_micros, g.prompt_time.as_micros() as u64);
@@ -52,7 +51,6 @@ impl Metrics {
 
     /// Counts checks of drafted tokens (`wick::speculate::SpeculationStats`, or its growth).
     pub fn add_drafts(&self, checks: u64, drafted: u64, accepted: u64) {
-        let add = |counter: &AtomicU64, n: u64| counter.fetch_add(n, Ordering::Relaxed);
         add(&self.draft_checks, checks);
         add(&self.drafted_tokens, drafted);
         add(&self.accepted_tokens, accepted);
@@ -158,4 +156,8 @@ impl Metrics {
         }
         out
     }
+}
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
 }
