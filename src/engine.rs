@@ -11,6 +11,7 @@ use web_time::{Duration, Instant};
 
 mod check;
 mod embed;
+mod image_rows;
 mod inject;
 mod options;
 mod profile;
@@ -127,10 +128,8 @@ pub struct Engine {
     sequences: u32,
     /// The last speculative check, until `keep_checked` says how much of it stays.
     checked: Option<check::Checked>,
-    /// Rows given in place of token embeddings, named by ids from n_vocab on (`inject`).
-    injected: Vec<f32>,
-    /// The grids of the images whose tokens those rows are, in order.
-    injected_grids: Vec<crate::vision::TokenGrid>,
+    /// The images whose rows runs may name in place of token embeddings (`inject`).
+    images: image_rows::ImageRows,
     /// Where the images in the sequence put later tokens' rotations (multimodal RoPE).
     image_turns: inject::ImageTurns,
     /// The vision projector whose images' rows those are (`attach_projector`): its plans are tuned
@@ -293,8 +292,7 @@ impl Engine {
             step_times: Default::default(),
             sequences,
             checked: None,
-            injected: Vec::new(),
-            injected_grids: Vec::new(),
+            images: Default::default(),
             image_turns: Default::default(),
             projector: None,
             stats,
@@ -411,7 +409,7 @@ impl Engine {
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
-        let segments = self.segments(self.pos, tokens);
+        let segments = self.segments(0, self.pos, tokens)?;
         let values = self.run_segments(run, &segments).await?;
         self.pos += tokens.len() as u32;
         Ok(values)
@@ -440,12 +438,9 @@ impl Engine {
             Run::Score { next } => Some(next),
             _ => None,
         };
-        // A prompt's runs may name injected rows (`inject`).
-        let allowed = match run {
-            Run::Prefill | Run::Decode(_) => self.ids_allowed(),
-            _ => n_vocab,
-        };
-        let bad = tokens.iter().find(|&&t| t >= allowed);
+        // A prompt's runs may name images' rows (`inject`).
+        let images = matches!(run, Run::Prefill | Run::Decode(_));
+        let bad = (tokens.iter()).find(|&&t| t >= n_vocab && !(images && self.names_rows(t)));
         if let Some(&token) = bad.or(next.as_ref().filter(|&&t| t >= n_vocab)) {
             return Err(Error::BadToken { token, n_vocab });
         }

@@ -45,13 +45,6 @@ pub struct Session {
     pub speculation: Option<Speculation>,
     /// What the next reply is expected to say (`predict`), taken by the reply.
     prediction: Option<Prediction>,
-    /// The rows of the images it encoded last.
-    encoded: images::Encoded,
-    /// Which image each image of the last prompt tokenized with images was, and of the prompt the
-    /// cache holds (in order): the ids that name an image's rows are its place in its prompt, so the
-    /// cache is reused past an image only where it is the same image.
-    prompt_images: Vec<images::Placed>,
-    cached_images: Vec<images::Placed>,
 }
 
 impl Session {
@@ -71,9 +64,6 @@ impl Session {
             grammar_vocabulary: None,
             speculation: None,
             prediction: None,
-            encoded: Default::default(),
-            prompt_images: Vec::new(),
-            cached_images: Vec::new(),
         })
     }
 
@@ -191,15 +181,11 @@ impl Session {
         if prompt.len() > self.engine.n_ctx() as usize {
             return Err(Error::ContextFull(self.engine.n_ctx()));
         }
-        // Ids past the vocabulary name the rows of this prompt's images (`images.rs`), which an
-        // earlier prompt's same ids need not have held: the cache is kept past one only where it
-        // was the same image.
-        let common = self
-            .cached
-            .iter()
-            .zip(prompt)
-            .take_while(|(&a, &b)| a == b && self.same_rows(a))
+        // An image's ids are its own (`Engine::hold_image`): equal tokens are the same rows.
+        let common = (self.cached.iter().zip(prompt))
+            .take_while(|(a, b)| a == b)
             .count();
+        self.engine.forget_images(prompt.iter().copied());
         // The last prompt token is always run again: the next token is picked from its logits.
         let keep = self.engine.rewind(common.min(prompt.len() - 1) as u32) as usize;
         self.cached.truncate(keep);
@@ -208,7 +194,6 @@ impl Session {
             false => keep + self.engine.prompt_end(&prompt[keep..])?,
         };
         let rest = &prompt[keep..last_run];
-        self.cached_images = self.prompt_images.clone();
         self.engine.feed(rest).await?;
         self.cached.extend_from_slice(rest);
         self.engine.snapshot().await?;

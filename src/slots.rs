@@ -21,6 +21,8 @@ pub struct Slots {
     rows: u32,
     /// Prompt tokens read in one run.
     chunk: usize,
+    /// Ids from here on name images' rows, which a run takes whole (`Engine::hold_image`).
+    n_vocab: u32,
     /// Counts the slots' uses, for the least recently used.
     uses: u64,
 }
@@ -62,6 +64,7 @@ impl Slots {
                 .collect(),
             rows,
             chunk: engine.stats.chunk_tokens as usize,
+            n_vocab: engine.n_vocab(),
             uses: 0,
         }
     }
@@ -89,9 +92,9 @@ impl Slots {
         })
     }
 
-    /// Sets slot `s` to read `prompt`: it keeps the longest start its cache shares with it and queues
-    /// the rest but the last token, which the slot's first step runs. Returns that last token and
-    /// how many tokens the prompt leaves to process, the last included.
+    /// Sets slot `s` to read `prompt`: it keeps the longest start its cache shares with it (up to an
+    /// image it would cut) and queues the rest but the last token, which the slot's first step runs.
+    /// Returns that last token and how many tokens the prompt leaves to process, the last included.
     pub fn begin(&mut self, s: usize, prompt: &[u32]) -> Result<(u32, usize), Error> {
         let Some((&last, _)) = prompt.split_last() else {
             return Err(Error::Model("the prompt is empty".into()));
@@ -99,10 +102,22 @@ impl Slots {
         if prompt.len() > self.rows as usize {
             return Err(Error::ContextFull(self.rows));
         }
+        let images = ImageSpans::new(prompt, self.n_vocab);
+        if last >= self.n_vocab {
+            return Err(Error::Model(
+                "the prompt ends in an image: a reply follows text".into(),
+            ));
+        }
+        if let Some(long) = images.longest().filter(|&n| n > self.chunk) {
+            return Err(Error::Model(format!(
+                "an image of {long} tokens does not fit a prompt run of {}",
+                self.chunk
+            )));
+        }
         self.uses += 1;
         let slot = &mut self.slots[s];
         slot.last_use = self.uses;
-        let keep = common_prefix(&slot.cached, prompt).min(prompt.len() - 1);
+        let keep = images.start_of(common_prefix(&slot.cached, prompt).min(prompt.len() - 1));
         slot.cached.truncate(keep);
         slot.pending = prompt[keep..prompt.len() - 1].to_vec();
         Ok((last, prompt.len() - keep))
@@ -128,26 +143,24 @@ impl Slots {
         &self.slots[s].cached
     }
 
+    /// The tokens the slots' caches hold and those they are to read: what names the images whose
+    /// rows the engine must keep (`Engine::forget_images`).
+    pub fn tokens(&self) -> impl Iterator<Item = u32> + '_ {
+        (self.slots.iter()).flat_map(|s| s.cached.iter().chain(&s.pending).copied())
+    }
+
     /// Reads the next piece of the prompts of the slots in `reading` into their rows of the cache, in
-    /// one run of at most a chunk's tokens: an equal share each, and what a short prompt leaves of
-    /// its share to the others in turn.
+    /// one run of at most a chunk's tokens (`chunk_shares`).
     pub async fn read_chunks(
         &mut self,
         engine: &mut Engine,
         reading: &[usize],
     ) -> Result<(), Error> {
-        let mut take = vec![0usize; reading.len()];
-        let mut room = self.chunk;
-        let share = self.chunk.div_ceil(reading.len().max(1));
-        for (n, &s) in take.iter_mut().zip(reading) {
-            *n = self.slots[s].pending.len().min(share).min(room);
-            room -= *n;
-        }
-        for (n, &s) in take.iter_mut().zip(reading) {
-            let more = (self.slots[s].pending.len() - *n).min(room);
-            *n += more;
-            room -= more;
-        }
+        let pending: Vec<&[u32]> = reading
+            .iter()
+            .map(|&s| &self.slots[s].pending[..])
+            .collect();
+        let take = chunk_shares(&pending, self.chunk, self.n_vocab);
         let chunks: Vec<(usize, Vec<u32>)> = (reading.iter().zip(&take))
             .filter(|(_, &n)| n > 0)
             .map(|(&s, &n)| (s, self.slots[s].pending.drain(..n).collect()))
@@ -295,4 +308,121 @@ impl Slots {
 
 fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// How many tokens of each of `pending` one run of `chunk` tokens takes: an equal share each, then
+/// what a short prompt leaves of its share to the others, in turn. A share that would end inside
+/// an image takes the image whole where the run has room for it, else ends before it; prompts that
+/// go on with an image go first, so an image waits one run at most behind others' text.
+fn chunk_shares(pending: &[&[u32]], chunk: usize, n_vocab: u32) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..pending.len()).collect();
+    order.sort_by_key(|&i| pending[i].first().is_none_or(|&t| t < n_vocab));
+    let mut take = vec![0usize; pending.len()];
+    let mut room = chunk;
+    let share = chunk.div_ceil(pending.len().max(1));
+    for pass in 0..2 {
+        for &i in &order {
+            let (n, tokens) = (&mut take[i], pending[i]);
+            let most = *n + room;
+            let want = match pass {
+                0 => tokens.len().min(share),
+                _ => tokens.len(),
+            };
+            let end = ImageSpans::new(tokens, n_vocab).whole(want.min(most), most);
+            room -= end - *n;
+            *n = end;
+        }
+    }
+    take
+}
+
+/// A prompt's images: spans of ids from `n_vocab` on, which a run takes whole.
+struct ImageSpans<'a> {
+    tokens: &'a [u32],
+    n_vocab: u32,
+}
+
+impl<'a> ImageSpans<'a> {
+    fn new(tokens: &'a [u32], n_vocab: u32) -> Self {
+        ImageSpans { tokens, n_vocab }
+    }
+
+    /// Whether the tokens cut at `at` would cut an image.
+    fn inside(&self, at: usize) -> bool {
+        let image = |i: usize| self.tokens[i] >= self.n_vocab;
+        at > 0 && at < self.tokens.len() && image(at - 1) && image(at)
+    }
+
+    /// Where to cut at `at` or before, no image cut: the start of the image `at` is inside.
+    fn start_of(&self, at: usize) -> usize {
+        (0..=at).rev().find(|&i| !self.inside(i)).unwrap_or(0)
+    }
+
+    /// Where to cut near `at`, no image cut and no further than `most`: past the image `at` is
+    /// inside where it ends by `most`, else before it.
+    fn whole(&self, at: usize, most: usize) -> usize {
+        let end = (at..=self.tokens.len()).find(|&i| !self.inside(i));
+        match end {
+            Some(end) if end <= most => end,
+            _ => self.start_of(at),
+        }
+    }
+
+    /// The tokens of its longest image.
+    fn longest(&self) -> Option<usize> {
+        let mut longest = None;
+        let mut start = 0;
+        for i in 0..=self.tokens.len() {
+            if !self.inside(i) {
+                let run = &self.tokens[start..i];
+                if run.first().is_some_and(|&t| t >= self.n_vocab) {
+                    longest = longest.max(Some(run.len()));
+                }
+                start = i;
+            }
+        }
+        longest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_shares_its_chunk_and_never_cuts_an_image() {
+        // Ids from 100 on are images' rows.
+        let text = [1u32; 10];
+        let mut prompt = vec![1, 2, 3];
+        prompt.extend(100..106); // an image at 3..9
+        prompt.extend([4, 5]);
+        let image_on = &prompt[3..];
+        // Alone, a prompt takes the chunk, up to an image the chunk would cut.
+        assert_eq!(chunk_shares(&[&prompt], 16, 100), vec![11]);
+        assert_eq!(chunk_shares(&[&prompt], 6, 100), vec![3]);
+        assert_eq!(chunk_shares(&[image_on], 6, 100), vec![6]);
+        // Shares of 4: the text before the image, and the rest to the other.
+        assert_eq!(chunk_shares(&[&text, &prompt], 8, 100), vec![5, 3]);
+        // A prompt that goes on with an image takes it whole first, past its share.
+        assert_eq!(chunk_shares(&[&text, image_on], 8, 100), vec![2, 6]);
+        assert_eq!(chunk_shares(&[&text, image_on], 10, 100), vec![4, 6]);
+        assert_eq!(chunk_shares(&[image_on, &text], 7, 100), vec![6, 1]);
+        // Two images with room for one: the first waits for nothing, the other for a run.
+        assert_eq!(chunk_shares(&[image_on, image_on], 10, 100), vec![8, 0]);
+    }
+
+    #[test]
+    fn image_spans_say_where_a_prompt_may_be_cut() {
+        let tokens = [1, 100, 101, 102, 2, 103, 104];
+        let images = ImageSpans::new(&tokens, 100);
+        let cuttable: Vec<bool> = (0..=tokens.len()).map(|i| !images.inside(i)).collect();
+        assert_eq!(
+            cuttable,
+            [true, true, false, false, true, true, false, true]
+        );
+        assert_eq!((images.start_of(3), images.start_of(4)), (1, 4));
+        assert_eq!((images.whole(2, 4), images.whole(2, 3)), (4, 1));
+        assert_eq!(images.longest(), Some(3));
+        assert_eq!(ImageSpans::new(&[1, 2], 100).longest(), None);
+    }
 }

@@ -18,6 +18,7 @@ use wick::gguf::Value as Meta;
 use wick::gguf::{read_header, FileSource, MemorySource};
 use wick::reply::Reply;
 use wick::session::Session;
+use wick::slots::{SlotStep, Slots};
 use wick::speculate::{DraftModel, Drafter, Speculation};
 use wick::vision::{Image, Projector, TokenBudget};
 
@@ -157,7 +158,7 @@ fn image_prompt(gpu: std::sync::Arc<wick::gpu::Gpu>, batch: u32) -> (Engine, Vec
         .block_on()
         .unwrap();
     assert_eq!(engine.injected_width(), Some(projector.width()));
-    engine.inject(rows, &[grid]).unwrap();
+    engine.hold_image(0, grid, rows).unwrap();
     let n_vocab = engine.n_vocab();
     let mut next_row = n_vocab;
     let prompt = g["prompt_ids"]
@@ -294,8 +295,8 @@ fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
         on.len()
     );
 
-    // The same prompt again with another image: the cache is kept up to the image, not past it,
-    // though the ids are the same.
+    // The same prompt again with another image: its ids are its own, so the cache is kept up to
+    // the image, not past it.
     let dark = Image::new(
         image.width,
         image.height,
@@ -306,7 +307,11 @@ fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
         .tokenize_prompt_with_images(text, &[dark])
         .block_on()
         .unwrap();
-    assert_eq!(again, prompt);
+    assert_eq!((&again[..9], &again[25..]), (&prompt[..9], &prompt[25..]));
+    assert!(
+        again[9..25].iter().all(|&t| t as i64 >= n_vocab + 16),
+        "the other image's ids: {again:?}"
+    );
     let reply = Reply::new(1, &[]);
     let c = session
         .complete(&again, reply, &mut common::greedy(), &mut |_| true)
@@ -337,6 +342,160 @@ fn a_session_places_the_image_at_its_marker_and_replies_as_llama_cpp() {
         first[2] as i64, n_vocab,
         "BOS, <start_of_image>, then the image: {first:?}"
     );
+}
+
+/// Two slots of a server reading image prompts together in shared runs of 20 tokens, each run
+/// taking an image whole (the runs end before an image, or take it past a slot's share): the
+/// golden prompt's greedy reply is llama.cpp's, and the other prompt's (another image, other text)
+/// is a one-sequence session's. A third request with the golden image's prompt goes on in the slot
+/// that holds it and reads only what is new; one with the other image in its place does not.
+#[test]
+fn parallel_slots_read_image_prompts_in_shared_runs_as_llama_cpp() {
+    let Some(gpu) = gpu() else { return };
+    let g = golden();
+    let image = picture(g["image"].as_str().unwrap());
+    let dark = Image::new(
+        image.width,
+        image.height,
+        image.rgb.iter().map(|v| v / 3).collect(),
+    )
+    .unwrap();
+    let text = g["prompt_text"].as_str().unwrap();
+    let other_text = "say what <__media__> shows";
+    let greedy: Vec<u32> = (g["greedy"].as_array().unwrap().iter())
+        .map(|s| s["id"].as_u64().unwrap() as u32)
+        .collect();
+    let mut alone = image_session(&gpu);
+    let other_prompt = alone
+        .tokenize_prompt_with_images(other_text, std::slice::from_ref(&dark))
+        .block_on()
+        .unwrap();
+    // Each step reports the log-probabilities of its 20 likeliest tokens.
+    let sampler = || {
+        let mut sampler = common::greedy();
+        sampler.log_probs = Some(20);
+        sampler
+    };
+    let other = alone
+        .complete(
+            &other_prompt,
+            Reply::new(greedy.len(), &[]),
+            &mut sampler(),
+            &mut |_| true,
+        )
+        .block_on()
+        .unwrap();
+
+    let source = FileSource::open(data(g["text_model"].as_str().unwrap())).unwrap();
+    let options = LoadOptions {
+        n_ctx: 128,
+        batch: Some(20),
+        sequences: 2,
+        ..Default::default()
+    };
+    let mut s = Session::load(gpu.clone(), &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let projector = load(gpu.clone(), in_memory(g["mmproj"].as_str().unwrap())).unwrap();
+    s.attach_projector(projector).unwrap();
+    let mut prompts = Vec::new();
+    for (text, image) in [(text, &image), (other_text, &dark)] {
+        let prompt = s
+            .tokenize_prompt_with_images(text, std::slice::from_ref(image))
+            .block_on()
+            .unwrap();
+        prompts.push(prompt);
+    }
+    let mut slots = Slots::new(&s.engine);
+    let mut next: Vec<u32> = (prompts.iter().enumerate())
+        .map(|(i, p)| slots.begin(i, p).unwrap().0)
+        .collect();
+    let mut runs = 0;
+    while (0..2).any(|i| slots.reading(i)) {
+        let reading: Vec<usize> = (0..2).filter(|&i| slots.reading(i)).collect();
+        slots
+            .read_chunks(&mut s.engine, &reading)
+            .block_on()
+            .unwrap();
+        runs += 1;
+    }
+    // 31 and 22 tokens to read, each with an image of 16, in runs of 20: the images wait for room.
+    assert!(runs >= 3, "{runs} runs");
+    let mut samplers = [sampler(), sampler()];
+    let mut got = [Vec::new(), Vec::new()];
+    let mut first_log_probs = Vec::new();
+    let tokenizer = s.tokenizer.clone();
+    let ends = |token| tokenizer.is_end_of_generation(token);
+    while got[0].len() < greedy.len() {
+        let mut steps: Vec<SlotStep> = (samplers.iter_mut().enumerate())
+            .map(|(slot, sampler)| SlotStep {
+                slot,
+                token: next[slot],
+                draft: Default::default(),
+                sampler,
+            })
+            .collect();
+        let picked = slots
+            .step(&mut s.engine, &mut steps, &ends)
+            .block_on()
+            .unwrap();
+        for (i, picked) in picked.into_iter().enumerate() {
+            let (token, log_prob) = picked.tokens[0].clone();
+            if got[i].is_empty() {
+                first_log_probs.push(log_prob.unwrap().top);
+            }
+            next[i] = token;
+            got[i].push(token);
+        }
+    }
+    assert_eq!(got[0], greedy, "the golden prompt's reply, beside another");
+    assert_eq!(
+        got[1], other.tokens,
+        "the other prompt's reply, beside the golden"
+    );
+    // What follows each prompt, token by token: llama.cpp's log-softmax of its logits, and the
+    // session's. An image cut between runs would not see itself whole (Gemma 3's images attend
+    // both ways).
+    let logits: Vec<f64> = (g["first_logits"].as_array().unwrap().iter())
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let log_sum_exp = logits.iter().map(|l| l.exp()).sum::<f64>().ln();
+    let worst = |got: &[(u32, f32)], want: &dyn Fn(u32) -> f64| {
+        (got.iter())
+            .map(|&(id, lp)| (lp as f64 - want(id)).abs())
+            .fold(0f64, f64::max)
+    };
+    let golden_worst = worst(&first_log_probs[0], &|id| logits[id as usize] - log_sum_exp);
+    let alone_top = &other.log_probs[0].top;
+    let alone_lp = |id| {
+        alone_top
+            .iter()
+            .find(|t| t.0 == id)
+            .map_or(f64::NAN, |t| t.1 as f64)
+    };
+    let alone_worst = worst(&first_log_probs[1], &alone_lp);
+    eprintln!("first log-probabilities: {golden_worst:.5} from llama.cpp's, {alone_worst:.6} from the session's");
+    assert!(
+        golden_worst < LOGIT_TOLERANCE as f64,
+        "{golden_worst} from llama.cpp's"
+    );
+    assert!(alone_worst < 1e-3, "{alone_worst} from the session's");
+
+    // The golden conversation goes on: the slot holding it reads what is new.
+    let mut on = prompts[0].clone();
+    on.extend(&got[0]);
+    on.extend(s.tokenizer.encode(" more", false));
+    let slot = slots.choose(&on, |_| true).unwrap();
+    assert_eq!(slot, 0);
+    // It holds the prompt and the reply but its last token, which no step has run yet.
+    let held = prompts[0].len() + got[0].len() - 1;
+    assert_eq!(slots.begin(slot, &on).unwrap().1, on.len() - held);
+    // The other image in the golden image's place: the slot keeps the text before the image.
+    let swapped = s
+        .tokenize_prompt_with_images(text, std::slice::from_ref(&dark))
+        .block_on()
+        .unwrap();
+    assert_eq!(slots.begin(0, &swapped).unwrap().1, swapped.len() - 9);
 }
 
 /// The greedy reply after an image prompt is llama.cpp's with speculative decoding too: drafted by

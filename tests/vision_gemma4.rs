@@ -100,7 +100,7 @@ fn image_prompt(gpu: Arc<Gpu>, batch: u32, per_layer_on_gpu: bool) -> (Engine, V
     let mut engine = Engine::load(gpu, &source, &options, &mut |_, _| {})
         .block_on()
         .unwrap();
-    engine.inject(rows, &[grid]).unwrap();
+    engine.hold_image(0, grid, rows).unwrap();
     let prompt = prompt_with_rows(&g, engine.n_vocab());
     (engine, prompt)
 }

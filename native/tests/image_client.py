@@ -2,13 +2,14 @@
 """Checks a running `wick serve --mmproj` (the random Gemma 3 model and projector of tests/vision.rs)
 with the official `openai` client and raw HTTP.
 
-    python native/tests/image_client.py BASE_URL API_KEY IMAGE EXPECTED
+    python native/tests/image_client.py BASE_URL API_KEY IMAGE EXPECTED [together]
 
 A chat request whose content parts hold text and the image as a base64 data: URL gets the greedy reply
 EXPECTED (llama.cpp's to the same prompt), whole and streamed, with the image's 16 tokens counted in its
 prompt. What a client gets wrong is a 400 in OpenAI's shape that says what: a URL the server would have
 to fetch, a data: URL that is not base64 or does not decode, bytes that are no image, an image marker in
-the text with no image for it.
+the text with no image for it. With `together` (a server with parallel slots), four requests at once,
+two prompts with the image twice each, get the replies each gets alone.
 """
 import base64
 import sys
@@ -18,6 +19,7 @@ import openai
 from http_check import check, openai_error, raw
 
 BASE, KEY, IMAGE, EXPECTED = sys.argv[1:5]
+TOGETHER = sys.argv[5:6] == ["together"]
 client = openai.OpenAI(base_url=BASE, api_key=KEY, timeout=600, max_retries=0)
 with open(IMAGE, "rb") as f:
     DATA_URL = "data:image/png;base64," + base64.b64encode(f.read()).decode()
@@ -54,3 +56,16 @@ check(status == 400 and "2 image markers" in payload["error"]["message"], f"mark
 # The server goes on answering after refusals.
 again = client.chat.completions.create(messages=ask(), **ASK)
 check(again.choices[0].message.content == EXPECTED, "the same reply after the refusals")
+
+if TOGETHER:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def reply(messages):
+        return client.chat.completions.create(messages=messages, **ASK).choices[0].message.content
+
+    asks = [ask(), ask(before="describe "), ask(), ask(before="describe ")]
+    with ThreadPoolExecutor(len(asks)) as pool:
+        replies = list(pool.map(reply, asks))
+    alone = reply(ask(before="describe "))
+    check(replies[0] == EXPECTED and replies[2] == EXPECTED, f"together: {replies}")
+    check(replies[1] == alone and replies[3] == alone, f"together: {replies}, alone {alone!r}")

@@ -243,11 +243,9 @@ fn predicted_outputs_through_parallel_slots() {
     client_of_server(&model, server, "prediction_client.py", &[]);
 }
 
-/// Images in chat requests (image_client.py): the random Gemma 3 model with its projector, whose
-/// greedy reply to the image prompt is llama.cpp's (tests/goldens/random-gemma3-vision.json), with
-/// the model drafting for itself (speculative decoding beside images: the draft reads the text).
-#[test]
-fn images_through_the_openai_client() {
+/// The random Gemma 3 model, its projector, the image, and the greedy reply to the image prompt
+/// (tests/goldens/random-gemma3-vision.json, llama.cpp's).
+fn image_golden() -> (PathBuf, PathBuf, PathBuf, String) {
     let golden: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("tests/goldens/random-gemma3-vision.json")).unwrap(),
     )
@@ -264,6 +262,15 @@ fn images_through_the_openai_client() {
         .collect();
     let expected = tokenizer.decode(&greedy, false);
     let image = root().join(golden["image"].as_str().unwrap());
+    (model, mmproj, image, expected)
+}
+
+/// Images in chat requests (image_client.py): the random Gemma 3 model with its projector, whose
+/// greedy reply to the image prompt is llama.cpp's (tests/goldens/random-gemma3-vision.json), with
+/// the model drafting for itself (speculative decoding beside images: the draft reads the text).
+#[test]
+fn images_through_the_openai_client() {
+    let (model, mmproj, image, expected) = image_golden();
     let more = [
         "--mmproj",
         mmproj.to_str().unwrap(),
@@ -272,4 +279,14 @@ fn images_through_the_openai_client() {
     ];
     let args = [image.into(), expected.into()];
     client_of_server(&model, (64, &more), "image_client.py", &args);
+}
+
+/// Images in requests to a server with parallel slots: image_client.py's checks, then requests with
+/// images at once, whose prompts are read together in runs that take each image whole.
+#[test]
+fn images_through_parallel_slots() {
+    let (model, mmproj, image, expected) = image_golden();
+    let more = ["--mmproj", mmproj.to_str().unwrap(), "-np", "2"];
+    let args = [image.into(), expected.into(), "together".into()];
+    client_of_server(&model, (128, &more), "image_client.py", &args);
 }

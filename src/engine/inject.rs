@@ -1,9 +1,10 @@
 //! Rows given in place of token embeddings: an image's tokens, as the vision projector the engine
-//! holds makes them (`attach_projector`; its plans are tuned with the model's). A prompt names row i by the id n_vocab + i. The embedding kernel leaves
-//! such a token's row of the run alone (no table row has its id) and the engine writes the given row
-//! there before the run. A span of them is one segment of its run, which the attention kernel lets
-//! see itself whole (`attention::Shape::both_ways_from`: Gemma 3's images attend both ways), so a
-//! prompt's runs never cut one.
+//! holds makes them (`attach_projector`; its plans are tuned with the model's). The engine holds
+//! each image's rows under ids past the vocabulary that are its own (`image_rows.rs`). The embedding
+//! kernel leaves such a token's row of the run alone (no table row has its id) and the engine writes
+//! the image's row there before the run. An image is one segment of its run, which the attention
+//! kernel lets see itself whole (`attention::Shape::both_ways_from`: Gemma 3's images attend both
+//! ways), so a prompt's runs never cut one.
 //!
 //! Where the model rotates by multimodal RoPE (Qwen3.5), an image's tokens share one position,
 //! turned further by their row and column in the image's grid of tokens, and the image advances the
@@ -15,6 +16,9 @@ use crate::gpu::{Plan, Segment, Tuning, Turns};
 use crate::vision::{Projector, TokenGrid};
 use crate::Error;
 use std::ops::Range;
+
+/// Images held that no prompt names, the most recently used (`Engine::forget_images`).
+const RECENT_IMAGES: usize = 8;
 
 impl Engine {
     /// Takes the projector that makes this model's image rows; refused where the model takes no
@@ -65,50 +69,82 @@ impl Engine {
         }
     }
 
-    /// Sets the rows that ids from n_vocab on name, `width` values each (the model's embedding
-    /// width: `injected_width`), replacing any set before: the tokens of the images whose grids are
-    /// `grids`, one image after another. A prompt that names them must be fed while they are set.
-    pub fn inject(&mut self, rows: Vec<f32>, grids: &[TokenGrid]) -> Result<(), Error> {
+    /// Holds `rows`, what the projector made of the image `key` names (its tokens `grid`'s, each
+    /// row the model's embedding width: `injected_width`), and returns the ids that name them from
+    /// then on (`image_rows`): ids no other image has, or those it already has.
+    pub fn hold_image(
+        &mut self,
+        key: u64,
+        grid: TokenGrid,
+        rows: Vec<f32>,
+    ) -> Result<Range<u32>, Error> {
         let Some(width) = self.injected_width() else {
             return Err(Error::Model(format!(
                 "{} takes no rows in place of token embeddings (no images)",
                 self.header.architecture().unwrap_or("this model")
             )));
         };
-        if !rows.len().is_multiple_of(width as usize) {
+        if rows.len() != grid.tokens() as usize * width as usize {
             return Err(Error::Model(format!(
-                "{} values are not whole rows of the model's width, {width}",
-                rows.len()
+                "{} values for an image of {} tokens of {width}",
+                rows.len(),
+                grid.tokens()
             )));
         }
-        let tokens: usize = grids.iter().map(|g| g.tokens() as usize).sum();
-        if tokens * width as usize != rows.len() {
-            return Err(Error::Model(format!(
-                "{} rows for images of {tokens} tokens",
-                rows.len() / width as usize
-            )));
-        }
-        self.injected = rows;
-        self.injected_grids = grids.to_vec();
-        Ok(())
+        let rows = self.images.hold(key, grid, rows)?;
+        Ok(self.ids(rows))
     }
 
-    /// `tokens` at `pos` of the sequence at row 0 as the run's segments: each span of injected rows a
-    /// segment of its own (what it sees both ways), the tokens between them segments too. Where the
-    /// model rotates by multimodal RoPE, each image is a segment of its own, rotating by its grid, and
-    /// is placed in the sequence (`ImageTurns`); the text rotates behind the images before it.
-    pub(super) fn segments<'a>(&mut self, pos: u32, tokens: &'a [u32]) -> Vec<Segment<'a>> {
+    /// The ids of the image `key` names, where the engine holds its rows.
+    pub fn held_image(&mut self, key: u64) -> Option<Range<u32>> {
+        let rows = self.images.find(key)?;
+        Some(self.ids(rows))
+    }
+
+    /// Forgets the rows of the images no token of `named` names (the prompts the caller's caches
+    /// hold and will read), but for the `RECENT_IMAGES` most recently used: a conversation that
+    /// comes back to an image is not encoded again.
+    pub fn forget_images(&mut self, named: impl IntoIterator<Item = u32>) {
         let n_vocab = self.forward.n_vocab;
-        if !self.forward.multimodal_rope {
-            return segments(pos, tokens, n_vocab);
+        let rows = named.into_iter().filter_map(|t| t.checked_sub(n_vocab));
+        self.images.forget_unnamed(rows, RECENT_IMAGES);
+    }
+
+    fn ids(&self, rows: Range<u32>) -> Range<u32> {
+        let n_vocab = self.forward.n_vocab;
+        n_vocab + rows.start..n_vocab + rows.end
+    }
+
+    /// `tokens` at `pos` of the sequence at cache row `base` as the run's segments: each image a
+    /// segment of its own (what it sees both ways), the tokens between them segments too. Where the
+    /// model rotates by multimodal RoPE, each image rotates by its grid and is placed in the
+    /// sequence (`ImageTurns`), and the text rotates behind the images before it: a model with only
+    /// one sequence, as those are.
+    pub(super) fn segments<'a>(
+        &mut self,
+        base: u32,
+        pos: u32,
+        tokens: &'a [u32],
+    ) -> Result<Vec<Segment<'a>>, Error> {
+        let n_vocab = self.forward.n_vocab;
+        let rope = self.forward.multimodal_rope;
+        if rope && base != 0 {
+            return Err(Error::Model(
+                "multimodal RoPE places images in one sequence only".into(),
+            ));
         }
-        self.image_turns.forget_from(pos);
+        if rope {
+            self.image_turns.forget_from(pos);
+        }
         let mut out = Vec::new();
-        for mut s in segments(pos, tokens, n_vocab) {
+        for mut s in spans(base, pos, tokens, n_vocab) {
             loop {
-                let turn = self.image_turns.turn_at(s.pos);
-                let first = s.tokens[0].checked_sub(n_vocab);
-                let Some(grid) = first.and_then(|row| self.grid_of(row)) else {
+                let turn = self.turn_at(s.pos);
+                let image = s.tokens[0]
+                    .checked_sub(n_vocab)
+                    .map(|row| (row, self.images.image_of(row)));
+                let Some((row, Some((grid, first, _)))) = image else {
+                    // Text, or rows no image holds (which the run refuses).
                     out.push(Segment {
                         turns: Turns::Text(turn),
                         ..s
@@ -116,22 +152,30 @@ impl Engine {
                     break;
                 };
                 // A span of several images' rows (no text between them) is an image at a time.
-                let n = (grid.tokens() as usize).min(s.tokens.len());
+                let n = ((first + grid.tokens() - row) as usize).min(s.tokens.len());
                 let (image, rest) = s.tokens.split_at(n);
-                let cols = grid.cols;
+                let turns = match rope && row == first {
+                    true => {
+                        self.image_turns.place(s.pos, grid);
+                        Turns::Image {
+                            turn,
+                            cols: grid.cols,
+                        }
+                    }
+                    false => Turns::Text(turn),
+                };
                 out.push(Segment {
                     tokens: image,
-                    turns: Turns::Image { turn, cols },
+                    turns,
                     ..s
                 });
-                self.image_turns.place(s.pos, grid);
                 if rest.is_empty() {
                     break;
                 }
                 s = Segment::new(s.base, s.pos + n as u32, rest);
             }
         }
-        out
+        Ok(out)
     }
 
     /// Where the main sequence's token at `pos` rotates.
@@ -142,18 +186,6 @@ impl Engine {
         }
     }
 
-    /// The grid of the injected image whose first row is `row`.
-    fn grid_of(&self, row: u32) -> Option<TokenGrid> {
-        let mut first = 0;
-        for &grid in &self.injected_grids {
-            if first == row {
-                return Some(grid);
-            }
-            first += grid.tokens();
-        }
-        None
-    }
-
     /// The width of the rows `inject` takes; None where the model takes none.
     pub fn injected_width(&self) -> Option<u32> {
         let prompt_runs = self.forward.prefill.is_some();
@@ -161,29 +193,42 @@ impl Engine {
         rows.filter(|_| prompt_runs).map(|(_, width)| *width)
     }
 
-    /// Ids a run may hold: the vocabulary's, then the injected rows'.
-    pub(super) fn ids_allowed(&self) -> u32 {
-        let rows = match self.injected_width() {
-            Some(width) => self.injected.len() / width as usize,
-            None => 0,
-        };
-        self.forward.n_vocab + rows as u32
+    /// Whether `token` names rows a run of the kind that reads images may embed: a token of the
+    /// vocabulary, or a row of an image held.
+    pub(super) fn names_rows(&self, token: u32) -> bool {
+        let n_vocab = self.forward.n_vocab;
+        token < n_vocab
+            || (self.injected_width().is_some() && self.images.image_of(token - n_vocab).is_some())
     }
 
-    /// Writes the run's injected rows into the rows the plan embeds into: token t's at row t.
+    /// Writes the run's image rows into the rows the plan embeds into: token t's at row t. Every
+    /// such token names a row held (`names_rows`, checked before the run).
     pub(super) fn write_injected(&self, tokens: &[u32]) {
         let n_vocab = self.forward.n_vocab;
         let Some((buffer, width)) = &self.forward.embedding_rows else {
             return;
         };
         let width = *width as usize;
-        for span in injected_spans(tokens, n_vocab) {
-            let first = (tokens[span.start] - n_vocab) as usize;
-            let rows = &self.injected[first * width..(first + span.len()) * width];
-            let offset = (span.start * width * 4) as u64;
+        let mut t = 0;
+        while t < tokens.len() {
+            let Some(row) = tokens[t].checked_sub(n_vocab) else {
+                t += 1;
+                continue;
+            };
+            let (grid, first, values) = self.images.image_of(row).expect("a row held");
+            // The image's rows from `row` on, as far as the tokens name them in order.
+            let left = (first + grid.tokens() - row) as usize;
+            let n = (tokens[t..].iter().zip(row..))
+                .take(left)
+                .take_while(|(&token, r)| token == n_vocab + r)
+                .count();
+            let from = (row - first) as usize * width;
+            let rows = &values[from..from + n * width];
+            let offset = (t * width * 4) as u64;
             self.gpu
                 .queue
                 .write_buffer(buffer, offset, bytemuck::cast_slice(rows));
+            t += n;
         }
     }
 }
@@ -244,10 +289,9 @@ impl ImageTurns {
     }
 }
 
-/// `tokens` at `pos` of the sequence at row 0 as the run's segments: each span of injected rows a
-/// segment of its own (what it sees both ways), the tokens between them segments too, rotating at
-/// their positions.
-fn segments(pos: u32, tokens: &[u32], n_vocab: u32) -> Vec<Segment<'_>> {
+/// `tokens` at `pos` of the sequence at cache row `base` as segments: each span of ids past the
+/// vocabulary one, the tokens between them one each, rotating at their positions.
+fn spans(base: u32, pos: u32, tokens: &[u32], n_vocab: u32) -> Vec<Segment<'_>> {
     let mut out: Vec<Segment> = Vec::new();
     let mut start = 0;
     while start < tokens.len() {
@@ -257,7 +301,7 @@ fn segments(pos: u32, tokens: &[u32], n_vocab: u32) -> Vec<Segment<'_>> {
             .take_while(|&&t| (t >= n_vocab) == injected)
             .count();
         out.push(Segment::new(
-            0,
+            base,
             pos + start as u32,
             &tokens[start..start + len],
         ));
@@ -289,7 +333,7 @@ mod tests {
     fn spans_and_segments_split_at_injected_rows() {
         let tokens = [1, 2, 100, 101, 102, 3, 103, 4];
         assert_eq!(injected_spans(&tokens, 100), vec![2..5, 6..7]);
-        let segs: Vec<(u32, usize)> = segments(10, &tokens, 100)
+        let segs: Vec<(u32, usize)> = spans(0, 10, &tokens, 100)
             .iter()
             .map(|s| (s.pos, s.tokens.len()))
             .collect();

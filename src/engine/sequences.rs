@@ -47,7 +47,11 @@ impl Engine {
         };
         let tokens: usize = chunks.iter().map(|c| c.tokens.len()).sum();
         assert!(tokens <= prefill.batch as usize, "chunks beyond the batch");
-        self.run_segments(Run::Prefill, chunks).await?;
+        let mut segments = Vec::with_capacity(chunks.len());
+        for c in chunks {
+            segments.extend(self.segments(c.base, c.pos, c.tokens)?);
+        }
+        self.run_segments(Run::Prefill, &segments).await?;
         Ok(())
     }
 

@@ -55,11 +55,6 @@ pub fn main(args: ServeArgs) -> Result<()> {
         );
     }
     let images = args.projector.mmproj.is_some();
-    if images && args.parallel > 1 {
-        anyhow::bail!(
-            "--mmproj serves images one request at a time: leave out --parallel, or --mmproj"
-        );
-    }
     let options = wick::engine::LoadOptions {
         sequences: args.parallel,
         ..Default::default()

@@ -5,9 +5,12 @@
 //! chunk at most. On a server that speculates, each slot drafts, from a request's prediction first,
 //! else by lookup in its prompt and reply (`--lookup`) or with the draft model (`--draft`), which
 //! decodes ahead of all drafting slots at once; each draft is checked in the same pass as the others'
-//! steps.
+//! steps. Requests may carry images where the server has a projector: each image is held by the
+//! engine under ids of its own, so slots reuse what their caches hold of a prompt by its tokens, and
+//! a run takes an image whole.
 
 use super::metrics::Metrics;
+use super::openai::ApiError;
 use super::worker::{self, Event, Job, Prepared, Task};
 use pollster::FutureExt as _;
 use std::time::{Duration, Instant};
@@ -155,8 +158,18 @@ fn admit(
     };
     let free = |s: usize| active[s].is_none();
     let s = slots.choose(&prepared.prompt, free).expect("a free slot");
-    // `prepare` refused a prompt longer than a slot.
-    let (token, processed) = slots.begin(s, &prepared.prompt).expect("the prompt fits");
+    // `prepare` refused a prompt longer than a slot; what is left is an image a run cannot hold.
+    let (token, processed) = match slots.begin(s, &prepared.prompt) {
+        Ok(begun) => begun,
+        Err(e) => {
+            let refused = ApiError::invalid(e.to_string(), "messages");
+            let _ = job.events.send(Event::Failed(refused));
+            metrics.end_task();
+            return;
+        }
+    };
+    // The images no slot holds or is to read are forgotten (but the most recent).
+    session.engine.forget_images(slots.tokens());
     let prediction = (job.prediction.as_ref())
         .map(|text| Prediction::new(session.tokenizer.encode(text, false)));
     active[s] = Some(Active {
