@@ -186,7 +186,7 @@ impl Engine {
         }
     }
 
-    /// The width of the rows `inject` takes; None where the model takes none.
+    /// The width of the rows `hold_image` takes; None where the model takes none.
     pub fn injected_width(&self) -> Option<u32> {
         let prompt_runs = self.forward.prefill.is_some();
         let rows = self.forward.embedding_rows.as_ref();

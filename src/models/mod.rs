@@ -122,7 +122,7 @@ pub struct Forward {
     /// embeddings): read and written before the run.
     pub token_rows: Option<per_layer_embd::TokenRows>,
     /// (batch, width) f32: the rows every plan embeds its tokens into, and their width, where a
-    /// run's rows given in place of embeddings (`Engine::inject`) are written before it. None where
+    /// run's rows given in place of embeddings (`Engine::hold_image`) are written before it. None where
     /// the model takes no such rows.
     pub embedding_rows: Option<(wgpu::Buffer, u32)>,
     /// It rotates by multimodal RoPE, where an image's tokens turn by their place in its grid

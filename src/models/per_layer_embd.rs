@@ -9,7 +9,7 @@
 //! source cannot be kept, or the load asks for it, the table goes to the GPU and the embedding kernel
 //! reads it there.
 //!
-//! A row given in place of a token's embedding (an image's token, `Engine::inject`) has no id in the
+//! A row given in place of a token's embedding (an image's token, `Engine::hold_image`) has no id in the
 //! table; as llama.cpp runs Gemma 4, its per-layer row is the padding token's, row 0.
 
 use super::Loader;

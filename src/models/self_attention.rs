@@ -327,7 +327,7 @@ impl SelfAttention {
             window: layer.window,
             softcap: f.attn_softcap,
             causal: f.causal,
-            // Ids past the vocabulary are rows given in place of embeddings (`Engine::inject`).
+            // Ids past the vocabulary are rows given in place of embeddings (`Engine::hold_image`).
             both_ways_from: match layer.images_both_ways {
                 true => c.n_vocab,
                 false => u32::MAX,

@@ -39,7 +39,7 @@ pub struct Shape {
     /// the whole input must then be one run.
     pub causal: bool,
     /// Where causal, tokens of ids from this one on see every token of their segment, the later
-    /// ones too: rows given in place of token embeddings (an image's tokens, `Engine::inject`), which
+    /// ones too: rows given in place of token embeddings (an image's tokens, `Engine::hold_image`), which
     /// Gemma 3 attends both ways; the engine puts such a span in a segment of its own. u32::MAX: none.
     pub both_ways_from: u32,
 }

@@ -18,7 +18,7 @@ struct Params {
 const NO_ROW: u32 = u32::MAX;
 
 /// Adds `out[t] = table[token t] * scale` to the plan. out: (batch, table.row_len) f32. A token
-/// past the table (a row given in place of an embedding, `Engine::inject`) has its row left alone.
+/// past the table (a row given in place of an embedding, `Engine::hold_image`) has its row left alone.
 pub fn push(plan: &mut Plan, table: &GpuTensor, out: &wgpu::Buffer, scale: f32) {
     push_reading(plan, table, out, scale, NO_ROW);
 }
