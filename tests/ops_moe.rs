@@ -127,27 +127,33 @@ fn router_and_expert_matvecs_against_cpu() {
             };
             let route = (&ids[..], &weights[..]);
             let w = (&w, &deq[..], expert_bias);
-            check_expert_matvecs(&gpu, w, &experts, route, &ty.to_string(), &mut rng);
+            for output in [Output::PerSlot, Output::WeightedSum] {
+                let label = ty.to_string();
+                check_expert_matvecs(&gpu, w, &experts, route, output, &label, &mut rng);
+            }
             if !*with_bias {
                 continue;
             }
             // Every kernel shape the tuner may pick, for both outputs (per slot: rows of every
-            // slot; summed: one expert's rows).
-            for items in [rows * g.n_used, rows] {
+            // slot from one x; summed: one expert's rows, from an x a slot).
+            for (items, x_rows, output) in [
+                (rows * g.n_used, 1, Output::PerSlot),
+                (rows, g.n_used, Output::WeightedSum),
+            ] {
                 let shape = MatvecShape {
                     kernel: Kernel::MatvecId,
                     ty,
                     cols,
                     rows: items,
                     tokens: 1,
-                    matrices: 1,
+                    matrices: x_rows,
                 };
                 for candidate in shape.candidates(gpu.offers()) {
                     let mut tuning = Tuning::default();
                     tuning.matvec.insert(shape.key(), candidate);
                     gpu.set_tuning(tuning);
                     let label = format!("{} at {candidate}", shape.key());
-                    check_expert_matvecs(&gpu, w, &experts, route, &label, &mut rng);
+                    check_expert_matvecs(&gpu, w, &experts, route, output, &label, &mut rng);
                 }
                 gpu.set_tuning(Tuning::default());
             }
@@ -156,61 +162,52 @@ fn router_and_expert_matvecs_against_cpu() {
 }
 
 /// The chosen experts' matvecs (`ids`, `weights`) over `w` (dequantized: `deq`; the experts' biases:
-/// `bias`) against the CPU: per slot from one x, and summed by weight into a residual from one x per
-/// slot.
+/// `bias`) against the CPU, to `output`: per slot from one x, or summed by weight into a residual
+/// from one x per slot.
 fn check_expert_matvecs(
     gpu: &Gpu,
     (w, deq, bias): (&GpuTensor, &[f32], Option<&[f32]>),
     experts: &Experts,
     (ids, weights): (&[u32], &[f32]),
+    output: Output,
     label: &str,
     rng: &mut Rng,
 ) {
     let (rows, cols) = (experts.rows, w.row_len);
     let n_slots = experts.n_slots;
-    let x = rng.vec(cols as usize);
-    let y = scratch_buffer(gpu, "y", (rows * n_slots) as u64 * 4)
-        .block_on()
-        .unwrap();
-    let mut plan = one_token_plan(gpu);
-    let x_buffer = f32_buffer(gpu, &x);
-    matvec_id::push(&mut plan, w, experts, &x_buffer, 0, &y, Output::PerSlot);
-    run(gpu, plan);
-    let mut want = vec![0f32; (rows * n_slots) as usize];
-    let (c, route) = (cols as usize, (ids, weights));
-    matvec_id::reference((deq, bias), c, route, &x, 0, &mut want, Output::PerSlot);
-    let got = read_back_f32(gpu, &y, want.len()).block_on().unwrap();
-    let e = nmse(&got, &want);
-    assert!(e < 1e-10, "{label} per slot: nmse {e}");
-
-    let xs = rng.vec((cols * n_slots) as usize);
-    let y0 = rng.vec(rows as usize);
+    let (x_stride, x_len, y_rows) = match output {
+        Output::WeightedSum => (cols, cols * n_slots, rows),
+        _ => (0, cols, rows * n_slots),
+    };
+    let x = rng.vec(x_len as usize);
+    let y0 = rng.vec(y_rows as usize);
     let y = f32_buffer(gpu, &y0);
     let mut plan = one_token_plan(gpu);
-    let xs_buffer = f32_buffer(gpu, &xs);
-    matvec_id::push(
-        &mut plan,
-        w,
-        experts,
-        &xs_buffer,
-        cols,
-        &y,
-        Output::WeightedSum,
-    );
+    let x_buffer = f32_buffer(gpu, &x);
+    matvec_id::push(&mut plan, w, experts, &x_buffer, x_stride, &y, output);
     run(gpu, plan);
-    let mut want = y0.clone();
+    // Per slot, the rows are written; summed, added to what y held.
+    let mut want = match output {
+        Output::WeightedSum => y0,
+        _ => vec![0f32; y_rows as usize],
+    };
+    let (c, route) = (cols as usize, (ids, weights));
     matvec_id::reference(
         (deq, bias),
         c,
         route,
-        &xs,
-        c,
+        &x,
+        x_stride as usize,
         &mut want,
-        Output::WeightedSum,
+        output,
     );
     let got = read_back_f32(gpu, &y, want.len()).block_on().unwrap();
     let e = nmse(&got, &want);
-    assert!(e < 1e-10, "{label} weighted sum: nmse {e}");
+    let to = match output {
+        Output::WeightedSum => "weighted sum",
+        _ => "per slot",
+    };
+    assert!(e < 1e-10, "{label} {to}: nmse {e}");
 }
 
 /// The experts' block over a run of 21 tokens (each expert's list in tiles of 16, the second partial),

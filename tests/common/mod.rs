@@ -252,7 +252,13 @@ pub fn packed(
     (t, f.deq.remove(0))
 }
 
+/// Finishes and submits `plan`. Where the GPU's tuning names kernel shapes (a check of candidates,
+/// each given with `Gpu::set_tuning`), as `run_tuned` with it.
 pub fn run(gpu: &Gpu, mut plan: Plan) {
+    let tuning = gpu.tuning();
+    if !tuning.matvec.is_empty() {
+        return run_tuned(gpu, plan, &tuning);
+    }
     plan.finish(gpu).block_on().unwrap();
     submit(gpu, &plan);
 }
@@ -275,9 +281,13 @@ pub fn run_tuned(gpu: &Gpu, mut plan: Plan, tuning: &Tuning) {
             tuned += 1;
         }
     }
+    let shapes: Vec<String> = (plan.dispatches.iter())
+        .filter_map(|d| d.matvec().map(|shape| shape.key()))
+        .collect();
+    let named: Vec<&String> = tuning.matvec.keys().collect();
     assert!(
         tuned > 0,
-        "no product of the plan has a shape the tuning names"
+        "no product of the plan has a shape the tuning names: the plan's {shapes:?}, named {named:?}"
     );
     submit(gpu, &plan);
 }
