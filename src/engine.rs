@@ -9,6 +9,7 @@ use crate::Error;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
 
+mod ahead;
 mod check;
 mod embed;
 mod image_rows;
@@ -19,6 +20,7 @@ mod sample;
 mod sequences;
 mod tune;
 use crate::sampler::Ranked;
+pub use ahead::{Pending, StepToken};
 pub use options::{default_batch, LoadOptions};
 pub use profile::{Profile, Profiled};
 use sample::{read_ranked, Read, Sample};
@@ -52,9 +54,12 @@ pub struct Totals {
     pub weight_bytes: u64,
     /// Bytes copied back from the GPU.
     pub read_bytes: u64,
+    /// Decode steps submitted before the step before them was read back (`Engine::submit_step`).
+    pub ahead: u64,
     /// Wall time, call to result, and the three parts of it: writing the inputs and recording the
     /// pass, the submit call, and from the submit's return to the values read back (the GPU's work,
-    /// then the map and copy; a run that reads nothing back only polls).
+    /// then the map and copy; a run that reads nothing back only polls). A step run ahead is timed
+    /// from its submit, while the step before it still runs.
     pub time: Duration,
     pub record: Duration,
     pub submit: Duration,
@@ -73,6 +78,7 @@ impl std::ops::Add for Totals {
             dispatches: self.dispatches + more.dispatches,
             weight_bytes: self.weight_bytes + more.weight_bytes,
             read_bytes: self.read_bytes + more.read_bytes,
+            ahead: self.ahead + more.ahead,
             time: self.time + more.time,
             record: self.record + more.record,
             submit: self.submit + more.submit,
@@ -91,6 +97,7 @@ impl std::ops::Sub for Totals {
             dispatches: self.dispatches - earlier.dispatches,
             weight_bytes: self.weight_bytes - earlier.weight_bytes,
             read_bytes: self.read_bytes - earlier.read_bytes,
+            ahead: self.ahead - earlier.ahead,
             time: self.time - earlier.time,
             record: self.record - earlier.record,
             submit: self.submit - earlier.submit,
@@ -113,8 +120,11 @@ pub struct Engine {
     sample: Sample,
     /// The same for each row of a parallel step's logits (`step_sequences`).
     row_samples: Vec<Sample>,
-    /// Mapped to read back the logits (n_vocab f32), or what else a run reads.
-    staging: wgpu::Buffer,
+    /// Mapped to read back the logits (n_vocab f32), or what else a run reads: two, used in turn,
+    /// so that a step can be submitted before the one before it is read back (`ahead`).
+    staging: [wgpu::Buffer; 2],
+    /// The staging buffer the last run that read back used.
+    last_staging: usize,
     n_ctx: u32,
     pos: u32,
     /// Copies of the recurrent states (`Forward::recurrent`) at earlier positions, oldest first: what
@@ -241,14 +251,16 @@ impl Engine {
         })?;
         drop(loader);
         let states = forward.hidden.as_ref().map_or(0, |h| h.states.size());
-        let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("logits staging"),
-            size: (forward.n_vocab.max(batch) as u64 * 4)
-                .max(crate::sampler::K_MAX as u64 * 8)
-                .max(states)
-                .max(rows as u64 * (forward.n_vocab as u64 + 1) * 4),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let staging = [0, 1].map(|_| {
+            gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("logits staging"),
+                size: (forward.n_vocab.max(batch) as u64 * 4)
+                    .max(crate::sampler::K_MAX as u64 * 8)
+                    .max(states)
+                    .max(rows as u64 * (forward.n_vocab as u64 + 1) * 4),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
         let greedy_choice = scratch_buffer(&gpu, "greedy choice", 4).await?;
         let mut greedy = Plan::new(&gpu, &forward.step, 1);
@@ -285,6 +297,7 @@ impl Engine {
             sample,
             row_samples,
             staging,
+            last_staging: 0,
             n_ctx,
             pos: 0,
             snapshots: Vec::new(),
@@ -415,14 +428,27 @@ impl Engine {
         Ok(values)
     }
 
-    /// Checks a run of the tokens of `segments` (each a sequence's, at its own rows of the cache),
-    /// writes its inputs, and records and submits one pass of the plan `run` names, then reads back
-    /// what it says (as bytes).
+    /// Runs the tokens of `segments` (`submit_segments`) and reads back what `run` says (as bytes).
     async fn run_segments(
         &mut self,
         run: Run<'_>,
         segments: &[Segment<'_>],
     ) -> Result<Option<Vec<u8>>, Error> {
+        let submitted = self.submit_segments(run, segments, None).await?;
+        self.read_submitted(submitted).await
+    }
+
+    /// Checks a run of the tokens of `segments` (each a sequence's, at its own rows of the cache),
+    /// writes its inputs, and records and submits one pass of the plan `run` names, what it reads
+    /// back copied into a staging buffer; waits for nothing. Where `chosen` names a step's choice
+    /// (`Read::choice_at`), the run's first token is the token that choice holds, copied on the GPU
+    /// before the pass: a step submitted before the one it follows is read back (`ahead`).
+    async fn submit_segments(
+        &mut self,
+        run: Run<'_>,
+        segments: &[Segment<'_>],
+        chosen: Option<Read>,
+    ) -> Result<Submitted, Error> {
         self.gpu.alive()?;
         let n_ctx = self.n_ctx as usize;
         if segments
@@ -525,6 +551,9 @@ impl Engine {
             rows.write(gpu, tokens).await?;
         }
         let mut enc = gpu.device.create_command_encoder(&Default::default());
+        if let Some(chosen) = chosen {
+            f.step.copy_first_token(&mut enc, self.choice_at(chosen));
+        }
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             plan.record(&mut pass, tokens.len() as u32);
@@ -532,31 +561,53 @@ impl Engine {
                 after.record(&mut pass, 1);
             }
         }
+        // The staging buffer the run before did not use: that one may not be read back yet.
+        let staging = 1 - self.last_staging;
         let mut read_bytes = 0;
         for (buffer, offset, bytes) in read_back {
-            enc.copy_buffer_to_buffer(buffer, offset, &self.staging, read_bytes, bytes);
+            enc.copy_buffer_to_buffer(buffer, offset, &self.staging[staging], read_bytes, bytes);
             read_bytes += bytes;
+        }
+        if read_bytes > 0 {
+            self.last_staging = staging;
         }
         let commands = enc.finish();
         let submit_start = Instant::now();
-        gpu.queue.submit([commands]);
-        let wait_start = Instant::now();
-        let values = match read_bytes {
-            0 => {
-                let _ = gpu.device.poll(wgpu::PollType::Poll);
-                None
-            }
-            bytes => Some(map_and_copy(gpu, &self.staging, bytes).await?),
-        };
+        let index = gpu.queue.submit([commands]);
+        let submitted = Instant::now();
         let t = &mut self.stats.totals;
         t.runs += 1;
         t.tokens += tokens.len() as u64;
         t.dispatches += dispatches as u64;
         t.weight_bytes += weight_bytes;
         t.read_bytes += read_bytes;
-        t.time += start.elapsed();
         t.record += submit_start - record_start;
-        t.submit += wait_start - submit_start;
+        t.submit += submitted - submit_start;
+        Ok(Submitted {
+            index,
+            staging,
+            read_bytes,
+            start,
+        })
+    }
+
+    /// Waits for a run `submit_segments` submitted and reads back what it copied (nothing where it
+    /// copied nothing).
+    async fn read_submitted(&mut self, run: Submitted) -> Result<Option<Vec<u8>>, Error> {
+        let wait_start = Instant::now();
+        let gpu = &self.gpu;
+        let values = match run.read_bytes {
+            0 => {
+                let _ = gpu.device.poll(wgpu::PollType::Poll);
+                None
+            }
+            bytes => {
+                let staging = &self.staging[run.staging];
+                Some(map_and_copy(gpu, staging, bytes, Some(run.index)).await?)
+            }
+        };
+        let t = &mut self.stats.totals;
+        t.time += run.start.elapsed();
         t.wait += wait_start.elapsed();
         Ok(values)
     }
@@ -649,6 +700,15 @@ enum Run<'a> {
     Score { next: u32 },
     /// A chunk through the hidden-state run; the states of its tokens `rows` read back.
     Hidden { rows: (u32, u32) },
+}
+
+/// A run submitted (`submit_segments`) and not yet read back.
+struct Submitted {
+    index: wgpu::SubmissionIndex,
+    /// The staging buffer it copies what it reads back into, and how many bytes.
+    staging: usize,
+    read_bytes: u64,
+    start: Instant,
 }
 
 /// Copies each of `from` into its counterpart in `to`, in submission order with the runs.

@@ -109,6 +109,11 @@ impl Reply {
         &self.tokens
     }
 
+    /// How many more tokens it may take at most.
+    pub fn tokens_left(&self) -> usize {
+        self.max_tokens.saturating_sub(self.tokens.len())
+    }
+
     /// Takes the token a step picked (with its log-probability where the sampler reports them) and
     /// hands `on_text` the text it completes: valid UTF-8 that can no longer turn into a stop string,
     /// with the log-probabilities of the tokens that made it.

@@ -166,6 +166,30 @@ impl Sampler {
         }
     }
 
+    /// Whether the GPU makes each choice alone, from a step's logits and nothing before them:
+    /// greedy, or drawn or chosen on the GPU, with no grammar, penalty, bias or log-probabilities.
+    /// A reply's steps may then run ahead of what the CPU reads back (`Engine::submit_step`).
+    pub fn chooses_on_gpu(&self) -> bool {
+        let c = &self.config;
+        let alone = self.constraint.is_none() && self.log_probs.is_none();
+        let unpenalized = !c.penalties().any() && c.logit_bias.is_empty();
+        let on_gpu = matches!(
+            self.needs(),
+            Needs::Largest | Needs::Drawn | Needs::Candidates(_)
+        );
+        alone && unpenalized && on_gpu
+    }
+
+    /// Where its seeded generator stands, to go back to (`set_draws`): a step submitted ahead and
+    /// dropped gives back its draw.
+    pub fn draws(&self) -> u64 {
+        self.rng
+    }
+
+    pub fn set_draws(&mut self, draws: u64) {
+        self.rng = draws;
+    }
+
     /// The seeded generator's next number (xorshift64*).
     fn next_u64(&mut self) -> u64 {
         self.rng ^= self.rng >> 12;

@@ -2,7 +2,7 @@
 //! the cache of the turns already processed.
 
 use crate::chat_template::{self, ChatMessage, Extras};
-use crate::engine::{Engine, LoadOptions, Totals};
+use crate::engine::{Engine, LoadOptions, Pending, Totals};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::grammar::{Constraint, Grammar, Vocabulary};
@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use web_time::{Duration, Instant};
 
+mod ahead;
 mod images;
 mod speculative;
 
@@ -45,6 +46,9 @@ pub struct Session {
     pub speculation: Option<Speculation>,
     /// What the next reply is expected to say (`predict`), taken by the reply.
     prediction: Option<Prediction>,
+    /// The reply's step submitted ahead of the token it runs being read back (`step_plain`), and
+    /// where the sampler's generator stood before its draw.
+    ahead: Option<(Pending, u64)>,
 }
 
 impl Session {
@@ -64,6 +68,7 @@ impl Session {
             grammar_vocabulary: None,
             speculation: None,
             prediction: None,
+            ahead: None,
         })
     }
 
@@ -181,6 +186,8 @@ impl Session {
         if prompt.len() > self.engine.n_ctx() as usize {
             return Err(Error::ContextFull(self.engine.n_ctx()));
         }
+        // A step left ahead by a reply that failed: the cache is rewound past it below.
+        self.ahead = None;
         // An image's ids are its own (`Engine::hold_image`): equal tokens are the same rows.
         let common = (self.cached.iter().zip(prompt))
             .take_while(|(a, b)| a == b)
@@ -249,17 +256,25 @@ impl Session {
         let mut picked = VecDeque::from([first]);
         let finish = loop {
             let (id, log_prob) = picked.pop_front().expect("a token picked");
-            let room = !picked.is_empty() || self.engine.pos() < self.engine.n_ctx();
+            // Room for the step that runs `id`: in the cache, or already running (`step_plain`).
+            let room = !picked.is_empty()
+                || self.ahead.is_some()
+                || self.engine.pos() < self.engine.n_ctx();
             if let Some(finish) =
                 reply.push(&self.tokenizer, (id, log_prob), sampler, room, on_text)
             {
-                break finish;
+                break Ok(finish);
             }
             if picked.is_empty() {
-                let reply = (prompt.len(), prediction.as_mut());
-                picked.extend(self.step_after(id, sampler, reply).await?);
+                let reply = (prompt.len(), prediction.as_mut(), reply.tokens_left());
+                match self.step_after(id, sampler, reply).await {
+                    Ok(more) => picked.extend(more),
+                    Err(e) => break Err(e),
+                }
             }
         };
+        self.drop_ahead(sampler);
+        let finish = finish?;
         Ok(Completion {
             prompt_tokens: prompt.len(),
             prompt_processed: processed,

@@ -6,9 +6,9 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use pollster::FutureExt as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-use wick::engine::{Engine, LoadOptions, Profiled, Totals};
+use wick::engine::{Engine, LoadOptions, Profiled, StepToken, Totals};
 use wick::gguf::Header;
-use wick::sampler::Pick;
+use wick::sampler::{Pick, Want};
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
@@ -25,6 +25,9 @@ enum Read {
     Choice,
     /// The top 40 logits with their ids, found on the GPU (the default sampler's top-k)
     Candidates,
+    /// The largest logit's index, each step submitted before the step before it is read back, its
+    /// token copied on the GPU (a reply's steps where the GPU chooses each token)
+    Ahead,
 }
 
 #[derive(Args)]
@@ -233,6 +236,8 @@ pub fn main(args: BenchArgs) -> Result<()> {
             if n_prompt > 0 {
                 let prompt: Vec<u32> = (0..n_prompt).map(token).collect();
                 engine.prefill(&prompt).block_on()?;
+            } else if args.read == Read::Ahead {
+                decode_ahead(&mut engine, token(1), n_gen)?;
             } else {
                 let mut t = token(1);
                 for _ in 0..n_gen {
@@ -242,6 +247,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
                             wick::sampler::argmax(&logits.expect("logits were asked for"))
                         }
                         Read::Choice => engine.step_greedy(t).block_on()?,
+                        Read::Ahead => unreachable!("decoded ahead"),
                         Read::Candidates => {
                             let pick = Pick::new(40, wick::sampler::Penalties::NONE, &[]);
                             engine
@@ -289,6 +295,24 @@ pub fn main(args: BenchArgs) -> Result<()> {
         Format::Json => print_json(&tests, &model, &context, &engine)?,
         Format::Md => print_md(&tests, &model, &context, &engine),
     }
+    Ok(())
+}
+
+/// `n` greedy steps from `first`, each submitted before the one before it is read back.
+fn decode_ahead(engine: &mut Engine, first: u32, n: u32) -> Result<()> {
+    if !engine.steps_ahead() {
+        anyhow::bail!("--read ahead: this model's steps go one at a time (a recurrent state, or rows read by token)");
+    }
+    let mut pending = engine
+        .submit_step(StepToken::Id(first), &Want::Choice)
+        .block_on()?;
+    for _ in 1..n {
+        let next = engine.submit_step(StepToken::ChosenIn(&pending), &Want::Choice);
+        let next = next.block_on()?;
+        engine.finish_step(pending).block_on()?;
+        pending = next;
+    }
+    engine.finish_step(pending).block_on()?;
     Ok(())
 }
 

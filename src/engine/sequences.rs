@@ -169,7 +169,7 @@ impl Engine {
 
     /// What a run reads back for `want`; candidates are picked by `sample`'s plan, its pick written,
     /// and the tokens row `row` of the choices and candidates may take (all, unless a grammar's).
-    fn read_for(&self, want: &Want, sample: &Sample, row: u32) -> Read {
+    pub(super) fn read_for(&self, want: &Want, sample: &Sample, row: u32) -> Read {
         let (want, bits) = match want {
             Want::Allowed { bits, then } => (&**then, Some(&bits[..])),
             want => (want, None),
@@ -197,7 +197,7 @@ impl Engine {
 }
 
 /// What a step read back for one sequence, from the bytes `read` read.
-fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
+pub(super) fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
     match read {
         Read::Candidates { .. } => SequenceStep::Candidates(read_ranked(bytes, read)),
         Read::Logits => SequenceStep::Logits(cast(bytes.to_vec())),

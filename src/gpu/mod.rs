@@ -480,7 +480,7 @@ impl Gpu {
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(src, 0, &staging, 0, len);
         self.queue.submit([enc.finish()]);
-        map_and_copy(self, &staging, len).await
+        map_and_copy(self, &staging, len, None).await
     }
 }
 
@@ -492,12 +492,14 @@ pub async fn read_back_f32(gpu: &Gpu, src: &wgpu::Buffer, n: usize) -> Result<Ve
 }
 
 /// Maps a MAP_READ buffer, waits for it, copies out its first `len` bytes and unmaps it. Natively the
-/// wait blocks on the device; in the browser the future resolves when the page's event loop has run the
-/// map callback.
+/// wait blocks on the device, until the submission `after` (where given: one before the latest) or
+/// else the latest has run; in the browser the future resolves when the page's event loop has run
+/// the map callback, once the submissions that write the buffer have run.
 pub async fn map_and_copy(
     gpu: &Gpu,
     staging: &wgpu::Buffer,
     len: u64,
+    after: Option<wgpu::SubmissionIndex>,
 ) -> Result<Vec<u8>, GpuError> {
     let slice = staging.slice(..len);
     let (done, mapped) = oneshot::channel();
@@ -506,7 +508,10 @@ pub async fn map_and_copy(
     let failed = |e: String| gpu.alive().err().unwrap_or(GpuError::Readback(e));
     #[cfg(not(target_arch = "wasm32"))] // in the browser the page's event loop runs the callback
     gpu.device
-        .poll(wgpu::PollType::wait_indefinitely())
+        .poll(wgpu::PollType::Wait {
+            submission_index: after,
+            timeout: None,
+        })
         .map_err(|e| failed(e.to_string()))?;
     mapped.await.map_err(|e| failed(e.to_string()))?;
     let bytes = slice

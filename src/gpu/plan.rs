@@ -112,6 +112,13 @@ impl StepInput {
         gpu.queue
             .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&words));
     }
+
+    /// Has `enc` copy the word at `from` (a token the GPU chose) into the id of the run's first
+    /// token, over what `write_segments` wrote there.
+    pub fn copy_first_token(&self, enc: &mut wgpu::CommandEncoder, from: (&wgpu::Buffer, u64)) {
+        let id_at = (HEADER_WORDS * 4) as u64;
+        enc.copy_buffer_to_buffer(from.0, from.1, &self.buffer, id_at, 4);
+    }
 }
 
 /// Parameters of one dispatch, written once into the arena.

@@ -7,9 +7,9 @@ use crate::speculate::{Draft, DraftLimits, Drafter, Picked, Prediction, Speculat
 use crate::Error;
 use web_time::Instant;
 
-/// The reply a step belongs to: where in the cache it starts (its prompt's length), and what it is
-/// predicted to say, if anything.
-pub(super) type ReplyAt<'a> = (usize, Option<&'a mut Prediction>);
+/// The reply a step belongs to: where in the cache it starts (its prompt's length), what it is
+/// predicted to say, if anything, and how many more tokens it may take.
+pub(super) type ReplyAt<'a> = (usize, Option<&'a mut Prediction>, usize);
 
 impl Session {
     /// Runs `id`, the token picked last in `reply`, and returns the tokens picked after it with
@@ -22,7 +22,9 @@ impl Session {
         reply: ReplyAt<'_>,
     ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
         let Some(mut speculation) = self.speculation.take() else {
-            return Ok(vec![self.step(&[id], sampler).await?]);
+            // A step ahead only where the reply may take a token after this step's.
+            let ahead = reply.2 > 1;
+            return Ok(vec![self.step_plain(id, sampler, ahead).await?]);
         };
         let picked = self
             .step_speculating(id, sampler, &mut speculation, reply)
@@ -36,7 +38,7 @@ impl Session {
         id: u32,
         sampler: &mut Sampler,
         speculation: &mut Speculation,
-        (reply_start, prediction): ReplyAt<'_>,
+        (reply_start, prediction, _): ReplyAt<'_>,
     ) -> Result<Vec<(u32, Option<TokenLogProb>)>, Error> {
         let room = (self.engine.n_ctx() - self.engine.pos()) as usize;
         let rows = (self.engine.check_tokens() as usize).min(room);
