@@ -59,7 +59,8 @@ pub struct Totals {
     /// Wall time, call to result, and the three parts of it: writing the inputs and recording the
     /// pass, the submit call, and from the submit's return to the values read back (the GPU's work,
     /// then the map and copy; a run that reads nothing back only polls). A step run ahead is timed
-    /// from its submit, while the step before it still runs.
+    /// from the read of the step before it, and its record and submit, made while that one ran, are
+    /// in that one's time.
     pub time: Duration,
     pub record: Duration,
     pub submit: Duration,
@@ -125,6 +126,9 @@ pub struct Engine {
     staging: [wgpu::Buffer; 2],
     /// The staging buffer the last run that read back used.
     last_staging: usize,
+    /// When the last run was read back: a step submitted before then (a step ahead) is timed from
+    /// then on, so that `Totals::time` counts no wall time twice.
+    read_until: Instant,
     n_ctx: u32,
     pos: u32,
     /// Copies of the recurrent states (`Forward::recurrent`) at earlier positions, oldest first: what
@@ -298,6 +302,7 @@ impl Engine {
             row_samples,
             staging,
             last_staging: 0,
+            read_until: Instant::now(),
             n_ctx,
             pos: 0,
             snapshots: Vec::new(),
@@ -607,8 +612,9 @@ impl Engine {
             }
         };
         let t = &mut self.stats.totals;
-        t.time += run.start.elapsed();
+        t.time += run.start.max(self.read_until).elapsed();
         t.wait += wait_start.elapsed();
+        self.read_until = Instant::now();
         Ok(values)
     }
 

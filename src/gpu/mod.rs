@@ -506,6 +506,8 @@ pub async fn map_and_copy(
     slice.map_async(wgpu::MapMode::Read, move |r| done.send(r));
     // A lost device fails the map; say that rather than how the map failed.
     let failed = |e: String| gpu.alive().err().unwrap_or(GpuError::Readback(e));
+    #[cfg(target_arch = "wasm32")] // the map resolves once the submissions writing the buffer ran
+    let _ = after;
     #[cfg(not(target_arch = "wasm32"))] // in the browser the page's event loop runs the callback
     gpu.device
         .poll(wgpu::PollType::Wait {
