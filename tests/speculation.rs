@@ -327,16 +327,7 @@ fn parallel_slots_give_plain_replies(gpu: &Arc<Gpu>, draft_file: Option<&Path>) 
         DraftSlots::new(model)
     });
     let mut slots = Slots::new(&s.engine);
-    let mut next: Vec<u32> = (prompts.iter().enumerate())
-        .map(|(i, p)| slots.begin(i, p).unwrap().0)
-        .collect();
-    while (0..2).any(|i| slots.reading(i)) {
-        let reading: Vec<usize> = (0..2).filter(|&i| slots.reading(i)).collect();
-        slots
-            .read_chunks(&mut s.engine, &reading)
-            .block_on()
-            .unwrap();
-    }
+    let (mut next, _) = common::begin_slots(&mut slots, &mut s.engine, &prompts);
     let mut samplers: Vec<Sampler> = (0..2).map(|i| sampler(&mut s, i == 1)).collect();
     let mut got: Vec<(Vec<u32>, Vec<TokenLogProb>)> = vec![Default::default(); 2];
     let (mut drafted, mut stood, mut mixed) = (0, 0, 0);

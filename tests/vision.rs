@@ -407,18 +407,7 @@ fn parallel_slots_read_image_prompts_in_shared_runs_as_llama_cpp() {
         prompts.push(prompt);
     }
     let mut slots = Slots::new(&s.engine);
-    let mut next: Vec<u32> = (prompts.iter().enumerate())
-        .map(|(i, p)| slots.begin(i, p).unwrap().0)
-        .collect();
-    let mut runs = 0;
-    while (0..2).any(|i| slots.reading(i)) {
-        let reading: Vec<usize> = (0..2).filter(|&i| slots.reading(i)).collect();
-        slots
-            .read_chunks(&mut s.engine, &reading)
-            .block_on()
-            .unwrap();
-        runs += 1;
-    }
+    let (mut next, runs) = common::begin_slots(&mut slots, &mut s.engine, &prompts);
     // 31 and 22 tokens to read, each with an image of 16, in runs of 20: the images wait for room.
     assert!(runs >= 3, "{runs} runs");
     let mut samplers = [sampler(), sampler()];

@@ -304,3 +304,25 @@ fn submit(gpu: &Gpu, plan: &Plan) {
 pub fn f32_buffer(gpu: &Gpu, data: &[f32]) -> wgpu::Buffer {
     storage_buffer(gpu, "data", bytemuck::cast_slice(data))
 }
+
+/// Slots 0..n each begun on its prompt of `prompts`, their prompts read together a chunk at a time
+/// (as a server reads them): the token each slot's first step runs, and how many runs the prompts
+/// took.
+pub fn begin_slots(
+    slots: &mut wick::slots::Slots,
+    engine: &mut wick::engine::Engine,
+    prompts: &[Vec<u32>],
+) -> (Vec<u32>, usize) {
+    let first: Vec<u32> = (prompts.iter().enumerate())
+        .map(|(i, p)| slots.begin(i, p).unwrap().0)
+        .collect();
+    let mut runs = 0;
+    loop {
+        let reading: Vec<usize> = (0..prompts.len()).filter(|&i| slots.reading(i)).collect();
+        if reading.is_empty() {
+            return (first, runs);
+        }
+        slots.read_chunks(engine, &reading).block_on().unwrap();
+        runs += 1;
+    }
+}
