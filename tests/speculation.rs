@@ -185,6 +185,33 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
     assert_same_reply("smollm2 with a draft", &want, &got);
     std::fs::remove_file(&draft_path).ok();
 
+    // Without log-probabilities the draft's greedy steps go a step ahead (`DraftModel::draft`),
+    // each submitted before the one before it is read back: the reply is the same.
+    let greedy_reply = |s: &mut Session| {
+        let mut sampler = Sampler::new(SamplerConfig::greedy());
+        let reply = Reply::new(48, &[]);
+        s.complete(&prompt, reply, &mut sampler, &mut |_| true)
+            .block_on()
+            .unwrap()
+            .tokens
+    };
+    let draft_ahead = |s: &Session| match &s.speculation.as_ref().unwrap().drafter {
+        Drafter::Model(model) => model.engine.stats.totals.ahead,
+        _ => unreachable!("a draft model"),
+    };
+    let before = (draft_ahead(&s), s.speculation.as_ref().unwrap().stats);
+    assert_eq!(greedy_reply(&mut s), greedy_reply(&mut plain));
+    assert!(draft_ahead(&s) > before.0, "no draft step went ahead");
+    // A draft close to the model proposes mostly what it picks, where each step ahead runs the
+    // token the step before chose (not, say, the token before it).
+    let stats = s.speculation.as_ref().unwrap().stats;
+    let (proposed, accepted) = (
+        stats.proposed - before.1.proposed,
+        stats.accepted - before.1.accepted,
+    );
+    eprintln!("a step ahead: {accepted} of {proposed} drafted tokens kept");
+    assert!(2 * accepted > proposed, "{accepted} of {proposed} kept");
+
     // A JSON reply: the draft proposes within the grammar, the reply is as without a draft.
     let json = |s: &mut Session| {
         let mut sampler = Sampler::new(SamplerConfig::greedy());

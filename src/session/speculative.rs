@@ -125,15 +125,7 @@ impl Session {
             return Ok(draft);
         }
         let mut seen = self.cached.clone();
-        let mut token = id;
-        for _ in 0..n.min(model.room()) {
-            let asked = draft.ask(sampler, &mut seen, token, model.engine.n_vocab());
-            let step = model.step(token, &asked.want).await?;
-            match draft.take_drawn(&asked, &step, sampler, &mut limits)? {
-                Some(next) => token = next,
-                None => break,
-            }
-        }
+        (model.draft(&mut draft, (sampler, &mut limits), &mut seen, id, n)).await?;
         Ok(draft)
     }
 }

@@ -1,10 +1,12 @@
 //! A smaller model drafting for a larger one: it keeps a cache of its own, brought to the larger
-//! model's tokens before each draft, and decodes ahead of it one token at a time.
+//! model's tokens before each draft, and decodes ahead of it one token at a time, greedy drafts a
+//! step ahead of what the CPU reads back (`DraftModel::draft`).
 
-use crate::engine::{Engine, LoadOptions};
+use super::{Draft, DraftLimits};
+use crate::engine::{Engine, LoadOptions, Pending, StepToken};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
-use crate::sampler::{SequenceStep, Want};
+use crate::sampler::{Sampler, SequenceStep, Want};
 use crate::tokenizer::Tokenizer;
 use crate::Error;
 use std::sync::Arc;
@@ -67,8 +69,60 @@ impl DraftModel {
         Ok(true)
     }
 
+    /// Drafts up to `n` tokens after `token` into `draft`, each drawn from the draft's step as
+    /// `Draft::ask` and `take_drawn` say (`seen`: the tokens so far). Where the draft's steps ask
+    /// for nothing but the GPU's choice (a greedy reply with no grammar or log-probabilities) and
+    /// its engine allows, each step is submitted before the one before it is read back
+    /// (`Engine::submit_step`), and a step past where the draft stops is taken back.
+    pub async fn draft(
+        &mut self,
+        draft: &mut Draft,
+        (sampler, limits): (&mut Sampler, &mut DraftLimits<'_>),
+        seen: &mut Vec<u32>,
+        mut token: u32,
+        n: usize,
+    ) -> Result<(), Error> {
+        let n = n.min(self.room());
+        let n_vocab = self.engine.n_vocab();
+        let mut ahead: Option<Pending> = None;
+        for i in 0..n {
+            let asked = draft.ask(sampler, seen, token, n_vocab);
+            let chained = matches!(asked.want, Want::Choice) && self.engine.steps_ahead();
+            let step = match (chained, ahead.take()) {
+                (true, ahead_of_this) => {
+                    let current = match ahead_of_this {
+                        Some(step) => step,
+                        None => {
+                            (self.engine.submit_step(StepToken::Id(token), &asked.want)).await?
+                        }
+                    };
+                    self.cached.push(token);
+                    if i + 1 < n {
+                        let next = StepToken::ChosenIn(&current);
+                        ahead = Some(self.engine.submit_step(next, &asked.want).await?);
+                    }
+                    self.engine.finish_step(current).await?
+                }
+                (false, ahead_of_this) => {
+                    if let Some(step) = ahead_of_this {
+                        self.engine.drop_step(step);
+                    }
+                    self.step(token, &asked.want).await?
+                }
+            };
+            match draft.take_drawn(&asked, &step, sampler, limits)? {
+                Some(next) => token = next,
+                None => break,
+            }
+        }
+        if let Some(step) = ahead {
+            self.engine.drop_step(step);
+        }
+        Ok(())
+    }
+
     /// Runs `token` at the draft's next position and reads back what `want` asks after it.
-    pub async fn step(&mut self, token: u32, want: &Want) -> Result<SequenceStep, Error> {
+    async fn step(&mut self, token: u32, want: &Want) -> Result<SequenceStep, Error> {
         let step = self.engine.step_wanted(&[token], want).await?;
         self.cached.push(token);
         Ok(step)
