@@ -252,10 +252,11 @@ pub fn packed(
     (t, f.deq.remove(0))
 }
 
-/// Finishes and submits `plan`. Where the GPU's tuning names kernel shapes (a check of candidates,
-/// each given with `Gpu::set_tuning`), as `run_tuned` with it.
+/// Finishes and submits `plan`. Where the GPU's tuning names kernel shapes that plans may use now
+/// (`Gpu::usable`: a check of candidates, each given with `Gpu::set_tuning`), as `run_tuned` with
+/// those.
 pub fn run(gpu: &Gpu, mut plan: Plan) {
-    let tuning = gpu.tuning();
+    let tuning = gpu.usable(gpu.tuning());
     if !tuning.matvec.is_empty() {
         return run_tuned(gpu, plan, &tuning);
     }
