@@ -76,15 +76,13 @@ impl Engine {
         self.pos = step.pos;
     }
 
-    /// Where a step's choice is on the GPU, as `read` reads it back.
+    /// Where a step's choice is on the GPU: the word `read` reads back.
     pub(super) fn choice_at(&self, read: Read) -> (&wgpu::Buffer, u64) {
-        match read {
-            Read::Greedy => (&self.greedy_choice, 0),
-            Read::Chosen | Read::Drawn => {
-                let (buffer, offset, _) = self.sample.read_back(read);
-                (buffer, offset)
-            }
-            _ => panic!("a step whose token is chosen on the CPU"),
-        }
+        assert!(
+            matches!(read, Read::Greedy | Read::Chosen | Read::Drawn),
+            "a step whose token is chosen on the CPU"
+        );
+        let (buffer, offset, _) = self.step_read_back(read).expect("a choice read back");
+        (buffer, offset)
     }
 }

@@ -87,10 +87,10 @@ impl DraftModel {
         let mut ahead: Option<Pending> = None;
         for i in 0..n {
             let asked = draft.ask(sampler, seen, token, n_vocab);
-            let chained = matches!(asked.want, Want::Choice) && self.engine.steps_ahead();
-            let step = match (chained, ahead.take()) {
-                (true, ahead_of_this) => {
-                    let current = match ahead_of_this {
+            // What a draft's steps ask is the same for all of them (the reply's sampler's).
+            let step = match matches!(asked.want, Want::Choice) && self.engine.steps_ahead() {
+                true => {
+                    let current = match ahead.take() {
                         Some(step) => step,
                         None => {
                             (self.engine.submit_step(StepToken::Id(token), &asked.want)).await?
@@ -103,12 +103,7 @@ impl DraftModel {
                     }
                     self.engine.finish_step(current).await?
                 }
-                (false, ahead_of_this) => {
-                    if let Some(step) = ahead_of_this {
-                        self.engine.drop_step(step);
-                    }
-                    self.step(token, &asked.want).await?
-                }
+                false => self.step(token, &asked.want).await?,
             };
             match draft.take_drawn(&asked, &step, sampler, limits)? {
                 Some(next) => token = next,

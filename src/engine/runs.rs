@@ -1,0 +1,231 @@
+//! A run of the engine: its tokens checked and written, the plan it names recorded and submitted in
+//! one pass, with what it reads back copied into a staging buffer (`submit_segments`), and that read
+//! back once the GPU has run it (`read_submitted`). Two staging buffers serve in turn, so that a step
+//! may be submitted before the one before it is read back (`ahead.rs`).
+
+use super::sample::Read;
+use super::Engine;
+use crate::gpu::{map_and_copy, Plan, Segment};
+use crate::Error;
+use web_time::Instant;
+
+impl Engine {
+    /// Runs the tokens of `segments` (`submit_segments`) and reads back what `run` says (as bytes).
+    pub(super) async fn run_segments(
+        &mut self,
+        run: Run<'_>,
+        segments: &[Segment<'_>],
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let submitted = self.submit_segments(run, segments, None).await?;
+        self.read_submitted(submitted).await
+    }
+
+    /// Checks a run of the tokens of `segments` (each a sequence's, at its own rows of the cache),
+    /// writes its inputs, and records and submits one pass of the plan `run` names, what it reads
+    /// back copied into a staging buffer; waits for nothing. Where `chosen` names a step's choice
+    /// (`Read::choice_at`), the run's first token is the token that choice holds, copied on the GPU
+    /// before the pass: a step submitted before the one it follows is read back (`ahead`).
+    pub(super) async fn submit_segments(
+        &mut self,
+        run: Run<'_>,
+        segments: &[Segment<'_>],
+        chosen: Option<Read>,
+    ) -> Result<Submitted, Error> {
+        self.gpu.alive()?;
+        let n_ctx = self.n_ctx as usize;
+        if segments
+            .iter()
+            .any(|s| (s.base + s.pos) as usize + s.tokens.len() > n_ctx)
+        {
+            return Err(Error::ContextFull(self.n_ctx));
+        }
+        let tokens: Vec<u32> = segments.iter().flat_map(|s| s.tokens).copied().collect();
+        let tokens = &tokens[..];
+        let n_vocab = self.forward.n_vocab;
+        let next = match run {
+            Run::Score { next } => Some(next),
+            _ => None,
+        };
+        // A prompt's runs may name images' rows (`inject`).
+        let images = matches!(run, Run::Prefill | Run::Decode(_));
+        let bad = (tokens.iter()).find(|&&t| t >= n_vocab && !(images && self.names_rows(t)));
+        if let Some(&token) = bad.or(next.as_ref().filter(|&&t| t >= n_vocab)) {
+            return Err(Error::BadToken { token, n_vocab });
+        }
+        let start = Instant::now();
+        let gpu = &self.gpu;
+        let f = &self.forward;
+        // A decode run of several tokens is a prompt's last chunk, which ends in its logits.
+        let ends_prompt = matches!(run, Run::Decode(_)) && tokens.len() > 1;
+        // The plan, and the spans (buffer, offset, bytes) read back one after the other.
+        let (plan, read_back) = match (run, &f.decode_long) {
+            (Run::Prefill, _) => (f.prefill.as_ref().expect("a prefill plan"), vec![]),
+            (Run::Score { .. }, _) => {
+                let score = f.score.as_ref().expect("a scoring plan");
+                let bytes = tokens.len() as u64 * 4;
+                (&score.plan, vec![(&score.log_probs, 0, bytes)])
+            }
+            (Run::Hidden { rows }, _) => {
+                let hidden = f.hidden.as_ref().expect("a hidden-state run");
+                let row = hidden.width as u64 * 4;
+                let (first, end) = rows;
+                let bytes = (end - first) as u64 * row;
+                let read = (bytes > 0).then_some((&hidden.states, first as u64 * row, bytes));
+                (&hidden.plan, read.into_iter().collect())
+            }
+            (Run::Parallel { reads }, _) => {
+                let parallel = f.parallel.as_ref().expect("a parallel decode plan");
+                let row = n_vocab as u64 * 4;
+                let choices = (&parallel.choices, 0, tokens.len() as u64 * 4);
+                let rows = reads
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, read)| match *read {
+                        Read::Logits => Some((&parallel.logits, i as u64 * row, row)),
+                        Read::Candidates { .. } | Read::Chosen | Read::Drawn => {
+                            Some(self.row_samples[i].read_back(*read))
+                        }
+                        Read::Greedy | Read::Nothing => None,
+                    });
+                (&parallel.plan, [choices].into_iter().chain(rows).collect())
+            }
+            (Run::Decode(read), long) => {
+                let plan = match long {
+                    _ if ends_prompt => f.prefill.as_ref().expect("a prefill plan"),
+                    Some((from, long)) if segments[0].pos >= *from => long,
+                    _ => &f.decode,
+                };
+                (plan, self.step_read_back(read).into_iter().collect())
+            }
+        };
+        // What runs after the step, in the same pass: the head of a chunk's last token where a
+        // prompt's last chunk ends in its logits, then what reduces the logits for the sampler.
+        let head = f.prompt_head.as_ref().filter(|_| ends_prompt);
+        let after: Vec<&Plan> = match run {
+            Run::Decode(Read::Greedy) => vec![&self.greedy],
+            Run::Decode(read @ (Read::Candidates { .. } | Read::Chosen | Read::Drawn)) => {
+                vec![self.sample.plan_for(read)]
+            }
+            Run::Parallel { reads } => (reads.iter().enumerate())
+                .filter(|(_, read)| {
+                    matches!(read, Read::Candidates { .. } | Read::Chosen | Read::Drawn)
+                })
+                .map(|(i, read)| self.row_samples[i].plan_for(*read))
+                .collect(),
+            _ => vec![],
+        };
+        let after: Vec<&Plan> = head.into_iter().chain(after).collect();
+        let dispatches =
+            plan.dispatches.len() + after.iter().map(|p| p.dispatches.len()).sum::<usize>();
+        let weight_bytes = plan.weight_bytes + after.iter().map(|p| p.weight_bytes).sum::<u64>();
+        let record_start = Instant::now();
+        f.step.write_segments(gpu, segments, next.unwrap_or(0));
+        self.write_injected(tokens);
+        if let Some(rows) = &f.token_rows {
+            rows.write(gpu, tokens).await?;
+        }
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        if let Some(chosen) = chosen {
+            f.step.copy_first_token(&mut enc, self.choice_at(chosen));
+        }
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            plan.record(&mut pass, tokens.len() as u32);
+            for after in after {
+                after.record(&mut pass, 1);
+            }
+        }
+        // The staging buffer the run before did not use: that one may not be read back yet.
+        let staging = 1 - self.last_staging;
+        let mut read_bytes = 0;
+        for (buffer, offset, bytes) in read_back {
+            enc.copy_buffer_to_buffer(buffer, offset, &self.staging[staging], read_bytes, bytes);
+            read_bytes += bytes;
+        }
+        if read_bytes > 0 {
+            self.last_staging = staging;
+        }
+        let commands = enc.finish();
+        let submit_start = Instant::now();
+        let index = gpu.queue.submit([commands]);
+        let submitted = Instant::now();
+        let t = &mut self.stats.totals;
+        t.runs += 1;
+        t.tokens += tokens.len() as u64;
+        t.dispatches += dispatches as u64;
+        t.weight_bytes += weight_bytes;
+        t.read_bytes += read_bytes;
+        t.record += submit_start - record_start;
+        t.submit += submitted - submit_start;
+        Ok(Submitted {
+            index,
+            staging,
+            read_bytes,
+            start,
+        })
+    }
+
+    /// Where what `read` reads back after a one-token run lies: (buffer, offset, bytes).
+    pub(super) fn step_read_back(&self, read: Read) -> Option<(&wgpu::Buffer, u64, u64)> {
+        match read {
+            Read::Nothing => None,
+            Read::Logits => Some((&self.forward.logits, 0, self.forward.n_vocab as u64 * 4)),
+            Read::Greedy => Some((&self.greedy_choice, 0, 4)),
+            Read::Candidates { .. } | Read::Chosen | Read::Drawn => {
+                Some(self.sample.read_back(read))
+            }
+        }
+    }
+
+    /// Waits for a run `submit_segments` submitted and reads back what it copied (nothing where it
+    /// copied nothing).
+    pub(super) async fn read_submitted(
+        &mut self,
+        run: Submitted,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let wait_start = Instant::now();
+        let gpu = &self.gpu;
+        let values = match run.read_bytes {
+            0 => {
+                let _ = gpu.device.poll(wgpu::PollType::Poll);
+                None
+            }
+            bytes => {
+                let staging = &self.staging[run.staging];
+                Some(map_and_copy(gpu, staging, bytes, Some(run.index)).await?)
+            }
+        };
+        let t = &mut self.stats.totals;
+        t.time += run.start.max(self.read_until).elapsed();
+        t.wait += wait_start.elapsed();
+        self.read_until = Instant::now();
+        Ok(values)
+    }
+}
+
+/// Which plan a run records, and what it reads back.
+#[derive(Clone, Copy)]
+pub(super) enum Run<'a> {
+    /// Tokens through the model, what `Read` says read back after the last: one token through the
+    /// decode plan; a prompt's last chunk through the prefill plan, then the head of its last token.
+    Decode(Read),
+    /// One token of each sequence through the parallel decode plan: the choice of each read back,
+    /// and what else `reads` asks of each (its logits, or its candidates as its row's pick asks).
+    Parallel { reads: &'a [Read] },
+    /// A prompt chunk through the prefill plan; nothing read back.
+    Prefill,
+    /// A chunk through the scoring plan, `next` the token after its last; each token's
+    /// log-probability of its successor read back.
+    Score { next: u32 },
+    /// A chunk through the hidden-state run; the states of its tokens `rows` read back.
+    Hidden { rows: (u32, u32) },
+}
+
+/// A run submitted (`submit_segments`) and not yet read back.
+pub(super) struct Submitted {
+    index: wgpu::SubmissionIndex,
+    /// The staging buffer it copies what it reads back into, and how many bytes.
+    staging: usize,
+    read_bytes: u64,
+    start: Instant,
+}
