@@ -3,8 +3,8 @@
 # shapes (Llama 3.1 8B in llama.cpp's Q4_K_M and in Q4_0; Qwen3.5 2B, Qwen2.5 1.5B's matrices and
 # Llama 3.2 1B in Q4_K_M; Qwen3-30B-A3B's layer, 4 of its 48, in Q4_K_M), `wick bench --profile`
 # (and its decode with each norm in a kernel of its own, --fuse-norms off; its greedy decode a step
-# ahead, as a reply runs, --read ahead; its prompt in chunks of 64 rather than a GPU's 512, and without
-# the matrix cores, --matrix-cores off) and `llama-bench` one
+# ahead, as a reply runs, --read ahead; its prompt in chunks of 64 rather than a GPU's 512, without
+# the matrix cores, --matrix-cores off, and in f32 tiles alone, --f16-tiles off) and `llama-bench` one
 # after the other on each; then decode deep into a long context (-d 4096 and 16384) on the 8B and
 # 1.5B files; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
 # speculative check of as many tokens costs) beside the one-token step, kernel by kernel, on the
@@ -87,9 +87,12 @@ for f in $files; do
   echo "== $f: wick, greedy steps a step ahead (--read ahead: each submitted before the one before it is read)"
   target/release/wick bench -m "$models/$f.gguf" -p 0 -n 128 -r "$reps" --read ahead 2>&1 \
     | grep -v '^$' | tee -a "$out/wick-ahead.md"
-  echo "== $f: wick, prompts without the matrix cores (--matrix-cores off: the f32 tiles)"
+  echo "== $f: wick, prompts without the matrix cores (--matrix-cores off: the tiles, f16 or f32 as tuned)"
   target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off 2>&1 \
     | grep -v '^$' | tee -a "$out/wick-no-matrix-cores.md"
+  echo "== $f: wick, prompts in f32 tiles alone (--matrix-cores off --f16-tiles off: a shape whose winner is f16 takes the default tile)"
+  target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off \
+    --f16-tiles off 2>&1 | grep -v '^$' | tee -a "$out/wick-f32-tiles.md"
   echo "== $f: llama.cpp"
   "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 128 -r "$reps" 2>&1 | grep -v '^$' | tee -a "$out/llama.md"
 done

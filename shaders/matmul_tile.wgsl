@@ -5,12 +5,14 @@
 // the tile from there. The source starts with TM, TN and RB (`PipelineKey::source`: 64 threads take
 // 64 x 16, 4 rows each; 256 take 128 x 64, 8 rows each, for GPUs), so that (TM / RB) * (TN / 4) is
 // WG. The kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl, and
-// includes a tile_x file (tile_x_rows.wgsl, or tile_x_rms_norm.wgsl to norm x on the way in).
+// includes a tile_x file (tile_x_rows.wgsl, or tile_x_rms_norm.wgsl to norm x on the way in). A
+// tile_f32 or tile_f16 file says how the tile holds a vec4 in workgroup memory (TileVec, to_tile and
+// from_tile); the sums stay f32.
 
 const SUBS: u32 = BLOCK_LEN / 32u;
 
-var<workgroup> w_tile: array<vec4<f32>, 8u * TM>; // [8 vec4 of one 32-weight step][TM slots]
-var<workgroup> x_tile: array<vec4<f32>, 8u * TN>; // [8 vec4][TN tokens]
+var<workgroup> w_tile: array<TileVec, 8u * TM>; // [8 vec4 of one 32-weight step][TM slots]
+var<workgroup> x_tile: array<TileVec, 8u * TN>; // [8 vec4][TN tokens]
 
 // The loads of x a thread makes a step: 8 TN / WG, as WG is (TM / RB) * (TN / 4).
 const X_LOADS: u32 = 32u * RB / TM;
@@ -53,11 +55,11 @@ fn multiply_tile(t: u32, tile: Tile) {
             let row = tile.first + j - tile.lo;
             var w = dequant32(row * P.row_bytes + (c / SUBS) * BLOCK_BYTES, c % SUBS);
             for (var i = kept; i < kept + per_thread; i++) {
-                w_tile[i * TM + slot] = w[i];
+                w_tile[i * TM + slot] = to_tile(w[i]);
             }
         } else {
             for (var i = kept; i < kept + per_thread; i++) {
-                w_tile[i * TM + slot] = vec4<f32>(0.0);
+                w_tile[i * TM + slot] = to_tile(vec4<f32>(0.0));
             }
         }
         // The tokens' x for the same 32 columns: 8 vec4 per token.
@@ -70,18 +72,18 @@ fn multiply_tile(t: u32, tile: Tile) {
                 squares[k / WG] += dot(x, x);
                 x *= tile_gain(c * 8u + i);
             }
-            x_tile[i * TN + n] = x;
+            x_tile[i * TN + n] = to_tile(x);
         }
         workgroupBarrier();
         // Threads whose tokens are all past the run's have nothing to add (a run of a few tokens: a
         // decode step of parallel sequences).
         for (var i = 0u; i < 8u && my_tokens < tile.tokens; i++) {
-            let x0 = x_tile[i * TN + my_tokens];
-            let x1 = x_tile[i * TN + my_tokens + 1u];
-            let x2 = x_tile[i * TN + my_tokens + 2u];
-            let x3 = x_tile[i * TN + my_tokens + 3u];
+            let x0 = from_tile(x_tile[i * TN + my_tokens]);
+            let x1 = from_tile(x_tile[i * TN + my_tokens + 1u]);
+            let x2 = from_tile(x_tile[i * TN + my_tokens + 2u]);
+            let x3 = from_tile(x_tile[i * TN + my_tokens + 3u]);
             for (var r = 0u; r < RB; r++) {
-                let w = w_tile[i * TM + tile_slot(my_rows + r)];
+                let w = from_tile(w_tile[i * TM + tile_slot(my_rows + r)]);
                 acc[r] += vec4<f32>(dot(w, x0), dot(w, x1), dot(w, x2), dot(w, x3));
             }
         }
@@ -89,17 +91,18 @@ fn multiply_tile(t: u32, tile: Tile) {
     }
     // Where x is normed on the way in, each of this thread's tokens' sums of squares, from the
     // threads that loaded its x: load k (token k / 8, vec4 k % 8 of each step) leaves its sum in
-    // x_tile[k], free since the last step's barrier.
+    // x_tile[k], free since the last step's barrier. (Never in an f16 tile, which they would
+    // overflow: `PipelineKey::source`.)
     var scale = vec4<f32>(1.0);
     if (X_NORMED) {
         for (var m = 0u; m < X_LOADS; m++) {
-            x_tile[t + m * WG] = vec4<f32>(squares[m]);
+            x_tile[t + m * WG] = to_tile(vec4<f32>(squares[m]));
         }
         workgroupBarrier();
         for (var n = 0u; n < 4u; n++) {
             var sum = 0.0;
             for (var i = 0u; i < 8u; i++) {
-                sum += x_tile[(my_tokens + n) * 8u + i].x;
+                sum += from_tile(x_tile[(my_tokens + n) * 8u + i]).x;
             }
             scale[n] = tile_scale(sum);
         }

@@ -13,9 +13,11 @@ use pollster::FutureExt as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
+use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource};
-use wick::gpu::{Split, Tuning};
+use wick::gpu::{Gpu, MatvecKernel, MatvecShape, Split, Tuning};
+
 use wick::tokenizer::Tokenizer;
 
 /// llama.cpp's 8-bit activations put its logits up to 0.4 from exact math on Qwen2.5-Coder's
@@ -34,6 +36,12 @@ const GEMMA_LLAMA_CPP: Tolerance = Tolerance {
 const F32: Tolerance = Tolerance {
     logit: 0.03,
     clear_gap: 0.06,
+};
+/// Tiles held in f16 round each weight and x of a prompt's products to f16: Gemma 3's logits stayed
+/// within 0.012 of exact math so.
+const F16_TILES: Tolerance = Tolerance {
+    logit: 0.1,
+    clear_gap: 0.2,
 };
 
 fn model(file: &str) -> PathBuf {
@@ -140,12 +148,53 @@ fn check_perplexity(golden_name: &str, chunks: Option<usize>) {
 /// on the way in (a GPU's plan): greedy decoding against llama.cpp's, whose CPU rounds x to 8 bits
 /// too, by the near-tie method at llama.cpp's tolerance.
 fn check_family_on_8bit_x(golden_name: &str, llama_cpp: Tolerance) {
-    let g = golden(golden_name);
-    let source = FileSource::open(model(g["model"].as_str().unwrap())).unwrap();
     let Some(gpu) = gpu_with_norms_fused() else {
         return;
     };
     gpu.set_uses_int8_x(true);
+    let form = Form {
+        name: "on 8-bit x",
+        takes: MatvecShape::takes_q8,
+        is: |k| k.split == Split::PartsQ8,
+        count: Engine::products_on_int8_x,
+        exact: None,
+    };
+    check_family_in(gpu, golden_name, llama_cpp, form);
+}
+
+/// Every product of a prompt's chunk held in an f16 tile (`MatvecKernel::f16_tile`, a GPU's
+/// candidate): the prompt read so, then greedy decoding against the f32 reference (within f16's
+/// rounding) and llama.cpp's as above.
+fn check_family_in_f16_tiles(golden_name: &str, llama_cpp: Tolerance) {
+    let Some(gpu) = gpu() else { return };
+    gpu.set_uses_f16_tiles(true);
+    let form = Form {
+        name: "in f16 tiles",
+        takes: MatvecShape::is_tiled,
+        is: |k| k.f16_tile,
+        count: Engine::products_in_f16_tiles,
+        exact: Some(F16_TILES),
+    };
+    check_family_in(gpu, golden_name, llama_cpp, form);
+}
+
+/// A kind of kernel some products may run in: the products that may (`takes`), the kernels of the
+/// kind (`is`), how many of an engine's products run in one, of how many may (`count`), and how
+/// far it may take logits from the f32 reference, where it is held to it.
+struct Form {
+    name: &'static str,
+    takes: fn(&MatvecShape) -> bool,
+    is: fn(&MatvecKernel) -> bool,
+    count: fn(&Engine) -> (usize, usize),
+    exact: Option<Tolerance>,
+}
+
+/// Every product `form` takes made to run in the first of its candidates of that kind: greedy
+/// decoding against the f32 reference where the form is held to it, and against llama.cpp's at
+/// llama.cpp's tolerance, by the near-tie method.
+fn check_family_in(gpu: Arc<Gpu>, golden_name: &str, llama_cpp: Tolerance, form: Form) {
+    let g = golden(golden_name);
+    let source = FileSource::open(model(g["model"].as_str().unwrap())).unwrap();
     let options = LoadOptions {
         n_ctx: 256,
         ..Default::default()
@@ -153,37 +202,41 @@ fn check_family_on_8bit_x(golden_name: &str, llama_cpp: Tolerance) {
     let load = || Engine::load(gpu.clone(), &source, &options, &mut |_, _| {}).block_on();
     let mut tuning = Tuning::default();
     for shape in load().unwrap().untuned_shapes() {
-        if let Some(m) = shape.matvec().filter(|m| m.takes_q8()) {
+        if let Some(m) = shape.matvec().filter(form.takes) {
             let mut candidates = m.candidates(gpu.offers()).into_iter();
-            let kernel = candidates.find(|k| k.split == Split::PartsQ8);
-            tuning
-                .matvec
-                .insert(m.key(), kernel.expect("a kernel on 8-bit x"));
+            let kernel = candidates.find(form.is);
+            let kernel = kernel.unwrap_or_else(|| panic!("{}: a kernel {}", m.key(), form.name));
+            tuning.matvec.insert(m.key(), kernel);
         }
     }
     gpu.set_tuning(tuning);
     let mut engine = load().unwrap();
-    let (on_q8, all) = engine.products_on_int8_x();
-    assert!(all >= 4 && on_q8 == all, "{on_q8} of {all} on 8-bit x");
-    let mut total = Agreement::default();
-    for record in first_records(g["llama_cpp"].as_array().unwrap(), 2) {
-        total.add(&check_greedy(
-            &mut engine,
-            &first_steps(record, 8),
-            llama_cpp,
-        ));
+    let (on, all) = (form.count)(&engine);
+    assert!(all >= 4 && on == all, "{on} of {all} {}", form.name);
+    let references = form.exact.map(|exact| ("f32", exact));
+    for (key, tolerance) in references.into_iter().chain([("llama_cpp", llama_cpp)]) {
+        let mut total = Agreement::default();
+        for record in first_records(g[key].as_array().unwrap(), 2) {
+            let record = first_steps(record, 8);
+            total.add(&check_greedy(&mut engine, &record, tolerance));
+        }
+        eprintln!("{golden_name} {} against {key}: {total:?}", form.name);
+        assert!(
+            total.near_ties * 10 <= total.same,
+            "{key}: too many near ties: {total:?}"
+        );
     }
-    eprintln!("{golden_name} on 8-bit x against llama.cpp: {total:?}");
-    assert!(
-        total.near_ties * 10 <= total.same,
-        "too many near ties: {total:?}"
-    );
     gpu.set_tuning(Tuning::default());
 }
 
 #[test]
 fn qwen2_on_8bit_x_matches_llama_cpp() {
     check_family_on_8bit_x("qwen2.5-coder-0.5b-q4_k_m", QWEN_LLAMA_CPP);
+}
+
+#[test]
+fn gemma3_in_f16_tiles_matches_llama_cpp() {
+    check_family_in_f16_tiles("gemma-3-270m-q4_k_m", GEMMA_LLAMA_CPP);
 }
 
 #[test]

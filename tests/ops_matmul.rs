@@ -33,6 +33,8 @@ fn matmul_every_type_against_cpu() {
             gpu.describe()
         ),
     }
+    // Tiles held in f16, which GPUs are offered, among the candidates here too.
+    gpu.set_uses_f16_tiles(true);
     let mut rng = Rng(2024);
     for (batch, n_tokens, rows, part_rows) in [
         (40u32, 21usize, 37u32, 10u64),
@@ -113,9 +115,9 @@ impl Product<'_> {
                 tuning.matvec.insert(shape(part.rows).key(), candidate);
             }
             gpu.set_tuning(tuning);
-            // The matrix cores' tile rounds x and the weights to f16: a relative error of 2^-11 on
-            // each, where a wrong block or a lost step errs by percents.
-            let tolerance = if candidate.cooperative.is_some() {
+            // The matrix cores' tile and the f16 tiles round x and the weights to f16: a relative
+            // error of 2^-11 on each, where a wrong block or a lost step errs by percents.
+            let tolerance = if candidate.rounds_to_f16() {
                 1e-5
             } else {
                 1e-10
@@ -243,15 +245,22 @@ impl ProductData {
 
     /// Makes the GPU's tuning put the product, as a prompt's chunk, on `cores`; returns that kernel.
     fn on_matrix_cores(&self, gpu: &Gpu, cores: MatrixCores) -> MatvecKernel {
+        self.tuned_to(
+            gpu,
+            MatvecKernel {
+                workgroup: cores.workgroup(),
+                cooperative: Some(cores.size),
+                ..MatvecKernel::tile(64)
+            },
+        )
+    }
+
+    /// Makes the GPU's tuning give the product, as a prompt's chunk, `kernel`; returns it.
+    fn tuned_to(&self, gpu: &Gpu, kernel: MatvecKernel) -> MatvecKernel {
         let (ty, cols, rows) = (self.w.ty, self.w.row_len, self.w.rows);
         let shape = MatvecShape {
             tokens: self.batch,
             ..MatvecShape::of(Kernel::Matmul(Store::Rows, XNorm::None), ty, cols, rows)
-        };
-        let kernel = MatvecKernel {
-            workgroup: cores.workgroup(),
-            cooperative: Some(cores.size),
-            ..shape.default_kernel()
         };
         let mut tuning = Tuning::default();
         tuning.matvec.insert(shape.key(), kernel);
@@ -273,21 +282,38 @@ fn matrix_cores_switched_off_keep_products_f32() {
         );
         return;
     };
+    let switch = |on| gpu.set_uses_matrix_cores(on);
+    switched_off_keeps_products_f32(&gpu, |data| data.on_matrix_cores(&gpu, cores), switch);
+}
+
+/// As the matrix cores, tiles held in f16 (`Gpu::set_uses_f16_tiles(false)`: perplexity's).
+#[test]
+fn f16_tiles_switched_off_keep_products_f32() {
+    let Some(gpu) = gpu() else { return };
+    let in_f16 = |data: &ProductData| data.tuned_to(&gpu, MatvecKernel::f16_tile(64));
+    switched_off_keeps_products_f32(&gpu, in_f16, |on| gpu.set_uses_f16_tiles(on));
+}
+
+/// A product tuned by `tune` to a kernel that rounds to f16, checked within f32's tolerance with
+/// `switch(false)`, and found outside of it with `switch(true)`: the winner was passed over, and
+/// then ran.
+fn switched_off_keeps_products_f32(
+    gpu: &Gpu,
+    tune: impl Fn(&ProductData) -> MatvecKernel,
+    switch: impl Fn(bool),
+) {
     let mut rng = Rng(3131);
-    let data = ProductData::random(&gpu, GgmlType::Q8_0, 70, 512, 40, &mut rng);
+    let data = ProductData::random(gpu, GgmlType::Q8_0, 70, 512, 40, &mut rng);
     let product = data.product(37);
-    data.on_matrix_cores(&gpu, cores);
-    gpu.set_uses_matrix_cores(false);
-    product.check_within(&gpu, false, "matrix cores switched off", 1e-10);
-    gpu.set_uses_matrix_cores(true);
+    let kernel = tune(&data);
+    switch(false);
+    product.check_within(gpu, false, &format!("{kernel} switched off"), 1e-10);
+    switch(true);
     let on = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        product.check_within(&gpu, false, "matrix cores on", 1e-10)
+        product.check_within(gpu, false, &format!("{kernel} on"), 1e-10)
     }));
     gpu.set_tuning(Tuning::default());
-    assert!(
-        on.is_err(),
-        "the matrix cores' tile within f32's tolerance: did it run?"
-    );
+    assert!(on.is_err(), "{kernel} within f32's tolerance: did it run?");
 }
 
 /// The check before the tuner offers the matrix cores (`matvec::matrix_cores_work`: the kernel built

@@ -26,6 +26,8 @@ fn grouped_matvec_reads_each_groups_x() {
     let (w, deq) = packed(&gpu, ty, heads * rows, cols, 68 * 50, &mut rng);
     assert!(w.parts.len() > 1);
     let shape = MatvecShape::chunk(Kernel::MatmulGrouped, ty, (cols, rows), heads, 70);
+    // Tiles held in f16 among them, as on GPUs.
+    gpu.set_uses_f16_tiles(true);
     let tiles = (shape.candidates(gpu.offers()).into_iter())
         .filter(|tile| shape.fits(tile, &gpu.limits))
         .map(|tile| (70, Some(tile)));
@@ -58,7 +60,12 @@ fn grouped_matvec_reads_each_groups_x() {
             &read_back_f32(&gpu, &y, want.len()).block_on().unwrap(),
             &want,
         );
-        assert!(e < 1e-10, "{n_tokens} tokens, {tile:?}: nmse {e}");
+        // A tile in f16 rounds x and the weights to f16 (tests/ops_matmul.rs).
+        let bound = match tile.is_some_and(|t| t.rounds_to_f16()) {
+            true => 1e-5,
+            false => 1e-10,
+        };
+        assert!(e < bound, "{n_tokens} tokens, {tile:?}: nmse {e}");
     }
     gpu.set_tuning(Tuning::default());
 }

@@ -220,8 +220,10 @@ fn check_expert_matvecs(
 fn experts_block_over_a_chunk_and_a_token_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(17);
-    // 8-bit x among the candidates of a token's products below (Q4_K, Q8_0), as on GPUs.
+    // 8-bit x among the candidates of a token's products below (Q4_K, Q8_0), and tiles held in f16
+    // among a chunk's, as on GPUs.
     gpu.set_uses_int8_x(true);
+    gpu.set_uses_f16_tiles(true);
     for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
         for (n_tokens, biased) in [(21, false), (21, true), (1, false), (1, true)] {
             check_experts_block(&gpu, ty, (n_tokens, true), biased, None, &mut rng);
@@ -230,8 +232,8 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
                 check_experts_block(&gpu, ty, (n_tokens, false), biased, None, &mut rng);
             }
         }
-        // Every tile the tuner may give the experts' products over a chunk (and on the matrix
-        // cores, where the adapter has them), over 150 tokens: an expert's list of about 56 items
+        // Every tile the tuner may give the experts' products over a chunk (on the matrix cores and
+        // in f16, where the adapter has them), over 150 tokens: an expert's list of about 56 items
         // fills tiles of each size and leaves the last one partial.
         let (kernel, d) = (Kernel::MatmulId, EXPERTS_D);
         let shape = MatvecShape::chunk(kernel, ty, (d, d), EXPERTS_N, 150);
@@ -486,10 +488,11 @@ fn check_experts_block(
             None => String::new(),
         }
     );
-    // The matrix cores' tile rounds x and the weights to f16 (see tests/ops_matmul.rs); on 8-bit x,
-    // the GPU may round a value of x the other way than the CPU (see Q8_NMSE).
-    let on_cores = given.is_some_and(|g| g.kernel().cooperative.is_some());
-    let bound = match (on_cores, on_q8) {
+    // The matrix cores' tile and the f16 tiles round x and the weights to f16 (see
+    // tests/ops_matmul.rs); on 8-bit x, the GPU may round a value of x the other way than the CPU
+    // (see Q8_NMSE).
+    let in_f16 = given.is_some_and(|g| g.kernel().rounds_to_f16());
+    let bound = match (in_f16, on_q8) {
         (true, _) => 1e-5,
         (_, true) => Q8_NMSE,
         _ => 1e-10,

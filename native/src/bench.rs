@@ -87,6 +87,10 @@ pub struct BenchArgs {
     /// on for GPUs, off for CPU-backed adapters]
     #[arg(long = "int8-x", value_enum)]
     int8_x: Option<Switch>,
+    /// Let prompts' products hold their tiles in f16 (f16 inputs, f32 sums), where the tuner finds
+    /// that faster [default: on for GPUs, off for CPU-backed adapters]
+    #[arg(long = "f16-tiles", value_enum)]
+    f16_tiles: Option<Switch>,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -163,6 +167,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
     }
     if let Some(int8) = args.int8_x {
         gpu.set_uses_int8_x(int8 == Switch::On);
+    }
+    if let Some(f16) = args.f16_tiles {
+        gpu.set_uses_f16_tiles(f16 == Switch::On);
     }
     let n_ctx = (args.depth + args.n_prompt + args.n_gen).max(args.parallel);
     let options = LoadOptions {
@@ -289,6 +296,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         tuned: engine.untuned_shapes().is_empty(),
         norms_fused: gpu.fuses_norms(),
         products_on_matrix_cores: engine.products_on_matrix_cores(),
+        products_in_f16_tiles: engine.products_in_f16_tiles().0,
         products_on_int8_x: engine.products_on_int8_x(),
     };
     match args.output {
@@ -328,6 +336,8 @@ struct Context {
     norms_fused: bool,
     /// Of the prompt's products, those the tuner put on the matrix cores, and all of them.
     products_on_matrix_cores: (usize, usize),
+    /// Of the prompt's products, those the tuner held in f16 tiles.
+    products_in_f16_tiles: usize,
     /// Of a decode step's products that may take 8-bit x, those that do, and all of them.
     products_on_int8_x: (usize, usize),
 }
@@ -411,6 +421,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "norms_fused": c.norms_fused,
                 "prompt_products_on_matrix_cores": c.products_on_matrix_cores.0,
                 "prompt_products": c.products_on_matrix_cores.1,
+                "prompt_products_in_f16_tiles": c.products_in_f16_tiles,
                 "decode_products_on_int8_x": c.products_on_int8_x.0,
                 "decode_products_int8_x_may_take": c.products_on_int8_x.1,
             })
@@ -444,7 +455,7 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         None => "peak unknown (--peak-gbps)".into(),
     };
     println!(
-        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}; decode products on 8-bit x: {} of {}",
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}, in f16 tiles: {}; decode products on 8-bit x: {} of {}",
         model.filename,
         model.model_type(),
         model.size as f64 / 1e6,
@@ -460,7 +471,9 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         },
         c.products_on_matrix_cores.0,
         c.products_on_matrix_cores.1,
+        c.products_in_f16_tiles,
         c.products_on_int8_x.0,
+
         c.products_on_int8_x.1,
     );
     println!();

@@ -31,8 +31,11 @@ pub fn main(args: PerplexityArgs) -> Result<()> {
     };
     let gpu = load::gpu()?;
     gpu.set_uses_matrix_cores(args.matrix_cores);
-    // A run of a few tokens (a small `-b`, or a chunk's last) keeps its x f32 too.
+    // Nor are the tiles held in f16; a run of a few tokens (a small `-b`, or a chunk's last) keeps
+    // its x f32 too.
+    gpu.set_uses_f16_tiles(false);
     gpu.set_uses_int8_x(false);
+
     let mut session = load::session_on(gpu, &args.model, scoring)?;
     let max_chunks = usize::try_from(args.chunks).ok();
     eprintln!(

@@ -104,14 +104,23 @@ impl Engine {
     /// Of the plans' prompt products (`Kernel::Matmul` shapes), how many run on the matrix cores,
     /// and how many there are.
     pub fn products_on_matrix_cores(&self) -> (usize, usize) {
+        self.prompt_products_in(|k| k.cooperative.is_some())
+    }
+
+    /// Of the plans' prompt products, how many hold their tiles in f16, and how many there are.
+    pub fn products_in_f16_tiles(&self) -> (usize, usize) {
+        self.prompt_products_in(|k| k.f16_tile)
+    }
+
+    /// Of the plans' prompt products, how many run in a kernel `which` picks, and how many there
+    /// are.
+    fn prompt_products_in(&self, which: impl Fn(&MatvecKernel) -> bool) -> (usize, usize) {
         let tuning = self.gpu.usable(self.gpu.tuning());
         let shapes: Vec<MatvecShape> = (self.tunables().iter())
             .filter(|s| s.is_matmul())
             .filter_map(Tunable::matvec)
             .collect();
-        let on = shapes
-            .iter()
-            .filter(|s| tuning.matvec(s, self.gpu.adapter()).cooperative.is_some());
+        let on = (shapes.iter()).filter(|s| which(&tuning.matvec(s, self.gpu.adapter())));
         (on.count(), shapes.len())
     }
 
@@ -150,10 +159,11 @@ impl Engine {
             TuneShapes::All => self.tunables(),
             TuneShapes::New => self.untuned_shapes(),
         };
-        if self.gpu.has_matrix_cores() && self.gpu.matrix_cores().is_none() {
-            // Their winners timed without the matrix cores would be kept, and later runs that may
-            // use the cores would not time them again; meanwhile they run their kept winners on
-            // f32 tiles, or the default tile.
+        let f16_tiles_off = self.gpu.offers_f16_tiles_by_default() && !self.gpu.offers().f16_tiles;
+        if f16_tiles_off || (self.gpu.has_matrix_cores() && self.gpu.matrix_cores().is_none()) {
+            // Their winners timed without the matrix cores (or the f16 tiles) would be kept, and
+            // later runs that may use them would not time them again; meanwhile they run their kept
+            // winners on f32 tiles, or the default tile.
             shapes.retain(|s| !s.is_matmul());
         }
         if self.gpu.offers_int8_x_by_default() && !self.gpu.offers().int8_x {

@@ -4,7 +4,7 @@
 //! winners).
 
 use super::kernels::{block_parts, has_block_form, has_int8_form};
-use super::tiles::{coop_workgroup_bytes, matmul_tile, COOP_TILE, ROWS_TILE_WORKGROUP};
+use super::tiles::{coop_workgroup_bytes, matmul_tile, MatmulTile, COOP_TILE, ROWS_TILE_WORKGROUP};
 use super::MatrixCores;
 use super::{Activation, Kernel, KvType, Store, XNorm};
 use crate::gguf::GgmlType;
@@ -34,6 +34,11 @@ pub struct MatvecKernel {
     /// would read them from memory again (shaders/matvec_pairs.wgsl).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub eight_tokens: bool,
+    /// A matmul's tile passes its steps through workgroup memory as f16 rather than f32
+    /// (`MatmulTile::f16`), where plans may round a prompt's products (`Offers::f16_tiles`):
+    /// llama.cpp's tiled products on GPUs without matrix cores hold their tiles so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub f16_tile: bool,
 }
 
 /// How the threads of a row divide it (which shaders/row_dot*.wgsl file the kernel has).
@@ -58,12 +63,14 @@ pub enum Split {
 
 /// What an adapter offers kernels beyond workgroup memory, as far as plans may use it: subgroups
 /// (their fewest lanes) whose shuffles sum a row's threads, matrix cores for a prompt's products,
-/// and products on x rounded to 8 bits.
+/// products on x rounded to 8 bits, and a prompt's tiles held in f16.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Offers {
     pub subgroup_size: Option<u32>,
     pub matrix_cores: Option<MatrixCores>,
     pub int8_x: bool,
+    /// A prompt's products in tiles held in f16 (`MatvecKernel::f16_tile`).
+    pub f16_tiles: bool,
 }
 
 impl MatvecKernel {
@@ -76,6 +83,7 @@ impl MatvecKernel {
             split: Split::Chunks,
             cooperative: None,
             eight_tokens: false,
+            f16_tile: false,
         }
     }
 
@@ -88,7 +96,27 @@ impl MatvecKernel {
             split: Split::Chunks,
             cooperative: None,
             eight_tokens: false,
+            f16_tile: false,
         }
+    }
+
+    /// The matmul's tile of `workgroup` threads held in f16 (`f16_tile`).
+    pub fn f16_tile(workgroup: u32) -> MatvecKernel {
+        MatvecKernel {
+            f16_tile: true,
+            ..MatvecKernel::tile(workgroup)
+        }
+    }
+
+    /// The tile it multiplies, where it is a matmul's kernel not on the matrix cores.
+    pub fn matmul_tile(&self) -> MatmulTile {
+        matmul_tile(self.workgroup).in_f16(self.f16_tile)
+    }
+
+    /// Whether it rounds a product's weights and x to f16 on the way in (on the matrix cores, or a
+    /// tile held in f16); its sums are f32 either way.
+    pub fn rounds_to_f16(&self) -> bool {
+        self.cooperative.is_some() || self.f16_tile
     }
 
     /// Whether it multiplies tiles of rows by tokens (a matmul's kernel) rather than rows.
@@ -104,10 +132,11 @@ impl std::fmt::Display for MatvecKernel {
             return write!(f, "wg{wg} tile {rows}x{tokens} matrix cores {size}x{size}");
         }
         if self.is_tile() {
-            let tile = matmul_tile(self.workgroup);
+            let tile = self.matmul_tile();
             let (wg, rows, tokens) = (self.workgroup, tile.rows, tile.tokens);
             let registers = if tile.shared { "" } else { " in registers" };
-            return write!(f, "wg{wg} tile {rows}x{tokens}{registers}");
+            let f16 = if tile.f16 { " f16" } else { "" };
+            return write!(f, "wg{wg} tile {rows}x{tokens}{registers}{f16}");
         }
         let sum = if self.subgroup_sum {
             "subgroup"
@@ -287,7 +316,7 @@ impl MatvecShape {
         let (bytes, tokens) = match kernel.cooperative {
             Some(size) => (coop_workgroup_bytes(size), COOP_TILE.tokens),
             None => {
-                let tile = matmul_tile(kernel.workgroup);
+                let tile = kernel.matmul_tile();
                 (tile.workgroup_bytes(), tile.tokens)
             }
         };
@@ -344,7 +373,8 @@ impl MatvecShape {
     /// through workgroup memory only where not. A matmul's candidates are its tiles
     /// (`matmul_tile`), which not every adapter `fits`, the tile in registers among them, and where
     /// the adapter has matrix cores that plans may use
-    /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product). A step's pair product
+    /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product), and where plans may hold
+    /// tiles in f16 (`Offers::f16_tiles`), the tiles in workgroup memory so. A step's pair product
     /// of several tokens also tries the 64-thread tile and the tile in registers (`takes_tiles`), and
     /// its splits by block parts eight tokens a layer (`takes_eight_tokens`).
     pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
@@ -352,6 +382,7 @@ impl MatvecShape {
             subgroup_size,
             matrix_cores,
             int8_x,
+            f16_tiles,
         } = offers;
         let default = self.default_kernel();
         if self.is_tiled() {
@@ -366,6 +397,11 @@ impl MatvecShape {
                 cooperative: Some(cores.size),
                 ..tile(cores.workgroup())
             }));
+            // Nor does a product that norms x have a tile in f16: its sums of squares pass through
+            // the tile's workgroup memory, where f16 would overflow.
+            if f16_tiles && self.kernel.x_norm() == XNorm::None {
+                tiles.extend([64, 128, 256].map(MatvecKernel::f16_tile));
+            }
             return tiles;
         }
         let chunks = default.threads_per_row;
@@ -402,6 +438,7 @@ impl MatvecShape {
                         split,
                         cooperative: None,
                         eight_tokens: false,
+                        f16_tile: false,
                     };
                     let shuffles = subgroup_size.is_some_and(|s| threads_per_row <= s);
                     let fits = !subgroup_sum || shuffles;
@@ -544,6 +581,48 @@ mod tests {
             ..normed
         };
         assert!(!one_token.candidates(offers(false)).contains(&in_registers));
+    }
+
+    /// Tiles held in f16 are offered a prompt's products where plans may hold them so, as shared
+    /// tiles (not in registers, a CPU's), and not to a product that norms x nor to a step's pair
+    /// products; in f16 the largest tile fits WebGPU's 16 KiB of workgroup memory, as in f32 it
+    /// does not.
+    #[test]
+    fn f16_tiles_are_offered_a_prompts_products() {
+        let plain = Kernel::Matmul(Store::Rows, XNorm::None);
+        let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (2048, 2048), 1, 512);
+        let f16 = |shape: &MatvecShape, f16_tiles| -> Vec<MatvecKernel> {
+            let offers = Offers {
+                f16_tiles,
+                ..offers(true)
+            };
+            (shape.candidates(offers).into_iter())
+                .filter(|k| k.f16_tile)
+                .collect()
+        };
+        assert!(f16(&chunk, false).is_empty());
+        let offered = f16(&chunk, true);
+        let workgroups: Vec<u32> = offered.iter().map(|k| k.workgroup).collect();
+        assert_eq!(workgroups, [64, 128, 256]);
+        assert!(offered
+            .iter()
+            .all(|k| k.matmul_tile().shared && k.rounds_to_f16()));
+        let experts = MatvecShape::chunk(Kernel::MatmulId, GgmlType::Q4_K, (2048, 768), 8, 512);
+        assert_eq!(f16(&experts, true).len(), 3);
+        let normed = MatvecShape {
+            kernel: Kernel::Matmul(Store::Rows, XNorm::Rms(0)),
+            ..chunk
+        };
+        let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+        let step = MatvecShape {
+            tokens: 4,
+            ..MatvecShape::of(pairs, GgmlType::Q4_K, 2048, 2048)
+        };
+        assert!(f16(&normed, true).is_empty() && f16(&step, true).is_empty());
+        let webgpu = wgpu::Limits::default();
+        assert_eq!(webgpu.max_compute_workgroup_storage_size, 16384);
+        assert!(chunk.fits(&MatvecKernel::f16_tile(256), &webgpu));
+        assert!(!chunk.fits(&MatvecKernel::tile(256), &webgpu));
     }
 
     /// Eight tokens a layer are offered a step's pair products of several tokens, split by block

@@ -145,6 +145,8 @@ pub struct Gpu {
     use_matrix_cores: std::sync::atomic::AtomicBool,
     /// Whether the tuner may give a decode step's products x rounded to 8 bits (`set_uses_int8_x`).
     use_int8_x: std::sync::atomic::AtomicBool,
+    /// Whether the tuner may hold a prompt's tiles in f16 (`set_uses_f16_tiles`).
+    use_f16_tiles: std::sync::atomic::AtomicBool,
     /// The matrix cores failed their check (`forget_matrix_cores`).
     matrix_cores_failed: std::sync::atomic::AtomicBool,
 }
@@ -230,11 +232,13 @@ impl Gpu {
             fuse_norms: Default::default(),
             use_matrix_cores: Default::default(),
             use_int8_x: Default::default(),
+            use_f16_tiles: Default::default(),
             matrix_cores_failed: Default::default(),
         };
         gpu.set_fuses_norms(!gpu.runs_on_cpu());
         gpu.set_uses_matrix_cores(true);
         gpu.set_uses_int8_x(gpu.offers_int8_x_by_default());
+        gpu.set_uses_f16_tiles(gpu.offers_f16_tiles_by_default());
         // Natively the Gpu is shared between threads; in the browser, where wgpu's handles are
         // neither Send nor Sync, one thread holds every Arc of it.
         #[allow(clippy::arc_with_non_send_sync)]
@@ -249,14 +253,16 @@ impl Gpu {
             .clone()
     }
 
-    /// `tuning` as plans may use it: without its winners on the matrix cores or on 8-bit x while plans
-    /// may not use them (`set_uses_matrix_cores`, `set_uses_int8_x`), those shapes then taking their
-    /// default kernels. The winners stay in the GPU's tuning, and so in what is kept of it.
+    /// `tuning` as plans may use it: without its winners on the matrix cores, on 8-bit x or in f16
+    /// tiles while plans may not use them (`set_uses_matrix_cores`, `set_uses_int8_x`,
+    /// `set_uses_f16_tiles`), those shapes then taking their default kernels. The winners stay in
+    /// the GPU's tuning, and so in what is kept of it.
     pub fn usable(&self, tuning: Arc<Tuning>) -> Arc<Tuning> {
         let offers = self.offers();
         let unusable = |k: &MatvecKernel| {
             (k.cooperative.is_some() && offers.matrix_cores.is_none())
                 || (k.split == Split::PartsQ8 && !offers.int8_x)
+                || (k.f16_tile && !offers.f16_tiles)
         };
         if !tuning.matvec.values().any(unusable) {
             return tuning;
@@ -350,12 +356,32 @@ impl Gpu {
         !self.runs_on_cpu()
     }
 
+    /// Lets plans made from now on hold a prompt's products' tiles in f16 where the tuner finds that
+    /// faster (`MatvecKernel::f16_tile`: each weight and x rounded to f16 on the way into the tile,
+    /// the sums f32, as on the matrix cores), or keeps them f32 (where fidelity is asked:
+    /// perplexity); tuned winners in f16 are then passed over (`usable`), and where the adapter
+    /// would use them unless told, the tuner does not time those shapes. On by default on GPUs
+    /// (`offers_f16_tiles_by_default`); off where the adapter runs workgroups on the CPU, whose
+    /// prompts take the tile in registers.
+    pub fn set_uses_f16_tiles(&self, on: bool) {
+        (self.use_f16_tiles).store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether plans may hold tiles in f16 unless told (`set_uses_f16_tiles`): on GPUs, not where
+    /// the adapter runs workgroups on the CPU.
+    pub fn offers_f16_tiles_by_default(&self) -> bool {
+        !self.runs_on_cpu()
+    }
+
     /// What the tuner may offer this device's plans (`MatvecShape::candidates`).
     pub fn offers(&self) -> Offers {
         Offers {
             subgroup_size: self.subgroup_size,
             matrix_cores: self.matrix_cores(),
             int8_x: self.use_int8_x.load(std::sync::atomic::Ordering::Relaxed),
+            f16_tiles: self
+                .use_f16_tiles
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

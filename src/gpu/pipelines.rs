@@ -31,6 +31,8 @@ pub struct PipelineKey {
     /// (`Split::PartsQ8`), which size its x in workgroup memory (the `XQ_COLS` and `XQ_TOKENS`
     /// constants of shaders/row_dot_q8.wgsl).
     pub x_q8: Option<(u32, u32)>,
+    /// A matmul's tile passes through workgroup memory as f16 (`MatmulTile::f16`).
+    pub f16_tile: bool,
 }
 
 impl PipelineKey {
@@ -44,6 +46,7 @@ impl PipelineKey {
             split: Split::Chunks,
             tokens: None,
             x_q8: None,
+            f16_tile: false,
         }
     }
 
@@ -79,9 +82,14 @@ impl PipelineKey {
                 kernel: Kernel::MatmulIdCoop(size),
                 ..key
             },
-            // A tile, named by its workgroup size alone (the grouped product's has no form on the
-            // matrix cores).
-            (Kernel::Matmul(..) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => key,
+            // A tile, named by its workgroup size and whether it is held in f16 (the grouped
+            // product's has no form on the matrix cores).
+            (Kernel::Matmul(..) | Kernel::MatmulId, None) | (Kernel::MatmulGrouped, _) => {
+                PipelineKey {
+                    f16_tile: kernel.f16_tile,
+                    ..key
+                }
+            }
             // A step's pair product as the plain product's tile (`MatvecShape::takes_tiles`): the
             // same bindings, parameters, store and norm; in registers, a tile of a step's few tokens.
             (Kernel::MatvecPairs(store, x), None) if kernel.is_tile() => PipelineKey {
@@ -108,7 +116,7 @@ impl PipelineKey {
     pub fn tile(&self) -> Option<MatmulTile> {
         match self.kernel {
             Kernel::Matmul(..) | Kernel::MatmulId | Kernel::MatmulGrouped => {
-                let tile = matmul_tile(self.workgroup);
+                let tile = matmul_tile(self.workgroup).in_f16(self.f16_tile);
                 Some(MatmulTile {
                     tokens: self.tokens.unwrap_or(tile.tokens),
                     ..tile
@@ -137,6 +145,9 @@ impl PipelineKey {
             name += &format!(" tile {}x{}", tile.rows, tile.tokens);
             if !tile.shared {
                 name += " in registers";
+            }
+            if self.f16_tile {
+                name += " f16";
             }
         }
         if self.subgroup_sum {
@@ -193,6 +204,21 @@ impl PipelineKey {
                 "const TM: u32 = {}u;\nconst TN: u32 = {}u;\nconst RB: u32 = {}u;\n",
                 tile.rows, tile.tokens, tile.rows_per_thread
             );
+            // How the tile holds a vec4 in workgroup memory (shaders/matmul_tile.wgsl). A product
+            // that norms x on the way in passes sums of squares through the tile, which f16 would
+            // overflow (`MatvecShape::candidates` offers such products no f16 tile).
+            src += match tile.f16 {
+                true => {
+                    assert_eq!(
+                        self.kernel.x_norm(),
+                        XNorm::None,
+                        "an f16 tile that norms x"
+                    );
+                    include_str!("../../shaders/tile_f16.wgsl")
+                }
+                false => include_str!("../../shaders/tile_f32.wgsl"),
+            };
+
             src += include_str!("../../shaders/tile.wgsl");
             src += match self.kernel.cooperative_size() {
                 Some(_) => include_str!("../../shaders/matmul_coop_tile.wgsl"),

@@ -12,16 +12,26 @@ pub struct MatmulTile {
     /// Whether the tile's steps pass through workgroup memory (shaders/matmul_tile.wgsl), or each
     /// thread's rows stay in its registers (shaders/matmul_rows_tile.wgsl).
     pub shared: bool,
+    /// Whether shaders/matmul_tile.wgsl holds its steps in f16, two to a word (shaders/tile_f16.wgsl):
+    /// half the bytes of f32 to store and to read back, each weight and x rounded to f16 on the
+    /// way in; the sums stay f32. (The matrix cores' tile is f16 in a form of its own.)
+    pub f16: bool,
 }
 
 impl MatmulTile {
     /// Workgroup memory it takes: a 32-weight step of its rows and tokens, where they pass through
     /// it. (The experts' products list their items beside, `MatvecShape::fits`.)
     pub fn workgroup_bytes(&self) -> u32 {
+        let vec4_bytes = if self.f16 { 8 } else { 16 };
         match self.shared {
-            true => (8 * self.rows + 8 * self.tokens) * 16,
+            true => (8 * self.rows + 8 * self.tokens) * vec4_bytes,
             false => 0,
         }
+    }
+
+    /// It with its steps in f16 (`f16`), or f32.
+    pub fn in_f16(self, f16: bool) -> MatmulTile {
+        MatmulTile { f16, ..self }
     }
 
     /// The tile file that multiplies it (on the matrix cores, matmul_coop_tile.wgsl instead).
@@ -47,8 +57,9 @@ pub const STEP_ROWS_TILE_TOKENS: u32 = 8;
 /// A matmul's tile by its threads. 64 (every adapter) take 64 rows by 16 tokens, 4 rows by 4 tokens
 /// each; 256 take 128 rows by 64 tokens, 8 rows by 4 each: a dequantized weight meets 64 tokens
 /// rather than 16, and a thread's read of workgroup memory feeds twice the products (llama.cpp's
-/// tiled products are of this size), for 24 KiB of workgroup memory; 128 take 128 rows by 32
-/// tokens, 8 rows by 4 each, for 20 KiB: twice the workgroups of a short chunk. 8 threads take 64
+/// tiled products are of this size), for 24 KiB of workgroup memory (12 in f16, within the 16 KiB
+/// every WebGPU adapter has); 128 take 128 rows by 32 tokens, 8 rows by 4 each, for 20 KiB (10 in
+/// f16): twice the workgroups of a short chunk. 8 threads take 64
 /// rows by 64 tokens in registers, 8 rows a thread (`ROWS_TILE_WORKGROUP`).
 pub fn matmul_tile(workgroup: u32) -> MatmulTile {
     let tile = |rows, tokens, rows_per_thread| MatmulTile {
@@ -56,6 +67,7 @@ pub fn matmul_tile(workgroup: u32) -> MatmulTile {
         tokens,
         rows_per_thread,
         shared: true,
+        f16: false,
     };
     match workgroup {
         256 => tile(128, 64, 8),
@@ -89,6 +101,7 @@ pub const COOP_TILE: MatmulTile = MatmulTile {
     tokens: 64,
     rows_per_thread: 0,
     shared: true,
+    f16: false,
 };
 
 /// The subgroups of a `COOP_TILE` workgroup for products of `size` x `size`.

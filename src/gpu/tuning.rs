@@ -84,8 +84,10 @@ impl Tunable {
 /// prompt's products on matrix cores; 7: a decode step's products on 8-bit x, Q6_K's and the
 /// experts' among them, and a prompt's plain products in registers; 8: its experts' and grouped
 /// products in registers too; 9: a step's pair products of several tokens as tiles; 10: those whose
-/// x is normed on the way in too, and eight tokens a layer of workgroups). New shapes need no new count: they have no winners to drop.
-pub const CANDIDATES: u32 = 10;
+/// x is normed on the way in too, and eight tokens a layer of workgroups; 11: a prompt's tiles held
+/// in f16). New shapes need no new count: they have no winners to
+/// drop.
+pub const CANDIDATES: u32 = 11;
 
 impl Default for Tuning {
     fn default() -> Tuning {
