@@ -126,7 +126,8 @@ pub struct Engine {
     /// Mapped to read back the logits (n_vocab f32), or what else a run reads: two, used in turn,
     /// so that a step can be submitted before the one before it is read back (`ahead`).
     staging: [wgpu::Buffer; 2],
-    /// The staging buffer the last run that read back used.
+    /// The staging buffer the last step submitted to be read later used (`submit_step`): the next
+    /// run takes the other (a run read back at once leaves it as it was: `run_segments`).
     last_staging: usize,
     /// When the last run was read back: a step submitted before then (a step ahead) is timed from
     /// then on, so that `Totals::time` counts no wall time twice.

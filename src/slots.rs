@@ -9,7 +9,7 @@
 mod draft_model;
 pub use draft_model::{DraftFor, DraftSlots};
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Pending, StepToken};
 use crate::gpu::Segment;
 use crate::sampler::{Sampler, SequenceStep, Want};
 use crate::speculate::{Draft, DraftLimits, Picked};
@@ -25,6 +25,21 @@ pub struct Slots {
     n_vocab: u32,
     /// Counts the slots' uses, for the least recently used.
     uses: u64,
+    /// Counts the steps (`step`): a step submitted ahead is for the next one only.
+    steps: u64,
+    /// The step submitted ahead of a slot stepping alone (`step_ahead`).
+    ahead: Option<Ahead>,
+}
+
+/// A slot's step submitted before the step before it was read back, its token that step's choice.
+struct Ahead {
+    slot: usize,
+    step: Pending,
+    /// The `Slots::step` it is for.
+    for_step: u64,
+    /// Where the slot's sampler's seeded generator stood before its want: a step dropped gives
+    /// back its draw.
+    draws: u64,
 }
 
 struct Slot {
@@ -46,6 +61,10 @@ pub struct SlotStep<'a> {
     /// Tokens proposed after it (none: a plain step), checked in the same pass.
     pub draft: Draft,
     pub sampler: &'a mut Sampler,
+    /// Whether the reply may go on past the token this step picks: where the slot steps alone and
+    /// its sampler's choice is the GPU's, the step after it is then submitted before this one is
+    /// read back, as a session's reply steps (`Engine::submit_step`).
+    pub ahead: bool,
 }
 
 impl Slots {
@@ -66,6 +85,8 @@ impl Slots {
             chunk: engine.stats.chunk_tokens as usize,
             n_vocab: engine.n_vocab(),
             uses: 0,
+            steps: 0,
+            ahead: None,
         }
     }
 
@@ -115,6 +136,7 @@ impl Slots {
             )));
         }
         self.uses += 1;
+        self.forget_ahead(s);
         let slot = &mut self.slots[s];
         slot.last_use = self.uses;
         let keep = images.start_of(common_prefix(&slot.cached, prompt).min(prompt.len() - 1));
@@ -131,6 +153,30 @@ impl Slots {
     /// Stops reading slot `s`'s prompt (its client left); what was read stays cached.
     pub fn abandon(&mut self, s: usize) {
         self.slots[s].pending.clear();
+        self.forget_ahead(s);
+    }
+
+    /// Drops slot `s`'s step submitted ahead, where it has one: its request is gone.
+    fn forget_ahead(&mut self, s: usize) {
+        if self.ahead.as_ref().is_some_and(|a| a.slot == s) {
+            self.ahead = None;
+        }
+    }
+
+    /// Takes the step submitted ahead where it is for this step of `slot`; else drops it, giving
+    /// its slot's sampler back its draw where that slot steps now, among `steps`.
+    fn take_ahead(&mut self, slot: Option<usize>, steps: &mut [SlotStep<'_>]) -> Option<Pending> {
+        let ahead = self.ahead.take()?;
+        if ahead.for_step != self.steps {
+            return None;
+        }
+        if Some(ahead.slot) == slot {
+            return Some(ahead.step);
+        }
+        if let Some(step) = steps.iter_mut().find(|s| s.slot == ahead.slot) {
+            step.sampler.set_draws(ahead.draws);
+        }
+        None
     }
 
     /// Positions slot `s` holds.
@@ -196,6 +242,7 @@ impl Slots {
         steps: &mut [SlotStep<'_>],
         ends: &dyn Fn(u32) -> bool,
     ) -> Result<Vec<Picked>, Error> {
+        self.steps += 1;
         for step in steps.iter() {
             let slot = &self.slots[step.slot];
             assert!(slot.pending.is_empty(), "a slot still reading its prompt");
@@ -203,6 +250,13 @@ impl Slots {
                 return Err(Error::ContextFull(self.rows));
             }
         }
+        if let [step] = steps {
+            let alone = engine.steps_ahead() && step.sampler.chooses_on_gpu();
+            if alone && step.draft.tokens.is_empty() {
+                return Ok(vec![self.step_ahead(engine, step).await?]);
+            }
+        }
+        self.take_ahead(None, steps);
         if steps.iter().all(|s| s.draft.tokens.is_empty()) {
             return self.step_plain(engine, steps).await;
         }
@@ -245,6 +299,54 @@ impl Slots {
             picked.push(judged);
         }
         Ok(picked)
+    }
+
+    /// `step` of a slot stepping alone whose sampler's choice is the GPU's: the step submitted
+    /// ahead at the step before (its token the choice read back since, `step.token`), or else
+    /// submitted now; then, where the reply may go on and the slot has room, the step after it
+    /// submitted before this one is read back.
+    async fn step_ahead(
+        &mut self,
+        engine: &mut Engine,
+        step: &mut SlotStep<'_>,
+    ) -> Result<Picked, Error> {
+        let n_vocab = engine.n_vocab();
+        let slot = &self.slots[step.slot];
+        let at = (slot.base, slot.cached.len() as u32);
+        let current = match self.take_ahead(Some(step.slot), std::slice::from_mut(step)) {
+            Some(current) => current,
+            None => {
+                let want = step
+                    .sampler
+                    .want(&[], n_vocab, &mut engine.stats.totals.mask)?;
+                engine
+                    .submit_step_at(at, StepToken::Id(step.token), &want)
+                    .await?
+            }
+        };
+        self.slots[step.slot].cached.push(step.token);
+        if step.ahead && at.1 + 1 < self.rows {
+            let draws = step.sampler.draws();
+            let want = step
+                .sampler
+                .want(&[], n_vocab, &mut engine.stats.totals.mask)?;
+            let next = StepToken::ChosenIn(&current);
+            let next = engine.submit_step_at((at.0, at.1 + 1), next, &want).await?;
+            self.ahead = Some(Ahead {
+                slot: step.slot,
+                step: next,
+                for_step: self.steps + 1,
+                draws,
+            });
+        }
+        let read = engine.finish_step(current).await?;
+        let mask_time = &mut engine.stats.totals.mask;
+        let (next, log_prob) = step.sampler.pick_from_step(read, &[], mask_time)?;
+        step.sampler.accept(next, mask_time)?;
+        Ok(Picked {
+            tokens: vec![(next, log_prob)],
+            stood: 0,
+        })
     }
 
     /// `step` where no slot brings a draft: a token each (`run`), each sampler picking after its own.

@@ -408,6 +408,7 @@ fn parallel_slots_give_plain_replies(gpu: &Arc<Gpu>, draft_file: Option<&Path>) 
                 token: next[i],
                 draft,
                 sampler,
+                ahead: true,
             });
         }
         let empty = steps.iter().filter(|s| s.draft.tokens.is_empty()).count();

@@ -2,17 +2,19 @@
 //! step after a token is submitted before that token is read back, its token copied on the GPU. The
 //! replies are checked against the same steps one at a time (`Engine::step_wanted`, which reads
 //! each token back before the next step is recorded), greedy and sampled on the GPU with a seed,
-//! token for token; and a reply that ends leaves no step behind it.
+//! token for token; and a reply that ends leaves no step behind it. A server's slot stepping alone
+//! steps ahead the same way, and takes the step back when another slot joins it.
 
 mod common;
 
 use common::{gpu, model_path};
 use pollster::FutureExt as _;
-use wick::engine::LoadOptions;
+use wick::engine::{Engine, LoadOptions};
 use wick::gguf::FileSource;
 use wick::reply::Reply;
 use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::Session;
+use wick::slots::{SlotStep, Slots};
 
 const TOKENS: usize = 24;
 
@@ -147,4 +149,123 @@ fn a_step_ahead_past_the_end_of_a_reply_is_taken_back() {
     let after = go_on(&mut s);
     assert!(after.prompt_processed < on.len(), "the cache was reused");
     assert_eq!(after.tokens, go_on(&mut load()).tokens);
+}
+
+/// A server's slot stepping alone (`Slots::step`) steps ahead as a session's reply does: its replies
+/// equal the same slot's steps one at a time (`SlotStep::ahead` false), greedy and sampled on the
+/// GPU with a seed, token for token. A second slot joining mid-reply takes the step submitted ahead
+/// back, its draw given back to the first slot's sampler: the first slot's seeded reply goes on as
+/// it would have alone, and the second's is its own alone.
+#[test]
+fn a_slot_stepping_alone_steps_ahead_and_one_joining_takes_the_step_back() {
+    let Some(gpu) = gpu() else { return };
+    let source = FileSource::open(model_path()).unwrap();
+    let options = LoadOptions {
+        n_ctx: 256,
+        sequences: 2,
+        ..Default::default()
+    };
+    let mut s = Session::load(gpu, &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    let mut slots = Slots::new(&s.engine);
+    let prompts = [
+        s.tokenize_prompt("Once upon a time, in a small village by the sea,"),
+        s.tokenize_prompt("The three primary colors are"),
+    ];
+    for (name, config) in configs() {
+        let alone = |s: &mut Session, slots: &mut Slots, slot: usize, ahead: bool| {
+            let (first, _) = begin_slot(slots, &mut s.engine, slot, &prompts[slot]);
+            let mut sampler = Sampler::new(config.clone());
+            let before = s.engine.stats.totals;
+            let mut tokens = vec![];
+            let mut token = first;
+            while tokens.len() < TOKENS {
+                // As a server asks: no step ahead after a reply's last token.
+                let go_on = ahead && tokens.len() + 1 < TOKENS;
+                token = step(s, slots, &mut [(slot, token, &mut sampler)], go_on)[0];
+                tokens.push(token);
+            }
+            (tokens, (s.engine.stats.totals - before).ahead as usize)
+        };
+        let (one_at_a_time, none) = alone(&mut s, &mut slots, 0, false);
+        assert_eq!(none, 0, "{name}");
+        let (ahead, steps_ahead) = alone(&mut s, &mut slots, 0, true);
+        assert_eq!(ahead, one_at_a_time, "{name}: the reply a step ahead");
+        // The first step runs the prompt's last token; each after it went ahead.
+        assert_eq!(steps_ahead, TOKENS - 1, "{name}: steps ahead");
+
+        // Slot 0 alone a third of its reply, then slot 1 beside it: drawn from the whole row, where
+        // a draw not given back would shift every draw after it.
+        if name != "drawn" {
+            continue;
+        }
+        let (second, _) = alone(&mut s, &mut slots, 1, false);
+        let (first, _) = begin_slot(&mut slots, &mut s.engine, 0, &prompts[0]);
+        let mut samplers = [Sampler::new(config.clone()), Sampler::new(config.clone())];
+        let mut got = [vec![], vec![]];
+        let mut next = [first, 0];
+        while got[0].len() < TOKENS / 3 {
+            next[0] = step(
+                &mut s,
+                &mut slots,
+                &mut [(0, next[0], &mut samplers[0])],
+                true,
+            )[0];
+            got[0].push(next[0]);
+        }
+        next[1] = begin_slot(&mut slots, &mut s.engine, 1, &prompts[1]).0;
+        while got[1].len() < TOKENS {
+            let [a, b] = &mut samplers;
+            let picked = step(
+                &mut s,
+                &mut slots,
+                &mut [(0, next[0], a), (1, next[1], b)],
+                true,
+            );
+            for slot in 0..2 {
+                if got[slot].len() < TOKENS {
+                    next[slot] = picked[slot];
+                    got[slot].push(picked[slot]);
+                }
+            }
+        }
+        assert_eq!(
+            got[0][..TOKENS],
+            one_at_a_time,
+            "{name}: slot 0 after slot 1 joined"
+        );
+        assert_eq!(got[1], second, "{name}: slot 1 beside slot 0");
+    }
+}
+
+/// Sets `slot` to read `prompt` and reads it: the token its first step runs, and the runs read.
+fn begin_slot(slots: &mut Slots, engine: &mut Engine, slot: usize, prompt: &[u32]) -> (u32, usize) {
+    let (first, _) = slots.begin(slot, prompt).unwrap();
+    let mut runs = 0;
+    while slots.reading(slot) {
+        slots.read_chunks(engine, &[slot]).block_on().unwrap();
+        runs += 1;
+    }
+    (first, runs)
+}
+
+/// One step of the slots in `steps` (slot, token, sampler), plain; the token each picked.
+fn step(
+    s: &mut Session,
+    slots: &mut Slots,
+    steps: &mut [(usize, u32, &mut Sampler)],
+    ahead: bool,
+) -> Vec<u32> {
+    let mut steps: Vec<SlotStep> = (steps.iter_mut())
+        .map(|(slot, token, sampler)| SlotStep {
+            slot: *slot,
+            token: *token,
+            draft: Default::default(),
+            sampler,
+            ahead,
+        })
+        .collect();
+    let picked = slots.step(&mut s.engine, &mut steps, &|_| false).block_on();
+    (picked.unwrap().iter()).map(|p| p.tokens[0].0).collect()
 }

@@ -422,6 +422,7 @@ fn parallel_slots_read_image_prompts_in_shared_runs_as_llama_cpp() {
                 token: next[slot],
                 draft: Default::default(),
                 sampler,
+                ahead: true,
             })
             .collect();
         let picked = slots

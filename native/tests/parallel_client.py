@@ -76,6 +76,11 @@ def metrics():
 
 def main():
     alone = [ask(r) for r in REQUESTS]
+    # Each greedy request without logprobs, alone in its slot, steps a step ahead where it takes plain
+    # steps (a server that speculates may check drafts at every step instead).
+    m = metrics()
+    check(m["wick_steps_ahead_total"] > 0 or m["wick_draft_checks_total"] > 0,
+          f"a slot stepping alone steps ahead ({m['wick_steps_ahead_total']} steps)")
     start = time.monotonic()
     # Together, the one with logprobs streamed.
     both = together(REQUESTS[:3] + [dict(REQUESTS[3], stream=True)])

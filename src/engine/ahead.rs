@@ -17,8 +17,8 @@ use crate::Error;
 pub struct Pending {
     run: Submitted,
     read: Read,
-    /// Its position.
-    pos: u32,
+    /// Its sequence's first row of the cache, and its position there.
+    at: (u32, u32),
 }
 
 /// The token a step submitted by `Engine::submit_step` runs.
@@ -42,25 +42,37 @@ impl Engine {
         token: StepToken<'_>,
         want: &Want,
     ) -> Result<Pending, Error> {
-        assert!(self.steps_ahead(), "a model whose steps go one at a time");
         if self.pos >= self.n_ctx {
             return Err(Error::ContextFull(self.n_ctx));
         }
+        let step = self.submit_step_at((0, self.pos), token, want).await?;
+        self.pos += 1;
+        Ok(step)
+    }
+
+    /// `submit_step` for a sequence of several (parallel slots: `Slots`): at cache rows base + pos,
+    /// `at`, whose caller keeps its place. A step that is not read is simply dropped: its row is
+    /// written again later.
+    pub async fn submit_step_at(
+        &mut self,
+        at: (u32, u32),
+        token: StepToken<'_>,
+        want: &Want,
+    ) -> Result<Pending, Error> {
+        assert!(self.steps_ahead(), "a model whose steps go one at a time");
         let (id, chosen) = match token {
             StepToken::Id(id) => (id, None),
             StepToken::ChosenIn(before) => {
-                assert_eq!(before.pos + 1, self.pos, "the step before this one");
+                assert_eq!(before.at, (at.0, at.1 - 1), "the step before this one");
                 (0, Some(before.read))
             }
         };
         let read = self.read_for(want, &self.sample, 0);
         let tokens = [id];
-        let segments = self.segments(0, self.pos, &tokens)?;
+        let segments = self.segments(at.0, at.1, &tokens)?;
         let run = (self.submit_segments(Run::Decode(read), &segments, chosen)).await?;
-        let pos = self.pos;
-        self.pos += 1;
         self.stats.totals.ahead += chosen.is_some() as u64;
-        Ok(Pending { run, read, pos })
+        Ok(Pending { run, read, at })
     }
 
     /// Waits for a step `submit_step` submitted and reads back what its want asked.
@@ -72,8 +84,12 @@ impl Engine {
     /// Takes back the last step submitted, unread (one past the end of a reply): its position is
     /// the next again.
     pub fn drop_step(&mut self, step: Pending) {
-        assert_eq!(step.pos + 1, self.pos, "the last step submitted");
-        self.pos = step.pos;
+        assert_eq!(
+            (0, step.at.1 + 1),
+            (step.at.0, self.pos),
+            "the last step submitted"
+        );
+        self.pos = step.at.1;
     }
 
     /// Where a step's choice is on the GPU: the word `read` reads back.

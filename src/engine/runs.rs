@@ -16,7 +16,12 @@ impl Engine {
         run: Run<'_>,
         segments: &[Segment<'_>],
     ) -> Result<Option<Vec<u8>>, Error> {
+        // Read back at once, it leaves its staging buffer free: the other may be a step's submitted
+        // ahead and unread (a server's slot stepping alone while another request's prompt is read,
+        // or embeddings are answered), which the next step's must not take.
+        let held = self.last_staging;
         let submitted = self.submit_segments(run, segments, None).await?;
+        self.last_staging = held;
         self.read_submitted(submitted).await
     }
 

@@ -20,6 +20,8 @@ pub struct Metrics {
     draft_checks: AtomicU64,
     drafted_tokens: AtomicU64,
     accepted_tokens: AtomicU64,
+    /// Decode steps submitted before the step before them was read back (the engine's count).
+    steps_ahead: AtomicU64,
 }
 
 /// What one generation adds.
@@ -56,6 +58,11 @@ impl Metrics {
         add(&self.accepted_tokens, accepted);
     }
 
+    /// Sets the count of decode steps submitted ahead (`wick::engine::Totals::ahead`).
+    pub fn set_steps_ahead(&self, n: u64) {
+        self.steps_ahead.store(n, Ordering::Relaxed);
+    }
+
     /// The text /metrics answers; `queued`: tasks waiting for the engine.
     pub fn render(&self, queued: usize) -> String {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
@@ -68,7 +75,7 @@ impl Metrics {
         let (prompt_micros, generation_micros) =
             (get(&self.prompt_micros), get(&self.generation_micros));
         let generated = get(&self.generated_tokens);
-        let rows: [(&str, &str, &str, f64); 13] = [
+        let rows: [(&str, &str, &str, f64); 14] = [
             (
                 "requests_total",
                 "counter",
@@ -146,6 +153,12 @@ impl Metrics {
                 "counter",
                 "Drafted tokens kept: each saved a step.",
                 get(&self.accepted_tokens) as f64,
+            ),
+            (
+                "steps_ahead_total",
+                "counter",
+                "Decode steps submitted before the step before them was read back.",
+                get(&self.steps_ahead) as f64,
             ),
         ];
         let mut out = String::new();

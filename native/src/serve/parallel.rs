@@ -212,6 +212,8 @@ fn step(
                 token: a.token,
                 draft,
                 sampler: &mut a.prepared.sampler,
+                // The reply may take a token after the one this step picks.
+                ahead: a.prepared.reply.tokens_left() > 1,
             }
         })
         .collect();

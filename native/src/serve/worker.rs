@@ -363,6 +363,7 @@ pub fn done(
         });
     }
     let usage = Usage::of(completion);
+    metrics.set_steps_ahead(session.engine.stats.totals.ahead);
     metrics.add(Generated {
         prompt_tokens: usage.prompt_tokens,
         cached_tokens: usage.prompt_tokens_details.cached_tokens,
