@@ -17,7 +17,6 @@ use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource};
 use wick::gpu::{Gpu, MatvecKernel, MatvecShape, Split, Tuning};
-
 use wick::tokenizer::Tokenizer;
 
 /// llama.cpp's 8-bit activations put its logits up to 0.4 from exact math on Qwen2.5-Coder's

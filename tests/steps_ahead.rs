@@ -175,7 +175,7 @@ fn a_slot_stepping_alone_steps_ahead_and_one_joining_takes_the_step_back() {
     ];
     for (name, config) in configs() {
         let alone = |s: &mut Session, slots: &mut Slots, slot: usize, ahead: bool| {
-            let (first, _) = begin_slot(slots, &mut s.engine, slot, &prompts[slot]);
+            let first = begin_slot(slots, &mut s.engine, slot, &prompts[slot]);
             let mut sampler = Sampler::new(config.clone());
             let before = s.engine.stats.totals;
             let mut tokens = vec![];
@@ -201,7 +201,7 @@ fn a_slot_stepping_alone_steps_ahead_and_one_joining_takes_the_step_back() {
             continue;
         }
         let (second, _) = alone(&mut s, &mut slots, 1, false);
-        let (first, _) = begin_slot(&mut slots, &mut s.engine, 0, &prompts[0]);
+        let first = begin_slot(&mut slots, &mut s.engine, 0, &prompts[0]);
         let mut samplers = [Sampler::new(config.clone()), Sampler::new(config.clone())];
         let mut got = [vec![], vec![]];
         let mut next = [first, 0];
@@ -214,7 +214,7 @@ fn a_slot_stepping_alone_steps_ahead_and_one_joining_takes_the_step_back() {
             )[0];
             got[0].push(next[0]);
         }
-        next[1] = begin_slot(&mut slots, &mut s.engine, 1, &prompts[1]).0;
+        next[1] = begin_slot(&mut slots, &mut s.engine, 1, &prompts[1]);
         while got[1].len() < TOKENS {
             let [a, b] = &mut samplers;
             let picked = step(
@@ -239,15 +239,13 @@ fn a_slot_stepping_alone_steps_ahead_and_one_joining_takes_the_step_back() {
     }
 }
 
-/// Sets `slot` to read `prompt` and reads it: the token its first step runs, and the runs read.
-fn begin_slot(slots: &mut Slots, engine: &mut Engine, slot: usize, prompt: &[u32]) -> (u32, usize) {
+/// Sets `slot` to read `prompt` and reads it: the token its first step runs.
+fn begin_slot(slots: &mut Slots, engine: &mut Engine, slot: usize, prompt: &[u32]) -> u32 {
     let (first, _) = slots.begin(slot, prompt).unwrap();
-    let mut runs = 0;
     while slots.reading(slot) {
         slots.read_chunks(engine, &[slot]).block_on().unwrap();
-        runs += 1;
     }
-    (first, runs)
+    first
 }
 
 /// One step of the slots in `steps` (slot, token, sampler), plain; the token each picked.

@@ -85,8 +85,8 @@ impl Engine {
     /// the next again.
     pub fn drop_step(&mut self, step: Pending) {
         assert_eq!(
-            (0, step.at.1 + 1),
-            (step.at.0, self.pos),
+            (step.at.0, step.at.1 + 1),
+            (0, self.pos),
             "the last step submitted"
         );
         self.pos = step.at.1;
