@@ -61,9 +61,9 @@ pub struct SlotStep<'a> {
     /// Tokens proposed after it (none: a plain step), checked in the same pass.
     pub draft: Draft,
     pub sampler: &'a mut Sampler,
-    /// Whether the reply may go on past the token this step picks: where the slot steps alone and
-    /// its sampler's choice is the GPU's, the step after it is then submitted before this one is
-    /// read back, as a session's reply steps (`Engine::submit_step`).
+    /// Whether the reply may go on past the token this step picks, its slot not speculating: where
+    /// the slot steps alone and its sampler's choice is the GPU's, the step after it is then
+    /// submitted before this one is read back, as a session's reply steps (`Engine::submit_step`).
     pub ahead: bool,
 }
 

@@ -223,7 +223,8 @@ fn parallel_slots_through_the_openai_client() {
 fn parallel_slots_sharing_a_draft_model() {
     let model = root().join(SMOLLM2);
     let more = ["-np", "4", "--draft", model.to_str().unwrap()];
-    client_of_server(&model, (1024, &more), "parallel_client.py", &[]);
+    let speculating = ["speculating".into()];
+    client_of_server(&model, (1024, &more), "parallel_client.py", &speculating);
 }
 
 /// Predicted outputs on a server that drafts by lookup: the reply is the model's, the prediction's

@@ -212,8 +212,10 @@ fn step(
                 token: a.token,
                 draft,
                 sampler: &mut a.prepared.sampler,
-                // The reply may take a token after the one this step picks.
-                ahead: a.prepared.reply.tokens_left() > 1,
+                // The reply may take a token after the one this step picks, and the slot does not
+                // speculate: a step ahead that a check then took back would cost a step (as a
+                // session that speculates steps one at a time).
+                ahead: a.prepared.reply.tokens_left() > 1 && speculating.per_slot[slot].is_none(),
             }
         })
         .collect();
