@@ -87,10 +87,10 @@ for f in $files; do
   echo "== $f: wick, greedy steps a step ahead (--read ahead: each submitted before the one before it is read)"
   target/release/wick bench -m "$models/$f.gguf" -p 0 -n 128 -r "$reps" --read ahead 2>&1 \
     | grep -v '^$' | tee -a "$out/wick-ahead.md"
-  echo "== $f: wick, prompts without the matrix cores (--matrix-cores off: the tiles, f16 or f32 as tuned)"
+  echo "== $f: wick, prompts without the matrix cores (--matrix-cores off: the tiles, f16 or f32, tuned apart once)"
   target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off 2>&1 \
     | grep -v '^$' | tee -a "$out/wick-no-matrix-cores.md"
-  echo "== $f: wick, prompts in f32 tiles alone (--matrix-cores off --f16-tiles off: a shape whose winner is f16 takes the default tile)"
+  echo "== $f: wick, prompts in f32 tiles alone (--matrix-cores off --f16-tiles off: tuned apart once)"
   target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off \
     --f16-tiles off 2>&1 | grep -v '^$' | tee -a "$out/wick-f32-tiles.md"
   echo "== $f: llama.cpp"

@@ -153,24 +153,26 @@ impl Measured {
 
 pub fn main(args: BenchArgs) -> Result<()> {
     let source = load::open_source(&args.model)?;
-    let gpu = load::gpu()?;
-    if let Some(fuse) = args.fuse_norms {
-        if !gpu.set_fuses_norms(fuse == Switch::On) {
-            anyhow::bail!("this adapter binds too few storage buffers per kernel to norm a product's input in its kernel");
+    let gpu = load::gpu_with(|gpu| {
+        if let Some(fuse) = args.fuse_norms {
+            if !gpu.set_fuses_norms(fuse == Switch::On) {
+                anyhow::bail!("this adapter binds too few storage buffers per kernel to norm a product's input in its kernel");
+            }
         }
-    }
-    if let Some(cores) = args.matrix_cores {
-        if cores == Switch::On && !gpu.has_matrix_cores() {
-            anyhow::bail!("{} has no matrix cores that Wick's kernels can use (cooperative matrices multiplying f16 into f32 sums, 16 x 16 or 8 x 8)", gpu.describe());
+        if let Some(cores) = args.matrix_cores {
+            if cores == Switch::On && !gpu.has_matrix_cores() {
+                anyhow::bail!("{} has no matrix cores that Wick's kernels can use (cooperative matrices multiplying f16 into f32 sums, 16 x 16 or 8 x 8)", gpu.describe());
+            }
+            gpu.set_uses_matrix_cores(cores == Switch::On);
         }
-        gpu.set_uses_matrix_cores(cores == Switch::On);
-    }
-    if let Some(int8) = args.int8_x {
-        gpu.set_uses_int8_x(int8 == Switch::On);
-    }
-    if let Some(f16) = args.f16_tiles {
-        gpu.set_uses_f16_tiles(f16 == Switch::On);
-    }
+        if let Some(int8) = args.int8_x {
+            gpu.set_uses_int8_x(int8 == Switch::On);
+        }
+        if let Some(f16) = args.f16_tiles {
+            gpu.set_uses_f16_tiles(f16 == Switch::On);
+        }
+        Ok(())
+    })?;
     let n_ctx = (args.depth + args.n_prompt + args.n_gen).max(args.parallel);
     let options = LoadOptions {
         n_ctx,

@@ -28,7 +28,14 @@ pub fn open_source(model: &Option<String>) -> Result<Box<dyn ByteSource>> {
 
 /// The GPU, with the kernel shapes tuning kept for it.
 pub fn gpu() -> Result<Arc<Gpu>> {
+    gpu_with(|_| Ok(()))
+}
+
+/// The GPU as `setup` sets it (what plans may round: tuning is kept apart by it), with the kernel
+/// shapes tuning kept for it so set.
+pub fn gpu_with(setup: impl FnOnce(&Gpu) -> Result<()>) -> Result<Arc<Gpu>> {
     let gpu = pollster::block_on(Gpu::new())?;
+    setup(&gpu)?;
     let tuned = crate::tuning_file::apply_stored(&gpu);
     match tuned {
         0 => eprintln!("wick: GPU {}", gpu.describe()),

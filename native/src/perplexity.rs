@@ -29,12 +29,14 @@ pub fn main(args: PerplexityArgs) -> Result<()> {
         scoring: true,
         ..Default::default()
     };
-    let gpu = load::gpu()?;
-    gpu.set_uses_matrix_cores(args.matrix_cores);
-    // Nor are the tiles held in f16; a run of a few tokens (a small `-b`, or a chunk's last) keeps
-    // its x f32 too.
-    gpu.set_uses_f16_tiles(false);
-    gpu.set_uses_int8_x(false);
+    let gpu = load::gpu_with(|gpu| {
+        gpu.set_uses_matrix_cores(args.matrix_cores);
+        // Nor are the tiles held in f16; a run of a few tokens (a small `-b`, or a chunk's last)
+        // keeps its x f32 too.
+        gpu.set_uses_f16_tiles(false);
+        gpu.set_uses_int8_x(false);
+        Ok(())
+    })?;
 
     let mut session = load::session_on(gpu, &args.model, scoring)?;
     let max_chunks = usize::try_from(args.chunks).ok();

@@ -22,9 +22,11 @@ pub fn main(args: TuneArgs) -> Result<()> {
     let path = tuning_path().context("no tuning file: WICK_TUNING is off, or HOME is not set")?;
     let mut all = read_all(&path);
     let gpu = load::gpu()?;
-    let adapter = gpu.adapter_key();
     if args.reset {
-        all.remove(&adapter);
+        // Every rounding's winners (`Gpu::tuning_key`).
+        let adapter = gpu.adapter_key();
+        let rounding = format!("{adapter} | rounding:");
+        all.retain(|key, _| *key != adapter && !key.starts_with(&rounding));
         write_all(&path, &all)?;
         eprintln!(
             "wick: forgot the tuning for {adapter} in {}",
@@ -32,6 +34,7 @@ pub fn main(args: TuneArgs) -> Result<()> {
         );
         return Ok(());
     }
+    let adapter = gpu.tuning_key();
     let source = load::open_source(&args.model)?;
     // A prompt's chunk of the default size, so that its products are tuned too: the context holds
     // the largest default.

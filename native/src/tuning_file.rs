@@ -42,7 +42,7 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
     }
     bar.finish_and_clear();
     let tuning = (*engine.gpu.tuning()).clone();
-    let adapter = engine.gpu.adapter_key();
+    let adapter = engine.gpu.tuning_key();
     // Read again: another command may have kept shapes of its own since this one started. Winners
     // timed among an older set of candidates go: the GPU dropped them, and kept they would be dropped
     // (and timed again) at every load.
@@ -74,7 +74,7 @@ pub fn tuning_path() -> Option<PathBuf> {
     Some(cache.join("wick").join("tuning.json"))
 }
 
-/// Every adapter's tuning in the file, by `Gpu::adapter_key`; nothing where the file is missing or
+/// Every adapter's tuning in the file, by `Gpu::tuning_key`; nothing where the file is missing or
 /// unreadable (tuning is an optimization: a bad file means defaults, not a failure).
 pub fn read_all(path: &PathBuf) -> BTreeMap<String, Tuning> {
     std::fs::read(path)
@@ -94,7 +94,7 @@ pub fn write_all(path: &PathBuf, all: &BTreeMap<String, Tuning>) -> Result<()> {
 /// Gives the GPU this adapter's kept tuning, if there is one; returns how many shapes it has.
 pub fn apply_stored(gpu: &Gpu) -> usize {
     let Some(path) = tuning_path() else { return 0 };
-    match read_all(&path).remove(&gpu.adapter_key()) {
+    match read_all(&path).remove(&gpu.tuning_key()) {
         Some(tuning) => {
             gpu.set_tuning(tuning);
             // What the GPU kept: not winners timed among an older set of candidates.

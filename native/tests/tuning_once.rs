@@ -8,17 +8,88 @@ use std::process::Command;
 
 /// Runs `wick run` on the tiny model with WICK_TUNING set; returns its stderr.
 fn run_with_tuning(tuning: &str) -> String {
+    wick_with_tuning(
+        tuning,
+        &["run", "-p", "hi", "-n", "2", "--temp", "0", "-c", "64"],
+    )
+}
+
+/// Runs `wick ARGS -m` the tiny model with WICK_TUNING set; returns its stderr.
+fn wick_with_tuning(tuning: &str, args: &[&str]) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let model = root.join("tests/data/random-llama-chat.gguf");
     let out = Command::new(env!("CARGO_BIN_EXE_wick"))
-        .args(["run", "-m", model.to_str().unwrap(), "-p", "hi", "-n", "2"])
-        .args(["--temp", "0", "-c", "64"])
+        .args(args)
+        .args(["-m", model.to_str().unwrap()])
         .env("WICK_TUNING", tuning)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "wick run failed:\n{stderr}");
+    assert!(out.status.success(), "wick {args:?} failed:\n{stderr}");
     stderr
+}
+
+/// The adapters' names in a tuning file, and each one's tuned shapes.
+fn kept_shapes(file: &Path) -> Vec<(String, usize)> {
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    (kept.as_object().unwrap().iter())
+        .map(|(key, tuning)| (key.clone(), tuning["matvec"].as_object().unwrap().len()))
+        .collect()
+}
+
+/// Winners timed where plans may round (f16 tiles) say nothing of the fastest f32 kernel, and the
+/// reverse: a command that may round otherwise than the adapter would unless told (`wick bench
+/// --f16-tiles on|off`; `wick perplexity` keeps everything f32) tunes its shapes once, apart, and
+/// leaves the others' winners as they were.
+#[test]
+fn plans_that_round_otherwise_are_tuned_apart() {
+    if std::env::var("CI").is_err() && wick_has_no_gpu() {
+        eprintln!("skipped: no GPU adapter");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wick-rounding-{}", std::process::id()));
+    let file = dir.join("tuning.json");
+    let _ = std::fs::remove_dir_all(&dir);
+    let tuning = file.to_str().unwrap();
+    let bench = |switches: &[&str]| {
+        let args = [&["bench", "-p", "16", "-n", "2", "-r", "1"], switches].concat();
+        wick_with_tuning(tuning, &args)
+    };
+
+    let first = bench(&[]);
+    assert!(first.contains("new kernel shapes"), "{first}");
+    let default = kept_shapes(&file);
+    assert_eq!(default.len(), 1, "{default:?}");
+    // One of the two differs from what this adapter does unless told (on for GPUs, off for
+    // CPU-backed adapters), and is kept apart; the other is the default, already tuned.
+    let on = bench(&["--f16-tiles", "on"]);
+    let off = bench(&["--f16-tiles", "off"]);
+    assert!(
+        on.contains("new kernel shapes") != off.contains("new kernel shapes"),
+        "{on}\n{off}"
+    );
+    let apart = kept_shapes(&file);
+    assert_eq!(apart.len(), 2, "{apart:?}");
+    assert!(
+        apart.contains(&default[0]),
+        "the default's winners stand: {apart:?}"
+    );
+    let (key, shapes) = apart.iter().find(|kept| **kept != default[0]).unwrap();
+    assert!(
+        *key == format!("{} | rounding: +f16 tiles", default[0].0)
+            || *key == format!("{} | rounding: -f16 tiles", default[0].0),
+        "{key}"
+    );
+    assert_eq!(*shapes, default[0].1, "the prompt's shapes too: {apart:?}");
+    let unless_told = bench(&[]);
+    for again in [
+        bench(&["--f16-tiles", "on"]),
+        bench(&["--f16-tiles", "off"]),
+        unless_told,
+    ] {
+        assert!(!again.contains("new kernel shapes"), "{again}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -93,9 +93,9 @@ impl Tuner {
 }
 
 impl Engine {
-    /// The plans' tunable shapes the GPU's tuning has no winner for.
+    /// The plans' tunable shapes the GPU's tuning has no winner for that plans may use (`usable`).
     pub fn untuned_shapes(&self) -> Vec<Tunable> {
-        let tuning = self.gpu.tuning();
+        let tuning = self.gpu.usable(self.gpu.tuning());
         let mut shapes = self.tunables();
         shapes.retain(|s| !tuning.has(s));
         shapes
@@ -159,18 +159,6 @@ impl Engine {
             TuneShapes::All => self.tunables(),
             TuneShapes::New => self.untuned_shapes(),
         };
-        let f16_tiles_off = self.gpu.offers_f16_tiles_by_default() && !self.gpu.offers().f16_tiles;
-        if f16_tiles_off || (self.gpu.has_matrix_cores() && self.gpu.matrix_cores().is_none()) {
-            // Their winners timed without the matrix cores (or the f16 tiles) would be kept, and
-            // later runs that may use them would not time them again; meanwhile they run their kept
-            // winners on f32 tiles, or the default tile.
-            shapes.retain(|s| !s.is_matmul());
-        }
-        if self.gpu.offers_int8_x_by_default() && !self.gpu.offers().int8_x {
-            // The same for a decode step's products that may take 8-bit x, where they would be
-            // offered it unless told (on a CPU-backed adapter they are tuned on f32 x alone).
-            shapes.retain(|s| !s.matvec().is_some_and(|m| m.takes_q8()));
-        }
         shapes.sort_by_key(|s| std::cmp::Reverse(s.size()));
         let subgroup_size = match self.gpu.subgroup_size {
             Some(lanes)

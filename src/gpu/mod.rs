@@ -333,7 +333,8 @@ impl Gpu {
 
     /// Lets plans made from now on use the matrix cores, or keeps them to f32 products (where
     /// fidelity is asked: perplexity); tuned winners on them are then passed over (`usable`), and
-    /// the tuner does not offer them. On by default where the adapter has them.
+    /// the tuner does not offer them. On by default where the adapter has them. Set it before the
+    /// kept tuning is given (`set_tuning`): winners are kept by what plans may round (`tuning_key`).
     pub fn set_uses_matrix_cores(&self, on: bool) {
         (self.use_matrix_cores).store(on, std::sync::atomic::Ordering::Relaxed);
     }
@@ -341,11 +342,11 @@ impl Gpu {
     /// Lets plans made from now on multiply a decode step's products of the types with that form
     /// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) on x rounded to 8 bits (`Split::PartsQ8`, integer dot
     /// products) where the tuner finds that faster, or keeps them on f32 x (where fidelity is asked:
-    /// perplexity); tuned winners on 8-bit x are then passed over (`usable`), and where the adapter
-    /// would use them unless told, the tuner does not time those shapes. On by default on GPUs
-    /// (`offers_int8_x_by_default`); off where the adapter runs workgroups on the CPU, where integer
-    /// dot products of four bytes lost every shape timed, and timing them made tuning half as long
-    /// again (BENCHMARKS.md).
+    /// perplexity); tuned winners on 8-bit x are then passed over (`usable`), and the tuner does
+    /// not offer it (set it before the kept tuning is given, as `set_uses_matrix_cores`). On by
+    /// default on GPUs (`offers_int8_x_by_default`); off where the adapter runs workgroups on the
+    /// CPU, where integer dot products of four bytes lost every shape timed, and timing them made
+    /// tuning half as long again (BENCHMARKS.md).
     pub fn set_uses_int8_x(&self, on: bool) {
         (self.use_int8_x).store(on, std::sync::atomic::Ordering::Relaxed);
     }
@@ -359,10 +360,10 @@ impl Gpu {
     /// Lets plans made from now on hold a prompt's products' tiles in f16 where the tuner finds that
     /// faster (`MatvecKernel::f16_tile`: each weight and x rounded to f16 on the way into the tile,
     /// the sums f32, as on the matrix cores), or keeps them f32 (where fidelity is asked:
-    /// perplexity); tuned winners in f16 are then passed over (`usable`), and where the adapter
-    /// would use them unless told, the tuner does not time those shapes. On by default on GPUs
-    /// (`offers_f16_tiles_by_default`); off where the adapter runs workgroups on the CPU, whose
-    /// prompts take the tile in registers.
+    /// perplexity); tuned winners in f16 are then passed over (`usable`), and the tuner does not
+    /// offer them (set it before the kept tuning is given, as `set_uses_matrix_cores`). On by
+    /// default on GPUs (`offers_f16_tiles_by_default`); off where the adapter runs workgroups on
+    /// the CPU, whose prompts take the tile in registers.
     pub fn set_uses_f16_tiles(&self, on: bool) {
         (self.use_f16_tiles).store(on, std::sync::atomic::Ordering::Relaxed);
     }
@@ -410,13 +411,43 @@ impl Gpu {
         (self.device.features()).contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
     }
 
-    /// Names this adapter and driver, for keeping tuning results apart.
+    /// Names this adapter and driver.
     pub fn adapter_key(&self) -> String {
         let i = &self.info;
         format!(
             "{} | {:?} | {} {}",
             i.name, i.backend, i.driver, i.driver_info
         )
+    }
+
+    /// Names this adapter and driver, and what plans may round where that differs from what they
+    /// may unless told (" | rounding: -matrix cores +f16 tiles"), for keeping tuning results apart:
+    /// winners timed with the matrix cores offered say nothing of the fastest f32 tile, so plans
+    /// kept to f32 (perplexity, `wick bench --matrix-cores off`) have winners of their own, timed
+    /// once as any others.
+    pub fn tuning_key(&self) -> String {
+        let offers = self.offers();
+        let roundings = [
+            (
+                "matrix cores",
+                offers.matrix_cores.is_some(),
+                self.has_matrix_cores(),
+            ),
+            ("8-bit x", offers.int8_x, self.offers_int8_x_by_default()),
+            (
+                "f16 tiles",
+                offers.f16_tiles,
+                self.offers_f16_tiles_by_default(),
+            ),
+        ];
+        let changed: Vec<String> = (roundings.iter())
+            .filter(|(_, now, by_default)| now != by_default)
+            .map(|(name, now, _)| format!("{}{name}", if *now { '+' } else { '-' }))
+            .collect();
+        match changed.is_empty() {
+            true => self.adapter_key(),
+            false => format!("{} | rounding: {}", self.adapter_key(), changed.join(" ")),
+        }
     }
 
     /// The largest buffer one binding may see.

@@ -199,7 +199,7 @@ pub async fn load(
     let kept: Option<HashMap<String, Tuning>> = options
         .tuning
         .and_then(|json| serde_json::from_str(&json).ok());
-    if let Some(tuning) = kept.and_then(|mut all| all.remove(&gpu.adapter_key())) {
+    if let Some(tuning) = kept.and_then(|mut all| all.remove(&gpu.tuning_key())) {
         gpu.set_tuning(tuning);
     }
     let kv_cache = match options.kv_cache.as_deref() {
@@ -610,7 +610,7 @@ impl Model {
             let shapes_done = tuner.tuned().len();
             let tuning = (shapes_done > shapes_before).then(|| {
                 let kept = serde_json::json!({
-                    "adapter": engine.gpu.adapter_key(),
+                    "adapter": engine.gpu.tuning_key(),
                     "tuning": *engine.gpu.tuning(),
                 });
                 kept.to_string()
