@@ -59,8 +59,9 @@ export interface LoadOptions {
    * 1120 unless told; Qwen3.5's: 4096): fewer encode faster in less GPU memory, as llama.cpp's
    * --image-max-tokens. */
   imageMaxTokens?: number;
-  /** How the KV cache holds keys and values: 'f32' (exact; the default) or 'f16' (half the GPU memory
-   * for the same context, and half the bytes attention reads, as llama.cpp keeps it). */
+  /** How the KV cache holds keys and values: 'f32' (exact) or 'f16' (half the GPU memory for the same
+   * context, and half the bytes attention reads, as llama.cpp keeps it). Unless told, f16 on GPUs
+   * and f32 where the adapter runs on the CPU (SwiftShader). */
   kvCache?: 'f32' | 'f16';
 }
 

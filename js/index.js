@@ -117,8 +117,9 @@ export class Wick {
    * after it (phases 'mmproj-download' and 'mmproj-gpu'); chat messages may then hold `image_url`
    * parts, each image decoded by the browser. `imageMinTokens` and `imageMaxTokens` bound the tokens
    * an image becomes where the projector sizes images to their own (Gemma 4's: 70 and 1120 unless
-   * told; Qwen3.5's: 8 and 4096). `kvCache: 'f16'` keeps the KV cache in f16: half the GPU memory for
-   * the same context, and half the bytes attention reads ('f32', exact, unless told).
+   * told; Qwen3.5's: 8 and 4096). `kvCache` is how the KV cache holds keys and values: 'f16' (half the
+   * GPU memory for the same context, and half the bytes attention reads, as llama.cpp keeps it) or
+   * 'f32' (exact); unless told f16 on GPUs, f32 where the adapter runs on the CPU (SwiftShader).
    */
   static async load(
     source,
@@ -136,7 +137,7 @@ export class Wick {
       mmproj,
       imageMinTokens,
       imageMaxTokens,
-      kvCache = 'f32',
+      kvCache,
     } = {},
   ) {
     if (typeof source !== 'string' && !(source instanceof Blob)) {
@@ -163,7 +164,7 @@ export class Wick {
         throw new TypeError(`${name} is a whole number of 1 or more, not ${JSON.stringify(value)}`);
       }
     }
-    if (kvCache !== 'f32' && kvCache !== 'f16') {
+    if (kvCache !== undefined && kvCache !== 'f32' && kvCache !== 'f16') {
       throw new TypeError(`kvCache is 'f32' or 'f16', not ${JSON.stringify(kvCache)}`);
     }
     if (!Number.isInteger(draftMax) || draftMax < 1 || draftMax > 31) {

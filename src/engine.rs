@@ -3,7 +3,7 @@
 
 use crate::embeddings::Pooling;
 use crate::gguf::{read_header, ByteSource, Header};
-use crate::gpu::{scratch_buffer, Gpu, GpuError, Plan};
+use crate::gpu::{scratch_buffer, Gpu, GpuError, KvType, Plan};
 use crate::models::{self, Forward, Loader};
 use crate::Error;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ mod sequences;
 mod tune;
 use crate::sampler::Ranked;
 pub use ahead::{Pending, StepToken};
-pub use options::{default_batch, LoadOptions};
+pub use options::{default_batch, default_kv_cache, LoadOptions};
 pub use profile::{Profile, Profiled};
 use runs::{Run, Submitted};
 use sample::{read_ranked, Read, Sample};
@@ -42,6 +42,8 @@ pub struct Stats {
     /// Bytes each token reads from the file itself, of a table left off the GPU (Gemma 4's
     /// per-layer embeddings); 0 for most models.
     pub row_bytes_per_token: u64,
+    /// How the KV cache holds keys and values (Multi-head Latent Attention's: f32 whatever this).
+    pub kv_cache: KvType,
     /// What every run so far added up to (decode steps and prompt chunks alike), and the wall time
     /// they took, submit to result.
     pub totals: Totals,
@@ -206,7 +208,8 @@ impl Engine {
         gpu.alive()?;
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         loader.per_layer_on_gpu = options.per_layer_on_gpu;
-        loader.kv_cache = options.kv_cache;
+        let kv_cache = (options.kv_cache).unwrap_or_else(|| options::default_kv_cache(&gpu));
+        loader.kv_cache = kv_cache;
         let n_ctx_train = models::n_ctx_train(&loader);
         let n_ctx = options.n_ctx.min(n_ctx_train.max(1));
         let sequences = options.sequences.min(n_ctx);
@@ -293,6 +296,7 @@ impl Engine {
             submits_per_token: 1,
             weight_bytes_per_token: forward.decode.weight_bytes,
             row_bytes_per_token: forward.token_rows.as_ref().map_or(0, |r| r.row_bytes()),
+            kv_cache,
             ..Default::default()
         };
         Ok(Engine {

@@ -61,7 +61,7 @@ fn random_families_with_an_f16_cache_match_references() {
     let Some(gpu) = gpu() else { return };
     let golden = serde_json::from_str(include_str!("goldens/random-families.json")).unwrap();
     let options = wick::engine::LoadOptions {
-        kv_cache: KvType::F16,
+        kv_cache: Some(KvType::F16),
         ..common::options(64)
     };
     let reports = check_all_loaded(&gpu, &golden, (TOL_F16_CACHE, LLAMA_CPP), options);

@@ -68,8 +68,9 @@ pub struct BenchArgs {
     #[arg(long)]
     per_layer_on_gpu: bool,
     /// How the KV cache holds keys and values: f32, or f16 (half the bytes attention reads)
-    #[arg(long = "cache-type", value_enum, default_value = "f32")]
-    cache_type: crate::CacheType,
+    /// [default: f16 on GPUs, f32 for CPU-backed adapters]
+    #[arg(long = "cache-type", value_enum)]
+    cache_type: Option<crate::CacheType>,
     /// With --profile, also time a decode step of this many sequences at once (`wick serve
     /// --parallel`'s step), kernel by kernel
     #[arg(long = "parallel", default_value_t = 1)]
@@ -179,7 +180,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         batch: args.batch,
         per_layer_on_gpu: args.per_layer_on_gpu,
         sequences: args.parallel,
-        kv_cache: args.cache_type.kv(),
+        kv_cache: args.cache_type.map(crate::CacheType::kv),
         ..Default::default()
     };
     let held_before = gpu.memory().buffer_bytes;
@@ -300,6 +301,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         products_on_matrix_cores: engine.products_on_matrix_cores(),
         products_in_f16_tiles: engine.products_in_f16_tiles().0,
         products_on_int8_x: engine.products_on_int8_x(),
+        kv_cache: engine.stats.kv_cache.name(),
     };
     match args.output {
         Format::Json => print_json(&tests, &model, &context, &engine)?,
@@ -342,6 +344,8 @@ struct Context {
     products_in_f16_tiles: usize,
     /// Of a decode step's products that may take 8-bit x, those that do, and all of them.
     products_on_int8_x: (usize, usize),
+    /// How the KV cache holds keys and values.
+    kv_cache: &'static str,
 }
 
 /// The model as llama-bench names it.
@@ -426,6 +430,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "prompt_products_in_f16_tiles": c.products_in_f16_tiles,
                 "decode_products_on_int8_x": c.products_on_int8_x.0,
                 "decode_products_int8_x_may_take": c.products_on_int8_x.1,
+                "kv_cache": c.kv_cache,
             })
         })
         .collect();
@@ -457,7 +462,7 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         None => "peak unknown (--peak-gbps)".into(),
     };
     println!(
-        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}, in f16 tiles: {}; decode products on 8-bit x: {} of {}",
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}, in f16 tiles: {}; decode products on 8-bit x: {} of {}; KV cache {}",
         model.filename,
         model.model_type(),
         model.size as f64 / 1e6,
@@ -475,8 +480,8 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         c.products_on_matrix_cores.1,
         c.products_in_f16_tiles,
         c.products_on_int8_x.0,
-
         c.products_on_int8_x.1,
+        c.kv_cache,
     );
     println!();
     println!("| test | t/s | ms/token | dispatches/token | submits/token | weight MB/token | read back KB/token | weight GB/s | % of peak |");

@@ -1,7 +1,7 @@
 //! Opening a model: the file, the GPU, and a progress bar while the weights stream in.
 
 use crate::http_source::{is_url, HttpSource};
-use crate::{ModelArgs, DEFAULT_MODEL};
+use crate::{CacheType, ModelArgs, DEFAULT_MODEL};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
@@ -71,7 +71,7 @@ pub fn session_on(gpu: Arc<Gpu>, args: &ModelArgs, options: LoadOptions) -> Resu
         n_ctx: args.ctx_size,
         batch: args.batch_size.or(options.batch),
         pooling: args.pooling,
-        kv_cache: args.cache_type.kv(),
+        kv_cache: args.cache_type.map(CacheType::kv).or(options.kv_cache),
         ..options
     };
     let session = Session::load(gpu, source.as_ref(), &options, &mut |done, total| {
@@ -84,13 +84,14 @@ pub fn session_on(gpu: Arc<Gpu>, args: &ModelArgs, options: LoadOptions) -> Resu
     crate::tuning_file::tune_new_shapes(&mut session.engine)?;
     let s = &session.engine.stats;
     eprintln!(
-        "wick: loaded {} in {:.2} s: {} dispatches and {} submit per token, {:.1} MB of weights per token, context {}",
+        "wick: loaded {} in {:.2} s: {} dispatches and {} submit per token, {:.1} MB of weights per token, context {} ({} KV cache)",
         source.describe(),
         start.elapsed().as_secs_f64(),
         s.dispatches_per_token,
         s.submits_per_token,
         s.weight_bytes_per_token as f64 / 1e6,
-        session.engine.n_ctx()
+        session.engine.n_ctx(),
+        s.kv_cache.name(),
     );
     Ok(session)
 }

@@ -72,10 +72,11 @@ pub struct ModelArgs {
     /// chat model's file says none, and makes no embeddings unless this names one]
     #[arg(long = "pooling", value_parser = parse_pooling)]
     pub pooling: Option<wick::embeddings::Pooling>,
-    /// How the KV cache holds keys and values: f32, or f16 (half the memory and the bytes attention
-    /// reads, as llama.cpp's default; MLA's cache stays f32)
-    #[arg(long = "cache-type", value_enum, default_value = "f32")]
-    pub cache_type: CacheType,
+    /// How the KV cache holds keys and values: f32 (exact), or f16 (half the memory and the bytes
+    /// attention reads, as llama.cpp's default; MLA's cache stays f32) [default: f16 on GPUs, f32
+    /// for CPU-backed adapters; perplexity: f32]
+    #[arg(long = "cache-type", value_enum)]
+    pub cache_type: Option<CacheType>,
 }
 
 /// `--cache-type`'s values.

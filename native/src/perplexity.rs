@@ -27,6 +27,8 @@ pub fn main(args: PerplexityArgs) -> Result<()> {
         .with_context(|| format!("cannot read {}", args.file))?;
     let scoring = wick::engine::LoadOptions {
         scoring: true,
+        // The cache exact too, unless `--cache-type` says otherwise.
+        kv_cache: Some(wick::gpu::KvType::F32),
         ..Default::default()
     };
     let gpu = load::gpu_with(|gpu| {

@@ -33,8 +33,21 @@ pub struct LoadOptions {
     /// the draft after it), each a row of the parallel plan; 0 or 1: no speculative steps.
     pub check_tokens: u32,
     /// How the KV cache holds keys and values: f32 (exact), or f16 (half the memory and the bytes
-    /// attention reads, llama.cpp's default). Multi-head Latent Attention's cache stays f32.
-    pub kv_cache: KvType,
+    /// attention reads, llama.cpp's default); None: the adapter's (`default_kv_cache`).
+    /// Multi-head Latent Attention's cache stays f32.
+    pub kv_cache: Option<KvType>,
+}
+
+/// How the KV cache holds keys and values unless told, by the adapter. On a GPU f16, as llama.cpp
+/// keeps it: a long chat's cache is what its decode steps read besides the weights (Llama 3.1 8B's
+/// at 16,384 positions: 4 GiB in f32 against 4.9 GB of Q4_K_M weights), and what fills a card's
+/// memory first. Where the adapter runs workgroups on the CPU, f32, exact: there f16 bought a
+/// decode step nothing measured (BENCHMARKS.md), and the cache is the machine's memory.
+pub fn default_kv_cache(gpu: &Gpu) -> KvType {
+    match gpu.runs_on_cpu() {
+        true => KvType::F32,
+        false => KvType::F16,
+    }
 }
 
 /// Prompt tokens per run unless told otherwise, by the adapter and the model. On a GPU 512, llama.cpp's
@@ -71,7 +84,7 @@ impl Default for LoadOptions {
             pooling: None,
             sequences: 1,
             check_tokens: 0,
-            kv_cache: KvType::F32,
+            kv_cache: None,
         }
     }
 }

@@ -136,6 +136,14 @@ pub enum KvType {
 }
 
 impl KvType {
+    /// "f32" or "f16", as `--cache-type` and the package's `kvCache` name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KvType::F32 => "f32",
+            KvType::F16 => "f16",
+        }
+    }
+
     /// Bytes of one value.
     pub fn value_bytes(self) -> u64 {
         match self {

@@ -202,9 +202,11 @@ pub async fn load(
     if let Some(tuning) = kept.and_then(|mut all| all.remove(&gpu.tuning_key())) {
         gpu.set_tuning(tuning);
     }
+    // Unless told, the adapter's (`default_kv_cache`): f16 on GPUs, f32 on SwiftShader.
     let kv_cache = match options.kv_cache.as_deref() {
-        None | Some("f32") => KvType::F32,
-        Some("f16") => KvType::F16,
+        None => None,
+        Some("f32") => Some(KvType::F32),
+        Some("f16") => Some(KvType::F16),
         Some(other) => {
             return Err(js_error(format!(
                 "kvCache {other:?}: the KV cache is \"f32\" or \"f16\""
