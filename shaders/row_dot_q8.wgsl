@@ -1,16 +1,17 @@
 // row_dot_parts.wgsl's split of a row (PARTS threads a block) with x quantized to 8 bits first, as
 // llama.cpp's integer matvecs take it: the workgroup quantizes its rows of x once into workgroup
-// memory (x_prepare, x_prepare4, x_prepare_rows), a scale per 32 values, and each thread's part of a
-// block is then integer dot products of four bytes (the dequant file's block_part_int8) and a
+// memory (x_prepare, x_prepare4, x_prepare_rows), a scale per 32 values, and each thread's part of
+// a block is then integer dot products of four bytes (the dequant file's block_part_int8) and a
 // multiply or two. For the types whose quants are small integers under a scale per 16 or 32 weights
-// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K). The rounding of x to 8 bits changes the sums'
-// last digits, as in llama.cpp; the tuner offers this split beside the f32 ones, which stay where
-// fidelity is asked. The kernel declares WG, TPR and X; the pipeline gives XQ_COLS, the row length,
-// and XQ_TOKENS, the rows of x a workgroup reads (its 1 or 4 tokens', or the chosen experts' slots').
-// Every row of the workgroup reads the rows of x it quantized, so rows that read x in groups
-// (matvec.wgsl's group_stride) do not come here; the chosen experts' products do (matvec_id_glu.wgsl's
-// gate and up read the token's one x, matvec_id.wgsl's down the slots' x side by side). Needs the
-// type's dequant_q8 file and reduce.wgsl (for x_read_sum).
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, and MXFP4, whose codes' doubled values are). The
+// rounding of x to 8 bits changes the sums' last digits, as in llama.cpp; the tuner offers this
+// split beside the f32 ones, which stay where fidelity is asked. The kernel declares WG, TPR and X;
+// the pipeline gives XQ_COLS, the row length, and XQ_TOKENS, the rows of x a workgroup reads (its 1
+// or 4 tokens', or the chosen experts' slots'). Every row of the workgroup reads the rows of x it
+// quantized, so rows that read x in groups (matvec.wgsl's group_stride) do not come here; the
+// chosen experts' products do (matvec_id_glu.wgsl's gate and up read the token's one x,
+// matvec_id.wgsl's down the slots' x side by side). Needs the type's dequant_q8 file and
+// reduce.wgsl (for x_read_sum).
 
 // x quantized, 8 words (32 signed bytes) a block of 32 values, token k's blocks after token k - 1's
 // (block blk of token k is x block k XQ_COLS / 32 + blk), word i of x block n at xq[8 n +

@@ -10,6 +10,7 @@
 //! - 24 tokens teacher-forced with all logits at every position, perplexity of them, a 12-token greedy
 //!   run (tests/common/random_model.rs);
 //! - 300 greedy tokens against the f32 reference by the near-tie method;
+//! - gpt-oss's MXFP4 experts on x rounded to 8 bits (integer dot products) against llama.cpp's;
 //! - prompts in chunks (64, 7: experts grouped by expert) equal to token-at-a-time decoding (experts read
 //!   by index);
 //! - perplexity over a text against llama.cpp's and the reference's;
@@ -29,8 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::write::TensorSpec;
-use wick::gguf::{read_header, FileSource, MemorySource, Value};
-use wick::gpu::Gpu;
+use wick::gguf::{read_header, FileSource, GgmlType, MemorySource, Value};
+use wick::gpu::{Gpu, Split, Tunable, Tuning};
 
 const FAMILIES: [&str; 3] = ["qwen3moe", "qwen35moe", "gpt-oss"];
 
@@ -101,6 +102,53 @@ fn random_moe_matches_references() {
         }
         assert_eq!(reports.len(), records.len(), "{family}");
     }
+}
+
+/// gpt-oss's MXFP4 experts, and every other product that may, on x rounded to 8 bits (each made to
+/// run in its first candidate of that form, as a GPU's tuner may choose): greedy runs against
+/// llama.cpp's, whose CPU rounds x to 8 bits for MXFP4 too, at its tolerances for the quantized
+/// files, by the near-tie method.
+#[test]
+fn random_gpt_oss_on_8bit_x_matches_llama_cpp() {
+    let Some(gpu) = gpu() else { return };
+    gpu.set_uses_int8_x(true);
+    let golden = golden("gpt-oss");
+    let records = golden["records"].as_array().unwrap().iter();
+    for record in records.filter(|r| r["file"].as_str().unwrap().ends_with("mxfp4.gguf")) {
+        let source = FileSource::open(path(record)).unwrap();
+        // (A row of 64 weights is too short for the split: the tiny file's down products keep f32 x.)
+        let mut tuning = Tuning::default();
+        let mut mxfp4 = 0;
+        let shapes = load(&gpu, &source, 64, 64).untuned_shapes();
+        for shape in shapes.iter().filter_map(Tunable::matvec) {
+            let mut candidates = shape.candidates(gpu.offers()).into_iter();
+            if let Some(on_8bit_x) = candidates.find(|k| k.split == Split::PartsQ8) {
+                tuning.matvec.insert(shape.key(), on_8bit_x);
+                mxfp4 += (shape.ty == GgmlType::MXFP4) as usize;
+            }
+        }
+        let forced = tuning.matvec.len();
+        gpu.set_tuning(tuning);
+        let (on, _) = load(&gpu, &source, 64, 64).products_on_int8_x();
+        assert!(
+            on == forced && mxfp4 >= 1,
+            "{on} of {forced} on 8-bit x, {mxfp4} MXFP4"
+        );
+        let mut engine = load(&gpu, &source, 512, 64);
+        let short = check_greedy(&mut engine, &record["greedy"], llama_cpp(record));
+        let mut long = record["greedy_long"].clone();
+        long["steps"]
+            .as_array_mut()
+            .unwrap()
+            .truncate(LLAMA_CPP_QUANTIZED_STEPS);
+        let long = check_greedy(&mut engine, &long, LLAMA_CPP_QUANTIZED_LONG);
+        eprintln!(
+            "{}: on 8-bit x against llama.cpp {short:?}, {long:?}",
+            record["file"]
+        );
+        assert!(long.near_ties * 10 <= long.same, "{long:?}");
+    }
+    gpu.set_tuning(Tuning::default());
 }
 
 #[test]

@@ -83,9 +83,9 @@ pub struct BenchArgs {
     /// finds them faster [default: on where the adapter has them]
     #[arg(long = "matrix-cores", value_enum)]
     matrix_cores: Option<Switch>,
-    /// Let a decode step's products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and K-quant weights round x
-    /// to 8 bits and multiply by integer dot products, where the tuner finds that faster [default:
-    /// on for GPUs, off for CPU-backed adapters]
+    /// Let a decode step's products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, K-quant and MXFP4 weights
+    /// round x to 8 bits and multiply by integer dot products, where the tuner finds that faster
+    /// [default: on for GPUs, off for CPU-backed adapters]
     #[arg(long = "int8-x", value_enum)]
     int8_x: Option<Switch>,
     /// Let prompts' products hold their tiles in f16 (f16 inputs, f32 sums), where the tuner finds

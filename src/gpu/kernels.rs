@@ -429,7 +429,8 @@ pub fn has_block_form(ty: GgmlType) -> bool {
 
 /// The WGSL of a type's products on 8-bit x (shaders/dequant_q8/: `x8_place`, `block_part_int8`) for
 /// shaders/row_dot_q8.wgsl, after its dequant file: the types whose quants are small integers under a
-/// scale per 16 or 32 weights, which integer dot products take as they are.
+/// scale per 16 or 32 weights (MXFP4's codes as their doubled values), which integer dot products
+/// take as they are.
 pub(super) fn q8_source(ty: GgmlType) -> Option<&'static str> {
     Some(match ty {
         GgmlType::Q4_0 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q4_0.wgsl"),
@@ -437,6 +438,7 @@ pub(super) fn q8_source(ty: GgmlType) -> Option<&'static str> {
         GgmlType::Q5_0 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q5_0.wgsl"),
         GgmlType::Q5_1 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q5_1.wgsl"),
         GgmlType::Q8_0 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q8_0.wgsl"),
+        GgmlType::MXFP4 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/mxfp4.wgsl"),
         GgmlType::Q4_K => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q4_k.wgsl"),
         GgmlType::Q5_K => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q5_k.wgsl"),
         GgmlType::Q6_K => wgsl!("dequant_q8/q6_k.wgsl"),

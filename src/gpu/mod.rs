@@ -340,7 +340,7 @@ impl Gpu {
     }
 
     /// Lets plans made from now on multiply a decode step's products of the types with that form
-    /// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) on x rounded to 8 bits (`Split::PartsQ8`, integer dot
+    /// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) on x rounded to 8 bits (`Split::PartsQ8`, integer dot
     /// products) where the tuner finds that faster, or keeps them on f32 x (where fidelity is asked:
     /// perplexity); tuned winners on 8-bit x are then passed over (`usable`), and the tuner does
     /// not offer it (set it before the kept tuning is given, as `set_uses_matrix_cores`). On by

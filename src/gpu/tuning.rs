@@ -85,9 +85,9 @@ impl Tunable {
 /// experts' among them, and a prompt's plain products in registers; 8: its experts' and grouped
 /// products in registers too; 9: a step's pair products of several tokens as tiles; 10: those whose
 /// x is normed on the way in too, and eight tokens a layer of workgroups; 11: a prompt's tiles held
-/// in f16). New shapes need no new count: they have no winners to
+/// in f16; 12: MXFP4's products on 8-bit x). New shapes need no new count: they have no winners to
 /// drop.
-pub const CANDIDATES: u32 = 11;
+pub const CANDIDATES: u32 = 12;
 
 impl Default for Tuning {
     fn default() -> Tuning {
