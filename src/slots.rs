@@ -9,7 +9,7 @@
 mod draft_model;
 pub use draft_model::{DraftFor, DraftSlots};
 
-use crate::engine::{Engine, Pending, StepToken};
+use crate::engine::{Engine, Pending, PendingRows, RowTokens, StepToken};
 use crate::gpu::Segment;
 use crate::sampler::{Sampler, SequenceStep, Want};
 use crate::speculate::{Draft, DraftLimits, Picked};
@@ -27,19 +27,26 @@ pub struct Slots {
     uses: u64,
     /// Counts the steps (`step`): a step submitted ahead is for the next one only.
     steps: u64,
-    /// The step submitted ahead of a slot stepping alone (`step_ahead`).
+    /// The step submitted ahead of a slot stepping alone (`step_ahead`), or of slots stepping
+    /// together (`step_together`).
     ahead: Option<Ahead>,
 }
 
-/// A slot's step submitted before the step before it was read back, its token that step's choice.
+/// A step submitted before the step before it was read back, its tokens that step's choices.
 struct Ahead {
-    slot: usize,
-    step: Pending,
+    /// The slots it steps, in its rows' order, each with where its sampler's seeded generator
+    /// stood before its want (a step dropped gives back their draws); None where the slot's request
+    /// is gone since (`forget_ahead`), its sampler with it, which leaves the step for no one.
+    slots: Vec<(usize, Option<u64>)>,
+    step: AheadStep,
     /// The `Slots::step` it is for.
     for_step: u64,
-    /// Where the slot's sampler's seeded generator stood before its want: a step dropped gives
-    /// back its draw.
-    draws: u64,
+}
+
+/// A slot's step alone (the one-token plan), or a pass of slots' steps together.
+enum AheadStep {
+    One(Pending),
+    Rows(PendingRows),
 }
 
 struct Slot {
@@ -158,23 +165,28 @@ impl Slots {
 
     /// Drops slot `s`'s step submitted ahead, where it has one: its request is gone.
     fn forget_ahead(&mut self, s: usize) {
-        if self.ahead.as_ref().is_some_and(|a| a.slot == s) {
-            self.ahead = None;
+        let slots = self.ahead.iter_mut().flat_map(|a| a.slots.iter_mut());
+        for (_, draws) in slots.filter(|(slot, _)| *slot == s) {
+            *draws = None;
         }
     }
 
-    /// Takes the step submitted ahead where it is for this step of `slot`; else drops it, giving
-    /// its slot's sampler back its draw where that slot steps now, among `steps`.
-    fn take_ahead(&mut self, slot: Option<usize>, steps: &mut [SlotStep<'_>]) -> Option<Pending> {
+    /// Takes the step submitted ahead where it is for this step of exactly these slots, in this
+    /// order; else drops it, giving each of its slots' samplers back its draw where that slot steps
+    /// now, among `steps`.
+    fn take_ahead(&mut self, steps: &mut [SlotStep<'_>]) -> Option<AheadStep> {
         let ahead = self.ahead.take()?;
-        if ahead.for_step != self.steps {
-            return None;
-        }
-        if Some(ahead.slot) == slot {
+        let same_slots = (ahead.slots.len() == steps.len())
+            && (ahead.slots.iter().zip(steps.iter()))
+                .all(|(&(slot, draws), step)| slot == step.slot && draws.is_some());
+        if ahead.for_step == self.steps && same_slots {
             return Some(ahead.step);
         }
-        if let Some(step) = steps.iter_mut().find(|s| s.slot == ahead.slot) {
-            step.sampler.set_draws(ahead.draws);
+        for (slot, draws) in ahead.slots {
+            let step = steps.iter_mut().find(|s| s.slot == slot);
+            if let (Some(step), Some(draws)) = (step, draws) {
+                step.sampler.set_draws(draws);
+            }
         }
         None
     }
@@ -250,15 +262,17 @@ impl Slots {
                 return Err(Error::ContextFull(self.rows));
             }
         }
-        if let [step] = steps {
-            let alone = engine.steps_ahead() && step.sampler.chooses_on_gpu();
-            if alone && step.draft.tokens.is_empty() {
-                return Ok(vec![self.step_ahead(engine, step).await?]);
-            }
+        let plain = steps.iter().all(|s| s.draft.tokens.is_empty());
+        let on_gpu = engine.steps_ahead() && steps.iter().all(|s| s.sampler.chooses_on_gpu());
+        match steps {
+            [step] if plain && on_gpu => return Ok(vec![self.step_ahead(engine, step).await?]),
+            _ if plain && on_gpu => return self.step_together(engine, steps).await,
+            _ => {}
         }
-        self.take_ahead(None, steps);
-        if steps.iter().all(|s| s.draft.tokens.is_empty()) {
-            return self.step_plain(engine, steps).await;
+        self.take_ahead(steps);
+        if plain {
+            let together = engine.steps_together(steps.len());
+            return self.step_plain(engine, steps, together).await;
         }
         let n_vocab = engine.n_vocab();
         let mut limits = DraftLimits {
@@ -313,8 +327,9 @@ impl Slots {
         let n_vocab = engine.n_vocab();
         let slot = &self.slots[step.slot];
         let at = (slot.base, slot.cached.len() as u32);
-        let current = match self.take_ahead(Some(step.slot), std::slice::from_mut(step)) {
-            Some(current) => current,
+        let current = match self.take_ahead(std::slice::from_mut(step)) {
+            Some(AheadStep::One(current)) => current,
+            Some(AheadStep::Rows(_)) => unreachable!("a pass of one slot"),
             None => {
                 let want = step
                     .sampler
@@ -333,10 +348,9 @@ impl Slots {
             let next = StepToken::ChosenIn(&current);
             let next = engine.submit_step_at((at.0, at.1 + 1), next, &want).await?;
             self.ahead = Some(Ahead {
-                slot: step.slot,
-                step: next,
+                slots: vec![(step.slot, Some(draws))],
+                step: AheadStep::One(next),
                 for_step: self.steps + 1,
-                draws,
             });
         }
         let read = engine.finish_step(current).await?;
@@ -349,11 +363,82 @@ impl Slots {
         })
     }
 
-    /// `step` where no slot brings a draft: a token each (`run`), each sampler picking after its own.
+    /// `step` of slots stepping together, each sampler's choice the GPU's: as `step_ahead`, where
+    /// they step in one pass (`Engine::steps_together`), the pass submitted ahead at the step
+    /// before (for these slots, in this order), or else submitted now; then, where every reply may
+    /// go on and every slot has room, the pass after it submitted before this one is read back,
+    /// each row's token copied from its own row's choice. Where they step one at a time,
+    /// `step_plain` (a pass submitted ahead at the step before is still read first).
+    async fn step_together(
+        &mut self,
+        engine: &mut Engine,
+        steps: &mut [SlotStep<'_>],
+    ) -> Result<Vec<Picked>, Error> {
+        let together = engine.steps_together(steps.len());
+        let n_vocab = engine.n_vocab();
+        let at: Vec<(u32, u32)> = (steps.iter())
+            .map(|s| {
+                (
+                    self.slots[s.slot].base,
+                    self.slots[s.slot].cached.len() as u32,
+                )
+            })
+            .collect();
+        let current = match self.take_ahead(steps) {
+            Some(AheadStep::Rows(current)) => current,
+            Some(AheadStep::One(_)) => unreachable!("a slot's step alone for several"),
+            None if together => {
+                let mask_time = &mut engine.stats.totals.mask;
+                let wants: Vec<Want> = (steps.iter_mut())
+                    .map(|s| s.sampler.want(&[], n_vocab, mask_time))
+                    .collect::<Result<_, _>>()?;
+                let tokens: Vec<u32> = steps.iter().map(|s| s.token).collect();
+                (engine.submit_rows(&at, RowTokens::Ids(&tokens), &wants)).await?
+            }
+            None => return self.step_plain(engine, steps, false).await,
+        };
+        for step in steps.iter() {
+            self.slots[step.slot].cached.push(step.token);
+        }
+        let room = at.iter().all(|&(_, pos)| pos + 1 < self.rows);
+        if together && room && steps.iter().all(|s| s.ahead) {
+            let mut slots = Vec::with_capacity(steps.len());
+            let mut wants = Vec::with_capacity(steps.len());
+            for step in steps.iter_mut() {
+                slots.push((step.slot, Some(step.sampler.draws())));
+                let mask_time = &mut engine.stats.totals.mask;
+                wants.push(step.sampler.want(&[], n_vocab, mask_time)?);
+            }
+            let after: Vec<(u32, u32)> = at.iter().map(|&(base, pos)| (base, pos + 1)).collect();
+            let next = RowTokens::ChosenIn(&current);
+            let next = engine.submit_rows(&after, next, &wants).await?;
+            self.ahead = Some(Ahead {
+                slots,
+                step: AheadStep::Rows(next),
+                for_step: self.steps + 1,
+            });
+        }
+        let read = engine.finish_rows(current).await?;
+        let mut picked = Vec::with_capacity(steps.len());
+        for (step, read) in steps.iter_mut().zip(read) {
+            let mask_time = &mut engine.stats.totals.mask;
+            let (next, log_prob) = step.sampler.pick_from_step(read, &[], mask_time)?;
+            step.sampler.accept(next, mask_time)?;
+            picked.push(Picked {
+                tokens: vec![(next, log_prob)],
+                stood: 0,
+            });
+        }
+        Ok(picked)
+    }
+
+    /// `step` where no slot brings a draft: a token each (`run`), in one pass or one a slot as
+    /// `together` says (`Engine::steps_together`), each sampler picking after its own.
     async fn step_plain(
         &mut self,
         engine: &mut Engine,
         steps: &mut [SlotStep<'_>],
+        together: bool,
     ) -> Result<Vec<Picked>, Error> {
         let histories: Vec<Vec<u32>> = (steps.iter())
             .map(|step| (step.sampler).history(&self.slots[step.slot].cached, step.token))
@@ -364,7 +449,7 @@ impl Slots {
             .map(|(step, history)| step.sampler.want(history, n_vocab, mask_time))
             .collect::<Result<_, _>>()?;
         let tokens: Vec<(usize, u32)> = steps.iter().map(|s| (s.slot, s.token)).collect();
-        let read = self.run(engine, &tokens, &wants).await?;
+        let read = self.run_as(engine, &tokens, &wants, together).await?;
         let mut picked = Vec::with_capacity(steps.len());
         for ((step, read), history) in steps.iter_mut().zip(read).zip(&histories) {
             let sampler = &mut *step.sampler;
@@ -388,6 +473,18 @@ impl Slots {
         tokens: &[(usize, u32)],
         wants: &[Want],
     ) -> Result<Vec<SequenceStep>, Error> {
+        let together = engine.steps_together(tokens.len());
+        self.run_as(engine, tokens, wants, together).await
+    }
+
+    /// `run` in one pass or one a sequence, as `together` says.
+    async fn run_as(
+        &mut self,
+        engine: &mut Engine,
+        tokens: &[(usize, u32)],
+        wants: &[Want],
+        together: bool,
+    ) -> Result<Vec<SequenceStep>, Error> {
         for &(s, _) in tokens {
             if self.slots[s].cached.len() >= self.rows as usize {
                 return Err(Error::ContextFull(self.rows));
@@ -400,7 +497,7 @@ impl Slots {
                 Segment::new(slot.base, slot.cached.len() as u32, token)
             })
             .collect();
-        let read = engine.step_sequences(&segments, wants).await?;
+        let read = engine.step_sequences_as(&segments, wants, together).await?;
         for &(s, token) in tokens {
             self.slots[s].cached.push(token);
         }

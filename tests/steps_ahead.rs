@@ -3,7 +3,8 @@
 //! replies are checked against the same steps one at a time (`Engine::step_wanted`, which reads
 //! each token back before the next step is recorded), greedy and sampled on the GPU with a seed,
 //! token for token; and a reply that ends leaves no step behind it. A server's slot stepping alone
-//! steps ahead the same way, and takes the step back when another slot joins it.
+//! steps ahead the same way, and takes the step back when another slot joins it; slots stepping
+//! together in one pass step ahead as a pass, each row's token its own row's choice.
 
 mod common;
 
@@ -236,6 +237,70 @@ fn a_slot_stepping_alone_steps_ahead_and_one_joining_takes_the_step_back() {
             "{name}: slot 0 after slot 1 joined"
         );
         assert_eq!(got[1], second, "{name}: slot 1 beside slot 0");
+    }
+}
+
+/// Slots stepping together in one pass of the parallel plan step ahead too: the pass after a step is
+/// submitted before the step is read back, each row's token copied on the GPU from its own row's
+/// choice. Three slots' replies (each at its own rows of the cache, each sampler its own seed)
+/// equal the same steps each read back before the next (`SlotStep::ahead` false), greedy and
+/// sampled on the GPU, token for token, every pass after the first a step ahead.
+#[test]
+fn slots_stepping_together_step_ahead_in_one_pass() {
+    let Some(gpu) = gpu() else { return };
+    let source = FileSource::open(model_path()).unwrap();
+    let options = LoadOptions {
+        n_ctx: 384,
+        sequences: 3,
+        ..Default::default()
+    };
+    let mut s = Session::load(gpu, &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap();
+    // One pass whatever the timings say: a CPU-backed adapter measures passes of one slot each
+    // faster, and would not step together at all.
+    s.engine.set_steps_together(Some(true));
+    let mut slots = Slots::new(&s.engine);
+    let prompts = [
+        "Once upon a time, in a small village by the sea,",
+        "The three primary colors are",
+        "def fibonacci(n):",
+    ]
+    .map(|p| s.tokenize_prompt(p));
+    for (name, config) in configs() {
+        let together = |s: &mut Session, slots: &mut Slots, ahead: bool| {
+            let mut next: Vec<u32> = (0..3)
+                .map(|i| begin_slot(slots, &mut s.engine, i, &prompts[i]))
+                .collect();
+            let mut samplers: Vec<Sampler> = (0..3u64)
+                .map(|i| {
+                    Sampler::new(SamplerConfig {
+                        seed: config.seed + i,
+                        ..config.clone()
+                    })
+                })
+                .collect();
+            let before = s.engine.stats.totals;
+            let mut got = vec![vec![]; 3];
+            while got[0].len() < TOKENS {
+                let go_on = ahead && got[0].len() + 1 < TOKENS;
+                let mut steps: Vec<(usize, u32, &mut Sampler)> = (samplers.iter_mut())
+                    .enumerate()
+                    .map(|(i, sampler)| (i, next[i], sampler))
+                    .collect();
+                let picked = step(s, slots, &mut steps, go_on);
+                for (i, &token) in picked.iter().enumerate() {
+                    next[i] = token;
+                    got[i].push(token);
+                }
+            }
+            (got, (s.engine.stats.totals - before).ahead as usize)
+        };
+        let (read_back, none) = together(&mut s, &mut slots, false);
+        assert_eq!(none, 0, "{name}");
+        let (ahead, steps_ahead) = together(&mut s, &mut slots, true);
+        assert_eq!(ahead, read_back, "{name}: the replies a step ahead");
+        assert_eq!(steps_ahead, TOKENS - 1, "{name}: passes ahead");
     }
 }
 

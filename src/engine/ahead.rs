@@ -7,9 +7,13 @@
 //! submitted past the end of a reply is dropped unread (`drop_step`): a KV cache's row is simply
 //! written again later. Models with a recurrent state (a step past the end would change it for good)
 //! or rows read from the file by token id (Gemma 4's per-layer embeddings) step one at a time.
+//!
+//! A step of several sequences in one pass of the parallel plan goes ahead the same way
+//! (`submit_rows`): each row's token is copied from the same row's choice in the pass before.
 
-use super::sequences::read_step;
+use super::sequences::{read_rows, read_step};
 use super::{Engine, Read, Run, Submitted};
+use crate::gpu::Segment;
 use crate::sampler::{SequenceStep, Want};
 use crate::Error;
 
@@ -26,6 +30,26 @@ pub enum StepToken<'a> {
     Id(u32),
     /// The token the GPU chose in this step, submitted before it and not yet read back.
     ChosenIn(&'a Pending),
+}
+
+/// A step of several sequences in one pass submitted and not yet read back
+/// (`Engine::submit_rows`).
+pub struct PendingRows {
+    run: Submitted,
+    reads: Vec<Read>,
+    /// Each row's sequence's first row of the cache, and its position there.
+    at: Vec<(u32, u32)>,
+    /// Submitted before the pass before it was read back: its time from submit to result is not a
+    /// step's (`StepTimes`), the pass before it having overlapped it.
+    chained: bool,
+    submitted: web_time::Instant,
+}
+
+/// The tokens a step submitted by `Engine::submit_rows` runs, one a row.
+pub enum RowTokens<'a> {
+    Ids(&'a [u32]),
+    /// The tokens the GPU chose in this step of the same sequences, each row its own row's.
+    ChosenIn(&'a PendingRows),
 }
 
 impl Engine {
@@ -61,18 +85,83 @@ impl Engine {
     ) -> Result<Pending, Error> {
         assert!(self.steps_ahead(), "a model whose steps go one at a time");
         let (id, chosen) = match token {
-            StepToken::Id(id) => (id, None),
+            StepToken::Id(id) => (id, vec![]),
             StepToken::ChosenIn(before) => {
                 assert_eq!(before.at, (at.0, at.1 - 1), "the step before this one");
-                (0, Some(before.read))
+                (0, vec![self.choice_at(before.read)])
             }
         };
         let read = self.read_for(want, &self.sample, 0);
         let tokens = [id];
         let segments = self.segments(at.0, at.1, &tokens)?;
-        let run = (self.submit_segments(Run::Decode(read), &segments, chosen)).await?;
-        self.stats.totals.ahead += chosen.is_some() as u64;
+        let run = (self.submit_segments(Run::Decode(read), &segments, &chosen)).await?;
+        self.stats.totals.ahead += !chosen.is_empty() as u64;
         Ok(Pending { run, read, at })
+    }
+
+    /// Submits one pass of the parallel plan of a token for each sequence at `at` (its first row of
+    /// the cache, and its position there), reading back what `wants` asks after each, and returns
+    /// it unread (`finish_rows` reads it): `submit_step` for a step of several sequences. A step may
+    /// follow one still pending of the same sequences, whose choices are its tokens.
+    pub async fn submit_rows(
+        &mut self,
+        at: &[(u32, u32)],
+        tokens: RowTokens<'_>,
+        wants: &[Want],
+    ) -> Result<PendingRows, Error> {
+        assert!(self.steps_ahead(), "a model whose steps go one at a time");
+        assert_eq!(at.len(), wants.len(), "a want for each row");
+        let most = self.forward.parallel.as_ref().map_or(0, |p| p.plan.batch) as usize;
+        if at.len() > (self.sequences() as usize).min(most) {
+            return Err(Error::Model(format!(
+                "{} sequences in one step; the engine was loaded for {}",
+                at.len(),
+                self.sequences()
+            )));
+        }
+        let (ids, chosen) = match tokens {
+            RowTokens::Ids(ids) => (ids.to_vec(), vec![]),
+            RowTokens::ChosenIn(before) => {
+                let follows = |(b, p): &(u32, u32)| (*b, p + 1);
+                let before_at: Vec<(u32, u32)> = before.at.iter().map(follows).collect();
+                assert_eq!(
+                    before_at, at,
+                    "the step before this one, of the same sequences"
+                );
+                let rows = before.reads.iter().enumerate();
+                let chosen = rows.map(|(i, &read)| self.row_choice_at(i, read)).collect();
+                (vec![0; at.len()], chosen)
+            }
+        };
+        let reads: Vec<Read> = (wants.iter().enumerate())
+            .map(|(i, want)| self.read_for(want, &self.row_samples[i], i as u32))
+            .collect();
+        let runs: Vec<[u32; 1]> = ids.iter().map(|&id| [id]).collect();
+        let segments: Vec<Segment> = (at.iter().zip(&runs))
+            .map(|(&(base, pos), token)| Segment::new(base, pos, token))
+            .collect();
+        let submitted = web_time::Instant::now();
+        let run = Run::Parallel { reads: &reads };
+        let run = self.submit_segments(run, &segments, &chosen).await?;
+        self.stats.totals.ahead += !chosen.is_empty() as u64;
+        Ok(PendingRows {
+            run,
+            reads,
+            at: at.to_vec(),
+            chained: !chosen.is_empty(),
+            submitted,
+        })
+    }
+
+    /// Waits for a step `submit_rows` submitted and reads back what its wants asked of each row;
+    /// a step that did not follow a pending one is timed as `step_sequences` times its passes.
+    pub async fn finish_rows(&mut self, step: PendingRows) -> Result<Vec<SequenceStep>, Error> {
+        let bytes = self.read_submitted(step.run).await?;
+        if !step.chained {
+            (self.step_times).record(step.at.len(), step.submitted.elapsed());
+        }
+        let n_vocab = self.forward.n_vocab;
+        Ok(read_rows(&bytes.expect("read back"), &step.reads, n_vocab))
     }
 
     /// Waits for a step `submit_step` submitted and reads back what its want asked.
@@ -93,12 +182,26 @@ impl Engine {
     }
 
     /// Where a step's choice is on the GPU: the word `read` reads back.
-    pub(super) fn choice_at(&self, read: Read) -> (&wgpu::Buffer, u64) {
+    fn choice_at(&self, read: Read) -> (wgpu::Buffer, u64) {
         assert!(
             matches!(read, Read::Greedy | Read::Chosen | Read::Drawn),
             "a step whose token is chosen on the CPU"
         );
         let (buffer, offset, _) = self.step_read_back(read).expect("a choice read back");
-        (buffer, offset)
+        (buffer.clone(), offset)
+    }
+
+    /// Where row `i`'s choice is on the GPU after a pass of the parallel plan: its largest logit's
+    /// index, or the word its sample plan chose.
+    fn row_choice_at(&self, i: usize, read: Read) -> (wgpu::Buffer, u64) {
+        let parallel = self.forward.parallel.as_ref().expect("a parallel plan");
+        match read {
+            Read::Greedy => (parallel.choices.clone(), 4 * i as u64),
+            Read::Chosen | Read::Drawn => {
+                let (buffer, offset, _) = self.row_samples[i].read_back(read);
+                (buffer.clone(), offset)
+            }
+            _ => panic!("a step whose token is chosen on the CPU"),
+        }
     }
 }

@@ -20,21 +20,22 @@ impl Engine {
         // ahead and unread (a server's slot stepping alone while another request's prompt is read,
         // or embeddings are answered), which the next step's must not take.
         let held = self.last_staging;
-        let submitted = self.submit_segments(run, segments, None).await?;
+        let submitted = self.submit_segments(run, segments, &[]).await?;
         self.last_staging = held;
         self.read_submitted(submitted).await
     }
 
     /// Checks a run of the tokens of `segments` (each a sequence's, at its own rows of the cache),
     /// writes its inputs, and records and submits one pass of the plan `run` names, what it reads
-    /// back copied into a staging buffer; waits for nothing. Where `chosen` names a step's choice
-    /// (`Read::choice_at`), the run's first token is the token that choice holds, copied on the GPU
-    /// before the pass: a step submitted before the one it follows is read back (`ahead`).
+    /// back copied into a staging buffer; waits for nothing. Where `chosen` names the words where
+    /// steps' choices lie (`Engine::choices_in`), the run's first tokens are the tokens they hold,
+    /// copied on the GPU before the pass: a step submitted before the one it follows is read back
+    /// (`ahead`).
     pub(super) async fn submit_segments(
         &mut self,
         run: Run<'_>,
         segments: &[Segment<'_>],
-        chosen: Option<Read>,
+        chosen: &[(wgpu::Buffer, u64)],
     ) -> Result<Submitted, Error> {
         self.gpu.alive()?;
         let n_ctx = self.n_ctx as usize;
@@ -130,8 +131,8 @@ impl Engine {
             rows.write(gpu, tokens).await?;
         }
         let mut enc = gpu.device.create_command_encoder(&Default::default());
-        if let Some(chosen) = chosen {
-            f.step.copy_first_token(&mut enc, self.choice_at(chosen));
+        for (i, (buffer, offset)) in chosen.iter().enumerate() {
+            f.step.copy_token(&mut enc, (buffer, *offset), i);
         }
         {
             let mut pass = enc.begin_compute_pass(&Default::default());

@@ -64,8 +64,34 @@ impl Engine {
         steps: &[Segment<'_>],
         wants: &[Want],
     ) -> Result<Vec<SequenceStep>, Error> {
+        let together = self.steps_together(steps.len());
+        self.step_sequences_as(steps, wants, together).await
+    }
+
+    /// Whether a decode step of `n` sequences runs as one pass of the parallel plan rather than a
+    /// pass for each (`step_sequences`), as measured so far or as set (`set_steps_together`):
+    /// asked once a step.
+    pub fn steps_together(&mut self, n: usize) -> bool {
+        let fixed = self.step_times.fixed;
+        n > 1 && fixed.unwrap_or_else(|| !self.step_times.one_at_a_time(n))
+    }
+
+    /// Fixes how steps of several sequences run, one pass (true) or one a sequence (false), for
+    /// checks and measurements of either; None (the default) leaves it to `StepTimes`.
+    pub fn set_steps_together(&mut self, together: Option<bool>) {
+        self.step_times.fixed = together;
+    }
+
+    /// `step_sequences` as one pass (`together`, as `steps_together` decided) or one a sequence,
+    /// timed for the next decision.
+    pub async fn step_sequences_as(
+        &mut self,
+        steps: &[Segment<'_>],
+        wants: &[Want],
+        together: bool,
+    ) -> Result<Vec<SequenceStep>, Error> {
         let n = steps.len();
-        if n > 1 && !self.step_times.one_at_a_time(n) {
+        if together {
             let start = Instant::now();
             let out = self.step_parallel(steps, wants).await?;
             self.step_times.record(n, start.elapsed());
@@ -128,23 +154,7 @@ impl Engine {
             .run_segments(Run::Parallel { reads: &reads }, segments)
             .await?;
         let bytes = bytes.expect("the choices are read back");
-        let (choices, mut rest) = bytes.split_at(rows * 4);
-        let row_bytes = self.forward.n_vocab as usize * 4;
-        Ok(cast::<u32>(choices.to_vec())
-            .into_iter()
-            .zip(reads)
-            .map(|(choice, read)| {
-                let bytes = match read {
-                    Read::Candidates { .. } => candidate_bytes(read),
-                    Read::Chosen | Read::Drawn => 4,
-                    Read::Logits => row_bytes,
-                    _ => return SequenceStep::Choice(choice),
-                };
-                let (taken, after) = rest.split_at(bytes);
-                rest = after;
-                read_step(taken, read)
-            })
-            .collect())
+        Ok(read_rows(&bytes, &reads, self.forward.n_vocab))
     }
 
     /// Runs `tokens` at the next positions and reads back what `want` asks after the last: one
@@ -196,6 +206,26 @@ impl Engine {
     }
 }
 
+/// What a pass of the parallel plan read back for each row: the rows' choices, then what each
+/// row's `reads` read, one after the other.
+pub(super) fn read_rows(bytes: &[u8], reads: &[Read], n_vocab: u32) -> Vec<SequenceStep> {
+    let (choices, mut rest) = bytes.split_at(reads.len() * 4);
+    let row_bytes = n_vocab as usize * 4;
+    (cast::<u32>(choices.to_vec()).into_iter().zip(reads))
+        .map(|(choice, &read)| {
+            let bytes = match read {
+                Read::Candidates { .. } => candidate_bytes(read),
+                Read::Chosen | Read::Drawn => 4,
+                Read::Logits => row_bytes,
+                _ => return SequenceStep::Choice(choice),
+            };
+            let (taken, after) = rest.split_at(bytes);
+            rest = after;
+            read_step(taken, read)
+        })
+        .collect()
+}
+
 /// What a step read back for one sequence, from the bytes `read` read.
 pub(super) fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
     match read {
@@ -211,6 +241,8 @@ pub(super) fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
 pub(super) struct StepTimes {
     seconds: Vec<Option<f64>>,
     one_at_a_time_for: Vec<u32>,
+    /// Set, it decides instead (`Engine::set_steps_together`).
+    fixed: Option<bool>,
 }
 
 /// A size that goes one sequence at a time tries the parallel step again after this many steps, as

@@ -113,10 +113,10 @@ impl StepInput {
             .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&words));
     }
 
-    /// Has `enc` copy the word at `from` (a token the GPU chose) into the id of the run's first
-    /// token, over what `write_segments` wrote there.
-    pub fn copy_first_token(&self, enc: &mut wgpu::CommandEncoder, from: (&wgpu::Buffer, u64)) {
-        let id_at = (HEADER_WORDS * 4) as u64;
+    /// Has `enc` copy the word at `from` (a token the GPU chose) into the id of the run's token
+    /// `i`, over what `write_segments` wrote there.
+    pub fn copy_token(&self, enc: &mut wgpu::CommandEncoder, from: (&wgpu::Buffer, u64), i: usize) {
+        let id_at = ((HEADER_WORDS + TOKEN_WORDS * i) * 4) as u64;
         enc.copy_buffer_to_buffer(from.0, from.1, &self.buffer, id_at, 4);
     }
 }
