@@ -9,7 +9,7 @@
 mod draft_model;
 pub use draft_model::{DraftFor, DraftSlots};
 
-use crate::engine::{Engine, Pending, PendingRows, RowTokens, StepToken};
+use crate::engine::{Engine, PendingRows, RowTokens};
 use crate::gpu::Segment;
 use crate::sampler::{Sampler, SequenceStep, Want};
 use crate::speculate::{Draft, DraftLimits, Picked};
@@ -27,8 +27,7 @@ pub struct Slots {
     uses: u64,
     /// Counts the steps (`step`): a step submitted ahead is for the next one only.
     steps: u64,
-    /// The step submitted ahead of a slot stepping alone (`step_ahead`), or of slots stepping
-    /// together (`step_together`).
+    /// The step submitted ahead of the slots stepping (`step_ahead`).
     ahead: Option<Ahead>,
 }
 
@@ -38,15 +37,9 @@ struct Ahead {
     /// stood before its want (a step dropped gives back their draws); None where the slot's request
     /// is gone since (`forget_ahead`), its sampler with it, which leaves the step for no one.
     slots: Vec<(usize, Option<u64>)>,
-    step: AheadStep,
+    step: PendingRows,
     /// The `Slots::step` it is for.
     for_step: u64,
-}
-
-/// A slot's step alone (the one-token plan), or a pass of slots' steps together.
-enum AheadStep {
-    One(Pending),
-    Rows(PendingRows),
 }
 
 struct Slot {
@@ -174,7 +167,7 @@ impl Slots {
     /// Takes the step submitted ahead where it is for this step of exactly these slots, in this
     /// order; else drops it, giving each of its slots' samplers back its draw where that slot steps
     /// now, among `steps`.
-    fn take_ahead(&mut self, steps: &mut [SlotStep<'_>]) -> Option<AheadStep> {
+    fn take_ahead(&mut self, steps: &mut [SlotStep<'_>]) -> Option<PendingRows> {
         let ahead = self.ahead.take()?;
         let same_slots = (ahead.slots.len() == steps.len())
             && (ahead.slots.iter().zip(steps.iter()))
@@ -264,10 +257,8 @@ impl Slots {
         }
         let plain = steps.iter().all(|s| s.draft.tokens.is_empty());
         let on_gpu = engine.steps_ahead() && steps.iter().all(|s| s.sampler.chooses_on_gpu());
-        match steps {
-            [step] if plain && on_gpu => return Ok(vec![self.step_ahead(engine, step).await?]),
-            _ if plain && on_gpu => return self.step_together(engine, steps).await,
-            _ => {}
+        if plain && on_gpu {
+            return self.step_ahead(engine, steps).await;
         }
         self.take_ahead(steps);
         if plain {
@@ -315,66 +306,19 @@ impl Slots {
         Ok(picked)
     }
 
-    /// `step` of a slot stepping alone whose sampler's choice is the GPU's: the step submitted
-    /// ahead at the step before (its token the choice read back since, `step.token`), or else
-    /// submitted now; then, where the reply may go on and the slot has room, the step after it
-    /// submitted before this one is read back.
-    async fn step_ahead(
-        &mut self,
-        engine: &mut Engine,
-        step: &mut SlotStep<'_>,
-    ) -> Result<Picked, Error> {
-        let n_vocab = engine.n_vocab();
-        let slot = &self.slots[step.slot];
-        let at = (slot.base, slot.cached.len() as u32);
-        let current = match self.take_ahead(std::slice::from_mut(step)) {
-            Some(AheadStep::One(current)) => current,
-            Some(AheadStep::Rows(_)) => unreachable!("a pass of one slot"),
-            None => {
-                let want = step
-                    .sampler
-                    .want(&[], n_vocab, &mut engine.stats.totals.mask)?;
-                engine
-                    .submit_step_at(at, StepToken::Id(step.token), &want)
-                    .await?
-            }
-        };
-        self.slots[step.slot].cached.push(step.token);
-        if step.ahead && at.1 + 1 < self.rows {
-            let draws = step.sampler.draws();
-            let want = step
-                .sampler
-                .want(&[], n_vocab, &mut engine.stats.totals.mask)?;
-            let next = StepToken::ChosenIn(&current);
-            let next = engine.submit_step_at((at.0, at.1 + 1), next, &want).await?;
-            self.ahead = Some(Ahead {
-                slots: vec![(step.slot, Some(draws))],
-                step: AheadStep::One(next),
-                for_step: self.steps + 1,
-            });
-        }
-        let read = engine.finish_step(current).await?;
-        let mask_time = &mut engine.stats.totals.mask;
-        let (next, log_prob) = step.sampler.pick_from_step(read, &[], mask_time)?;
-        step.sampler.accept(next, mask_time)?;
-        Ok(Picked {
-            tokens: vec![(next, log_prob)],
-            stood: 0,
-        })
-    }
-
-    /// `step` of slots stepping together, each sampler's choice the GPU's: as `step_ahead`, where
-    /// they step in one pass (`Engine::steps_together`), the pass submitted ahead at the step
-    /// before (for these slots, in this order), or else submitted now; then, where every reply may
-    /// go on and every slot has room, the pass after it submitted before this one is read back,
-    /// each row's token copied from its own row's choice. Where they step one at a time,
+    /// `step` where each slot's sampler's choice is the GPU's (`Engine::submit_rows`): a slot
+    /// stepping alone, or slots stepping together in one pass (`Engine::steps_together`). The step
+    /// submitted ahead at the step before (for these slots, in this order; its tokens the choices
+    /// read back since, the steps' tokens), or else submitted now; then, where every reply may go
+    /// on and every slot has room, the step after it submitted before this one is read back, each
+    /// row's token copied on the GPU from its own row's choice. Slots that step one at a time take
     /// `step_plain` (a pass submitted ahead at the step before is still read first).
-    async fn step_together(
+    async fn step_ahead(
         &mut self,
         engine: &mut Engine,
         steps: &mut [SlotStep<'_>],
     ) -> Result<Vec<Picked>, Error> {
-        let together = engine.steps_together(steps.len());
+        let together = steps.len() == 1 || engine.steps_together(steps.len());
         let n_vocab = engine.n_vocab();
         let at: Vec<(u32, u32)> = (steps.iter())
             .map(|s| {
@@ -385,8 +329,7 @@ impl Slots {
             })
             .collect();
         let current = match self.take_ahead(steps) {
-            Some(AheadStep::Rows(current)) => current,
-            Some(AheadStep::One(_)) => unreachable!("a slot's step alone for several"),
+            Some(current) => current,
             None if together => {
                 let mask_time = &mut engine.stats.totals.mask;
                 let wants: Vec<Want> = (steps.iter_mut())
@@ -414,7 +357,7 @@ impl Slots {
             let next = engine.submit_rows(&after, next, &wants).await?;
             self.ahead = Some(Ahead {
                 slots,
-                step: AheadStep::Rows(next),
+                step: next,
                 for_step: self.steps + 1,
             });
         }

@@ -8,12 +8,12 @@
 //! written again later. Models with a recurrent state (a step past the end would change it for good)
 //! or rows read from the file by token id (Gemma 4's per-layer embeddings) step one at a time.
 //!
-//! A step of several sequences in one pass of the parallel plan goes ahead the same way
-//! (`submit_rows`): each row's token is copied from the same row's choice in the pass before.
+//! Steps of sequences whose caller keeps their places (a server's slots) go ahead the same way
+//! (`submit_rows`): one sequence's through the one-token plan, several in one pass of the parallel
+//! plan, each row's token copied from the same row's choice in the pass before.
 
 use super::sequences::{read_rows, read_step};
 use super::{Engine, Read, Run, Submitted};
-use crate::gpu::Segment;
 use crate::sampler::{SequenceStep, Want};
 use crate::Error;
 
@@ -32,12 +32,13 @@ pub enum StepToken<'a> {
     ChosenIn(&'a Pending),
 }
 
-/// A step of several sequences in one pass submitted and not yet read back
+/// A step of one sequence or several in one pass, submitted and not yet read back
 /// (`Engine::submit_rows`).
 pub struct PendingRows {
     run: Submitted,
     reads: Vec<Read>,
-    /// Each row's sequence's first row of the cache, and its position there.
+    /// Each row's sequence's first row of the cache, and its position there; one row is a pass of
+    /// the one-token plan, several of the parallel plan.
     at: Vec<(u32, u32)>,
     /// Submitted before the pass before it was read back: its time from submit to result is not a
     /// step's (`StepTimes`), the pass before it having overlapped it.
@@ -69,21 +70,8 @@ impl Engine {
         if self.pos >= self.n_ctx {
             return Err(Error::ContextFull(self.n_ctx));
         }
-        let step = self.submit_step_at((0, self.pos), token, want).await?;
-        self.pos += 1;
-        Ok(step)
-    }
-
-    /// `submit_step` for a sequence of several (parallel slots: `Slots`): at cache rows base + pos,
-    /// `at`, whose caller keeps its place. A step that is not read is simply dropped: its row is
-    /// written again later.
-    pub async fn submit_step_at(
-        &mut self,
-        at: (u32, u32),
-        token: StepToken<'_>,
-        want: &Want,
-    ) -> Result<Pending, Error> {
         assert!(self.steps_ahead(), "a model whose steps go one at a time");
+        let at = (0, self.pos);
         let (id, chosen) = match token {
             StepToken::Id(id) => (id, vec![]),
             StepToken::ChosenIn(before) => {
@@ -96,13 +84,16 @@ impl Engine {
         let segments = self.segments(at.0, at.1, &tokens)?;
         let run = (self.submit_segments(Run::Decode(read), &segments, &chosen)).await?;
         self.stats.totals.ahead += !chosen.is_empty() as u64;
+        self.pos += 1;
         Ok(Pending { run, read, at })
     }
 
-    /// Submits one pass of the parallel plan of a token for each sequence at `at` (its first row of
-    /// the cache, and its position there), reading back what `wants` asks after each, and returns
-    /// it unread (`finish_rows` reads it): `submit_step` for a step of several sequences. A step may
-    /// follow one still pending of the same sequences, whose choices are its tokens.
+    /// Submits a step of a token for each sequence at `at` (its first row of the cache, and its
+    /// position there, which the caller keeps), reading back what `wants` asks after each, and
+    /// returns it unread (`finish_rows` reads it): one sequence's through the one-token plan,
+    /// several in one pass of the parallel plan. A step may follow one still pending of the same
+    /// sequences, whose choices are its tokens. A step that is not read is simply dropped: its rows
+    /// are written again later.
     pub async fn submit_rows(
         &mut self,
         at: &[(u32, u32)],
@@ -112,7 +103,7 @@ impl Engine {
         assert!(self.steps_ahead(), "a model whose steps go one at a time");
         assert_eq!(at.len(), wants.len(), "a want for each row");
         let most = self.forward.parallel.as_ref().map_or(0, |p| p.plan.batch) as usize;
-        if at.len() > (self.sequences() as usize).min(most) {
+        if at.len() > 1 && at.len() > (self.sequences() as usize).min(most) {
             return Err(Error::Model(format!(
                 "{} sequences in one step; the engine was loaded for {}",
                 at.len(),
@@ -128,20 +119,32 @@ impl Engine {
                     before_at, at,
                     "the step before this one, of the same sequences"
                 );
-                let rows = before.reads.iter().enumerate();
-                let chosen = rows.map(|(i, &read)| self.row_choice_at(i, read)).collect();
+                let chosen = match &before.reads[..] {
+                    [read] => vec![self.choice_at(*read)],
+                    reads => (reads.iter().enumerate())
+                        .map(|(i, &read)| self.row_choice_at(i, read))
+                        .collect(),
+                };
                 (vec![0; at.len()], chosen)
             }
         };
+        let one = at.len() == 1;
         let reads: Vec<Read> = (wants.iter().enumerate())
-            .map(|(i, want)| self.read_for(want, &self.row_samples[i], i as u32))
+            .map(|(i, want)| match one {
+                true => self.read_for(want, &self.sample, 0),
+                false => self.read_for(want, &self.row_samples[i], i as u32),
+            })
             .collect();
         let runs: Vec<[u32; 1]> = ids.iter().map(|&id| [id]).collect();
-        let segments: Vec<Segment> = (at.iter().zip(&runs))
-            .map(|(&(base, pos), token)| Segment::new(base, pos, token))
-            .collect();
+        let mut segments = Vec::with_capacity(at.len());
+        for (&(base, pos), token) in at.iter().zip(&runs) {
+            segments.extend(self.segments(base, pos, token)?);
+        }
         let submitted = web_time::Instant::now();
-        let run = Run::Parallel { reads: &reads };
+        let run = match one {
+            true => Run::Decode(reads[0]),
+            false => Run::Parallel { reads: &reads },
+        };
         let run = self.submit_segments(run, &segments, &chosen).await?;
         self.stats.totals.ahead += !chosen.is_empty() as u64;
         Ok(PendingRows {
@@ -160,8 +163,11 @@ impl Engine {
         if !step.chained {
             (self.step_times).record(step.at.len(), step.submitted.elapsed());
         }
-        let n_vocab = self.forward.n_vocab;
-        Ok(read_rows(&bytes.expect("read back"), &step.reads, n_vocab))
+        let bytes = bytes.expect("read back");
+        Ok(match &step.reads[..] {
+            [read] => vec![read_step(&bytes, *read)],
+            reads => read_rows(&bytes, reads, self.forward.n_vocab),
+        })
     }
 
     /// Waits for a step `submit_step` submitted and reads back what its want asked.
