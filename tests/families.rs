@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::{read_header, FileSource};
-use wick::gpu::{Gpu, MatvecKernel, MatvecShape, Split, Tuning};
+use wick::gpu::{Gpu, MatvecKernel, MatvecShape, Rounding, Split, Tuning};
 use wick::tokenizer::Tokenizer;
 
 /// llama.cpp's 8-bit activations put its logits up to 0.4 from exact math on Qwen2.5-Coder's
@@ -150,7 +150,7 @@ fn check_family_on_8bit_x(golden_name: &str, llama_cpp: Tolerance) {
     let Some(gpu) = gpu_with_norms_fused() else {
         return;
     };
-    gpu.set_uses_int8_x(true);
+    gpu.set_rounds(Rounding::Int8X, true);
     let form = Form {
         name: "on 8-bit x",
         takes: MatvecShape::takes_q8,
@@ -166,7 +166,7 @@ fn check_family_on_8bit_x(golden_name: &str, llama_cpp: Tolerance) {
 /// rounding) and llama.cpp's as above.
 fn check_family_in_f16_tiles(golden_name: &str, llama_cpp: Tolerance) {
     let Some(gpu) = gpu() else { return };
-    gpu.set_uses_f16_tiles(true);
+    gpu.set_rounds(Rounding::F16Tiles, true);
     let form = Form {
         name: "in f16 tiles",
         takes: MatvecShape::is_tiled,

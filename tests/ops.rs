@@ -11,7 +11,8 @@ use common::{
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
-    has_int8_form, read_back_f32, scratch_buffer, GpuTensor, Kernel, MatvecShape, Stacked, XNorm,
+    has_int8_form, read_back_f32, scratch_buffer, GpuTensor, Kernel, MatvecShape, Rounding,
+    Stacked, XNorm,
 };
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec::Input;
@@ -306,7 +307,7 @@ fn rms_norm_and_swiglu_against_cpu() {
 fn swiglu_block_against_cpu() {
     let Some(gpu) = gpu() else { return };
     // 8-bit x among the candidates below, as on GPUs.
-    gpu.set_uses_int8_x(true);
+    gpu.set_rounds(Rounding::Int8X, true);
     let mut rng = Rng(64);
     let n_ff = 64u32;
     let interleave = |f: &RandomFile, max_part| {
@@ -510,7 +511,7 @@ fn check_swiglu_block(
 fn matvec_every_tuning_candidate_against_cpu() {
     let Some(gpu) = gpu() else { return };
     // 8-bit x among the candidates, as on GPUs.
-    gpu.set_uses_int8_x(true);
+    gpu.set_rounds(Rounding::Int8X, true);
     // The check that lets tuning offer subgroup sums passes where the sums below are right.
     if gpu.subgroup_size.is_some() {
         assert!(matvec::subgroup_sums_work(&gpu).block_on().unwrap());

@@ -9,7 +9,7 @@ use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
     read_back_f32, Gpu, GpuTensor, Kernel, MatrixCores, MatvecKernel, MatvecShape, PipelineKey,
-    Store, Tuning, XNorm, STEP_TOKENS_MAX,
+    Rounding, Store, Tuning, XNorm, STEP_TOKENS_MAX,
 };
 use wick::ops::matvec;
 
@@ -34,7 +34,7 @@ fn matmul_every_type_against_cpu() {
         ),
     }
     // Tiles held in f16, which GPUs are offered, among the candidates here too.
-    gpu.set_uses_f16_tiles(true);
+    gpu.set_rounds(Rounding::F16Tiles, true);
     let mut rng = Rng(2024);
     for (batch, n_tokens, rows, part_rows) in [
         (40u32, 21usize, 37u32, 10u64),
@@ -269,9 +269,9 @@ impl ProductData {
     }
 }
 
-/// Where plans may not use the matrix cores (`Gpu::set_uses_matrix_cores(false)`: perplexity's
-/// default), a winner on them is passed over and the product stays f32: within the f32 tiles'
-/// tolerance, which the f16 inputs of the matrix cores' tile are far outside of.
+/// Where plans may not use the matrix cores (`Gpu::set_rounds(Rounding::MatrixCores, false)`:
+/// perplexity's default), a winner on them is passed over and the product stays f32: within the f32
+/// tiles' tolerance, which the f16 inputs of the matrix cores' tile are far outside of.
 #[test]
 fn matrix_cores_switched_off_keep_products_f32() {
     let Some(gpu) = gpu() else { return };
@@ -282,16 +282,17 @@ fn matrix_cores_switched_off_keep_products_f32() {
         );
         return;
     };
-    let switch = |on| gpu.set_uses_matrix_cores(on);
+    let switch = |on| gpu.set_rounds(Rounding::MatrixCores, on);
     switched_off_keeps_products_f32(&gpu, |data| data.on_matrix_cores(&gpu, cores), switch);
 }
 
-/// As the matrix cores, tiles held in f16 (`Gpu::set_uses_f16_tiles(false)`: perplexity's).
+/// As the matrix cores, tiles held in f16 (`Gpu::set_rounds(Rounding::F16Tiles, false)`:
+/// perplexity's).
 #[test]
 fn f16_tiles_switched_off_keep_products_f32() {
     let Some(gpu) = gpu() else { return };
     let in_f16 = |data: &ProductData| data.tuned_to(&gpu, MatvecKernel::f16_tile(64));
-    switched_off_keeps_products_f32(&gpu, in_f16, |on| gpu.set_uses_f16_tiles(on));
+    switched_off_keeps_products_f32(&gpu, in_f16, |on| gpu.set_rounds(Rounding::F16Tiles, on));
 }
 
 /// A product tuned by `tune` to a kernel that rounds to f16, checked within f32's tolerance with

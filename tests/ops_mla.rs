@@ -7,7 +7,7 @@ mod common;
 use common::{f32_buffer, gpu, nmse, packed, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, Kernel, MatvecShape, Tuning};
+use wick::gpu::{read_back_f32, scratch_buffer, Kernel, MatvecShape, Rounding, Tuning};
 use wick::ops::mla::{self, Mla};
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
@@ -27,7 +27,7 @@ fn grouped_matvec_reads_each_groups_x() {
     assert!(w.parts.len() > 1);
     let shape = MatvecShape::chunk(Kernel::MatmulGrouped, ty, (cols, rows), heads, 70);
     // Tiles held in f16 among them, as on GPUs.
-    gpu.set_uses_f16_tiles(true);
+    gpu.set_rounds(Rounding::F16Tiles, true);
     let tiles = (shape.candidates(gpu.offers()).into_iter())
         .filter(|tile| shape.fits(tile, &gpu.limits))
         .map(|tile| (70, Some(tile)));

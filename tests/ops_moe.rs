@@ -12,7 +12,7 @@ use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
     has_int8_form, read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecKernel,
-    MatvecShape, Split, Tuning,
+    MatvecShape, Rounding, Split, Tuning,
 };
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec_id::{self, Experts, Output};
@@ -222,8 +222,8 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
     let mut rng = Rng(17);
     // 8-bit x among the candidates of a token's products below (Q4_K, Q8_0), and tiles held in f16
     // among a chunk's, as on GPUs.
-    gpu.set_uses_int8_x(true);
-    gpu.set_uses_f16_tiles(true);
+    gpu.set_rounds(Rounding::Int8X, true);
+    gpu.set_rounds(Rounding::F16Tiles, true);
     for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
         for (n_tokens, biased) in [(21, false), (21, true), (1, false), (1, true)] {
             check_experts_block(&gpu, ty, (n_tokens, true), biased, None, &mut rng);

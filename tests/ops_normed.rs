@@ -9,7 +9,7 @@ use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
     has_int8_form, read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecKernel,
-    MatvecShape, XNorm,
+    MatvecShape, Rounding, XNorm,
 };
 use wick::ops::matvec::{self, Input};
 use wick::ops::rms_norm::{self, RmsNorm};
@@ -157,7 +157,7 @@ impl NormedProduct {
 #[test]
 fn pairs_on_8bit_x_with_the_norm_on_the_way_in_against_cpu() {
     let Some(gpu) = gpu() else { return };
-    gpu.set_uses_int8_x(true);
+    gpu.set_rounds(Rounding::Int8X, true);
     let fused = gpu.fuses_norms();
     if !gpu.set_fuses_norms(true) {
         panic!("this adapter cannot norm x on the way in");

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use wick::engine::{Engine, LoadOptions};
 use wick::gguf::write::TensorSpec;
 use wick::gguf::{read_header, FileSource, GgmlType, MemorySource, Value};
-use wick::gpu::{Gpu, Split, Tunable, Tuning};
+use wick::gpu::{Gpu, Rounding, Split, Tunable, Tuning};
 
 const FAMILIES: [&str; 3] = ["qwen3moe", "qwen35moe", "gpt-oss"];
 
@@ -111,7 +111,7 @@ fn random_moe_matches_references() {
 #[test]
 fn random_gpt_oss_on_8bit_x_matches_llama_cpp() {
     let Some(gpu) = gpu() else { return };
-    gpu.set_uses_int8_x(true);
+    gpu.set_rounds(Rounding::Int8X, true);
     let golden = golden("gpt-oss");
     let records = golden["records"].as_array().unwrap().iter();
     for record in records.filter(|r| r["file"].as_str().unwrap().ends_with("mxfp4.gguf")) {

@@ -8,6 +8,7 @@ use pollster::FutureExt as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use wick::engine::{Engine, LoadOptions, Profiled, StepToken, Totals};
 use wick::gguf::Header;
+use wick::gpu::Rounding;
 use wick::sampler::{Pick, Want};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -164,13 +165,13 @@ pub fn main(args: BenchArgs) -> Result<()> {
             if cores == Switch::On && !gpu.has_matrix_cores() {
                 anyhow::bail!("{} has no matrix cores that Wick's kernels can use (cooperative matrices multiplying f16 into f32 sums, 16 x 16 or 8 x 8)", gpu.describe());
             }
-            gpu.set_uses_matrix_cores(cores == Switch::On);
+            gpu.set_rounds(Rounding::MatrixCores, cores == Switch::On);
         }
         if let Some(int8) = args.int8_x {
-            gpu.set_uses_int8_x(int8 == Switch::On);
+            gpu.set_rounds(Rounding::Int8X, int8 == Switch::On);
         }
         if let Some(f16) = args.f16_tiles {
-            gpu.set_uses_f16_tiles(f16 == Switch::On);
+            gpu.set_rounds(Rounding::F16Tiles, f16 == Switch::On);
         }
         Ok(())
     })?;

@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use pollster::FutureExt as _;
 use std::io::Write;
+use wick::gpu::Rounding;
 
 #[derive(Args)]
 pub struct PerplexityArgs {
@@ -32,11 +33,11 @@ pub fn main(args: PerplexityArgs) -> Result<()> {
         ..Default::default()
     };
     let gpu = load::gpu_with(|gpu| {
-        gpu.set_uses_matrix_cores(args.matrix_cores);
+        gpu.set_rounds(Rounding::MatrixCores, args.matrix_cores);
         // Nor are the tiles held in f16; a run of a few tokens (a small `-b`, or a chunk's last)
         // keeps its x f32 too.
-        gpu.set_uses_f16_tiles(false);
-        gpu.set_uses_int8_x(false);
+        gpu.set_rounds(Rounding::F16Tiles, false);
+        gpu.set_rounds(Rounding::Int8X, false);
         Ok(())
     })?;
 

@@ -8,6 +8,7 @@ mod pipelines;
 mod plan;
 mod recurrence;
 mod regroup;
+mod rounding;
 mod tiles;
 mod tuning;
 
@@ -25,6 +26,7 @@ pub use plan::{
 };
 pub use recurrence::{Recurrence, RecurrenceShape};
 pub use regroup::Regroup;
+pub use rounding::Rounding;
 pub use tiles::{attention_tile_bytes, matmul_tile, MatmulTile};
 pub use tuning::{Choice, Tunable, Tuning, CANDIDATES};
 
@@ -141,12 +143,8 @@ pub struct Gpu {
     tuning: std::sync::RwLock<Arc<Tuning>>,
     /// Whether plans made from now on norm a product's x in its own kernel (`fuses_norms`).
     fuse_norms: std::sync::atomic::AtomicBool,
-    /// Whether the tuner may give a prompt's products to the matrix cores (`uses_matrix_cores`).
-    use_matrix_cores: std::sync::atomic::AtomicBool,
-    /// Whether the tuner may give a decode step's products x rounded to 8 bits (`set_uses_int8_x`).
-    use_int8_x: std::sync::atomic::AtomicBool,
-    /// Whether the tuner may hold a prompt's tiles in f16 (`set_uses_f16_tiles`).
-    use_f16_tiles: std::sync::atomic::AtomicBool,
+    /// What plans may round, by `Rounding::index` (`set_rounds`).
+    rounds: [std::sync::atomic::AtomicBool; 3],
     /// The matrix cores failed their check (`forget_matrix_cores`).
     matrix_cores_failed: std::sync::atomic::AtomicBool,
 }
@@ -230,15 +228,13 @@ impl Gpu {
             lost,
             tuning: Default::default(),
             fuse_norms: Default::default(),
-            use_matrix_cores: Default::default(),
-            use_int8_x: Default::default(),
-            use_f16_tiles: Default::default(),
+            rounds: Default::default(),
             matrix_cores_failed: Default::default(),
         };
         gpu.set_fuses_norms(!gpu.runs_on_cpu());
-        gpu.set_uses_matrix_cores(true);
-        gpu.set_uses_int8_x(gpu.offers_int8_x_by_default());
-        gpu.set_uses_f16_tiles(gpu.offers_f16_tiles_by_default());
+        for rounding in Rounding::ALL {
+            gpu.set_rounds(rounding, gpu.rounds_by_default(rounding));
+        }
         // Natively the Gpu is shared between threads; in the browser, where wgpu's handles are
         // neither Send nor Sync, one thread holds every Arc of it.
         #[allow(clippy::arc_with_non_send_sync)]
@@ -254,9 +250,8 @@ impl Gpu {
     }
 
     /// `tuning` as plans may use it: without its winners on the matrix cores, on 8-bit x or in f16
-    /// tiles while plans may not use them (`set_uses_matrix_cores`, `set_uses_int8_x`,
-    /// `set_uses_f16_tiles`), those shapes then taking their default kernels. The winners stay in
-    /// the GPU's tuning, and so in what is kept of it.
+    /// tiles while plans may not round so (`set_rounds`), those shapes then taking their default
+    /// kernels. The winners stay in the GPU's tuning, and so in what is kept of it.
     pub fn usable(&self, tuning: Arc<Tuning>) -> Arc<Tuning> {
         let offers = self.offers();
         let unusable = |k: &MatvecKernel| {
@@ -311,10 +306,8 @@ impl Gpu {
     /// a prompt's products a tile on them (shaders/matmul_coop.wgsl), whose x and weights are rounded
     /// to f16 (sums stay f32).
     pub fn matrix_cores(&self) -> Option<MatrixCores> {
-        let on = self
-            .use_matrix_cores
-            .load(std::sync::atomic::Ordering::Relaxed);
-        self.matrix_cores.filter(|_| on && self.has_matrix_cores())
+        self.matrix_cores
+            .filter(|_| self.rounds(Rounding::MatrixCores))
     }
 
     /// Whether the adapter has matrix cores that Wick's kernels can use, used or not.
@@ -331,47 +324,29 @@ impl Gpu {
         (self.matrix_cores_failed).store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Lets plans made from now on use the matrix cores, or keeps them to f32 products (where
-    /// fidelity is asked: perplexity); tuned winners on them are then passed over (`usable`), and
-    /// the tuner does not offer them. On by default where the adapter has them. Set it before the
-    /// kept tuning is given (`set_tuning`): winners are kept by what plans may round (`tuning_key`).
-    pub fn set_uses_matrix_cores(&self, on: bool) {
-        (self.use_matrix_cores).store(on, std::sync::atomic::Ordering::Relaxed);
+    /// Lets plans made from now on round as `rounding` says, or keeps them from it; tuned winners
+    /// that round so are then passed over (`usable`), and the tuner does not offer it. Set it
+    /// before the kept tuning is given (`set_tuning`): winners are kept by what plans may round
+    /// (`tuning_key`).
+    pub fn set_rounds(&self, rounding: Rounding, on: bool) {
+        (self.rounds[rounding.index()]).store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Lets plans made from now on multiply a decode step's products of the types with that form
-    /// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) on x rounded to 8 bits (`Split::PartsQ8`, integer dot
-    /// products) where the tuner finds that faster, or keeps them on f32 x (where fidelity is asked:
-    /// perplexity); tuned winners on 8-bit x are then passed over (`usable`), and the tuner does
-    /// not offer it (set it before the kept tuning is given, as `set_uses_matrix_cores`). On by
-    /// default on GPUs (`offers_int8_x_by_default`); off where the adapter runs workgroups on the
-    /// CPU, where integer dot products of four bytes lost every shape timed, and timing them made
-    /// tuning half as long again (BENCHMARKS.md).
-    pub fn set_uses_int8_x(&self, on: bool) {
-        (self.use_int8_x).store(on, std::sync::atomic::Ordering::Relaxed);
+    /// Whether plans made from now on may round as `rounding` says (on the matrix cores: where the
+    /// adapter has them, and their check passed).
+    pub fn rounds(&self, rounding: Rounding) -> bool {
+        let on = self.rounds[rounding.index()].load(std::sync::atomic::Ordering::Relaxed);
+        on && (rounding != Rounding::MatrixCores || self.has_matrix_cores())
     }
 
-    /// Whether plans may use 8-bit x unless told (`set_uses_int8_x`): on GPUs, not where the adapter
-    /// runs workgroups on the CPU.
-    pub fn offers_int8_x_by_default(&self) -> bool {
-        !self.runs_on_cpu()
-    }
-
-    /// Lets plans made from now on hold a prompt's products' tiles in f16 where the tuner finds that
-    /// faster (`MatvecKernel::f16_tile`: each weight and x rounded to f16 on the way into the tile,
-    /// the sums f32, as on the matrix cores), or keeps them f32 (where fidelity is asked:
-    /// perplexity); tuned winners in f16 are then passed over (`usable`), and the tuner does not
-    /// offer them (set it before the kept tuning is given, as `set_uses_matrix_cores`). On by
-    /// default on GPUs (`offers_f16_tiles_by_default`); off where the adapter runs workgroups on
-    /// the CPU, whose prompts take the tile in registers.
-    pub fn set_uses_f16_tiles(&self, on: bool) {
-        (self.use_f16_tiles).store(on, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Whether plans may hold tiles in f16 unless told (`set_uses_f16_tiles`): on GPUs, not where
-    /// the adapter runs workgroups on the CPU.
-    pub fn offers_f16_tiles_by_default(&self) -> bool {
-        !self.runs_on_cpu()
+    /// Whether plans may round as `rounding` says unless told: on the matrix cores where the adapter
+    /// has them; on 8-bit x and in f16 tiles on GPUs, not where the adapter runs workgroups on the
+    /// CPU.
+    pub fn rounds_by_default(&self, rounding: Rounding) -> bool {
+        match rounding {
+            Rounding::MatrixCores => self.has_matrix_cores(),
+            Rounding::Int8X | Rounding::F16Tiles => !self.runs_on_cpu(),
+        }
     }
 
     /// What the tuner may offer this device's plans (`MatvecShape::candidates`).
@@ -379,10 +354,8 @@ impl Gpu {
         Offers {
             subgroup_size: self.subgroup_size,
             matrix_cores: self.matrix_cores(),
-            int8_x: self.use_int8_x.load(std::sync::atomic::Ordering::Relaxed),
-            f16_tiles: self
-                .use_f16_tiles
-                .load(std::sync::atomic::Ordering::Relaxed),
+            int8_x: self.rounds(Rounding::Int8X),
+            f16_tiles: self.rounds(Rounding::F16Tiles),
         }
     }
 
@@ -426,23 +399,10 @@ impl Gpu {
     /// kept to f32 (perplexity, `wick bench --matrix-cores off`) have winners of their own, timed
     /// once as any others.
     pub fn tuning_key(&self) -> String {
-        let offers = self.offers();
-        let roundings = [
-            (
-                "matrix cores",
-                offers.matrix_cores.is_some(),
-                self.has_matrix_cores(),
-            ),
-            ("8-bit x", offers.int8_x, self.offers_int8_x_by_default()),
-            (
-                "f16 tiles",
-                offers.f16_tiles,
-                self.offers_f16_tiles_by_default(),
-            ),
-        ];
-        let changed: Vec<String> = (roundings.iter())
-            .filter(|(_, now, by_default)| now != by_default)
-            .map(|(name, now, _)| format!("{}{name}", if *now { '+' } else { '-' }))
+        let changed: Vec<String> = (Rounding::ALL.into_iter())
+            .map(|r| (r, self.rounds(r)))
+            .filter(|&(r, now)| now != self.rounds_by_default(r))
+            .map(|(r, now)| format!("{}{}", if now { '+' } else { '-' }, r.name()))
             .collect();
         match changed.is_empty() {
             true => self.adapter_key(),
