@@ -440,7 +440,7 @@ impl Slots {
                 Segment::new(slot.base, slot.cached.len() as u32, token)
             })
             .collect();
-        let read = engine.step_sequences_as(&segments, wants, together).await?;
+        let read = engine.step_sequences(&segments, wants, together).await?;
         for &(s, token) in tokens {
             self.slots[s].cached.push(token);
         }

@@ -55,22 +55,9 @@ impl Engine {
         Ok(())
     }
 
-    /// One decode step of several sequences, each segment one token at its own place: returns for
-    /// each the index of its largest logit and what `wants` asks of it. One pass of the parallel
-    /// plan, or a pass of the one-token plan for each, whichever has been measured the faster for
-    /// this many.
-    pub async fn step_sequences(
-        &mut self,
-        steps: &[Segment<'_>],
-        wants: &[Want],
-    ) -> Result<Vec<SequenceStep>, Error> {
-        let together = self.steps_together(steps.len());
-        self.step_sequences_as(steps, wants, together).await
-    }
-
     /// Whether a decode step of `n` sequences runs as one pass of the parallel plan rather than a
-    /// pass for each (`step_sequences`), as measured so far or as set (`set_steps_together`):
-    /// asked once a step.
+    /// pass of the one-token plan for each (`step_sequences`), whichever has been measured the
+    /// faster for this many, or as set (`set_steps_together`): asked once a step.
     pub fn steps_together(&mut self, n: usize) -> bool {
         let fixed = self.step_times.fixed;
         n > 1 && fixed.unwrap_or_else(|| !self.step_times.one_at_a_time(n))
@@ -82,9 +69,11 @@ impl Engine {
         self.step_times.fixed = together;
     }
 
-    /// `step_sequences` as one pass (`together`, as `steps_together` decided) or one a sequence,
-    /// timed for the next decision.
-    pub async fn step_sequences_as(
+    /// One decode step of several sequences, each segment one token at its own place: returns for
+    /// each the index of its largest logit and what `wants` asks of it. One pass of the parallel
+    /// plan where `together` (as `steps_together` decides), else a pass of the one-token plan for
+    /// each; timed for the next decision.
+    pub async fn step_sequences(
         &mut self,
         steps: &[Segment<'_>],
         wants: &[Want],

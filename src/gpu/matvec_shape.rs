@@ -674,8 +674,11 @@ mod tests {
         let q6_k = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096);
         assert_eq!(on_q8(&q6_k, offers(true)), 9);
         let mxfp4 = MatvecShape::of(Kernel::Matvec, GgmlType::MXFP4, 4096, 4096);
-        assert_eq!(on_q8(&four, offers(true)), 18); // four a layer of workgroups, and eight
-                                                    // The experts' gate and up read the token's one x, down the slots' x side by side.
+        assert_eq!(on_q8(&mxfp4, offers(true)), 9);
+        let f16 = MatvecShape::of(Kernel::Matvec, GgmlType::F16, 4096, 4096);
+        // Four a layer of workgroups, and eight.
+        assert_eq!(on_q8(&four, offers(true)), 18);
+        // The experts' gate and up read the token's one x, down the slots' x side by side.
         let glu = Kernel::MatvecIdGlu(Activation::Silu);
         let gate_up = MatvecShape::of(glu, GgmlType::Q4_K, 2048, 8 * 768);
         assert_eq!(on_q8(&gate_up, offers(true)), 9);
@@ -685,7 +688,7 @@ mod tests {
         };
         assert_eq!(on_q8(&down, offers(true)), 6); // rows of 3 blocks: 16 and 32 threads a row
         assert_eq!((down.x_rows(), gate_up.x_rows()), (8, 1));
-        for shape in [grouped, tile, mxfp4] {
+        for shape in [grouped, tile, f16] {
             assert_eq!(on_q8(&shape, offers(true)), 0, "{}", shape.key());
         }
         assert_ne!(
