@@ -21,7 +21,7 @@ mod sample;
 mod sequences;
 mod tune;
 use crate::sampler::Ranked;
-pub use ahead::{Pending, PendingRows, RowTokens, StepToken};
+pub use ahead::{Pending, StepTokens};
 pub use options::{default_batch, default_kv_cache, LoadOptions};
 pub use profile::{Profile, Profiled};
 use runs::{Run, Submitted};

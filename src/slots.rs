@@ -9,7 +9,7 @@
 mod draft_model;
 pub use draft_model::{DraftFor, DraftSlots};
 
-use crate::engine::{Engine, PendingRows, RowTokens};
+use crate::engine::{Engine, Pending, StepTokens};
 use crate::gpu::Segment;
 use crate::sampler::{Sampler, SequenceStep, Want};
 use crate::speculate::{Draft, DraftLimits, Picked};
@@ -37,7 +37,7 @@ struct Ahead {
     /// stood before its want (a step dropped gives back their draws); None where the slot's request
     /// is gone since (`forget_ahead`), its sampler with it, which leaves the step for no one.
     slots: Vec<(usize, Option<u64>)>,
-    step: PendingRows,
+    step: Pending,
     /// The `Slots::step` it is for.
     for_step: u64,
 }
@@ -167,7 +167,7 @@ impl Slots {
     /// Takes the step submitted ahead where it is for this step of exactly these slots, in this
     /// order; else drops it, giving each of its slots' samplers back its draw where that slot steps
     /// now, among `steps`.
-    fn take_ahead(&mut self, steps: &mut [SlotStep<'_>]) -> Option<PendingRows> {
+    fn take_ahead(&mut self, steps: &mut [SlotStep<'_>]) -> Option<Pending> {
         let ahead = self.ahead.take()?;
         let same_slots = (ahead.slots.len() == steps.len())
             && (ahead.slots.iter().zip(steps.iter()))
@@ -336,7 +336,7 @@ impl Slots {
                     .map(|s| s.sampler.want(&[], n_vocab, mask_time))
                     .collect::<Result<_, _>>()?;
                 let tokens: Vec<u32> = steps.iter().map(|s| s.token).collect();
-                (engine.submit_rows(&at, RowTokens::Ids(&tokens), &wants)).await?
+                (engine.submit_rows(&at, StepTokens::Ids(&tokens), &wants)).await?
             }
             None => return self.step_plain(engine, steps, false).await,
         };
@@ -353,7 +353,7 @@ impl Slots {
                 wants.push(step.sampler.want(&[], n_vocab, mask_time)?);
             }
             let after: Vec<(u32, u32)> = at.iter().map(|&(base, pos)| (base, pos + 1)).collect();
-            let next = RowTokens::ChosenIn(&current);
+            let next = StepTokens::ChosenIn(&current);
             let next = engine.submit_rows(&after, next, &wants).await?;
             self.ahead = Some(Ahead {
                 slots,

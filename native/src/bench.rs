@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use pollster::FutureExt as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-use wick::engine::{Engine, LoadOptions, Profiled, StepToken, Totals};
+use wick::engine::{Engine, LoadOptions, Profiled, StepTokens, Totals};
 use wick::gguf::Header;
 use wick::gpu::Rounding;
 use wick::sampler::{Pick, Want};
@@ -317,10 +317,10 @@ fn decode_ahead(engine: &mut Engine, first: u32, n: u32) -> Result<()> {
         anyhow::bail!("--read ahead: this model's steps go one at a time (a recurrent state, or rows read by token)");
     }
     let mut pending = engine
-        .submit_step(StepToken::Id(first), &Want::Choice)
+        .submit_step(StepTokens::Ids(&[first]), &Want::Choice)
         .block_on()?;
     for _ in 1..n {
-        let next = engine.submit_step(StepToken::ChosenIn(&pending), &Want::Choice);
+        let next = engine.submit_step(StepTokens::ChosenIn(&pending), &Want::Choice);
         let next = next.block_on()?;
         engine.finish_step(pending).block_on()?;
         pending = next;

@@ -17,24 +17,9 @@ use super::{Engine, Read, Run, Submitted};
 use crate::sampler::{SequenceStep, Want};
 use crate::Error;
 
-/// A decode step submitted and not yet read back (`Engine::submit_step`).
+/// A decode step of one sequence or several in one pass, submitted and not yet read back
+/// (`Engine::submit_step`, `submit_rows`).
 pub struct Pending {
-    run: Submitted,
-    read: Read,
-    /// Its sequence's first row of the cache, and its position there.
-    at: (u32, u32),
-}
-
-/// The token a step submitted by `Engine::submit_step` runs.
-pub enum StepToken<'a> {
-    Id(u32),
-    /// The token the GPU chose in this step, submitted before it and not yet read back.
-    ChosenIn(&'a Pending),
-}
-
-/// A step of one sequence or several in one pass, submitted and not yet read back
-/// (`Engine::submit_rows`).
-pub struct PendingRows {
     run: Submitted,
     reads: Vec<Read>,
     /// Each row's sequence's first row of the cache, and its position there; one row is a pass of
@@ -46,11 +31,11 @@ pub struct PendingRows {
     submitted: web_time::Instant,
 }
 
-/// The tokens a step submitted by `Engine::submit_rows` runs, one a row.
-pub enum RowTokens<'a> {
+/// The tokens a step runs, one a row.
+pub enum StepTokens<'a> {
     Ids(&'a [u32]),
     /// The tokens the GPU chose in this step of the same sequences, each row its own row's.
-    ChosenIn(&'a PendingRows),
+    ChosenIn(&'a Pending),
 }
 
 impl Engine {
@@ -59,33 +44,24 @@ impl Engine {
         self.forward.recurrent.is_empty() && self.forward.token_rows.is_none()
     }
 
-    /// Submits a decode step of `token` at the next position, reading back what `want` asks after
-    /// it, and returns it unread (`finish_step` reads it). A step may follow one still pending,
-    /// whose choice is its token; no more than that: two steps at most are pending at once.
+    /// Submits a decode step of `tokens` (one) at the next position of the engine's one sequence,
+    /// reading back what `want` asks after it, and returns it unread (`finish_step` reads it). A
+    /// step may follow one still pending, whose choice is its token; no more than that: two steps
+    /// at most are pending at once.
     pub async fn submit_step(
         &mut self,
-        token: StepToken<'_>,
+        tokens: StepTokens<'_>,
         want: &Want,
     ) -> Result<Pending, Error> {
         if self.pos >= self.n_ctx {
             return Err(Error::ContextFull(self.n_ctx));
         }
-        assert!(self.steps_ahead(), "a model whose steps go one at a time");
-        let at = (0, self.pos);
-        let (id, chosen) = match token {
-            StepToken::Id(id) => (id, vec![]),
-            StepToken::ChosenIn(before) => {
-                assert_eq!(before.at, (at.0, at.1 - 1), "the step before this one");
-                (0, vec![self.choice_at(before.read)])
-            }
-        };
-        let read = self.read_for(want, &self.sample, 0);
-        let tokens = [id];
-        let segments = self.segments(at.0, at.1, &tokens)?;
-        let run = (self.submit_segments(Run::Decode(read), &segments, &chosen)).await?;
-        self.stats.totals.ahead += !chosen.is_empty() as u64;
+        let at = [(0, self.pos)];
+        let step = self
+            .submit_rows(&at, tokens, std::slice::from_ref(want))
+            .await?;
         self.pos += 1;
-        Ok(Pending { run, read, at })
+        Ok(step)
     }
 
     /// Submits a step of a token for each sequence at `at` (its first row of the cache, and its
@@ -97,9 +73,9 @@ impl Engine {
     pub async fn submit_rows(
         &mut self,
         at: &[(u32, u32)],
-        tokens: RowTokens<'_>,
+        tokens: StepTokens<'_>,
         wants: &[Want],
-    ) -> Result<PendingRows, Error> {
+    ) -> Result<Pending, Error> {
         assert!(self.steps_ahead(), "a model whose steps go one at a time");
         assert_eq!(at.len(), wants.len(), "a want for each row");
         let most = self.forward.parallel.as_ref().map_or(0, |p| p.plan.batch) as usize;
@@ -111,8 +87,8 @@ impl Engine {
             )));
         }
         let (ids, chosen) = match tokens {
-            RowTokens::Ids(ids) => (ids.to_vec(), vec![]),
-            RowTokens::ChosenIn(before) => {
+            StepTokens::Ids(ids) => (ids.to_vec(), vec![]),
+            StepTokens::ChosenIn(before) => {
                 let follows = |(b, p): &(u32, u32)| (*b, p + 1);
                 let before_at: Vec<(u32, u32)> = before.at.iter().map(follows).collect();
                 assert_eq!(
@@ -147,7 +123,8 @@ impl Engine {
         };
         let run = self.submit_segments(run, &segments, &chosen).await?;
         self.stats.totals.ahead += !chosen.is_empty() as u64;
-        Ok(PendingRows {
+        assert_eq!(ids.len(), at.len(), "a token for each row");
+        Ok(Pending {
             run,
             reads,
             at: at.to_vec(),
@@ -158,7 +135,7 @@ impl Engine {
 
     /// Waits for a step `submit_rows` submitted and reads back what its wants asked of each row;
     /// a step that did not follow a pending one is timed as `step_sequences` times its passes.
-    pub async fn finish_rows(&mut self, step: PendingRows) -> Result<Vec<SequenceStep>, Error> {
+    pub async fn finish_rows(&mut self, step: Pending) -> Result<Vec<SequenceStep>, Error> {
         let bytes = self.read_submitted(step.run).await?;
         if !step.chained {
             (self.step_times).record(step.at.len(), step.submitted.elapsed());
@@ -172,19 +149,18 @@ impl Engine {
 
     /// Waits for a step `submit_step` submitted and reads back what its want asked.
     pub async fn finish_step(&mut self, step: Pending) -> Result<SequenceStep, Error> {
-        let bytes = self.read_submitted(step.run).await?;
-        Ok(read_step(&bytes.expect("read back"), step.read))
+        let mut read = self.finish_rows(step).await?;
+        Ok(read.pop().expect("one sequence's step"))
     }
 
     /// Takes back the last step submitted, unread (one past the end of a reply): its position is
     /// the next again.
     pub fn drop_step(&mut self, step: Pending) {
-        assert_eq!(
-            (step.at.0, step.at.1 + 1),
-            (0, self.pos),
-            "the last step submitted"
-        );
-        self.pos = step.at.1;
+        let [(base, pos)] = step.at[..] else {
+            panic!("a step of several sequences, whose caller keeps their places")
+        };
+        assert_eq!((base, pos + 1), (0, self.pos), "the last step submitted");
+        self.pos = pos;
     }
 
     /// Where a step's choice is on the GPU: the word `read` reads back.

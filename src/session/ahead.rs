@@ -3,7 +3,7 @@
 //! back, so that the GPU goes from step to step without waiting for the CPU.
 
 use super::Session;
-use crate::engine::StepToken;
+use crate::engine::StepTokens;
 use crate::sampler::{Sampler, TokenLogProb};
 use crate::Error;
 
@@ -28,14 +28,16 @@ impl Session {
             Some((step, _)) => step,
             None => {
                 let want = sampler.want(&[], n_vocab, &mut self.engine.stats.totals.mask)?;
-                self.engine.submit_step(StepToken::Id(id), &want).await?
+                self.engine
+                    .submit_step(StepTokens::Ids(&[id]), &want)
+                    .await?
             }
         };
         self.cached.push(id);
         if ahead && self.engine.pos() < self.engine.n_ctx() {
             let draws = sampler.draws();
             let want = sampler.want(&[], n_vocab, &mut self.engine.stats.totals.mask)?;
-            let next = StepToken::ChosenIn(&current);
+            let next = StepTokens::ChosenIn(&current);
             self.ahead = Some((self.engine.submit_step(next, &want).await?, draws));
         }
         let step = self.engine.finish_step(current).await?;

@@ -3,7 +3,7 @@
 //! step ahead of what the CPU reads back (`DraftModel::draft`).
 
 use super::{Draft, DraftLimits};
-use crate::engine::{Engine, LoadOptions, Pending, StepToken};
+use crate::engine::{Engine, LoadOptions, Pending, StepTokens};
 use crate::gguf::{read_header, ByteSource};
 use crate::gpu::Gpu;
 use crate::sampler::{Sampler, SequenceStep, Want};
@@ -93,12 +93,15 @@ impl DraftModel {
                     let current = match ahead.take() {
                         Some(step) => step,
                         None => {
-                            (self.engine.submit_step(StepToken::Id(token), &asked.want)).await?
+                            (self
+                                .engine
+                                .submit_step(StepTokens::Ids(&[token]), &asked.want))
+                            .await?
                         }
                     };
                     self.cached.push(token);
                     if i + 1 < n {
-                        let next = StepToken::ChosenIn(&current);
+                        let next = StepTokens::ChosenIn(&current);
                         ahead = Some(self.engine.submit_step(next, &asked.want).await?);
                     }
                     self.engine.finish_step(current).await?
