@@ -28,9 +28,9 @@ impl Engine {
     /// Checks a run of the tokens of `segments` (each a sequence's, at its own rows of the cache),
     /// writes its inputs, and records and submits one pass of the plan `run` names, what it reads
     /// back copied into a staging buffer; waits for nothing. Where `chosen` names the words where
-    /// steps' choices lie (`Engine::choices_in`), the run's first tokens are the tokens they hold,
-    /// copied on the GPU before the pass: a step submitted before the one it follows is read back
-    /// (`ahead`).
+    /// the step before's choices lie (ahead.rs: `choice_at`, `row_choice_at`), the run's first
+    /// tokens are the tokens they hold, copied on the GPU before the pass: a step submitted before
+    /// the one it follows is read back (`ahead`).
     pub(super) async fn submit_segments(
         &mut self,
         run: Run<'_>,
