@@ -5,8 +5,8 @@
 # (and its decode with each norm in a kernel of its own, --fuse-norms off; its greedy decode a step
 # ahead, as a reply runs, --read ahead; its prompt in chunks of 64 rather than a GPU's 512, without
 # the matrix cores, --matrix-cores off, and in f32 tiles alone, --f16-tiles off) and `llama-bench` one
-# after the other on each; then decode deep into a long context (-d 4096 and 16384) on the 8B and
-# 1.5B files; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
+# after the other on each; then decode and a 512-token prompt deep into a long context (-d 4096 and
+# 16384) on the 8B and 1.5B files; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
 # speculative check of as many tokens costs) beside the one-token step, kernel by kernel, on the
 # same two.
 #
@@ -97,15 +97,16 @@ for f in $files; do
   "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 128 -r "$reps" 2>&1 | grep -v '^$' | tee -a "$out/llama.md"
 done
 
-# Decode after a long context: attention reads the whole cache each token (split over the sequence
-# from 1,024 positions on).
+# Decode and a prompt after a long context: attention reads the whole cache each token (split over the
+# sequence from 1,024 positions on), and a chunk's queries walk it in tiles (the form tuned, a query a
+# thread or blocks of queries whose heads are split; --profile names it).
 for f in $deep_files; do
   for d in ${DEPTHS:-4096 16384}; do
     echo "== $f at depth $d: wick"
-    target/release/wick bench -m "$models/$f.gguf" -p 0 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
-      | tee -a "$out/wick-depth.md"
+    target/release/wick bench -m "$models/$f.gguf" -p 512 -n 32 -d "$d" -r "$reps" --profile 2>&1 \
+      | grep -v '^$' | tee -a "$out/wick-depth.md"
     echo "== $f at depth $d: llama.cpp"
-    "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 0 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
+    "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
       | tee -a "$out/llama-depth.md"
   done
 done

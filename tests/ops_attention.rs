@@ -4,11 +4,12 @@
 
 mod common;
 
-use common::{f32_buffer, gpu, nmse, plan_at, run, RandomFile, Rng};
+use common::{f32_buffer, gpu, nmse, plan_at, run, submit, RandomFile, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
-    read_back_f32, scratch_buffer, Gpu, GpuTensor, KvType, Plan, Segment, Stacked, StepInput,
+    read_back_f32, scratch_buffer, AttentionShape, Choice, Gpu, GpuTensor, KvType, PipelineKey,
+    Plan, Segment, Stacked, StepInput, Tunable, Tuning,
 };
 use wick::ops::matvec::Input;
 use wick::ops::rope::Rope;
@@ -391,14 +392,17 @@ fn read_cache(gpu: &Gpu, buffer: &wgpu::Buffer, n: usize, cache_type: KvType) ->
 }
 
 /// A run's attention in tiles (`push_tiled`: 64 queries a workgroup, keys in tiles of 32, 16 or 8 by
-/// head size) and by the whole-head kernel (`push`) against the CPU, over every kind of range the
-/// dense block asks for. Both ways over one sequence of 150 tokens (three workgroups, the last partly
+/// head size; and `push_chunk` in each form the tuner may give it on this adapter: blocks of 8 or 16
+/// queries whose heads are split over 8 threads, where its subgroups allow) and by the whole-head
+/// kernel (`push`) against the CPU, over every kind of range the dense block asks for. Both ways over one sequence of 150 tokens (three workgroups, the last partly
 /// full), 6 query heads over 2 kv heads of 72 dimensions as SigLIP's. Causal over two sequences in
 /// one run, one starting mid-cache at position 30. A chunk of 100 tokens at position 60 on a
 /// sliding window of 37 (64-dimension heads, tiles of 32 keys). Both ways on a window of 20 (an
 /// encoder's sliding layer). Soft-capped scores on a window of 300 with sinks, heads of 256 (tiles
 /// of 8). A prompt with an image's rows in the middle (ids from the vocabulary's end on, a segment
 /// of their own): those see their whole segment, the text after them everything before, with sinks.
+/// Heads of 128 over 4 kv heads, causal over a chunk of 90 at position 50 (the last block of queries
+/// partly full, tiles of keys starting mid-tile).
 #[test]
 fn tiled_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -458,6 +462,7 @@ fn tiled_attention_against_cpu() {
                 (0, 27, text(80)),
             ],
         ),
+        (causal(8, 4, 128), false, vec![(0, 50, text(90))]),
     ];
     let with_types = [KvType::F32, KvType::F16]
         .into_iter()
@@ -523,10 +528,32 @@ fn tiled_attention_against_cpu() {
             .collect();
 
         type Push = fn(&mut Plan, attention::Shape, &attention::AttentionBuffers);
-        for (kernel, push) in [
+        let chunk = AttentionShape {
+            heads: shape.n_head,
+            kv_heads: shape.n_kv_head,
+            head_dim: shape.head_dim,
+            tokens: n_tokens as u32,
+            cache: cache_type,
+        };
+        let bytes = gpu.limits.max_compute_workgroup_storage_size;
+        let forms = chunk.candidates(gpu.subgroup_size, bytes);
+        let chunk_forms = forms.iter().map(|&form| {
+            let mut tuning = Tuning::default();
+            tuning.insert(&Tunable::Attention(chunk), Choice::Attention(form));
+            (
+                format!("chunk {form}"),
+                attention::push_chunk as Push,
+                Some((form, tuning)),
+            )
+        });
+        let plain = [
             ("tiled", attention::push_tiled as Push),
             ("whole", attention::push as Push),
-        ] {
+        ];
+        let plain = plain.map(|(name, push)| (name.to_string(), push, None));
+        for (kernel, push, form) in plain.into_iter().chain(chunk_forms) {
+            let (form, tuning) = form.unzip();
+            gpu.set_tuning(tuning.unwrap_or_default());
             let out = scratch_buffer(&gpu, "out", (n_tokens * q_len) as u64 * 4)
                 .block_on()
                 .unwrap();
@@ -540,11 +567,18 @@ fn tiled_attention_against_cpu() {
                 sinks: sinks_buffer.as_ref(),
             };
             push(&mut plan, shape, &buffers);
-            run(&gpu, plan);
+            plan.finish(&gpu).block_on().unwrap();
+            if let Some(form) = form {
+                let key = PipelineKey::attention(&chunk, form);
+                assert_eq!(plan.dispatches[0].key, key, "the form the tuning gives");
+            }
+            submit(&gpu, &plan);
             let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
             let e = nmse(&got, &want);
             let label = format!("{cache_type:?} {kernel} {shape:?} sinks {with_sinks}");
             assert!(e < 1e-9, "{label}: nmse {e}");
+            eprintln!("{label}: nmse {e:.1e}");
         }
     }
+    gpu.set_tuning(Tuning::default());
 }

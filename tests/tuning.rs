@@ -44,6 +44,10 @@ fn candidates(gpu: &Gpu, shape: &Tunable) -> Vec<Choice> {
         Tunable::Recurrence(r) => (r.candidates(gpu.adapter().workgroup_bytes).into_iter())
             .map(Choice::Recurrence)
             .collect(),
+        Tunable::Attention(a) => (a.candidates(gpu.subgroup_size, gpu.adapter().workgroup_bytes))
+            .into_iter()
+            .map(Choice::Attention)
+            .collect(),
     }
 }
 
@@ -174,11 +178,12 @@ fn tuning_to_the_end_keeps_a_recurrent_models_state() {
 }
 
 /// A prompt's chunk of a recurrent model offers its recurrence's form to the tuner (token by token,
-/// or in chunks of each size that fits): the form kept is one of them, the chunk's plan runs it, and
-/// tuning in the middle of a conversation leaves the conversation as it was: the prompt's next chunk
+/// or in chunks of each size that fits), and its attention layers' form (a query a thread, or blocks
+/// of queries whose heads are split over a subgroup's threads): the forms kept are among them, the
+/// chunk's plan runs them, and tuning in the middle of a conversation leaves the conversation as it was: the prompt's next chunk
 /// and the steps after it get the logits an untuned engine gives them, up to summation order.
 #[test]
-fn a_prompts_recurrence_is_tuned_and_keeps_the_conversation() {
+fn a_prompts_recurrence_and_attention_are_tuned_and_keep_the_conversation() {
     let Some(gpu) = gpu() else { return };
     let (prompt, more, next) = (
         [1u32, 50, 300, 7, 12, 40, 9],
@@ -200,6 +205,19 @@ fn a_prompts_recurrence_is_tuned_and_keeps_the_conversation() {
     assert!(offered.len() >= 2, "{offered:?}"); // the token form and at least one chunk
     assert!(offered.contains(&t.after.0), "{t:?}");
     assert_eq!(tuning.choice(&t.shape, gpu.adapter()), t.after.0);
+    // Its attention layers' chunk, heads of 64: a query a thread, and blocks of queries where the
+    // adapter's subgroups split heads.
+    let attentions: Vec<&Tuned> = (report.iter())
+        .filter(|t| matches!(t.shape, Tunable::Attention(_)))
+        .collect();
+    assert_eq!(attentions.len(), 1, "{report:?}");
+    let t = attentions[0];
+    let offered = candidates(&gpu, &t.shape);
+    let split = gpu.subgroup_size.is_some_and(|s| s >= 8);
+    assert_eq!(offered.len() > 1, split, "{offered:?}");
+    assert!(offered.contains(&t.after.0), "{t:?}");
+    assert_eq!(tuning.choice(&t.shape, gpu.adapter()), t.after.0);
+    eprintln!("{t:?}");
     goes_on_as_untuned(&mut plain, &mut tuned, &more, &next);
 }
 

@@ -1,5 +1,5 @@
 //! Kernel-shape tuning, one candidate at a time. `Engine::tuner` lists the shapes to time (matvecs',
-//! and prompt plans' recurrences), each `Engine::tune_step` times one candidate kernel of one of them,
+//! and prompt plans' recurrences and attentions), each `Engine::tune_step` times one candidate kernel of one of them,
 //! and a shape's winner goes to the GPU and to the engine's plans as soon as its last candidate is
 //! timed. A caller with other work runs the steps in between (the browser's worker answers requests
 //! first and tunes when idle); `Engine::tune` runs them all.
@@ -237,7 +237,7 @@ impl Engine {
         let d = &plan.dispatches[at];
         self.write_scratch_step(match timing.shape {
             Tunable::Matvec(m) => m.tokens,
-            Tunable::Recurrence(_) => plan.batch,
+            Tunable::Recurrence(_) | Tunable::Attention(_) => plan.batch,
         });
         // The experts' products over a chunk read the lists the chunk's routes made: the plan runs
         // up to the product first, over the scratch step's tokens. Timed on what the lists hold at
@@ -280,7 +280,8 @@ impl Engine {
             let timing = tuner.current.take().expect("a shape being timed");
             // A matmul's plan is a prompt's chunk: timing it whole, four times over, costs more
             // than a CPU-backed adapter's tuning should (seconds a round for a 1.5B model).
-            // A recurrence runs once a layer, in a prompt's chunk only: its time alone is its time.
+            // A recurrence or an attention runs once a layer, in a prompt's chunk only: its time
+            // alone is its time.
             if let Tunable::Matvec(shape) = timing.shape {
                 if self.gpu.times_dispatches() && !timing.shape.is_matmul() {
                     let had = self.gpu.tuning().matvec(&shape, self.gpu.adapter());
@@ -401,6 +402,13 @@ impl Engine {
                 let forms = r.candidates(workgroup_bytes).into_iter();
                 forms.map(Choice::Recurrence).collect()
             }
+            Tunable::Attention(a) => {
+                let workgroup_bytes = self.gpu.limits.max_compute_workgroup_storage_size;
+                let forms = a
+                    .candidates(offers.subgroup_size, workgroup_bytes)
+                    .into_iter();
+                forms.map(Choice::Attention).collect()
+            }
         }
     }
 
@@ -419,7 +427,7 @@ fn finalists(shape: MatvecShape, times: &[(Choice, Duration)], had: MatvecKernel
     let mut by_time: Vec<(MatvecKernel, Duration)> = (times.iter())
         .filter_map(|&(c, t)| match c {
             Choice::Matvec(k) => Some((k, t)),
-            Choice::Recurrence(_) => None,
+            Choice::Recurrence(_) | Choice::Attention(_) => None,
         })
         .collect();
     by_time.sort_by_key(|&(_, t)| t);

@@ -46,6 +46,9 @@ pub enum Kernel {
     /// A run's attention in tiles of keys held in workgroup memory, a query a thread, for heads of
     /// the dimensions given, over a cache of the type given.
     AttentionTiled(u32, KvType),
+    /// The same in blocks of queries whose heads are split over threads of a subgroup, for heads
+    /// of the dimensions given, over a cache of the type given, in tiles of the keys given.
+    AttentionRows(u32, KvType, u32),
     /// One token's attention split over the sequence, and the merge of the splits.
     AttentionSplit(KvType),
     AttentionMerge,
@@ -394,6 +397,15 @@ impl Kernel {
                     "key_range.wgsl",
                     "attention_params.wgsl",
                     "attention_tiled.wgsl"
+                );
+                return [kv.source(), body].concat();
+            }
+            Kernel::AttentionRows(_, kv, _) => {
+                let body = wgsl!(
+                    "step.wgsl",
+                    "key_range.wgsl",
+                    "attention_params.wgsl",
+                    "attention_rows.wgsl"
                 );
                 return [kv.source(), body].concat();
             }

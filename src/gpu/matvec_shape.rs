@@ -5,8 +5,8 @@
 
 use super::kernels::{block_parts, has_block_form, has_int8_form};
 use super::tiles::{coop_workgroup_bytes, matmul_tile, MatmulTile, COOP_TILE, ROWS_TILE_WORKGROUP};
-use super::MatrixCores;
 use super::{Activation, Kernel, KvType, Store, XNorm};
+use super::{MatrixCores, Rounding};
 use crate::gguf::GgmlType;
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +117,20 @@ impl MatvecKernel {
     /// tile held in f16); its sums are f32 either way.
     pub fn rounds_to_f16(&self) -> bool {
         self.cooperative.is_some() || self.f16_tile
+    }
+
+    /// How it rounds beyond f32 products, where it does: plans that may not round so pass it over
+    /// (`Gpu::usable`).
+    pub fn rounding(&self) -> Option<Rounding> {
+        if self.cooperative.is_some() {
+            Some(Rounding::MatrixCores)
+        } else if self.split == Split::PartsQ8 {
+            Some(Rounding::Int8X)
+        } else if self.f16_tile {
+            Some(Rounding::F16Tiles)
+        } else {
+            None
+        }
     }
 
     /// Whether it multiplies tiles of rows by tokens (a matmul's kernel) rather than rows.

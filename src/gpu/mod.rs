@@ -1,5 +1,6 @@
 //! The GPU: device and limits, buffers, the pipeline cache, the plans of runs and their kernel shapes.
 
+mod attention_form;
 mod buffers;
 mod kernels;
 mod matvec_shape;
@@ -12,6 +13,7 @@ mod rounding;
 mod tiles;
 mod tuning;
 
+pub use attention_form::{AttentionForm, AttentionShape};
 pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
     Stacked, TensorPart,
@@ -253,12 +255,7 @@ impl Gpu {
     /// tiles while plans may not round so (`set_rounds`), those shapes then taking their default
     /// kernels. The winners stay in the GPU's tuning, and so in what is kept of it.
     pub fn usable(&self, tuning: Arc<Tuning>) -> Arc<Tuning> {
-        let offers = self.offers();
-        let unusable = |k: &MatvecKernel| {
-            (k.cooperative.is_some() && offers.matrix_cores.is_none())
-                || (k.split == Split::PartsQ8 && !offers.int8_x)
-                || (k.f16_tile && !offers.f16_tiles)
-        };
+        let unusable = |k: &MatvecKernel| k.rounding().is_some_and(|r| !self.rounds(r));
         if !tuning.matvec.values().any(unusable) {
             return tuning;
         }
@@ -276,6 +273,14 @@ impl Gpu {
         }
         if self.subgroup_size.is_none() {
             tuning.matvec.retain(|_, k| !k.subgroup_sum);
+        }
+        if self
+            .subgroup_size
+            .is_none_or(|s| s < attention_form::ROWS_HEAD_SPLIT)
+        {
+            tuning
+                .attention
+                .retain(|_, form| *form == AttentionForm::Query);
         }
         if !self.has_matrix_cores() {
             tuning.matvec.retain(|_, k| k.cooperative.is_none());

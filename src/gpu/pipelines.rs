@@ -1,10 +1,11 @@
 //! Compute pipelines: a kernel (`kernels.rs`) with its weight type and shape, as a typed key whose
 //! source is the kernel's WGSL behind its constants, built once and cached.
 
+use super::attention_form::{QUERY_WORKGROUP, ROWS_WORKGROUP};
 use super::kernels::{dequant_source, q8_source, wgsl, Kernel, XNorm};
 use super::tiles::{attention_tile, matmul_tile, MatmulTile, COOP_TILE};
 use super::tiles::{ROWS_TILE_WORKGROUP, STEP_ROWS_TILE_TOKENS};
-use super::{MatvecKernel, MatvecShape, Recurrence, Split};
+use super::{AttentionForm, AttentionShape, MatvecKernel, MatvecShape, Recurrence, Split};
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -62,6 +63,26 @@ impl PipelineKey {
                 workgroup: dim,
                 tokens: Some(chunk),
                 ..PipelineKey::new(Kernel::DeltaNetChunks, None)
+            },
+        }
+    }
+
+    /// The kernel of a prompt's attention in a form, with the queries a workgroup takes as its
+    /// tokens.
+    pub fn attention(shape: &AttentionShape, form: AttentionForm) -> PipelineKey {
+        let AttentionShape {
+            head_dim, cache, ..
+        } = *shape;
+        match form {
+            AttentionForm::Query => PipelineKey {
+                workgroup: QUERY_WORKGROUP,
+                tokens: Some(QUERY_WORKGROUP),
+                ..PipelineKey::new(Kernel::AttentionTiled(head_dim, cache), None)
+            },
+            AttentionForm::Rows { queries, keys } => PipelineKey {
+                workgroup: ROWS_WORKGROUP,
+                tokens: Some(queries),
+                ..PipelineKey::new(Kernel::AttentionRows(head_dim, cache, keys), None)
             },
         }
     }
@@ -234,6 +255,13 @@ impl PipelineKey {
             // A thread's query and output rows, and the keys a tile holds: 16 KiB of keys and values.
             let (vec4s, keys) = attention_tile(head_dim);
             src += &format!("const HD4: u32 = {vec4s}u;\nconst BK: u32 = {keys}u;\n");
+        }
+        if let Kernel::AttentionRows(head_dim, _, keys) = self.kernel {
+            // The vec4s of a head, the keys of a tile and the queries of a workgroup size its arrays.
+            let queries = self.tokens.expect("the rows form's key says its queries");
+            let vec4s = head_dim / 4;
+            src += &format!("const HD4: u32 = {vec4s}u;\nconst BC: u32 = {keys}u;\n");
+            src += &format!("const BR: u32 = {queries}u;\n");
         }
         if let Kernel::DeltaNetChunks = self.kernel {
             // The chunk's tiles and a thread's column of the state are sized by these.

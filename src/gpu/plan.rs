@@ -7,8 +7,8 @@
 //! `StepInput`, written before each submit.
 
 use super::{
-    Adapter, Choice, Gpu, GpuError, Kernel, MatvecShape, PipelineKey, Recurrence, RecurrenceShape,
-    Tunable, Tuning, XNorm, NORM_GAIN_BINDING,
+    Adapter, AttentionForm, AttentionShape, Choice, Gpu, GpuError, Kernel, MatvecShape,
+    PipelineKey, Recurrence, RecurrenceShape, Tunable, Tuning, XNorm, NORM_GAIN_BINDING,
 };
 use std::sync::Arc;
 
@@ -298,6 +298,25 @@ impl Plan {
         }
     }
 
+    /// The form of a prompt's attention of this shape: the plan's tuning's.
+    pub fn attention(&self, shape: &AttentionShape) -> AttentionForm {
+        self.tuning.attention(shape, self.adapter)
+    }
+
+    /// Adds a run's attention in tiles of keys (shaders/attention_tiled.wgsl or
+    /// attention_rows.wgsl) of this shape in `form`; where `tuned`, tuning may change the form.
+    pub fn push_attention(
+        &mut self,
+        (shape, tuned): (AttentionShape, bool),
+        form: AttentionForm,
+        buffers: &[&wgpu::Buffer],
+        params: &[u8],
+    ) {
+        let tunable = Tunable::Attention(shape);
+        let (key, workgroups) = self.shaped(&tunable, Choice::Attention(form));
+        self.push_shaped(key, buffers, params, workgroups, tuned.then_some(tunable));
+    }
+
     /// Adds a Gated DeltaNet recurrence (shaders/delta_net*.wgsl) of this shape in `form`; in a
     /// prompt's chunk, tuning may change the form.
     pub fn push_recurrence(
@@ -327,6 +346,20 @@ impl Plan {
                 );
                 let key = PipelineKey::recurrence(shape.dim, form);
                 (key, Groups::Fixed([shape.heads, 1, 1]))
+            }
+            (Tunable::Attention(shape), Choice::Attention(form)) => {
+                assert!(
+                    shape.fits(form, self.adapter.workgroup_bytes),
+                    "{form:?} for {shape:?}"
+                );
+                let key = PipelineKey::attention(shape, form);
+                let per = key.tokens.expect("an attention's queries a workgroup");
+                let workgroups = Groups::PerTokens {
+                    x: shape.heads,
+                    per,
+                    z: 1,
+                };
+                (key, workgroups)
             }
             _ => panic!("{choice:?} is not a kernel of {tunable:?}"),
         }

@@ -1,8 +1,10 @@
 //! Kernel shapes per adapter: the workgroup size, threads per row and reduction each matvec shape runs
-//! with, and the form of each prompt plan's recurrence (`Recurrence`). The defaults serve every
+//! with, and the form of each prompt plan's recurrence (`Recurrence`) and attention
+//! (`AttentionForm`). The defaults serve every
 //! adapter; `Engine::tune` times the candidates on this one, and the winners, kept by the caller
 //! (natively in a file), go to the next `Gpu` for the same adapter.
 
+use super::attention_form::{AttentionForm, AttentionShape};
 use super::matvec_shape::{Adapter, MatvecKernel, MatvecShape};
 use super::recurrence::{Recurrence, RecurrenceShape};
 use serde::{Deserialize, Serialize};
@@ -21,20 +23,26 @@ pub struct Tuning {
     /// "deltanet HEADSxDIM xTOKENS" (a prompt plan's Gated DeltaNet recurrence) to its form.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub recurrence: BTreeMap<String, Recurrence>,
+    /// "attention HEADSxDIM kvKV_HEADS xTOKENS CACHE" (a prompt plan's attention) to its form.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attention: BTreeMap<String, AttentionForm>,
 }
 
-/// What the tuner chooses a kernel for: a matvec's shape, or a prompt plan's recurrence.
+/// What the tuner chooses a kernel for: a matvec's shape, or a prompt plan's recurrence or
+/// attention.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tunable {
     Matvec(MatvecShape),
     Recurrence(RecurrenceShape),
+    Attention(AttentionShape),
 }
 
-/// A tunable's kernel: a matvec's kernel shape, or the recurrence's form.
+/// A tunable's kernel: a matvec's kernel shape, or the recurrence's or attention's form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Choice {
     Matvec(MatvecKernel),
     Recurrence(Recurrence),
+    Attention(AttentionForm),
 }
 
 impl std::fmt::Display for Choice {
@@ -42,6 +50,7 @@ impl std::fmt::Display for Choice {
         match self {
             Choice::Matvec(k) => k.fmt(f),
             Choice::Recurrence(r) => r.fmt(f),
+            Choice::Attention(a) => a.fmt(f),
         }
     }
 }
@@ -52,6 +61,7 @@ impl Tunable {
         match self {
             Tunable::Matvec(m) => m.key(),
             Tunable::Recurrence(r) => r.key(),
+            Tunable::Attention(a) => a.key(),
         }
     }
 
@@ -60,6 +70,10 @@ impl Tunable {
         match self {
             Tunable::Matvec(m) => m.cols as u64 * m.rows as u64,
             Tunable::Recurrence(r) => r.heads as u64 * r.dim as u64 * r.dim as u64,
+            Tunable::Attention(a) => {
+                let (tokens, dim) = (a.tokens as u64, a.head_dim as u64);
+                a.heads as u64 * tokens * tokens * dim / 2
+            }
         }
     }
 
@@ -67,7 +81,7 @@ impl Tunable {
     pub fn matvec(&self) -> Option<MatvecShape> {
         match self {
             Tunable::Matvec(shape) => Some(*shape),
-            Tunable::Recurrence(_) => None,
+            Tunable::Recurrence(_) | Tunable::Attention(_) => None,
         }
     }
 
@@ -86,7 +100,7 @@ impl Tunable {
 /// products in registers too; 9: a step's pair products of several tokens as tiles; 10: those whose
 /// x is normed on the way in too, and eight tokens a layer of workgroups; 11: a prompt's tiles held
 /// in f16; 12: MXFP4's products on 8-bit x). New shapes need no new count: they have no winners to
-/// drop.
+/// drop (a prompt's attention's forms came so).
 pub const CANDIDATES: u32 = 12;
 
 impl Default for Tuning {
@@ -95,6 +109,7 @@ impl Default for Tuning {
             candidates: CANDIDATES,
             matvec: BTreeMap::new(),
             recurrence: BTreeMap::new(),
+            attention: BTreeMap::new(),
         }
     }
 }
@@ -116,11 +131,19 @@ impl Tuning {
             .unwrap_or(shape.default_form(bytes))
     }
 
+    /// The form of a prompt's attention on `adapter`: the winner, or the default.
+    pub fn attention(&self, shape: &AttentionShape, adapter: Adapter) -> AttentionForm {
+        (self.attention.get(&shape.key()).copied())
+            .filter(|&form| shape.fits(form, adapter.workgroup_bytes))
+            .unwrap_or(shape.default_form())
+    }
+
     /// A tunable's kernel on `adapter`: the winner, or the default.
     pub fn choice(&self, tunable: &Tunable, adapter: Adapter) -> Choice {
         match tunable {
             Tunable::Matvec(m) => Choice::Matvec(self.matvec(m, adapter)),
             Tunable::Recurrence(r) => Choice::Recurrence(self.recurrence(r, adapter)),
+            Tunable::Attention(a) => Choice::Attention(self.attention(a, adapter)),
         }
     }
 
@@ -129,12 +152,13 @@ impl Tuning {
         match tunable {
             Tunable::Matvec(m) => self.matvec.contains_key(&m.key()),
             Tunable::Recurrence(r) => self.recurrence.contains_key(&r.key()),
+            Tunable::Attention(a) => self.attention.contains_key(&a.key()),
         }
     }
 
     /// How many shapes have winners.
     pub fn len(&self) -> usize {
-        self.matvec.len() + self.recurrence.len()
+        self.matvec.len() + self.recurrence.len() + self.attention.len()
     }
 
     /// Whether no shape has a winner.
@@ -146,6 +170,7 @@ impl Tuning {
     pub fn extend(&mut self, newer: Tuning) {
         self.matvec.extend(newer.matvec);
         self.recurrence.extend(newer.recurrence);
+        self.attention.extend(newer.attention);
     }
 
     /// Makes `choice` the tunable's winner.
@@ -156,6 +181,9 @@ impl Tuning {
             }
             (Tunable::Recurrence(r), Choice::Recurrence(form)) => {
                 self.recurrence.insert(r.key(), form);
+            }
+            (Tunable::Attention(a), Choice::Attention(form)) => {
+                self.attention.insert(a.key(), form);
             }
             _ => panic!("{choice:?} is not a kernel of {tunable:?}"),
         }

@@ -53,7 +53,7 @@ pub struct KvCache {
 /// How a plan's attention runs.
 pub enum Attention<'a> {
     /// A workgroup per head and token in a step's run (`Plan::is_step`); in a prompt's chunk, a
-    /// workgroup per head and 64 tokens over tiles of keys (`attention::push_tiled`).
+    /// workgroup per head and a block of tokens over tiles of keys (`attention::push_chunk`).
     Whole,
     /// One token, split over the sequence into `ATTENTION_SPLITS`, through this scratch.
     Split(&'a wgpu::Buffer),
@@ -343,7 +343,7 @@ impl SelfAttention {
         };
         match attention {
             Attention::Whole if plan.is_step() => attention::push(plan, shape, &buffers),
-            Attention::Whole => attention::push_tiled(plan, shape, &buffers),
+            Attention::Whole => attention::push_chunk(plan, shape, &buffers),
             Attention::Split(parts) => {
                 attention::push_split(plan, shape, ATTENTION_SPLITS, &buffers, parts)
             }

@@ -1,10 +1,11 @@
 //! Grouped-query attention of the run's queries over the KV cache (causal, windowed, both ways):
 //! shaders/attention.wgsl, a workgroup per group of heads and token (4 tokens in a step's run); for a
-//! prompt's chunk, shaders/attention_tiled.wgsl, a workgroup per head and 64 queries over tiles of
-//! keys (flash attention); for one token over a long cache shaders/attention_split.wgsl and
+//! prompt's chunk, shaders/attention_tiled.wgsl (a workgroup per head and 64 queries) or
+//! attention_rows.wgsl (a few queries, their heads split over threads) over tiles of keys (flash
+//! attention, in the form tuned); for one token over a long cache shaders/attention_split.wgsl and
 //! attention_merge.wgsl, the keys split over many workgroups (flash-decoding).
 
-use crate::gpu::{attention_tile_bytes, Groups, Kernel, KvType, PipelineKey, Plan};
+use crate::gpu::{attention_tile_bytes, AttentionShape, Groups, Kernel, KvType, PipelineKey, Plan};
 
 /// shaders/attention_params.wgsl: attention.wgsl's and attention_tiled.wgsl's.
 #[repr(C)]
@@ -151,9 +152,6 @@ fn params(s: Shape, b: &AttentionBuffers) -> Params {
 /// Heads `push_tiled` takes at most: a thread holds its query and output rows.
 pub const TILED_MAX_HEAD_DIM: u32 = 256;
 
-/// Queries a workgroup of `push_tiled` takes, a thread each.
-const TILED_QUERIES: u32 = 64;
-
 /// Whether the tiled kernel takes heads of `head_dim` dimensions where the adapter's workgroup
 /// memory is `workgroup_bytes` (its tiles).
 pub fn tiled_takes(head_dim: u32, workgroup_bytes: u32) -> bool {
@@ -162,27 +160,43 @@ pub fn tiled_takes(head_dim: u32, workgroup_bytes: u32) -> bool {
         && attention_tile_bytes(head_dim) <= workgroup_bytes
 }
 
-/// As `push`, for runs of many queries (a prompt's chunk, a vision encoder's thousands of patches):
-/// shaders/attention_tiled.wgsl, a workgroup per head and 64 queries, walking their keys in tiles
+/// As `push`, for runs of many queries (a vision encoder's thousands of patches): a workgroup per
+/// head and 64 queries, a thread each (shaders/attention_tiled.wgsl), walking their keys in tiles
 /// held in workgroup memory, each key and value read once for the 64. Where the heads are wider than
-/// it takes or the adapter's workgroup memory does not hold its tiles (`tiled_takes`), `push`.
+/// the tiles take or the adapter's workgroup memory does not hold them (`tiled_takes`), `push`.
 pub fn push_tiled(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
+    push_in_tiles(plan, s, b, false);
+}
+
+/// `push_tiled` for a prompt's chunk, in the form the plan's tuning gives the shape
+/// (`AttentionForm`: 64 queries a thread each, or a few queries whose heads are split over threads,
+/// shaders/attention_rows.wgsl). The tuner times the forms on the model's own steps, so a plan with
+/// a step of its own (a vision encoder's) keeps `push_tiled`'s.
+pub fn push_chunk(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
+    push_in_tiles(plan, s, b, true);
+}
+
+fn push_in_tiles(plan: &mut Plan, s: Shape, b: &AttentionBuffers, tuned: bool) {
     if !tiled_takes(s.head_dim, plan.adapter.workgroup_bytes) {
         return push(plan, s, b);
     }
+    let shape = AttentionShape {
+        heads: s.n_head,
+        kv_heads: s.n_kv_head,
+        head_dim: s.head_dim,
+        tokens: plan.batch,
+        cache: b.cache_type,
+    };
+    let form = match tuned {
+        true => plan.attention(&shape),
+        false => shape.default_form(),
+    };
     let step = plan.step.clone();
-    plan.push(
-        PipelineKey {
-            workgroup: TILED_QUERIES,
-            ..PipelineKey::new(Kernel::AttentionTiled(s.head_dim, b.cache_type), None)
-        },
+    plan.push_attention(
+        (shape, tuned),
+        form,
         &[b.q, b.k_cache, b.v_cache, b.out, &step, b.sinks_or_q()],
         super::params(&params(s, b)),
-        Groups::PerTokens {
-            x: s.n_head,
-            per: TILED_QUERIES,
-            z: 1,
-        },
     );
 }
 

@@ -293,7 +293,8 @@ pub fn run_tuned(gpu: &Gpu, mut plan: Plan, tuning: &Tuning) {
     submit(gpu, &plan);
 }
 
-fn submit(gpu: &Gpu, plan: &Plan) {
+/// Records a finished plan whole in one pass, and submits it.
+pub fn submit(gpu: &Gpu, plan: &Plan) {
     let mut enc = gpu.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());

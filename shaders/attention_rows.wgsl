@@ -1,0 +1,194 @@
+// Attention of a run's queries in tiles (flash attention), shaped for GPUs: a workgroup takes one head
+// of BR consecutive tokens' queries, and each query's head is split over DS neighbouring threads of a
+// subgroup, each holding HDS of its vec4s (attention_tiled.wgsl gives a thread a whole query, whose
+// rows do not fit a GPU thread's registers at 128 dimensions). The workgroup's THREADS threads are RG
+// groups of rows (RPT queries each) by CI columns of keys by DS slices of a head: per tile of BC keys
+// (K, then V, through one tile of workgroup memory), a thread scores its RPT queries against every
+// CI-th key on its slice, the DS slices' parts summed by subgroup shuffles, and keeps its own running
+// max, sum and output slice over the keys of its column (online softmax). The CI columns' states are
+// merged once at the end, through workgroup memory. Same ranges, soft-capping and sinks as
+// attention_tiled.wgsl. The pipeline is made for its heads and rows: HD4 vec4s a head, BC keys a tile,
+// BR queries a workgroup. Needs subgroups at least DS wide, step.wgsl, key_range.wgsl and
+// attention_params.wgsl.
+
+@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
+@group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(2) var<storage, read> VC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(3) var<storage, read_write> O: array<vec4<f32>>; // (batch, n_head, head_dim / 4)
+@group(0) @binding(4) var<storage, read> step: Step;
+@group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
+@group(0) @binding(6) var<uniform> P: Params;
+
+const DS: u32 = 8u;           // threads a query's head is split over, neighbouring lanes of a subgroup
+const CI: u32 = 4u;           // columns of keys
+const RG: u32 = 4u;           // groups of rows
+const THREADS: u32 = DS * CI * RG; // 128: the WG the pipeline is made with
+const RPT: u32 = BR / RG;     // queries a thread scores
+const HDS: u32 = HD4 / DS;    // vec4s of a head a thread holds
+const CPT: u32 = BC / CI;     // keys of a tile a thread scores
+
+var<workgroup> kv_tile: array<vec4<f32>, BC * HD4>; // a tile's keys, then its values; at the end, the merge
+var<workgroup> merge_m: array<f32, THREADS>;
+var<workgroup> merge_l: array<f32, THREADS>;
+var<workgroup> bounds: array<atomic<u32>, 2>; // the workgroup's queries' keys: [first, end)
+var<workgroup> first_seen: u32;
+var<workgroup> end_seen: u32;
+
+override WG: u32 = 128u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let h = wg.x;
+    let t0 = wg.y * BR;
+    if (t0 >= step.n_tokens) {
+        return;
+    }
+    let kv = h / (P.n_head / P.n_kv_head);
+    let d = lid % DS;
+    let col = (lid / DS) % CI;
+    let first_row = (lid / (DS * CI)) * RPT;
+    if (lid == 0u) {
+        atomicStore(&bounds[0], 0xffffffffu);
+        atomicStore(&bounds[1], 0u);
+    }
+    workgroupBarrier();
+    // Queries past the run attend as the run's last and store nothing.
+    var range: array<vec2<u32>, RPT>;
+    var q: array<array<vec4<f32>, HDS>, RPT>;
+    var o: array<array<vec4<f32>, HDS>, RPT>;
+    var m: array<f32, RPT>;
+    var l: array<f32, RPT>;
+    for (var r = 0u; r < RPT; r++) {
+        let token = min(t0 + first_row + r, step.n_tokens - 1u);
+        range[r] = key_range(token, P.causal != 0u, P.window, P.both_ways_from);
+        atomicMin(&bounds[0], range[r].x);
+        atomicMax(&bounds[1], range[r].y);
+        let q_row = (token * P.n_head + h) * HD4;
+        for (var i = 0u; i < HDS; i++) {
+            q[r][i] = Q[q_row + i * DS + d] * P.scale;
+            o[r][i] = vec4<f32>(0.0);
+        }
+        m[r] = -3.0e38;
+        l[r] = 0.0;
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+        first_seen = atomicLoad(&bounds[0]);
+        end_seen = atomicLoad(&bounds[1]);
+    }
+    let first = workgroupUniformLoad(&first_seen);
+    let end = workgroupUniformLoad(&end_seen);
+    for (var start = first; start < end; start += BC) {
+        load_tile(false, start, end, kv, lid);
+        // The tile's scores: each thread's part of a query's dot product with a key, summed over the
+        // DS threads of the query.
+        var s: array<array<f32, CPT>, RPT>;
+        for (var c = 0u; c < CPT; c++) {
+            let key = (c * CI + col) * HD4 + d;
+            for (var r = 0u; r < RPT; r++) {
+                var part = vec4<f32>(0.0);
+                for (var i = 0u; i < HDS; i++) {
+                    part += q[r][i] * kv_tile[key + i * DS];
+                }
+                var score = part.x + part.y + part.z + part.w;
+                for (var lanes = DS / 2u; lanes > 0u; lanes >>= 1u) {
+                    score += subgroupShuffleXor(score, lanes);
+                }
+                if (P.softcap > 0.0) {
+                    score = P.softcap * tanh(score / P.softcap);
+                }
+                let p = start + c * CI + col;
+                s[r][c] = select(-3.0e38, score, p >= range[r].x && p < range[r].y);
+            }
+        }
+        // This column's max, then one rescale of what it holds.
+        for (var r = 0u; r < RPT; r++) {
+            var tile_max = m[r];
+            for (var c = 0u; c < CPT; c++) {
+                tile_max = max(tile_max, s[r][c]);
+            }
+            let rescale = exp(m[r] - tile_max);
+            l[r] *= rescale;
+            for (var i = 0u; i < HDS; i++) {
+                o[r][i] *= rescale;
+            }
+            m[r] = tile_max;
+        }
+        load_tile(true, start, end, kv, lid);
+        for (var c = 0u; c < CPT; c++) {
+            let key = (c * CI + col) * HD4 + d;
+            let p = start + c * CI + col;
+            for (var r = 0u; r < RPT; r++) {
+                // Where no key was seen yet, m is s's -3e38 too: the range decides, not exp.
+                let e = select(0.0, exp(s[r][c] - m[r]), p >= range[r].x && p < range[r].y);
+                l[r] += e;
+                for (var i = 0u; i < HDS; i++) {
+                    o[r][i] += e * kv_tile[key + i * DS];
+                }
+            }
+        }
+    }
+    // The CI columns' states of each query, merged: thread (rows, col, d) is lid, so a query's slice
+    // d of column k is at lid + (k - col) DS.
+    let column0 = lid - col * DS;
+    for (var r = 0u; r < RPT; r++) {
+        workgroupBarrier(); // the last tile, or the query before, read
+        merge_m[lid] = m[r];
+        workgroupBarrier();
+        var m_all = -3.0e38;
+        for (var k = 0u; k < CI; k++) {
+            m_all = max(m_all, merge_m[column0 + k * DS]);
+        }
+        let rescale = exp(m[r] - m_all);
+        merge_l[lid] = l[r] * rescale;
+        for (var i = 0u; i < HDS; i++) {
+            kv_tile[lid * HDS + i] = o[r][i] * rescale;
+        }
+        workgroupBarrier();
+        let t = t0 + first_row + r;
+        if (col == 0u && t < step.n_tokens) {
+            var sum = 0.0;
+            var out: array<vec4<f32>, HDS>;
+            for (var k = 0u; k < CI; k++) {
+                let other = column0 + k * DS;
+                sum += merge_l[other];
+                for (var i = 0u; i < HDS; i++) {
+                    out[i] += kv_tile[other * HDS + i];
+                }
+            }
+            // A sink takes its share of the weight: the max and the sum take its logit too.
+            var scale = 1.0;
+            if (P.sinks != 0u) {
+                let m_sink = max(m_all, SINK[h]);
+                scale = exp(m_all - m_sink);
+                sum = sum * scale + exp(SINK[h] - m_sink);
+            }
+            let norm = select(0.0, scale / sum, sum > 0.0);
+            let at = (t * P.n_head + h) * HD4;
+            for (var i = 0u; i < HDS; i++) {
+                O[at + i * DS + d] = out[i] * norm;
+            }
+        }
+    }
+}
+
+// Loads the cache's rows [start, start + BC) of kv head `kv` into the tile, keys or values, zeros
+// past `end`: every key of the tile is multiplied in (by a weight of 0 where unseen), and workgroup
+// memory is not cleared between pipelines. Barriers before (the tile before it read) and after.
+fn load_tile(values: bool, start: u32, end: u32, kv: u32, lid: u32) {
+    workgroupBarrier();
+    let count = min(BC, end - start);
+    for (var i = lid; i < BC * HD4; i += THREADS) {
+        var x = vec4<f32>(0.0);
+        if (i < count * HD4) {
+            let at = ((start + i / HD4) * P.n_kv_head + kv) * HD4 + i % HD4;
+            if (values) {
+                x = kv4(VC[at]);
+            } else {
+                x = kv4(KC[at]);
+            }
+        }
+        kv_tile[i] = x;
+    }
+    workgroupBarrier();
+}
