@@ -84,11 +84,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         // DS threads of the query.
         var s: array<array<f32, CPT>, RPT>;
         for (var c = 0u; c < CPT; c++) {
-            let key = (c * CI + col) * HD4 + d;
+            let k = slice((c * CI + col) * HD4 + d); // read once for the RPT queries
             for (var r = 0u; r < RPT; r++) {
                 var part = vec4<f32>(0.0);
                 for (var i = 0u; i < HDS; i++) {
-                    part += q[r][i] * kv_tile[key + i * DS];
+                    part += q[r][i] * k[i];
                 }
                 var score = part.x + part.y + part.z + part.w;
                 for (var lanes = DS / 2u; lanes > 0u; lanes >>= 1u) {
@@ -116,14 +116,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         load_tile(true, start, end, kv, lid);
         for (var c = 0u; c < CPT; c++) {
-            let key = (c * CI + col) * HD4 + d;
+            let v = slice((c * CI + col) * HD4 + d);
             let p = start + c * CI + col;
             for (var r = 0u; r < RPT; r++) {
                 // Where no key was seen yet, m is s's -3e38 too: the range decides, not exp.
                 let e = select(0.0, exp(s[r][c] - m[r]), p >= range[r].x && p < range[r].y);
                 l[r] += e;
                 for (var i = 0u; i < HDS; i++) {
-                    o[r][i] += e * kv_tile[key + i * DS];
+                    o[r][i] += e * v[i];
                 }
             }
         }
@@ -170,6 +170,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             }
         }
     }
+}
+
+// A thread's slice of a key or value in the tile, from vec4 `at`: every DS-th vec4 of its head.
+fn slice(at: u32) -> array<vec4<f32>, HDS> {
+    var out: array<vec4<f32>, HDS>;
+    for (var i = 0u; i < HDS; i++) {
+        out[i] = kv_tile[at + i * DS];
+    }
+    return out;
 }
 
 // Loads the cache's rows [start, start + BC) of kv head `kv` into the tile, keys or values, zeros
