@@ -1,7 +1,7 @@
 //! Kernel-shape tuning, one candidate at a time. `Engine::tuner` lists the shapes to time (matvecs',
-//! and prompt plans' recurrences and attentions), each `Engine::tune_step` times one candidate kernel of one of them,
-//! and a shape's winner goes to the GPU and to the engine's plans as soon as its last candidate is
-//! timed. A caller with other work runs the steps in between (the browser's worker answers requests
+//! and prompt plans' recurrences and attentions), each `Engine::tune_step` times one candidate
+//! kernel of one of them, and a shape's winner goes to the GPU and to the engine's plans as soon as
+//! its last candidate is timed. A caller with other work runs the steps in between (the browser's worker answers requests
 //! first and tunes when idle); `Engine::tune` runs them all.
 //!
 //! A dispatch timed alone runs again and again on the same weights, which stay in the caches; in a
