@@ -46,7 +46,8 @@ enum Command {
     Perplexity(perplexity::PerplexityArgs),
     /// Prompt and generation speed, like llama-bench.
     Bench(bench::BenchArgs),
-    /// Time kernel shapes on this adapter for a model's matvecs and keep the fastest.
+    /// Time kernel shapes on this adapter for a model's products (and a prompt's recurrence and
+    /// attention) and keep the fastest.
     Tune(tune::TuneArgs),
     /// An OpenAI-compatible HTTP server (chat and text completions, streamed or whole; embeddings).
     Serve(serve::ServeArgs),

@@ -1,7 +1,8 @@
-//! Kernel-shape tuning kept in a file. Every command that loads a model times the matvec shapes this
-//! adapter has no winners for yet, once (`tune_new_shapes`); `wick tune` (tune.rs) times all of a
-//! model's shapes again. Every later command on the same adapter and driver uses the winners
-//! (`WICK_TUNING=off` leaves them out and times nothing).
+//! Kernel-shape tuning kept in a file. Every command that loads a model times the shapes (matvecs', a
+//! prompt's recurrence's and attention's) this adapter has no winners for yet, once
+//! (`tune_new_shapes`); `wick tune` (tune.rs) times all of a model's shapes again. Every later
+//! command on the same adapter and driver uses the winners (`WICK_TUNING=off` leaves them out and
+//! times nothing).
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use wick::engine::{Engine, TuneShapes};
 use wick::gpu::{Gpu, Tuning};
 
-/// Times the engine's matvec shapes that have no winner on this adapter yet and keeps the winners in
+/// Times the engine's shapes that have no winner on this adapter yet and keeps the winners in
 /// the tuning file: what makes tuning happen once per shape. Nothing where tuning is off.
 pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
     let Some(path) = tuning_path() else {

@@ -33,7 +33,7 @@ fn wick_with_tuning(tuning: &str, args: &[&str]) -> String {
 fn kept_shapes(file: &Path) -> Vec<(String, usize)> {
     let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
     (kept.as_object().unwrap().iter())
-        .map(|(key, tuning)| (key.clone(), tuning["matvec"].as_object().unwrap().len()))
+        .map(|(key, tuning)| (key.clone(), tuned_shapes(tuning).len()))
         .collect()
 }
 
@@ -110,10 +110,7 @@ fn new_shapes_are_tuned_once_and_kept() {
     let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     let adapters = kept.as_object().unwrap();
     assert_eq!(adapters.len(), 1, "{kept}");
-    let shapes = adapters.values().next().unwrap()["matvec"]
-        .as_object()
-        .unwrap()
-        .len();
+    let shapes = tuned_shapes(adapters.values().next().unwrap()).len();
     assert!(shapes >= 4, "{kept}");
 
     let second = run_with_tuning(file.to_str().unwrap());
@@ -140,16 +137,10 @@ fn new_shapes_are_tuned_once_and_kept() {
     // The same adapter, set and shapes (the winners may differ: timings are noisy).
     let shape_names = |v: &serde_json::Value| {
         let tuning = v.as_object().unwrap().values().next().unwrap().clone();
-        let names: Vec<String> = tuning["matvec"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
         (
             v.as_object().unwrap().keys().cloned().collect::<Vec<_>>(),
             tuning["candidates"].clone(),
-            names,
+            tuned_shapes(&tuning),
         )
     };
     assert_eq!(shape_names(&renewed), shape_names(&kept), "{renewed}");
@@ -159,6 +150,14 @@ fn new_shapes_are_tuned_once_and_kept() {
     let off = run_with_tuning("off");
     assert!(!off.contains("kernel shapes"), "{off}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The shapes an adapter's kept tuning names: its matvecs', prompt recurrences' and attentions'.
+fn tuned_shapes(tuning: &serde_json::Value) -> Vec<String> {
+    (["matvec", "recurrence", "attention"].iter())
+        .filter_map(|kind| tuning[kind].as_object())
+        .flat_map(|shapes| shapes.keys().cloned())
+        .collect()
 }
 
 /// Whether this machine has no adapter at all (outside CI such a test skips).

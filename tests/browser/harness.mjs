@@ -169,6 +169,9 @@ export const adaptersUsed = new Set();
 export const ranOn = (stats) => adaptersUsed.add(`${/llvmpipe|SwiftShader/.exec(stats.adapter)?.[0] ?? stats.adapter} (${stats.featureLevel})`);
 /** The chat page's engine's figures (its adapter among them). */
 export const pageStats = (page) => page.evaluate(() => window.wickEngine.stats());
+/** The shapes one adapter's kept tuning names: its matvecs', prompt recurrences' and attentions'. */
+export const keptShapes = (tuning) =>
+  ['matvec', 'recurrence', 'attention'].reduce((n, kind) => n + Object.keys(tuning[kind] ?? {}).length, 0);
 
 // ---- Native reference --------------------------------------------------------------------------------
 

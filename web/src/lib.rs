@@ -352,9 +352,10 @@ struct Stats {
     /// Bytes a token reads from the model file itself: its rows of a table left off the GPU
     /// (Gemma 4's per-layer embeddings); 0 for most models.
     row_bytes_per_token: u64,
-    /// Matvec shapes with tuned kernel shapes on this adapter.
+    /// Shapes with tuned kernels on this adapter: matvecs', and prompt recurrences' and attentions'
+    /// forms.
     tuned_shapes: usize,
-    /// This model's matvec shapes with none yet: what `tune` would time.
+    /// This model's shapes with none yet: what `tune` would time.
     untuned_shapes: usize,
     /// Of the last reply: tokens per second generating, and over the prompt.
     tokens_per_second: Option<f64>,
@@ -580,8 +581,8 @@ impl Model {
         Ok(serde_wasm_bindgen::to_value(&stats)?)
     }
 
-    /// Times one more candidate kernel shape for the model's matvec shapes that have no winner on
-    /// this adapter yet, the largest matrices first (the first call only lists them); a shape's
+    /// Times one more candidate kernel for the model's shapes (matvecs', a prompt's recurrence's and
+    /// attention's) that have no winner on this adapter yet, the largest matrices first (the first call only lists them); a shape's
     /// winner is used from its last candidate on. Resolves to { shapes, shapesDone, candidates, timed, finished, tuning }: `tuning` is JSON
     /// { adapter, tuning }, what `load` takes back (under the adapter's key) to start tuned next time,
     /// when this step finished a shape, else null. The caller runs steps when it has nothing else to
