@@ -46,19 +46,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let token = token0 + q;
         for (var g = 0u; g < group.y; g++) {
             let h = group.x + g;
-            // With a sink, the max and the sum take its logit too.
-            var rescale = 1.0;
-            var l = r.l[q][g];
-            if (P.sinks != 0u) {
-                let m = max(r.m[q][g], SINK[h]);
-                rescale = exp(r.m[q][g] - m);
-                l = r.l[q][g] * rescale + exp(SINK[h] - m);
-            }
+            let sunk = with_sink(h, r.m[q][g], r.l[q][g]);
             let o = (token * P.n_head + h) * P.head_dim;
             for (var i = 0u; i < 4u; i++) {
                 let dim = t + i * WG;
                 if (dim < P.head_dim) {
-                    O[o + dim] = r.acc[q][i][g] * rescale / l;
+                    O[o + dim] = r.acc[q][i][g] * sunk.x / sunk.y;
                 }
             }
         }

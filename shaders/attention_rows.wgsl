@@ -8,8 +8,8 @@
 // max, sum and output slice over the keys of its column (online softmax). The CI columns' states are
 // merged once at the end, through workgroup memory. Same ranges, soft-capping and sinks as
 // attention_tiled.wgsl. The pipeline is made for its heads and rows: HD4 vec4s a head, BC keys a tile,
-// BR queries a workgroup. Needs subgroups at least DS wide, step.wgsl, key_range.wgsl and
-// attention_params.wgsl.
+// BR queries a workgroup. Needs subgroups at least DS wide, step.wgsl, key_range.wgsl,
+// key_union.wgsl and attention_params.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
@@ -30,9 +30,6 @@ const CPT: u32 = BC / CI;     // keys of a tile a thread scores
 var<workgroup> kv_tile: array<vec4<f32>, BC * HD4>; // a tile's keys, then its values; at the end, the merge
 var<workgroup> merge_m: array<f32, THREADS>;
 var<workgroup> merge_l: array<f32, THREADS>;
-var<workgroup> bounds: array<atomic<u32>, 2>; // the workgroup's queries' keys: [first, end)
-var<workgroup> first_seen: u32;
-var<workgroup> end_seen: u32;
 
 override WG: u32 = 128u;
 
@@ -47,11 +44,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let d = lid % DS;
     let col = (lid / DS) % CI;
     let first_row = (lid / (DS * CI)) * RPT;
-    if (lid == 0u) {
-        atomicStore(&bounds[0], 0xffffffffu);
-        atomicStore(&bounds[1], 0u);
-    }
-    workgroupBarrier();
+    key_union_open(lid);
     // Queries past the run attend as the run's last and store nothing.
     var range: array<vec2<u32>, RPT>;
     var q: array<array<vec4<f32>, HDS>, RPT>;
@@ -61,8 +54,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var r = 0u; r < RPT; r++) {
         let token = min(t0 + first_row + r, step.n_tokens - 1u);
         range[r] = key_range(token, P.causal != 0u, P.window, P.both_ways_from);
-        atomicMin(&bounds[0], range[r].x);
-        atomicMax(&bounds[1], range[r].y);
+        key_union_add(range[r]);
         let q_row = (token * P.n_head + h) * HD4;
         for (var i = 0u; i < HDS; i++) {
             q[r][i] = Q[q_row + i * DS + d] * P.scale;
@@ -71,14 +63,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         m[r] = -3.0e38;
         l[r] = 0.0;
     }
-    workgroupBarrier();
-    if (lid == 0u) {
-        first_seen = atomicLoad(&bounds[0]);
-        end_seen = atomicLoad(&bounds[1]);
-    }
-    let first = workgroupUniformLoad(&first_seen);
-    let end = workgroupUniformLoad(&end_seen);
-    for (var start = first; start < end; start += BC) {
+    let keys = key_union_close(lid);
+    let end = keys.y;
+    for (var start = keys.x; start < end; start += BC) {
         load_tile(false, start, end, kv, lid);
         // The tile's scores: each thread's part of a query's dot product with a key, summed over the
         // DS threads of the query.
@@ -156,14 +143,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                     out[i] += kv_tile[other * HDS + i];
                 }
             }
-            // A sink takes its share of the weight: the max and the sum take its logit too.
-            var scale = 1.0;
-            if (P.sinks != 0u) {
-                let m_sink = max(m_all, SINK[h]);
-                scale = exp(m_all - m_sink);
-                sum = sum * scale + exp(SINK[h] - m_sink);
-            }
-            let norm = select(0.0, scale / sum, sum > 0.0);
+            let sunk = with_sink(h, m_all, sum);
+            let norm = select(0.0, sunk.x / sunk.y, sunk.y > 0.0);
             let at = (t * P.n_head + h) * HD4;
             for (var i = 0u; i < HDS; i++) {
                 O[at + i * DS + d] = out[i] * norm;

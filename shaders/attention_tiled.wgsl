@@ -7,7 +7,8 @@
 // own rows), soft-capped scores and sinks. q head h reads kv head h / (n_head / n_kv_head). The
 // pipeline is made for its heads: HD4 vec4s a head, BK keys a tile (a tile of keys and one of values
 // fill 16 KiB), so that every loop's bounds are constants, which compilers unroll and whose arrays
-// they keep in registers. Needs step.wgsl, key_range.wgsl and attention_params.wgsl.
+// they keep in registers. Needs step.wgsl, key_range.wgsl, key_union.wgsl and
+// attention_params.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
@@ -21,9 +22,6 @@ override WG: u32 = 64u;
 
 var<workgroup> k_tile: array<vec4<f32>, BK * HD4>;
 var<workgroup> v_tile: array<vec4<f32>, BK * HD4>;
-var<workgroup> bounds: array<atomic<u32>, 2>; // the workgroup's queries' keys: [first, end)
-var<workgroup> first_seen: u32;
-var<workgroup> end_seen: u32;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -37,13 +35,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     // Threads past the run attend as the run's last query and store nothing.
     let token = min(t, step.n_tokens - 1u);
     let range = key_range(token, P.causal != 0u, P.window, P.both_ways_from);
-    if (lid == 0u) {
-        atomicStore(&bounds[0], 0xffffffffu);
-        atomicStore(&bounds[1], 0u);
-    }
-    workgroupBarrier();
-    atomicMin(&bounds[0], range.x);
-    atomicMax(&bounds[1], range.y);
+    key_union_open(lid);
+    key_union_add(range);
     var q: array<vec4<f32>, HD4>;
     var acc: array<vec4<f32>, HD4>;
     let q_row = (token * P.n_head + h) * HD4;
@@ -52,14 +45,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     var m = -3.0e38;
     var l = 0.0;
-    workgroupBarrier();
-    if (lid == 0u) {
-        first_seen = atomicLoad(&bounds[0]);
-        end_seen = atomicLoad(&bounds[1]);
-    }
-    let first = workgroupUniformLoad(&first_seen);
-    let end = workgroupUniformLoad(&end_seen);
-    for (var start = first; start < end; start += BK) {
+    let keys = key_union_close(lid);
+    let end = keys.y;
+    for (var start = keys.x; start < end; start += BK) {
         let count = min(BK, end - start);
         // Past the last key, zeros: every key of the tile is multiplied in (by a weight of 0 where
         // unseen), and workgroup memory is not cleared between pipelines.
@@ -110,18 +98,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         m = m_new;
         workgroupBarrier(); // the tile is read before the next one is loaded
     }
-    // A sink takes its share of the weight: the max and the sum take its logit too.
-    if (P.sinks != 0u) {
-        let m_sink = max(m, SINK[h]);
-        let rescale = exp(m - m_sink);
-        l = l * rescale + exp(SINK[h] - m_sink);
-        for (var i = 0u; i < HD4; i++) {
-            acc[i] *= rescale;
-        }
-    }
+    let sunk = with_sink(h, m, l);
     if (t < step.n_tokens) {
         let out = (t * P.n_head + h) * HD4;
-        let norm = select(0.0, 1.0 / l, l > 0.0);
+        let norm = select(0.0, sunk.x / sunk.y, sunk.y > 0.0);
         for (var i = 0u; i < HD4; i++) {
             O[out + i] = acc[i] * norm;
         }

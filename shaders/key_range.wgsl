@@ -1,5 +1,5 @@
-// Which cache rows a query sees: attention.wgsl, attention_tiled.wgsl and attention_split.wgsl ask
-// it the same way. Needs step.wgsl.
+// Which cache rows a query sees: attention.wgsl, attention_tiled.wgsl, attention_rows.wgsl and
+// attention_split.wgsl ask it the same way. Needs step.wgsl.
 
 // The first key a query at position end - 1 sees: the last `window` keys, or all where window is 0.
 fn first_key(end: u32, window: u32) -> u32 {

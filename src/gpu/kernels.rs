@@ -395,6 +395,7 @@ impl Kernel {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "key_union.wgsl",
                     "attention_params.wgsl",
                     "attention_tiled.wgsl"
                 );
@@ -404,6 +405,7 @@ impl Kernel {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "key_union.wgsl",
                     "attention_params.wgsl",
                     "attention_rows.wgsl"
                 );
