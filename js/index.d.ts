@@ -249,6 +249,10 @@ export interface EngineStats {
   /** This model's kernel shapes with no tuned kernel shape on this adapter yet (tuning is under way, was
    * stopped, or `tune: false`). */
   untunedShapes: number;
+  /** The fewest lanes of the device's subgroups (WebGPU's `subgroups`, asked for where the adapter
+   * has them), which the tuner may give kernels that pass its check on the device; null where it has
+   * none. */
+  subgroupSize: number | null;
   /** Of the last reply; null before the first. */
   tokensPerSecond: number | null;
   promptTokensPerSecond: number | null;

@@ -90,7 +90,7 @@ async function loadModel(id, { source, options }) {
           })
         : fileReader(source, controller.signal);
     const { nCtx, dropOldTurns, tuning, pooling, speculation, mmproj, imageMinTokens, imageMaxTokens, kvCache } = options;
-    const level = await chooseFeatureLevel(options.featureLevel);
+    const { level, subgroups } = await chooseFeatureLevel(options.featureLevel);
     const checkTokens = speculation ? speculation.draftMax + 1 : undefined;
     const projector =
       mmproj === undefined
@@ -104,7 +104,7 @@ async function loadModel(id, { source, options }) {
           : fileReader(mmproj, controller.signal);
     const loaded = await load(
       reader,
-      { nCtx, dropOldTurns, tuning, pooling, checkTokens, imageMinTokens, imageMaxTokens, kvCache },
+      { nCtx, dropOldTurns, tuning, pooling, checkTokens, imageMinTokens, imageMaxTokens, kvCache, subgroups },
       (loaded, total) => progress('gpu', loaded, total),
       projector,
       (loaded, total) => progress('mmproj-gpu', loaded, total),
@@ -148,16 +148,35 @@ async function speculate(model, speculation, signal, progress) {
 
 /**
  * Makes the adapter requests that follow (wgpu's among them) ask for `wanted`, or for compatibility
- * mode where the browser offers no core adapter; returns the level chosen. wgpu's web backend requests
+ * mode where the browser offers no core adapter. wgpu's web backend requests
  * adapters without a feature level, which gives core WebGPU only, and wgpu has no option for it; the
  * engine needs nothing compatibility mode lacks (no textures, and the limits it asks for are the
- * adapter's own), so answering wgpu's request here is all it takes.
+ * adapter's own), so answering wgpu's request here is all it takes. Returns { level, subgroups }:
+ * whether that adapter has WebGPU's subgroups, which the engine's device then asks for.
  */
 async function chooseFeatureLevel(wanted) {
   let level = wanted;
-  if (level === 'core' && !(await requestAdapter({ featureLevel: 'core' }))) level = 'compatibility';
-  self.navigator.gpu.requestAdapter = (options = {}) => requestAdapter({ ...options, featureLevel: level });
-  return level;
+  let adapter = await requestAdapter({ featureLevel: level });
+  if (!adapter && level === 'core') {
+    level = 'compatibility';
+    adapter = await requestAdapter({ featureLevel: level });
+  }
+  self.navigator.gpu.requestAdapter = async (options = {}) =>
+    withSubgroups(await requestAdapter({ ...options, featureLevel: level }));
+  return { level, subgroups: Boolean(adapter?.features.has('subgroups')) };
+}
+
+/**
+ * The adapter, whose devices ask for WebGPU's subgroups where it has them: wgpu's web backend asks
+ * only for the features it knows, and the engine's kernels that shuffle values between lanes need
+ * them (load's `subgroups` tells the engine it has them).
+ */
+function withSubgroups(adapter) {
+  if (!adapter?.features.has('subgroups')) return adapter;
+  const requestDevice = adapter.requestDevice.bind(adapter);
+  adapter.requestDevice = (descriptor = {}) =>
+    requestDevice({ ...descriptor, requiredFeatures: [...(descriptor.requiredFeatures ?? []), 'subgroups'] });
+  return adapter;
 }
 
 /**

@@ -132,8 +132,9 @@ pub struct Gpu {
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
-    /// The fewest lanes a subgroup has, where kernels may use subgroup operations (natively, on
-    /// adapters with them; WebGPU's subgroups are not wgpu's yet).
+    /// The fewest lanes a subgroup has, where kernels may use subgroup operations: natively, on
+    /// adapters with them; in a browser, where the page had the device granted WebGPU's
+    /// (`Gpu::in_browser`).
     pub subgroup_size: Option<u32>,
     /// The adapter's matrix cores, where it multiplies f16 into f32 sums there (cooperative matrices,
     /// natively: Vulkan's VK_KHR_cooperative_matrix, Metal's simdgroup matrices).
@@ -157,10 +158,26 @@ impl Gpu {
         Gpu::with_limits(|limits| limits).await
     }
 
+    /// Opens the adapter the browser's WebGPU gives, whose device the page had granted WebGPU's
+    /// subgroups where `subgroups` says so: wgpu's web backend neither asks for them nor reports
+    /// them, so the page does both (js/worker.js).
+    pub async fn in_browser(subgroups: bool) -> Result<Arc<Gpu>, GpuError> {
+        Gpu::open(|limits| limits, subgroups).await
+    }
+
     /// Opens the best adapter with the limits `choose` makes of the largest it offers (lower ones stand
     /// in for a smaller adapter, as tests do).
     pub async fn with_limits(
         choose: impl FnOnce(wgpu::Limits) -> wgpu::Limits,
+    ) -> Result<Arc<Gpu>, GpuError> {
+        Gpu::open(choose, false).await
+    }
+
+    /// `with_limits`, in a browser whose page had the device granted subgroups where
+    /// `browser_subgroups` says so.
+    async fn open(
+        choose: impl FnOnce(wgpu::Limits) -> wgpu::Limits,
+        browser_subgroups: bool,
     ) -> Result<Arc<Gpu>, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
@@ -185,8 +202,9 @@ impl Gpu {
         if adapter.features().contains(timestamps) {
             features |= timestamps;
         }
+        let has_subgroups = features.contains(wgpu::Features::SUBGROUP) || browser_subgroups;
         let subgroup_size =
-            (features.contains(wgpu::Features::SUBGROUP)).then_some(info.subgroup_min_size);
+            Some(info.subgroup_min_size).filter(|&lanes| has_subgroups && lanes > 0);
         let matrix_cores = MatrixCores::of(&adapter, &info, &limits);
         let experimental = match matrix_cores {
             Some(_) => {

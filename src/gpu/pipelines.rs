@@ -203,8 +203,19 @@ impl PipelineKey {
         c
     }
 
+    /// Whether its kernel shuffles values between a subgroup's lanes: a row summed so, or a chunk's
+    /// attention with its heads split over lanes.
+    fn uses_subgroup_shuffles(&self) -> bool {
+        self.subgroup_sum || matches!(self.kernel, Kernel::AttentionRows(..))
+    }
+
     pub fn source(&self) -> String {
         let mut src = String::new();
+        // WebGPU has a shader enable the subgroup operations it uses (naga takes them as they are,
+        // and refuses the directive).
+        if cfg!(target_arch = "wasm32") && self.uses_subgroup_shuffles() {
+            src += "enable subgroups;\n";
+        }
         if let Some(size) = self.kernel.cooperative_size() {
             // Directives come first. The matrices' loads, multiplies and stores run in subgroups
             // that branch apart by their subgroup id, uniform within each: what SPIR-V asks of them,

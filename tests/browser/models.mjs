@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COMPAT, GEMMA, GEMMA4, QWEN35, ROOT, WORK, base, context, installed, nativeReply, openPage, profile, ranOn, responses, steered, test } from './harness.mjs';
+import { COMPAT, GEMMA, GEMMA4, QWEN35, ROOT, TINY, WORK, base, context, installed, keptShapes, nativeReply, openPage, profile, ranOn, responses, steered, test } from './harness.mjs';
 
 test('the package bundled by Vite loads a model and answers (core WebGPU, the default)', async () => {
   // A Vite app that depends on the installed package: its worker and .wasm must come out as assets.
@@ -237,3 +237,54 @@ for (const [featureLevel, where, maxTokens] of [
     assert.equal(result.text, await nativeReply(content, maxTokens));
   });
 }
+
+// WebGPU's subgroups, which wgpu's web backend neither asks for nor reports: the worker asks for them
+// where the adapter has them (core WebGPU here, SwiftShader's subgroups of 4 lanes; the
+// compatibility-mode adapter has none), and the engine's kernels that shuffle between lanes run. The
+// tiny model tuned on core (the tuner checks every subgroup sum on the device first), then every
+// matvec it tuned forced to sum its rows by shuffles, 4 threads a row: the reply is the native one.
+test('on core WebGPU the device has subgroups, and products summed by shuffles reply as the native engine does', async () => {
+  const content = 'tell me';
+  const page = await openPage('/target/browser-test/app/');
+  const result = await page.evaluate(async (content) => {
+    const { Wick } = await import('wick-llm');
+    localStorage.removeItem('wick-llm:tuning');
+    const body = { messages: [{ role: 'user', content }], temperature: 0, max_tokens: 8 };
+    const run = async (options) => {
+      const engine = await Wick.load('../tiny.gguf', { featureLevel: 'core', ...options });
+      await engine.tuned;
+      const reply = await engine.chat.completions.create(body);
+      const stats = await engine.stats();
+      await engine.unload();
+      return { text: reply.choices[0].message.content, stats };
+    };
+    const compat = await run({ featureLevel: 'compatibility', tune: false });
+    const tuned = await run({});
+    const kept = JSON.parse(localStorage.getItem('wick-llm:tuning'));
+    const [adapter] = Object.keys(kept);
+    let forced = 0;
+    for (const [shape, kernel] of Object.entries(kept[adapter].matvec)) {
+      if (kernel.threads_per_row === 0) continue; // a prompt's tile
+      kept[adapter].matvec[shape] = { workgroup: 64, threads_per_row: 4, subgroup_sum: true, split: 'chunks' };
+      forced++;
+    }
+    localStorage.setItem('wick-llm:tuning', JSON.stringify(kept));
+    const shuffled = await run({ tune: false });
+    localStorage.removeItem('wick-llm:tuning');
+    return { compat, tuned, shuffled, forced, kept: kept[adapter] };
+  }, content);
+  await page.close();
+  const { compat, tuned, shuffled, forced, kept } = result;
+  ranOn(compat.stats);
+  ranOn(shuffled.stats);
+  assert.equal(compat.stats.subgroupSize ?? null, null, JSON.stringify(compat.stats));
+  assert.equal(tuned.stats.subgroupSize, 4, JSON.stringify(tuned.stats));
+  assert.equal(tuned.stats.untunedShapes, 0, JSON.stringify(tuned.stats)); // its tuning ran to the end
+  assert.ok(forced > 0, JSON.stringify(kept));
+  // Every shape ran as the kept tuning says: none dropped, none left to the default.
+  assert.equal(shuffled.stats.tunedShapes, keptShapes(kept));
+  assert.equal(shuffled.stats.untunedShapes, 0);
+  console.log(`    ${forced} matvec shapes summed by shuffles of ${shuffled.stats.subgroupSize} lanes`);
+  assert.equal(shuffled.text, await nativeReply(content, 8, TINY));
+  assert.equal(tuned.text, shuffled.text);
+});

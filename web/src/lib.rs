@@ -163,8 +163,12 @@ struct LoadRequest {
     /// The fewest and the most tokens an image becomes (`TokenBudget`); absent: the projector's.
     image_min_tokens: Option<u32>,
     image_max_tokens: Option<u32>,
-    /// "f16": the KV cache in f16; absent or "f32": f32.
+    /// "f16" or "f32": how the KV cache holds keys and values; absent: the adapter's.
     kv_cache: Option<String>,
+    /// Whether the device was granted WebGPU's subgroups: the worker asks for them where the adapter
+    /// has them, as wgpu's web backend does not.
+    #[serde(default)]
+    subgroups: bool,
 }
 
 /// Opens the GPU, reads the header and streams every tensor into GPU memory. `on_progress` receives
@@ -193,7 +197,7 @@ pub async fn load(
             Some((source, header, tokens))
         }
     };
-    let gpu = Gpu::new().await.map_err(js_error)?;
+    let gpu = Gpu::in_browser(options.subgroups).await.map_err(js_error)?;
     let adapter = gpu.describe();
     // Kept tuning for another adapter, or in a shape this version cannot read, is no tuning.
     let kept: Option<HashMap<String, Tuning>> = options
@@ -357,6 +361,9 @@ struct Stats {
     tuned_shapes: usize,
     /// This model's shapes with none yet: what `tune` would time.
     untuned_shapes: usize,
+    /// The fewest lanes of the device's subgroups, where kernels may use them (the tuner offers
+    /// those that pass its check on the device); absent where the device has none.
+    subgroup_size: Option<u32>,
     /// Of the last reply: tokens per second generating, and over the prompt.
     tokens_per_second: Option<f64>,
     prompt_tokens_per_second: Option<f64>,
@@ -554,6 +561,7 @@ impl Model {
             row_bytes_per_token: engine.stats.row_bytes_per_token,
             tuned_shapes: engine.gpu.tuning().len(),
             untuned_shapes: engine.untuned_shapes().len(),
+            subgroup_size: engine.gpu.subgroup_size,
             tokens_per_second: last
                 .as_ref()
                 .and_then(|l| rate(l.completion_tokens, l.generate_ms)),
