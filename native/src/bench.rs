@@ -302,6 +302,8 @@ pub fn main(args: BenchArgs) -> Result<()> {
         products_on_matrix_cores: engine.products_on_matrix_cores(),
         products_in_f16_tiles: engine.products_in_f16_tiles().0,
         products_on_int8_x: engine.products_on_int8_x(),
+        products_by_subgroups: engine.products_summed_by_subgroups(),
+        subgroup_size: gpu.subgroup_size,
         kv_cache: engine.stats.kv_cache.name(),
     };
     match args.output {
@@ -345,6 +347,10 @@ struct Context {
     products_in_f16_tiles: usize,
     /// Of a decode step's products that may take 8-bit x, those that do, and all of them.
     products_on_int8_x: (usize, usize),
+    /// Of a step's products, those that sum a row's parts by subgroup shuffles, and all of them.
+    products_by_subgroups: (usize, usize),
+    /// The fewest lanes of the device's subgroups, where kernels may use them.
+    subgroup_size: Option<u32>,
     /// How the KV cache holds keys and values.
     kv_cache: &'static str,
 }
@@ -431,6 +437,9 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "prompt_products_in_f16_tiles": c.products_in_f16_tiles,
                 "decode_products_on_int8_x": c.products_on_int8_x.0,
                 "decode_products_int8_x_may_take": c.products_on_int8_x.1,
+                "decode_products_by_subgroups": c.products_by_subgroups.0,
+                "decode_products": c.products_by_subgroups.1,
+                "subgroup_size": c.subgroup_size,
                 "kv_cache": c.kv_cache,
             })
         })
@@ -463,7 +472,7 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         None => "peak unknown (--peak-gbps)".into(),
     };
     println!(
-        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}, in f16 tiles: {}; decode products on 8-bit x: {} of {}; KV cache {}",
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}, in f16 tiles: {}; decode products on 8-bit x: {} of {}, summed by subgroups: {} of {} ({}); KV cache {}",
         model.filename,
         model.model_type(),
         model.size as f64 / 1e6,
@@ -482,6 +491,12 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         c.products_in_f16_tiles,
         c.products_on_int8_x.0,
         c.products_on_int8_x.1,
+        c.products_by_subgroups.0,
+        c.products_by_subgroups.1,
+        match c.subgroup_size {
+            Some(lanes) => format!("subgroups of {lanes} lanes or more"),
+            None => "no subgroups".into(),
+        },
         c.kv_cache,
     );
     println!();

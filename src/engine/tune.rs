@@ -46,6 +46,14 @@ pub struct Tuned {
     pub after: (Choice, Duration),
 }
 
+/// A plan's products by what they multiply: a prompt's chunk (tiles, `Kernel::Matmul`) or a step's
+/// few tokens (matvecs).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Products {
+    Prompt,
+    Step,
+}
+
 /// A tuning under way: the shapes still to time and the candidates of the one being timed.
 pub struct Tuner {
     /// What the device offers, of subgroups and matrix cores only what works there
@@ -104,20 +112,26 @@ impl Engine {
     /// Of the plans' prompt products (`Kernel::Matmul` shapes), how many run on the matrix cores,
     /// and how many there are.
     pub fn products_on_matrix_cores(&self) -> (usize, usize) {
-        self.prompt_products_in(|k| k.cooperative.is_some())
+        self.products_in(Products::Prompt, |k| k.cooperative.is_some())
     }
 
     /// Of the plans' prompt products, how many hold their tiles in f16, and how many there are.
     pub fn products_in_f16_tiles(&self) -> (usize, usize) {
-        self.prompt_products_in(|k| k.f16_tile)
+        self.products_in(Products::Prompt, |k| k.f16_tile)
     }
 
-    /// Of the plans' prompt products, how many run in a kernel `which` picks, and how many there
+    /// Of the plans' products of a step's few tokens (not a prompt's tiles), how many sum a row's
+    /// parts by subgroup shuffles, and how many there are.
+    pub fn products_summed_by_subgroups(&self) -> (usize, usize) {
+        self.products_in(Products::Step, |k| k.subgroup_sum)
+    }
+
+    /// Of the plans' products of a kind, how many run in a kernel `which` picks, and how many there
     /// are.
-    fn prompt_products_in(&self, which: impl Fn(&MatvecKernel) -> bool) -> (usize, usize) {
+    fn products_in(&self, kind: Products, which: impl Fn(&MatvecKernel) -> bool) -> (usize, usize) {
         let tuning = self.gpu.usable(self.gpu.tuning());
         let shapes: Vec<MatvecShape> = (self.tunables().iter())
-            .filter(|s| s.is_matmul())
+            .filter(|s| s.is_matmul() == (kind == Products::Prompt))
             .filter_map(Tunable::matvec)
             .collect();
         let on = (shapes.iter()).filter(|s| which(&tuning.matvec(s, self.gpu.adapter())));
