@@ -5,7 +5,9 @@
 // and ms/token (from the package's stats), a step's parts (recording, submitting, waiting for the GPU
 // and the readback, and the rest: sampling, detokenizing, messages), and bytes read back per token. WebGPU is core mode on SwiftShader unless --compat: then
 // compatibility mode on Dawn's OpenGL ES backend over ANGLE over Vulkan (here lavapipe, the adapter
-// native Wick uses). Default kernel shapes (no tuning). --profile then times each kernel of a decode
+// native Wick uses). Default kernel shapes unless --tune: then the package tunes them first, from
+// nothing (the browser profile is new), and the header counts the kernels the tuner gave subgroup
+// sums and their lanes. --profile then times each kernel of a decode
 // step alone and the whole plan without readback, as `wick bench --profile` does natively. --embed
 // TEXTS.json (a JSON array of strings) times embeddings instead: the texts in one request, after one
 // of the first that warms up, the model pooled by --pooling (mean by default; it overrides what a
@@ -17,7 +19,7 @@
 // --mmproj FILE --image FILE times an image in a chat message instead: per round, the image with one
 // pixel changed (so that it is encoded again, not found among those encoded before) and the prompt,
 // to the first token; the prompt's part from the package's stats, the rest the image's encoding.
-// Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--profile] [--greedy]
+// Usage: node scripts/bench-web.mjs MODEL [--tokens N] [--rounds N] [--prompt TEXT] [--compat] [--tune] [--profile] [--greedy]
 //        [--draft FILE | --lookup]
 //        node scripts/bench-web.mjs MODEL --embed TEXTS.json [--pooling mean|cls|last] [--compat]
 //        node scripts/bench-web.mjs MODEL --mmproj FILE --image FILE [--rounds N] [--prompt TEXT] [--compat]
@@ -41,6 +43,7 @@ const prompt = option('--prompt', 'Hi');
 const flag = (name) => args.includes(name) && args.splice(args.indexOf(name), 1).length > 0;
 const compat = flag('--compat');
 const profiled = flag('--profile');
+const tuned = flag('--tune');
 const greedyOnly = flag('--greedy');
 const embedTexts = option('--embed', null);
 const pooling = option('--pooling', undefined);
@@ -169,12 +172,24 @@ const readbacks = greedyOnly
   : draftFile || lookup
     ? [[`choice (greedy), ${draftFile ? 'drafted by ' + draftFile : 'lookup drafts'}`, { temperature: 0 }]]
     : allReadbacks;
-const { adapter, rows, profile, loadSeconds } = await page.evaluate(
-  async ({ model, tokens, rounds, prompt, readbacks, featureLevel, profiled, speculation }) => {
+const { adapter, rows, profile, loadSeconds, shapes } = await page.evaluate(
+  async ({ model, tokens, rounds, prompt, readbacks, featureLevel, profiled, speculation, tuned }) => {
     const { Wick } = await import('wick-llm');
     const loadStart = performance.now();
-    const engine = await Wick.load(model, { tune: false, nCtx: 512, featureLevel, ...speculation });
+    const engine = await Wick.load(model, { tune: tuned, nCtx: 512, featureLevel, ...speculation });
     const loadSeconds = (performance.now() - loadStart) / 1000;
+    await engine.tuned;
+    // The step's products the tuner kept shapes for (not a prompt's tiles, which have no threads a
+    // row), and those summing a row by subgroup shuffles.
+    const matvec = Object.values(JSON.parse(localStorage.getItem('wick-llm:tuning') ?? '{}'))[0]?.matvec ?? {};
+    const kept = Object.values(matvec).filter((k) => k.threads_per_row > 0);
+    const { subgroupSize } = await engine.stats();
+    const shapes = tuned && {
+      matvecs: kept.length,
+      bySubgroups: kept.filter((k) => k.subgroup_sum).length,
+      subgroupSize,
+      tuneSeconds: (performance.now() - loadStart) / 1000 - loadSeconds,
+    };
     const rows = [];
     for (let round = 1; round <= rounds; round++) {
       for (const [name, sampling] of readbacks) {
@@ -199,12 +214,16 @@ const { adapter, rows, profile, loadSeconds } = await page.evaluate(
     const { adapter } = await engine.stats();
     const profile = profiled ? await engine.profile('decode') : null;
     await engine.unload();
-    return { adapter, rows, profile, loadSeconds };
+    return { adapter, rows, profile, loadSeconds, shapes };
   },
-  { model, tokens, rounds, prompt, readbacks, featureLevel: compat ? 'compatibility' : 'core', profiled, speculation },
+  { model, tokens, rounds, prompt, readbacks, featureLevel: compat ? 'compatibility' : 'core', profiled, speculation, tuned },
 );
 
-console.log(`${model} in headless Chromium on ${adapter}, default kernel shapes, "${prompt}", ${tokens} tokens at most\n`);
+const kernels = shapes
+  ? `kernel shapes tuned here in ${shapes.tuneSeconds.toFixed(0)} s (${shapes.bySubgroups} of ${shapes.matvecs} step products ` +
+    `summed by subgroups${shapes.subgroupSize ? ` of ${shapes.subgroupSize} lanes` : ': the adapter has none'})`
+  : 'default kernel shapes';
+console.log(`${model} in headless Chromium on ${adapter}, ${kernels}, "${prompt}", ${tokens} tokens at most\n`);
 console.log('| round | read back | prompt tokens run | prompt tok/s | tokens | decode tok/s | ms/token | record | submit | wait | other | bytes back/token |');
 console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
