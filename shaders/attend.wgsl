@@ -8,9 +8,7 @@
 // most 4 * WG floats, WG at most 128. The kernel declares KC, VC (which may be one buffer bound
 // twice), P (with scale and softcap), WG, the constant TQ and `fn query(q: u32, g: u32, i: u32) ->
 // vec4<f32>`: vec4 i of query q's head g; KC is an array<Kv4> and VC an array<Kv2> (kv_f32.wgsl or
-// kv_f16.wgsl). Call from uniform control flow.
-
-const GROUP: u32 = 4u;
+// kv_f16.wgsl). Needs head_group.wgsl (GROUP). Call from uniform control flow.
 
 // Where a query's keys and values lie in a cache row. Grouped-query attention: a row holds every kv
 // head's key (KC) or value (VC), and key and value have the head's size. Multi-head Latent Attention:
@@ -28,14 +26,6 @@ struct Attended {
     m: array<vec4<f32>, TQ>,
     l: array<vec4<f32>, TQ>,
     acc: array<array<vec4<f32>, 4>, TQ>,
-}
-
-// The group's heads of `n_group` heads in all (one kv head's query heads, or every head where they
-// share one), for workgroup `i` of the groups: the first head and how many.
-fn head_group(i: u32, n_group: u32) -> vec2<u32> {
-    let per = (n_group + GROUP - 1u) / GROUP;
-    let first = (i / per) * n_group + (i % per) * GROUP;
-    return vec2<u32>(first, min(GROUP, n_group - (i % per) * GROUP));
 }
 
 // A block's exp(score - max), one per key, for each query; between blocks, a reduction's values, one

@@ -9,7 +9,7 @@
 // merged once at the end, through workgroup memory. Same ranges, soft-capping and sinks as
 // attention_tiled.wgsl. The pipeline is made for its heads and rows: HD4 vec4s a head, BC keys a tile,
 // BR queries a workgroup. Needs subgroups at least DS wide, step.wgsl, key_range.wgsl,
-// key_union.wgsl and attention_params.wgsl.
+// key_union.wgsl, attention_params.wgsl and lanes_sum.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
@@ -77,10 +77,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 for (var i = 0u; i < HDS; i++) {
                     part += q[r][i] * k[i];
                 }
-                var score = part.x + part.y + part.z + part.w;
-                for (var lanes = DS / 2u; lanes > 0u; lanes >>= 1u) {
-                    score += subgroupShuffleXor(score, lanes);
-                }
+                var score = lanes_sum(part);
                 if (P.softcap > 0.0) {
                     score = P.softcap * tanh(score / P.softcap);
                 }

@@ -6,7 +6,7 @@
 // attend.wgsl's online softmax, which reads each row once for the group and the TQ tokens (a
 // prompt's chunk on a GPU takes as many as the queries' workgroup memory allows,
 // `ops::mla::push_attention`; a step one); no scores are stored. The output stays in the latent space (v_b takes it out). Needs
-// step.wgsl, rope.wgsl and attend.wgsl.
+// step.wgsl, rope.wgsl, head_group.wgsl and attend.wgsl.
 
 const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)
 

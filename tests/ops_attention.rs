@@ -216,21 +216,21 @@ fn projection_rope_and_attention_against_cpu() {
     }
 }
 
-/// One token's attention split over the sequence and merged (flash-decoding), against the CPU: at
-/// position 0 (one key, four splits empty), 150 (three splits used, the last partly) and 600 (all
-/// five, several blocks each); then at 600 again on a sliding-window layer (the last 300 keys, and the
-/// last 37, which leaves four splits empty) scored by Gemma 3 27B's scale, then with scores soft-capped
-/// at 2 (Gemma 2); then with sinks (gpt-oss: a logit per head in the softmax, with no value) at
-/// position 0, where the one key shares the weight with the sink, and at 600 on a window of 37; and
-/// through the whole-head kernel alike. 5 query heads a kv head: a group of 4 and one of 1.
+/// One token's attention split over the sequence and merged (flash-decoding), against the CPU, in
+/// every form the adapter offers the split (a key a thread; a head over the lanes of a subgroup
+/// where it has them): at position 0 (one key, four splits empty), 150 (three splits used, the last
+/// partly) and 600 (all five, several rounds of keys each); then at 600 again on a sliding-window
+/// layer (the last 300 keys, and the last 37, which leaves four splits empty) scored by Gemma 3 27B's
+/// scale, then with scores soft-capped at 2 (Gemma 2); then with sinks (gpt-oss: a logit per head in
+/// the softmax, with no value) at position 0, where the one key shares the weight with the sink, and
+/// at 600 on a window of 37; and through the whole-head kernel alike. 5 query heads a kv head (a
+/// group of 4 and one of 1) of 64 dimensions; then 3 a kv head (a group of 3) of 128, 7 splits.
 #[test]
 fn split_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(1234);
-    let (n_head, n_kv_head, head_dim, n_ctx, n_split) = (10u32, 2u32, 64u32, 640u32, 5u32);
-    let kv_dim = (n_kv_head * head_dim) as usize;
-    let hd = head_dim as usize;
-    let whole = attention::Shape::causal(n_head, n_kv_head, head_dim);
+    let n_ctx = 640u32;
+    let whole = attention::Shape::causal(10, 2, 64);
     let windowed = |window| attention::Shape {
         scale: 1.0 / 168f32.sqrt(),
         window,
@@ -240,20 +240,35 @@ fn split_attention_against_cpu() {
         softcap: 2.0,
         ..windowed(300)
     };
+    let wide = attention::Shape::causal(6, 2, 128);
     let cases = [
-        (0u32, whole, false),
-        (150, whole, false),
-        (600, whole, false),
-        (600, windowed(300), false),
-        (600, windowed(37), false),
-        (600, capped, false),
-        (0, whole, true),
-        (600, windowed(37), true),
+        (0u32, whole, false, 5u32),
+        (150, whole, false, 5),
+        (600, whole, false, 5),
+        (600, windowed(300), false, 5),
+        (600, windowed(37), false, 5),
+        (600, capped, false, 5),
+        (0, whole, true, 5),
+        (600, windowed(37), true, 5),
+        (600, wide, false, 7),
+        (
+            333,
+            attention::Shape {
+                softcap: 2.0,
+                ..wide
+            },
+            true,
+            7,
+        ),
     ];
     let with_types = [KvType::F32, KvType::F16]
         .into_iter()
         .flat_map(|kv| cases.iter().map(move |&case| (kv, case)));
-    for (cache_type, (pos, shape, with_sinks)) in with_types {
+    let mut forms_run = std::collections::BTreeSet::new();
+    for (cache_type, (pos, shape, with_sinks, n_split)) in with_types {
+        let (n_head, n_kv_head, head_dim) = (shape.n_head, shape.n_kv_head, shape.head_dim);
+        let kv_dim = (n_kv_head * head_dim) as usize;
+        let hd = head_dim as usize;
         let n = pos as usize + 1;
         let sinks: Option<Vec<f32>> =
             with_sinks.then(|| rng.vec(n_head as usize).iter().map(|v| v * 3.0).collect());
@@ -275,22 +290,6 @@ fn split_attention_against_cpu() {
             cache_buffer(&gpu, &kc, cache_type),
             cache_buffer(&gpu, &vc, cache_type),
         );
-        let out = scratch_buffer(&gpu, "out", q.len() as u64 * 4)
-            .block_on()
-            .unwrap();
-        let bytes = attention::split_scratch_bytes(n_head, head_dim, n_split);
-        let parts = scratch_buffer(&gpu, "parts", bytes).block_on().unwrap();
-        let mut plan = plan_at(&gpu, pos, &[0]);
-        let b = attention::AttentionBuffers {
-            q: &qb,
-            k_cache: &kcb,
-            v_cache: &vcb,
-            cache_type,
-            out: &out,
-            sinks: sinks_buffer.as_ref(),
-        };
-        attention::push_split(&mut plan, shape, n_split, &b, &parts);
-        run(&gpu, plan);
         let heads = (n_head as usize, n_kv_head as usize, hd);
         let first = match shape.window {
             0 => 0,
@@ -299,34 +298,66 @@ fn split_attention_against_cpu() {
         let scoring = (shape.scale, shape.softcap);
         let want =
             attention_reference_from(&q, (&kc, &vc), (first, n), heads, scoring, sinks.as_deref());
-        let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
-        let e = nmse(&got, &want);
-        assert!(
-            e < 1e-9,
-            "{cache_type:?} pos {pos} window {} sinks {with_sinks}: split nmse {e}",
-            shape.window
+        let label = format!(
+            "{cache_type:?} {n_head}x{head_dim} kv{n_kv_head} pos {pos} window {} softcap {} \
+             sinks {with_sinks}",
+            shape.window, shape.softcap
         );
 
-        let whole_out = scratch_buffer(&gpu, "out", q.len() as u64 * 4)
-            .block_on()
-            .unwrap();
-        let mut plan = plan_at(&gpu, pos, &[0]);
-        let b = attention::AttentionBuffers {
-            out: &whole_out,
-            ..b
+        let split = AttentionShape {
+            heads: n_head,
+            kv_heads: n_kv_head,
+            head_dim,
+            tokens: 1,
+            cache: cache_type,
+            splits: Some(n_split),
         };
-        attention::push(&mut plan, shape, &b);
-        run(&gpu, plan);
-        let got = read_back_f32(&gpu, &whole_out, want.len())
-            .block_on()
-            .unwrap();
-        let e = nmse(&got, &want);
-        assert!(
-            e < 1e-9,
-            "{cache_type:?} pos {pos} window {} sinks {with_sinks}: nmse {e}",
-            shape.window
-        );
+        // Each split form, then the whole-head kernel (None).
+        let bytes = gpu.limits.max_compute_workgroup_storage_size;
+        let forms = split.candidates(gpu.subgroup_size, bytes).into_iter();
+        for form in forms.map(Some).chain([None]) {
+            // Plans take the GPU's tuning when made.
+            let mut tuning = Tuning::default();
+            if let Some(form) = form {
+                tuning.insert(&Tunable::Attention(split), Choice::Attention(form));
+            }
+            gpu.set_tuning(tuning);
+            let out = scratch_buffer(&gpu, "out", q.len() as u64 * 4)
+                .block_on()
+                .unwrap();
+            let b = attention::AttentionBuffers {
+                q: &qb,
+                k_cache: &kcb,
+                v_cache: &vcb,
+                cache_type,
+                out: &out,
+                sinks: sinks_buffer.as_ref(),
+            };
+            let mut plan = plan_at(&gpu, pos, &[0]);
+            match form {
+                Some(form) => {
+                    let bytes = attention::split_scratch_bytes(n_head, head_dim, n_split);
+                    let parts = scratch_buffer(&gpu, "parts", bytes).block_on().unwrap();
+                    attention::push_split(&mut plan, shape, n_split, &b, &parts);
+                    plan.finish(&gpu).block_on().unwrap();
+                    let key = PipelineKey::attention(&split, form);
+                    assert_eq!(plan.dispatches[0].key, key, "the form the tuning gives");
+                    forms_run.insert(form.to_string());
+                }
+                None => {
+                    attention::push(&mut plan, shape, &b);
+                    plan.finish(&gpu).block_on().unwrap();
+                }
+            }
+            submit(&gpu, &plan);
+            gpu.set_tuning(Tuning::default());
+            let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
+            let e = nmse(&got, &want);
+            let kernel = form.map_or("whole".to_string(), |f| format!("split {f}"));
+            assert!(e < 1e-9, "{label} {kernel}: nmse {e}");
+        }
     }
+    eprintln!("split forms run: {forms_run:?}");
 }
 
 /// The CPU's grouped-query attention of one token's heads `q` (n_head * head_dim) over positions
@@ -534,6 +565,7 @@ fn tiled_attention_against_cpu() {
             head_dim: shape.head_dim,
             tokens: n_tokens as u32,
             cache: cache_type,
+            splits: None,
         };
         let bytes = gpu.limits.max_compute_workgroup_storage_size;
         let forms = chunk.candidates(gpu.subgroup_size, bytes);

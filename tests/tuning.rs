@@ -21,12 +21,17 @@ fn load_file(gpu: &Arc<Gpu>, name: &str) -> Engine {
 
 /// A tiny random-weight model of tests/data, runs of up to `batch` tokens, on `gpu`.
 fn load_batched(gpu: &Arc<Gpu>, name: &str, batch: u32) -> Engine {
+    load_in(gpu, name, batch, 32)
+}
+
+/// As `load_batched`, for a context of `n_ctx` tokens.
+fn load_in(gpu: &Arc<Gpu>, name: &str, batch: u32, n_ctx: u32) -> Engine {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name);
     let source = FileSource::open(path).unwrap();
     let options = LoadOptions {
-        n_ctx: 32,
+        n_ctx,
         batch: Some(batch),
         ..Default::default()
     };
@@ -219,6 +224,59 @@ fn a_prompts_recurrence_and_attention_are_tuned_and_keep_the_conversation() {
     assert_eq!(tuning.choice(&t.shape, gpu.adapter()), t.after.0);
     eprintln!("{t:?}");
     goes_on_as_untuned(&mut plain, &mut tuned, &more, &next);
+}
+
+/// A decode step deep into a context (from position 1024 on, attention split over the keys) offers
+/// its split's form to the tuner (a key a thread; heads over a subgroup's lanes, where it has them
+/// 8 wide), which times it at depth: the form kept is among them, and the steps after tuning get the
+/// logits an untuned engine gives them, up to summation order. So do those of an engine loaded with
+/// each offered form given to the split. gpt-oss: sinks, and a window on two layers of three.
+#[test]
+fn a_deep_steps_split_attention_is_tuned_and_keeps_the_conversation() {
+    let Some(gpu) = gpu() else { return };
+    let model = "random-gpt-oss-q8_0.gguf";
+    let prompt: Vec<u32> = (0..1030u32).map(|i| i * 37 % 200 + 1).collect();
+    let next = [99u32, 12, 5];
+    let mut plain = load_in(&common::gpu().unwrap(), model, 64, 1100);
+    plain.prefill(&prompt).block_on().unwrap();
+    let want: Vec<Vec<f32>> = (next.iter())
+        .map(|&t| plain.step(t, true).block_on().unwrap().unwrap())
+        .collect();
+    let goes_on = |engine: &mut Engine, label: &str| {
+        for (&token, want) in next.iter().zip(&want) {
+            let got = engine.step(token, true).block_on().unwrap().unwrap();
+            let diff = (got.iter().zip(want))
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(diff < 1e-3, "{label}: a step's logits differ by {diff}");
+        }
+    };
+
+    let mut tuned = load_in(&gpu, model, 64, 1100);
+    tuned.prefill(&prompt).block_on().unwrap();
+    let (tuning, report) = tuned.tune(TuneShapes::All).block_on().unwrap();
+    let splits: Vec<&Tuned> = (report.iter())
+        .filter(|t| matches!(t.shape, Tunable::Attention(a) if a.splits.is_some()))
+        .collect();
+    assert_eq!(splits.len(), 1, "{report:?}");
+    let t = splits[0];
+    let offered = candidates(&gpu, &t.shape);
+    let lanes = gpu.subgroup_size.is_some_and(|s| s >= 8);
+    assert_eq!(offered.len() > 1, lanes, "{offered:?}");
+    assert!(offered.contains(&t.after.0), "{t:?}");
+    assert_eq!(tuning.choice(&t.shape, gpu.adapter()), t.after.0);
+    eprintln!("{t:?}");
+    goes_on(&mut tuned, "tuned");
+
+    for form in offered {
+        let mut forced = tuning.clone();
+        forced.insert(&t.shape, form);
+        gpu.set_tuning(forced);
+        let mut engine = load_in(&gpu, model, 64, 1100);
+        engine.prefill(&prompt).block_on().unwrap();
+        goes_on(&mut engine, &format!("{form}"));
+    }
+    gpu.set_tuning(Default::default());
 }
 
 /// A mixture-of-experts prompt's products over the experts' lists offer their tiles to the tuner,

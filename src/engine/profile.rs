@@ -44,14 +44,15 @@ pub enum Profiled {
 }
 
 impl Engine {
-    /// Times a plan on the GPU: the decode plan for one token, the prefill plan for a whole chunk, or
+    /// Times a plan on the GPU: the decode plan for one token (the one a step at this position runs:
+    /// attention split over the keys deep into a context), the prefill plan for a whole chunk, or
     /// the parallel plan for all its sequences, at the current position (nothing is cached: the KV
     /// cache rows written are the next ones); `None` where the model has no such plan. A profile, not
     /// a run.
     pub async fn profile(&mut self, plan: Profiled) -> Result<Option<Profile>, Error> {
         let gpu = &self.gpu;
         let plan = match plan {
-            Profiled::Decode => &self.forward.decode,
+            Profiled::Decode => self.forward.decode_at(self.pos),
             Profiled::Prefill => match &self.forward.prefill {
                 Some(prefill) => prefill,
                 None => return Ok(None),
@@ -132,9 +133,14 @@ impl Engine {
     /// tokens are spread over the vocabulary, so that a mixture-of-experts router sends them to
     /// experts as a text's would be sent, not all to the same few.
     pub(super) fn write_scratch_step(&self, n: u32) {
+        self.write_scratch_step_at(n, self.pos);
+    }
+
+    /// As `write_scratch_step`, at position `pos` (or as far as the context goes).
+    pub(super) fn write_scratch_step_at(&self, n: u32, pos: u32) {
         // A projector's plans have steps of their own, and more tokens than the model's runs.
         let n = n.min(self.n_ctx).min(self.forward.step.batch);
-        let pos = self.pos.min(self.n_ctx - n);
+        let pos = pos.min(self.n_ctx - n);
         let n_vocab = self.forward.n_vocab.max(1) as u64;
         let tokens: Vec<u32> = (0..n as u64).map(|i| (i * 7919 % n_vocab) as u32).collect();
         self.forward.step.write(&self.gpu, pos, &tokens);

@@ -64,14 +64,14 @@ impl Engine {
         // A decode run of several tokens is a prompt's last chunk, which ends in its logits.
         let ends_prompt = matches!(run, Run::Decode(_)) && tokens.len() > 1;
         // The plan, and the spans (buffer, offset, bytes) read back one after the other.
-        let (plan, read_back) = match (run, &f.decode_long) {
-            (Run::Prefill, _) => (f.prefill.as_ref().expect("a prefill plan"), vec![]),
-            (Run::Score { .. }, _) => {
+        let (plan, read_back) = match run {
+            Run::Prefill => (f.prefill.as_ref().expect("a prefill plan"), vec![]),
+            Run::Score { .. } => {
                 let score = f.score.as_ref().expect("a scoring plan");
                 let bytes = tokens.len() as u64 * 4;
                 (&score.plan, vec![(&score.log_probs, 0, bytes)])
             }
-            (Run::Hidden { rows }, _) => {
+            Run::Hidden { rows } => {
                 let hidden = f.hidden.as_ref().expect("a hidden-state run");
                 let row = hidden.width as u64 * 4;
                 let (first, end) = rows;
@@ -79,7 +79,7 @@ impl Engine {
                 let read = (bytes > 0).then_some((&hidden.states, first as u64 * row, bytes));
                 (&hidden.plan, read.into_iter().collect())
             }
-            (Run::Parallel { reads }, _) => {
+            Run::Parallel { reads } => {
                 let parallel = f.parallel.as_ref().expect("a parallel decode plan");
                 let row = n_vocab as u64 * 4;
                 let choices = (&parallel.choices, 0, tokens.len() as u64 * 4);
@@ -95,11 +95,10 @@ impl Engine {
                     });
                 (&parallel.plan, [choices].into_iter().chain(rows).collect())
             }
-            (Run::Decode(read), long) => {
-                let plan = match long {
-                    _ if ends_prompt => f.prefill.as_ref().expect("a prefill plan"),
-                    Some((from, long)) if segments[0].pos >= *from => long,
-                    _ => &f.decode,
+            Run::Decode(read) => {
+                let plan = match ends_prompt {
+                    true => f.prefill.as_ref().expect("a prefill plan"),
+                    false => f.decode_at(segments[0].pos),
                 };
                 (plan, self.step_read_back(read).into_iter().collect())
             }

@@ -249,10 +249,16 @@ impl Engine {
             })
             .expect("a shape of a plan");
         let d = &plan.dispatches[at];
-        self.write_scratch_step(match timing.shape {
-            Tunable::Matvec(m) => m.tokens,
-            Tunable::Recurrence(_) | Tunable::Attention(_) => plan.batch,
-        });
+        match timing.shape {
+            Tunable::Matvec(m) => self.write_scratch_step(m.tokens),
+            // A decode step's split is timed deep into a context, where it runs: at the
+            // conversation's own position it would time a few keys. It reads the cache's rows as
+            // they are and writes only its own scratch.
+            Tunable::Attention(a) if a.splits.is_some() => {
+                self.write_scratch_step_at(1, crate::gpu::SPLIT_TIMED_AT)
+            }
+            Tunable::Recurrence(_) | Tunable::Attention(_) => self.write_scratch_step(plan.batch),
+        }
         // The experts' products over a chunk read the lists the chunk's routes made: the plan runs
         // up to the product first, over the scratch step's tokens. Timed on what the lists hold at
         // load (every one empty), each candidate would time workgroups that leave at once.

@@ -1,8 +1,12 @@
 //! How a prompt's chunk attends over the cache in tiles of keys (flash attention): a query a thread
 //! (shaders/attention_tiled.wgsl), fast where workgroups run on a CPU and the only form without
 //! subgroups; or blocks of queries whose heads are split over eight threads of a subgroup
-//! (shaders/attention_rows.wgsl), whose rows fit a GPU thread's registers. Which is faster depends
-//! on the adapter, so the form is a tuned choice, per shape, beside the matvecs' kernel shapes.
+//! (shaders/attention_rows.wgsl), whose rows fit a GPU thread's registers. And how a decode step deep
+//! into a context attends with its keys split over workgroups (flash-decoding): a key a thread
+//! (shaders/attention_split.wgsl), or a head's dims split over neighbouring lanes of a subgroup
+//! (shaders/attention_split_lanes.wgsl), whose reads of a key are side by side. Which is faster
+//! depends on the adapter, so the form is a tuned choice, per shape, beside the matvecs' kernel
+//! shapes.
 
 use super::kernels::KvType;
 use super::tiles::attention_tile_bytes;
@@ -17,6 +21,24 @@ pub enum AttentionForm {
     /// `queries` a workgroup of 128 threads, each query's head split over 8 of them, over tiles of
     /// `keys` keys (shaders/attention_rows.wgsl).
     Rows { queries: u32, keys: u32 },
+    /// One token's keys split over workgroups, each a group of up to 4 heads, a key a thread
+    /// (shaders/attention_split.wgsl).
+    SplitKeys,
+    /// One token's keys split over workgroups, each a kv head's query heads (up to 4), a head's dims
+    /// split over `lanes` neighbouring lanes of a subgroup, `columns` keys at once
+    /// (shaders/attention_split_lanes.wgsl).
+    SplitLanes { lanes: u32, columns: u32 },
+}
+
+impl AttentionForm {
+    /// The subgroup lanes it needs, where it shuffles between them.
+    pub fn lanes(&self) -> Option<u32> {
+        match *self {
+            AttentionForm::Query | AttentionForm::SplitKeys => None,
+            AttentionForm::Rows { .. } => Some(ROWS_HEAD_SPLIT),
+            AttentionForm::SplitLanes { lanes, .. } => Some(lanes),
+        }
+    }
 }
 
 impl std::fmt::Display for AttentionForm {
@@ -25,6 +47,10 @@ impl std::fmt::Display for AttentionForm {
             AttentionForm::Query => write!(f, "a query a thread"),
             AttentionForm::Rows { queries, keys } => {
                 write!(f, "{queries} queries by {keys} keys, heads split")
+            }
+            AttentionForm::SplitKeys => write!(f, "split, a key a thread"),
+            AttentionForm::SplitLanes { lanes, columns } => {
+                write!(f, "split, heads over {lanes} lanes by {columns} keys")
             }
         }
     }
@@ -49,15 +75,51 @@ pub const fn rows_bytes(head_dim: u32, keys: u32) -> u32 {
     keys * head_dim * 4 + 2 * ROWS_WORKGROUP * 4 + 16
 }
 
-/// A prompt plan's attention, for finding its tuned form.
+/// The split lanes form's (lanes, columns), 128 threads each: fewer vec4s of a head a lane holds
+/// (registers) against more keys at once.
+const SPLIT_LANES: [(u32, u32); 3] = [(8, 16), (16, 8), (32, 4)];
+
+/// Vec4s of a head a lane of the split lanes form holds at most: its query's and output's slices of
+/// each of 4 heads stay in registers.
+const SPLIT_LANES_MAX_VEC4S: u32 = 8;
+
+/// Workgroup memory of the split lanes form for heads of `head_dim` over `threads`, `columns` of
+/// keys: each thread's max, sum and output slice for the merge of the columns.
+pub const fn split_lanes_bytes(head_dim: u32, threads: u32, columns: u32) -> u32 {
+    2 * threads * 4 + columns * head_dim * 4
+}
+
+/// Query heads that read one kv head a split workgroup takes at most (GROUP in
+/// shaders/head_group.wgsl): each key and value read serves them.
+pub const HEAD_GROUP: u32 = 4;
+
+/// Workgroups for `n_head` query heads over `n_kv_head` kv heads: the heads of a kv head go in
+/// groups of up to `HEAD_GROUP`.
+pub fn head_groups(n_head: u32, n_kv_head: u32) -> u32 {
+    n_kv_head * (n_head / n_kv_head).div_ceil(HEAD_GROUP)
+}
+
+/// Threads of a workgroup of shaders/attend.wgsl for heads of `head_dim` dimensions: 4 of a value's
+/// dimensions each.
+pub fn attention_workgroup(head_dim: u32) -> u32 {
+    (head_dim / 4).max(64).next_power_of_two()
+}
+
+/// The position the tuner times a split shape at: a long chat's, where splitting pays.
+pub const SPLIT_TIMED_AT: u32 = 4096;
+
+/// A plan's attention, for finding its tuned form: a prompt's chunk, or a decode step's split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AttentionShape {
     pub heads: u32,
     pub kv_heads: u32,
     pub head_dim: u32,
-    /// Tokens of the plan's runs (a prompt's chunk).
+    /// Tokens of the plan's runs (a prompt's chunk; 1 for a split).
     pub tokens: u32,
     pub cache: KvType,
+    /// Where one token's keys are split this many ways (a decode step deep into a context); None: a
+    /// chunk's.
+    pub splits: Option<u32>,
 }
 
 impl AttentionShape {
@@ -68,14 +130,27 @@ impl AttentionShape {
             head_dim,
             tokens,
             cache,
+            splits,
         } = self;
         let cache = cache.name();
-        format!("attention {heads}x{head_dim} kv{kv_heads} x{tokens} {cache}")
+        match splits {
+            None => format!("attention {heads}x{head_dim} kv{kv_heads} x{tokens} {cache}"),
+            Some(n) => format!("attention {heads}x{head_dim} kv{kv_heads} split{n} {cache}"),
+        }
     }
 
-    /// The form unless tuned: a query a thread, which every adapter runs.
+    /// The form unless tuned: a query a thread, or a key a thread for a split, which every adapter
+    /// runs.
     pub fn default_form(&self) -> AttentionForm {
-        AttentionForm::Query
+        match self.splits {
+            None => AttentionForm::Query,
+            Some(_) => AttentionForm::SplitKeys,
+        }
+    }
+
+    /// Query heads a split workgroup takes: a kv head's, up to `HEAD_GROUP`.
+    pub fn split_rows(&self) -> u32 {
+        (self.heads / self.kv_heads).min(HEAD_GROUP)
     }
 
     /// The forms `Engine::tune` times where the adapter's subgroups are `subgroup_size` wide (None:
@@ -85,27 +160,42 @@ impl AttentionShape {
         subgroup_size: Option<u32>,
         workgroup_bytes: u32,
     ) -> Vec<AttentionForm> {
-        let split = subgroup_size.is_some_and(|s| s >= ROWS_HEAD_SPLIT);
         let rows = ROWS_SIZES
             .into_iter()
-            .map(|(queries, keys)| AttentionForm::Rows { queries, keys })
-            .filter(|&form| split && self.fits(form, workgroup_bytes));
-        [AttentionForm::Query].into_iter().chain(rows).collect()
+            .map(|(queries, keys)| AttentionForm::Rows { queries, keys });
+        let lanes = SPLIT_LANES
+            .into_iter()
+            .map(|(lanes, columns)| AttentionForm::SplitLanes { lanes, columns });
+        let shuffled = rows.chain(lanes).filter(|&form| {
+            let lanes = form.lanes().expect("a form that shuffles");
+            subgroup_size.is_some_and(|s| s >= lanes) && self.fits(form, workgroup_bytes)
+        });
+        [self.default_form()].into_iter().chain(shuffled).collect()
     }
 
     /// Whether an adapter whose workgroups hold `workgroup_bytes` can run the shape in `form` (the
-    /// rows form also needs subgroups, which `Gpu::set_tuning` checks).
+    /// forms that shuffle also need subgroups, which `Gpu::set_tuning` checks).
     pub fn fits(&self, form: AttentionForm, workgroup_bytes: u32) -> bool {
         let d = self.head_dim;
+        let split = self.splits.is_some();
         match form {
-            AttentionForm::Query => attention_tile_bytes(d) <= workgroup_bytes,
+            AttentionForm::Query => !split && attention_tile_bytes(d) <= workgroup_bytes,
             // A thread holds a whole number of vec4s of a head; the merge at the end passes the
             // workgroup's output slices through the tile, which needs 16 keys.
             AttentionForm::Rows { keys, .. } => {
-                d.is_multiple_of(4 * ROWS_HEAD_SPLIT)
+                !split
+                    && d.is_multiple_of(4 * ROWS_HEAD_SPLIT)
                     && d <= 256
                     && keys >= 16
                     && rows_bytes(d, keys) <= workgroup_bytes
+            }
+            AttentionForm::SplitKeys => split,
+            // A lane holds a whole number of vec4s of a head, few enough for registers.
+            AttentionForm::SplitLanes { lanes, columns } => {
+                split
+                    && d.is_multiple_of(4 * lanes)
+                    && d / 4 / lanes <= SPLIT_LANES_MAX_VEC4S
+                    && split_lanes_bytes(d, lanes * columns, columns) <= workgroup_bytes
             }
         }
     }
@@ -126,6 +216,7 @@ mod tests {
             head_dim,
             tokens: 512,
             cache: KvType::F16,
+            splits: None,
         };
         let rows = |s: AttentionShape, subgroups, bytes| {
             let forms = s.candidates(subgroups, bytes);
@@ -146,5 +237,58 @@ mod tests {
             rows_bytes(256, 16) > 16384,
             "heads of 256 need more than WebGPU's 16 KiB"
         );
+    }
+
+    /// A decode step's split takes the split forms only, and a chunk's never: a key a thread
+    /// everywhere, the lanes form where subgroups are as wide as its lanes and each lane's slices of
+    /// the head are whole vec4s, at most 8 of them.
+    #[test]
+    fn split_forms_are_offered_where_they_run() {
+        let split = |head_dim| AttentionShape {
+            heads: 32,
+            kv_heads: 8,
+            head_dim,
+            tokens: 1,
+            cache: KvType::F16,
+            splits: Some(16),
+        };
+        let lanes = |s: AttentionShape, subgroups| {
+            let forms = s.candidates(subgroups, 16384);
+            assert_eq!(forms[0], AttentionForm::SplitKeys);
+            let lanes: Vec<u32> = forms[1..].iter().filter_map(|f| f.lanes()).collect();
+            assert_eq!(lanes.len(), forms.len() - 1, "{forms:?}");
+            lanes
+        };
+        assert_eq!(lanes(split(128), Some(32)), [8, 16, 32]);
+        assert_eq!(lanes(split(128), Some(8)), [8]);
+        assert_eq!(lanes(split(128), None), [] as [u32; 0]);
+        assert_eq!(
+            lanes(split(64), Some(32)),
+            [8, 16],
+            "16 vec4s over 32 lanes"
+        );
+        assert_eq!(
+            lanes(split(256), Some(32)),
+            [16, 32],
+            "8 lanes by 16 keys: a merge of 17 KiB"
+        );
+        assert_eq!(split(128).split_rows(), 4);
+        assert_eq!(
+            AttentionShape {
+                heads: 8,
+                ..split(128)
+            }
+            .split_rows(),
+            1
+        );
+        let chunk = AttentionShape {
+            splits: None,
+            ..split(128)
+        };
+        assert!(chunk.candidates(Some(32), 49152).iter().all(|f| !matches!(
+            f,
+            AttentionForm::SplitKeys | AttentionForm::SplitLanes { .. }
+        )));
+        assert_ne!(chunk.key(), split(128).key());
     }
 }

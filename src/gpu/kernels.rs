@@ -51,6 +51,10 @@ pub enum Kernel {
     AttentionRows(u32, KvType, u32),
     /// One token's attention split over the sequence, and the merge of the splits.
     AttentionSplit(KvType),
+    /// The same with a head's dims split over neighbouring lanes of a subgroup, for heads of the
+    /// dimensions given, over a cache of the type given, a head split over the lanes given, up to
+    /// the rows (query heads of a kv head) given a workgroup.
+    AttentionSplitLanes(u32, KvType, u32, u32),
     AttentionMerge,
     /// h = activation(gate) * up
     Glu(Activation),
@@ -308,6 +312,7 @@ impl Kernel {
                     "step.wgsl",
                     "key_range.wgsl",
                     "attention_params.wgsl",
+                    "head_group.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention.wgsl"
@@ -318,9 +323,22 @@ impl Kernel {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "split_params.wgsl",
+                    "head_group.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention_split.wgsl"
+                );
+                return [kv.source(), body].concat();
+            }
+            Kernel::AttentionSplitLanes(_, kv, _, _) => {
+                let body = wgsl!(
+                    "step.wgsl",
+                    "key_range.wgsl",
+                    "split_params.wgsl",
+                    "head_group.wgsl",
+                    "lanes_sum.wgsl",
+                    "attention_split_lanes.wgsl"
                 );
                 return [kv.source(), body].concat();
             }
@@ -358,6 +376,7 @@ impl Kernel {
                 let body = wgsl!(
                     "step.wgsl",
                     "rope.wgsl",
+                    "head_group.wgsl",
                     "attend.wgsl",
                     "mla_attention.wgsl"
                 );
@@ -407,6 +426,7 @@ impl Kernel {
                     "key_range.wgsl",
                     "key_union.wgsl",
                     "attention_params.wgsl",
+                    "lanes_sum.wgsl",
                     "attention_rows.wgsl"
                 );
                 return [kv.source(), body].concat();

@@ -13,6 +13,7 @@ mod rounding;
 mod tiles;
 mod tuning;
 
+pub use attention_form::{attention_workgroup, head_groups, SPLIT_TIMED_AT};
 pub use attention_form::{AttentionForm, AttentionShape};
 pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
@@ -292,14 +293,8 @@ impl Gpu {
         if self.subgroup_size.is_none() {
             tuning.matvec.retain(|_, k| !k.subgroup_sum);
         }
-        if self
-            .subgroup_size
-            .is_none_or(|s| s < attention_form::ROWS_HEAD_SPLIT)
-        {
-            tuning
-                .attention
-                .retain(|_, form| *form == AttentionForm::Query);
-        }
+        let lanes = self.subgroup_size.unwrap_or(0);
+        (tuning.attention).retain(|_, form| form.lanes().is_none_or(|l| l <= lanes));
         if !self.has_matrix_cores() {
             tuning.matvec.retain(|_, k| k.cooperative.is_none());
         }

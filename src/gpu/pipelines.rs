@@ -1,7 +1,7 @@
 //! Compute pipelines: a kernel (`kernels.rs`) with its weight type and shape, as a typed key whose
 //! source is the kernel's WGSL behind its constants, built once and cached.
 
-use super::attention_form::{QUERY_WORKGROUP, ROWS_WORKGROUP};
+use super::attention_form::{attention_workgroup, QUERY_WORKGROUP, ROWS_WORKGROUP};
 use super::kernels::{dequant_source, q8_source, wgsl, Kernel, XNorm};
 use super::tiles::{attention_tile, matmul_tile, MatmulTile, COOP_TILE};
 use super::tiles::{ROWS_TILE_WORKGROUP, STEP_ROWS_TILE_TOKENS};
@@ -67,8 +67,8 @@ impl PipelineKey {
         }
     }
 
-    /// The kernel of a prompt's attention in a form, with the queries a workgroup takes as its
-    /// tokens.
+    /// The kernel of a plan's attention in a form: a prompt's, with the queries a workgroup takes as
+    /// its tokens, or a decode step's split.
     pub fn attention(shape: &AttentionShape, form: AttentionForm) -> PipelineKey {
         let AttentionShape {
             head_dim, cache, ..
@@ -84,6 +84,20 @@ impl PipelineKey {
                 tokens: Some(queries),
                 ..PipelineKey::new(Kernel::AttentionRows(head_dim, cache, keys), None)
             },
+            AttentionForm::SplitKeys => PipelineKey {
+                workgroup: attention_workgroup(head_dim),
+                ..PipelineKey::new(Kernel::AttentionSplit(cache), None)
+            },
+            AttentionForm::SplitLanes { lanes, columns } => {
+                let rows = shape.split_rows();
+                PipelineKey {
+                    workgroup: lanes * columns,
+                    ..PipelineKey::new(
+                        Kernel::AttentionSplitLanes(head_dim, cache, lanes, rows),
+                        None,
+                    )
+                }
+            }
         }
     }
 
@@ -203,10 +217,14 @@ impl PipelineKey {
         c
     }
 
-    /// Whether its kernel shuffles values between a subgroup's lanes: a row summed so, or a chunk's
-    /// attention with its heads split over lanes.
+    /// Whether its kernel shuffles values between a subgroup's lanes: a row summed so, or attention
+    /// with its heads split over lanes.
     fn uses_subgroup_shuffles(&self) -> bool {
-        self.subgroup_sum || matches!(self.kernel, Kernel::AttentionRows(..))
+        self.subgroup_sum
+            || matches!(
+                self.kernel,
+                Kernel::AttentionRows(..) | Kernel::AttentionSplitLanes(..)
+            )
     }
 
     pub fn source(&self) -> String {
@@ -273,6 +291,13 @@ impl PipelineKey {
             let vec4s = head_dim / 4;
             src += &format!("const HD4: u32 = {vec4s}u;\nconst BC: u32 = {keys}u;\n");
             src += &format!("const BR: u32 = {queries}u;\n");
+        }
+        if let Kernel::AttentionSplitLanes(head_dim, _, lanes, rows) = self.kernel {
+            // A head's vec4s, the lanes they are split over, the columns of keys and the heads a
+            // workgroup takes size its arrays.
+            let (vec4s, columns) = (head_dim / 4, self.workgroup / lanes);
+            src += &format!("const HD4: u32 = {vec4s}u;\nconst DS: u32 = {lanes}u;\n");
+            src += &format!("const CI: u32 = {columns}u;\nconst ROWS: u32 = {rows}u;\n");
         }
         if let Kernel::DeltaNetChunks = self.kernel {
             // The chunk's tiles and a thread's column of the state are sized by these.

@@ -7,8 +7,9 @@
 //! `StepInput`, written before each submit.
 
 use super::{
-    Adapter, AttentionForm, AttentionShape, Choice, Gpu, GpuError, Kernel, MatvecShape,
-    PipelineKey, Recurrence, RecurrenceShape, Tunable, Tuning, XNorm, NORM_GAIN_BINDING,
+    head_groups, Adapter, AttentionForm, AttentionShape, Choice, Gpu, GpuError, Kernel,
+    MatvecShape, PipelineKey, Recurrence, RecurrenceShape, Tunable, Tuning, XNorm,
+    NORM_GAIN_BINDING,
 };
 use std::sync::Arc;
 
@@ -298,13 +299,14 @@ impl Plan {
         }
     }
 
-    /// The form of a prompt's attention of this shape: the plan's tuning's.
+    /// The form of a plan's attention of this shape: the plan's tuning's.
     pub fn attention(&self, shape: &AttentionShape) -> AttentionForm {
         self.tuning.attention(shape, self.adapter)
     }
 
     /// Adds a run's attention in tiles of keys (shaders/attention_tiled.wgsl or
-    /// attention_rows.wgsl) of this shape in `form`; where `tuned`, tuning may change the form.
+    /// attention_rows.wgsl), or a step's split (attention_split.wgsl or attention_split_lanes.wgsl),
+    /// of this shape in `form`; where `tuned`, tuning may change the form.
     pub fn push_attention(
         &mut self,
         (shape, tuned): (AttentionShape, bool),
@@ -353,11 +355,16 @@ impl Plan {
                     "{form:?} for {shape:?}"
                 );
                 let key = PipelineKey::attention(shape, form);
-                let per = key.tokens.expect("an attention's queries a workgroup");
-                let workgroups = Groups::PerTokens {
-                    x: shape.heads,
-                    per,
-                    z: 1,
+                let workgroups = match shape.splits {
+                    // A split workgroup per group of heads and split.
+                    Some(splits) => {
+                        Groups::Fixed([head_groups(shape.heads, shape.kv_heads), splits, 1])
+                    }
+                    None => Groups::PerTokens {
+                        x: shape.heads,
+                        per: key.tokens.expect("an attention's queries a workgroup"),
+                        z: 1,
+                    },
                 };
                 (key, workgroups)
             }

@@ -294,9 +294,12 @@ pub async fn load(
     let decode_long = match n_ctx > self_attention::SPLIT_ATTENTION_FROM {
         false => None,
         true => {
-            let head_dim = widest(&|l| l.head_dim);
-            let splits = self_attention::ATTENTION_SPLITS;
-            let bytes = attention::split_scratch_bytes(c.n_head, head_dim, splits);
+            let bytes = widest(&|l| {
+                let on_cpu = gpu.runs_on_cpu();
+                let splits = self_attention::attention_splits(c.n_head, l.n_kv_head, on_cpu);
+                let bytes = attention::split_scratch_bytes(c.n_head, l.head_dim, splits);
+                u32::try_from(bytes).expect("a layer's split attention scratch under 4 GiB")
+            }) as u64;
             let parts = scratch_buffer(&gpu, "attention splits", bytes).await?;
             let mut plan = decode_plan(Attention::Split(&parts));
             plan.finish(&gpu).await?;

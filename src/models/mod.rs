@@ -131,6 +131,14 @@ pub struct Forward {
 }
 
 impl Forward {
+    /// The plan of a decode step of one token at `pos`: `decode_long` from its position on.
+    pub fn decode_at(&self, pos: u32) -> &Plan {
+        match &self.decode_long {
+            Some((from, long)) if pos >= *from => long,
+            _ => &self.decode,
+        }
+    }
+
     /// Every plan: the decode step's first.
     pub fn plans(&self) -> impl Iterator<Item = &Plan> {
         let long = self.decode_long.as_ref().map(|(_, plan)| plan);

@@ -2,10 +2,12 @@
 //! shaders/attention.wgsl, a workgroup per group of heads and token (4 tokens in a step's run); for a
 //! prompt's chunk, shaders/attention_tiled.wgsl (a workgroup per head and 64 queries) or
 //! attention_rows.wgsl (a few queries, their heads split over threads) over tiles of keys (flash
-//! attention, in the form tuned); for one token over a long cache shaders/attention_split.wgsl and
-//! attention_merge.wgsl, the keys split over many workgroups (flash-decoding).
+//! attention, in the form tuned); for one token over a long cache shaders/attention_split.wgsl (a key
+//! a thread) or attention_split_lanes.wgsl (a head's dims over a subgroup's lanes), in the form
+//! tuned, then attention_merge.wgsl: the keys split over many workgroups (flash-decoding).
 
-use crate::gpu::{attention_tile_bytes, AttentionShape, Groups, Kernel, KvType, PipelineKey, Plan};
+use crate::gpu::{attention_tile_bytes, attention_workgroup, head_groups};
+use crate::gpu::{AttentionShape, Groups, Kernel, KvType, PipelineKey, Plan};
 
 /// shaders/attention_params.wgsl: attention.wgsl's and attention_tiled.wgsl's.
 #[repr(C)]
@@ -65,24 +67,10 @@ impl Shape {
 /// threads, 64 of them, or as many as heads of more than 256 dimensions need (Gemma 4's 512).
 pub const MAX_HEAD_DIM: u32 = 512;
 
-/// Threads per workgroup for heads of `head_dim` dimensions: 4 values each.
-fn workgroup(head_dim: u32) -> u32 {
-    (head_dim / 4).max(64).next_power_of_two()
-}
-
-/// Query heads a workgroup attends at once, where they read the same keys (GROUP in attend.wgsl).
-const HEAD_GROUP: u32 = 4;
-
 /// Tokens of a prompt's chunk a workgroup attends at once (TQ in attend.wgsl): each key and value
 /// read serves their queries, whose causal ranges nest. A step (`Plan::is_step`) takes one a
 /// workgroup: its sequences' ranges lie apart in the cache.
 const QUERY_TILE: u32 = 4;
-
-/// Workgroups for `n_head` query heads over `n_kv_head` kv heads: the heads of a kv head go in
-/// groups of up to `HEAD_GROUP`, so each key and value is read once for the group.
-pub fn head_groups(n_head: u32, n_kv_head: u32) -> u32 {
-    n_kv_head * (n_head / n_kv_head).div_ceil(HEAD_GROUP)
-}
 
 pub struct AttentionBuffers<'a> {
     /// (batch, n_head, head_dim)
@@ -120,7 +108,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
     };
     plan.push(
         PipelineKey {
-            workgroup: workgroup(s.head_dim),
+            workgroup: attention_workgroup(s.head_dim),
             tokens: (tokens > 1).then_some(tokens),
             ..PipelineKey::new(Kernel::Attention(b.cache_type), None)
         },
@@ -186,6 +174,7 @@ fn push_in_tiles(plan: &mut Plan, s: Shape, b: &AttentionBuffers, tuned: bool) {
         head_dim: s.head_dim,
         tokens: plan.batch,
         cache: b.cache_type,
+        splits: None,
     };
     let form = match tuned {
         true => plan.attention(&shape),
@@ -200,6 +189,7 @@ fn push_in_tiles(plan: &mut Plan, s: Shape, b: &AttentionBuffers, tuned: bool) {
     );
 }
 
+/// shaders/split_params.wgsl: the split kernels'.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct SplitParams {
@@ -227,7 +217,9 @@ pub fn split_scratch_bytes(n_head: u32, head_dim: u32, n_split: u32) -> u64 {
 }
 
 /// As `push` for a plan of one token, with the keys split `n_split` ways, each split a workgroup per
-/// group of heads, then merged: two dispatches. `parts` holds `split_scratch_bytes`.
+/// group of heads in the form the plan's tuning gives the shape (`AttentionForm::SplitKeys` or
+/// `SplitLanes`, timed deep into a context), then merged: two dispatches. `parts` holds
+/// `split_scratch_bytes`.
 pub fn push_split(
     plan: &mut Plan,
     s: Shape,
@@ -248,15 +240,21 @@ pub fn push_split(
         window: s.window,
         softcap: s.softcap,
     };
+    let shape = AttentionShape {
+        heads: n_head,
+        kv_heads: s.n_kv_head,
+        head_dim,
+        tokens: 1,
+        cache: b.cache_type,
+        splits: Some(n_split),
+    };
+    let form = plan.attention(&shape);
     let step = plan.step.clone();
-    plan.push(
-        PipelineKey {
-            workgroup: workgroup(head_dim),
-            ..PipelineKey::new(Kernel::AttentionSplit(b.cache_type), None)
-        },
+    plan.push_attention(
+        (shape, true),
+        form,
         &[b.q, b.k_cache, b.v_cache, parts, &step],
         super::params(&p),
-        [head_groups(n_head, s.n_kv_head), n_split, 1],
     );
     let p = MergeParams {
         n_head,

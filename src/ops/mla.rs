@@ -143,7 +143,7 @@ pub fn push_attention_tiled(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, toke
         &[b.q_latent, b.q, b.cache, b.cache, b.out, b.freqs, &step],
         super::params(&p),
         Groups::PerTokens {
-            x: super::attention::head_groups(m.n_head, 1),
+            x: crate::gpu::head_groups(m.n_head, 1),
             per: tokens,
             z: 1,
         },
