@@ -30,7 +30,7 @@ fn key_range(token: u32, causal: bool, window: u32, both_ways_from: u32) -> vec2
 }
 
 // Split `split` of `n_split` of the keys the run's one token sees (flash-decoding:
-// attention_split.wgsl, attention_split_lanes.wgsl), [first, end): whole multiples of `round` keys a
+// attention_split.wgsl, attention_split_lanes.wgsl, mla_attention.wgsl), [first, end): whole multiples of `round` keys a
 // split, the last splits partly filled or empty.
 fn split_range(split: u32, n_split: u32, window: u32, round: u32) -> vec2<u32> {
     let n = cache_row(0u) + 1u;

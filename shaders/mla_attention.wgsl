@@ -5,8 +5,11 @@
 // consecutive tokens) of the run, each token over the cache up to its own position (causal), by
 // attend.wgsl's online softmax, which reads each row once for the group and the TQ tokens (a
 // prompt's chunk on a GPU takes as many as the queries' workgroup memory allows,
-// `ops::mla::push_attention`; a step one); no scores are stored. The output stays in the latent space (v_b takes it out). Needs
-// step.wgsl, rope.wgsl, head_group.wgsl and attend.wgsl.
+// `ops::mla::push_attention`; a step one); no scores are stored. The output stays in the latent
+// space (v_b takes it out). Deep into a context one token's keys are split too (flash-decoding,
+// P.n_split of them): workgroup (group, s) takes split s and writes its heads' partial states to O
+// as attention_split.wgsl does, for attention_merge.wgsl. Needs step.wgsl, key_range.wgsl,
+// rope.wgsl, head_group.wgsl and attend.wgsl.
 
 const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)
 
@@ -18,13 +21,15 @@ struct Params {
     q_rope: u32,     // where the rope part starts in a head of QR
     scale: f32,
     softcap: f32,    // always 0: no soft-capping
+    n_split: u32,    // one token's keys split this many ways; 0: not split
 }
 
 @group(0) @binding(0) var<storage, read> QA: array<f32>;         // (batch, n_head, kv_lora)
 @group(0) @binding(1) var<storage, read> QR: array<f32>;         // (batch, n_head, q_stride)
 @group(0) @binding(2) var<storage, read> KC: array<Kv4>;         // the cache, (n_ctx, kv_lora + n_rot)
 @group(0) @binding(3) var<storage, read> VC: array<Kv2>;         // the same cache
-@group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora)
+@group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora); split:
+                                                                 // (n_head, n_split, kv_lora + 2)
 @group(0) @binding(5) var<storage, read> freqs: array<f32>;      // (n_rot / 2) each pair's frequency
 @group(0) @binding(6) var<storage, read> step: Step;
 @group(0) @binding(7) var<uniform> P: Params;
@@ -41,7 +46,8 @@ fn query(q: u32, g: u32, i: u32) -> vec4<f32> {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let group = head_group(wg.x, P.n_head);
-    let first = wg.y * TQ;
+    let split = P.n_split > 0u;
+    let first = select(wg.y * TQ, 0u, split);
     if (first >= step.n_tokens) {
         return;
     }
@@ -76,10 +82,30 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         }
     }
     workgroupBarrier();
+    if (split) {
+        // Whole blocks of WG keys a split, so that few splits are partly filled.
+        ranges[0] = split_range(wg.y, P.n_split, 0u, WG);
+    }
 
     let width = P.kv_lora + P.rope.n_rot;
     let keys = Keys(width, 0u, width, P.kv_lora);
     let r = attend(keys, group.y, ranges, t);
+    if (split) {
+        for (var g = 0u; g < group.y; g++) {
+            let out = ((group.x + g) * P.n_split + wg.y) * (P.kv_lora + 2u);
+            for (var i = 0u; i < 4u; i++) {
+                let dim = t + i * WG;
+                if (dim < P.kv_lora) {
+                    O[out + dim] = r.acc[0][i][g];
+                }
+            }
+            if (t == 0u) {
+                O[out + P.kv_lora] = r.m[0][g];
+                O[out + P.kv_lora + 1u] = r.l[0][g]; // 0 for a split with no keys
+            }
+        }
+        return;
+    }
     for (var q = 0u; q < tokens; q++) {
         for (var g = 0u; g < group.y; g++) {
             let o = ((first + q) * P.n_head + group.x + g) * P.kv_lora;

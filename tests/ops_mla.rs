@@ -71,22 +71,26 @@ fn grouped_matvec_reads_each_groups_x() {
 }
 
 /// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU for a step of three
-/// tokens and a prompt's run of eleven, against the naive form on the CPU, causal: every head's keys and values decompressed from the
-/// latent cache up to each token's own position. 6 heads: a workgroup's group of 4 and one of 2.
+/// tokens and a prompt's run of eleven, against the naive form on the CPU, causal: every head's keys
+/// and values decompressed from the latent cache up to each token's own position. Then one token deep
+/// into the cache with its keys split 5 ways (blocks of 128 keys: three splits used, the last partly,
+/// two empty) and merged. 6 heads: a workgroup's group of 4 and one of 2.
 #[test]
 fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(23);
-    let (n_head, kv_lora, q_nope, n_rot, v_dim, n_ctx) = (6u32, 64u32, 32u32, 16u32, 24u32, 40u32);
-    let pos = 29u32;
+    let (n_head, kv_lora, q_nope, n_rot, v_dim) = (6u32, 64u32, 32u32, 16u32, 24u32);
     // A step's 3 tokens, a token a workgroup; a prompt's 11, in tiles of every size the adapter's
-    // workgroup memory allows.
+    // workgroup memory allows; a step's one token split.
     let tiles = mla::largest_query_tile(gpu.limits.max_compute_workgroup_storage_size);
-    let runs = (1..=tiles).flat_map(|tile| [(false, 11usize, tile), (true, 11, tile)]);
-    for (neox, n_tokens, tile) in [(false, 3usize, 1u32), (true, 3, 1)]
-        .into_iter()
-        .chain(runs)
-    {
+    let runs = (1..=tiles).flat_map(|tile| [(false, 11usize, tile, None), (true, 11, tile, None)]);
+    let steps = [(false, 3usize, 1u32, None), (true, 3, 1, None)];
+    let splits = [(false, 1, 1, Some(5u32)), (true, 1, 1, Some(5))];
+    for (neox, n_tokens, tile, split) in steps.into_iter().chain(runs).chain(splits) {
+        let (pos, n_ctx) = match split {
+            None => (29u32, 40u32),
+            Some(_) => (300, 320),
+        };
         let rope = Rope {
             n_rot,
             freq_base: 10000.0,
@@ -166,7 +170,14 @@ fn absorbed_mla_equals_the_naive_form() {
             freqs: &freqs,
             out: &latent_out,
         };
-        mla::push_attention_tiled(&mut plan, &m, &b, tile);
+        let parts = split.map(|n_split| {
+            let bytes = wick::ops::attention::split_scratch_bytes(n_head, kv_lora, n_split);
+            scratch_buffer(&gpu, "parts", bytes).block_on().unwrap()
+        });
+        match split.zip(parts.as_ref()) {
+            Some((n_split, parts)) => mla::push_attention_split(&mut plan, &m, &b, n_split, parts),
+            None => mla::push_attention_tiled(&mut plan, &m, &b, tile),
+        }
         matvec::push_grouped(&mut plan, &v_b, &latent_out, &out, false, v_dim, kv_lora);
         run(&gpu, plan);
 
@@ -204,7 +215,7 @@ fn absorbed_mla_equals_the_naive_form() {
             let e = nmse(got, &want);
             assert!(
                 e < 1e-9,
-                "neox={neox}, token {t} of {n_tokens} by {tile}: attention nmse {e}"
+                "neox={neox}, token {t} of {n_tokens} by {tile}, split {split:?}: attention nmse {e}"
             );
         }
     }

@@ -113,3 +113,66 @@ fn random_deepseek2_in_parallel_sequences() {
     let golden = serde_json::from_str(include_str!("goldens/random-deepseek2.json")).unwrap();
     common::random_model::check_parallel(&gpu, &golden, TOL_F32);
 }
+
+/// Deep into a context (from position 1024 on) a decode step splits MLA's attention over the keys
+/// and merges the splits: a step there gives the logits that reading the same token as the last of a
+/// prompt's chunk gives (attention over the chunk, not split), within summation order. The file is
+/// rewritten with a longer trained context (its own is 256), the weights as they are.
+#[test]
+fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
+    use pollster::FutureExt as _;
+    use wick::engine::{Engine, LoadOptions};
+    use wick::gguf::{read_header, write::Writer, FileSource, MemorySource, Value};
+    let Some(gpu) = gpu() else { return };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/random-deepseek2-moe-sigmoid-q8_0.gguf");
+    let bytes = std::fs::read(&path).unwrap();
+    let header = read_header(&FileSource::open(&path).unwrap())
+        .block_on()
+        .unwrap();
+    let mut metadata = header.metadata.clone();
+    let (_, context) = (metadata.iter_mut())
+        .find(|(k, _)| k == "deepseek2.context_length")
+        .unwrap();
+    *context = Value::U32(2048);
+    let tensors: Vec<_> = (header.tensors.iter())
+        .map(|t| wick::gguf::write::TensorSpec {
+            name: t.name.clone(),
+            dims: t.dims.clone(),
+            ty: t.ty,
+        })
+        .collect();
+    let mut writer = Writer::new(Vec::new(), &metadata, &tensors).unwrap();
+    for t in &header.tensors {
+        writer
+            .write_data(&bytes[header.tensor_range(t).start as usize..][..t.bytes() as usize])
+            .unwrap();
+    }
+    let source = MemorySource {
+        bytes: writer.finish().unwrap(),
+        name: "deepseek2 with a 2048-token context".into(),
+    };
+    let load = || {
+        let options = LoadOptions {
+            n_ctx: 1100,
+            batch: Some(64),
+            ..Default::default()
+        };
+        Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+            .block_on()
+            .unwrap()
+    };
+    let prompt: Vec<u32> = (0..1030u32).map(|i| i * 37 % 200 + 1).collect();
+    let next = 77u32;
+    let mut stepped = load();
+    stepped.prefill(&prompt).block_on().unwrap();
+    let got = stepped.step(next, true).block_on().unwrap().unwrap();
+    let mut read = load();
+    let whole: Vec<u32> = prompt.iter().copied().chain([next]).collect();
+    let want = read.prefill(&whole).block_on().unwrap();
+    let diff = (got.iter().zip(&want))
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    eprintln!("a step at 1030 against the prompt's path: logits differ by {diff:.2e}");
+    assert!(diff < 1e-3, "logits differ by {diff}");
+}

@@ -375,6 +375,7 @@ impl Kernel {
                 // MLA's latent cache stays f32.
                 let body = wgsl!(
                     "step.wgsl",
+                    "key_range.wgsl",
                     "rope.wgsl",
                     "head_group.wgsl",
                     "attend.wgsl",

@@ -18,13 +18,13 @@ use super::feed_forward::{self, FeedForward, FfnScratch, MoeConfig};
 use super::{Ends, Forward, Loader, PromptRuns};
 use crate::gguf::GgmlType;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
-use crate::ops::embed;
 use crate::ops::glu::Activation;
 use crate::ops::matvec::{self, Input};
 use crate::ops::mla::{self, Mla};
 use crate::ops::moe_route::Gating;
 use crate::ops::rms_norm::{self, RmsNorm};
 use crate::ops::rope::{Rope, Yarn};
+use crate::ops::{attention, embed};
 use crate::Error;
 
 /// Hyperparameters, from GGUF metadata.
@@ -335,17 +335,34 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         a: &a,
     };
 
-    let mut decode = Plan::new(&gpu, &step, 1);
-    model.push_layers(&mut decode);
-    ends.push_logits(&mut decode, &a.x, &a.xn, &logits, c.rms_eps);
+    let decode_plan = |split: Option<(u32, &wgpu::Buffer)>| {
+        let mut plan = Plan::new(&gpu, &step, 1);
+        model.push_layers(&mut plan, split);
+        ends.push_logits(&mut plan, &a.x, &a.xn, &logits, c.rms_eps);
+        plan
+    };
+    let mut decode = decode_plan(None);
     decode.finish(&gpu).await?;
+    // Deep into a context, a decode step's attention split over the keys, as the dense block's: the
+    // heads are few groups of 4 (4 workgroups for DeepSeek-V2-Lite's 16), which leave a GPU idle.
+    let decode_long = match n_ctx > attention::SPLIT_ATTENTION_FROM {
+        false => None,
+        true => {
+            let splits = attention::splits(m.n_head, 1, gpu.runs_on_cpu());
+            let bytes = attention::split_scratch_bytes(m.n_head, m.kv_lora, splits);
+            let parts = scratch_buffer(&gpu, "attention splits", bytes).await?;
+            let mut plan = decode_plan(Some((splits, &parts)));
+            plan.finish(&gpu).await?;
+            Some((attention::SPLIT_ATTENTION_FROM, plan))
+        }
+    };
     let final_norm = |plan: &mut Plan| ends.output_norm.push(plan, &a.x, &a.xn, d, c.rms_eps);
     let plans = super::prompt_plans(
         &gpu,
         &step,
         runs,
         c.n_vocab,
-        |plan| model.push_layers(plan),
+        |plan| model.push_layers(plan, None),
         (final_norm, &a.xn, d),
         (
             |plan: &mut Plan, logits: &wgpu::Buffer| {
@@ -358,7 +375,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
     .await?;
     Ok(Forward {
         decode,
-        decode_long: None,
+        decode_long,
         prefill: plans.prefill,
         prompt_head: plans.prompt_head,
         score: plans.score,
@@ -389,15 +406,16 @@ struct Model<'a> {
 }
 
 impl Model<'_> {
-    /// The embedding lookup and every layer, for each token of the run.
-    fn push_layers(&self, plan: &mut Plan) {
+    /// The embedding lookup and every layer, for each token of the run; a decode step's attention
+    /// split over the keys where `split` says how many ways, through its scratch.
+    fn push_layers(&self, plan: &mut Plan, split: Option<(u32, &wgpu::Buffer)>) {
         let (c, a) = (self.c, self.a);
         let (d, eps) = (c.n_embd, c.rms_eps);
         embed::push(plan, &self.ends.token_embd, &a.x, 1.0);
         for b in self.blocks {
             plan.layer_boundary();
             rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, d, eps);
-            self.push_attention(plan, b);
+            self.push_attention(plan, b, split);
             matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
             let (x, gain, xn) = (&a.x, &b.ffn_norm, &a.xn);
             let ffn_in = Input::RmsNorm(RmsNorm {
@@ -413,9 +431,9 @@ impl Model<'_> {
         plan.layer_boundary();
     }
 
-    /// The query and the compressed kv from xn, the cache row, attention in the latent space, and its
-    /// output out of it into `attn`.
-    fn push_attention(&self, plan: &mut Plan, b: &Block) {
+    /// The query and the compressed kv from xn, the cache row, attention in the latent space (split
+    /// over the keys where `split` says), and its output out of it into `attn`.
+    fn push_attention(&self, plan: &mut Plan, b: &Block, split: Option<(u32, &wgpu::Buffer)>) {
         let (c, a) = (self.c, self.a);
         let m = &c.mla;
         match &b.q {
@@ -442,7 +460,10 @@ impl Model<'_> {
             freqs: self.rope_freqs,
             out: &a.attn_latent,
         };
-        mla::push_attention(plan, m, &buffers);
+        match split {
+            Some((n_split, parts)) => mla::push_attention_split(plan, m, &buffers, n_split, parts),
+            None => mla::push_attention(plan, m, &buffers),
+        }
         matvec::push_grouped(plan, &b.v_b, &a.attn_latent, &a.attn, false, m.v_dim, lora);
     }
 }

@@ -291,19 +291,19 @@ pub async fn load(
     };
     let mut decode = decode_plan(Attention::Whole);
     decode.finish(&gpu).await?;
-    let decode_long = match n_ctx > self_attention::SPLIT_ATTENTION_FROM {
+    let decode_long = match n_ctx > attention::SPLIT_ATTENTION_FROM {
         false => None,
         true => {
             let bytes = widest(&|l| {
                 let on_cpu = gpu.runs_on_cpu();
-                let splits = self_attention::attention_splits(c.n_head, l.n_kv_head, on_cpu);
+                let splits = attention::splits(c.n_head, l.n_kv_head, on_cpu);
                 let bytes = attention::split_scratch_bytes(c.n_head, l.head_dim, splits);
                 u32::try_from(bytes).expect("a layer's split attention scratch under 4 GiB")
             }) as u64;
             let parts = scratch_buffer(&gpu, "attention splits", bytes).await?;
             let mut plan = decode_plan(Attention::Split(&parts));
             plan.finish(&gpu).await?;
-            Some((self_attention::SPLIT_ATTENTION_FROM, plan))
+            Some((attention::SPLIT_ATTENTION_FROM, plan))
         }
     };
     let final_norm = |plan: &mut Plan| {

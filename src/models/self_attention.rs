@@ -6,7 +6,7 @@
 
 use super::family::{Config, Family, LayerAttention};
 use super::Loader;
-use crate::gpu::{head_groups, scratch_buffer, GpuTensor, KvType, Plan, Stacked};
+use crate::gpu::{scratch_buffer, GpuTensor, KvType, Plan, Stacked};
 use crate::ops::head_norm_rope_kv::KvWrite;
 use crate::ops::matvec::Input;
 use crate::ops::{attention, head_norm_rope_kv, matvec, rope, rope_kv, sigmoid_gate};
@@ -55,29 +55,8 @@ pub enum Attention<'a> {
     /// A workgroup per head and token in a step's run (`Plan::is_step`); in a prompt's chunk, a
     /// workgroup per head and a block of tokens over tiles of keys (`attention::push_chunk`).
     Whole,
-    /// One token, split over the sequence into `attention_splits`, through this scratch.
+    /// One token, split over the sequence into `attention::splits`, through this scratch.
     Split(&'a wgpu::Buffer),
-}
-
-/// From this position on, a decode step splits attention over the sequence (`attention_splits`);
-/// before it, the extra merge dispatch costs more than the idle GPU does.
-pub const SPLIT_ATTENTION_FROM: u32 = 1024;
-
-/// Workgroups a decode step's split attention aims at on a GPU, a layer: a few for each of a large
-/// GPU's cores (an H200 has 132), whatever the model's heads; 16 to 64 splits, each of whole rounds
-/// of keys (the last splits empty where the keys are few).
-const SPLIT_WORKGROUPS: u32 = 256;
-
-/// The splits of a decode step's attention over the keys for a layer of `n_head` query heads over
-/// `n_kv_head` kv heads, whose groups of heads each take a workgroup a split. Where workgroups run
-/// on the CPU, 16: a couple of cores gain nothing from more, and each split's workgroup and its
-/// share of the merge cost time (64 splits took SmolLM2's decode at 2048 from 2.60 to 2.03 tok/s on
-/// lavapipe).
-pub fn attention_splits(n_head: u32, n_kv_head: u32, runs_on_cpu: bool) -> u32 {
-    match runs_on_cpu {
-        true => 16,
-        false => (SPLIT_WORKGROUPS / head_groups(n_head, n_kv_head)).clamp(16, 64),
-    }
 }
 
 /// Checks that the kernels take a layer's heads, naming what they do not.
@@ -361,7 +340,7 @@ impl SelfAttention {
             Attention::Whole => attention::push_chunk(plan, shape, &buffers),
             Attention::Split(parts) => {
                 let on_cpu = plan.adapter.runs_on_cpu;
-                let splits = attention_splits(c.n_head, layer.n_kv_head, on_cpu);
+                let splits = attention::splits(c.n_head, layer.n_kv_head, on_cpu);
                 attention::push_split(plan, shape, splits, &buffers, parts)
             }
         }

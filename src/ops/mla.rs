@@ -53,6 +53,7 @@ struct AttentionParams {
     q_rope: u32,
     scale: f32,
     softcap: f32,
+    n_split: u32,
 }
 
 /// The largest latent the attention kernel takes: 4 values for each of its 128 threads.
@@ -119,6 +120,40 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
 /// `push_attention` with `tokens` a workgroup (at most `largest_query_tile`).
 pub fn push_attention_tiled(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, tokens: u32) {
     assert!((1..=largest_query_tile(plan.adapter.workgroup_bytes)).contains(&tokens));
+    let groups = Groups::PerTokens {
+        x: crate::gpu::head_groups(m.n_head, 1),
+        per: tokens,
+        z: 1,
+    };
+    push_kernel(plan, m, (b, b.out), (tokens, 0), groups);
+}
+
+/// As `push_attention` for a plan of one token, with the keys split `n_split` ways (each split a
+/// workgroup per group of heads), then merged: two dispatches. `parts` holds
+/// `attention::split_scratch_bytes(n_head, kv_lora, n_split)`.
+pub fn push_attention_split(
+    plan: &mut Plan,
+    m: &Mla,
+    b: &AttentionBuffers,
+    n_split: u32,
+    parts: &wgpu::Buffer,
+) {
+    assert!(plan.batch == 1 && n_split > 0);
+    let groups = Groups::Fixed([crate::gpu::head_groups(m.n_head, 1), n_split, 1]);
+    push_kernel(plan, m, (b, parts), (1, n_split), groups);
+    let heads = (m.n_head, m.kv_lora, n_split);
+    super::attention::push_merge(plan, heads, parts, b.out, None);
+}
+
+/// shaders/mla_attention.wgsl with `tokens` a workgroup into `out` (the output, or a split's parts
+/// where `n_split` is not 0).
+fn push_kernel(
+    plan: &mut Plan,
+    m: &Mla,
+    (b, out): (&AttentionBuffers, &wgpu::Buffer),
+    (tokens, n_split): (u32, u32),
+    groups: Groups,
+) {
     assert!(
         m.kv_lora <= MAX_KV_LORA && m.rope.n_rot <= 128 && m.rope.n_rot.is_multiple_of(4),
         "the kernel holds a latent of at most {MAX_KV_LORA} and at most 128 rope values, in vec4s"
@@ -131,6 +166,7 @@ pub fn push_attention_tiled(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, toke
         q_rope: m.q_nope,
         scale: m.scale,
         softcap: 0.0,
+        n_split,
     };
     let step = plan.step.clone();
     let key = PipelineKey {
@@ -138,16 +174,8 @@ pub fn push_attention_tiled(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, toke
         tokens: (tokens > 1).then_some(tokens),
         ..PipelineKey::new(Kernel::MlaAttention, None)
     };
-    plan.push(
-        key,
-        &[b.q_latent, b.q, b.cache, b.cache, b.out, b.freqs, &step],
-        super::params(&p),
-        Groups::PerTokens {
-            x: crate::gpu::head_groups(m.n_head, 1),
-            per: tokens,
-            z: 1,
-        },
-    );
+    let buffers = [b.q_latent, b.q, b.cache, b.cache, out, b.freqs, &step];
+    plan.push(key, &buffers, super::params(&p), groups);
 }
 
 /// The most tokens of a prompt's chunk an attention workgroup can take at once (TQ in
