@@ -305,6 +305,15 @@ pub fn main(args: BenchArgs) -> Result<()> {
         products_by_subgroups: engine.products_summed_by_subgroups(),
         subgroup_size: gpu.subgroup_size,
         kv_cache: engine.stats.kv_cache.name(),
+        attention: (engine.attention_forms().into_iter())
+            .map(|(shape, form)| {
+                let which = match shape.splits {
+                    Some(n) => format!("a deep step's ({n} splits)"),
+                    None => format!("a prompt's ({} tokens)", shape.tokens),
+                };
+                format!("{which} [{form}]")
+            })
+            .collect(),
     };
     match args.output {
         Format::Json => print_json(&tests, &model, &context, &engine)?,
@@ -353,6 +362,8 @@ struct Context {
     subgroup_size: Option<u32>,
     /// How the KV cache holds keys and values.
     kv_cache: &'static str,
+    /// Each attention shape with a chosen form (a prompt's chunk, a deep step's split) and its form.
+    attention: Vec<String>,
 }
 
 /// The model as llama-bench names it.
@@ -441,6 +452,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "decode_products": c.products_by_subgroups.1,
                 "subgroup_size": c.subgroup_size,
                 "kv_cache": c.kv_cache,
+                "attention": c.attention,
             })
         })
         .collect();
@@ -472,7 +484,7 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         None => "peak unknown (--peak-gbps)".into(),
     };
     println!(
-        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}, in f16 tiles: {}; decode products on 8-bit x: {} of {}, summed by subgroups: {} of {} ({}); KV cache {}",
+        "{} ({}, {:.1} MB) on {} ({}, {peak}); prompt batch {}; dispatches per layer {}; {} kernel shapes; norms {}; prompt products on matrix cores: {} of {}, in f16 tiles: {}; decode products on 8-bit x: {} of {}, summed by subgroups: {} of {} ({}); attention: {}; KV cache {}",
         model.filename,
         model.model_type(),
         model.size as f64 / 1e6,
@@ -496,6 +508,10 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
         match c.subgroup_size {
             Some(lanes) => format!("subgroups of {lanes} lanes or more"),
             None => "no subgroups".into(),
+        },
+        match c.attention.is_empty() {
+            true => "no forms to choose".to_string(),
+            false => c.attention.join(", "),
         },
         c.kv_cache,
     );

@@ -36,10 +36,11 @@ pub fn main(args: TuneArgs) -> Result<()> {
     }
     let adapter = gpu.tuning_key();
     let source = load::open_source(&args.model)?;
-    // A prompt's chunk of the default size, so that its products are tuned too: the context holds
-    // the largest default.
+    // A prompt's chunk of the default size, so that its products are tuned too; and a context deep
+    // enough for a decode step's split attention, timed where it runs (as far as the model's context
+    // goes).
     let options = LoadOptions {
-        n_ctx: 512,
+        n_ctx: wick::gpu::SPLIT_TIMED_AT + 1,
         ..Default::default()
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;

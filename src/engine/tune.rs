@@ -13,7 +13,8 @@
 
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
-use crate::gpu::{Choice, Kernel, MatvecKernel, MatvecShape, Offers, Split, Tunable, Tuning};
+use crate::gpu::{AttentionForm, AttentionShape, Choice, Kernel, MatvecKernel, MatvecShape};
+use crate::gpu::{Offers, Split, Tunable, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
@@ -124,6 +125,20 @@ impl Engine {
     /// parts by subgroup shuffles, and how many there are.
     pub fn products_summed_by_subgroups(&self) -> (usize, usize) {
         self.products_in(Products::Step, |k| k.subgroup_sum)
+    }
+
+    /// Each of the plans' attention shapes that a form is chosen for (a prompt's chunk, a deep decode
+    /// step's split) and the form it runs in (tuned where tuned).
+    pub fn attention_forms(&self) -> Vec<(AttentionShape, AttentionForm)> {
+        let tuning = self.gpu.usable(self.gpu.tuning());
+        (self.tunables().into_iter())
+            .filter_map(|t| match t {
+                Tunable::Attention(shape) => {
+                    Some((shape, tuning.attention(&shape, self.gpu.adapter())))
+                }
+                Tunable::Matvec(_) | Tunable::Recurrence(_) => None,
+            })
+            .collect()
     }
 
     /// Of the plans' products of a kind, how many run in a kernel `which` picks, and how many there

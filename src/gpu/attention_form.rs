@@ -25,7 +25,7 @@ pub enum AttentionForm {
     /// (shaders/attention_split.wgsl).
     SplitKeys,
     /// One token's keys split over workgroups, each a kv head's query heads (up to 4), a head's dims
-    /// split over `lanes` neighbouring lanes of a subgroup, `columns` keys at once
+    /// split over `lanes` (4 to 32) neighbouring lanes of a subgroup, `columns` keys at once
     /// (shaders/attention_split_lanes.wgsl).
     SplitLanes { lanes: u32, columns: u32 },
 }
@@ -76,8 +76,9 @@ pub const fn rows_bytes(head_dim: u32, keys: u32) -> u32 {
 }
 
 /// The split lanes form's (lanes, columns), 128 threads each: fewer vec4s of a head a lane holds
-/// (registers) against more keys at once.
-const SPLIT_LANES: [(u32, u32); 3] = [(8, 16), (16, 8), (32, 4)];
+/// (registers) against more keys at once. 4 lanes are what SwiftShader's subgroups have (Chrome's
+/// CPU adapter).
+const SPLIT_LANES: [(u32, u32); 4] = [(4, 32), (8, 16), (16, 8), (32, 4)];
 
 /// Vec4s of a head a lane of the split lanes form holds at most: its query's and output's slices of
 /// each of 4 heads stay in registers.
@@ -259,12 +260,17 @@ mod tests {
             assert_eq!(lanes.len(), forms.len() - 1, "{forms:?}");
             lanes
         };
-        assert_eq!(lanes(split(128), Some(32)), [8, 16, 32]);
+        assert_eq!(
+            lanes(split(128), Some(32)),
+            [8, 16, 32],
+            "4 lanes by 32 keys: a merge of 17 KiB"
+        );
         assert_eq!(lanes(split(128), Some(8)), [8]);
         assert_eq!(lanes(split(128), None), [] as [u32; 0]);
+        assert_eq!(lanes(split(64), Some(4)), [4]);
         assert_eq!(
             lanes(split(64), Some(32)),
-            [8, 16],
+            [4, 8, 16],
             "16 vec4s over 32 lanes"
         );
         assert_eq!(
