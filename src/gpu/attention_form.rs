@@ -81,8 +81,8 @@ pub const fn rows_bytes(head_dim: u32, keys: u32) -> u32 {
 const SPLIT_LANES: [(u32, u32); 4] = [(4, 32), (8, 16), (16, 8), (32, 4)];
 
 /// Vec4s of a head a lane of the split lanes form holds at most: its query's and output's slices of
-/// each of 4 heads stay in registers.
-const SPLIT_LANES_MAX_VEC4S: u32 = 8;
+/// each of 4 heads (128 floats), and a key's and a value's slices, stay in a GPU thread's registers.
+const SPLIT_LANES_MAX_VEC4S: u32 = 4;
 
 /// Workgroup memory of the split lanes form for heads of `head_dim` over `threads`, `columns` of
 /// keys: each thread's max, sum and output slice for the merge of the columns.
@@ -242,7 +242,7 @@ mod tests {
 
     /// A decode step's split takes the split forms only, and a chunk's never: a key a thread
     /// everywhere, the lanes form where subgroups are as wide as its lanes and each lane's slices of
-    /// the head are whole vec4s, at most 8 of them.
+    /// the head are whole vec4s, at most 4 of them, within the workgroup memory.
     #[test]
     fn split_forms_are_offered_where_they_run() {
         let split = |head_dim| AttentionShape {
@@ -263,7 +263,7 @@ mod tests {
         assert_eq!(
             lanes(split(128), Some(32)),
             [8, 16, 32],
-            "4 lanes by 32 keys: a merge of 17 KiB"
+            "4 lanes: 8 vec4s a lane"
         );
         assert_eq!(lanes(split(128), Some(8)), [8]);
         assert_eq!(lanes(split(128), None), [] as [u32; 0]);
@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(
             lanes(split(256), Some(32)),
             [16, 32],
-            "8 lanes by 16 keys: a merge of 17 KiB"
+            "8 lanes: 8 vec4s a lane"
         );
         assert_eq!(split(128).split_rows(), 4);
         assert_eq!(
