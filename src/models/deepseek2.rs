@@ -345,17 +345,12 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
     decode.finish(&gpu).await?;
     // Deep into a context, a decode step's attention split over the keys, as the dense block's: the
     // heads are few groups of 4 (4 workgroups for DeepSeek-V2-Lite's 16), which leave a GPU idle.
-    let decode_long = match n_ctx > attention::SPLIT_ATTENTION_FROM {
-        false => None,
-        true => {
-            let splits = attention::splits(m.n_head, 1, gpu.runs_on_cpu());
-            let bytes = attention::split_scratch_bytes(m.n_head, m.kv_lora, splits);
-            let parts = scratch_buffer(&gpu, "attention splits", bytes).await?;
-            let mut plan = decode_plan(Some((splits, &parts)));
-            plan.finish(&gpu).await?;
-            Some((attention::SPLIT_ATTENTION_FROM, plan))
-        }
-    };
+    let splits = attention::splits(m.n_head, 1, gpu.runs_on_cpu());
+    let bytes = attention::split_scratch_bytes(m.n_head, m.kv_lora, splits);
+    let decode_long = super::split_decode_plan(&gpu, n_ctx, bytes, |parts| {
+        decode_plan(Some((splits, parts)))
+    })
+    .await?;
     let final_norm = |plan: &mut Plan| ends.output_norm.push(plan, &a.x, &a.xn, d, c.rms_eps);
     let plans = super::prompt_plans(
         &gpu,

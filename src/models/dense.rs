@@ -291,21 +291,18 @@ pub async fn load(
     };
     let mut decode = decode_plan(Attention::Whole);
     decode.finish(&gpu).await?;
-    let decode_long = match n_ctx > attention::SPLIT_ATTENTION_FROM {
-        false => None,
-        true => {
-            let bytes = widest(&|l| {
-                let on_cpu = gpu.runs_on_cpu();
-                let splits = attention::splits(c.n_head, l.n_kv_head, on_cpu);
-                let bytes = attention::split_scratch_bytes(c.n_head, l.head_dim, splits);
-                u32::try_from(bytes).expect("a layer's split attention scratch under 4 GiB")
-            }) as u64;
-            let parts = scratch_buffer(&gpu, "attention splits", bytes).await?;
-            let mut plan = decode_plan(Attention::Split(&parts));
-            plan.finish(&gpu).await?;
-            Some((attention::SPLIT_ATTENTION_FROM, plan))
-        }
-    };
+    let split_bytes = (f.layers.iter())
+        .filter(|l| l.mixer == Mixer::Attention)
+        .map(|l| {
+            let splits = attention::splits(c.n_head, l.n_kv_head, gpu.runs_on_cpu());
+            attention::split_scratch_bytes(c.n_head, l.head_dim, splits)
+        })
+        .max()
+        .unwrap_or(0);
+    let decode_long = super::split_decode_plan(&gpu, n_ctx, split_bytes, |parts| {
+        decode_plan(Attention::Split(parts))
+    })
+    .await?;
     let final_norm = |plan: &mut Plan| {
         // The last layer's post-norm already normed x with output_norm.
         if !f.post_norms {

@@ -214,6 +214,26 @@ pub struct Hidden {
     pub width: u32,
 }
 
+/// The decode step's plan for positions from `attention::SPLIT_ATTENTION_FROM` on, where a context
+/// of `n_ctx` reaches them: `plan` makes it with attention split over the keys through the scratch
+/// it is given, of `bytes` (`attention::split_scratch_bytes` of the layer that needs most), and it
+/// is finished here.
+pub async fn split_decode_plan(
+    gpu: &Gpu,
+    n_ctx: u32,
+    bytes: u64,
+    plan: impl FnOnce(&wgpu::Buffer) -> Plan,
+) -> Result<Option<(u32, Plan)>, Error> {
+    let from = crate::ops::attention::SPLIT_ATTENTION_FROM;
+    if n_ctx <= from {
+        return Ok(None);
+    }
+    let parts = scratch_buffer(gpu, "attention splits", bytes).await?;
+    let mut plan = plan(&parts);
+    plan.finish(gpu).await?;
+    Ok(Some((from, plan)))
+}
+
 /// What every architecture makes the same way from its layers (`push_layers` adds them for a plan's
 /// tokens), its final norm (`push_final_norm` leaves each token's normed state in `states`, `width`
 /// values a row) and its head (`push_logits` writes each token's logits into the buffer it is given,
