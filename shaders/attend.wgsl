@@ -8,7 +8,8 @@
 // most 4 * WG floats, WG at most 128. The kernel declares KC, VC (which may be one buffer bound
 // twice), P (with scale and softcap), WG, the constant TQ and `fn query(q: u32, g: u32, i: u32) ->
 // vec4<f32>`: vec4 i of query q's head g; KC is an array<Kv4> and VC an array<Kv2> (kv_f32.wgsl or
-// kv_f16.wgsl). Needs head_group.wgsl (GROUP). Call from uniform control flow.
+// kv_f16.wgsl); and O, an array<f32>, where it stores a split (`store_split`). Needs head_group.wgsl
+// (GROUP). Call from uniform control flow.
 
 // Where a query's keys and values lie in a cache row. Grouped-query attention: a row holds every kv
 // head's key (KC) or value (VC), and key and value have the head's size. Multi-head Latent Attention:
@@ -152,4 +153,24 @@ fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Atten
     }
     r.l = group_sum(t, l);
     return r;
+}
+
+// A split's state of one query (TQ = 1) for the group's heads `group` (first, how many), split
+// `split` of `n_split` (flash-decoding; attention_merge.wgsl combines them): each head's part
+// (head, split) of O, (value_len + 2) floats, holds this thread's dims of the unnormalized sum, then
+// the max and the weight (0 for a split with no keys).
+fn store_split(r: Attended, group: vec2<u32>, split: u32, n_split: u32, value_len: u32, t: u32) {
+    for (var g = 0u; g < group.y; g++) {
+        let out = ((group.x + g) * n_split + split) * (value_len + 2u);
+        for (var i = 0u; i < 4u; i++) {
+            let dim = t + i * WG;
+            if (dim < value_len) {
+                O[out + dim] = r.acc[0][i][g];
+            }
+        }
+        if (t == 0u) {
+            O[out + value_len] = r.m[0][g];
+            O[out + value_len + 1u] = r.l[0][g];
+        }
+    }
 }

@@ -7,7 +7,7 @@
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
 @group(0) @binding(2) var<storage, read> VC: array<Kv2>;            // (n_ctx, n_kv_head, head_dim / 2)
-@group(0) @binding(3) var<storage, read_write> parts: array<f32>;   // (n_head, n_split, head_dim + 2)
+@group(0) @binding(3) var<storage, read_write> O: array<f32>;       // (n_head, n_split, head_dim + 2)
 @group(0) @binding(4) var<storage, read> step: Step;
 @group(0) @binding(5) var<uniform> P: Params;
 
@@ -27,17 +27,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     // Whole blocks of WG keys per split, so that few splits are partly filled.
     let keys = split_range(split, P.n_split, P.window, WG);
     let r = attend(head_keys(group.x), group.y, array<vec2<u32>, TQ>(keys), t);
-    for (var g = 0u; g < group.y; g++) {
-        let out = ((group.x + g) * P.n_split + split) * (P.head_dim + 2u);
-        for (var i = 0u; i < 4u; i++) {
-            let dim = t + i * WG;
-            if (dim < P.head_dim) {
-                parts[out + dim] = r.acc[0][i][g];
-            }
-        }
-        if (t == 0u) {
-            parts[out + P.head_dim] = r.m[0][g];
-            parts[out + P.head_dim + 1u] = r.l[0][g]; // 0 for a split with no keys
-        }
-    }
+    store_split(r, group, split, P.n_split, P.head_dim, t);
 }

@@ -91,19 +91,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let keys = Keys(width, 0u, width, P.kv_lora);
     let r = attend(keys, group.y, ranges, t);
     if (split) {
-        for (var g = 0u; g < group.y; g++) {
-            let out = ((group.x + g) * P.n_split + wg.y) * (P.kv_lora + 2u);
-            for (var i = 0u; i < 4u; i++) {
-                let dim = t + i * WG;
-                if (dim < P.kv_lora) {
-                    O[out + dim] = r.acc[0][i][g];
-                }
-            }
-            if (t == 0u) {
-                O[out + P.kv_lora] = r.m[0][g];
-                O[out + P.kv_lora + 1u] = r.l[0][g]; // 0 for a split with no keys
-            }
-        }
+        store_split(r, group, wg.y, P.n_split, P.kv_lora, t);
         return;
     }
     for (var q = 0u; q < tokens; q++) {
