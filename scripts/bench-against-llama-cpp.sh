@@ -6,7 +6,7 @@
 # ahead, as a reply runs, --read ahead; its prompt in chunks of 64 rather than a GPU's 512, without
 # the matrix cores, --matrix-cores off, and in f32 tiles alone, --f16-tiles off) and `llama-bench` one
 # after the other on each; then decode and a 512-token prompt deep into a long context (-d 4096 and
-# 16384) on the 8B and 1.5B files; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
+# 16384, with a check of 5 tokens there) on the 8B and 1.5B files; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
 # speculative check of as many tokens costs) beside the one-token step, kernel by kernel, on the
 # same two.
 #
@@ -99,11 +99,14 @@ done
 
 # Decode and a prompt after a long context: attention reads the whole cache each token (split over the
 # sequence from 1,024 positions on), and a chunk's queries walk it in tiles (the form tuned, a query a
-# thread or blocks of queries whose heads are split; --profile names it).
+# thread or blocks of queries whose heads are split; --profile names it). The profile also times a
+# step of 5 tokens there (--parallel 5: a speculative check of 4 drafted tokens, its attention split
+# as the one-token step's).
 for f in $deep_files; do
   for d in ${DEPTHS:-4096 16384}; do
     echo "== $f at depth $d: wick"
-    target/release/wick bench -m "$models/$f.gguf" -p 512 -n 32 -d "$d" -r "$reps" --profile 2>&1 \
+    target/release/wick bench -m "$models/$f.gguf" -p 512 -n 32 -d "$d" -r "$reps" --profile \
+      --parallel 5 2>&1 \
       | grep -v '^$' | tee -a "$out/wick-depth.md"
     echo "== $f at depth $d: llama.cpp"
     "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \

@@ -155,13 +155,14 @@ fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Atten
     return r;
 }
 
-// A split's state of one query (TQ = 1) for the group's heads `group` (first, how many), split
-// `split` of `n_split` (flash-decoding; attention_merge.wgsl combines them): each head's part
-// (head, split) of O, (value_len + 2) floats, holds this thread's dims of the unnormalized sum, then
-// the max and the weight (0 for a split with no keys).
-fn store_split(r: Attended, group: vec2<u32>, split: u32, n_split: u32, value_len: u32, t: u32) {
-    for (var g = 0u; g < group.y; g++) {
-        let out = ((group.x + g) * n_split + split) * (value_len + 2u);
+// A split's state of one query (TQ = 1) for the group's heads `heads` (the first's row of the run's
+// heads, token * n_head + head, and how many), split `split` of `n_split` (flash-decoding;
+// attention_merge.wgsl combines them): each head's part (token, head, split) of O, (value_len + 2)
+// floats, holds this thread's dims of the unnormalized sum, then the max and the weight (0 for a
+// split with no keys).
+fn store_split(r: Attended, heads: vec2<u32>, split: u32, n_split: u32, value_len: u32, t: u32) {
+    for (var g = 0u; g < heads.y; g++) {
+        let out = ((heads.x + g) * n_split + split) * (value_len + 2u);
         for (var i = 0u; i < 4u; i++) {
             let dim = t + i * WG;
             if (dim < value_len) {

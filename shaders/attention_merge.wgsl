@@ -1,6 +1,7 @@
-// Combines attention_split.wgsl's splits of each head: their sums rescaled to the largest max, added,
-// divided by the total weight (which a head's sink logit, where it has one, joins). One workgroup per
-// head, a thread per output dim.
+// Combines the splits of each head of each of a step's tokens (attention_split.wgsl,
+// attention_split_lanes.wgsl, mla_attention.wgsl): their sums rescaled to the largest max, added,
+// divided by the total weight (which a head's sink logit, where it has one, joins). Workgroup (head,
+// token), a thread per output dim.
 
 struct Params {
     n_head: u32,
@@ -9,8 +10,8 @@ struct Params {
     sinks: u32, // 1: SINK holds each head's sink logit
 }
 
-@group(0) @binding(0) var<storage, read> parts: array<f32>;         // (n_head, n_split, head_dim + 2)
-@group(0) @binding(1) var<storage, read_write> O: array<f32>;       // (n_head, head_dim)
+@group(0) @binding(0) var<storage, read> parts: array<f32>;         // (tokens, n_head, n_split, head_dim + 2)
+@group(0) @binding(1) var<storage, read_write> O: array<f32>;       // (tokens, n_head, head_dim)
 @group(0) @binding(2) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
 @group(0) @binding(3) var<uniform> P: Params;
 
@@ -19,8 +20,9 @@ override WG: u32 = 64u;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let h = wg.x;
+    let row = wg.y * P.n_head + h; // the token's head among the run's
     let width = P.head_dim + 2u;
-    let first = h * P.n_split * width;
+    let first = row * P.n_split * width;
     var m = -3.0e38;
     for (var s = 0u; s < P.n_split; s++) {
         let at = first + s * width;
@@ -44,6 +46,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
                 acc += parts[at + dim] * exp(parts[at + P.head_dim] - m);
             }
         }
-        O[h * P.head_dim + dim] = acc / l;
+        O[row * P.head_dim + dim] = acc / l;
     }
 }

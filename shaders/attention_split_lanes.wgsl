@@ -1,4 +1,4 @@
-// One token's attention over split wg.y of its keys (flash-decoding), shaped for GPUs: the form of
+// A step's token wg.y's attention over split wg.z of its keys (flash-decoding), shaped for GPUs: the form of
 // attention_split.wgsl whose threads read a key's neighbouring words rather than a key each. A
 // workgroup takes a group of up to ROWS query heads that read one kv head (head_group.wgsl); its
 // threads are CI columns of keys by DS neighbouring lanes of a subgroup, lane d holding vec4s d,
@@ -12,10 +12,10 @@
 // kv_f32.wgsl or kv_f16.wgsl, step.wgsl, key_range.wgsl, split_params.wgsl, head_group.wgsl and
 // lanes_sum.wgsl.
 
-@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (n_head, head_dim / 4)
+@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (tokens, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
 @group(0) @binding(2) var<storage, read> VC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(3) var<storage, read_write> parts: array<f32>;   // (n_head, n_split, head_dim + 2)
+@group(0) @binding(3) var<storage, read_write> parts: array<f32>;   // (tokens, n_head, n_split, head_dim + 2)
 @group(0) @binding(4) var<storage, read> step: Step;
 @group(0) @binding(5) var<uniform> P: Params;
 
@@ -36,15 +36,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let kv = group.x / per_kv;
     let d = lid % DS;
     let col = lid / DS;
+    let token = wg.y;
+    let split = wg.z;
+    let first_head = token * P.n_head + group.x; // its row of Q's and parts' heads
     // Whole rounds of CI keys a split: every column of a split but the last takes as many keys.
-    let keys = split_range(wg.y, P.n_split, P.window, CI);
+    let keys = split_range(token, split, P.n_split, P.window, CI);
     // Rows past the group's heads repeat its last head and store nothing.
     var q: array<array<vec4<f32>, HDS>, ROWS>;
     var o: array<array<vec4<f32>, HDS>, ROWS>;
     var m: array<f32, ROWS>;
     var l: array<f32, ROWS>;
     for (var g = 0u; g < ROWS; g++) {
-        let head = group.x + min(g, group.y - 1u);
+        let head = first_head + min(g, group.y - 1u);
         for (var i = 0u; i < HDS; i++) {
             q[g][i] = Q[head * HD4 + i * DS + d] * P.scale;
             o[g][i] = vec4<f32>(0.0);
@@ -112,7 +115,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                     out[i] += merge_o[other * HDS + i];
                 }
             }
-            let at = ((group.x + g) * P.n_split + wg.y) * (P.head_dim + 2u);
+            let at = ((first_head + g) * P.n_split + split) * (P.head_dim + 2u);
             for (var i = 0u; i < HDS; i++) {
                 let dim = (i * DS + d) * 4u;
                 parts[at + dim] = out[i].x;

@@ -29,12 +29,12 @@ fn key_range(token: u32, causal: bool, window: u32, both_ways_from: u32) -> vec2
     return vec2<u32>(first, end);
 }
 
-// Split `split` of `n_split` of the keys the run's one token sees (flash-decoding:
-// attention_split.wgsl, attention_split_lanes.wgsl, mla_attention.wgsl), [first, end): whole multiples of `round` keys a
-// split, the last splits partly filled or empty.
-fn split_range(split: u32, n_split: u32, window: u32, round: u32) -> vec2<u32> {
-    let n = cache_row(0u) + 1u;
-    let seen = step.tokens[0].base + first_key(step.tokens[0].pos + 1u, window);
+// Split `split` of `n_split` of the keys the run's token `token` sees, causally (flash-decoding:
+// attention_split.wgsl, attention_split_lanes.wgsl, mla_attention.wgsl), [first, end): whole
+// multiples of `round` keys a split, the last splits partly filled or empty.
+fn split_range(token: u32, split: u32, n_split: u32, window: u32, round: u32) -> vec2<u32> {
+    let n = cache_row(token) + 1u;
+    let seen = step.tokens[token].base + first_key(step.tokens[token].pos + 1u, window);
     let per_split = ((n - seen + n_split - 1u) / n_split + round - 1u) / round * round;
     let first = min(n, seen + split * per_split);
     return vec2<u32>(first, min(n, first + per_split));

@@ -7,8 +7,8 @@
 // prompt's chunk on a GPU takes as many as the queries' workgroup memory allows,
 // `ops::mla::push_attention`; a step one); no scores are stored. The output stays in the latent
 // space (v_b takes it out). Deep into a context one token's keys are split too (flash-decoding,
-// P.n_split of them): workgroup (group, s) takes split s and writes its heads' partial states to O
-// as attention_split.wgsl does, for attention_merge.wgsl. Needs step.wgsl, key_range.wgsl,
+// P.n_split of them): workgroup (group, token, s) takes split s of the token's keys and writes its
+// heads' partial states to O as attention_split.wgsl does, for attention_merge.wgsl. Needs step.wgsl, key_range.wgsl,
 // rope.wgsl, head_group.wgsl and attend.wgsl.
 
 const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)
@@ -29,7 +29,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> KC: array<Kv4>;         // the cache, (n_ctx, kv_lora + n_rot)
 @group(0) @binding(3) var<storage, read> VC: array<Kv2>;         // the same cache
 @group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora); split:
-                                                                 // (n_head, n_split, kv_lora + 2)
+                                                                 // (batch, n_head, n_split, kv_lora + 2)
 @group(0) @binding(5) var<storage, read> freqs: array<f32>;      // (n_rot / 2) each pair's frequency
 @group(0) @binding(6) var<storage, read> step: Step;
 @group(0) @binding(7) var<uniform> P: Params;
@@ -46,8 +46,8 @@ fn query(q: u32, g: u32, i: u32) -> vec4<f32> {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let group = head_group(wg.x, P.n_head);
-    let split = P.n_split > 0u;
-    let first = select(wg.y * TQ, 0u, split);
+    let split = P.n_split > 0u; // then TQ is 1 and wg.z the split
+    let first = wg.y * TQ;
     if (first >= step.n_tokens) {
         return;
     }
@@ -84,14 +84,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     workgroupBarrier();
     if (split) {
         // Whole blocks of WG keys a split, so that few splits are partly filled.
-        ranges[0] = split_range(wg.y, P.n_split, 0u, WG);
+        ranges[0] = split_range(first, wg.z, P.n_split, 0u, WG);
     }
 
     let width = P.kv_lora + P.rope.n_rot;
     let keys = Keys(width, 0u, width, P.kv_lora);
     let r = attend(keys, group.y, ranges, t);
     if (split) {
-        store_split(r, group, wg.y, P.n_split, P.kv_lora, t);
+        let heads = vec2<u32>(first * P.n_head + group.x, group.y);
+        store_split(r, heads, wg.z, P.n_split, P.kv_lora, t);
         return;
     }
     for (var q = 0u; q < tokens; q++) {

@@ -74,18 +74,23 @@ fn grouped_matvec_reads_each_groups_x() {
 /// tokens and a prompt's run of eleven, against the naive form on the CPU, causal: every head's keys
 /// and values decompressed from the latent cache up to each token's own position. Then one token deep
 /// into the cache with its keys split 5 ways (blocks of 128 keys: three splits used, the last partly,
-/// two empty) and merged. 6 heads: a workgroup's group of 4 and one of 2.
+/// two empty) and merged, and a step of three such tokens (a speculative check's), each split over
+/// its own keys. 6 heads: a workgroup's group of 4 and one of 2.
 #[test]
 fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(23);
     let (n_head, kv_lora, q_nope, n_rot, v_dim) = (6u32, 64u32, 32u32, 16u32, 24u32);
     // A step's 3 tokens, a token a workgroup; a prompt's 11, in tiles of every size the adapter's
-    // workgroup memory allows; a step's one token split.
+    // workgroup memory allows; a step's one token split, and its three.
     let tiles = mla::largest_query_tile(gpu.limits.max_compute_workgroup_storage_size);
     let runs = (1..=tiles).flat_map(|tile| [(false, 11usize, tile, None), (true, 11, tile, None)]);
     let steps = [(false, 3usize, 1u32, None), (true, 3, 1, None)];
-    let splits = [(false, 1, 1, Some(5u32)), (true, 1, 1, Some(5))];
+    let splits = [
+        (false, 1, 1, Some(5u32)),
+        (true, 1, 1, Some(5)),
+        (true, 3, 1, Some(5)),
+    ];
     for (neox, n_tokens, tile, split) in steps.into_iter().chain(runs).chain(splits) {
         let (pos, n_ctx) = match split {
             None => (29u32, 40u32),
@@ -171,7 +176,8 @@ fn absorbed_mla_equals_the_naive_form() {
             out: &latent_out,
         };
         let parts = split.map(|n_split| {
-            let bytes = wick::ops::attention::split_scratch_bytes(n_head, kv_lora, n_split);
+            let tokens = n_tokens as u32;
+            let bytes = wick::ops::attention::split_scratch_bytes(tokens, n_head, kv_lora, n_split);
             scratch_buffer(&gpu, "parts", bytes).block_on().unwrap()
         });
         match split.zip(parts.as_ref()) {

@@ -116,8 +116,10 @@ fn random_deepseek2_in_parallel_sequences() {
 
 /// Deep into a context (from position 1024 on) a decode step splits MLA's attention over the keys
 /// and merges the splits: a step there gives the logits that reading the same token as the last of a
-/// prompt's chunk gives (attention over the chunk, not split), within summation order. The file is
-/// rewritten with a longer trained context (its own is 256), the weights as they are.
+/// prompt's chunk gives (attention over the chunk, not split), within summation order. A speculative
+/// check of three tokens there splits each token's keys the same way and gives each the logits of
+/// its step. The file is rewritten with a longer trained context (its own is 256), the weights as
+/// they are.
 #[test]
 fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
     use pollster::FutureExt as _;
@@ -156,6 +158,7 @@ fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
         let options = LoadOptions {
             n_ctx: 1100,
             batch: Some(64),
+            check_tokens: 3,
             ..Default::default()
         };
         Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
@@ -175,4 +178,15 @@ fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
         .fold(0f32, f32::max);
     eprintln!("a step at 1030 against the prompt's path: logits differ by {diff:.2e}");
     assert!(diff < 1e-3, "logits differ by {diff}");
+
+    let (diff, [deep, at_start]) = common::check_against_steps(load, &prompt, &[next, 5, 9]);
+    eprintln!("a check at 1030 against its steps: logits differ by {diff:.2e}; {deep} dispatches, {at_start} at position 0");
+    assert!(
+        diff < 1e-3,
+        "a check's logits differ from its steps' by {diff}"
+    );
+    assert!(
+        deep > at_start,
+        "a check deep into the context did not split its attention"
+    );
 }

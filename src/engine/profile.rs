@@ -46,7 +46,7 @@ pub enum Profiled {
 impl Engine {
     /// Times a plan on the GPU: the decode plan for one token (the one a step at this position runs:
     /// attention split over the keys deep into a context), the prefill plan for a whole chunk, or
-    /// the parallel plan for all its sequences, at the current position (nothing is cached: the KV
+    /// the parallel plan for all its sequences (split the same way), at the current position (nothing is cached: the KV
     /// cache rows written are the next ones); `None` where the model has no such plan. A profile, not
     /// a run.
     pub async fn profile(&mut self, plan: Profiled) -> Result<Option<Profile>, Error> {
@@ -58,7 +58,7 @@ impl Engine {
                 None => return Ok(None),
             },
             Profiled::Parallel => match &self.forward.parallel {
-                Some(parallel) => &parallel.plan,
+                Some(parallel) => parallel.plan_at(self.pos + parallel.plan.batch - 1),
                 None => return Ok(None),
             },
         };

@@ -81,6 +81,11 @@ impl Engine {
             }
             Run::Parallel { reads } => {
                 let parallel = f.parallel.as_ref().expect("a parallel decode plan");
+                // Where any row's token is deep into its context, every row's attention splits.
+                let last = (segments.iter())
+                    .map(|s| (s.pos + s.tokens.len() as u32).saturating_sub(1))
+                    .max()
+                    .unwrap_or(0);
                 let row = n_vocab as u64 * 4;
                 let choices = (&parallel.choices, 0, tokens.len() as u64 * 4);
                 let rows = reads
@@ -93,7 +98,10 @@ impl Engine {
                         }
                         Read::Greedy | Read::Nothing => None,
                     });
-                (&parallel.plan, [choices].into_iter().chain(rows).collect())
+                (
+                    parallel.plan_at(last),
+                    [choices].into_iter().chain(rows).collect(),
+                )
             }
             Run::Decode(read) => {
                 let plan = match ends_prompt {

@@ -356,10 +356,12 @@ impl Plan {
                 );
                 let key = PipelineKey::attention(shape, form);
                 let workgroups = match shape.splits {
-                    // A split workgroup per group of heads and split.
-                    Some(splits) => {
-                        Groups::Fixed([head_groups(shape.heads, shape.kv_heads), splits, 1])
-                    }
+                    // A split workgroup per group of heads, token and split.
+                    Some(splits) => Groups::PerTokens {
+                        x: head_groups(shape.heads, shape.kv_heads),
+                        per: 1,
+                        z: splits,
+                    },
                     None => Groups::PerTokens {
                         x: shape.heads,
                         per: key.tokens.expect("an attention's queries a workgroup"),

@@ -346,8 +346,9 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
     // Deep into a context, a decode step's attention split over the keys, as the dense block's: the
     // heads are few groups of 4 (4 workgroups for DeepSeek-V2-Lite's 16), which leave a GPU idle.
     let splits = attention::splits(m.n_head, 1, gpu.runs_on_cpu());
-    let bytes = attention::split_scratch_bytes(m.n_head, m.kv_lora, splits);
-    let decode_long = super::split_decode_plan(&gpu, n_ctx, bytes, |parts| {
+    let bytes = attention::split_scratch_bytes(1, m.n_head, m.kv_lora, splits);
+    let parts = super::split_scratch(&gpu, n_ctx, bytes, runs).await?;
+    let decode_long = super::split_step_plan(&gpu, parts.as_ref(), |parts| {
         decode_plan(Some((splits, parts)))
     })
     .await?;
@@ -355,9 +356,9 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
     let plans = super::prompt_plans(
         &gpu,
         &step,
-        runs,
+        (runs, parts.as_ref()),
         c.n_vocab,
-        |plan| model.push_layers(plan, None),
+        |plan, parts| model.push_layers(plan, parts.map(|parts| (splits, parts))),
         (final_norm, &a.xn, d),
         (
             |plan: &mut Plan, logits: &wgpu::Buffer| {

@@ -295,11 +295,12 @@ pub async fn load(
         .filter(|l| l.mixer == Mixer::Attention)
         .map(|l| {
             let splits = attention::splits(c.n_head, l.n_kv_head, gpu.runs_on_cpu());
-            attention::split_scratch_bytes(c.n_head, l.head_dim, splits)
+            attention::split_scratch_bytes(1, c.n_head, l.head_dim, splits)
         })
         .max()
         .unwrap_or(0);
-    let decode_long = super::split_decode_plan(&gpu, n_ctx, split_bytes, |parts| {
+    let parts = super::split_scratch(&gpu, n_ctx, split_bytes, runs).await?;
+    let decode_long = super::split_step_plan(&gpu, parts.as_ref(), |parts| {
         decode_plan(Attention::Split(parts))
     })
     .await?;
@@ -312,9 +313,12 @@ pub async fn load(
     let plans = super::prompt_plans(
         &gpu,
         &step,
-        runs,
+        (runs, parts.as_ref()),
         c.n_vocab,
-        |plan| model.push_layers(plan, Attention::Whole),
+        |plan, parts| {
+            let attention = parts.map_or(Attention::Whole, Attention::Split);
+            model.push_layers(plan, attention)
+        },
         (final_norm, &a.xn, d),
         // The last layer's post-norm leaves the normed state in xn, which the head reads.
         (

@@ -26,7 +26,7 @@ pub mod qwen3moe;
 mod self_attention;
 
 use crate::gguf::{Header, Value};
-use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan, StepInput};
+use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan, StepInput, STEP_TOKENS_MAX};
 use crate::ops::allowed::Allowed;
 use crate::Error;
 pub use loader::Loader;
@@ -145,10 +145,15 @@ impl Forward {
         let score = self.score.as_ref().map(|s| &s.plan);
         let hidden = self.hidden.as_ref().map(|h| &h.plan);
         let parallel = self.parallel.as_ref().map(|p| &p.plan);
+        let parallel_long = (self.parallel.as_ref()).and_then(|p| p.long.as_ref().map(|l| &l.1));
         let optional = [long, self.prefill.as_ref(), self.prompt_head.as_ref()];
         std::iter::once(&self.decode)
             .chain(optional.into_iter().flatten())
-            .chain([score, hidden, parallel].into_iter().flatten())
+            .chain(
+                [score, hidden, parallel, parallel_long]
+                    .into_iter()
+                    .flatten(),
+            )
     }
 
     /// Every plan, for giving them all new kernel shapes (`Plan::retune`).
@@ -156,11 +161,18 @@ impl Forward {
         let long = self.decode_long.as_mut().map(|(_, plan)| plan);
         let score = self.score.as_mut().map(|s| &mut s.plan);
         let hidden = self.hidden.as_mut().map(|h| &mut h.plan);
-        let parallel = self.parallel.as_mut().map(|p| &mut p.plan);
+        let (parallel, parallel_long) = match self.parallel.as_mut() {
+            Some(p) => (Some(&mut p.plan), p.long.as_mut().map(|l| &mut l.1)),
+            None => (None, None),
+        };
         let optional = [long, self.prefill.as_mut(), self.prompt_head.as_mut()];
         std::iter::once(&mut self.decode)
             .chain(optional.into_iter().flatten())
-            .chain([score, hidden, parallel].into_iter().flatten())
+            .chain(
+                [score, hidden, parallel, parallel_long]
+                    .into_iter()
+                    .flatten(),
+            )
     }
 }
 
@@ -174,10 +186,24 @@ pub struct Score {
 /// A decode step of several sequences (`Forward::parallel`).
 pub struct Parallel {
     pub plan: Plan,
+    /// As `plan`, for steps whose last token is at the first number's position or later: each
+    /// token's attention split over its keys, as `Forward::decode_long`'s. None where the context
+    /// never gets that long, or where the rows are more than a step's (`STEP_TOKENS_MAX`).
+    pub long: Option<(u32, Plan)>,
     /// (plan.batch, n_vocab) f32: each token's logits.
     pub logits: wgpu::Buffer,
     /// (plan.batch) u32: the index of each row's largest logit, a greedy request's choice.
     pub choices: wgpu::Buffer,
+}
+
+impl Parallel {
+    /// The plan of a step whose last token is at `last`: `long` from its position on.
+    pub fn plan_at(&self, last: u32) -> &Plan {
+        match &self.long {
+            Some((from, long)) if last >= *from => long,
+            _ => &self.plan,
+        }
+    }
 }
 
 /// The runs a load builds besides the decode step.
@@ -214,24 +240,41 @@ pub struct Hidden {
     pub width: u32,
 }
 
-/// The decode step's plan for positions from `attention::SPLIT_ATTENTION_FROM` on, where a context
-/// of `n_ctx` reaches them: `plan` makes it with attention split over the keys through the scratch
-/// it is given, of `bytes` (`attention::split_scratch_bytes` of the layer that needs most), and it
-/// is finished here.
-pub async fn split_decode_plan(
+/// The scratch of a step's attention split over the keys, which the decode step's and the parallel
+/// step's plans for positions from `attention::SPLIT_ATTENTION_FROM` on share (their runs go one
+/// after the other): `bytes_per_token` (`attention::split_scratch_bytes` of a token, of the layer
+/// that needs most) for each of a step's rows. None where a context of `n_ctx` never reaches them.
+pub async fn split_scratch(
     gpu: &Gpu,
     n_ctx: u32,
-    bytes: u64,
-    plan: impl FnOnce(&wgpu::Buffer) -> Plan,
-) -> Result<Option<(u32, Plan)>, Error> {
-    let from = crate::ops::attention::SPLIT_ATTENTION_FROM;
-    if n_ctx <= from {
+    bytes_per_token: u64,
+    runs: PromptRuns,
+) -> Result<Option<wgpu::Buffer>, Error> {
+    if n_ctx <= crate::ops::attention::SPLIT_ATTENTION_FROM {
         return Ok(None);
     }
-    let parts = scratch_buffer(gpu, "attention splits", bytes).await?;
-    let mut plan = plan(&parts);
+    let rows = match runs.rows {
+        rows @ 2..=STEP_TOKENS_MAX => rows,
+        _ => 1,
+    };
+    let bytes = rows as u64 * bytes_per_token;
+    Ok(Some(scratch_buffer(gpu, "attention splits", bytes).await?))
+}
+
+/// A step's plan for positions from `attention::SPLIT_ATTENTION_FROM` on, where the context
+/// reaches them (`split_scratch` gave `parts`): `plan` makes it with attention split over the keys
+/// through `parts`, and it is finished here.
+pub async fn split_step_plan(
+    gpu: &Gpu,
+    parts: Option<&wgpu::Buffer>,
+    plan: impl FnOnce(&wgpu::Buffer) -> Plan,
+) -> Result<Option<(u32, Plan)>, Error> {
+    let Some(parts) = parts else {
+        return Ok(None);
+    };
+    let mut plan = plan(parts);
     plan.finish(gpu).await?;
-    Ok(Some((from, plan)))
+    Ok(Some((crate::ops::attention::SPLIT_ATTENTION_FROM, plan)))
 }
 
 /// What every architecture makes the same way from its layers (`push_layers` adds them for a plan's
@@ -239,13 +282,15 @@ pub async fn split_decode_plan(
 /// values a row) and its head (`push_logits` writes each token's logits into the buffer it is given,
 /// from the rows of `head_reads`, `width` values a row, that the layers leave): a prompt's chunk and
 /// the head of its last token into `logits` when `batch` > 1, and the scoring, hidden-state and
-/// parallel decode runs when asked for.
+/// parallel decode runs when asked for. `push_layers` splits attention over the keys through the
+/// scratch it is given, if any (a step's plan deep into a context: `split_scratch` gave
+/// `split_parts`).
 pub async fn prompt_plans(
     gpu: &Gpu,
     step: &StepInput,
-    runs: PromptRuns,
+    (runs, split_parts): (PromptRuns, Option<&wgpu::Buffer>),
     n_vocab: u32,
-    push_layers: impl Fn(&mut Plan),
+    push_layers: impl Fn(&mut Plan, Option<&wgpu::Buffer>),
     (push_final_norm, states, width): (impl Fn(&mut Plan), &wgpu::Buffer, u32),
     (push_logits, head_reads, logits): (
         impl Fn(&mut Plan, &wgpu::Buffer),
@@ -259,7 +304,7 @@ pub async fn prompt_plans(
         1 => (None, None),
         _ => {
             let mut plan = Plan::new(gpu, step, batch);
-            push_layers(&mut plan);
+            push_layers(&mut plan, None);
             plan.finish(gpu).await?;
             // One token's head, as a decode step's, on the chunk's last row moved to row 0.
             let mut head = Plan::new(gpu, step, 1);
@@ -279,7 +324,7 @@ pub async fn prompt_plans(
             let row_logits = scratch_buffer(gpu, "logits of each token", row_logits).await?;
             let log_probs = scratch_buffer(gpu, "log-probabilities", rows as u64 * 4).await?;
             let mut plan = Plan::new(gpu, step, rows);
-            push_layers(&mut plan);
+            push_layers(&mut plan, None);
             push_logits(&mut plan, &row_logits);
             crate::ops::log_prob::push(&mut plan, &row_logits, &log_probs, n_vocab);
             plan.finish(gpu).await?;
@@ -290,7 +335,7 @@ pub async fn prompt_plans(
         false => None,
         true => {
             let mut plan = Plan::new(gpu, step, batch);
-            push_layers(&mut plan);
+            push_layers(&mut plan, None);
             push_final_norm(&mut plan);
             plan.finish(gpu).await?;
             let states = states.clone();
@@ -307,13 +352,21 @@ pub async fn prompt_plans(
             let logits = rows as u64 * n_vocab as u64 * 4;
             let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
             let choices = scratch_buffer(gpu, "choice of each sequence", rows as u64 * 4).await?;
-            let mut plan = Plan::new(gpu, step, rows);
-            push_layers(&mut plan);
-            push_logits(&mut plan, &logits);
-            crate::ops::argmax::push(&mut plan, &logits, &choices, n_vocab, &allowed);
+            let parallel_plan = |parts: Option<&wgpu::Buffer>| {
+                let mut plan = Plan::new(gpu, step, rows);
+                push_layers(&mut plan, parts);
+                push_logits(&mut plan, &logits);
+                crate::ops::argmax::push(&mut plan, &logits, &choices, n_vocab, &allowed);
+                plan
+            };
+            let mut plan = parallel_plan(None);
             plan.finish(gpu).await?;
+            // More rows than a step's are a prompt's chunk to the kernels: no split form.
+            let parts = split_parts.filter(|_| rows <= STEP_TOKENS_MAX);
+            let long = split_step_plan(gpu, parts, |parts| parallel_plan(Some(parts))).await?;
             Some(Parallel {
                 plan,
+                long,
                 logits,
                 choices,
             })

@@ -55,7 +55,8 @@ pub enum Attention<'a> {
     /// A workgroup per head and token in a step's run (`Plan::is_step`); in a prompt's chunk, a
     /// workgroup per head and a block of tokens over tiles of keys (`attention::push_chunk`).
     Whole,
-    /// One token, split over the sequence into `attention::splits`, through this scratch.
+    /// Each of a step's tokens (`Plan::is_step`), split over its keys into `attention::splits`,
+    /// through this scratch.
     Split(&'a wgpu::Buffer),
 }
 

@@ -2,9 +2,10 @@
 //! shaders/attention.wgsl, a workgroup per group of heads and token (4 tokens in a step's run); for a
 //! prompt's chunk, shaders/attention_tiled.wgsl (a workgroup per head and 64 queries) or
 //! attention_rows.wgsl (a few queries, their heads split over threads) over tiles of keys (flash
-//! attention, in the form tuned); for one token over a long cache shaders/attention_split.wgsl (a key
-//! a thread) or attention_split_lanes.wgsl (a head's dims over a subgroup's lanes), in the form
-//! tuned, then attention_merge.wgsl: the keys split over many workgroups (flash-decoding).
+//! attention, in the form tuned); for a step's tokens over a long cache shaders/attention_split.wgsl
+//! (a key a thread) or attention_split_lanes.wgsl (a head's dims over a subgroup's lanes), in the
+//! form tuned, then attention_merge.wgsl: each token's keys split over many workgroups
+//! (flash-decoding).
 
 use crate::gpu::{attention_tile_bytes, attention_workgroup, head_groups};
 use crate::gpu::{AttentionShape, Groups, Kernel, KvType, PipelineKey, Plan};
@@ -232,15 +233,17 @@ struct MergeParams {
     sinks: u32,
 }
 
-/// Bytes of the scratch `push_split` needs: each split's partial sums, max and weight, per head.
-pub fn split_scratch_bytes(n_head: u32, head_dim: u32, n_split: u32) -> u64 {
-    n_head as u64 * n_split as u64 * (head_dim as u64 + 2) * 4
+/// Bytes of the scratch `push_split` needs for a plan of `tokens`: each split's partial sums, max
+/// and weight, per head and token.
+pub fn split_scratch_bytes(tokens: u32, n_head: u32, head_dim: u32, n_split: u32) -> u64 {
+    tokens as u64 * n_head as u64 * n_split as u64 * (head_dim as u64 + 2) * 4
 }
 
-/// As `push` for a plan of one token, with the keys split `n_split` ways, each split a workgroup per
-/// group of heads in the form the plan's tuning gives the shape (`AttentionForm::SplitKeys` or
+/// As `push` for a step's plan (`Plan::is_step`: a token of each sequence, or a speculative check's
+/// tokens), with each token's keys split `n_split` ways, each split a workgroup per group of heads
+/// and token in the form the plan's tuning gives the shape (`AttentionForm::SplitKeys` or
 /// `SplitLanes`, timed deep into a context), then merged: two dispatches. `parts` holds
-/// `split_scratch_bytes`.
+/// `split_scratch_bytes` of the plan's batch.
 pub fn push_split(
     plan: &mut Plan,
     s: Shape,
@@ -251,7 +254,7 @@ pub fn push_split(
     let Shape {
         n_head, head_dim, ..
     } = s;
-    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM && plan.batch == 1 && s.causal);
+    assert!(head_dim % 4 == 0 && head_dim <= MAX_HEAD_DIM && plan.is_step() && s.causal);
     let p = SplitParams {
         n_head,
         n_kv_head: s.n_kv_head,
@@ -281,8 +284,8 @@ pub fn push_split(
 }
 
 /// Adds the merge of the `n_split` splits' states in `parts` (`split_scratch_bytes`) of each of
-/// `n_head` heads of `head_dim` into `out` (shaders/attention_merge.wgsl), the heads' sinks taking
-/// their share where given.
+/// `n_head` heads of `head_dim` of each of the run's tokens into `out`
+/// (shaders/attention_merge.wgsl), the heads' sinks taking their share where given.
 pub fn push_merge(
     plan: &mut Plan,
     (n_head, head_dim, n_split): (u32, u32, u32),
@@ -301,7 +304,7 @@ pub fn push_merge(
         // Without sinks the kernel reads nothing from their binding: parts stands in.
         &[parts, out, sinks.unwrap_or(parts)],
         super::params(&p),
-        [n_head, 1, 1],
+        Groups::per_token(n_head),
     );
 }
 

@@ -128,9 +128,9 @@ pub fn push_attention_tiled(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, toke
     push_kernel(plan, m, (b, b.out), (tokens, 0), groups);
 }
 
-/// As `push_attention` for a plan of one token, with the keys split `n_split` ways (each split a
-/// workgroup per group of heads), then merged: two dispatches. `parts` holds
-/// `attention::split_scratch_bytes(n_head, kv_lora, n_split)`.
+/// As `push_attention` for a step's plan (`Plan::is_step`), with each token's keys split `n_split`
+/// ways (each split a workgroup per group of heads and token), then merged: two dispatches. `parts`
+/// holds `attention::split_scratch_bytes(plan.batch, n_head, kv_lora, n_split)`.
 pub fn push_attention_split(
     plan: &mut Plan,
     m: &Mla,
@@ -138,8 +138,12 @@ pub fn push_attention_split(
     n_split: u32,
     parts: &wgpu::Buffer,
 ) {
-    assert!(plan.batch == 1 && n_split > 0);
-    let groups = Groups::Fixed([crate::gpu::head_groups(m.n_head, 1), n_split, 1]);
+    assert!(plan.is_step() && n_split > 0);
+    let groups = Groups::PerTokens {
+        x: crate::gpu::head_groups(m.n_head, 1),
+        per: 1,
+        z: n_split,
+    };
     push_kernel(plan, m, (b, parts), (1, n_split), groups);
     let heads = (m.n_head, m.kv_lora, n_split);
     super::attention::push_merge(plan, heads, parts, b.out, None);

@@ -93,6 +93,42 @@ pub fn greedy() -> wick::sampler::Sampler {
     wick::sampler::Sampler::new(wick::sampler::SamplerConfig::greedy())
 }
 
+/// After `prompt`, a check of `tokens` (`Engine::check`: one pass of the parallel plan, a row each)
+/// in an engine from `load` gives each row the logits that the same tokens give as decode steps one
+/// after the other in another: returns the largest difference of any logit, and the dispatches of
+/// the check and of the same check at position 0 (which tell the plans apart: deep into a context
+/// each attention layer's split adds a merge).
+pub fn check_against_steps(
+    load: impl Fn() -> wick::engine::Engine,
+    prompt: &[u32],
+    tokens: &[u32],
+) -> (f32, [u64; 2]) {
+    use wick::sampler::{SequenceStep, Want};
+    let wants = vec![Want::Logits; tokens.len()];
+    let check_dispatches = |engine: &mut wick::engine::Engine| {
+        let before = engine.stats.totals.dispatches;
+        let rows = engine.check(tokens, &wants).block_on().unwrap();
+        (rows, engine.stats.totals.dispatches - before)
+    };
+    let mut checked = load();
+    let (_, at_start) = check_dispatches(&mut checked);
+    checked.keep_checked(0).block_on().unwrap();
+    checked.prefill(prompt).block_on().unwrap();
+    let (rows, deep) = check_dispatches(&mut checked);
+    let mut stepped = load();
+    stepped.prefill(prompt).block_on().unwrap();
+    let mut diff = 0f32;
+    for (&token, row) in tokens.iter().zip(rows) {
+        let SequenceStep::Logits(got) = row else {
+            panic!("a check's row without its logits")
+        };
+        let want = stepped.step(token, true).block_on().unwrap().unwrap();
+        let row_diff = (got.iter().zip(&want)).map(|(a, b)| (a - b).abs());
+        diff = row_diff.fold(diff, f32::max);
+    }
+    (diff, [deep, at_start])
+}
+
 /// The default model, which `scripts/fetch-model.sh` puts in models/.
 pub fn model_path() -> std::path::PathBuf {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
