@@ -117,8 +117,8 @@ fn random_deepseek2_in_parallel_sequences() {
 /// Deep into a context (from position 1024 on) a decode step splits MLA's attention over the keys
 /// and merges the splits: a step there gives the logits that reading the same token as the last of a
 /// prompt's chunk gives (attention over the chunk, not split), within summation order. A speculative
-/// check of three tokens there splits each token's keys the same way and gives each the logits of
-/// its step. The file is rewritten with a longer trained context (its own is 256), the weights as
+/// check of three tokens there splits each token's keys the same way (where the adapter splits
+/// steps of several tokens: a GPU's default, set here) and gives each the logits of its step. The file is rewritten with a longer trained context (its own is 256), the weights as
 /// they are.
 #[test]
 fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
@@ -126,6 +126,7 @@ fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
     use wick::engine::{Engine, LoadOptions};
     use wick::gguf::{read_header, write::Writer, FileSource, MemorySource, Value};
     let Some(gpu) = gpu() else { return };
+    gpu.set_splits_steps(true);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/random-deepseek2-moe-sigmoid-q8_0.gguf");
     let bytes = std::fs::read(&path).unwrap();

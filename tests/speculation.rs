@@ -157,9 +157,11 @@ fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
 }
 
 /// Deep into a context (from position 1024 on) a check of drafted tokens splits each token's
-/// attention over its keys, as a decode step there does: each row's logits are its step's, up to
-/// summation order, and the check runs more dispatches than at position 0 (a merge after each
-/// layer's split). gpt-oss: sinks, and a window on two layers of three.
+/// attention over its keys, as a decode step there does, where the adapter splits steps of several
+/// tokens (a GPU's default, set here): each row's logits are its step's, up to summation order, and
+/// the check runs more dispatches than at position 0 (a merge after each layer's split). Where the
+/// adapter does not split them (a CPU-backed adapter's default), the check keeps its plan and the
+/// same logits. gpt-oss: sinks, and a window on two layers of three.
 #[test]
 fn a_check_deep_into_a_context_splits_its_attention_and_gives_each_tokens_step() {
     let Some(gpu) = gpu() else { return };
@@ -177,16 +179,23 @@ fn a_check_deep_into_a_context_splits_its_attention_and_gives_each_tokens_step()
     };
     let prompt: Vec<u32> = (0..1030u32).map(|i| i * 37 % 200 + 1).collect();
     let drafted = [99u32, 12, 5, 140, 3];
-    let (diff, [deep, at_start]) = common::check_against_steps(load, &prompt, &drafted);
-    eprintln!("a check at 1030: logits differ from its steps' by {diff:.2e}; {deep} dispatches, {at_start} at 0");
-    assert!(
-        diff < 1e-3,
-        "a check's logits differ from its steps' by {diff}"
-    );
-    assert!(
-        deep > at_start,
-        "a check deep into the context did not split its attention"
-    );
+    for split in [true, false] {
+        gpu.set_splits_steps(split);
+        let (diff, [deep, at_start]) = common::check_against_steps(load, &prompt, &drafted);
+        eprintln!(
+            "a check at 1030, split {split}: logits differ from its steps' by {diff:.2e}; \
+             {deep} dispatches, {at_start} at 0"
+        );
+        assert!(
+            diff < 1e-3,
+            "split {split}: a check's logits differ from its steps' by {diff}"
+        );
+        assert_eq!(
+            deep > at_start,
+            split,
+            "split {split}: {deep} dispatches, {at_start} at 0"
+        );
+    }
 }
 
 #[test]

@@ -93,6 +93,11 @@ pub struct BenchArgs {
     /// that faster [default: on for GPUs, off for CPU-backed adapters]
     #[arg(long = "f16-tiles", value_enum)]
     f16_tiles: Option<Switch>,
+    /// Split a step of several tokens' attention over the keys from position 1024 on, as a step of
+    /// one does (--parallel's step, a speculative check) [default: on for GPUs, off for CPU-backed
+    /// adapters]
+    #[arg(long = "split-steps", value_enum)]
+    split_steps: Option<Switch>,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -172,6 +177,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
         }
         if let Some(f16) = args.f16_tiles {
             gpu.set_rounds(Rounding::F16Tiles, f16 == Switch::On);
+        }
+        if let Some(split) = args.split_steps {
+            gpu.set_splits_steps(split == Switch::On);
         }
         Ok(())
     })?;

@@ -147,6 +147,9 @@ pub struct Gpu {
     tuning: std::sync::RwLock<Arc<Tuning>>,
     /// Whether plans made from now on norm a product's x in its own kernel (`fuses_norms`).
     fuse_norms: std::sync::atomic::AtomicBool,
+    /// Whether models loaded from now on split a step's attention deep into a context where the
+    /// step holds several tokens (`splits_steps`).
+    split_steps: std::sync::atomic::AtomicBool,
     /// What plans may round, by `Rounding::index` (`set_rounds`).
     rounds: [std::sync::atomic::AtomicBool; 3],
     /// The matrix cores failed their check (`forget_matrix_cores`).
@@ -249,10 +252,12 @@ impl Gpu {
             lost,
             tuning: Default::default(),
             fuse_norms: Default::default(),
+            split_steps: Default::default(),
             rounds: Default::default(),
             matrix_cores_failed: Default::default(),
         };
         gpu.set_fuses_norms(!gpu.runs_on_cpu());
+        gpu.set_splits_steps(!gpu.runs_on_cpu());
         for rounding in Rounding::ALL {
             gpu.set_rounds(rounding, gpu.rounds_by_default(rounding));
         }
@@ -318,6 +323,21 @@ impl Gpu {
         self.fuse_norms
             .store(on && possible, std::sync::atomic::Ordering::Relaxed);
         possible || !on
+    }
+
+    /// Whether a step of several tokens (parallel requests' tokens, a speculative check's) splits
+    /// each token's attention over its keys from `attention::SPLIT_ATTENTION_FROM` on, as a step of
+    /// one does, in models loaded from now on. On a GPU the whole-head form's workgroups, a group of
+    /// heads and a token each, leave most of it idle there; where the adapter runs workgroups on the
+    /// CPU (`runs_on_cpu`), a few tokens' groups fill its cores already, and the splits and their
+    /// merge cost more (BENCHMARKS.md). The adapter's kind decides unless set.
+    pub fn splits_steps(&self) -> bool {
+        self.split_steps.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets `splits_steps` for models loaded from now on.
+    pub fn set_splits_steps(&self, on: bool) {
+        (self.split_steps).store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The adapter's matrix cores, where it has them and plans may use them: the tuner then offers

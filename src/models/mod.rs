@@ -243,7 +243,8 @@ pub struct Hidden {
 /// The scratch of a step's attention split over the keys, which the decode step's and the parallel
 /// step's plans for positions from `attention::SPLIT_ATTENTION_FROM` on share (their runs go one
 /// after the other): `bytes_per_token` (`attention::split_scratch_bytes` of a token, of the layer
-/// that needs most) for each of a step's rows. None where a context of `n_ctx` never reaches them.
+/// that needs most) for each of a step's rows (`split_rows`). None where a context of `n_ctx` never
+/// reaches them.
 pub async fn split_scratch(
     gpu: &Gpu,
     n_ctx: u32,
@@ -253,12 +254,18 @@ pub async fn split_scratch(
     if n_ctx <= crate::ops::attention::SPLIT_ATTENTION_FROM {
         return Ok(None);
     }
-    let rows = match runs.rows {
-        rows @ 2..=STEP_TOKENS_MAX => rows,
-        _ => 1,
-    };
-    let bytes = rows as u64 * bytes_per_token;
+    let bytes = split_rows(gpu, runs) as u64 * bytes_per_token;
     Ok(Some(scratch_buffer(gpu, "attention splits", bytes).await?))
+}
+
+/// The rows of a step whose attention splits deep into a context: the parallel plan's where it is a
+/// step's (`STEP_TOKENS_MAX`) and the adapter splits such steps (`Gpu::splits_steps`), else the
+/// decode step's one.
+fn split_rows(gpu: &Gpu, runs: PromptRuns) -> u32 {
+    match runs.rows {
+        rows @ 2..=STEP_TOKENS_MAX if gpu.splits_steps() => rows,
+        _ => 1,
+    }
 }
 
 /// A step's plan for positions from `attention::SPLIT_ATTENTION_FROM` on, where the context
@@ -361,8 +368,7 @@ pub async fn prompt_plans(
             };
             let mut plan = parallel_plan(None);
             plan.finish(gpu).await?;
-            // More rows than a step's are a prompt's chunk to the kernels: no split form.
-            let parts = split_parts.filter(|_| rows <= STEP_TOKENS_MAX);
+            let parts = split_parts.filter(|_| split_rows(gpu, runs) == rows);
             let long = split_step_plan(gpu, parts, |parts| parallel_plan(Some(parts))).await?;
             Some(Parallel {
                 plan,
