@@ -21,7 +21,10 @@
 # -p wick-cli). Files go to models/shape/ (about 30 GB, the Q8_0 sources of the Q4_K_M files
 # included); the tables to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default;
 # FILES, DEEP_FILES and STEP_FILES (names as below, without .gguf) run a subset, DEEP_FILES= none deep,
-# STEP_FILES= no steps of several sequences.
+# STEP_FILES= no steps of several sequences; VARIANTS=0 runs `wick bench` in its defaults alone.
+# QUICK=1 fits about 9 minutes of a 16-core H200 machine (llama.cpp's build about 2, the files about
+# 2): the 8B and 1.5B Q4_K_M files, the 8B at depth 4096 with a check of 5 tokens there, REPS=2, no
+# variants and no steps of several sequences; each of those settings may still be given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=$(cd "$1" && pwd)
@@ -67,7 +70,15 @@ make_file() {
   esac
 }
 
-# FILES and DEEP_FILES choose a subset (a lease too short for all of them, say).
+# FILES and DEEP_FILES choose a subset (a lease too short for all of them, say); QUICK the subset above.
+if [ "${QUICK:-0}" = 1 ]; then
+  FILES=${FILES:-llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M}
+  DEEP_FILES=${DEEP_FILES-llama-3.1-8b.shape.Q4_K_M}
+  STEP_FILES=${STEP_FILES-}
+  DEPTHS=${DEPTHS:-4096}
+  REPS=${REPS:-2}
+  VARIANTS=${VARIANTS:-0}
+fi
 files=${FILES:-llama-3.1-8b.shape.Q4_K_M llama-3.1-8b.shape.Q4_0 qwen3.5-2b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M \
 llama-3.2-1b.shape.Q4_K_M qwen3-30b-a3b.shape-4L.Q4_K_M}
 deep_files=${DEEP_FILES-llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M}
@@ -79,20 +90,22 @@ for f in $files; do
   echo "== $f: wick"
   target/release/wick bench -m "$models/$f.gguf" -p 512 -n 128 -r "$reps" --profile 2>&1 | grep -v '^$' \
     | tee -a "$out/wick.md"
-  echo "== $f: wick, each norm in a kernel of its own (--fuse-norms off), prompts in chunks of 64"
-  target/release/wick bench -m "$models/$f.gguf" -p 0 -n 128 -r "$reps" --fuse-norms off 2>&1 \
-    | grep -v '^$' | tee -a "$out/wick-norms-apart.md"
-  target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -b 64 -r "$reps" 2>&1 \
-    | grep -v '^$' | tee -a "$out/wick-chunks-64.md"
-  echo "== $f: wick, greedy steps a step ahead (--read ahead: each submitted before the one before it is read)"
-  target/release/wick bench -m "$models/$f.gguf" -p 0 -n 128 -r "$reps" --read ahead 2>&1 \
-    | grep -v '^$' | tee -a "$out/wick-ahead.md"
-  echo "== $f: wick, prompts without the matrix cores (--matrix-cores off: the tiles, f16 or f32, tuned apart once)"
-  target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off 2>&1 \
-    | grep -v '^$' | tee -a "$out/wick-no-matrix-cores.md"
-  echo "== $f: wick, prompts in f32 tiles alone (--matrix-cores off --f16-tiles off: tuned apart once)"
-  target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off \
-    --f16-tiles off 2>&1 | grep -v '^$' | tee -a "$out/wick-f32-tiles.md"
+  if [ "${VARIANTS:-1}" = 1 ]; then
+    echo "== $f: wick, each norm in a kernel of its own (--fuse-norms off), prompts in chunks of 64"
+    target/release/wick bench -m "$models/$f.gguf" -p 0 -n 128 -r "$reps" --fuse-norms off 2>&1 \
+      | grep -v '^$' | tee -a "$out/wick-norms-apart.md"
+    target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -b 64 -r "$reps" 2>&1 \
+      | grep -v '^$' | tee -a "$out/wick-chunks-64.md"
+    echo "== $f: wick, greedy steps a step ahead (--read ahead: each submitted before the one before it is read)"
+    target/release/wick bench -m "$models/$f.gguf" -p 0 -n 128 -r "$reps" --read ahead 2>&1 \
+      | grep -v '^$' | tee -a "$out/wick-ahead.md"
+    echo "== $f: wick, prompts without the matrix cores (--matrix-cores off: the tiles, f16 or f32, tuned apart once)"
+    target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off 2>&1 \
+      | grep -v '^$' | tee -a "$out/wick-no-matrix-cores.md"
+    echo "== $f: wick, prompts in f32 tiles alone (--matrix-cores off --f16-tiles off: tuned apart once)"
+    target/release/wick bench -m "$models/$f.gguf" -p 512 -n 0 -r "$reps" --matrix-cores off \
+      --f16-tiles off 2>&1 | grep -v '^$' | tee -a "$out/wick-f32-tiles.md"
+  fi
   echo "== $f: llama.cpp"
   "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 128 -r "$reps" 2>&1 | grep -v '^$' | tee -a "$out/llama.md"
 done
