@@ -1,12 +1,14 @@
 //! Model architectures. Each is its own file: a config from metadata, weights named as GGUF tensors, and
-//! the plans of its runs. What they share is here (what a loaded model hands back, its prompt plans,
-//! its metadata) and in loader.rs (tensors from the file to the GPU).
+//! the plans of its runs. What they share is here (norms, the ends of the model, its metadata), in
+//! forward.rs (what a loaded model hands back, the plans every architecture makes alike) and in
+//! loader.rs (tensors from the file to the GPU).
 
 pub mod bert;
 pub mod deepseek2;
 pub mod dense;
 pub mod family;
 pub mod feed_forward;
+mod forward;
 mod gemma;
 pub mod gemma2;
 pub mod gemma3;
@@ -26,9 +28,12 @@ pub mod qwen3moe;
 mod self_attention;
 
 use crate::gguf::{Header, Value};
-use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan, StepInput, STEP_TOKENS_MAX};
-use crate::ops::allowed::Allowed;
+use crate::gpu::{GpuTensor, Plan};
 use crate::Error;
+pub use forward::{
+    prompt_plans, split_scratch, split_step_plan, Forward, Hidden, Parallel, PromptPlans,
+    PromptRuns, Score,
+};
 pub use loader::Loader;
 
 /// The architectures Wick runs.
@@ -77,315 +82,6 @@ const ENCODERS: &[&str] = &["gemma-embedding", "bert", "nomic-bert"];
 /// Whether the architecture is a decoder (attention sees only earlier positions).
 pub fn causal(arch: &str) -> bool {
     !ENCODERS.contains(&arch)
-}
-
-/// A loaded model: the plans of its runs and the buffers they talk through.
-pub struct Forward {
-    /// One token through the whole model, ending in its logits: a decode step.
-    pub decode: Plan,
-    /// As `decode`, for positions from the first number on: attention split over the sequence, which
-    /// a long cache needs to keep a large GPU busy. None where the context never gets that long.
-    pub decode_long: Option<(u32, Plan)>,
-    /// Up to `step.batch` tokens of a prompt through the layers, filling the KV cache; no logits.
-    /// None where the load asked for one token at a time.
-    pub prefill: Option<Plan>,
-    /// Recorded after `prefill` in its pass where a prompt's last chunk ends the prompt: the chunk's
-    /// last token through the final norm and the head into `logits`, as a decode step's end, so
-    /// the first reply token is picked without a step of its own. With `prefill`.
-    pub prompt_head: Option<Plan>,
-    /// Up to `plan.batch` tokens through the layers and the head, each scored by the log-probability of
-    /// its successor. Only where the load asked for it (perplexity), since it holds a row of logits per
-    /// token.
-    pub score: Option<Score>,
-    /// Up to `hidden.plan.batch` tokens through the layers and the final norm, each token's state
-    /// left for embeddings to pool. Only where the load asked for embeddings.
-    pub hidden: Option<Hidden>,
-    /// Tokens at places of their own through the whole model, each with its logits: a decode step of
-    /// parallel requests (a token of each sequence), or a speculative step's check (the tokens of one
-    /// sequence at consecutive positions). Only where the load asked for more than one row.
-    pub parallel: Option<Parallel>,
-    /// The position and tokens of the next run, written before each submit.
-    pub step: StepInput,
-    /// (n_vocab) f32, written by the step.
-    pub logits: wgpu::Buffer,
-    /// The tokens a decode step's choice and candidates may take, a row per sequence.
-    pub allowed: Allowed,
-    pub n_vocab: u32,
-    pub n_ctx_train: u32,
-    /// The buffers that carry a sequence from run to run besides the KV cache: the recurrent states
-    /// of linear-attention layers. A run at position 0 starts them afresh; going back to an earlier
-    /// position needs a copy of them from there (`Engine::rewind`).
-    pub recurrent: Vec<wgpu::Buffer>,
-    /// Applied in turn to each pooled embedding (`Engine::embed`); none for most models.
-    pub pooled_projections: Vec<crate::embeddings::Projection>,
-    /// Rows of a table left in the file that each run's tokens need (Gemma 4's per-layer
-    /// embeddings): read and written before the run.
-    pub token_rows: Option<per_layer_embd::TokenRows>,
-    /// (batch, width) f32: the rows every plan embeds its tokens into, and their width, where a
-    /// run's rows given in place of embeddings (`Engine::hold_image`) are written before it. None where
-    /// the model takes no such rows.
-    pub embedding_rows: Option<(wgpu::Buffer, u32)>,
-    /// It rotates by multimodal RoPE, where an image's tokens turn by their place in its grid
-    /// (`Engine::segments`).
-    pub multimodal_rope: bool,
-}
-
-impl Forward {
-    /// The plan of a decode step of one token at `pos`: `decode_long` from its position on.
-    pub fn decode_at(&self, pos: u32) -> &Plan {
-        match &self.decode_long {
-            Some((from, long)) if pos >= *from => long,
-            _ => &self.decode,
-        }
-    }
-
-    /// Every plan: the decode step's first.
-    pub fn plans(&self) -> impl Iterator<Item = &Plan> {
-        let long = self.decode_long.as_ref().map(|(_, plan)| plan);
-        let score = self.score.as_ref().map(|s| &s.plan);
-        let hidden = self.hidden.as_ref().map(|h| &h.plan);
-        let parallel = self.parallel.as_ref().map(|p| &p.plan);
-        let parallel_long = (self.parallel.as_ref()).and_then(|p| p.long.as_ref().map(|l| &l.1));
-        let optional = [long, self.prefill.as_ref(), self.prompt_head.as_ref()];
-        std::iter::once(&self.decode)
-            .chain(optional.into_iter().flatten())
-            .chain(
-                [score, hidden, parallel, parallel_long]
-                    .into_iter()
-                    .flatten(),
-            )
-    }
-
-    /// Every plan, for giving them all new kernel shapes (`Plan::retune`).
-    pub fn plans_mut(&mut self) -> impl Iterator<Item = &mut Plan> {
-        let long = self.decode_long.as_mut().map(|(_, plan)| plan);
-        let score = self.score.as_mut().map(|s| &mut s.plan);
-        let hidden = self.hidden.as_mut().map(|h| &mut h.plan);
-        let (parallel, parallel_long) = match self.parallel.as_mut() {
-            Some(p) => (Some(&mut p.plan), p.long.as_mut().map(|l| &mut l.1)),
-            None => (None, None),
-        };
-        let optional = [long, self.prefill.as_mut(), self.prompt_head.as_mut()];
-        std::iter::once(&mut self.decode)
-            .chain(optional.into_iter().flatten())
-            .chain(
-                [score, hidden, parallel, parallel_long]
-                    .into_iter()
-                    .flatten(),
-            )
-    }
-}
-
-/// A run that scores its tokens (`Forward::score`).
-pub struct Score {
-    pub plan: Plan,
-    /// (plan.batch) f32: log softmax(logits of token t)[token t + 1].
-    pub log_probs: wgpu::Buffer,
-}
-
-/// A decode step of several sequences (`Forward::parallel`).
-pub struct Parallel {
-    pub plan: Plan,
-    /// As `plan`, for steps whose last token is at the first number's position or later: each
-    /// token's attention split over its keys, as `Forward::decode_long`'s. None where the context
-    /// never gets that long, or where the rows are more than a step's (`STEP_TOKENS_MAX`).
-    pub long: Option<(u32, Plan)>,
-    /// (plan.batch, n_vocab) f32: each token's logits.
-    pub logits: wgpu::Buffer,
-    /// (plan.batch) u32: the index of each row's largest logit, a greedy request's choice.
-    pub choices: wgpu::Buffer,
-}
-
-impl Parallel {
-    /// The plan of a step whose last token is at `last`: `long` from its position on.
-    pub fn plan_at(&self, last: u32) -> &Plan {
-        match &self.long {
-            Some((from, long)) if last >= *from => long,
-            _ => &self.plan,
-        }
-    }
-}
-
-/// The runs a load builds besides the decode step.
-#[derive(Clone, Copy, Debug)]
-pub struct PromptRuns {
-    /// Prompt tokens per run (1: none, a prompt goes a decode step per token).
-    pub batch: u32,
-    /// The scoring run (`Forward::score`).
-    pub scoring: bool,
-    /// The run that leaves each token's final hidden state (`Forward::hidden`).
-    pub embeddings: bool,
-    /// Rows of the parallel decode plan (`Forward::parallel` where more than one): the sequences a
-    /// step may hold, or the tokens a speculative step checks; at most `batch`.
-    pub rows: u32,
-}
-
-/// `Forward::prefill`, `Forward::score`, `Forward::hidden` and `Forward::parallel`.
-pub struct PromptPlans {
-    /// The tokens each decode row's choice and candidates may take (a row per sequence).
-    pub allowed: Allowed,
-    pub prefill: Option<Plan>,
-    pub prompt_head: Option<Plan>,
-    pub score: Option<Score>,
-    pub hidden: Option<Hidden>,
-    pub parallel: Option<Parallel>,
-}
-
-/// A run that leaves each token's hidden state after the final norm, what embeddings pool
-/// (`Forward::hidden`).
-pub struct Hidden {
-    pub plan: Plan,
-    /// (plan.batch, width) f32.
-    pub states: wgpu::Buffer,
-    pub width: u32,
-}
-
-/// The scratch of a step's attention split over the keys, which the decode step's and the parallel
-/// step's plans for positions from `attention::SPLIT_ATTENTION_FROM` on share (their runs go one
-/// after the other): `bytes_per_token` (`attention::split_scratch_bytes` of a token, of the layer
-/// that needs most) for each of a step's rows (`split_rows`). None where a context of `n_ctx` never
-/// reaches them.
-pub async fn split_scratch(
-    gpu: &Gpu,
-    n_ctx: u32,
-    bytes_per_token: u64,
-    runs: PromptRuns,
-) -> Result<Option<wgpu::Buffer>, Error> {
-    if n_ctx <= crate::ops::attention::SPLIT_ATTENTION_FROM {
-        return Ok(None);
-    }
-    let bytes = split_rows(gpu, runs) as u64 * bytes_per_token;
-    Ok(Some(scratch_buffer(gpu, "attention splits", bytes).await?))
-}
-
-/// The rows of a step whose attention splits deep into a context: the parallel plan's where it is a
-/// step's (`STEP_TOKENS_MAX`) and the adapter splits such steps (`Gpu::splits_steps`), else the
-/// decode step's one.
-fn split_rows(gpu: &Gpu, runs: PromptRuns) -> u32 {
-    match runs.rows {
-        rows @ 2..=STEP_TOKENS_MAX if gpu.splits_steps() => rows,
-        _ => 1,
-    }
-}
-
-/// A step's plan for positions from `attention::SPLIT_ATTENTION_FROM` on, where the context
-/// reaches them (`split_scratch` gave `parts`): `plan` makes it with attention split over the keys
-/// through `parts`, and it is finished here.
-pub async fn split_step_plan(
-    gpu: &Gpu,
-    parts: Option<&wgpu::Buffer>,
-    plan: impl FnOnce(&wgpu::Buffer) -> Plan,
-) -> Result<Option<(u32, Plan)>, Error> {
-    let Some(parts) = parts else {
-        return Ok(None);
-    };
-    let mut plan = plan(parts);
-    plan.finish(gpu).await?;
-    Ok(Some((crate::ops::attention::SPLIT_ATTENTION_FROM, plan)))
-}
-
-/// What every architecture makes the same way from its layers (`push_layers` adds them for a plan's
-/// tokens), its final norm (`push_final_norm` leaves each token's normed state in `states`, `width`
-/// values a row) and its head (`push_logits` writes each token's logits into the buffer it is given,
-/// from the rows of `head_reads`, `width` values a row, that the layers leave): a prompt's chunk and
-/// the head of its last token into `logits` when `batch` > 1, and the scoring, hidden-state and
-/// parallel decode runs when asked for. `push_layers` splits attention over the keys through the
-/// scratch it is given, if any (a step's plan deep into a context: `split_scratch` gave
-/// `split_parts`).
-pub async fn prompt_plans(
-    gpu: &Gpu,
-    step: &StepInput,
-    (runs, split_parts): (PromptRuns, Option<&wgpu::Buffer>),
-    n_vocab: u32,
-    push_layers: impl Fn(&mut Plan, Option<&wgpu::Buffer>),
-    (push_final_norm, states, width): (impl Fn(&mut Plan), &wgpu::Buffer, u32),
-    (push_logits, head_reads, logits): (
-        impl Fn(&mut Plan, &wgpu::Buffer),
-        &wgpu::Buffer,
-        &wgpu::Buffer,
-    ),
-) -> Result<PromptPlans, Error> {
-    let batch = runs.batch;
-    let allowed = Allowed::new(gpu, runs.rows.max(1), n_vocab).await?;
-    let (prefill, prompt_head) = match batch {
-        1 => (None, None),
-        _ => {
-            let mut plan = Plan::new(gpu, step, batch);
-            push_layers(&mut plan, None);
-            plan.finish(gpu).await?;
-            // One token's head, as a decode step's, on the chunk's last row moved to row 0.
-            let mut head = Plan::new(gpu, step, 1);
-            crate::ops::last_row::push(&mut head, head_reads, width);
-            push_logits(&mut head, logits);
-            head.finish(gpu).await?;
-            (Some(plan), Some(head))
-        }
-    };
-    let score = match runs.scoring {
-        false => None,
-        true => {
-            // As many tokens as the prompt batch, or as one binding of their logits holds.
-            let rows_fit = gpu.max_binding() / (n_vocab as u64 * 4);
-            let rows = (batch as u64).min(rows_fit).max(1) as u32;
-            let row_logits = rows as u64 * n_vocab as u64 * 4;
-            let row_logits = scratch_buffer(gpu, "logits of each token", row_logits).await?;
-            let log_probs = scratch_buffer(gpu, "log-probabilities", rows as u64 * 4).await?;
-            let mut plan = Plan::new(gpu, step, rows);
-            push_layers(&mut plan, None);
-            push_logits(&mut plan, &row_logits);
-            crate::ops::log_prob::push(&mut plan, &row_logits, &log_probs, n_vocab);
-            plan.finish(gpu).await?;
-            Some(Score { plan, log_probs })
-        }
-    };
-    let hidden = match runs.embeddings {
-        false => None,
-        true => {
-            let mut plan = Plan::new(gpu, step, batch);
-            push_layers(&mut plan, None);
-            push_final_norm(&mut plan);
-            plan.finish(gpu).await?;
-            let states = states.clone();
-            Some(Hidden {
-                plan,
-                states,
-                width,
-            })
-        }
-    };
-    let parallel = match runs.rows {
-        0 | 1 => None,
-        rows => {
-            let logits = rows as u64 * n_vocab as u64 * 4;
-            let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
-            let choices = scratch_buffer(gpu, "choice of each sequence", rows as u64 * 4).await?;
-            let parallel_plan = |parts: Option<&wgpu::Buffer>| {
-                let mut plan = Plan::new(gpu, step, rows);
-                push_layers(&mut plan, parts);
-                push_logits(&mut plan, &logits);
-                crate::ops::argmax::push(&mut plan, &logits, &choices, n_vocab, &allowed);
-                plan
-            };
-            let mut plan = parallel_plan(None);
-            plan.finish(gpu).await?;
-            let parts = split_parts.filter(|_| split_rows(gpu, runs) == rows);
-            let long = split_step_plan(gpu, parts, |parts| parallel_plan(Some(parts))).await?;
-            Some(Parallel {
-                plan,
-                long,
-                logits,
-                choices,
-            })
-        }
-    };
-    Ok(PromptPlans {
-        allowed,
-        prefill,
-        prompt_head,
-        score,
-        hidden,
-        parallel,
-    })
 }
 
 /// A norm's weights: RMSNorm's gain, or LayerNorm's gain and bias (BERT's, which norms the residual

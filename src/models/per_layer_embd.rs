@@ -12,7 +12,7 @@
 //! A row given in place of a token's embedding (an image's token, `Engine::hold_image`) has no id in the
 //! table; as llama.cpp runs Gemma 4, its per-layer row is the padding token's, row 0.
 
-use super::Loader;
+use super::loader::Loader;
 use crate::gguf::{GgmlType, SharedSource};
 use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan};
 use crate::ops::glu::{self, Activation};
