@@ -325,7 +325,7 @@ fn split_attention_against_cpu() {
             heads: n_head,
             kv_heads: n_kv_head,
             head_dim,
-            tokens: 1,
+            tokens: n_tokens,
             cache: cache_type,
             splits: Some(n_split),
         };

@@ -26,6 +26,16 @@ fn load_batched(gpu: &Arc<Gpu>, name: &str, batch: u32) -> Engine {
 
 /// As `load_batched`, for a context of `n_ctx` tokens.
 fn load_in(gpu: &Arc<Gpu>, name: &str, batch: u32, n_ctx: u32) -> Engine {
+    load_checking(gpu, name, (batch, n_ctx), 0)
+}
+
+/// As `load_in`, with a parallel plan of `check_tokens` rows (a speculative check's).
+fn load_checking(
+    gpu: &Arc<Gpu>,
+    name: &str,
+    (batch, n_ctx): (u32, u32),
+    check_tokens: u32,
+) -> Engine {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name);
@@ -33,6 +43,7 @@ fn load_in(gpu: &Arc<Gpu>, name: &str, batch: u32, n_ctx: u32) -> Engine {
     let options = LoadOptions {
         n_ctx,
         batch: Some(batch),
+        check_tokens,
         ..Default::default()
     };
     Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
@@ -228,13 +239,18 @@ fn a_prompts_recurrence_and_attention_are_tuned_and_keep_the_conversation() {
 
 /// A decode step deep into a context (from position 1024 on, attention split over the keys) offers
 /// its split's form to the tuner (a key a thread; heads over a subgroup's lanes, where it has
-/// subgroups), which times it at depth: the form kept is among them, and the steps after tuning get the
-/// logits an untuned engine gives them, up to summation order. So do those of an engine loaded with
-/// each offered form given to the split. gpt-oss: sinks, and a window on two layers of three.
+/// subgroups), which times it at depth, and so does a speculative check of 3 tokens there (a shape
+/// of its own, its tokens at consecutive positions): each form kept is among the offers, and the
+/// steps and the check after tuning get the logits an untuned engine's steps give, up to summation
+/// order. So do those of an engine loaded with each offered form given to each split. gpt-oss:
+/// sinks, and a window on two layers of three.
 #[test]
 fn a_deep_steps_split_attention_is_tuned_and_keeps_the_conversation() {
     let Some(gpu) = gpu() else { return };
+    // A CPU-backed adapter splits no step of several tokens unless told (`Gpu::splits_steps`).
+    gpu.set_splits_steps(true);
     let model = "random-gpt-oss-q8_0.gguf";
+    let load = |gpu: &Arc<Gpu>| load_checking(gpu, model, (64, 1100), 3);
     let prompt: Vec<u32> = (0..1030u32).map(|i| i * 37 % 200 + 1).collect();
     let next = [99u32, 12, 5];
     let mut plain = load_in(&common::gpu().unwrap(), model, 64, 1100);
@@ -242,39 +258,62 @@ fn a_deep_steps_split_attention_is_tuned_and_keeps_the_conversation() {
     let want: Vec<Vec<f32>> = (next.iter())
         .map(|&t| plain.step(t, true).block_on().unwrap().unwrap())
         .collect();
+    let assert_near = |got: &[f32], want: &[f32], label: &str| {
+        let diff = (got.iter().zip(want))
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-3, "{label}: logits differ by {diff}");
+    };
+    // A check of the next tokens, taken back, then the same tokens as steps.
     let goes_on = |engine: &mut Engine, label: &str| {
+        let wants = vec![wick::sampler::Want::Logits; next.len()];
+        let rows = engine.check(&next, &wants).block_on().unwrap();
+        for (row, want) in rows.into_iter().zip(&want) {
+            let wick::sampler::SequenceStep::Logits(got) = row else {
+                panic!("a check's row without its logits")
+            };
+            assert_near(&got, want, &format!("{label}, a check"));
+        }
+        engine.keep_checked(0).block_on().unwrap();
         for (&token, want) in next.iter().zip(&want) {
             let got = engine.step(token, true).block_on().unwrap().unwrap();
-            let diff = (got.iter().zip(want))
-                .map(|(a, b)| (a - b).abs())
-                .fold(0f32, f32::max);
-            assert!(diff < 1e-3, "{label}: a step's logits differ by {diff}");
+            assert_near(&got, want, &format!("{label}, a step"));
         }
     };
 
-    let mut tuned = load_in(&gpu, model, 64, 1100);
+    let mut tuned = load(&gpu);
     tuned.prefill(&prompt).block_on().unwrap();
     let (tuning, report) = tuned.tune(TuneShapes::All).block_on().unwrap();
     let splits: Vec<&Tuned> = (report.iter())
         .filter(|t| matches!(t.shape, Tunable::Attention(a) if a.splits.is_some()))
         .collect();
-    assert_eq!(splits.len(), 1, "{report:?}");
-    let t = splits[0];
-    let offered = candidates(&gpu, &t.shape);
+    let mut tokens: Vec<u32> = (splits.iter())
+        .map(|t| match t.shape {
+            Tunable::Attention(a) => a.tokens,
+            _ => unreachable!(),
+        })
+        .collect();
+    tokens.sort();
+    assert_eq!(tokens, [1, 3], "{report:?}");
     let lanes = gpu.subgroup_size.is_some_and(|s| s >= 4);
-    assert_eq!(offered.len() > 1, lanes, "{offered:?}");
-    assert!(offered.contains(&t.after.0), "{t:?}");
-    assert_eq!(tuning.choice(&t.shape, gpu.adapter()), t.after.0);
-    eprintln!("{t:?}");
+    for t in &splits {
+        let offered = candidates(&gpu, &t.shape);
+        assert_eq!(offered.len() > 1, lanes, "{offered:?}");
+        assert!(offered.contains(&t.after.0), "{t:?}");
+        assert_eq!(tuning.choice(&t.shape, gpu.adapter()), t.after.0);
+        eprintln!("{t:?}");
+    }
     goes_on(&mut tuned, "tuned");
 
-    for form in offered {
-        let mut forced = tuning.clone();
-        forced.insert(&t.shape, form);
-        gpu.set_tuning(forced);
-        let mut engine = load_in(&gpu, model, 64, 1100);
-        engine.prefill(&prompt).block_on().unwrap();
-        goes_on(&mut engine, &format!("{form}"));
+    for t in &splits {
+        for form in candidates(&gpu, &t.shape) {
+            let mut forced = tuning.clone();
+            forced.insert(&t.shape, form);
+            gpu.set_tuning(forced);
+            let mut engine = load(&gpu);
+            engine.prefill(&prompt).block_on().unwrap();
+            goes_on(&mut engine, &format!("{:?}: {form}", t.shape));
+        }
     }
     gpu.set_tuning(Default::default());
 }

@@ -316,7 +316,8 @@ pub fn main(args: BenchArgs) -> Result<()> {
         attention: (engine.attention_forms().into_iter())
             .map(|(shape, form)| {
                 let which = match shape.splits {
-                    Some(n) => format!("a deep step's ({n} splits)"),
+                    Some(n) if shape.tokens == 1 => format!("a deep step's ({n} splits)"),
+                    Some(n) => format!("a deep step of {} tokens' ({n} splits)", shape.tokens),
                     None => format!("a prompt's ({} tokens)", shape.tokens),
                 };
                 format!("{which} [{form}]")

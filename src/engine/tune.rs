@@ -266,11 +266,11 @@ impl Engine {
         let d = &plan.dispatches[at];
         match timing.shape {
             Tunable::Matvec(m) => self.write_scratch_step(m.tokens),
-            // A decode step's split is timed deep into a context, where it runs: at the
-            // conversation's own position it would time a few keys. It reads the cache's rows as
-            // they are and writes only its own scratch.
+            // A step's split is timed deep into a context, where it runs: at the conversation's
+            // own position it would time a few keys. It reads the cache's rows as they are and
+            // writes only its own scratch.
             Tunable::Attention(a) if a.splits.is_some() => {
-                self.write_scratch_step_at(1, crate::gpu::SPLIT_TIMED_AT)
+                self.write_scratch_step_at(a.tokens, crate::gpu::SPLIT_TIMED_AT)
             }
             Tunable::Recurrence(_) | Tunable::Attention(_) => self.write_scratch_step(plan.batch),
         }

@@ -115,7 +115,8 @@ pub struct AttentionShape {
     pub heads: u32,
     pub kv_heads: u32,
     pub head_dim: u32,
-    /// Tokens of the plan's runs (a prompt's chunk; 1 for a split).
+    /// Tokens of the plan's runs: a prompt's chunk's, or a split step's (1; a parallel step's or a
+    /// speculative check's several, whose workgroups are as many times more).
     pub tokens: u32,
     pub cache: KvType,
     /// Where one token's keys are split this many ways (a decode step deep into a context); None: a
@@ -136,7 +137,12 @@ impl AttentionShape {
         let cache = cache.name();
         match splits {
             None => format!("attention {heads}x{head_dim} kv{kv_heads} x{tokens} {cache}"),
-            Some(n) => format!("attention {heads}x{head_dim} kv{kv_heads} split{n} {cache}"),
+            Some(n) if *tokens == 1 => {
+                format!("attention {heads}x{head_dim} kv{kv_heads} split{n} {cache}")
+            }
+            Some(n) => {
+                format!("attention {heads}x{head_dim} kv{kv_heads} split{n} x{tokens} {cache}")
+            }
         }
     }
 

@@ -23,8 +23,9 @@ pub struct Tuning {
     /// "deltanet HEADSxDIM xTOKENS" (a prompt plan's Gated DeltaNet recurrence) to its form.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub recurrence: BTreeMap<String, Recurrence>,
-    /// "attention HEADSxDIM kvKV_HEADS xTOKENS CACHE" (a prompt plan's attention) or "... splitN
-    /// CACHE" (a decode step's split over N) to its form.
+    /// "attention HEADSxDIM kvKV_HEADS xTOKENS CACHE" (a prompt plan's attention), "... splitN
+    /// CACHE" (a decode step's split over N) or "... splitN xTOKENS CACHE" (a step of several
+    /// tokens split so) to its form.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub attention: BTreeMap<String, AttentionForm>,
 }
@@ -74,7 +75,7 @@ impl Tunable {
             Tunable::Attention(a) => {
                 let (tokens, dim) = (a.tokens as u64, a.head_dim as u64);
                 match a.splits {
-                    Some(_) => a.heads as u64 * super::SPLIT_TIMED_AT as u64 * dim,
+                    Some(_) => a.heads as u64 * tokens * super::SPLIT_TIMED_AT as u64 * dim,
                     None => a.heads as u64 * tokens * tokens * dim / 2,
                 }
             }

@@ -241,8 +241,8 @@ pub fn split_scratch_bytes(tokens: u32, n_head: u32, head_dim: u32, n_split: u32
 
 /// As `push` for a step's plan (`Plan::is_step`: a token of each sequence, or a speculative check's
 /// tokens), with each token's keys split `n_split` ways, each split a workgroup per group of heads
-/// and token in the form the plan's tuning gives the shape (`AttentionForm::SplitKeys` or
-/// `SplitLanes`, timed deep into a context), then merged: two dispatches. `parts` holds
+/// and token in the form the plan's tuning gives the shape of its tokens (`AttentionForm::SplitKeys`
+/// or `SplitLanes`, timed deep into a context), then merged: two dispatches. `parts` holds
 /// `split_scratch_bytes` of the plan's batch.
 pub fn push_split(
     plan: &mut Plan,
@@ -268,7 +268,7 @@ pub fn push_split(
         heads: n_head,
         kv_heads: s.n_kv_head,
         head_dim,
-        tokens: 1,
+        tokens: plan.batch,
         cache: b.cache_type,
         splits: Some(n_split),
     };
