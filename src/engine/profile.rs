@@ -46,9 +46,9 @@ pub enum Profiled {
 impl Engine {
     /// Times a plan on the GPU: the decode plan for one token (the one a step at this position runs:
     /// attention split over the keys deep into a context), the prefill plan for a whole chunk, or
-    /// the parallel plan for all its sequences (split the same way), at the current position (nothing is cached: the KV
-    /// cache rows written are the next ones); `None` where the model has no such plan. A profile, not
-    /// a run.
+    /// the parallel plan for all its sequences (split alike), at the current position (nothing is
+    /// cached: the KV cache rows written are the next ones); `None` where the model has no such
+    /// plan. A profile, not a run.
     pub async fn profile(&mut self, plan: Profiled) -> Result<Option<Profile>, Error> {
         let gpu = &self.gpu;
         let plan = match plan {

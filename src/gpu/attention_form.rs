@@ -109,7 +109,7 @@ pub fn attention_workgroup(head_dim: u32) -> u32 {
 /// The position the tuner times a split shape at: a long chat's, where splitting pays.
 pub const SPLIT_TIMED_AT: u32 = 4096;
 
-/// A plan's attention, for finding its tuned form: a prompt's chunk, or a decode step's split.
+/// A plan's attention, for finding its tuned form: a prompt's chunk, or a step's split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AttentionShape {
     pub heads: u32,
@@ -119,7 +119,7 @@ pub struct AttentionShape {
     /// speculative check's several, whose workgroups are as many times more).
     pub tokens: u32,
     pub cache: KvType,
-    /// Where one token's keys are split this many ways (a decode step deep into a context); None: a
+    /// Where each token's keys are split this many ways (a step deep into a context); None: a
     /// chunk's.
     pub splits: Option<u32>,
 }
