@@ -6,7 +6,8 @@
 # ahead, as a reply runs, --read ahead; its prompt in chunks of 64 rather than a GPU's 512, without
 # the matrix cores, --matrix-cores off, and in f32 tiles alone, --f16-tiles off) and `llama-bench` one
 # after the other on each; then decode and a 512-token prompt deep into a long context (-d 4096 and
-# 16384, with a check of 5 tokens there) on the 8B and 1.5B files; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
+# 16384, with a check of 5 tokens there) on the 8B and 1.5B files, and decode at 512 with the
+# attention unsplit and split from 256; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
 # speculative check of as many tokens costs) beside the one-token step, kernel by kernel, on the
 # same two.
 #
@@ -125,6 +126,19 @@ for f in $deep_files; do
     "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 512 -n 32 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
       | tee -a "$out/llama-depth.md"
   done
+done
+
+# Where splitting a step's attention over the keys starts to pay (1,024 positions unless told,
+# --split-from): decode at depth 512, unsplit and split from 256.
+for f in $deep_files; do
+  for from in 1024 256; do
+    echo "== $f at depth 512, attention split from $from: wick"
+    target/release/wick bench -m "$models/$f.gguf" -p 0 -n 64 -d 512 -r "$reps" --split-from "$from" \
+      2>&1 | grep -v '^$' | tee -a "$out/wick-split-from.md"
+  done
+  echo "== $f at depth 512: llama.cpp"
+  "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 0 -n 64 -d 512 -r "$reps" 2>&1 | grep -v '^$' \
+    | tee -a "$out/llama-split-from.md"
 done
 
 # A step of several sequences: each product reads its weights once for every four tokens (the pair

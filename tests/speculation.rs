@@ -103,26 +103,28 @@ fn draft_model(gpu: &Arc<Gpu>, file: &Path, s: &Session) -> DraftModel {
         .unwrap()
 }
 
+/// The random files of every family (their trained contexts are 256 tokens, gpt-oss's longer).
+const FAMILY_FILES: [&str; 12] = [
+    "tests/data/random-llama3.gguf",
+    "tests/data/random-llama-q4_k_m.gguf",
+    "tests/data/random-qwen3.gguf",
+    "tests/data/random-phi3.gguf",
+    "tests/data/random-gemma2.gguf",
+    "tests/data/random-gemma4-q8_0.gguf",
+    "tests/data/random-qwen35-q8_0.gguf",
+    "tests/data/random-qwen3moe-q8_0.gguf",
+    "tests/data/random-qwen35moe-q8_0.gguf",
+    "tests/data/random-gpt-oss-q8_0.gguf",
+    "tests/data/random-deepseek2-dense-q0.gguf",
+    "tests/data/random-deepseek2-moe-softmax.gguf",
+];
+
 #[test]
 fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
     let Some(gpu) = gpu() else { return };
-    let files = [
-        "tests/data/random-llama3.gguf",
-        "tests/data/random-llama-q4_k_m.gguf",
-        "tests/data/random-qwen3.gguf",
-        "tests/data/random-phi3.gguf",
-        "tests/data/random-gemma2.gguf",
-        "tests/data/random-gemma4-q8_0.gguf",
-        "tests/data/random-qwen35-q8_0.gguf",
-        "tests/data/random-qwen3moe-q8_0.gguf",
-        "tests/data/random-qwen35moe-q8_0.gguf",
-        "tests/data/random-gpt-oss-q8_0.gguf",
-        "tests/data/random-deepseek2-dense-q0.gguf",
-        "tests/data/random-deepseek2-moe-softmax.gguf",
-    ];
     // A prompt that repeats itself, so that lookup may find drafts.
     let prompt: Vec<u32> = (0..36u32).map(|i| (i % 9) * 37 + 11).collect();
-    for name in files {
+    for name in FAMILY_FILES {
         let file = data(name);
         let plain = reply(&mut session(&gpu, &file, 0), &prompt, 40);
 
@@ -153,6 +155,33 @@ fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
         let fresh = reply(&mut session(&gpu, &file, 0), &next, 12);
         let again = reply(&mut s, &next, 12);
         assert_same_reply(name, &fresh, &again);
+    }
+}
+
+/// A step's attention split over the keys from position 8 on rather than 1024
+/// (`Gpu::split_attention_from`), a speculative check's too (`Gpu::splits_steps`), so that every
+/// family's decode steps and lookup's checks after a 36-token prompt run the split plans: each
+/// reply equals the plain one, token for token, with the same log-probabilities (sinks and windows,
+/// soft-capping, Gemma 4's 512-wide heads and shared caches, Qwen3.5's recurrent layers beside
+/// attention, experts, MLA).
+#[test]
+fn replies_with_attention_split_from_position_8_equal_plain_replies_on_every_family() {
+    let (Some(gpu), Some(split)) = (gpu(), gpu()) else {
+        return;
+    };
+    split.set_split_attention_from(8);
+    split.set_splits_steps(true);
+    let prompt: Vec<u32> = (0..36u32).map(|i| (i % 9) * 37 + 11).collect();
+    for name in FAMILY_FILES {
+        let file = data(name);
+        let plain = reply(&mut session(&gpu, &file, 0), &prompt, 24);
+        let mut s = session(&split, &file, CHECK);
+        assert_same_reply(name, &plain, &reply(&mut s, &prompt, 24));
+        s.speculation = Some(Speculation::always(Drafter::Lookup, CHECK as usize - 1));
+        let checked = reply(&mut s, &prompt, 24);
+        let stats = s.speculation.as_ref().unwrap().stats;
+        eprintln!("{name}, split from 8, lookup: {stats:?}");
+        assert_same_reply(name, &plain, &checked);
     }
 }
 

@@ -98,6 +98,10 @@ pub struct BenchArgs {
     /// adapters]
     #[arg(long = "split-steps", value_enum)]
     split_steps: Option<Switch>,
+    /// Split a step's attention over the keys from this position on (where the merge of the
+    /// splits starts to pay is a measurement: compare `-d` below and above it) [default: 1024]
+    #[arg(long = "split-from")]
+    split_from: Option<u32>,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -180,6 +184,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
         }
         if let Some(split) = args.split_steps {
             gpu.set_splits_steps(split == Switch::On);
+        }
+        if let Some(from) = args.split_from {
+            gpu.set_split_attention_from(from);
         }
         Ok(())
     })?;

@@ -106,6 +106,11 @@ pub fn attention_workgroup(head_dim: u32) -> u32 {
     (head_dim / 4).max(64).next_power_of_two()
 }
 
+/// From this position on, a step splits attention over the keys (`ops::attention::splits`) unless
+/// the adapter is told otherwise (`Gpu::split_attention_from`); before it, the extra merge dispatch
+/// is taken to cost more than the idle GPU does.
+pub const SPLIT_ATTENTION_FROM: u32 = 1024;
+
 /// The position the tuner times a split shape at: a long chat's, where splitting pays.
 pub const SPLIT_TIMED_AT: u32 = 4096;
 

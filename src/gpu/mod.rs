@@ -13,7 +13,7 @@ mod rounding;
 mod tiles;
 mod tuning;
 
-pub use attention_form::{attention_workgroup, head_groups, SPLIT_TIMED_AT};
+pub use attention_form::{attention_workgroup, head_groups, SPLIT_ATTENTION_FROM, SPLIT_TIMED_AT};
 pub use attention_form::{AttentionForm, AttentionShape};
 pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
@@ -150,6 +150,9 @@ pub struct Gpu {
     /// Whether models loaded from now on split a step's attention deep into a context where the
     /// step holds several tokens (`splits_steps`).
     split_steps: std::sync::atomic::AtomicBool,
+    /// The position from which models loaded from now on split a step's attention
+    /// (`split_attention_from`).
+    split_from: std::sync::atomic::AtomicU32,
     /// What plans may round, by `Rounding::index` (`set_rounds`).
     rounds: [std::sync::atomic::AtomicBool; 3],
     /// The matrix cores failed their check (`forget_matrix_cores`).
@@ -253,6 +256,7 @@ impl Gpu {
             tuning: Default::default(),
             fuse_norms: Default::default(),
             split_steps: Default::default(),
+            split_from: SPLIT_ATTENTION_FROM.into(),
             rounds: Default::default(),
             matrix_cores_failed: Default::default(),
         };
@@ -326,8 +330,8 @@ impl Gpu {
     }
 
     /// Whether a step of several tokens (parallel requests' tokens, a speculative check's) splits
-    /// each token's attention over its keys from `attention::SPLIT_ATTENTION_FROM` on, as a step of
-    /// one does, in models loaded from now on. On a GPU the whole-head form's workgroups, a group of
+    /// each token's attention over its keys from `split_attention_from` on, as a step of one does,
+    /// in models loaded from now on. On a GPU the whole-head form's workgroups, a group of
     /// heads and a token each, leave most of it idle there; where the adapter runs workgroups on the
     /// CPU (`runs_on_cpu`), a few tokens' groups fill its cores already, and the splits and their
     /// merge cost more (BENCHMARKS.md). The adapter's kind decides unless set.
@@ -338,6 +342,18 @@ impl Gpu {
     /// Sets `splits_steps` for models loaded from now on.
     pub fn set_splits_steps(&self, on: bool) {
         (self.split_steps).store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The position from which a step's attention splits over the keys in models loaded from now
+    /// on: `attention::SPLIT_ATTENTION_FROM` unless set (where the split pays on an adapter is a
+    /// measurement: `wick bench --split-from`).
+    pub fn split_attention_from(&self) -> u32 {
+        self.split_from.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets `split_attention_from` for models loaded from now on (at least 1).
+    pub fn set_split_attention_from(&self, pos: u32) {
+        (self.split_from).store(pos.max(1), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The adapter's matrix cores, where it has them and plans may use them: the tuner then offers

@@ -170,7 +170,7 @@ pub struct Hidden {
 }
 
 /// The scratch of a step's attention split over the keys, which the decode step's and the parallel
-/// step's plans for positions from `attention::SPLIT_ATTENTION_FROM` on share (their runs go one
+/// step's plans for positions from `Gpu::split_attention_from` on share (their runs go one
 /// after the other): `bytes_per_token` (`attention::split_scratch_bytes` of a token, of the layer
 /// that needs most) for each of a step's rows (`split_rows`). None where a context of `n_ctx` never
 /// reaches them.
@@ -180,7 +180,7 @@ pub async fn split_scratch(
     bytes_per_token: u64,
     runs: PromptRuns,
 ) -> Result<Option<wgpu::Buffer>, Error> {
-    if n_ctx <= crate::ops::attention::SPLIT_ATTENTION_FROM {
+    if n_ctx <= gpu.split_attention_from() {
         return Ok(None);
     }
     let bytes = split_rows(gpu, runs) as u64 * bytes_per_token;
@@ -197,7 +197,7 @@ fn split_rows(gpu: &Gpu, runs: PromptRuns) -> u32 {
     }
 }
 
-/// A step's plan for positions from `attention::SPLIT_ATTENTION_FROM` on, where the context
+/// A step's plan for positions from `Gpu::split_attention_from` on, where the context
 /// reaches them (`split_scratch` gave `parts`): `plan` makes it with attention split over the keys
 /// through `parts`, and it is finished here.
 pub async fn split_step_plan(
@@ -210,7 +210,7 @@ pub async fn split_step_plan(
     };
     let mut plan = plan(parts);
     plan.finish(gpu).await?;
-    Ok(Some((crate::ops::attention::SPLIT_ATTENTION_FROM, plan)))
+    Ok(Some((gpu.split_attention_from(), plan)))
 }
 
 /// What every architecture makes the same way from its layers (`push_layers` adds them for a plan's

@@ -190,10 +190,6 @@ fn push_in_tiles(plan: &mut Plan, s: Shape, b: &AttentionBuffers, tuned: bool) {
     );
 }
 
-/// From this position on, a decode step splits attention over the sequence (`splits`);
-/// before it, the extra merge dispatch costs more than the idle GPU does.
-pub const SPLIT_ATTENTION_FROM: u32 = 1024;
-
 /// Workgroups a decode step's split attention aims at on a GPU, a layer: a few for each of a large
 /// GPU's cores (an H200 has 132), whatever the model's heads; 16 to 64 splits, each of whole rounds
 /// of keys (the last splits empty where the keys are few).
