@@ -62,10 +62,7 @@ pub struct Forward {
 impl Forward {
     /// The plan of a decode step of one token at `pos`: `decode_long` from its position on.
     pub fn decode_at(&self, pos: u32) -> &Plan {
-        match &self.decode_long {
-            Some((from, long)) if pos >= *from => long,
-            _ => &self.decode,
-        }
+        deep_or(&self.decode, &self.decode_long, pos)
     }
 
     /// Every plan: the decode step's first.
@@ -128,10 +125,16 @@ pub struct Parallel {
 impl Parallel {
     /// The plan of a step whose last token is at `last`: `long` from its position on.
     pub fn plan_at(&self, last: u32) -> &Plan {
-        match &self.long {
-            Some((from, long)) if last >= *from => long,
-            _ => &self.plan,
-        }
+        deep_or(&self.plan, &self.long, last)
+    }
+}
+
+/// `long`'s plan where a step's deepest token, at `pos`, is at its position or later (its
+/// attention split over the keys), else `plan`.
+fn deep_or<'a>(plan: &'a Plan, long: &'a Option<(u32, Plan)>, pos: u32) -> &'a Plan {
+    match long {
+        Some((from, long)) if pos >= *from => long,
+        _ => plan,
     }
 }
 
