@@ -7,7 +7,9 @@
 // four left them in (where a second layer would read them from memory again). The store file declares
 // Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. x is read as the x
 // file says: as it is (x_rows.wgsl), or normed by RMSNorm on the way in (x_rms_norm.wgsl), each sum
-// then scaled by x_scale. Needs step.wgsl, an x file, a row_dot file and a row_sum file.
+// then scaled by x_scale. In a run of several tokens, what a slot of TPR threads takes is the slot
+// file's: a pair (slot_pair.wgsl) or four (slot_eight_rows.wgsl). Needs step.wgsl, an x file, a
+// row_dot file, a slot file and a row_sum file.
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, cols / 4)
@@ -59,21 +61,22 @@ fn four_tokens(token0: u32, wg: vec3<u32>, nwg: vec3<u32>, t: u32) {
     let row_x = P.cols / 4u;
     let x0 = vec4<u32>(token0, min(token0 + 1u, last), min(token0 + 2u, last), min(token0 + 3u, last)) * row_x;
     x_prepare4(t, x0, P.cols);
-    let pair = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
-    // An odd last row (a part of a plain matrix) pairs with what follows it; store_pair drops that.
-    let in_range = pair < (P.rows + 1u) / 2u;
-    var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-    if (in_range) {
-        acc = pair_dot4(2u * pair * P.row_bytes, P.row_bytes, x0, P.cols, t % TPR);
+    let slot = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
+    slot_four_tokens(token0, x0, slot, t);
+}
+
+// Stores a pair's sums for four tokens from token0 (pair_dot4's order), scaled by x_scale4's, from
+// the first thread of the pair's slot. An odd last row (a part of a plain matrix) pairs with what
+// follows it, and store_pair drops that; pairs past it and tokens past the run are not stored.
+fn store_four(token0: u32, pair: u32, sums: array<vec4<f32>, 2>, scale: vec4<f32>, t: u32) {
+    if (t % TPR != 0u || pair >= (P.rows + 1u) / 2u) {
+        return;
     }
-    let sums = pair_sum4(t, acc);
-    let scale = x_scale4(t, P.cols);
-    if (t % TPR == 0u && in_range) {
-        let a = sums[0] * scale.xxyy;
-        let b = sums[1] * scale.zzww;
-        store_pair(token0, 2u * pair, a.x, a.y);
-        if (token0 + 1u <= last) { store_pair(token0 + 1u, 2u * pair, a.z, a.w); }
-        if (token0 + 2u <= last) { store_pair(token0 + 2u, 2u * pair, b.x, b.y); }
-        if (token0 + 3u <= last) { store_pair(token0 + 3u, 2u * pair, b.z, b.w); }
-    }
+    let last = step.n_tokens - 1u;
+    let a = sums[0] * scale.xxyy;
+    let b = sums[1] * scale.zzww;
+    store_pair(token0, 2u * pair, a.x, a.y);
+    if (token0 + 1u <= last) { store_pair(token0 + 1u, 2u * pair, a.z, a.w); }
+    if (token0 + 2u <= last) { store_pair(token0 + 2u, 2u * pair, b.x, b.y); }
+    if (token0 + 3u <= last) { store_pair(token0 + 3u, 2u * pair, b.z, b.w); }
 }

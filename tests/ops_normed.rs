@@ -37,10 +37,12 @@ fn rms_normed_matvec_against_cpu() {
 /// A step's pair product of several tokens with its x normed on the way in (a parallel step's or a
 /// speculative check's q/k/v and gate/up where the norms are folded into the products, a GPU's
 /// default) as a tile (`MatvecShape::takes_tiles`) or eight tokens a layer of workgroups
-/// (`MatvecShape::takes_eight_tokens`): every type, 7 tokens of a step of 8 (`STEP_TOKENS_MAX`), in
-/// the 64-thread tile (16 tokens, 9 of them past the run), the tile in registers (8 tokens, one past
-/// the run) and each eight-token candidate (the second four one short). The tile sums each token's
-/// squares from the x it reads; the eight-token kernel each four's from its own.
+/// (`MatvecShape::takes_eight_tokens`) or eight rows a slot (`MatvecShape::takes_eight_rows`): every
+/// type, 7 tokens of a step of 8 (`STEP_TOKENS_MAX`), in the 64-thread tile (16 tokens, 9 of them
+/// past the run), the tile in registers (8 tokens, one past the run) and each eight-token and
+/// eight-row candidate (the second four one short; parts of 10 and 7 rows, slots of eight past them). The
+/// tile sums each token's squares from the x it reads; the four-token kernels each four's from its
+/// own.
 #[test]
 fn rms_normed_step_products_against_cpu() {
     let Some(gpu) = common::gpu_with_norms_fused() else {
@@ -59,7 +61,12 @@ fn rms_normed_step_products_against_cpu() {
             candidates.iter().any(|k| k.eight_tokens),
             "{ty}: eight a layer"
         );
-        for &kernel in candidates.iter().filter(|k| k.is_tile() || k.eight_tokens) {
+        assert!(
+            candidates.iter().any(|k| k.eight_rows),
+            "{ty}: eight rows a slot"
+        );
+        let checked = |k: &&MatvecKernel| k.is_tile() || k.eight_tokens || k.eight_rows;
+        for &kernel in candidates.iter().filter(checked) {
             product.step_in(&gpu, kernel);
             product.check(&gpu, 7, &format!("7 of 8 tokens in {kernel}"));
         }

@@ -4,172 +4,10 @@
 //! winners).
 
 use super::kernels::{block_parts, has_block_form, has_int8_form};
-use super::tiles::{coop_workgroup_bytes, matmul_tile, MatmulTile, COOP_TILE, ROWS_TILE_WORKGROUP};
+use super::matvec_kernel::{MatvecKernel, Offers, Split};
+use super::tiles::{coop_workgroup_bytes, COOP_TILE, ROWS_TILE_WORKGROUP};
 use super::{Activation, Kernel, KvType, Store, XNorm};
-use super::{MatrixCores, Rounding};
 use crate::gguf::GgmlType;
-use serde::{Deserialize, Serialize};
-
-/// How a matvec kernel runs: its override constants, and how a row's threads sum their parts. A
-/// matmul (a prompt's product, `Kernel::Matmul`) has only a workgroup size, which names its tile
-/// (`matmul_tile`), and no threads per row (0); or it multiplies on the matrix cores
-/// (`cooperative`), a subgroup for each block of its tile (`COOP_TILE`). A step's pair product of
-/// several tokens may run as a tile too (`MatvecShape::takes_tiles`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct MatvecKernel {
-    pub workgroup: u32,
-    pub threads_per_row: u32,
-    /// By subgroup shuffles (shaders/row_sum_subgroup.wgsl) rather than through workgroup memory.
-    pub subgroup_sum: bool,
-    /// How a row's threads divide it.
-    #[serde(default)]
-    pub split: Split,
-    /// A matmul's tile multiplied by cooperative matrices of this size (shaders/matmul_coop.wgsl):
-    /// f16 x and weights, f32 sums.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cooperative: Option<u32>,
-    /// A step's pair product of several tokens takes eight a layer of workgroups rather than four:
-    /// each workgroup multiplies its rows by four tokens and then by the next four, their weights
-    /// read again from the caches the first four left them in, where a second layer of workgroups
-    /// would read them from memory again (shaders/matvec_pairs.wgsl).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub eight_tokens: bool,
-    /// A matmul's tile passes its steps through workgroup memory as f16 rather than f32
-    /// (`MatmulTile::f16`), where plans may round a prompt's products (`Offers::f16_tiles`):
-    /// llama.cpp's tiled products on GPUs without matrix cores hold their tiles so.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub f16_tile: bool,
-}
-
-/// How the threads of a row divide it (which shaders/row_dot*.wgsl file the kernel has).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Split {
-    /// By 32-weight chunks, thread i taking chunks i, i + TPR, ... (row_dot.wgsl).
-    #[default]
-    Chunks,
-    /// By whole blocks, each read by one thread that decodes its header once (row_dot_blocks.wgsl).
-    /// For the types with a block form.
-    Blocks,
-    /// By whole blocks, each shared by threads reading neighbouring words (row_dot_parts.wgsl), as
-    /// llama.cpp's matvecs split them: what a GPU's memory coalesces. 16 threads share a K-quant's
-    /// 256-weight block, 4 a 32-weight block (`block_parts`); 16 threads a row or more.
-    BlockParts,
-    /// As `BlockParts`, with one token's x quantized to 8 bits in workgroup memory and each part
-    /// multiplied by integer dot products (row_dot_q8.wgsl), as llama.cpp's integer matvecs: for
-    /// the types that have that form (`has_int8_form`), where plans may round x (`Offers::int8_x`).
-    PartsQ8,
-}
-
-/// What an adapter offers kernels beyond workgroup memory, as far as plans may use it: subgroups
-/// (their fewest lanes) whose shuffles sum a row's threads, matrix cores for a prompt's products,
-/// products on x rounded to 8 bits, and a prompt's tiles held in f16.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Offers {
-    pub subgroup_size: Option<u32>,
-    pub matrix_cores: Option<MatrixCores>,
-    pub int8_x: bool,
-    /// A prompt's products in tiles held in f16 (`MatvecKernel::f16_tile`).
-    pub f16_tiles: bool,
-}
-
-impl MatvecKernel {
-    /// The shape unless tuned: workgroup memory, which every adapter has.
-    pub fn default_for(cols: u32) -> MatvecKernel {
-        MatvecKernel {
-            workgroup: 64,
-            threads_per_row: default_threads_per_row(cols),
-            subgroup_sum: false,
-            split: Split::Chunks,
-            cooperative: None,
-            eight_tokens: false,
-            f16_tile: false,
-        }
-    }
-
-    /// The matmul's tile of `workgroup` threads (`matmul_tile`).
-    pub fn tile(workgroup: u32) -> MatvecKernel {
-        MatvecKernel {
-            workgroup,
-            threads_per_row: 0,
-            subgroup_sum: false,
-            split: Split::Chunks,
-            cooperative: None,
-            eight_tokens: false,
-            f16_tile: false,
-        }
-    }
-
-    /// The matmul's tile of `workgroup` threads held in f16 (`f16_tile`).
-    pub fn f16_tile(workgroup: u32) -> MatvecKernel {
-        MatvecKernel {
-            f16_tile: true,
-            ..MatvecKernel::tile(workgroup)
-        }
-    }
-
-    /// The tile it multiplies, where it is a matmul's kernel not on the matrix cores.
-    pub fn matmul_tile(&self) -> MatmulTile {
-        matmul_tile(self.workgroup).in_f16(self.f16_tile)
-    }
-
-    /// Whether it rounds a product's weights and x to f16 on the way in (on the matrix cores, or a
-    /// tile held in f16); its sums are f32 either way.
-    pub fn rounds_to_f16(&self) -> bool {
-        self.cooperative.is_some() || self.f16_tile
-    }
-
-    /// How it rounds beyond f32 products, where it does: plans that may not round so pass it over
-    /// (`Gpu::usable`).
-    pub fn rounding(&self) -> Option<Rounding> {
-        if self.cooperative.is_some() {
-            Some(Rounding::MatrixCores)
-        } else if self.split == Split::PartsQ8 {
-            Some(Rounding::Int8X)
-        } else if self.f16_tile {
-            Some(Rounding::F16Tiles)
-        } else {
-            None
-        }
-    }
-
-    /// Whether it multiplies tiles of rows by tokens (a matmul's kernel) rather than rows.
-    pub fn is_tile(&self) -> bool {
-        self.threads_per_row == 0
-    }
-}
-
-impl std::fmt::Display for MatvecKernel {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        if let Some(size) = self.cooperative {
-            let (wg, rows, tokens) = (self.workgroup, COOP_TILE.rows, COOP_TILE.tokens);
-            return write!(f, "wg{wg} tile {rows}x{tokens} matrix cores {size}x{size}");
-        }
-        if self.is_tile() {
-            let tile = self.matmul_tile();
-            let (wg, rows, tokens) = (self.workgroup, tile.rows, tile.tokens);
-            let registers = if tile.shared { "" } else { " in registers" };
-            let f16 = if tile.f16 { " f16" } else { "" };
-            return write!(f, "wg{wg} tile {rows}x{tokens}{registers}{f16}");
-        }
-        let sum = if self.subgroup_sum {
-            "subgroup"
-        } else {
-            "shared"
-        };
-        write!(f, "wg{} tpr{} {sum}", self.workgroup, self.threads_per_row)?;
-        match self.split {
-            Split::Chunks => {}
-            Split::Blocks => write!(f, " blocks")?,
-            Split::BlockParts => write!(f, " block-parts")?,
-            Split::PartsQ8 => write!(f, " block-parts q8")?,
-        }
-        if self.eight_tokens {
-            write!(f, " x8")?;
-        }
-        Ok(())
-    }
-}
 
 /// What a matvec dispatch's shape is, for finding its winner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -283,17 +121,24 @@ impl MatvecShape {
         self.takes_tiles()
     }
 
+    /// Whether its candidates include eight rows a slot (`MatvecKernel::eight_rows`): a step's pair
+    /// product of several tokens, as `takes_eight_tokens`.
+    pub fn takes_eight_rows(&self) -> bool {
+        self.takes_tiles()
+    }
+
     /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
     /// workgroups on a CPU, about the shapes `wick tune` picks there. A plain prompt product takes its
     /// tile in registers, timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on
     /// lavapipe (the tile's reads of workgroup memory differ by lane, and such a CPU loads them lane
-    /// by lane). So does a step's pair product of several tokens (`takes_tiles`), which `wick tune`
-    /// gave the tile in registers on each of SmolLM2's five such shapes there: a speculative check of
-    /// 7 rows then cost 2 plain steps rather than 4.5. A product of a few tokens otherwise takes 4
-    /// threads a row (`CPU_THREADS_PER_ROW`), summed
-    /// through workgroup memory: shuffles, which the tuner prefers there, are offered only on a
-    /// device where a check has found that they sum a row's threads
-    /// (`ops::matvec::subgroup_sums_work`). The experts' and grouped products keep the 64-thread
+    /// by lane). A step's pair product of several tokens (`takes_eight_rows`) takes eight rows a
+    /// slot, 2 threads a row: `wick tune` gave eight rows (1 to 4 threads a row) to four of SmolLM2's
+    /// five such shapes there (the fifth, of 576 rows, kept the tile in registers), and with them
+    /// untuned a step of 4 sequences took 218-232 ms rather than 517-561 in the tile in
+    /// registers (a one-token step 146-162 ms). A product of a few tokens otherwise takes 4 threads a
+    /// row (`CPU_THREADS_PER_ROW`). Both sum through workgroup memory: shuffles, which the tuner
+    /// prefers there, are offered only on a device where a check has found that they sum a row's
+    /// threads (`ops::matvec::subgroup_sums_work`). The experts' and grouped products keep the 64-thread
     /// tile unless tuned: in registers, the random MoE and DeepSeek-V2 tests' small chunks ran 2.7x and
     /// 5x as long.
     pub fn untuned_kernel(&self, adapter: Adapter) -> MatvecKernel {
@@ -301,8 +146,15 @@ impl MatvecShape {
         if !adapter.runs_on_cpu {
             return default;
         }
-        if matches!(self.kernel, Kernel::Matmul(..)) || self.takes_tiles() {
+        if matches!(self.kernel, Kernel::Matmul(..)) {
             return MatvecKernel::tile(ROWS_TILE_WORKGROUP);
+        }
+        if self.takes_eight_rows() {
+            return MatvecKernel {
+                threads_per_row: 2,
+                eight_rows: true,
+                ..default
+            };
         }
         // The other tiles, and rows of fewer chunks than that, keep the default.
         if self.is_tiled() || default.threads_per_row < CPU_THREADS_PER_ROW {
@@ -453,6 +305,7 @@ impl MatvecShape {
                         cooperative: None,
                         eight_tokens: false,
                         f16_tile: false,
+                        eight_rows: false,
                     };
                     let shuffles = subgroup_size.is_some_and(|s| threads_per_row <= s);
                     let fits = !subgroup_sum || shuffles;
@@ -467,6 +320,16 @@ impl MatvecShape {
                     if self.takes_eight_tokens() && fits && gpu_split && gpu_sum {
                         c.push(MatvecKernel {
                             eight_tokens: true,
+                            ..k
+                        });
+                    }
+                    // Eight rows a slot: a CPU's form (x read once for eight rows), by chunks, 1 to
+                    // 4 threads a row, 64 a workgroup: each is a large kernel to build (seconds on
+                    // lavapipe), and the workgroup's size is the least of its time there.
+                    let few_threads = split == Split::Chunks && threads_per_row <= 4;
+                    if self.takes_eight_rows() && fits && few_threads && workgroup == 64 {
+                        c.push(MatvecKernel {
+                            eight_rows: true,
                             ..k
                         });
                     }
@@ -497,13 +360,6 @@ fn store_name(store: Store) -> &'static str {
         Store::RopeKv(KvType::F32) => "rope_kv",
         Store::RopeKv(KvType::F16) => "rope_kv_f16",
     }
-}
-
-/// Threads per row unless tuned: enough to give each a 32-weight chunk or more, so short rows (576
-/// weights in SmolLM2) do not leave most of a workgroup idle.
-pub fn default_threads_per_row(cols: u32) -> u32 {
-    let chunks = (cols / 32).max(1);
-    (1u32 << chunks.ilog2()).min(64)
 }
 
 /// Threads a row of a few tokens' products unless tuned where workgroups run on a CPU: `wick tune`
@@ -539,7 +395,7 @@ mod tests {
     }
 
     /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
-    /// pair products of several tokens (x normed on the way in or not) take the tile in registers,
+    /// pair products of several tokens (x normed on the way in or not) take eight rows a slot,
     /// and the other products of a few tokens 4 threads a row, each a candidate of its shape; the
     /// experts' tiles and rows of 2 chunks keep their defaults, as GPUs keep every default.
     #[test]
@@ -588,8 +444,10 @@ mod tests {
         );
         assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
         let in_registers = MatvecKernel::tile(ROWS_TILE_WORKGROUP);
-        assert_eq!(check.untuned_kernel(cpu), in_registers);
-        assert_eq!(normed.untuned_kernel(cpu), in_registers);
+        for shape in [check, normed] {
+            let k = shape.untuned_kernel(cpu);
+            assert!(k.eight_rows && !k.subgroup_sum, "{}: {k}", shape.key());
+        }
         let one_token = MatvecShape {
             tokens: 1,
             ..normed
@@ -637,6 +495,25 @@ mod tests {
         assert_eq!(webgpu.max_compute_workgroup_storage_size, 16384);
         assert!(chunk.fits(&MatvecKernel::f16_tile(256), &webgpu));
         assert!(!chunk.fits(&MatvecKernel::tile(256), &webgpu));
+    }
+
+    /// Eight rows a slot are offered a step's pair products of several tokens, split by chunks, a
+    /// few threads a row, and no one-token product.
+    #[test]
+    fn eight_rows_are_offered_to_a_steps_pair_products() {
+        let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+        let one = MatvecShape::of(pairs, GgmlType::Q4_1, 576, 960);
+        let several = MatvecShape { tokens: 4, ..one };
+        let eights = |shape: &MatvecShape| -> Vec<MatvecKernel> {
+            let candidates = shape.candidates(offers(false)).into_iter();
+            candidates.filter(|k| k.eight_rows).collect()
+        };
+        assert!(eights(&one).is_empty());
+        let offered = eights(&several);
+        assert!(!offered.is_empty());
+        for k in offered {
+            assert!(k.split == Split::Chunks && k.threads_per_row <= 4, "{k}");
+        }
     }
 
     /// Eight tokens a layer are offered a step's pair products of several tokens, split by block

@@ -3,6 +3,7 @@
 mod attention_form;
 mod buffers;
 mod kernels;
+mod matvec_kernel;
 mod matvec_shape;
 mod oneshot;
 mod pipelines;
@@ -20,9 +21,8 @@ pub use buffers::{
     Stacked, TensorPart,
 };
 pub use kernels::{has_int8_form, Activation, Kernel, KvType, Store, XNorm, NORM_GAIN_BINDING};
-pub use matvec_shape::{
-    default_threads_per_row, Adapter, MatvecKernel, MatvecShape, Offers, Split,
-};
+pub use matvec_kernel::{default_threads_per_row, MatvecKernel, Offers, Split};
+pub use matvec_shape::{Adapter, MatvecShape};
 pub use pipelines::{PipelineKey, Pipelines};
 pub use plan::{
     grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena, STEP_TOKENS_MAX,

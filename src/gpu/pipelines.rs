@@ -34,6 +34,10 @@ pub struct PipelineKey {
     pub x_q8: Option<(u32, u32)>,
     /// A matmul's tile passes through workgroup memory as f16 (`MatmulTile::f16`).
     pub f16_tile: bool,
+    /// A slot of a `Kernel::MatvecPairs` kernel's threads takes eight rows of a run of several
+    /// tokens (`MatvecKernel::eight_rows`: shaders/slot_eight_rows.wgsl), not a pair
+    /// (slot_pair.wgsl).
+    pub eight_rows: bool,
 }
 
 impl PipelineKey {
@@ -48,6 +52,7 @@ impl PipelineKey {
             tokens: None,
             x_q8: None,
             f16_tile: false,
+            eight_rows: false,
         }
     }
 
@@ -141,6 +146,7 @@ impl PipelineKey {
                     false => (shape.tokens > 1).then_some(shape.tokens),
                 },
                 x_q8: (kernel.split == Split::PartsQ8).then_some((shape.cols, shape.x_rows())),
+                eight_rows: kernel.eight_rows,
                 ..key
             },
         }
@@ -197,6 +203,9 @@ impl PipelineKey {
         if let (Some(tokens), None) = (self.tokens, self.tile()) {
             name += &format!(" x{tokens}");
         }
+        if self.eight_rows {
+            name += " 8 rows";
+        }
         if let XNorm::Rms(_) = self.kernel.x_norm() {
             name += " rms-normed";
         }
@@ -211,6 +220,7 @@ impl PipelineKey {
         if let (Some(tokens), Kernel::MatvecPairs(..)) = (self.tokens, self.kernel) {
             c.push(("TOKENS", tokens as f64));
         }
+
         if let XNorm::Rms(eps) = self.kernel.x_norm() {
             c.push(("NORM_EPS", f32::from_bits(eps) as f64));
         }
@@ -323,8 +333,16 @@ impl PipelineKey {
         if let Some((cols, rows)) = self.x_q8 {
             src += &format!("const XQ_COLS: u32 = {cols}u;\nconst XQ_TOKENS: u32 = {rows}u;\n");
         }
-        let row_dot = row_dot_source(self.split);
-        src.push_str(&self.kernel.body(row_dot, row_sum));
+        let mut row_dot = row_dot_source(self.split).to_string();
+        if let Kernel::MatvecPairs(..) = self.kernel {
+            // What a slot of a row's threads takes of a run of several tokens: only the pipelines
+            // that take eight rows carry that large function.
+            row_dot += match self.eight_rows {
+                true => wgsl!("slot_eight_rows.wgsl"),
+                false => wgsl!("slot_pair.wgsl"),
+            };
+        }
+        src.push_str(&self.kernel.body(&row_dot, row_sum));
         src
     }
 }

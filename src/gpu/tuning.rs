@@ -5,7 +5,8 @@
 //! (natively in a file), go to the next `Gpu` for the same adapter.
 
 use super::attention_form::{AttentionForm, AttentionShape};
-use super::matvec_shape::{Adapter, MatvecKernel, MatvecShape};
+use super::matvec_kernel::MatvecKernel;
+use super::matvec_shape::{Adapter, MatvecShape};
 use super::recurrence::{Recurrence, RecurrenceShape};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
