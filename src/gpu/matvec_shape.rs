@@ -216,14 +216,6 @@ impl MatvecShape {
         }
     }
 
-    /// Rows one row slot (TPR threads) of the kernel computes.
-    pub fn rows_per_slot(&self) -> u32 {
-        match self.kernel {
-            Kernel::MatvecPairs(..) => 2,
-            _ => 1,
-        }
-    }
-
     /// The candidates `Engine::tune` times: workgroups of 64 to 256 threads, 4 to 64 threads per row
     /// (no more than the row has 32-weight chunks), each summing through workgroup memory and, where
     /// the adapter's subgroups (`subgroup_size` lanes at least) hold a row's threads, by shuffles.

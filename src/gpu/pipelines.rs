@@ -168,6 +168,16 @@ impl PipelineKey {
         }
     }
 
+    /// Rows one row slot (TPR threads) of a matvec kernel computes: a pair kernel's pair, or its
+    /// eight (`eight_rows`); one row otherwise.
+    pub fn rows_per_slot(&self) -> u32 {
+        match (self.kernel, self.eight_rows) {
+            (Kernel::MatvecPairs(..), true) => 8,
+            (Kernel::MatvecPairs(..), false) => 2,
+            _ => 1,
+        }
+    }
+
     /// A short name for profiles: kernel, weight type and shape.
     pub fn name(&self) -> String {
         let mut name = match self.kernel {
@@ -220,7 +230,6 @@ impl PipelineKey {
         if let (Some(tokens), Kernel::MatvecPairs(..)) = (self.tokens, self.kernel) {
             c.push(("TOKENS", tokens as f64));
         }
-
         if let XNorm::Rms(eps) = self.kernel.x_norm() {
             c.push(("NORM_EPS", f32::from_bits(eps) as f64));
         }

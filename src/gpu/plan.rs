@@ -584,11 +584,7 @@ fn matvec_workgroups(shape: &MatvecShape, key: &PipelineKey) -> Groups {
         };
     }
     let slots = key.workgroup / key.threads_per_row.expect("a matvec key");
-    let rows_per_slot = match key.eight_rows {
-        true => 8,
-        false => shape.rows_per_slot(),
-    };
-    let [x, y, _] = grid(shape.rows.div_ceil(rows_per_slot * slots));
+    let [x, y, _] = grid(shape.rows.div_ceil(key.rows_per_slot() * slots));
     let per = key.tokens.unwrap_or(1);
     Groups::TokensInZ { xy: [x, y], per }
 }
