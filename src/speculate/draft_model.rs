@@ -1,6 +1,9 @@
 //! A smaller model drafting for a larger one: it keeps a cache of its own, brought to the larger
 //! model's tokens before each draft, and decodes ahead of it one token at a time, greedy drafts a
-//! step ahead of what the CPU reads back (`DraftModel::draft`).
+//! step ahead of what the CPU reads back (`DraftModel::draft`). The token it lacks after a draft
+//! that all stood (the last drafted, which it proposed but never read) goes in with the next
+//! draft's first token, two rows of one run: on an adapter that computes rather than waits on
+//! memory, a run of one token through the prompt's plan costs more than a drafted token does.
 
 use super::{Draft, DraftLimits};
 use crate::engine::{Engine, LoadOptions, Pending, StepTokens};
@@ -15,7 +18,12 @@ pub struct DraftModel {
     pub engine: Engine,
     /// The tokens whose keys and values sit in the draft's cache, in order.
     cached: Vec<u32>,
+    /// Tokens after `cached` that the next draft reads in one run with its first token.
+    unread: Vec<u32>,
 }
+
+/// Rows of a draft model's check (`Engine::check`): the tokens it lacks and the next draft's first.
+const CATCH_UP_ROWS: u32 = 2;
 
 impl DraftModel {
     /// A draft model for a model with tokenizer `target`: refused unless every token the draft
@@ -25,6 +33,7 @@ impl DraftModel {
         Ok(DraftModel {
             engine,
             cached: Vec::new(),
+            unread: Vec::new(),
         })
     }
 
@@ -41,12 +50,17 @@ impl DraftModel {
         let header = read_header(source).await?;
         let tokenizer = Tokenizer::from_gguf(&header)?;
         same_vocabulary(&tokenizer, target)?;
-        let engine = Engine::load_with_header(gpu, header, source, options, progress).await?;
+        let options = LoadOptions {
+            check_tokens: options.check_tokens.max(CATCH_UP_ROWS),
+            ..options.clone()
+        };
+        let engine = Engine::load_with_header(gpu, header, source, &options, progress).await?;
         DraftModel::new(engine, &tokenizer, target)
     }
 
     /// Brings the draft's cache to hold `tokens` but the last, reusing what it holds in common with
-    /// them. False where they do not fit its context with room to draft.
+    /// them; the last of those it lacks may wait to be read with the draft's first token (`unread`).
+    /// False where they do not fit its context with room to draft.
     pub async fn catch_up(&mut self, tokens: &[u32]) -> Result<bool, Error> {
         let Some((_, before)) = tokens.split_last() else {
             return Ok(false);
@@ -59,8 +73,17 @@ impl DraftModel {
             .count();
         let kept = self.engine.rewind(common as u32) as usize;
         self.cached.truncate(kept);
-        self.engine.feed(&before[kept..]).await?;
-        self.cached.extend_from_slice(&before[kept..]);
+        self.unread.clear();
+        let lacking = &before[kept..];
+        // A recurrent state is kept where the cache is caught up (below), so it reads them all now.
+        let waits = match self.engine.keeps_states() {
+            true => 0,
+            false => lacking.len().min(self.engine.check_tokens() as usize - 1),
+        };
+        let (fed, waiting) = lacking.split_at(lacking.len() - waits);
+        self.unread = waiting.to_vec();
+        self.engine.feed(fed).await?;
+        self.cached.extend_from_slice(fed);
         // Fed runs read nothing back: wait for them here, or the first drafted token waits.
         self.engine.gpu.finished().await?;
         // A recurrent state goes back to a snapshot, not to any position: keep one here, where the
@@ -89,6 +112,7 @@ impl DraftModel {
             let asked = draft.ask(sampler, seen, token, n_vocab);
             // What a draft's steps ask is the same for all of them (the reply's sampler's).
             let step = match matches!(asked.want, Want::Choice) && self.engine.steps_ahead() {
+                _ if !self.unread.is_empty() => self.step_after_unread(token, &asked.want).await?,
                 true => {
                     let current = match ahead.take() {
                         Some(step) => step,
@@ -119,6 +143,18 @@ impl DraftModel {
         Ok(())
     }
 
+    /// Runs the tokens the cache lacks and `token` after them in one run, and reads back what `want`
+    /// asks after `token`.
+    async fn step_after_unread(&mut self, token: u32, want: &Want) -> Result<SequenceStep, Error> {
+        let mut tokens = std::mem::take(&mut self.unread);
+        tokens.push(token);
+        let mut wants = vec![Want::Choice; tokens.len() - 1];
+        wants.push(want.clone());
+        let mut steps = self.engine.check(&tokens, &wants).await?;
+        self.cached.extend_from_slice(&tokens);
+        Ok(steps.pop().expect("a row for each token"))
+    }
+
     /// Runs `token` at the draft's next position and reads back what `want` asks after it.
     async fn step(&mut self, token: u32, want: &Want) -> Result<SequenceStep, Error> {
         let step = self.engine.step_wanted(&[token], want).await?;
@@ -126,9 +162,9 @@ impl DraftModel {
         Ok(step)
     }
 
-    /// Room left in the draft's context.
+    /// Room left in the draft's context, past the tokens it has yet to read.
     pub fn room(&self) -> usize {
-        (self.engine.n_ctx() - self.engine.pos()) as usize
+        (self.engine.n_ctx() - self.engine.pos()) as usize - self.unread.len()
     }
 }
 
