@@ -143,11 +143,11 @@ impl Standing {
 #[derive(Debug)]
 struct Costs {
     /// A plain step (one token, no draft).
-    step: Option<f64>,
+    step: Timed,
     /// A check of r rows, at index r.
-    checks: Vec<Option<f64>>,
+    checks: Vec<Timed>,
     /// Drafting one token (the draft model's step; next to nothing for lookup).
-    draft: Option<f64>,
+    draft: Timed,
     /// How often the drafter's tokens stood.
     standing: Standing,
     /// Plain steps since the last check, and how many are taken before a draft is tried again.
@@ -171,9 +171,9 @@ impl Speculation {
             max,
             always: false,
             costs: Costs {
-                step: None,
-                checks: vec![None; max + 2],
-                draft: None,
+                step: Timed::default(),
+                checks: vec![Timed::default(); max + 2],
+                draft: Timed::default(),
                 standing: Standing::UNKNOWN,
                 plain_steps: 0,
                 retry_after: RETRY_AFTER,
@@ -229,10 +229,10 @@ impl Speculation {
         if self.always {
             return self.max;
         }
-        let Some(step) = c.step else {
+        let Some(step) = c.step.seconds else {
             return 0;
         };
-        if c.checks.iter().all(Option::is_none) {
+        if c.checks.iter().all(|t| t.seconds.is_none()) {
             return self.max;
         }
         let stands = standing.chance();
@@ -257,11 +257,11 @@ impl Speculation {
     pub fn measured(&self) -> Measured {
         let c = &self.costs;
         Measured {
-            step: c.step,
+            step: c.step.seconds,
             checks: (c.checks.iter().enumerate())
-                .filter_map(|(rows, t)| t.map(|t| (rows, t)))
+                .filter_map(|(rows, t)| t.seconds.map(|t| (rows, t)))
                 .collect(),
-            draft: c.draft,
+            draft: c.draft.seconds,
             stands: c.standing.chance(),
         }
     }
@@ -272,7 +272,7 @@ impl Speculation {
     fn tokens_per_second(&self, n: usize, step: f64, stands: f64) -> f64 {
         let c = &self.costs;
         let tokens: f64 = (0..=n).map(|i| stands.powi(i as i32)).sum();
-        tokens / (self.check_time(n + 1, step) + n as f64 * c.draft.unwrap_or(0.0))
+        tokens / (self.check_time(n + 1, step) + n as f64 * c.draft.seconds.unwrap_or(0.0))
     }
 
     /// A check of `rows`, as measured; a size not measured yet, at the least it may cost: what the
@@ -282,24 +282,24 @@ impl Speculation {
     /// 5 nearly twice that. Estimated at its least, a size is tried once and then known.
     fn check_time(&self, rows: usize, step: f64) -> f64 {
         let checks = &self.costs.checks;
-        if let Some(t) = checks.get(rows).copied().flatten() {
+        if let Some(t) = checks.get(rows).and_then(|t| t.seconds) {
             return t;
         }
         (checks[..rows.min(checks.len())].iter())
-            .flatten()
-            .fold(step, |most, &t| most.max(t))
+            .filter_map(|t| t.seconds)
+            .fold(step, f64::max)
     }
 
     /// Counts a plain step and what it took.
     pub fn record_step(&mut self, seconds: f64) {
-        average(&mut self.costs.step, seconds);
+        self.costs.step.add(seconds);
     }
 
     /// Counts a check of `proposed` tokens from the drafter of which the first `accepted` stood,
     /// with the time drafting them took and the time the check took.
     pub fn record_check(&mut self, proposed: usize, accepted: usize, draft: f64, check: f64) {
         self.costs.standing.record(proposed, accepted);
-        average(&mut self.costs.draft, draft / proposed.max(1) as f64);
+        self.costs.draft.add(draft / proposed.max(1) as f64);
         self.record_check_time(proposed, accepted, check);
     }
 
@@ -323,13 +323,29 @@ impl Speculation {
         let c = &mut self.costs;
         c.plain_steps = 0;
         if let Some(t) = c.checks.get_mut(proposed + 1) {
-            average(t, check);
+            t.add(check);
         }
     }
 }
 
-fn average(average: &mut Option<f64>, t: f64) {
-    *average = Some(average.map_or(t, |a| KEEP * a + (1.0 - KEEP) * t));
+/// A moving average of the times something took. The first time stands alone until a second
+/// replaces it: the first run of a plan may have compiled its kernels (a browser's WebGPU compiles
+/// a pipeline where it is first used, which there can take longer than the run), and a first
+/// check that counted that would make drafting look dear for the rest of the reply.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timed {
+    seconds: Option<f64>,
+    samples: u32,
+}
+
+impl Timed {
+    fn add(&mut self, t: f64) {
+        self.seconds = match (self.seconds, self.samples) {
+            (Some(a), 2..) => Some(KEEP * a + (1.0 - KEEP) * t),
+            _ => Some(t),
+        };
+        self.samples += 1;
+    }
 }
 
 #[cfg(test)]
@@ -392,6 +408,18 @@ mod tests {
         let explored = &tried[..settled];
         assert!(explored.iter().all(|&n| n > 3), "{tried:?}");
         assert!(explored.windows(2).all(|w| w[0] != w[1]), "{tried:?}");
+    }
+
+    #[test]
+    fn a_first_run_that_compiled_its_kernels_is_replaced_by_the_second() {
+        let mut s = Speculation::new(Drafter::Lookup, 6);
+        s.record_step(0.01);
+        s.record_check(6, 6, 0.0, 0.5);
+        assert_eq!(s.measured().checks, vec![(7, 0.5)]);
+        s.record_check(6, 6, 0.0, 0.011);
+        assert_eq!(s.measured().checks, vec![(7, 0.011)]);
+        s.record_check(6, 6, 0.0, 0.015);
+        assert_eq!(s.measured().checks, vec![(7, 0.75 * 0.011 + 0.25 * 0.015)]);
     }
 
     #[test]
