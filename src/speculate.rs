@@ -229,10 +229,10 @@ impl Speculation {
         if self.always {
             return self.max;
         }
-        let Some(step) = c.step.seconds else {
+        let Some(step) = c.step.seconds() else {
             return 0;
         };
-        if c.checks.iter().all(|t| t.seconds.is_none()) {
+        if c.checks.iter().all(|t| t.seconds().is_none()) {
             return self.max;
         }
         let stands = standing.chance();
@@ -257,11 +257,11 @@ impl Speculation {
     pub fn measured(&self) -> Measured {
         let c = &self.costs;
         Measured {
-            step: c.step.seconds,
+            step: c.step.seconds(),
             checks: (c.checks.iter().enumerate())
-                .filter_map(|(rows, t)| t.seconds.map(|t| (rows, t)))
+                .filter_map(|(rows, t)| t.seconds().map(|t| (rows, t)))
                 .collect(),
-            draft: c.draft.seconds,
+            draft: c.draft.seconds(),
             stands: c.standing.chance(),
         }
     }
@@ -272,7 +272,7 @@ impl Speculation {
     fn tokens_per_second(&self, n: usize, step: f64, stands: f64) -> f64 {
         let c = &self.costs;
         let tokens: f64 = (0..=n).map(|i| stands.powi(i as i32)).sum();
-        tokens / (self.check_time(n + 1, step) + n as f64 * c.draft.seconds.unwrap_or(0.0))
+        tokens / (self.check_time(n + 1, step) + n as f64 * c.draft.seconds().unwrap_or(0.0))
     }
 
     /// A check of `rows`, as measured; a size not measured yet, at the least it may cost: what the
@@ -282,11 +282,11 @@ impl Speculation {
     /// 5 nearly twice that. Estimated at its least, a size is tried once and then known.
     fn check_time(&self, rows: usize, step: f64) -> f64 {
         let checks = &self.costs.checks;
-        if let Some(t) = checks.get(rows).and_then(|t| t.seconds) {
+        if let Some(t) = checks.get(rows).and_then(Timed::seconds) {
             return t;
         }
         (checks[..rows.min(checks.len())].iter())
-            .filter_map(|t| t.seconds)
+            .filter_map(Timed::seconds)
             .fold(step, f64::max)
     }
 
@@ -334,17 +334,22 @@ impl Speculation {
 /// check that counted that would make drafting look dear for the rest of the reply.
 #[derive(Clone, Copy, Debug, Default)]
 struct Timed {
-    seconds: Option<f64>,
+    average: f64,
     samples: u32,
 }
 
 impl Timed {
     fn add(&mut self, t: f64) {
-        self.seconds = match (self.seconds, self.samples) {
-            (Some(a), 2..) => Some(KEEP * a + (1.0 - KEEP) * t),
-            _ => Some(t),
+        self.average = match self.samples {
+            0 | 1 => t,
+            _ => KEEP * self.average + (1.0 - KEEP) * t,
         };
         self.samples += 1;
+    }
+
+    /// The average, once anything was timed.
+    fn seconds(&self) -> Option<f64> {
+        (self.samples > 0).then_some(self.average)
     }
 }
 

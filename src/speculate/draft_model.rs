@@ -73,7 +73,6 @@ impl DraftModel {
             .count();
         let kept = self.engine.rewind(common as u32) as usize;
         self.cached.truncate(kept);
-        self.unread.clear();
         let lacking = &before[kept..];
         // A recurrent state is kept where the cache is caught up (below), so it reads them all now.
         let waits = match self.engine.keeps_states() {
