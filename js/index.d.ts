@@ -268,7 +268,16 @@ export interface EngineStats {
   /** The worker's wasm heap, which never holds the model. */
   wasmMemoryBytes: number;
   /** Where the model speculates (`draft`, `lookup`): what its checks so far proposed and kept. */
-  speculation: { checks: number; proposed: number; accepted: number; tokensPerCheck: number } | null;
+  speculation: {
+    checks: number;
+    proposed: number;
+    accepted: number;
+    tokensPerCheck: number;
+    /** What the sizing of drafts measured (ms): a plain step, a check by its rows ([rows, ms] pairs), a drafted token. */
+    stepMs: number | null;
+    checkMs: [number, number][];
+    draftedTokenMs: number | null;
+  } | null;
 }
 
 export interface StepMs {

@@ -235,7 +235,8 @@ console.log('\nrecord, submit, wait, other: ms per decode step after the prompt 
 for (const r of rows.filter((r) => r.speculation)) {
   const s = r.speculation;
   console.log(`round ${r.round}: ${s.checks} checks of ${s.proposed} drafted tokens kept ${s.accepted} (over the rounds so far), ` +
-    `${s.tokensPerCheck.toFixed(2)} tokens a check`);
+    `${s.tokensPerCheck.toFixed(2)} tokens a check; measured: a step ${s.stepMs?.toFixed(0) ?? '-'} ms, checks of ` +
+    `${s.checkMs.map(([rows, ms]) => `${rows} rows ${ms.toFixed(0)} ms`).join(', ')}, a drafted token ${s.draftedTokenMs?.toFixed(0) ?? '-'} ms`);
 }
 if (greedyOnly) {
   console.log(`\nloaded in ${loadSeconds.toFixed(1)} s; the greedy replies:`);

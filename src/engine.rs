@@ -208,6 +208,7 @@ impl Engine {
         gpu.alive()?;
         let mut loader = Loader::new(gpu.clone(), &header, source, progress)?;
         loader.per_layer_on_gpu = options.per_layer_on_gpu;
+        loader.head_rows = options.head_rows;
         let kv_cache = (options.kv_cache).unwrap_or_else(|| options::default_kv_cache(&gpu));
         loader.kv_cache = kv_cache;
         let n_ctx_train = models::n_ctx_train(&loader);
@@ -264,10 +265,10 @@ impl Engine {
         let staging = [0, 1].map(|_| {
             gpu.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("logits staging"),
-                size: (forward.n_vocab.max(batch) as u64 * 4)
+                size: (forward.n_logits.max(batch) as u64 * 4)
                     .max(crate::sampler::K_MAX as u64 * 8)
                     .max(states)
-                    .max(rows as u64 * (forward.n_vocab as u64 + 1) * 4),
+                    .max(rows as u64 * (forward.n_logits as u64 + 1) * 4),
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
@@ -278,7 +279,7 @@ impl Engine {
             &mut greedy,
             &forward.logits,
             &greedy_choice,
-            forward.n_vocab,
+            forward.n_logits,
             &forward.allowed,
         );
         greedy.finish(&gpu).await?;
@@ -324,8 +325,14 @@ impl Engine {
         })
     }
 
+    /// Tokens the model reads (ids from here on are rows given in place of embeddings).
     pub fn n_vocab(&self) -> u32 {
         self.forward.n_vocab
+    }
+
+    /// Logits a row: the tokens a choice, a draw or a sampler's mask is over (`Forward::n_logits`).
+    pub fn n_logits(&self) -> u32 {
+        self.forward.n_logits
     }
 
     pub fn n_ctx(&self) -> u32 {

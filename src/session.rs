@@ -222,8 +222,8 @@ impl Session {
         self.cached.extend_from_slice(before);
         let history = sampler.history(&self.cached, token);
         self.cached.truncate(cached);
-        let n_vocab = self.engine.n_vocab();
-        let want = sampler.want(&history, n_vocab, &mut self.engine.stats.totals.mask)?;
+        let n_logits = self.engine.n_logits();
+        let want = sampler.want(&history, n_logits, &mut self.engine.stats.totals.mask)?;
         let step = self.engine.step_wanted(tokens, &want).await?;
         let mask_time = &mut self.engine.stats.totals.mask;
         let (next, log_prob) = sampler.pick_from_step(step, &history, mask_time)?;

@@ -319,7 +319,7 @@ impl Slots {
         steps: &mut [SlotStep<'_>],
     ) -> Result<Vec<Picked>, Error> {
         let together = steps.len() == 1 || engine.steps_together(steps.len());
-        let n_vocab = engine.n_vocab();
+        let n_logits = engine.n_logits();
         let at: Vec<(u32, u32)> = (steps.iter())
             .map(|s| {
                 (
@@ -333,7 +333,7 @@ impl Slots {
             None if together => {
                 let mask_time = &mut engine.stats.totals.mask;
                 let wants: Vec<Want> = (steps.iter_mut())
-                    .map(|s| s.sampler.want(&[], n_vocab, mask_time))
+                    .map(|s| s.sampler.want(&[], n_logits, mask_time))
                     .collect::<Result<_, _>>()?;
                 let tokens: Vec<u32> = steps.iter().map(|s| s.token).collect();
                 (engine.submit_rows(&at, StepTokens::Ids(&tokens), &wants)).await?
@@ -350,7 +350,7 @@ impl Slots {
             for step in steps.iter_mut() {
                 slots.push((step.slot, Some(step.sampler.draws())));
                 let mask_time = &mut engine.stats.totals.mask;
-                wants.push(step.sampler.want(&[], n_vocab, mask_time)?);
+                wants.push(step.sampler.want(&[], n_logits, mask_time)?);
             }
             let after: Vec<(u32, u32)> = at.iter().map(|&(base, pos)| (base, pos + 1)).collect();
             let next = StepTokens::ChosenIn(&current);
@@ -386,10 +386,10 @@ impl Slots {
         let histories: Vec<Vec<u32>> = (steps.iter())
             .map(|step| (step.sampler).history(&self.slots[step.slot].cached, step.token))
             .collect();
-        let n_vocab = engine.n_vocab();
+        let n_logits = engine.n_logits();
         let mask_time = &mut engine.stats.totals.mask;
         let wants: Vec<Want> = (steps.iter_mut().zip(&histories))
-            .map(|(step, history)| step.sampler.want(history, n_vocab, mask_time))
+            .map(|(step, history)| step.sampler.want(history, n_logits, mask_time))
             .collect::<Result<_, _>>()?;
         let tokens: Vec<(usize, u32)> = steps.iter().map(|s| (s.slot, s.token)).collect();
         let read = self.run_as(engine, &tokens, &wants, together).await?;

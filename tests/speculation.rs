@@ -13,7 +13,7 @@ use wick::gguf::{read_header, FileSource, GgmlType};
 use wick::gpu::Gpu;
 use wick::grammar::Grammar;
 use wick::reply::Reply;
-use wick::sampler::{Sampler, SamplerConfig, TokenLogProb};
+use wick::sampler::{Sampler, SamplerConfig, TokenLogProb, Want};
 use wick::session::Session;
 use wick::slots::{DraftFor, DraftSlots, SlotStep, Slots};
 use wick::speculate::{self, Draft, DraftLimits, DraftModel, Drafter, Speculation};
@@ -90,12 +90,17 @@ fn requantized(file: &Path) -> PathBuf {
     out
 }
 
+/// Rows of the random files' draft heads: of their 512 tokens, the first 300 (not a whole number of
+/// the mask's 32-token words), so that drafts come from a head cut short as a real draft's is.
+const DRAFT_HEAD_ROWS: u32 = 300;
+
 /// A draft model for session `s` from `file`.
 fn draft_model(gpu: &Arc<Gpu>, file: &Path, s: &Session) -> DraftModel {
     let source = FileSource::open(file).unwrap();
     let options = LoadOptions {
         n_ctx: 256,
         batch: Some(16),
+        head_rows: Some(DRAFT_HEAD_ROWS),
         ..Default::default()
     };
     DraftModel::load(gpu.clone(), &source, &options, &s.tokenizer, &mut |_, _| {})
@@ -155,6 +160,79 @@ fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
         let fresh = reply(&mut session(&gpu, &file, 0), &next, 12);
         let again = reply(&mut s, &next, 12);
         assert_same_reply(name, &fresh, &again);
+    }
+}
+
+/// A head of the vocabulary's first rows (`LoadOptions::head_rows`, a draft model's) gives the
+/// logits of those tokens alone, each as the whole head gives it, and chooses among them: a decode
+/// step's row and a check's rows: on the heads each family's loading makes alike (the dense block's
+/// after the final norm, after Gemma's post-norms with Gemma 2's soft-capped logits, and
+/// deepseek2's).
+#[test]
+fn a_head_of_the_vocabularys_first_rows_gives_their_logits() {
+    let Some(gpu) = gpu() else { return };
+    let prompt: Vec<u32> = (0..20u32).map(|i| (i % 9) * 37 + 11).collect();
+    let load = |file: &Path, head_rows| {
+        let source = FileSource::open(file).unwrap();
+        let options = LoadOptions {
+            n_ctx: 64,
+            batch: Some(16),
+            check_tokens: 2,
+            head_rows,
+            ..Default::default()
+        };
+        let mut engine = wick::engine::Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+            .block_on()
+            .unwrap();
+        engine.feed(&prompt).block_on().unwrap();
+        engine
+    };
+    let logits = |step: &wick::sampler::SequenceStep| match step {
+        wick::sampler::SequenceStep::Logits(row) => row.clone(),
+        other => panic!("logits asked, {other:?} read"),
+    };
+    let first_largest = |row: &[f32]| {
+        (0..row.len()).fold(0, |best, i| if row[i] > row[best] { i } else { best }) as u32
+    };
+    let heads = [
+        "tests/data/random-llama3.gguf",
+        "tests/data/random-gemma2.gguf",
+        "tests/data/random-gemma4-q8_0.gguf",
+        "tests/data/random-deepseek2-dense-q0.gguf",
+    ];
+    for name in heads {
+        let file = data(name);
+        let mut whole = load(&file, None);
+        let mut cut = load(&file, Some(DRAFT_HEAD_ROWS));
+        assert_eq!(cut.n_vocab(), whole.n_vocab(), "{name}: tokens read");
+        assert_eq!(cut.n_logits(), DRAFT_HEAD_ROWS, "{name}: logits a row");
+        let want = [Want::Logits, Want::Logits];
+        let rows_whole = whole.check(&[5, 450], &want).block_on().unwrap();
+        let rows_cut = cut.check(&[5, 450], &want).block_on().unwrap();
+        let step_whole = whole.step_wanted(&[7], &Want::Logits).block_on().unwrap();
+        let step_cut = cut.step_wanted(&[7], &Want::Choice).block_on().unwrap();
+        for (i, (w, c)) in rows_whole.iter().zip(&rows_cut).enumerate() {
+            let (w, c) = (logits(w), logits(c));
+            assert_eq!(
+                c.len(),
+                DRAFT_HEAD_ROWS as usize,
+                "{name}: row {i}'s logits"
+            );
+            for (t, (a, b)) in w.iter().zip(&c).enumerate() {
+                let tolerance = 1e-4 * a.abs().max(1.0);
+                assert!(
+                    (a - b).abs() <= tolerance,
+                    "{name}: row {i}, token {t}: {b} cut, {a} whole"
+                );
+            }
+        }
+        let expected = first_largest(&logits(&step_whole)[..DRAFT_HEAD_ROWS as usize]);
+        match step_cut {
+            wick::sampler::SequenceStep::Choice(token) => {
+                assert_eq!(token, expected, "{name}: the choice among the first rows")
+            }
+            other => panic!("{name}: a choice asked, {other:?} read"),
+        }
     }
 }
 

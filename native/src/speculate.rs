@@ -24,6 +24,11 @@ pub struct SpeculationArgs {
     /// Tokens a step proposes at most (fewer while drafts fall)
     #[arg(long = "draft-max", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=31))]
     pub draft_max: u32,
+    /// The tokens the draft model proposes among: the N its vocabulary lists first (the commonest,
+    /// in a BPE vocabulary's order of merges), so that its head reads N rows a token; 0: every
+    /// token [default: 32768]
+    #[arg(long = "draft-head-rows", value_name = "N")]
+    pub draft_head_rows: Option<u32>,
 }
 
 impl SpeculationArgs {
@@ -47,7 +52,9 @@ impl SpeculationArgs {
     /// context and prompt batch.
     pub fn start(&self, session: &mut Session) -> Result<()> {
         let drafter = match (&self.draft, self.lookup) {
-            (Some(path), _) => Drafter::Model(Box::new(draft_model(path, session)?)),
+            (Some(path), _) => {
+                Drafter::Model(Box::new(draft_model(path, self.draft_head_rows, session)?))
+            }
             (None, true) => Drafter::Lookup,
             (None, false) => return Ok(()),
         };
@@ -56,13 +63,14 @@ impl SpeculationArgs {
     }
 }
 
-fn draft_model(path: &str, session: &Session) -> Result<DraftModel> {
+fn draft_model(path: &str, head_rows: Option<u32>, session: &Session) -> Result<DraftModel> {
     let source = load::open_source(&Some(path.to_string()))?;
     // A server's parallel slots share the draft: a sequence of it for each, as long as theirs.
     let options = LoadOptions {
         n_ctx: session.engine.n_ctx(),
         batch: Some(session.engine.stats.chunk_tokens),
         sequences: session.engine.sequences(),
+        head_rows: head_rows.map(|rows| if rows == 0 { u32::MAX } else { rows }),
         ..Default::default()
     };
     let bar = load::progress_bar("loading the draft");

@@ -143,7 +143,7 @@ impl Engine {
         let bytes = bytes.expect("read back");
         Ok(match &step.reads[..] {
             [read] => vec![read_step(&bytes, *read)],
-            reads => read_rows(&bytes, reads, self.forward.n_vocab),
+            reads => read_rows(&bytes, reads, self.forward.n_logits),
         })
     }
 

@@ -36,6 +36,12 @@ pub struct LoadOptions {
     /// attention reads, llama.cpp's default); None: the adapter's (`default_kv_cache`).
     /// Multi-head Latent Attention's cache stays f32.
     pub kv_cache: Option<KvType>,
+    /// Logits of the tokens the vocabulary lists first alone, this many (None: of every token). A
+    /// BPE vocabulary lists its merges in the order they were learned, the commonest first, and a
+    /// SentencePiece one by score: a draft model's head over the first tens of thousands reads a
+    /// fraction of its rows and still proposes most of what a reply says (`DraftModel::load`).
+    /// Tokens past them are read as ever; no choice, draw or row of logits reaches them.
+    pub head_rows: Option<u32>,
 }
 
 /// How the KV cache holds keys and values unless told, by the adapter. On a GPU f16, as llama.cpp
@@ -85,6 +91,7 @@ impl Default for LoadOptions {
             sequences: 1,
             check_tokens: 0,
             kv_cache: None,
+            head_rows: None,
         }
     }
 }

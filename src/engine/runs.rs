@@ -55,8 +55,16 @@ impl Engine {
         // A prompt's runs may name images' rows (`inject`).
         let images = matches!(run, Run::Prefill | Run::Decode(_));
         let bad = (tokens.iter()).find(|&&t| t >= n_vocab && !(images && self.names_rows(t)));
-        if let Some(&token) = bad.or(next.as_ref().filter(|&&t| t >= n_vocab)) {
+        if let Some(&token) = bad {
             return Err(Error::BadToken { token, n_vocab });
+        }
+        // A score reads the next token's logit.
+        let n_logits = self.forward.n_logits;
+        if let Some(token) = next.filter(|&t| t >= n_logits) {
+            return Err(Error::BadToken {
+                token,
+                n_vocab: n_logits,
+            });
         }
         let start = Instant::now();
         let gpu = &self.gpu;
@@ -86,7 +94,7 @@ impl Engine {
                     .map(|s| (s.pos + s.tokens.len() as u32).saturating_sub(1))
                     .max()
                     .unwrap_or(0);
-                let row = n_vocab as u64 * 4;
+                let row = f.n_logits as u64 * 4;
                 let choices = (&parallel.choices, 0, tokens.len() as u64 * 4);
                 let rows = reads
                     .iter()
@@ -182,7 +190,7 @@ impl Engine {
     pub(super) fn step_read_back(&self, read: Read) -> Option<(&wgpu::Buffer, u64, u64)> {
         match read {
             Read::Nothing => None,
-            Read::Logits => Some((&self.forward.logits, 0, self.forward.n_vocab as u64 * 4)),
+            Read::Logits => Some((&self.forward.logits, 0, self.forward.n_logits as u64 * 4)),
             Read::Greedy => Some((&self.greedy_choice, 0, 4)),
             Read::Candidates { .. } | Read::Chosen | Read::Drawn => {
                 Some(self.sample.read_back(read))

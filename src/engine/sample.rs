@@ -49,10 +49,10 @@ impl Sample {
         let allowed = (row, &forward.allowed);
         let mut candidates_plan = Plan::new(gpu, &forward.step, 1);
         let candidates =
-            top_k::push(&mut candidates_plan, gpu, logits, forward.n_vocab, allowed).await?;
+            top_k::push(&mut candidates_plan, gpu, logits, forward.n_logits, allowed).await?;
         candidates_plan.finish(gpu).await?;
         let mut draw_plan = Plan::new(gpu, &forward.step, 1);
-        let drawn = draw::push(&mut draw_plan, gpu, logits, forward.n_vocab, allowed).await?;
+        let drawn = draw::push(&mut draw_plan, gpu, logits, forward.n_logits, allowed).await?;
         draw_plan.finish(gpu).await?;
         Ok(Sample {
             candidates_plan,

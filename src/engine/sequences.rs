@@ -143,7 +143,7 @@ impl Engine {
             .run_segments(Run::Parallel { reads: &reads }, segments)
             .await?;
         let bytes = bytes.expect("the choices are read back");
-        Ok(read_rows(&bytes, &reads, self.forward.n_vocab))
+        Ok(read_rows(&bytes, &reads, self.forward.n_logits))
     }
 
     /// Runs `tokens` at the next positions and reads back what `want` asks after the last: one
@@ -197,9 +197,9 @@ impl Engine {
 
 /// What a pass of the parallel plan read back for each row: the rows' choices, then what each
 /// row's `reads` read, one after the other.
-pub(super) fn read_rows(bytes: &[u8], reads: &[Read], n_vocab: u32) -> Vec<SequenceStep> {
+pub(super) fn read_rows(bytes: &[u8], reads: &[Read], n_logits: u32) -> Vec<SequenceStep> {
     let (choices, mut rest) = bytes.split_at(reads.len() * 4);
-    let row_bytes = n_vocab as usize * 4;
+    let row_bytes = n_logits as usize * 4;
     (cast::<u32>(choices.to_vec()).into_iter().zip(reads))
         .map(|(choice, &read)| {
             let bytes = match read {

@@ -254,6 +254,28 @@ pub fn read_failed(tensor: &str, e: crate::Error) -> crate::Error {
 }
 
 impl GpuTensor {
+    /// Its first `rows` rows, in the same buffers: a head that gives the logits of the tokens a
+    /// vocabulary lists first alone.
+    pub fn first_rows(&self, rows: u32) -> GpuTensor {
+        let rows = rows.min(self.rows);
+        let parts = (self.parts.iter())
+            .filter(|p| p.first_row < rows)
+            .map(|p| TensorPart {
+                buffer: p.buffer.clone(),
+                first_row: p.first_row,
+                rows: p.rows.min(rows - p.first_row),
+            })
+            .collect();
+        GpuTensor {
+            name: self.name.clone(),
+            ty: self.ty,
+            row_len: self.row_len,
+            rows,
+            row_bytes: self.row_bytes,
+            parts,
+        }
+    }
+
     /// Streams a tensor's byte range from `source` into GPU buffers, calling `progress` with bytes done.
     /// No buffer is larger than `max_part` bytes (the adapter's binding limit, or less to test splitting).
     pub async fn upload(

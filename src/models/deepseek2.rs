@@ -324,7 +324,8 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         attn: rows("attn", m.n_head * m.v_dim).await?,
         ffn: FfnScratch::new(&gpu, (batch, d), c.n_ff, c.moe.as_ref()).await?,
     };
-    let logits = scratch_buffer(&gpu, "logits", c.n_vocab as u64 * 4).await?;
+    let n_logits = l.n_logits(c.n_vocab);
+    let logits = scratch_buffer(&gpu, "logits", n_logits as u64 * 4).await?;
     let step = StepInput::new(&gpu, batch);
     let rope_freqs = c.mla.rope.freqs_buffer(&gpu, None);
     let model = Model {
@@ -357,7 +358,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         &gpu,
         &step,
         (runs, parts.as_ref()),
-        c.n_vocab,
+        n_logits,
         |plan, parts| model.push_layers(plan, parts.map(|parts| (splits, parts))),
         (final_norm, &a.xn, d),
         (
@@ -381,6 +382,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
         logits,
         allowed: plans.allowed,
         n_vocab: c.n_vocab,
+        n_logits,
         n_ctx_train: c.n_ctx_train,
         recurrent: Vec::new(),
         pooled_projections: Vec::new(),

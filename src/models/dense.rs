@@ -261,7 +261,8 @@ pub async fn load(
             false => None,
         },
     };
-    let logits = scratch_buffer(&gpu, "logits", c.n_vocab as u64 * 4).await?;
+    let n_logits = l.n_logits(c.n_vocab);
+    let logits = scratch_buffer(&gpu, "logits", n_logits as u64 * 4).await?;
     let step = StepInput::new(&gpu, batch);
 
     let model = Model {
@@ -280,7 +281,7 @@ pub async fn load(
             false => ends.push_logits(plan, &a.x, &a.xn, logits, c.rms_eps),
         }
         if f.final_softcap > 0.0 {
-            softcap::push(plan, logits, c.n_vocab, f.final_softcap);
+            softcap::push(plan, logits, n_logits, f.final_softcap);
         }
     };
     let decode_plan = |attention: Attention| {
@@ -314,7 +315,7 @@ pub async fn load(
         &gpu,
         &step,
         (runs, parts.as_ref()),
-        c.n_vocab,
+        n_logits,
         |plan, parts| {
             let attention = parts.map_or(Attention::Whole, Attention::Split);
             model.push_layers(plan, attention)
@@ -348,6 +349,7 @@ pub async fn load(
         logits,
         allowed: plans.allowed,
         n_vocab: c.n_vocab,
+        n_logits,
         n_ctx_train: c.n_ctx_train,
         recurrent,
         pooled_projections,

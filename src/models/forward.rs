@@ -35,11 +35,16 @@ pub struct Forward {
     pub parallel: Option<Parallel>,
     /// The position and tokens of the next run, written before each submit.
     pub step: StepInput,
-    /// (n_vocab) f32, written by the step.
+    /// (n_logits) f32, written by the step.
     pub logits: wgpu::Buffer,
     /// The tokens a decode step's choice and candidates may take, a row per sequence.
     pub allowed: Allowed,
+    /// Tokens the model reads: ids from here on are rows given in place of embeddings.
     pub n_vocab: u32,
+    /// Logits a run gives a row: one a token of the vocabulary, or those of the tokens it lists
+    /// first alone (a draft model's head, `LoadOptions::head_rows`). Every choice, draw and row
+    /// read back is over these.
+    pub n_logits: u32,
     pub n_ctx_train: u32,
     /// The buffers that carry a sequence from run to run besides the KV cache: the recurrent states
     /// of linear-attention layers. A run at position 0 starts them afresh; going back to an earlier
@@ -116,7 +121,7 @@ pub struct Parallel {
     /// token's attention split over its keys, as `Forward::decode_long`'s. None where the context
     /// never gets that long, or where the rows are more than a step's (`STEP_TOKENS_MAX`).
     pub long: Option<(u32, Plan)>,
-    /// (plan.batch, n_vocab) f32: each token's logits.
+    /// (plan.batch, n_logits) f32: each token's logits.
     pub logits: wgpu::Buffer,
     /// (plan.batch) u32: the index of each row's largest logit, a greedy request's choice.
     pub choices: wgpu::Buffer,
@@ -228,7 +233,7 @@ pub async fn prompt_plans(
     gpu: &Gpu,
     step: &StepInput,
     (runs, split_parts): (PromptRuns, Option<&wgpu::Buffer>),
-    n_vocab: u32,
+    n_logits: u32,
     push_layers: impl Fn(&mut Plan, Option<&wgpu::Buffer>),
     (push_final_norm, states, width): (impl Fn(&mut Plan), &wgpu::Buffer, u32),
     (push_logits, head_reads, logits): (
@@ -238,7 +243,7 @@ pub async fn prompt_plans(
     ),
 ) -> Result<PromptPlans, Error> {
     let batch = runs.batch;
-    let allowed = Allowed::new(gpu, runs.rows.max(1), n_vocab).await?;
+    let allowed = Allowed::new(gpu, runs.rows.max(1), n_logits).await?;
     let (prefill, prompt_head) = match batch {
         1 => (None, None),
         _ => {
@@ -257,15 +262,15 @@ pub async fn prompt_plans(
         false => None,
         true => {
             // As many tokens as the prompt batch, or as one binding of their logits holds.
-            let rows_fit = gpu.max_binding() / (n_vocab as u64 * 4);
+            let rows_fit = gpu.max_binding() / (n_logits as u64 * 4);
             let rows = (batch as u64).min(rows_fit).max(1) as u32;
-            let row_logits = rows as u64 * n_vocab as u64 * 4;
+            let row_logits = rows as u64 * n_logits as u64 * 4;
             let row_logits = scratch_buffer(gpu, "logits of each token", row_logits).await?;
             let log_probs = scratch_buffer(gpu, "log-probabilities", rows as u64 * 4).await?;
             let mut plan = Plan::new(gpu, step, rows);
             push_layers(&mut plan, None);
             push_logits(&mut plan, &row_logits);
-            crate::ops::log_prob::push(&mut plan, &row_logits, &log_probs, n_vocab);
+            crate::ops::log_prob::push(&mut plan, &row_logits, &log_probs, n_logits);
             plan.finish(gpu).await?;
             Some(Score { plan, log_probs })
         }
@@ -288,14 +293,14 @@ pub async fn prompt_plans(
     let parallel = match runs.rows {
         0 | 1 => None,
         rows => {
-            let logits = rows as u64 * n_vocab as u64 * 4;
+            let logits = rows as u64 * n_logits as u64 * 4;
             let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
             let choices = scratch_buffer(gpu, "choice of each sequence", rows as u64 * 4).await?;
             let parallel_plan = |parts: Option<&wgpu::Buffer>| {
                 let mut plan = Plan::new(gpu, step, rows);
                 push_layers(&mut plan, parts);
                 push_logits(&mut plan, &logits);
-                crate::ops::argmax::push(&mut plan, &logits, &choices, n_vocab, &allowed);
+                crate::ops::argmax::push(&mut plan, &logits, &choices, n_logits, &allowed);
                 plan
             };
             let mut plan = parallel_plan(None);

@@ -25,6 +25,8 @@ pub struct Loader<'a> {
     pub per_layer_on_gpu: bool,
     /// How attention layers' KV caches hold their values.
     pub kv_cache: KvType,
+    /// The head's rows where fewer than the vocabulary's (`LoadOptions::head_rows`).
+    pub head_rows: Option<u32>,
     /// Buffers allocated and not yet filled, in the order the model asked for them.
     fills: Vec<Pending<'a>>,
     done: u64,
@@ -53,10 +55,18 @@ impl<'a> Loader<'a> {
             progress,
             per_layer_on_gpu: false,
             kv_cache: KvType::F32,
+            head_rows: None,
             fills: Vec::new(),
             done: 0,
             total,
         })
+    }
+
+    /// Logits a head gives for a vocabulary of `n_vocab` tokens: one a token, or those listed
+    /// first alone (`head_rows`).
+    pub fn n_logits(&self, n_vocab: u32) -> u32 {
+        self.head_rows
+            .map_or(n_vocab, |rows| rows.clamp(1, n_vocab))
     }
 
     fn info(&self, name: &str, shape: &[u32]) -> Result<&'a TensorInfo, Error> {

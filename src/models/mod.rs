@@ -148,7 +148,9 @@ impl Norm {
 /// head (the token table itself when the file has no output.weight).
 pub struct Ends {
     pub token_embd: GpuTensor,
-    pub output: Option<GpuTensor>,
+    /// The output head's rows that give logits (all of them unless the load asks fewer: the tokens
+    /// listed first, `Loader::n_logits`).
+    pub head: GpuTensor,
     pub output_norm: Norm,
 }
 
@@ -161,12 +163,15 @@ impl Ends {
         output_norm: (&str, bool),
     ) -> Result<Ends, Error> {
         let (norm_name, layer) = output_norm;
+        let token_embd = l.matrix("token_embd.weight", n_embd, n_vocab).await?;
+        let output = match l.has("output.weight") {
+            true => Some(l.matrix("output.weight", n_embd, n_vocab).await?),
+            false => None,
+        };
+        let head = output.as_ref().unwrap_or(&token_embd);
         Ok(Ends {
-            token_embd: l.matrix("token_embd.weight", n_embd, n_vocab).await?,
-            output: match l.has("output.weight") {
-                true => Some(l.matrix("output.weight", n_embd, n_vocab).await?),
-                false => None,
-            },
+            head: head.first_rows(l.n_logits(n_vocab)),
+            token_embd,
             output_norm: Norm::load(l, norm_name, n_embd, layer).await?,
         })
     }
@@ -192,8 +197,7 @@ impl Ends {
         xn: impl Into<crate::ops::matvec::Input<'a>>,
         logits: &wgpu::Buffer,
     ) {
-        let head = self.output.as_ref().unwrap_or(&self.token_embd);
-        crate::ops::matvec::push(plan, head, xn, logits, false);
+        crate::ops::matvec::push(plan, &self.head, xn, logits, false);
     }
 }
 

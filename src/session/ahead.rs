@@ -21,13 +21,13 @@ impl Session {
         if !(self.engine.steps_ahead() && sampler.chooses_on_gpu()) {
             return self.step(&[id], sampler).await;
         }
-        let n_vocab = self.engine.n_vocab();
+        let n_logits = self.engine.n_logits();
         // The choices need nothing of the tokens before them: no history.
         let current = match self.ahead.take() {
             // Submitted at the step before, its token that step's choice, read back since: `id`.
             Some((step, _)) => step,
             None => {
-                let want = sampler.want(&[], n_vocab, &mut self.engine.stats.totals.mask)?;
+                let want = sampler.want(&[], n_logits, &mut self.engine.stats.totals.mask)?;
                 self.engine
                     .submit_step(StepTokens::Ids(&[id]), &want)
                     .await?
@@ -36,7 +36,7 @@ impl Session {
         self.cached.push(id);
         if ahead && self.engine.pos() < self.engine.n_ctx() {
             let draws = sampler.draws();
-            let want = sampler.want(&[], n_vocab, &mut self.engine.stats.totals.mask)?;
+            let want = sampler.want(&[], n_logits, &mut self.engine.stats.totals.mask)?;
             let next = StepTokens::ChosenIn(&current);
             self.ahead = Some((self.engine.submit_step(next, &want).await?, draws));
         }

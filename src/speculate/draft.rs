@@ -97,11 +97,11 @@ impl Draft {
         Ok(true)
     }
 
-    /// What a draft model of `n_vocab` tokens is asked after `token`, which follows `seen` (the
-    /// tokens so far, to which it is added): its chances for the next token, under the grammar's
-    /// mask for the draft's next row.
-    pub fn ask(&self, sampler: &Sampler, seen: &mut Vec<u32>, token: u32, n_vocab: u32) -> Asked {
-        let words = n_vocab.div_ceil(32) as usize;
+    /// What a draft model whose rows hold `n_logits` tokens' logits is asked after `token`, which
+    /// follows `seen` (the tokens so far, to which it is added): its chances for the next token,
+    /// under the grammar's mask for the draft's next row.
+    pub fn ask(&self, sampler: &Sampler, seen: &mut Vec<u32>, token: u32, n_logits: u32) -> Asked {
+        let words = n_logits.div_ceil(32) as usize;
         let bits = self.allowed.last().expect("a row's mask");
         // The model's mask over the draft's vocabulary (which may be the shorter).
         let bits = bits.as_ref().map(|b| b[..words.min(b.len())].to_vec());

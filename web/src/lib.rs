@@ -389,6 +389,11 @@ struct Speculated {
     proposed: u64,
     accepted: u64,
     tokens_per_check: f64,
+    /// What the sizing of drafts has measured, in milliseconds: a plain step, a check by its rows,
+    /// a drafted token (null where not yet).
+    step_ms: Option<f64>,
+    check_ms: Vec<(usize, f64)>,
+    drafted_token_ms: Option<f64>,
 }
 
 /// A loaded model with its KV cache.
@@ -579,11 +584,20 @@ impl Model {
                 .buffer()
                 .unchecked_into::<js_sys::ArrayBuffer>()
                 .byte_length() as f64,
-            speculation: session.speculation.as_ref().map(|s| Speculated {
-                checks: s.stats.checks,
-                proposed: s.stats.proposed,
-                accepted: s.stats.accepted,
-                tokens_per_check: s.stats.tokens_per_check(),
+            speculation: session.speculation.as_ref().map(|s| {
+                let measured = s.measured();
+                let ms = |t: f64| t * 1e3;
+                Speculated {
+                    checks: s.stats.checks,
+                    proposed: s.stats.proposed,
+                    accepted: s.stats.accepted,
+                    tokens_per_check: s.stats.tokens_per_check(),
+                    step_ms: measured.step.map(ms),
+                    check_ms: (measured.checks.iter())
+                        .map(|&(rows, t)| (rows, ms(t)))
+                        .collect(),
+                    drafted_token_ms: measured.draft.map(ms),
+                }
             }),
         };
         Ok(serde_wasm_bindgen::to_value(&stats)?)
