@@ -9,7 +9,7 @@ mod draft;
 mod draft_model;
 mod lookup;
 pub use draft::{Asked, Draft, DraftLimits, Picked};
-pub use draft_model::{same_vocabulary, DraftModel};
+pub use draft_model::{same_vocabulary, DraftModel, DRAFT_HEAD_ROWS};
 pub use lookup::propose as lookup;
 
 /// Where a step's draft comes from, after the reply's `Prediction` where it has one.

@@ -94,13 +94,14 @@ fn requantized(file: &Path) -> PathBuf {
 /// the mask's 32-token words), so that drafts come from a head cut short as a real draft's is.
 const DRAFT_HEAD_ROWS: u32 = 300;
 
-/// A draft model for session `s` from `file`.
-fn draft_model(gpu: &Arc<Gpu>, file: &Path, s: &Session) -> DraftModel {
+/// A draft model for session `s` from `file`, its head's rows as `head_rows` says (None: a draft's
+/// default, `speculate::DRAFT_HEAD_ROWS`).
+fn draft_model(gpu: &Arc<Gpu>, file: &Path, s: &Session, head_rows: Option<u32>) -> DraftModel {
     let source = FileSource::open(file).unwrap();
     let options = LoadOptions {
         n_ctx: 256,
         batch: Some(16),
-        head_rows: Some(DRAFT_HEAD_ROWS),
+        head_rows,
         ..Default::default()
     };
     DraftModel::load(gpu.clone(), &source, &options, &s.tokenizer, &mut |_, _| {})
@@ -134,6 +135,9 @@ fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
         let plain = reply(&mut session(&gpu, &file, 0), &prompt, 40);
 
         let mut s = session(&gpu, &file, CHECK);
+        // Each plan run once and forgotten (as the browser's package does before a first reply):
+        // the reply is a fresh cache's.
+        s.engine.warm_up().block_on().unwrap();
         s.speculation = Some(Speculation::always(Drafter::Lookup, CHECK as usize - 1));
         let lookup = reply(&mut s, &prompt, 40);
         eprintln!(
@@ -143,7 +147,8 @@ fn greedy_replies_with_drafts_equal_plain_replies_on_every_family() {
         assert_same_reply(name, &plain, &lookup);
 
         let draft_file = requantized(&file);
-        let draft = draft_model(&gpu, &draft_file, &s);
+        let mut draft = draft_model(&gpu, &draft_file, &s, Some(DRAFT_HEAD_ROWS));
+        draft.engine.warm_up().block_on().unwrap();
         std::fs::remove_file(&draft_file).ok();
         s.speculation = Some(Speculation::always(
             Drafter::Model(Box::new(draft)),
@@ -316,7 +321,8 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
     );
     let want = reply(&mut plain, &prompt, 48);
     let mut s = session(&gpu, &target, CHECK);
-    let draft = draft_model(&gpu, &draft_path, &s);
+    // SmolLM2's 49,152 tokens, the first 32,768 of them proposed.
+    let draft = draft_model(&gpu, &draft_path, &s, None);
     s.speculation = Some(Speculation::always(
         Drafter::Model(Box::new(draft)),
         CHECK as usize - 1,

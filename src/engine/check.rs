@@ -25,6 +25,27 @@ impl Engine {
         self.forward.parallel.as_ref().map_or(0, |p| p.plan.batch)
     }
 
+    /// Runs once, on a cache that holds nothing yet, each plan a greedy reply's speculation runs (a
+    /// prompt's chunk, a decode step, a check of two rows), then forgets what they ran. Where a
+    /// plan's first run compiles its kernels (a browser's WebGPU over ANGLE: tens of seconds for a
+    /// model's plans on a CPU), they compile here, at load, rather than in the first steps and
+    /// checks a reply times, whose times would make drafting look dearer than a plain step for
+    /// most of the reply. Nothing where the cache holds tokens already.
+    pub async fn warm_up(&mut self) -> Result<(), Error> {
+        if self.pos != 0 {
+            return Ok(());
+        }
+        self.feed(&[0, 0]).await?;
+        self.step_wanted(&[0], &Want::Choice).await?;
+        if self.check_tokens() >= 2 {
+            self.check(&[0, 0], &[Want::Choice, Want::Choice]).await?;
+            self.keep_checked(2).await?;
+        }
+        self.rewind(0);
+        self.gpu.finished().await?;
+        Ok(())
+    }
+
     /// Runs `tokens` at the next positions in one pass, a row each, and returns for each row the
     /// index of its largest logit and what `wants` asks of it: what follows each token. The cache
     /// then holds all of them, until `keep_checked`.

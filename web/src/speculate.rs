@@ -4,9 +4,12 @@
 
 use super::{js_error, JsSource, Model};
 use js_sys::{Function, Promise};
+use std::cell::RefCell;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 use wick::engine::LoadOptions;
+use wick::session::Session;
 use wick::speculate::{DraftModel, Drafter, Speculation};
 
 #[wasm_bindgen]
@@ -36,9 +39,13 @@ impl Model {
                     &JsValue::from_f64(total as f64),
                 );
             };
-            let draft = DraftModel::load(gpu, &source, &options, &tokenizer, &mut progress)
+            let mut draft = DraftModel::load(gpu, &source, &options, &tokenizer, &mut progress)
                 .await
                 .map_err(js_error)?;
+            // The page's WebGPU compiles a plan's kernels on its first run: here, not in the
+            // first reply's timed drafts and checks.
+            draft.engine.warm_up().await.map_err(js_error)?;
+            warm_up_checks(&session).await?;
             let drafter = Drafter::Model(Box::new(draft));
             start(&session.borrow_mut().engine, draft_max)?;
             session.borrow_mut().speculation = Some(Speculation::new(drafter, draft_max as usize));
@@ -47,13 +54,24 @@ impl Model {
     }
 
     /// Drafts up to `draft_max` tokens a step from the prompt and the reply so far.
-    pub fn lookup(&self, draft_max: u32) -> Result<(), JsValue> {
-        let mut session =
-            (self.session.try_borrow_mut()).map_err(|_| js_error("the model is busy"))?;
-        start(&session.engine, draft_max)?;
-        session.speculation = Some(Speculation::new(Drafter::Lookup, draft_max as usize));
-        Ok(())
+    pub fn lookup(&self, draft_max: u32) -> Promise {
+        let session = self.session.clone();
+        future_to_promise(async move {
+            start(&session.borrow().engine, draft_max)?;
+            warm_up_checks(&session).await?;
+            session.borrow_mut().speculation =
+                Some(Speculation::new(Drafter::Lookup, draft_max as usize));
+            Ok(JsValue::UNDEFINED)
+        })
     }
+}
+
+/// Runs the model's check once before its first reply (`Engine::warm_up`), where its cache holds
+/// nothing yet: the page's WebGPU compiles a plan's kernels on its first run, and a first check
+/// timed with them would make drafting look dear for most of the reply.
+async fn warm_up_checks(session: &Rc<RefCell<Session>>) -> Result<(), JsValue> {
+    let mut session = (session.try_borrow_mut()).map_err(|_| js_error("the model is busy"))?;
+    session.engine.warm_up().await.map_err(js_error)
 }
 
 /// Refuses a draft longer than the engine's check takes.
