@@ -386,6 +386,40 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
     assert!(s.speculation.as_ref().unwrap().stats.checks > before);
 }
 
+/// A draft that is the model itself (the same file, every head row) proposes what the model picks:
+/// its drafted tokens stand, but for a near tie that the check's sums break otherwise. Drafts of
+/// every size up to the check's, after drafts that all stood (whose last token the draft reads
+/// with its next draft's first) and after drafts cut short by the reply's end, with and without
+/// log-probabilities (without, the draft's steps go a step ahead): a draft whose cache fell out of
+/// step with the model's would propose the text of another place.
+#[test]
+fn a_draft_that_is_the_model_has_its_drafts_kept() {
+    let Some(gpu) = gpu() else { return };
+    let target = common::model_path();
+    let mut s = session(&gpu, &target, CHECK);
+    let prompt = s.tokenize_prompt(
+        "<|im_start|>user\nWrite a short story about a lighthouse keeper.<|im_end|>\n<|im_start|>assistant\n",
+    );
+    for (max, log_probs) in (1..CHECK as usize).flat_map(|max| [(max, None), (max, Some(2))]) {
+        let draft = draft_model(&gpu, &target, &s, Some(u32::MAX));
+        s.speculation = Some(Speculation::always(Drafter::Model(Box::new(draft)), max));
+        let mut sampler = Sampler::new(SamplerConfig::greedy());
+        sampler.log_probs = log_probs;
+        (s.complete(&prompt, Reply::new(40, &[]), &mut sampler, &mut |_| true))
+            .block_on()
+            .unwrap();
+        let stats = s.speculation.as_ref().unwrap().stats;
+        eprintln!("drafts of {max}, log-probabilities {log_probs:?}: {stats:?}");
+        assert!(stats.checks > 0, "drafts of {max}: no check");
+        assert!(
+            stats.accepted + 2 >= stats.proposed,
+            "drafts of {max}, log-probabilities {log_probs:?}: {} of {} drafted tokens kept",
+            stats.accepted,
+            stats.proposed
+        );
+    }
+}
+
 #[test]
 fn a_prediction_is_drafted_from_first_and_the_reply_stays_the_models() {
     let Some(gpu) = gpu() else { return };

@@ -264,8 +264,17 @@ impl Engine {
             })
             .expect("a shape of a plan");
         let d = &plan.dispatches[at];
+        // A product is timed over the tokens its shape names (a step's pair product of several
+        // tokens: the four a layer of workgroups takes), its workgroups counted for them: counted
+        // for a longer plan's batch, a kernel of four tokens a layer ran a layer of workgroups that
+        // found no token, at nearly a full layer's cost where workgroups run on a CPU, and lost to
+        // the tiles for it.
+        let tokens = match timing.shape {
+            Tunable::Matvec(m) => m.tokens.min(plan.batch),
+            Tunable::Recurrence(_) | Tunable::Attention(_) => plan.batch,
+        };
         match timing.shape {
-            Tunable::Matvec(m) => self.write_scratch_step(m.tokens),
+            Tunable::Matvec(_) => self.write_scratch_step(tokens),
             // A step's split is timed deep into a context, where it runs: at the conversation's
             // own position it would time a few keys. It reads the cache's rows as they are and
             // writes only its own scratch.
@@ -295,7 +304,7 @@ impl Engine {
             );
             self.gpu.queue.submit([enc.finish()]);
         }
-        let (pipeline, bind_group, workgroups) = plan.reshaped(&self.gpu, d, candidate);
+        let (pipeline, bind_group, workgroups) = plan.reshaped(&self.gpu, d, (candidate, tokens));
         // A candidate whose first dispatch takes twice the best mean so far has lost: its time is
         // not worth refining (the candidates of a 32-weight type that do on lavapipe cost 5 s a model).
         let best = timing.times.iter().map(|&(_, t)| t).min();
@@ -348,7 +357,8 @@ impl Engine {
                 let f = (tuner.finals.iter().enumerate())
                     .position(|(f, fin)| here[f] && d.matvec() == Some(fin.shape));
                 let kernel = f.and_then(|f| tuner.finals[f].kernels.get(k));
-                swaps.push(kernel.map(|&k| plan.reshaped(&self.gpu, d, Choice::Matvec(k))));
+                let swap = |&k| plan.reshaped(&self.gpu, d, (Choice::Matvec(k), plan.batch));
+                swaps.push(kernel.map(swap));
                 if let (Some(f), Some(_)) = (f, kernel) {
                     timed.push((i, f));
                 }

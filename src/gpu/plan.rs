@@ -485,7 +485,7 @@ impl Plan {
             let choice = tuning.choice(&tunable, self.adapter);
             let (key, workgroups) = self.shaped(&tunable, choice);
             if d.key != key {
-                let (pipeline, bind_group, _) = self.reshaped(gpu, d, choice);
+                let (pipeline, bind_group, _) = self.reshaped(gpu, d, (choice, self.batch));
                 d.key = key;
                 (d.pipeline, d.bind_group) = (pipeline, bind_group);
                 d.workgroups = workgroups;
@@ -496,19 +496,20 @@ impl Plan {
     }
 
     /// `d` (a tunable dispatch) as it would run with another of its kernels: its pipeline, bind
-    /// group and workgroup counts. For timing candidates.
+    /// group and workgroup counts for a run of `tokens` (at most the plan's batch). For timing
+    /// candidates.
     pub fn reshaped(
         &self,
         gpu: &Gpu,
         d: &Dispatch,
-        choice: Choice,
+        (choice, tokens): (Choice, u32),
     ) -> (Arc<wgpu::ComputePipeline>, wgpu::BindGroup, [u32; 3]) {
         let tunable = d.tunable.expect("a tunable dispatch");
         let (key, workgroups) = self.shaped(&tunable, choice);
         let pipeline = gpu.pipelines.get(&gpu.device, key);
         let arena = self.arena_buffer.as_ref().expect("a finished plan");
         let bind_group = bind(gpu, (&key, &pipeline), &d.buffers, (arena, d.params));
-        (pipeline, bind_group, workgroups.counts(self.batch))
+        (pipeline, bind_group, workgroups.counts(tokens))
     }
 
     /// Records every dispatch into `pass`, for a run of `tokens` tokens (at most `batch`).
