@@ -268,12 +268,14 @@ impl Engine {
                 size: (forward.n_logits.max(batch) as u64 * 4)
                     .max(crate::sampler::K_MAX as u64 * 8)
                     .max(states)
-                    .max(rows as u64 * (forward.n_logits as u64 + 1) * 4),
+                    // Every row's choice and its chance, then every row's logits.
+                    .max(rows as u64 * (forward.n_logits as u64 + 2) * 4),
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
         });
-        let greedy_choice = scratch_buffer(&gpu, "greedy choice", 4).await?;
+        let greedy_choice =
+            scratch_buffer(&gpu, "greedy choice", crate::ops::argmax::choice_bytes(1)).await?;
         let mut greedy = Plan::new(&gpu, &forward.step, 1);
         crate::ops::argmax::push(
             &mut greedy,

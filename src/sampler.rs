@@ -329,7 +329,7 @@ impl Sampler {
         mask_time: &mut Duration,
     ) -> Result<(u32, Option<TokenLogProb>), crate::Error> {
         match step {
-            SequenceStep::Choice(id) => Ok((id, None)),
+            SequenceStep::Choice { id, .. } => Ok((id, None)),
             SequenceStep::Candidates(ranked) => {
                 let own = match self.needs() {
                     Needs::Candidates(own) => own as usize,

@@ -29,6 +29,9 @@ pub struct Speculation {
     pub drafter: Drafter,
     /// The most tokens a step proposes.
     pub max: usize,
+    /// The least chance a draft model may give a drafted token and draft on after it
+    /// (`Draft::take_drawn`); `DRAFT_MIN_CHANCE` unless set.
+    pub min_chance: f32,
     /// Propose `max` every step, whatever it costs (for checks of the mechanism itself).
     always: bool,
     costs: Costs,
@@ -159,6 +162,10 @@ struct Costs {
 /// turned into something drafts get right. Each try that finds drafting still dearer doubles the
 /// wait, up to the most: a try costs a check, and a draft model's catching up on the tokens since.
 const RETRY_AFTER: u32 = 16;
+/// A draft model stops drafting after a token it gave less than this chance (its softmax there).
+/// Its sure tokens mostly stand and its unsure ones fall about as often as not: past an unsure token
+/// a draft is mostly steps and rows spent on tokens that fall.
+pub const DRAFT_MIN_CHANCE: f32 = 0.75;
 const RETRY_AFTER_MOST: u32 = 512;
 /// How much of the earlier measurements each new one leaves.
 const KEEP: f64 = 0.75;
@@ -169,6 +176,7 @@ impl Speculation {
         Speculation {
             drafter,
             max,
+            min_chance: DRAFT_MIN_CHANCE,
             always: false,
             costs: Costs {
                 step: Timed::default(),
@@ -182,10 +190,12 @@ impl Speculation {
         }
     }
 
-    /// A speculation that proposes `max` tokens every step, measured faster or not.
+    /// A speculation that proposes `max` tokens every step, measured faster or not, however
+    /// unsure the draft model (`min_chance` 0).
     pub fn always(drafter: Drafter, max: usize) -> Speculation {
         Speculation {
             always: true,
+            min_chance: 0.0,
             ..Speculation::new(drafter, max)
         }
     }

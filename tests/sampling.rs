@@ -336,11 +336,20 @@ fn a_grammars_mask_on_the_gpu_equals_the_cpus_along_a_reply() {
         let got = engine
             .step_wanted(&[token], &masked(Want::Choice))
             .block_on();
-        assert_eq!(engine.stats.totals.read_bytes - read_before, 4);
-        let SequenceStep::Choice(choice) = got.unwrap() else {
+        assert_eq!(engine.stats.totals.read_bytes - read_before, 8);
+        let SequenceStep::Choice { id: choice, chance } = got.unwrap() else {
             panic!("the choice was asked for")
         };
         assert_eq!(choice, wick::sampler::argmax(&allowed), "position {pos}");
+        // Its chance: the masked row's softmax at it, in f64 on the CPU.
+        let top = allowed[choice as usize] as f64;
+        let sum: f64 = allowed.iter().map(|&v| (v as f64 - top).exp()).sum();
+        let chance = chance.expect("a greedy choice's chance") as f64;
+        assert!(
+            (chance - 1.0 / sum).abs() <= 1e-4 / sum,
+            "position {pos}: chance {chance}, {} on the CPU",
+            1.0 / sum
+        );
         assert!(
             bits[choice as usize / 32] >> (choice % 32) & 1 == 1,
             "an allowed token"

@@ -233,7 +233,7 @@ fn a_head_of_the_vocabularys_first_rows_gives_their_logits() {
         }
         let expected = first_largest(&logits(&step_whole)[..DRAFT_HEAD_ROWS as usize]);
         match step_cut {
-            wick::sampler::SequenceStep::Choice(token) => {
+            wick::sampler::SequenceStep::Choice { id: token, .. } => {
                 assert_eq!(token, expected, "{name}: the choice among the first rows")
             }
             other => panic!("{name}: a choice asked, {other:?} read"),
@@ -420,6 +420,79 @@ fn a_draft_that_is_the_model_has_its_drafts_kept() {
     }
 }
 
+/// A draft model stops after a token it gives less than the speculation's `min_chance`: its
+/// softmax there, the chance the GPU's greedy choice reads back beside it (or, where log-
+/// probabilities are asked, the candidates' with their row's log-sum-exp). Never sure (a least
+/// chance above 1), every draft is one token; sure of all (0), every draft is as long as the step
+/// asks; at the default, between, and more of the drafted tokens stand. The reply is the plain one.
+#[test]
+fn a_draft_model_stops_after_a_token_it_is_unsure_of() {
+    let Some(gpu) = gpu() else { return };
+    let target = common::model_path();
+    let draft_path = requantized(&target);
+    let mut plain = session(&gpu, &target, 0);
+    let mut s = session(&gpu, &target, CHECK);
+    let prompt = s.tokenize_prompt(
+        "<|im_start|>user\nWrite a short story about a lighthouse keeper.<|im_end|>\n<|im_start|>assistant\n",
+    );
+    let mut draft = Box::new(draft_model(&gpu, &draft_path, &s, None));
+    for log_probs in [None, Some(2)] {
+        let greedy = |s: &mut Session| {
+            let mut sampler = Sampler::new(SamplerConfig::greedy());
+            sampler.log_probs = log_probs;
+            let c = (s.complete(&prompt, Reply::new(40, &[]), &mut sampler, &mut |_| true))
+                .block_on()
+                .unwrap();
+            (c.tokens, c.log_probs)
+        };
+        let want = greedy(&mut plain);
+        let mut stats = Vec::new();
+        for min_chance in [2.0, speculate::DRAFT_MIN_CHANCE, 0.0] {
+            let mut speculation = Speculation::always(Drafter::Model(draft), CHECK as usize - 1);
+            speculation.min_chance = min_chance;
+            s.speculation = Some(speculation);
+            let got = greedy(&mut s);
+            let name = format!("least chance {min_chance}, log-probabilities {log_probs:?}");
+            match log_probs {
+                Some(_) => assert_same_reply(&name, &want, &got),
+                None => assert_eq!(got.0, want.0, "{name}"),
+            }
+            let speculation = s.speculation.take().unwrap();
+            let st = speculation.stats;
+            eprintln!(
+                "{name}: {st:?}, {:.2} tokens a check",
+                st.tokens_per_check()
+            );
+            assert!(st.checks > 0, "{name}: no check");
+            stats.push(st);
+            draft = match speculation.drafter {
+                Drafter::Model(model) => model,
+                _ => unreachable!("a draft model"),
+            };
+        }
+        let per_check = |st: &speculate::SpeculationStats| st.proposed as f64 / st.checks as f64;
+        let standing = |st: &speculate::SpeculationStats| st.accepted as f64 / st.proposed as f64;
+        let [never, default, always] = [stats[0], stats[1], stats[2]];
+        assert_eq!(
+            never.proposed, never.checks,
+            "{log_probs:?}: drafts of one token"
+        );
+        assert!(
+            1.0 < per_check(&default) && per_check(&default) < per_check(&always),
+            "{log_probs:?}: {:.2} drafted tokens a check, {:.2} unstopped",
+            per_check(&default),
+            per_check(&always)
+        );
+        assert!(
+            standing(&default) >= standing(&always),
+            "{log_probs:?}: {:.2} of drafted tokens stood, {:.2} unstopped",
+            standing(&default),
+            standing(&always)
+        );
+    }
+    std::fs::remove_file(&draft_path).ok();
+}
+
 #[test]
 fn a_prediction_is_drafted_from_first_and_the_reply_stays_the_models() {
     let Some(gpu) = gpu() else { return };
@@ -581,6 +654,8 @@ fn parallel_slots_give_plain_replies(gpu: &Arc<Gpu>, draft_file: Option<&Path>) 
                         token: next[i],
                         n: CHECK as usize - 1,
                         sampler,
+                        // One slot's draft stops where it is unsure, the other's goes on.
+                        min_chance: [0.0, speculate::DRAFT_MIN_CHANCE][i],
                     })
                     .collect();
                 model.draft(&mut wanted, &mut limits).block_on().unwrap()

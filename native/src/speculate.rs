@@ -7,7 +7,7 @@ use clap::Args;
 use pollster::FutureExt as _;
 use wick::engine::LoadOptions;
 use wick::session::Session;
-use wick::speculate::{DraftModel, Drafter, Speculation};
+use wick::speculate::{DraftModel, Drafter, Speculation, DRAFT_MIN_CHANCE};
 
 /// Several tokens a step from a draft that the model checks in one run; replies are the same as
 /// without (greedy, token for token; sampled, from the same distribution).
@@ -29,6 +29,10 @@ pub struct SpeculationArgs {
     /// token [default: 32768]
     #[arg(long = "draft-head-rows", value_name = "N")]
     pub draft_head_rows: Option<u32>,
+    /// The draft model stops drafting after a token it gives less than this chance (its softmax
+    /// there): tokens after an unsure one mostly fall; 0 drafts as many as the step proposes
+    #[arg(long = "draft-p-min", value_name = "P", default_value_t = DRAFT_MIN_CHANCE)]
+    pub draft_p_min: f32,
 }
 
 impl SpeculationArgs {
@@ -58,7 +62,9 @@ impl SpeculationArgs {
             (None, true) => Drafter::Lookup,
             (None, false) => return Ok(()),
         };
-        session.speculation = Some(Speculation::new(drafter, self.draft_max as usize));
+        let mut speculation = Speculation::new(drafter, self.draft_max as usize);
+        speculation.min_chance = self.draft_p_min;
+        session.speculation = Some(speculation);
         Ok(())
     }
 }

@@ -95,7 +95,13 @@ impl Engine {
                     .max()
                     .unwrap_or(0);
                 let row = f.n_logits as u64 * 4;
-                let choices = (&parallel.choices, 0, tokens.len() as u64 * 4);
+                // The rows' choices, then their chances (after as many as the plan has rows).
+                let choices = tokens.len() as u64 * 4;
+                let chances = parallel.plan.batch as u64 * 4;
+                let choices = [
+                    (&parallel.choices, 0, choices),
+                    (&parallel.choices, chances, choices),
+                ];
                 let rows = reads
                     .iter()
                     .enumerate()
@@ -108,7 +114,7 @@ impl Engine {
                     });
                 (
                     parallel.plan_at(last),
-                    [choices].into_iter().chain(rows).collect(),
+                    choices.into_iter().chain(rows).collect(),
                 )
             }
             Run::Decode(read) => {
@@ -191,7 +197,7 @@ impl Engine {
         match read {
             Read::Nothing => None,
             Read::Logits => Some((&self.forward.logits, 0, self.forward.n_logits as u64 * 4)),
-            Read::Greedy => Some((&self.greedy_choice, 0, 4)),
+            Read::Greedy => Some((&self.greedy_choice, 0, 8)),
             Read::Candidates { .. } | Read::Chosen | Read::Drawn => {
                 Some(self.sample.read_back(read))
             }

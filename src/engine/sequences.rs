@@ -195,18 +195,23 @@ impl Engine {
     }
 }
 
-/// What a pass of the parallel plan read back for each row: the rows' choices, then what each
-/// row's `reads` read, one after the other.
+/// What a pass of the parallel plan read back for each row: the rows' choices and their chances,
+/// then what each row's `reads` read, one after the other.
 pub(super) fn read_rows(bytes: &[u8], reads: &[Read], n_logits: u32) -> Vec<SequenceStep> {
-    let (choices, mut rest) = bytes.split_at(reads.len() * 4);
+    let (choices, rest) = bytes.split_at(reads.len() * 4);
+    let (chances, mut rest) = rest.split_at(reads.len() * 4);
     let row_bytes = n_logits as usize * 4;
-    (cast::<u32>(choices.to_vec()).into_iter().zip(reads))
-        .map(|(choice, &read)| {
+    let choices = cast::<u32>(choices.to_vec()).into_iter();
+    (choices.zip(cast::<f32>(chances.to_vec())).zip(reads))
+        .map(|((id, chance), &read)| {
             let bytes = match read {
                 Read::Candidates { .. } => candidate_bytes(read),
                 Read::Chosen | Read::Drawn => 4,
                 Read::Logits => row_bytes,
-                _ => return SequenceStep::Choice(choice),
+                _ => {
+                    let chance = Some(chance);
+                    return SequenceStep::Choice { id, chance };
+                }
             };
             let (taken, after) = rest.split_at(bytes);
             rest = after;
@@ -220,7 +225,18 @@ pub(super) fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
     match read {
         Read::Candidates { .. } => SequenceStep::Candidates(read_ranked(bytes, read)),
         Read::Logits => SequenceStep::Logits(cast(bytes.to_vec())),
-        _ => SequenceStep::Choice(cast::<u32>(bytes.to_vec())[0]),
+        Read::Greedy => {
+            let words = cast::<u32>(bytes.to_vec());
+            let chance = Some(f32::from_bits(words[1]));
+            SequenceStep::Choice {
+                id: words[0],
+                chance,
+            }
+        }
+        _ => {
+            let id = cast::<u32>(bytes.to_vec())[0];
+            SequenceStep::Choice { id, chance: None }
+        }
     }
 }
 

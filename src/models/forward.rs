@@ -295,7 +295,8 @@ pub async fn prompt_plans(
         rows => {
             let logits = rows as u64 * n_logits as u64 * 4;
             let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
-            let choices = scratch_buffer(gpu, "choice of each sequence", rows as u64 * 4).await?;
+            let bytes = crate::ops::argmax::choice_bytes(rows);
+            let choices = scratch_buffer(gpu, "choice of each sequence", bytes).await?;
             let parallel_plan = |parts: Option<&wgpu::Buffer>| {
                 let mut plan = Plan::new(gpu, step, rows);
                 push_layers(&mut plan, parts);

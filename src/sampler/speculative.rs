@@ -62,7 +62,7 @@ impl Sampler {
         bits: Option<&[u32]>,
     ) -> Chances {
         match step {
-            SequenceStep::Choice(id) => vec![(*id, 1.0)],
+            SequenceStep::Choice { id, .. } => vec![(*id, 1.0)],
             SequenceStep::Candidates(ranked) => {
                 let own = (self.own_candidates() as usize).min(ranked.candidates.len());
                 self.chances(ranked.candidates[..own].to_vec())
@@ -114,7 +114,7 @@ impl Sampler {
                 penalize(&mut row, &self.penalized(history), self.config.penalties());
                 Some(TokenLogProb::of_logits(token, &row, n))
             }
-            SequenceStep::Choice(_) => None,
+            SequenceStep::Choice { .. } => None,
         }
     }
 

@@ -27,8 +27,12 @@ pub enum Want {
 /// What a step of several sequences read back for one of them, as its `Want` asked.
 #[derive(Clone, Debug)]
 pub enum SequenceStep {
-    /// The index of the largest logit (the first of equals).
-    Choice(u32),
+    /// The index of the largest logit (the first of equals), or the token the GPU drew, with the
+    /// row's softmax at it where the GPU's greedy choice gave it.
+    Choice {
+        id: u32,
+        chance: Option<f32>,
+    },
     Candidates(Ranked),
     Logits(Vec<f32>),
 }

@@ -98,6 +98,7 @@ impl Session {
         speculation: &mut Speculation,
     ) -> Result<Draft, Error> {
         let id = *context.last().expect("the token picked last");
+        let min_chance = speculation.min_chance;
         let tokenizer = &self.tokenizer;
         let mut limits = DraftLimits {
             n_vocab: self.engine.n_vocab(),
@@ -109,6 +110,7 @@ impl Session {
             _ => return Draft::without_model(context, n, predicted, sampler, &mut limits),
         };
         let mut draft = Draft::start(sampler, &mut limits)?;
+        draft.min_chance = min_chance;
         // The draft model reads the tokens it has: not an image's rows, which only the model's
         // projector made, nor any past its vocabulary. Its positions then run behind the
         // model's, which changes its guesses, never what the model picks.

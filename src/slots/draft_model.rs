@@ -26,6 +26,8 @@ pub struct DraftFor<'a> {
     pub n: usize,
     /// The slot's reply's sampler: its grammar masks the draft, its settings draw it.
     pub sampler: &'a mut Sampler,
+    /// The least chance the draft may give a token and draft on after it (`Draft::min_chance`).
+    pub min_chance: f32,
 }
 
 impl DraftSlots {
@@ -50,7 +52,9 @@ impl DraftSlots {
     ) -> Result<Vec<Draft>, Error> {
         let mut drafts = Vec::with_capacity(wanted.len());
         for w in wanted.iter_mut() {
-            drafts.push(Draft::start(w.sampler, limits)?);
+            let mut draft = Draft::start(w.sampler, limits)?;
+            draft.min_chance = w.min_chance;
+            drafts.push(draft);
         }
         let start = Instant::now();
         let mut going = self.catch_up(wanted).await?;

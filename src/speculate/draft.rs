@@ -4,7 +4,7 @@
 //! tokens the sampler keeps of what the check read back (`Draft::judge`).
 
 use crate::grammar::Constraint;
-use crate::sampler::{Chances, Sampler, SequenceStep, TokenLogProb, Want};
+use crate::sampler::{Chances, Ranked, Sampler, SequenceStep, TokenLogProb, Want};
 use crate::Error;
 use web_time::{Duration, Instant};
 
@@ -21,6 +21,9 @@ pub struct Draft {
     pub catching_up: f64,
     /// Drafted from the reply's prediction, not by the drafter.
     pub predicted: bool,
+    /// The least chance a draft model may give a token and draft on after it
+    /// (`Speculation::min_chance`; 0, the default, drafts on whatever the chance).
+    pub min_chance: f32,
 }
 
 /// The tokens picked after a check (or a plain step: one token), each with its log-probability
@@ -116,7 +119,10 @@ impl Draft {
     }
 
     /// Draws the next token from the draft model's `step` (asked as `asked` says) and takes it
-    /// (`take`): the token, or None where the draft stops.
+    /// (`take`): the token to draft on from, or None where the draft stops. It stops after a token
+    /// the draft gave less than `min_chance`: that token is checked (it may well stand, and
+    /// its row costs little), but the tokens after an unsure one fall more often than not, and each
+    /// costs a draft step and a row.
     pub fn take_drawn(
         &mut self,
         asked: &Asked,
@@ -126,7 +132,11 @@ impl Draft {
     ) -> Result<Option<u32>, Error> {
         let chances = sampler.chances_of(step, &asked.history, asked.bits.as_deref());
         let token = sampler.draw(&chances);
-        Ok(self.take(token, chances, sampler, limits)?.then_some(token))
+        let chance = draft_chance(step, &chances, token);
+        let taken = self.take(token, chances, sampler, limits)?;
+        // A chance that is NaN (a row of NaN) is not sure either.
+        let sure = chance >= self.min_chance;
+        Ok((taken && sure).then_some(token))
     }
 
     /// Takes the tokens of `proposed` in order (each certain, as a lookup's or a prediction's),
@@ -202,6 +212,21 @@ impl Draft {
             stood += 1;
         }
         Ok(Picked { tokens, stood })
+    }
+}
+
+/// The chance a draft model's `step` gave `token`, drawn from `chances`: its softmax there where
+/// the step read it back (the greedy choice's chance, candidates with their row's log-sum-exp),
+/// else its chance among the candidates drawn from; 1 for a choice the GPU drew.
+fn draft_chance(step: &SequenceStep, chances: &Chances, token: u32) -> f32 {
+    let find = |c: &[(u32, f32)]| c.iter().find(|&&(id, _)| id == token).map(|&(_, v)| v);
+    match step {
+        SequenceStep::Choice { chance, .. } => chance.unwrap_or(1.0),
+        SequenceStep::Candidates(Ranked {
+            candidates,
+            log_sum_exp: Some(sum),
+        }) => find(candidates).map_or(0.0, |logit| (logit - sum).exp()),
+        _ => find(chances).unwrap_or(0.0),
     }
 }
 

@@ -68,7 +68,9 @@ test('a reply reads back its token, chosen or drawn on the GPU; candidates where
   });
   console.log(`    bytes read back per token: ${JSON.stringify(perToken)}`);
   // A reply that ends early (an end-of-generation token) ran one more step than it has tokens.
-  for (const token of ['greedy', 'topK', 'drawn', 'drawnTopP']) {
+  // A greedy step reads back its choice's chance beside it.
+  assert.ok(perToken.greedy >= 8 && perToken.greedy <= 16, JSON.stringify(perToken));
+  for (const token of ['topK', 'drawn', 'drawnTopP']) {
     assert.ok(perToken[token] >= 4 && perToken[token] <= 8, JSON.stringify(perToken));
   }
   assert.ok(perToken.candidates >= 324 && perToken.candidates <= 648, JSON.stringify(perToken));

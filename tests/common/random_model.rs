@@ -67,6 +67,13 @@ fn rows(v: &Value) -> Vec<Vec<f32>> {
 }
 
 /// Largest |a - b| and its index.
+/// The softmax of `row` at `i`, in f64 (-inf entries count nothing).
+fn softmax_at(row: &[f32], i: usize) -> f32 {
+    let top = row[i] as f64;
+    let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
+    (1.0 / sum) as f32
+}
+
 fn max_abs(a: &[f32], b: &[f32]) -> (f32, usize) {
     assert_eq!(a.len(), b.len());
     a.iter()
@@ -232,7 +239,8 @@ pub fn check_text_perplexity(gpu: &Arc<Gpu>, golden: &Value) {
 /// run (`Engine::feed_sequences`), before they join. Every row of logits of the first sequence is
 /// compared with the f32 reference, the others' with the one-sequence steps (which `check_all` compares with
 /// it). Each step then runs again at the same places (writing the same cache rows), half its rows
-/// asking for the choice, checked against the row's largest logit, half for the sampler's
+/// asking for the choice, checked against the row's largest logit (its chance against the row's
+/// softmax there), half for the sampler's
 /// candidates after a repetition penalty, checked against the CPU's ranking of the row.
 pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
     const SEQUENCES: usize = 6;
@@ -381,13 +389,19 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                     }
                 }
                 match (got, pick) {
-                    (SequenceStep::Choice(choice), None) => {
+                    (SequenceStep::Choice { id, chance }, None) => {
                         let top =
                             allowed
                                 .iter()
                                 .enumerate()
                                 .fold(0, |b, (i, &v)| if v > allowed[b] { i } else { b });
-                        assert_eq!(choice as usize, top, "{name} sequence {s} position {pos}");
+                        assert_eq!(id as usize, top, "{name} sequence {s} position {pos}");
+                        let chance = chance.expect("a greedy choice's chance");
+                        let expected = softmax_at(&allowed, top);
+                        assert!(
+                            (chance - expected).abs() <= 1e-4 * expected.max(1e-3),
+                            "{name} sequence {s} position {pos}: chance {chance}, {expected} on the CPU"
+                        );
                     }
                     (SequenceStep::Candidates(ranked), Some(penalized)) => {
                         let cpu = Pick::new(8, PENALTIES, penalized).reference(&allowed);

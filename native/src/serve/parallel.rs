@@ -56,13 +56,22 @@ pub fn serve(mut session: Session, mut queue: mpsc::Receiver<Task>, metrics: &Me
     let mut draft_model = None;
     let mut speculations: Vec<Option<Speculation>> = match session.speculation.take() {
         None => (0..slots.len()).map(|_| None).collect(),
-        Some(Speculation { drafter, max, .. }) => {
+        Some(Speculation {
+            drafter,
+            max,
+            min_chance,
+            ..
+        }) => {
             let slot_drafter = || match &drafter {
                 Drafter::Model(_) | Drafter::SharedModel => Drafter::SharedModel,
                 Drafter::Lookup => Drafter::Lookup,
             };
             let speculations = (0..slots.len())
-                .map(|_| Some(Speculation::new(slot_drafter(), max)))
+                .map(|_| {
+                    let mut speculation = Speculation::new(slot_drafter(), max);
+                    speculation.min_chance = min_chance;
+                    Some(speculation)
+                })
                 .collect();
             if let Drafter::Model(model) = drafter {
                 draft_model = Some(DraftSlots::new(*model));
@@ -309,6 +318,7 @@ fn draft_all(
             speculation.next_draft(a.prediction.as_ref(), &context, reply_start, rows);
         let sampler = &mut a.prepared.sampler;
         let model = matches!(speculation.drafter, Drafter::SharedModel) && predicted.is_empty();
+        let min_chance = speculation.min_chance;
         drafts.push(match (n, model) {
             (0, _) => Some(Draft::default()),
             (n, false) => Some(Draft::without_model(
@@ -326,6 +336,7 @@ fn draft_all(
                     token,
                     n,
                     sampler,
+                    min_chance,
                 });
                 None
             }
