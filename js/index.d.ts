@@ -49,6 +49,10 @@ export interface LoadOptions {
   lookup?: boolean;
   /** Tokens a step proposes at most, 1 to 31 (default 6; fewer while drafts fall). */
   draftMax?: number;
+  /** The draft model stops drafting after a token it gives less than this chance (its softmax there),
+   * 0 to 1 (default 0.75; 0 drafts as many as the step proposes): tokens after an unsure one mostly
+   * fall. */
+  draftPMin?: number;
   /** The model's vision projector (an mmproj GGUF as llama.cpp makes them; Gemma 3's, Gemma 4's or Qwen3.5's), URL or File /
    * Blob: chat messages may then show images (`ImagePart`), with speculative decoding too. */
   mmproj?: string | Blob;

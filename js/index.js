@@ -110,7 +110,8 @@ export class Wick {
    * `pooling` ('mean', 'cls' or 'last') makes embeddings of a chat model; an embedding model's file
    * names its own. Speculative decoding: `draft` (a URL or File / Blob) loads a smaller model with the
    * same vocabulary beside this one, which proposes up to `draftMax` tokens (6 unless told) for the model
-   * to check in one step (its load reports phases 'draft-download' and 'draft-gpu'); `lookup: true`
+   * to check in one step, stopping after a token it gives less than `draftPMin` chance (0.75 unless
+   * told; 0 drafts them all) (its load reports phases 'draft-download' and 'draft-gpu'); `lookup: true`
    * proposes them from the prompt and the reply so far instead. Replies are as without: greedy, token for
    * token; sampled, from the same distribution. Images: `mmproj` (a URL or File / Blob) loads the
    * model's vision projector (an mmproj GGUF, as llama.cpp's: Gemma 3's, Gemma 4's or Qwen3.5's)
@@ -133,6 +134,7 @@ export class Wick {
       pooling,
       draft,
       draftMax = 6,
+      draftPMin = 0.75,
       lookup = false,
       mmproj,
       imageMinTokens,
@@ -170,9 +172,12 @@ export class Wick {
     if (!Number.isInteger(draftMax) || draftMax < 1 || draftMax > 31) {
       throw new TypeError(`draftMax is a whole number from 1 to 31, not ${JSON.stringify(draftMax)}`);
     }
+    if (typeof draftPMin !== 'number' || !(draftPMin >= 0 && draftPMin <= 1)) {
+      throw new TypeError(`draftPMin is a number from 0 to 1, not ${JSON.stringify(draftPMin)}`);
+    }
     const url = typeof source === 'string' ? new URL(source, location.href).href : source;
     const draftUrl = typeof draft === 'string' ? new URL(draft, location.href).href : draft;
-    const speculation = draft !== undefined || lookup ? { draft: draftUrl, draftMax, lookup } : null;
+    const speculation = draft !== undefined || lookup ? { draft: draftUrl, draftMax, draftPMin, lookup } : null;
     const projector = typeof mmproj === 'string' ? new URL(mmproj, location.href).href : mmproj;
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     const channel = new Channel(worker);

@@ -130,10 +130,10 @@ async function loadModel(id, { source, options }) {
   }
 }
 
-/** Sets `model` speculating as `speculation` says ({ draft, draftMax, lookup }), if at all. */
+/** Sets `model` speculating as `speculation` says ({ draft, draftMax, draftPMin, lookup }), if at all. */
 async function speculate(model, speculation, signal, progress) {
   if (!speculation) return;
-  const { draft, draftMax, lookup } = speculation;
+  const { draft, draftMax, draftPMin, lookup } = speculation;
   if (lookup) return model.lookup(draftMax);
   const reader =
     typeof draft === 'string'
@@ -143,7 +143,7 @@ async function speculate(model, speculation, signal, progress) {
           onWarning: (message) => progress('warning', 0, 0, { message }),
         })
       : fileReader(draft, signal);
-  await model.draft(reader, draftMax, (loaded, total) => progress('draft-gpu', loaded, total));
+  await model.draft(reader, draftMax, draftPMin, (loaded, total) => progress('draft-gpu', loaded, total));
 }
 
 /**

@@ -456,9 +456,13 @@ test('speculative decoding: a draft model, lookup or a prediction proposes, the 
       () => 'loaded',
       (e) => e.message,
     );
-    return { plain, lookup, drafted, refused };
+    const badChance = await Wick.load(model, { ...adapter, draft: model, draftPMin: 1.5 }).then(
+      () => 'loaded',
+      (e) => `${e.name}: ${e.message}`,
+    );
+    return { plain, lookup, drafted, refused, badChance };
   }, COMPAT);
-  const { plain, lookup, drafted, refused } = result;
+  const { plain, lookup, drafted, refused, badChance } = result;
   assert.ok(plain.speculation == null, "no speculation without a draft");
   assert.equal(lookup.text, plain.text);
   assert.ok(lookup.speculation.checks > 0, JSON.stringify(lookup.speculation));
@@ -470,6 +474,7 @@ test('speculative decoding: a draft model, lookup or a prediction proposes, the 
   assert.ok(drafted.speculation.checks > 0 && drafted.speculation.accepted > 0, JSON.stringify(drafted.speculation));
   assert.deepEqual(drafted.phases, ['download', 'draft-download', 'draft-gpu', 'gpu']);
   assert.match(refused, /vocabulary/);
+  assert.match(badChance, /^TypeError: draftPMin/);
 });
 
 test('bad requests are refused with a clear message', async () => {

@@ -15,9 +15,16 @@ use wick::speculate::{DraftModel, Drafter, Speculation};
 #[wasm_bindgen]
 impl Model {
     /// Loads the draft model `reader` reads beside this one, with this model's context and prompt
-    /// batch, and drafts up to `draft_max` tokens a step with it from then on. Refused where its
-    /// vocabulary is not this model's. `on_progress` receives (bytes loaded, bytes in all).
-    pub fn draft(&self, reader: JsValue, draft_max: u32, on_progress: Function) -> Promise {
+    /// batch, and drafts up to `draft_max` tokens a step with it from then on, each draft stopping
+    /// after a token the draft gives less than `min_chance`. Refused where its vocabulary is not
+    /// this model's. `on_progress` receives (bytes loaded, bytes in all).
+    pub fn draft(
+        &self,
+        reader: JsValue,
+        draft_max: u32,
+        min_chance: f32,
+        on_progress: Function,
+    ) -> Promise {
         let session = self.session.clone();
         future_to_promise(async move {
             let source = JsSource::new(reader)?;
@@ -48,7 +55,9 @@ impl Model {
             warm_up_checks(&session).await?;
             let drafter = Drafter::Model(Box::new(draft));
             start(&session.borrow_mut().engine, draft_max)?;
-            session.borrow_mut().speculation = Some(Speculation::new(drafter, draft_max as usize));
+            let mut speculation = Speculation::new(drafter, draft_max as usize);
+            speculation.min_chance = min_chance;
+            session.borrow_mut().speculation = Some(speculation);
             Ok(JsValue::UNDEFINED)
         })
     }
