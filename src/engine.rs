@@ -413,7 +413,7 @@ impl Engine {
     }
 
     /// Runs one token at the next position and returns the index of its largest logit (the first of
-    /// equals): a greedy step, which reads back 4 bytes rather than the logits.
+    /// equals): a greedy step, which reads back 8 bytes (the choice and its chance) rather than the logits.
     pub async fn step_greedy(&mut self, token: u32) -> Result<u32, Error> {
         let read = self.run(Run::Decode(Read::Greedy), &[token]).await?;
         Ok(cast(read.expect("the choice was asked for"))[0])
