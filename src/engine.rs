@@ -288,7 +288,7 @@ impl Engine {
         let sample = Sample::new(&gpu, &forward, &forward.logits, 0).await?;
         let mut row_samples = Vec::new();
         if let Some(parallel) = &forward.parallel {
-            for row in 0..parallel.plan.batch {
+            for row in 0..parallel.rows() {
                 row_samples.push(Sample::new(&gpu, &forward, &parallel.logits, row).await?);
             }
         }

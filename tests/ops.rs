@@ -366,17 +366,12 @@ fn swiglu_block_against_cpu() {
         let gate_up = glu::GateUp::Interleaved(interleave(&f, 1 << 20));
         let store = wick::gpu::Store::Glu(Activation::Silu);
         // One token's products and four tokens', x as it is and normed on the way in.
-        let shapes: Vec<MatvecShape> = [1, 4]
+        // (`check_swiglu_block` runs 1 token and 5.)
+        let shapes: Vec<MatvecShape> = [XNorm::None, XNorm::Rms(SWIGLU_EPS.to_bits())]
             .into_iter()
-            .flat_map(|tokens| {
-                [XNorm::None, XNorm::Rms(SWIGLU_EPS.to_bits())].map(|norm| MatvecShape {
-                    kernel: Kernel::MatvecPairs(store, norm),
-                    ty,
-                    cols,
-                    rows: 2 * n_ff,
-                    tokens,
-                    matrices: 1,
-                })
+            .flat_map(|norm| {
+                let one = MatvecShape::of(Kernel::MatvecPairs(store, norm), ty, cols, 2 * n_ff);
+                [one, one.in_step(5)]
             })
             .collect();
         for candidate in shapes[0].candidates(gpu.offers()) {
@@ -528,14 +523,7 @@ fn matvec_every_tuning_candidate_against_cpu() {
         let rows = 37;
         let (w, deq) = packed(&gpu, ty, rows, cols, 1 << 20, &mut rng);
         let kernel = wick::gpu::Kernel::Matvec;
-        let shape = wick::gpu::MatvecShape {
-            kernel,
-            ty,
-            cols,
-            rows,
-            tokens: 1,
-            matrices: 1,
-        };
+        let shape = wick::gpu::MatvecShape::of(kernel, ty, cols, rows);
         let x = rng.vec(cols as usize);
         let candidates = shape.candidates(gpu.offers());
         // The types with that form are offered products on 8-bit x too.

@@ -71,14 +71,8 @@ fn matmul_every_type_against_cpu() {
             if batch <= STEP_TOKENS_MAX {
                 // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
                 // Several tokens take four to a workgroup, with winners of their own.
-                let shape = |rows| MatvecShape {
-                    kernel: Kernel::MatvecPairs(Store::Rows, XNorm::None),
-                    ty,
-                    cols,
-                    rows,
-                    tokens: 4,
-                    matrices: 1,
-                };
+                let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+                let shape = |rows| MatvecShape::of(pairs, ty, cols, rows).in_step(batch);
                 product.check_each_candidate(&gpu, shape, false);
             }
         }

@@ -141,12 +141,8 @@ fn router_and_expert_matvecs_against_cpu() {
                 (rows, g.n_used, Output::WeightedSum),
             ] {
                 let shape = MatvecShape {
-                    kernel: Kernel::MatvecId,
-                    ty,
-                    cols,
-                    rows: items,
-                    tokens: 1,
                     matrices: x_rows,
+                    ..MatvecShape::of(Kernel::MatvecId, ty, cols, items)
                 };
                 for candidate in shape.candidates(gpu.offers()) {
                     let mut tuning = Tuning::default();

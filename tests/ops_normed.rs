@@ -106,10 +106,7 @@ impl NormedProduct {
     /// The shape of a step's product of several tokens, of W's `rows` (a part's, or all).
     fn step_shape(&self, rows: u32) -> MatvecShape {
         let kernel = Kernel::MatvecPairs(wick::gpu::Store::Rows, XNorm::Rms(self.eps.to_bits()));
-        MatvecShape {
-            tokens: 4,
-            ..MatvecShape::of(kernel, self.w.ty, self.w.row_len, rows)
-        }
+        MatvecShape::of(kernel, self.w.ty, self.w.row_len, rows).in_step(self.batch)
     }
 
     /// Has the GPU run each part's product of several tokens in `kernel`.
@@ -176,10 +173,9 @@ fn pairs_on_8bit_x_with_the_norm_on_the_way_in_against_cpu() {
         let (w, deq) = packed(&gpu, ty, rows, cols, 1 << 20, &mut rng);
         let gain: Vec<f32> = rng.vec(d).iter().map(|g| 1.0 + g).collect();
         let kernel = Kernel::MatvecPairs(wick::gpu::Store::Rows, XNorm::Rms(eps.to_bits()));
-        let shapes = [1, 4].map(|tokens| MatvecShape {
-            tokens,
-            ..MatvecShape::of(kernel, ty, cols, rows)
-        });
+        // One token, and the run of 5 below.
+        let one = MatvecShape::of(kernel, ty, cols, rows);
+        let shapes = [one, one.in_step(5)];
         let candidates = shapes[0].candidates(gpu.offers());
         let on_q8 = candidates
             .iter()

@@ -448,7 +448,7 @@ fn a_parallel_steps_shapes_are_tuned_too() {
     }
     // The parallel plan runs the winners.
     let profile = engine
-        .profile(wick::engine::Profiled::Parallel)
+        .profile(wick::engine::Profiled::Parallel(4))
         .block_on()
         .unwrap()
         .unwrap();
@@ -464,4 +464,109 @@ fn a_parallel_steps_shapes_are_tuned_too() {
         .map(|(a, b)| (a - b).abs())
         .fold(0f32, f32::max);
     assert!(diff < 1e-3, "tuned logits differ by {diff}");
+}
+
+/// A step of up to four sequences and one of five to eight take their products' kernels from
+/// winners of their own (`MatvecShape::in_step`: " x4" and " x4 of 8"), each in a plan of its own
+/// (`Parallel::few`): the tuner times both kinds, and given different kernels for them, a step of 3
+/// runs the first and a step of 6 the second, their logits as untuned, up to summation order.
+#[test]
+fn steps_of_few_and_of_many_sequences_run_winners_of_their_own() {
+    let Some(gpu) = gpu() else { return };
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let source = FileSource::open(path).unwrap();
+    let options = LoadOptions {
+        n_ctx: 96,
+        sequences: 6,
+        ..Default::default()
+    };
+    let load = || {
+        Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+            .block_on()
+            .unwrap()
+    };
+    let mut engine = load();
+    let tokens = [1u32, 50, 300, 7, 99, 4];
+    let rows = |engine: &mut Engine, n: usize| -> Vec<f32> {
+        let segments: Vec<wick::gpu::Segment> = (tokens[..n].chunks(1).enumerate())
+            .map(|(s, t)| wick::gpu::Segment::new(s as u32 * 16, 0, t))
+            .collect();
+        let wants = vec![wick::sampler::Want::Logits; n];
+        let steps = engine.step_parallel(&segments, &wants).block_on().unwrap();
+        (steps.into_iter())
+            .flat_map(|s| match s {
+                wick::sampler::SequenceStep::Logits(row) => row,
+                other => panic!("logits were asked for, not {other:?}"),
+            })
+            .collect()
+    };
+    let want = [rows(&mut engine, 3), rows(&mut engine, 6)];
+    let step_shapes = |runs_of: u32| -> Vec<MatvecShape> {
+        (engine.untuned_shapes().into_iter())
+            .filter_map(|s| match s {
+                Tunable::Matvec(m) if m.tokens == 4 && m.runs_of == runs_of => Some(m),
+                _ => None,
+            })
+            .collect()
+    };
+    let (few, many) = (step_shapes(1), step_shapes(8));
+    assert!(
+        !few.is_empty() && few.len() == many.len(),
+        "{few:?} {many:?}"
+    );
+    for (a, b) in few.iter().zip(&many) {
+        assert!(a.key().ends_with(&b.key().replace(" x4 of 8", " x4")));
+        assert_ne!(a.key(), b.key());
+    }
+    // Different kernels for the two kinds: each shape's default, and another of its candidates.
+    let mut tuning = wick::gpu::Tuning::default();
+    let mut names = [Vec::new(), Vec::new()];
+    for (kind, shapes) in [&few, &many].into_iter().enumerate() {
+        for shape in shapes {
+            let offered = shape.candidates(gpu.offers());
+            let other = (offered.iter()).find(|k| **k != offered[0] && shape.fits(k, &gpu.limits));
+            let kernel = if kind == 0 {
+                offered[0]
+            } else {
+                *other.unwrap()
+            };
+            tuning.matvec.insert(shape.key(), kernel);
+            names[kind].push(wick::gpu::PipelineKey::matvec(shape, kernel).name());
+        }
+    }
+    gpu.set_tuning(tuning);
+    let mut engine = load();
+    for (kind, tokens) in [(0, 3), (1, 6)] {
+        let profile = engine
+            .profile(wick::engine::Profiled::Parallel(tokens))
+            .block_on()
+            .unwrap()
+            .unwrap();
+        let ran = |name: &String| profile.kernels.iter().any(|(n, _)| n == name);
+        assert!(names[kind].iter().all(ran), "{tokens}: {profile:?}");
+        assert!(!names[1 - kind]
+            .iter()
+            .any(|n| ran(n) && !names[kind].contains(n)));
+    }
+    for (n, want) in [3, 6].into_iter().zip(&want) {
+        let got = rows(&mut engine, n);
+        let diff = (got.iter().zip(want))
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-3, "a step of {n}: tuned logits differ by {diff}");
+    }
+    // The tuner times both kinds.
+    gpu.set_tuning(wick::gpu::Tuning::default());
+    let mut engine = load();
+    let (_, report) = engine.tune(TuneShapes::New).block_on().unwrap();
+    let tuned: Vec<String> = report
+        .iter()
+        .filter_map(matvec)
+        .map(|(s, _)| s.key())
+        .collect();
+    for shape in few.iter().chain(&many) {
+        assert!(tuned.contains(&shape.key()), "{shape:?}: {tuned:?}");
+    }
+    gpu.set_tuning(wick::gpu::Tuning::default());
 }

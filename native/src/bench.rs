@@ -8,7 +8,7 @@ use pollster::FutureExt as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use wick::engine::{Engine, LoadOptions, Profiled, StepTokens, Totals};
 use wick::gguf::Header;
-use wick::gpu::Rounding;
+use wick::gpu::{Rounding, PAIR_TOKENS, STEP_TOKENS_MAX};
 use wick::sampler::{Pick, Want};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -301,7 +301,11 @@ pub fn main(args: BenchArgs) -> Result<()> {
             print_profile(&mut engine, Profiled::Prefill)?;
         }
         if args.parallel > 1 {
-            print_profile(&mut engine, Profiled::Parallel)?;
+            print_profile(&mut engine, Profiled::Parallel(args.parallel))?;
+        }
+        // A step of up to four runs a plan of its own where the steps may hold more.
+        if args.parallel > PAIR_TOKENS && args.parallel <= STEP_TOKENS_MAX {
+            print_profile(&mut engine, Profiled::Parallel(PAIR_TOKENS))?;
         }
     }
     let adapter = gpu.info.name.clone();
@@ -586,7 +590,7 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
     let run = match plan {
         Profiled::Decode => "a decode step".to_string(),
         Profiled::Prefill => format!("a chunk of {} prompt tokens", engine.stats.chunk_tokens),
-        Profiled::Parallel => format!("a step of {} sequences", engine.sequences()),
+        Profiled::Parallel(tokens) => format!("a step of {tokens} sequences"),
     };
     print_kernels(
         &format!("time of {run} by kernel, each dispatch alone"),

@@ -78,7 +78,7 @@ impl Engine {
     ) -> Result<Pending, Error> {
         assert!(self.steps_ahead(), "a model whose steps go one at a time");
         assert_eq!(at.len(), wants.len(), "a want for each row");
-        let most = self.forward.parallel.as_ref().map_or(0, |p| p.plan.batch) as usize;
+        let most = self.check_tokens() as usize;
         if at.len() > 1 && at.len() > (self.sequences() as usize).min(most) {
             return Err(Error::Model(format!(
                 "{} sequences in one step; the engine was loaded for {}",

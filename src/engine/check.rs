@@ -22,11 +22,12 @@ impl Engine {
     /// Tokens one check may run (`LoadOptions::check_tokens`); 0 where the engine was loaded
     /// without a parallel plan.
     pub fn check_tokens(&self) -> u32 {
-        self.forward.parallel.as_ref().map_or(0, |p| p.plan.batch)
+        self.forward.parallel.as_ref().map_or(0, |p| p.rows())
     }
 
     /// Runs once, on a cache that holds nothing yet, each plan a greedy reply's speculation runs (a
-    /// prompt's chunk, a decode step, a check of two rows), then forgets what they ran. Where a
+    /// prompt's chunk, a decode step, a check of two rows and one of all it may hold, which may run
+    /// a plan of their own: `Parallel::few`), then forgets what they ran. Where a
     /// plan's first run compiles its kernels (a browser's WebGPU over ANGLE: tens of seconds for a
     /// model's plans on a CPU), they compile here, at load, rather than in the first steps and
     /// checks a reply times, whose times would make drafting look dearer than a plain step for
@@ -37,9 +38,13 @@ impl Engine {
         }
         self.feed(&[0, 0]).await?;
         self.step_wanted(&[0], &Want::Choice).await?;
-        if self.check_tokens() >= 2 {
-            self.check(&[0, 0], &[Want::Choice, Want::Choice]).await?;
-            self.keep_checked(2).await?;
+        let most = self.check_tokens() as usize;
+        let mut sizes = vec![2, most];
+        sizes.dedup();
+        for rows in sizes.into_iter().filter(|rows| (2..=most).contains(rows)) {
+            self.check(&vec![0; rows], &vec![Want::Choice; rows])
+                .await?;
+            self.rewind(0);
         }
         self.rewind(0);
         self.gpu.finished().await?;

@@ -39,8 +39,9 @@ pub enum Profiled {
     Decode,
     /// One full chunk of a prompt.
     Prefill,
-    /// A decode step of as many sequences as the engine was loaded for, one token each.
-    Parallel,
+    /// A decode step of this many sequences, one token each (at most as many as the engine was
+    /// loaded for): the plan that runs such a step, over all its rows.
+    Parallel(u32),
 }
 
 impl Engine {
@@ -57,9 +58,11 @@ impl Engine {
                 Some(prefill) => prefill,
                 None => return Ok(None),
             },
-            Profiled::Parallel => match &self.forward.parallel {
-                Some(parallel) => parallel.plan_at(self.pos + parallel.plan.batch - 1),
-                None => return Ok(None),
+            Profiled::Parallel(tokens) => match &self.forward.parallel {
+                Some(parallel) if tokens <= parallel.rows() => {
+                    parallel.plan_for(tokens, self.pos + tokens.max(1) - 1)
+                }
+                _ => return Ok(None),
             },
         };
         // The plan's runs change a recurrent model's states: they are put back after.

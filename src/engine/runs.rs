@@ -94,10 +94,11 @@ impl Engine {
                     .map(|s| (s.pos + s.tokens.len() as u32).saturating_sub(1))
                     .max()
                     .unwrap_or(0);
+                let plan = parallel.plan_for(tokens.len() as u32, last);
                 let row = f.n_logits as u64 * 4;
                 // The rows' choices, then their chances (after as many as the plan has rows).
                 let choices = tokens.len() as u64 * 4;
-                let chances = parallel.plan.batch as u64 * 4;
+                let chances = plan.batch as u64 * 4;
                 let choices = [
                     (&parallel.choices, 0, choices),
                     (&parallel.choices, chances, choices),
@@ -112,10 +113,7 @@ impl Engine {
                         }
                         Read::Greedy | Read::Nothing => None,
                     });
-                (
-                    parallel.plan_at(last),
-                    choices.into_iter().chain(rows).collect(),
-                )
+                (plan, choices.into_iter().chain(rows).collect())
             }
             Run::Decode(read) => {
                 let plan = match ends_prompt {

@@ -115,7 +115,7 @@ impl Engine {
         wants: &[Want],
     ) -> Result<Vec<SequenceStep>, Error> {
         let rows: usize = segments.iter().map(|s| s.tokens.len()).sum();
-        let most = self.forward.parallel.as_ref().map_or(0, |p| p.plan.batch) as usize;
+        let most = self.check_tokens() as usize;
         if segments.len() > self.sequences() as usize || rows > most {
             return Err(Error::Model(format!(
                 "{rows} rows of {} sequences in one step; the engine was loaded for {most} rows of {}",

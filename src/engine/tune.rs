@@ -270,7 +270,7 @@ impl Engine {
         // found no token, at nearly a full layer's cost where workgroups run on a CPU, and lost to
         // the tiles for it.
         let tokens = match timing.shape {
-            Tunable::Matvec(m) => m.tokens.min(plan.batch),
+            Tunable::Matvec(m) => m.timed_tokens().min(plan.batch),
             Tunable::Recurrence(_) | Tunable::Attention(_) => plan.batch,
         };
         match timing.shape {

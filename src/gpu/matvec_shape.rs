@@ -6,7 +6,7 @@
 use super::kernels::{block_parts, has_block_form, has_int8_form};
 use super::matvec_kernel::{MatvecKernel, Offers, Split};
 use super::tiles::{coop_workgroup_bytes, COOP_TILE, ROWS_TILE_WORKGROUP};
-use super::{Activation, Kernel, KvType, Store, XNorm};
+use super::{Activation, Kernel, KvType, Store, XNorm, PAIR_TOKENS, STEP_TOKENS_MAX};
 use crate::gguf::GgmlType;
 
 /// What a matvec dispatch's shape is, for finding its winner.
@@ -23,6 +23,11 @@ pub struct MatvecShape {
     /// for `Kernel::Matmul` and `Kernel::MatmulId`, the tokens of its plan's runs (a prompt's
     /// chunk).
     pub tokens: u32,
+    /// The most tokens of the runs whose winner it names, where more than `tokens` (1 otherwise): a
+    /// step's pair product in a plan of 5 to 8 rows (`STEP_TOKENS_MAX`), whose runs take two layers
+    /// of four-token workgroups, or one of eight (`MatvecKernel::eight_tokens`), and have winners
+    /// apart from those of runs of up to four (`Plan::push_matvec`).
+    pub runs_of: u32,
     /// Matrices of `rows` rows the dispatch computes side by side, a layer of workgroups each: the
     /// experts of `Kernel::MatmulId`; for `Kernel::Matvec`, the groups of rows that read x each of
     /// their own (per-head matrices); for `Kernel::MatvecId`, the chosen experts' slots where each
@@ -39,8 +44,29 @@ impl MatvecShape {
             cols,
             rows,
             tokens: 1,
+            runs_of: 1,
             matrices: 1,
         }
+    }
+
+    /// This shape (a step's pair product, `Kernel::MatvecPairs`) in a plan of `batch` rows (2 to
+    /// `STEP_TOKENS_MAX`): four tokens a layer of workgroups, its winner timed over runs of up to
+    /// four tokens, or where the plan holds more, over its runs of five to eight.
+    pub fn in_step(self, batch: u32) -> MatvecShape {
+        MatvecShape {
+            tokens: PAIR_TOKENS,
+            runs_of: match batch {
+                0..=PAIR_TOKENS => 1,
+                _ => STEP_TOKENS_MAX,
+            },
+            ..self
+        }
+    }
+
+    /// The tokens a run of its plan holds when its kernels are timed (`Engine::tune`): its winner
+    /// serves those.
+    pub fn timed_tokens(&self) -> u32 {
+        self.tokens.max(self.runs_of)
     }
 
     /// The shape of a prompt chunk's product in tiles (`Kernel::Matmul`, `MatmulId`, `MatmulGrouped`)
@@ -73,6 +99,9 @@ impl MatvecShape {
         let mut shape = format!("{} {}x{}", self.ty, self.cols, self.rows);
         if self.tokens > 1 {
             shape += &format!(" x{}", self.tokens);
+        }
+        if self.runs_of > self.tokens {
+            shape += &format!(" of {}", self.runs_of);
         }
         match self.kernel {
             Kernel::MatvecPairs(store, XNorm::None) => shape + " " + store_name(store),

@@ -25,7 +25,8 @@ pub use matvec_kernel::{default_threads_per_row, MatvecKernel, Offers, Split};
 pub use matvec_shape::{Adapter, MatvecShape};
 pub use pipelines::{PipelineKey, Pipelines};
 pub use plan::{
-    grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena, STEP_TOKENS_MAX,
+    grid, Dispatch, Groups, Plan, Segment, StepInput, Turns, UniformArena, PAIR_TOKENS,
+    STEP_TOKENS_MAX,
 };
 pub use recurrence::{Recurrence, RecurrenceShape};
 pub use regroup::Regroup;

@@ -225,6 +225,11 @@ struct Pending {
 /// 5-6.5x tiled. Its attention takes a token a workgroup: its sequences lie apart in the cache.
 pub const STEP_TOKENS_MAX: u32 = 8;
 
+/// The tokens a step's pair product takes to a layer of workgroups (a kernel of eight tokens a layer
+/// aside). A step of up to this many and a step of more run its products in kernels tuned apart
+/// (`MatvecShape::in_step`), each in a plan of its own (`Parallel::few`).
+pub const PAIR_TOKENS: u32 = 4;
+
 /// The dispatches of one run, in order.
 pub struct Plan {
     /// The run's inputs, bound by the kernels that need the position or the tokens.
@@ -285,9 +290,9 @@ impl Plan {
     /// kernel shape the plan's tuning gives it, for each token of the run.
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
         // A step of several tokens (`is_step`: `ops::matvec` sends those here) takes them four to a
-        // layer of workgroups.
+        // layer of workgroups, with winners for plans of up to four rows and others for more.
         let shape = match self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(..)) {
-            true => MatvecShape { tokens: 4, ..shape },
+            true => shape.in_step(self.batch),
             false => shape,
         };
         let tunable = Tunable::Matvec(shape);

@@ -4,7 +4,7 @@
 //! context whose attention splits over the keys (`split_scratch`, `split_step_plan`).
 
 use super::per_layer_embd;
-use crate::gpu::{scratch_buffer, Gpu, Plan, StepInput, STEP_TOKENS_MAX};
+use crate::gpu::{scratch_buffer, Gpu, Plan, StepInput, PAIR_TOKENS, STEP_TOKENS_MAX};
 use crate::ops::allowed::Allowed;
 use crate::Error;
 
@@ -75,16 +75,12 @@ impl Forward {
         let long = self.decode_long.as_ref().map(|(_, plan)| plan);
         let score = self.score.as_ref().map(|s| &s.plan);
         let hidden = self.hidden.as_ref().map(|h| &h.plan);
-        let parallel = self.parallel.as_ref().map(|p| &p.plan);
-        let parallel_long = (self.parallel.as_ref()).and_then(|p| p.long.as_ref().map(|l| &l.1));
+        let parallel = self.parallel.iter().flat_map(Parallel::plans);
         let optional = [long, self.prefill.as_ref(), self.prompt_head.as_ref()];
         std::iter::once(&self.decode)
             .chain(optional.into_iter().flatten())
-            .chain(
-                [score, hidden, parallel, parallel_long]
-                    .into_iter()
-                    .flatten(),
-            )
+            .chain([score, hidden].into_iter().flatten())
+            .chain(parallel)
     }
 
     /// Every plan, for giving them all new kernel shapes (`Plan::retune`).
@@ -92,18 +88,12 @@ impl Forward {
         let long = self.decode_long.as_mut().map(|(_, plan)| plan);
         let score = self.score.as_mut().map(|s| &mut s.plan);
         let hidden = self.hidden.as_mut().map(|h| &mut h.plan);
-        let (parallel, parallel_long) = match self.parallel.as_mut() {
-            Some(p) => (Some(&mut p.plan), p.long.as_mut().map(|l| &mut l.1)),
-            None => (None, None),
-        };
+        let parallel = self.parallel.iter_mut().flat_map(Parallel::plans_mut);
         let optional = [long, self.prefill.as_mut(), self.prompt_head.as_mut()];
         std::iter::once(&mut self.decode)
             .chain(optional.into_iter().flatten())
-            .chain(
-                [score, hidden, parallel, parallel_long]
-                    .into_iter()
-                    .flatten(),
-            )
+            .chain([score, hidden].into_iter().flatten())
+            .chain(parallel)
     }
 }
 
@@ -116,21 +106,52 @@ pub struct Score {
 
 /// A decode step of several sequences (`Forward::parallel`).
 pub struct Parallel {
+    /// The plans of steps of up to `rows()` tokens.
+    pub all: StepPlans,
+    /// As `all`, for steps of up to `PAIR_TOKENS` where `all` holds more (5 to `STEP_TOKENS_MAX`):
+    /// their products take the kernels tuned for so few tokens (`MatvecShape::in_step`), a small
+    /// check's or step's, where `all`'s are tuned for its runs of five or more.
+    pub few: Option<StepPlans>,
+    /// (rows, n_logits) f32: each token's logits.
+    pub logits: wgpu::Buffer,
+    /// (rows) u32, then (rows) f32: the index of each row's largest logit (a greedy request's
+    /// choice), then its chance; the chances after as many words as the plan run has rows.
+    pub choices: wgpu::Buffer,
+}
+
+/// A parallel step's plan, and its form deep into a context.
+pub struct StepPlans {
     pub plan: Plan,
     /// As `plan`, for steps whose last token is at the first number's position or later: each
     /// token's attention split over its keys, as `Forward::decode_long`'s. None where the context
     /// never gets that long, or where the rows are more than a step's (`STEP_TOKENS_MAX`).
     pub long: Option<(u32, Plan)>,
-    /// (plan.batch, n_logits) f32: each token's logits.
-    pub logits: wgpu::Buffer,
-    /// (plan.batch) u32: the index of each row's largest logit, a greedy request's choice.
-    pub choices: wgpu::Buffer,
 }
 
 impl Parallel {
-    /// The plan of a step whose last token is at `last`: `long` from its position on.
-    pub fn plan_at(&self, last: u32) -> &Plan {
-        deep_or(&self.plan, &self.long, last)
+    /// The most tokens a step runs.
+    pub fn rows(&self) -> u32 {
+        self.all.plan.batch
+    }
+
+    /// The plan of a step of `tokens` whose last token is at `last`: `few`'s where it holds them,
+    /// the long form from its position on.
+    pub fn plan_for(&self, tokens: u32, last: u32) -> &Plan {
+        let plans = match &self.few {
+            Some(few) if tokens <= few.plan.batch => few,
+            _ => &self.all,
+        };
+        deep_or(&plans.plan, &plans.long, last)
+    }
+
+    fn plans(&self) -> impl Iterator<Item = &Plan> {
+        let sets = std::iter::once(&self.all).chain(&self.few);
+        sets.flat_map(|p| std::iter::once(&p.plan).chain(p.long.as_ref().map(|l| &l.1)))
+    }
+
+    fn plans_mut(&mut self) -> impl Iterator<Item = &mut Plan> {
+        let sets = std::iter::once(&mut self.all).chain(&mut self.few);
+        sets.flat_map(|p| std::iter::once(&mut p.plan).chain(p.long.as_mut().map(|l| &mut l.1)))
     }
 }
 
@@ -297,20 +318,28 @@ pub async fn prompt_plans(
             let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
             let bytes = crate::ops::argmax::choice_bytes(rows);
             let choices = scratch_buffer(gpu, "choice of each sequence", bytes).await?;
-            let parallel_plan = |parts: Option<&wgpu::Buffer>| {
-                let mut plan = Plan::new(gpu, step, rows);
-                push_layers(&mut plan, parts);
-                push_logits(&mut plan, &logits);
-                crate::ops::argmax::push(&mut plan, &logits, &choices, n_logits, &allowed);
-                plan
-            };
-            let mut plan = parallel_plan(None);
-            plan.finish(gpu).await?;
             let parts = split_parts.filter(|_| split_rows(gpu, runs) == rows);
-            let long = split_step_plan(gpu, parts, |parts| parallel_plan(Some(parts))).await?;
+            let step_plans = async |rows: u32| -> Result<StepPlans, Error> {
+                let parallel_plan = |parts: Option<&wgpu::Buffer>| {
+                    let mut plan = Plan::new(gpu, step, rows);
+                    push_layers(&mut plan, parts);
+                    push_logits(&mut plan, &logits);
+                    crate::ops::argmax::push(&mut plan, &logits, &choices, n_logits, &allowed);
+                    plan
+                };
+                let mut plan = parallel_plan(None);
+                plan.finish(gpu).await?;
+                let long = split_step_plan(gpu, parts, |parts| parallel_plan(Some(parts))).await?;
+                Ok(StepPlans { plan, long })
+            };
+            let all = step_plans(rows).await?;
+            let few = match rows {
+                5..=STEP_TOKENS_MAX => Some(step_plans(PAIR_TOKENS).await?),
+                _ => None,
+            };
             Some(Parallel {
-                plan,
-                long,
+                all,
+                few,
                 logits,
                 choices,
             })
