@@ -402,32 +402,8 @@ fn winners_of_an_older_candidate_set_are_timed_again() {
 #[test]
 fn a_parallel_steps_shapes_are_tuned_too() {
     let Some(gpu) = gpu() else { return };
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let source = FileSource::open(path).unwrap();
-    let options = LoadOptions {
-        n_ctx: 64,
-        sequences: 4,
-        ..Default::default()
-    };
-    let mut engine = Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
-        .block_on()
-        .unwrap();
-    let segments: Vec<wick::gpu::Segment> = [[1u32], [50], [300], [7]]
-        .iter()
-        .enumerate()
-        .map(|(s, t)| wick::gpu::Segment::new(s as u32 * 16, 0, t))
-        .collect();
-    let wants = vec![wick::sampler::Want::Logits; 4];
-    let rows = |engine: &mut Engine| -> Vec<f32> {
-        let steps = engine.step_parallel(&segments, &wants).block_on().unwrap();
-        (steps.into_iter())
-            .flat_map(|s| match s {
-                wick::sampler::SequenceStep::Logits(row) => row,
-                other => panic!("logits were asked for, not {other:?}"),
-            })
-            .collect()
-    };
+    let mut engine = load_sequences(&gpu, 4);
+    let rows = |engine: &mut Engine| parallel_logits(engine, &[1, 50, 300, 7]);
     let want = rows(&mut engine);
     let untuned = engine.untuned_shapes();
     assert!(
@@ -473,34 +449,10 @@ fn a_parallel_steps_shapes_are_tuned_too() {
 #[test]
 fn steps_of_few_and_of_many_sequences_run_winners_of_their_own() {
     let Some(gpu) = gpu() else { return };
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
-    let source = FileSource::open(path).unwrap();
-    let options = LoadOptions {
-        n_ctx: 96,
-        sequences: 6,
-        ..Default::default()
-    };
-    let load = || {
-        Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
-            .block_on()
-            .unwrap()
-    };
+    let load = || load_sequences(&gpu, 6);
     let mut engine = load();
     let tokens = [1u32, 50, 300, 7, 99, 4];
-    let rows = |engine: &mut Engine, n: usize| -> Vec<f32> {
-        let segments: Vec<wick::gpu::Segment> = (tokens[..n].chunks(1).enumerate())
-            .map(|(s, t)| wick::gpu::Segment::new(s as u32 * 16, 0, t))
-            .collect();
-        let wants = vec![wick::sampler::Want::Logits; n];
-        let steps = engine.step_parallel(&segments, &wants).block_on().unwrap();
-        (steps.into_iter())
-            .flat_map(|s| match s {
-                wick::sampler::SequenceStep::Logits(row) => row,
-                other => panic!("logits were asked for, not {other:?}"),
-            })
-            .collect()
-    };
+    let rows = |engine: &mut Engine, n: usize| parallel_logits(engine, &tokens[..n]);
     let want = [rows(&mut engine, 3), rows(&mut engine, 6)];
     let step_shapes = |runs_of: u32| -> Vec<MatvecShape> {
         (engine.untuned_shapes().into_iter())
@@ -569,4 +521,34 @@ fn steps_of_few_and_of_many_sequences_run_winners_of_their_own() {
         assert!(tuned.contains(&shape.key()), "{shape:?}: {tuned:?}");
     }
     gpu.set_tuning(wick::gpu::Tuning::default());
+}
+
+/// The tiny random-weight llama with a parallel plan of `sequences` rows, 16 positions each.
+fn load_sequences(gpu: &Arc<Gpu>, sequences: u32) -> Engine {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/random-llama-chat.gguf");
+    let source = FileSource::open(path).unwrap();
+    let options = LoadOptions {
+        n_ctx: 16 * sequences,
+        sequences,
+        ..Default::default()
+    };
+    Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+        .block_on()
+        .unwrap()
+}
+
+/// The logits of one parallel step of `tokens`, each the first token of its own sequence.
+fn parallel_logits(engine: &mut Engine, tokens: &[u32]) -> Vec<f32> {
+    let segments: Vec<wick::gpu::Segment> = (tokens.chunks(1).enumerate())
+        .map(|(s, t)| wick::gpu::Segment::new(s as u32 * 16, 0, t))
+        .collect();
+    let wants = vec![wick::sampler::Want::Logits; tokens.len()];
+    let steps = engine.step_parallel(&segments, &wants).block_on().unwrap();
+    (steps.into_iter())
+        .flat_map(|s| match s {
+            wick::sampler::SequenceStep::Logits(row) => row,
+            other => panic!("logits were asked for, not {other:?}"),
+        })
+        .collect()
 }

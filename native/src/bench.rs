@@ -73,7 +73,7 @@ pub struct BenchArgs {
     #[arg(long = "cache-type", value_enum)]
     cache_type: Option<crate::CacheType>,
     /// With --profile, also time a decode step of this many sequences at once (`wick serve
-    /// --parallel`'s step), kernel by kernel
+    /// --parallel`'s step), kernel by kernel; for 5 to 8, a step of 4 too (its own plan)
     #[arg(long = "parallel", default_value_t = 1)]
     parallel: u32,
     /// Norm each product's input in the product's own kernel (on: one dispatch less for each norm)
