@@ -8,7 +8,7 @@ use pollster::FutureExt as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use wick::engine::{Engine, LoadOptions, Profiled, StepTokens, Totals};
 use wick::gguf::Header;
-use wick::gpu::{Rounding, PAIR_TOKENS, STEP_TOKENS_MAX};
+use wick::gpu::Rounding;
 use wick::sampler::{Pick, Want};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -300,12 +300,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
         if args.n_prompt > 0 {
             print_profile(&mut engine, Profiled::Prefill)?;
         }
-        if args.parallel > 1 {
-            print_profile(&mut engine, Profiled::Parallel(args.parallel))?;
-        }
-        // A step of up to four runs a plan of its own where the steps may hold more.
-        if args.parallel > PAIR_TOKENS && args.parallel <= STEP_TOKENS_MAX {
-            print_profile(&mut engine, Profiled::Parallel(PAIR_TOKENS))?;
+        // Each plan a step of several sequences may run, the one of all of them first.
+        for rows in engine.step_plan_rows().into_iter().rev() {
+            print_profile(&mut engine, Profiled::Parallel(rows))?;
         }
     }
     let adapter = gpu.info.name.clone();

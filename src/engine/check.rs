@@ -25,9 +25,17 @@ impl Engine {
         self.forward.parallel.as_ref().map_or(0, |p| p.rows())
     }
 
+    /// The rows of each plan a check or a parallel step may run, fewest first (a plan of four rows
+    /// beside one of 5 to 8: `Parallel::few`); none without a parallel plan.
+    pub fn step_plan_rows(&self) -> Vec<u32> {
+        (self.forward.parallel.iter())
+            .flat_map(|p| p.plan_rows())
+            .collect()
+    }
+
     /// Runs once, on a cache that holds nothing yet, each plan a greedy reply's speculation runs (a
-    /// prompt's chunk, a decode step, a check of two rows and one of all it may hold, which may run
-    /// a plan of their own: `Parallel::few`), then forgets what they ran. Where a
+    /// prompt's chunk, a decode step, a check in each parallel plan: `step_plan_rows`), then
+    /// forgets what they ran. Where a
     /// plan's first run compiles its kernels (a browser's WebGPU over ANGLE: tens of seconds for a
     /// model's plans on a CPU), they compile here, at load, rather than in the first steps and
     /// checks a reply times, whose times would make drafting look dearer than a plain step for
@@ -38,15 +46,13 @@ impl Engine {
         }
         self.feed(&[0, 0]).await?;
         self.step_wanted(&[0], &Want::Choice).await?;
-        let most = self.check_tokens() as usize;
-        let mut sizes = vec![2, most];
-        sizes.dedup();
-        for rows in sizes.into_iter().filter(|rows| (2..=most).contains(rows)) {
+        self.rewind(0);
+        for rows in self.step_plan_rows() {
+            let rows = rows as usize;
             self.check(&vec![0; rows], &vec![Want::Choice; rows])
                 .await?;
             self.rewind(0);
         }
-        self.rewind(0);
         self.gpu.finished().await?;
         Ok(())
     }

@@ -144,6 +144,12 @@ impl Parallel {
         deep_or(&plans.plan, &plans.long, last)
     }
 
+    /// The rows of each plan of a step (without their long forms), `few`'s first: one run of
+    /// each runs every kernel a step may.
+    pub fn plan_rows(&self) -> impl Iterator<Item = u32> + '_ {
+        (self.few.iter()).chain([&self.all]).map(|p| p.plan.batch)
+    }
+
     fn plans(&self) -> impl Iterator<Item = &Plan> {
         let sets = std::iter::once(&self.all).chain(&self.few);
         sets.flat_map(|p| std::iter::once(&p.plan).chain(p.long.as_ref().map(|l| &l.1)))
@@ -334,7 +340,9 @@ pub async fn prompt_plans(
             };
             let all = step_plans(rows).await?;
             let few = match rows {
-                5..=STEP_TOKENS_MAX => Some(step_plans(PAIR_TOKENS).await?),
+                rows if rows > PAIR_TOKENS && rows <= STEP_TOKENS_MAX => {
+                    Some(step_plans(PAIR_TOKENS).await?)
+                }
                 _ => None,
             };
             Some(Parallel {
