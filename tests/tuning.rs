@@ -118,6 +118,45 @@ fn tuning_keeps_the_numbers() {
     assert!(diff < 1e-3, "tuned logits differ by {diff}");
 }
 
+/// A device that will not build the kernels that use subgroups, though the engine is told it has
+/// them (as a page says when its device was not granted them, or a driver that cannot compile
+/// them): the tuner offers none of them and tunes on, and the numbers stay.
+#[test]
+fn subgroup_kernels_the_device_will_not_build_are_left_out() {
+    let Some(told) = gpu() else { return };
+    let Some(lanes) = told.subgroup_size else {
+        eprintln!("skipped: this adapter has no subgroups to leave out");
+        return;
+    };
+    drop(told);
+    let mut gpu = Gpu::without_features(wgpu::Features::SUBGROUP)
+        .block_on()
+        .unwrap();
+    Arc::get_mut(&mut gpu)
+        .expect("a GPU of its own")
+        .subgroup_size = Some(lanes);
+    let prompt = [1u32, 50, 300, 7, 99, 12, 400, 3];
+    let mut engine = load_batched(&gpu, "random-llama-chat.gguf", 64);
+    let want = engine.prefill(&prompt).block_on().unwrap();
+    let (tuning, report) = engine.tune(TuneShapes::New).block_on().unwrap();
+    assert!(!report.is_empty());
+    for t in &report {
+        let lanes = match t.after.0 {
+            Choice::Matvec(k) => k.subgroup_sum,
+            Choice::Attention(form) => form.lanes().is_some(),
+            Choice::Recurrence(_) => false,
+        };
+        assert!(!lanes, "a winner on subgroups the device lacks: {t:?}");
+    }
+    gpu.set_tuning(tuning);
+    let mut tuned = load_batched(&gpu, "random-llama-chat.gguf", 64);
+    let got = tuned.prefill(&prompt).block_on().unwrap();
+    let diff = (got.iter().zip(&want))
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(diff < 1e-3, "tuned logits differ by {diff}");
+}
+
 /// Tuning a candidate at a time between decode steps, as the browser's worker does when idle, leaves
 /// the conversation as it was: the tokens after it get the logits an untuned engine gives them (up to
 /// summation order), and each shape's winner is in use from its last candidate on.

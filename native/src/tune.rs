@@ -2,7 +2,7 @@
 //! keeps the winners in the tuning file (tuning_file.rs), or forgets the adapter's.
 
 use crate::load;
-use crate::tuning_file::{read_all, tuning_path, write_all};
+use crate::tuning_file::{read_all, report_refused, tuning_path, write_all};
 use anyhow::{Context, Result};
 use clap::Args;
 use pollster::FutureExt as _;
@@ -57,6 +57,7 @@ pub fn main(args: TuneArgs) -> Result<()> {
             t.after.1.as_secs_f64() * 1e6
         );
     }
+    report_refused(&report);
     all.insert(adapter.clone(), tuning);
     write_all(&path, &all)?;
     eprintln!(

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use wick::engine::{Engine, TuneShapes};
+use wick::engine::{Engine, TuneShapes, Tuned};
 use wick::gpu::{Gpu, Tuning};
 
 /// Times the engine's shapes that have no winner on this adapter yet and keeps the winners in
@@ -42,6 +42,7 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
         ));
     }
     bar.finish_and_clear();
+    report_refused(tuner.tuned());
     let tuning = (*engine.gpu.tuning()).clone();
     let adapter = engine.gpu.tuning_key();
     // Read again: another command may have kept shapes of its own since this one started. Winners
@@ -61,6 +62,23 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
         path.display()
     );
     Ok(())
+}
+
+/// Says which candidate kernels the device would not build (the tuner left them out): a driver
+/// that refuses kernels its limits allow is worth knowing of, though tuning went on.
+pub fn report_refused(tuned: &[Tuned]) {
+    let refused: Vec<_> = (tuned.iter())
+        .flat_map(|t| t.refused.iter().map(move |(choice, why)| (t, choice, why)))
+        .collect();
+    let Some((first, choice, why)) = refused.first() else {
+        return;
+    };
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    eprintln!(
+        "wick: this adapter would not build {} candidate kernels, left out of tuning (the first: {choice} for {}: {why})",
+        refused.len(),
+        first.shape.key()
+    );
 }
 
 /// Where tuning is kept: $WICK_TUNING (a path, or "off"), else $XDG_CACHE_HOME/wick/tuning.json, else

@@ -14,7 +14,7 @@
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
 use crate::gpu::{AttentionForm, AttentionShape, Choice, Kernel, MatvecKernel, MatvecShape};
-use crate::gpu::{Offers, Split, Tunable, Tuning};
+use crate::gpu::{GpuError, Offers, Split, Tunable, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
@@ -39,12 +39,14 @@ pub enum TuneShapes {
     New,
 }
 
-/// One shape's tuning: its kernel and the time of one dispatch, as it was and as it is best.
+/// One shape's tuning: its kernel and the time of one dispatch, as it was and as it is best; and the
+/// candidates the device would not build, with why.
 #[derive(Clone, Debug)]
 pub struct Tuned {
     pub shape: Tunable,
     pub before: (Choice, Duration),
     pub after: (Choice, Duration),
+    pub refused: Vec<(Choice, String)>,
 }
 
 /// A plan's products by what they multiply: a prompt's chunk (tiles, `Kernel::Matmul`) or a step's
@@ -80,6 +82,7 @@ struct Timing {
     shape: Tunable,
     left: Vec<Choice>,
     times: Vec<(Choice, Duration)>,
+    refused: Vec<(Choice, String)>,
 }
 
 /// A matvec shape's finalists (the kernel shape it had last) and each one's time in the plan, a
@@ -253,6 +256,7 @@ impl Engine {
                 shape,
                 left,
                 times: Vec::new(),
+                refused: Vec::new(),
             });
         }
         let timing = tuner.current.as_mut().expect("a shape being timed");
@@ -272,6 +276,23 @@ impl Engine {
         let tokens = match timing.shape {
             Tunable::Matvec(m) => m.timed_tokens().min(plan.batch),
             Tunable::Recurrence(_) | Tunable::Attention(_) => plan.batch,
+        };
+        // A candidate the device will not build (its limits as reported let it through, and the
+        // driver said no: a kernel it cannot compile, workgroup memory it does not have) is left
+        // out of this shape's race, not the end of the tuning: the plans' own kernels were built
+        // when they were made.
+        let built = (self.gpu)
+            .checked("a candidate kernel", || {
+                plan.reshaped(&self.gpu, d, (candidate, tokens))
+            })
+            .await;
+        let (pipeline, bind_group, workgroups) = match built {
+            Ok(built) => built,
+            Err(GpuError::Validation(why)) => {
+                timing.refused.push((candidate, why));
+                return Ok(self.timed(tuner));
+            }
+            Err(e) => return Err(e.into()),
         };
         match timing.shape {
             Tunable::Matvec(_) => self.write_scratch_step(tokens),
@@ -304,7 +325,6 @@ impl Engine {
             );
             self.gpu.queue.submit([enc.finish()]);
         }
-        let (pipeline, bind_group, workgroups) = plan.reshaped(&self.gpu, d, (candidate, tokens));
         // A candidate whose first dispatch takes twice the best mean so far has lost: its time is
         // not worth refining (the candidates of a 32-weight type that do on lavapipe cost 5 s a model).
         let best = timing.times.iter().map(|&(_, t)| t).min();
@@ -319,7 +339,14 @@ impl Engine {
         let time = time.await?;
         self.restore_states(&held);
         timing.times.push((candidate, time));
+        Ok(self.timed(tuner))
+    }
+
+    /// Counts the candidate just timed (or refused); where it was its shape's last, the shape's
+    /// winner goes in. Returns whether candidates are left.
+    fn timed(&mut self, tuner: &mut Tuner) -> bool {
         tuner.timed += 1;
+        let timing = tuner.current.as_ref().expect("a shape being timed");
         if timing.left.is_empty() {
             let timing = tuner.current.take().expect("a shape being timed");
             // A matmul's plan is a prompt's chunk: timing it whole, four times over, costs more
@@ -334,7 +361,7 @@ impl Engine {
             }
             tuner.done.push(self.keep_winner(timing));
         }
-        Ok(!tuner.finished())
+        !tuner.finished()
     }
 
     /// Times each shape's next finalist in a whole run of the first plan that holds it (as
@@ -418,11 +445,19 @@ impl Engine {
     }
 
     /// Makes a timed shape's fastest candidate the one the GPU and this engine's plans use.
+    /// Where the device refused every candidate, the kernel the plans built keeps the shape (timed
+    /// at nothing: it was not raced).
     fn keep_winner(&mut self, timing: Timing) -> Tuned {
-        let Timing { shape, times, .. } = timing;
+        let Timing {
+            shape,
+            times,
+            refused,
+            ..
+        } = timing;
         let mut tuning: Tuning = (*self.gpu.tuning()).clone();
         let current = tuning.choice(&shape, self.gpu.adapter());
-        let (best, best_time) = *times.iter().min_by_key(|(_, t)| *t).expect("candidates");
+        let fastest = times.iter().min_by_key(|(_, t)| *t);
+        let (best, best_time) = *fastest.unwrap_or(&(current, Duration::ZERO));
         let before = times.iter().find(|(c, _)| *c == current).map(|&(_, t)| t);
         tuning.insert(&shape, best);
         self.gpu.set_tuning(tuning.clone());
@@ -431,6 +466,7 @@ impl Engine {
             shape,
             before: (current, before.unwrap_or(best_time)),
             after: (best, best_time),
+            refused,
         }
     }
 

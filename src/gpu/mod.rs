@@ -170,7 +170,7 @@ impl Gpu {
     /// subgroups where `subgroups` says so: wgpu's web backend neither asks for them nor reports
     /// them, so the page does both (js/worker.js).
     pub async fn in_browser(subgroups: bool) -> Result<Arc<Gpu>, GpuError> {
-        Gpu::open(|limits| limits, subgroups).await
+        Gpu::open(|limits| limits, subgroups, wgpu::Features::empty()).await
     }
 
     /// Opens the best adapter with the limits `choose` makes of the largest it offers (lower ones stand
@@ -178,14 +178,21 @@ impl Gpu {
     pub async fn with_limits(
         choose: impl FnOnce(wgpu::Limits) -> wgpu::Limits,
     ) -> Result<Arc<Gpu>, GpuError> {
-        Gpu::open(choose, false).await
+        Gpu::open(choose, false, wgpu::Features::empty()).await
+    }
+
+    /// Opens the best adapter with the largest limits it offers, its device without `features`
+    /// where the adapter has them (a feature its driver gets wrong; tests of the paths without it).
+    pub async fn without_features(features: wgpu::Features) -> Result<Arc<Gpu>, GpuError> {
+        Gpu::open(|limits| limits, false, features).await
     }
 
     /// `with_limits`, in a browser whose page had the device granted subgroups where
-    /// `browser_subgroups` says so.
+    /// `browser_subgroups` says so, the device without `without` of the adapter's features.
     async fn open(
         choose: impl FnOnce(wgpu::Limits) -> wgpu::Limits,
         browser_subgroups: bool,
+        without: wgpu::Features,
     ) -> Result<Arc<Gpu>, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
@@ -206,14 +213,16 @@ impl Gpu {
         // tuning); timestamps only around a pass (WebGPU's) would not.
         let timestamps =
             wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
-        let mut features = adapter.features() & wgpu::Features::SUBGROUP;
-        if adapter.features().contains(timestamps) {
+        let offered = adapter.features() - without;
+        let mut features = offered & wgpu::Features::SUBGROUP;
+        if offered.contains(timestamps) {
             features |= timestamps;
         }
         let has_subgroups = features.contains(wgpu::Features::SUBGROUP) || browser_subgroups;
         let subgroup_size =
             Some(info.subgroup_min_size).filter(|&lanes| has_subgroups && lanes > 0);
-        let matrix_cores = MatrixCores::of(&adapter, &info, &limits);
+        let matrix_cores = MatrixCores::of(&adapter, &info, &limits)
+            .filter(|_| offered.contains(MATRIX_CORE_FEATURES));
         let experimental = match matrix_cores {
             Some(_) => {
                 features |= MATRIX_CORE_FEATURES;
@@ -496,14 +505,21 @@ impl Gpu {
         }
     }
 
-    /// Runs `f` and turns any validation or out-of-memory error it raised into a `GpuError`.
+    /// Runs `f` and turns any validation, internal (a driver that fails to compile a kernel) or
+    /// out-of-memory error it raised into a `GpuError`.
     pub async fn checked<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let value = f();
         let validation = validation.pop();
+        let internal = internal.pop();
         let oom = oom.pop();
-        if let Some(e) = validation.await {
+        let refused = match validation.await {
+            Some(e) => Some(e),
+            None => internal.await,
+        };
+        if let Some(e) = refused {
             drop(oom.await);
             return Err(GpuError::Validation(format!("{what}: {e}")));
         }
