@@ -14,7 +14,7 @@
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::Engine;
 use crate::gpu::{AttentionForm, AttentionShape, Choice, Kernel, MatvecKernel, MatvecShape};
-use crate::gpu::{GpuError, Offers, Split, Tunable, Tuning};
+use crate::gpu::{GpuError, Offers, Plan, Split, Tunable, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::Duration;
@@ -250,23 +250,44 @@ impl Engine {
                 }
                 return Ok(!tuner.finished());
             };
-            let mut left = self.candidates(&shape, tuner.offers);
+            let candidates = self.candidates(&shape, tuner.offers);
+            // Where several threads build kernels, its candidates are built at once: on a GPU,
+            // building a kernel costs more than timing it. (In the browser each is built as it
+            // is timed: the worker answers requests between tuning steps, which stay short.) One
+            // the device will not build (its limits as reported let it through, and the driver
+            // said no) is left out of the shape's race, not the end of the tuning: the plans' own
+            // kernels were built when they were made.
+            let (plan, _) = self.plan_holding(shape);
+            let keys: Vec<_> = (candidates.iter())
+                .map(|&c| plan.key_of(&shape, c))
+                .collect();
+            let refused_keys = match self.gpu.building_threads() {
+                1 => Vec::new(),
+                _ => self.gpu.build_pipelines(&keys).await,
+            };
+            let mut left = Vec::new();
+            let mut refused = Vec::new();
+            for (candidate, key) in candidates.into_iter().zip(keys) {
+                match refused_keys.iter().find(|(k, _)| *k == key) {
+                    Some((_, why)) => refused.push((candidate, why.to_string())),
+                    None => left.push(candidate),
+                }
+            }
             left.reverse();
+            tuner.timed += refused.len();
             tuner.current = Some(Timing {
                 shape,
                 left,
                 times: Vec::new(),
-                refused: Vec::new(),
+                refused,
             });
+            if self.end_of_candidate(tuner) {
+                return Ok(!tuner.finished());
+            }
         }
         let timing = tuner.current.as_mut().expect("a shape being timed");
         let candidate = timing.left.pop().expect("a shape with candidates left");
-        let (plan, at) = (self.plans())
-            .find_map(|plan| {
-                let at = (plan.dispatches.iter()).position(|d| d.tunable == Some(timing.shape));
-                at.map(|at| (plan, at))
-            })
-            .expect("a shape of a plan");
+        let (plan, at) = self.plan_holding(timing.shape);
         let d = &plan.dispatches[at];
         // A product is timed over the tokens its shape names (a step's pair product of several
         // tokens: the four a layer of workgroups takes), its workgroups counted for them: counted
@@ -277,20 +298,25 @@ impl Engine {
             Tunable::Matvec(m) => m.timed_tokens().min(plan.batch),
             Tunable::Recurrence(_) | Tunable::Attention(_) => plan.batch,
         };
-        // A candidate the device will not build (its limits as reported let it through, and the
-        // driver said no: a kernel it cannot compile, workgroup memory it does not have) is left
-        // out of this shape's race, not the end of the tuning: the plans' own kernels were built
-        // when they were made.
-        let built = (self.gpu)
-            .checked("a candidate kernel", || {
-                plan.reshaped(&self.gpu, d, (candidate, tokens))
-            })
-            .await;
+        let key = plan.key_of(&timing.shape, candidate);
+        let refused = self.gpu.build_pipelines(&[key]).await.pop();
+        let built = match refused {
+            Some((_, why)) => Err(why),
+            None => {
+                (self.gpu)
+                    .checked("binding a candidate kernel", || {
+                        plan.reshaped(&self.gpu, d, (candidate, tokens))
+                    })
+                    .await
+            }
+        };
         let (pipeline, bind_group, workgroups) = match built {
             Ok(built) => built,
-            Err(GpuError::Validation(why)) => {
-                timing.refused.push((candidate, why));
-                return Ok(self.timed(tuner));
+            Err(refused @ GpuError::Validation(_)) => {
+                timing.refused.push((candidate, refused.to_string()));
+                tuner.timed += 1;
+                self.end_of_candidate(tuner);
+                return Ok(!tuner.finished());
             }
             Err(e) => return Err(e.into()),
         };
@@ -339,15 +365,27 @@ impl Engine {
         let time = time.await?;
         self.restore_states(&held);
         timing.times.push((candidate, time));
-        Ok(self.timed(tuner))
+        tuner.timed += 1;
+        self.end_of_candidate(tuner);
+        Ok(!tuner.finished())
     }
 
-    /// Counts the candidate just timed (or refused); where it was its shape's last, the shape's
-    /// winner goes in. Returns whether candidates are left.
-    fn timed(&mut self, tuner: &mut Tuner) -> bool {
-        tuner.timed += 1;
+    /// The plan that holds a tunable shape first, and the place of its first dispatch there.
+    fn plan_holding(&self, shape: Tunable) -> (&Plan, usize) {
+        (self.plans())
+            .find_map(|plan| {
+                let at = (plan.dispatches.iter()).position(|d| d.tunable == Some(shape));
+                at.map(|at| (plan, at))
+            })
+            .expect("a shape of a plan")
+    }
+
+    /// Where the shape being timed has no candidate left, its winner goes in: returns whether it
+    /// had none left.
+    fn end_of_candidate(&mut self, tuner: &mut Tuner) -> bool {
         let timing = tuner.current.as_ref().expect("a shape being timed");
-        if timing.left.is_empty() {
+        let last = timing.left.is_empty();
+        if last {
             let timing = tuner.current.take().expect("a shape being timed");
             // A matmul's plan is a prompt's chunk: timing it whole, four times over, costs more
             // than a CPU-backed adapter's tuning should (seconds a round for a 1.5B model).
@@ -361,7 +399,7 @@ impl Engine {
             }
             tuner.done.push(self.keep_winner(timing));
         }
-        !tuner.finished()
+        last
     }
 
     /// Times each shape's next finalist in a whole run of the first plan that holds it (as

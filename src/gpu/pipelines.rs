@@ -6,6 +6,7 @@ use super::kernels::{dequant_source, q8_source, wgsl, Kernel, XNorm};
 use super::tiles::{attention_tile, matmul_tile, MatmulTile, COOP_TILE};
 use super::tiles::{ROWS_TILE_WORKGROUP, STEP_ROWS_TILE_TOKENS};
 use super::{AttentionForm, AttentionShape, MatvecKernel, MatvecShape, Recurrence, Split};
+use super::{Gpu, GpuError};
 use crate::gguf::GgmlType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -368,49 +369,159 @@ fn row_dot_source(split: Split) -> &'static str {
     }
 }
 
+/// Every kernel built on a device, by key. Building one (naga's translation, then the driver's
+/// compiler) costs milliseconds on a GPU and up to a fifth of a second on a CPU adapter, and the
+/// tuner builds hundreds: `Gpu::build_pipelines` builds many at once.
 #[derive(Default)]
 pub struct Pipelines {
     cache: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
 }
 
 impl Pipelines {
+    /// The pipeline of `key`, built now where it was not built yet. A device's refusal to build it
+    /// goes to the caller's error scope (`Gpu::checked`); `Gpu::build_pipelines` keeps a refused
+    /// pipeline out of the cache.
     pub fn get(&self, device: &wgpu::Device, key: PipelineKey) -> Arc<wgpu::ComputePipeline> {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache
-            .entry(key)
-            .or_insert_with(|| {
-                let label = format!("{key:?}");
-                let desc = wgpu::ShaderModuleDescriptor {
-                    label: Some(&label),
-                    source: wgpu::ShaderSource::Wgsl(key.source().into()),
-                };
-                // Bounds checks stay; the loop bounding that naga otherwise adds to every loop (a
-                // counter that breaks out of a loop running "forever") goes: it keeps drivers from
-                // unrolling the kernels' inner loops, and on an H100 through Vulkan decode ran 2.3x
-                // to 5.8x slower with it (BENCHMARKS.md). Safe because every loop in shaders/ ends
-                // whatever its parameters: each steps toward its bound by a constant or by an
-                // override constant of at least 1 (WG, TPR), or halves a count down to 0. A new
-                // loop must too. (The browser's WebGPU ignores these options and checks for itself.)
-                let checks = wgpu::ShaderRuntimeChecks {
-                    force_loop_bounding: false,
-                    ..wgpu::ShaderRuntimeChecks::checked()
-                };
-                #[allow(unsafe_code)]
-                let module = unsafe { device.create_shader_module_trusted(desc, checks) };
-                Arc::new(
-                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some(&label),
-                        layout: None,
-                        module: &module,
-                        entry_point: Some("main"),
-                        compilation_options: wgpu::PipelineCompilationOptions {
-                            constants: &key.constants(),
-                            zero_initialize_workgroup_memory: false,
-                        },
-                        cache: None,
-                    }),
-                )
-            })
-            .clone()
+        if let Some(built) = self.built(&key) {
+            return built;
+        }
+        let pipeline = Arc::new(create(device, key));
+        self.keep(key, pipeline)
+    }
+
+    /// The pipeline of `key`, where it was built.
+    pub fn built(&self, key: &PipelineKey) -> Option<Arc<wgpu::ComputePipeline>> {
+        self.lock().get(key).cloned()
+    }
+
+    /// Keeps `pipeline` as the one of `key`, unless one was kept meanwhile (built on another thread
+    /// at the same time): returns the one kept.
+    pub(super) fn keep(
+        &self,
+        key: PipelineKey,
+        pipeline: Arc<wgpu::ComputePipeline>,
+    ) -> Arc<wgpu::ComputePipeline> {
+        self.lock().entry(key).or_insert(pipeline).clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Builds the pipeline of `key` (with no cache: `Pipelines` is that).
+pub(super) fn create(device: &wgpu::Device, key: PipelineKey) -> wgpu::ComputePipeline {
+    let label = format!("{key:?}");
+    let desc = wgpu::ShaderModuleDescriptor {
+        label: Some(&label),
+        source: wgpu::ShaderSource::Wgsl(key.source().into()),
+    };
+    // Bounds checks stay; the loop bounding that naga otherwise adds to every loop (a counter that
+    // breaks out of a loop running "forever") goes: it keeps drivers from unrolling the kernels'
+    // inner loops, and on an H100 through Vulkan decode ran 2.3x to 5.8x slower with it
+    // (BENCHMARKS.md). Safe because every loop in shaders/ ends whatever its parameters: each steps
+    // toward its bound by a constant or by an override constant of at least 1 (WG, TPR), or halves a
+    // count down to 0. A new loop must too. (The browser's WebGPU ignores these options and checks
+    // for itself.)
+    let checks = wgpu::ShaderRuntimeChecks {
+        force_loop_bounding: false,
+        ..wgpu::ShaderRuntimeChecks::checked()
+    };
+    #[allow(unsafe_code)]
+    let module = unsafe { device.create_shader_module_trusted(desc, checks) };
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(&label),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants: &key.constants(),
+            zero_initialize_workgroup_memory: false,
+        },
+        cache: None,
+    })
+}
+
+/// The most threads that build pipelines at once: a driver's compiler takes memory as well as a
+/// core, and a tuner's shape has a few dozen candidates.
+const MOST_BUILDING_THREADS: usize = 8;
+
+impl Gpu {
+    /// Threads that build pipelines at once (`build_pipelines`): natively up to
+    /// `MOST_BUILDING_THREADS` of the machine's cores; in the browser one.
+    pub fn building_threads(&self) -> usize {
+        match cfg!(target_arch = "wasm32") {
+            true => 1,
+            false => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(MOST_BUILDING_THREADS),
+        }
+    }
+
+    /// Builds the pipelines of `keys` not built yet, all at once: on `building_threads` threads
+    /// (each build is work of its own: naga's translation, then the driver's compiler). Those the
+    /// device refuses (a validation error, a driver that cannot compile it) are not kept: returns
+    /// them, with why.
+    pub async fn build_pipelines(&self, keys: &[PipelineKey]) -> Vec<(PipelineKey, GpuError)> {
+        let mut missing: Vec<PipelineKey> = Vec::new();
+        for &key in keys {
+            if self.pipelines.built(&key).is_none() && !missing.contains(&key) {
+                missing.push(key);
+            }
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        if self.building_threads() > 1 && missing.len() > 1 {
+            return self.build_on_threads(&missing);
+        }
+        // One error scope for them all: in the browser each scope's answer is a wait on the page's
+        // event loop. Where one was refused, each again in a scope of its own, to know which.
+        let all = self.checked("building kernels", || {
+            (missing.iter())
+                .map(|&key| create(&self.device, key))
+                .collect::<Vec<_>>()
+        });
+        if let Ok(built) = all.await {
+            for (key, pipeline) in missing.into_iter().zip(built) {
+                self.pipelines.keep(key, Arc::new(pipeline));
+            }
+            return Vec::new();
+        }
+        let mut refused = Vec::new();
+        for key in missing {
+            if let Err(e) = self.build_pipeline(key).await {
+                refused.push((key, e));
+            }
+        }
+        refused
+    }
+
+    /// `build_pipelines` natively on `building_threads` threads, each taking the next key left.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn build_on_threads(&self, keys: &[PipelineKey]) -> Vec<(PipelineKey, GpuError)> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let next = AtomicUsize::new(0);
+        let refused = Mutex::new(Vec::new());
+        // Error scopes are each thread's own: each thread's builds are checked in its own.
+        std::thread::scope(|scope| {
+            for _ in 0..self.building_threads().min(keys.len()) {
+                scope.spawn(|| {
+                    while let Some(&key) = keys.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        if let Err(e) = pollster::block_on(self.build_pipeline(key)) {
+                            let mut refused = refused.lock().unwrap_or_else(|e| e.into_inner());
+                            refused.push((key, e));
+                        }
+                    }
+                });
+            }
+        });
+        refused.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Builds the pipeline of `key` and keeps it, where the device builds it.
+    async fn build_pipeline(&self, key: PipelineKey) -> Result<(), GpuError> {
+        let what = format!("building the {:?} kernel", key.kernel);
+        let pipeline = self.checked(&what, || create(&self.device, key)).await?;
+        self.pipelines.keep(key, Arc::new(pipeline));
+        Ok(())
     }
 }

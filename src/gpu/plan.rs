@@ -451,6 +451,10 @@ impl Plan {
     /// Makes the arena, the pipelines and the bind groups.
     pub async fn finish(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
         let arena = super::buffers::uniform_buffer(gpu, "params", &self.arena.bytes);
+        let keys: Vec<PipelineKey> = self.pending.iter().map(|p| p.key).collect();
+        if let Some((_, refused)) = gpu.build_pipelines(&keys).await.into_iter().next() {
+            return Err(refused);
+        }
         let pending = std::mem::take(&mut self.pending);
         let dispatches = gpu
             .checked("building the plan", || {
@@ -498,6 +502,11 @@ impl Plan {
         }
         self.dispatches = dispatches;
         self.tuning = tuning;
+    }
+
+    /// The pipeline key of a tunable dispatch of this plan with another of its kernels.
+    pub fn key_of(&self, tunable: &Tunable, choice: Choice) -> PipelineKey {
+        self.shaped(tunable, choice).0
     }
 
     /// `d` (a tunable dispatch) as it would run with another of its kernels: its pipeline, bind
