@@ -192,3 +192,42 @@ fn storage_buffers_per_kernel_are_checked_when_the_gpu_opens() {
     let next = engine.step(3, true).block_on().unwrap().unwrap();
     assert!(next.iter().all(|x| x.is_finite()));
 }
+
+/// Wick's workgroups run up to `THREADS_PER_WORKGROUP` threads (compatibility-mode WebGPU and Vulkan
+/// guarantee only 128): an adapter that runs fewer is refused by name when the GPU is opened, where
+/// natively a kernel too wide would reach the driver unchecked.
+#[test]
+fn threads_per_workgroup_are_checked_when_the_gpu_opens() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let needed = wick::gpu::THREADS_PER_WORKGROUP;
+    let err = pollster::block_on(Gpu::with_limits(|l| wgpu::Limits {
+        max_compute_invocations_per_workgroup: needed / 2,
+        ..l
+    }))
+    .err()
+    .expect("too few")
+    .to_string();
+    assert!(
+        err.contains(&format!("runs {} threads", needed / 2)),
+        "{err}"
+    );
+    let err = pollster::block_on(Gpu::with_limits(|l| wgpu::Limits {
+        max_compute_workgroup_size_x: needed - 1,
+        ..l
+    }))
+    .err()
+    .expect("too few")
+    .to_string();
+    assert!(
+        err.contains(&format!("runs {} threads", needed - 1)),
+        "{err}"
+    );
+    assert!(pollster::block_on(Gpu::with_limits(|l| wgpu::Limits {
+        max_compute_invocations_per_workgroup: needed,
+        max_compute_workgroup_size_x: needed,
+        ..l
+    }))
+    .is_ok());
+}

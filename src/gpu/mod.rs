@@ -45,6 +45,11 @@ pub enum GpuError {
     NoDevice(String),
     #[error("this adapter allows {granted} storage buffers per shader stage; Wick's kernels bind up to {}", STORAGE_BUFFERS_PER_KERNEL)]
     TooFewStorageBuffers { granted: u32 },
+    #[error(
+        "this adapter runs {granted} threads a workgroup; Wick's kernels run up to {}",
+        THREADS_PER_WORKGROUP
+    )]
+    TooFewThreads { granted: u32 },
     #[error("{what} needs {bytes} bytes of GPU memory in one buffer, more than this adapter's limit of {limit} bytes")]
     TooLarge {
         what: String,
@@ -66,6 +71,11 @@ pub enum GpuError {
 /// too, where the adapter allows: `Gpu::fuses_norms`). Core WebGPU guarantees 8; compatibility mode
 /// only 4, though adapters grant more (lavapipe through OpenGL ES: 16).
 pub const STORAGE_BUFFERS_PER_KERNEL: u32 = 8;
+
+/// The most threads one of Wick's workgroups runs, in one dimension (the norms, the greedy choice,
+/// the largest candidates the tuner offers). Core WebGPU guarantees 256; compatibility mode and
+/// Vulkan only 128, though adapters grant more.
+pub const THREADS_PER_WORKGROUP: u32 = 256;
 
 /// What the kernel on matrix cores needs besides an adapter's cooperative matrices: f16 in its
 /// tiles, and subgroups (each multiplies a block of its own, by its subgroup id).
@@ -208,6 +218,13 @@ impl Gpu {
         let granted = limits.max_storage_buffers_per_shader_stage;
         if granted < STORAGE_BUFFERS_PER_KERNEL {
             return Err(GpuError::TooFewStorageBuffers { granted });
+        }
+        // Checked here by name: natively wgpu checks a workgroup's size before its override
+        // constants set it, so a kernel too wide would reach the driver unchecked.
+        let granted =
+            (limits.max_compute_invocations_per_workgroup).min(limits.max_compute_workgroup_size_x);
+        if granted < THREADS_PER_WORKGROUP {
+            return Err(GpuError::TooFewThreads { granted });
         }
         // Timestamps between dispatches time kernels where they run in a plan (`Engine::profile`,
         // tuning); timestamps only around a pass (WebGPU's) would not.

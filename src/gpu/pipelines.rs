@@ -410,7 +410,7 @@ impl Pipelines {
 }
 
 /// Builds the pipeline of `key` (with no cache: `Pipelines` is that).
-pub(super) fn create(device: &wgpu::Device, key: PipelineKey) -> wgpu::ComputePipeline {
+fn create(device: &wgpu::Device, key: PipelineKey) -> wgpu::ComputePipeline {
     let label = format!("{key:?}");
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(&label),
