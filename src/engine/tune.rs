@@ -250,40 +250,22 @@ impl Engine {
                 }
                 return Ok(!tuner.finished());
             };
-            let candidates = self.candidates(&shape, tuner.offers);
+            let mut left = self.candidates(&shape, tuner.offers);
             // Where several threads build kernels, its candidates are built at once: on a GPU,
             // building a kernel costs more than timing it. (In the browser each is built as it
-            // is timed: the worker answers requests between tuning steps, which stay short.) One
-            // the device will not build (its limits as reported let it through, and the driver
-            // said no) is left out of the shape's race, not the end of the tuning: the plans' own
-            // kernels were built when they were made.
-            let (plan, _) = self.plan_holding(shape);
-            let keys: Vec<_> = (candidates.iter())
-                .map(|&c| plan.key_of(&shape, c))
-                .collect();
-            let refused_keys = match self.gpu.building_threads() {
-                1 => Vec::new(),
-                _ => self.gpu.build_pipelines(&keys).await,
-            };
-            let mut left = Vec::new();
-            let mut refused = Vec::new();
-            for (candidate, key) in candidates.into_iter().zip(keys) {
-                match refused_keys.iter().find(|(k, _)| *k == key) {
-                    Some((_, why)) => refused.push((candidate, why.to_string())),
-                    None => left.push(candidate),
-                }
+            // is timed: the worker answers requests between tuning steps, which stay short.)
+            if self.gpu.building_threads() > 1 {
+                let (plan, _) = self.plan_holding(shape);
+                let keys: Vec<_> = (left.iter()).map(|&c| plan.key_of(&shape, c)).collect();
+                self.gpu.build_pipelines(&keys).await;
             }
             left.reverse();
-            tuner.timed += refused.len();
             tuner.current = Some(Timing {
                 shape,
                 left,
                 times: Vec::new(),
-                refused,
+                refused: Vec::new(),
             });
-            if self.end_of_candidate(tuner) {
-                return Ok(!tuner.finished());
-            }
         }
         let timing = tuner.current.as_mut().expect("a shape being timed");
         let candidate = timing.left.pop().expect("a shape with candidates left");
@@ -298,6 +280,10 @@ impl Engine {
             Tunable::Matvec(m) => m.timed_tokens().min(plan.batch),
             Tunable::Recurrence(_) | Tunable::Attention(_) => plan.batch,
         };
+        // A candidate the device will not build (its limits as reported let it through, and the
+        // driver said no) is left out of the shape's race, not the end of the tuning: the plans'
+        // own kernels were built when they were made. (One built at once above and refused is
+        // built again here, to find why.)
         let key = plan.key_of(&timing.shape, candidate);
         let refused = self.gpu.build_pipelines(&[key]).await.pop();
         let built = match refused {
@@ -380,12 +366,10 @@ impl Engine {
             .expect("a shape of a plan")
     }
 
-    /// Where the shape being timed has no candidate left, its winner goes in: returns whether it
-    /// had none left.
-    fn end_of_candidate(&mut self, tuner: &mut Tuner) -> bool {
+    /// Where the shape being timed has no candidate left, its winner goes in.
+    fn end_of_candidate(&mut self, tuner: &mut Tuner) {
         let timing = tuner.current.as_ref().expect("a shape being timed");
-        let last = timing.left.is_empty();
-        if last {
+        if timing.left.is_empty() {
             let timing = tuner.current.take().expect("a shape being timed");
             // A matmul's plan is a prompt's chunk: timing it whole, four times over, costs more
             // than a CPU-backed adapter's tuning should (seconds a round for a 1.5B model).
@@ -399,7 +383,6 @@ impl Engine {
             }
             tuner.done.push(self.keep_winner(timing));
         }
-        last
     }
 
     /// Times each shape's next finalist in a whole run of the first plan that holds it (as
