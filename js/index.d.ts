@@ -247,8 +247,8 @@ export interface EngineStats {
   /** Bytes a token reads from the model file itself: its rows of a table left off the GPU (Gemma 4's
    * per-layer embeddings, read through the model's reader); 0 for most models. */
   rowBytesPerToken: number;
-  /** Kernel shapes (matvecs', a prompt's recurrence's and attention's forms) that run tuned on this
-   * adapter. */
+  /** This model's kernel shapes (matvecs', a prompt's recurrence's and attention's forms) that run
+   * tuned on this adapter. */
   tunedShapes: number;
   /** This model's kernel shapes with no tuned kernel shape on this adapter yet (tuning is under way, was
    * stopped, or `tune: false`). */

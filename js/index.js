@@ -83,11 +83,21 @@ function keptTuning() {
   }
 }
 
+// Kind by kind, shape by shape: another engine (on this page or in another tab) may have kept
+// winners of its own since this one loaded. A record of another set of candidates is replaced: its
+// winners would be dropped at every load.
 function keepTuning(json) {
   try {
     const { adapter, tuning } = JSON.parse(json);
     const all = JSON.parse(keptTuning() || '{}');
-    all[adapter] = tuning;
+    const kept = all[adapter];
+    if (kept?.candidates === tuning.candidates) {
+      for (const kind of ['matvec', 'recurrence', 'attention']) {
+        if (tuning[kind]) kept[kind] = { ...kept[kind], ...tuning[kind] };
+      }
+    } else {
+      all[adapter] = tuning;
+    }
     globalThis.localStorage?.setItem(TUNING_KEY, JSON.stringify(all));
   } catch {
     // Not kept: the next load starts from the defaults.

@@ -107,9 +107,19 @@ impl Tuner {
 impl Engine {
     /// The plans' tunable shapes the GPU's tuning has no winner for that plans may use (`usable`).
     pub fn untuned_shapes(&self) -> Vec<Tunable> {
+        self.shapes_tuned(false)
+    }
+
+    /// The plans' tunable shapes with a winner plans may use: with `untuned_shapes`, every shape
+    /// of this model's plans (the adapter's tuning may hold other models' shapes beside them).
+    pub fn tuned_shapes(&self) -> Vec<Tunable> {
+        self.shapes_tuned(true)
+    }
+
+    fn shapes_tuned(&self, tuned: bool) -> Vec<Tunable> {
         let tuning = self.gpu.usable(self.gpu.tuning());
         let mut shapes = self.tunables();
-        shapes.retain(|s| !tuning.has(s));
+        shapes.retain(|s| tuning.has(s) == tuned);
         shapes
     }
 

@@ -153,11 +153,17 @@ context.on('response', async (r) => {
   });
 });
 
-export async function openPage(path) {
+/**
+ * The same server at another origin: a page there has a localStorage of its own, which no engine
+ * of another test's page writes (the chat page's tunes between its tests and keeps its winners).
+ */
+export const apart = base.replace('127.0.0.1', 'localhost');
+
+export async function openPage(path, origin = base) {
   const page = await context.newPage();
   page.on('pageerror', (e) => console.log(`    page error: ${e.message}`));
   page.on('console', (m) => m.type() === 'error' && console.log(`    console: ${m.text()}`));
-  await page.goto(base + path);
+  await page.goto(origin + path);
   return page;
 }
 

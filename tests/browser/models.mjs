@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COMPAT, GEMMA, GEMMA4, QWEN35, ROOT, TINY, WORK, base, context, installed, keptShapes, nativeReply, openPage, profile, ranOn, responses, steered, test } from './harness.mjs';
+import { COMPAT, GEMMA, GEMMA4, QWEN35, ROOT, TINY, WORK, apart, base, context, installed, keptShapes, nativeReply, openPage, profile, ranOn, responses, steered, test } from './harness.mjs';
 
 test('the package bundled by Vite loads a model and answers (core WebGPU, the default)', async () => {
   // A Vite app that depends on the installed package: its worker and .wasm must come out as assets.
@@ -245,7 +245,7 @@ for (const [featureLevel, where, maxTokens] of [
 // matvec it tuned forced to sum its rows by shuffles, 4 threads a row: the reply is the native one.
 test('on core WebGPU the device has subgroups, and products summed by shuffles reply as the native engine does', async () => {
   const content = 'tell me';
-  const page = await openPage('/target/browser-test/app/');
+  const page = await openPage('/target/browser-test/app/', apart);
   const result = await page.evaluate(async (content) => {
     const { Wick } = await import('wick-llm');
     localStorage.removeItem('wick-llm:tuning');

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COMPAT, WORK, context, installed, keptShapes, modelBytes, openPage, ranOn, steered, test, tests } from './harness.mjs';
+import { COMPAT, WORK, apart, context, installed, keptShapes, modelBytes, openPage, ranOn, steered, test, tests } from './harness.mjs';
 
 // ---- The package, unbundled, as a user installs it ---------------------------------------------------
 
@@ -517,13 +517,16 @@ test('unload frees the engine; a new load works', async () => {
 });
 
 test('tune: kernel shapes are timed once, kept by adapter and used by the next load; replies stay the same', async () => {
-  const result = await app.evaluate(async (adapter) => {
+  const page = await openPage('/target/browser-test/app/', apart);
+  const result = await page.evaluate(async (adapter) => {
     const { Wick } = await import('wick-llm');
     localStorage.removeItem('wick-llm:tuning');
     const body = { messages: [{ role: 'user', content: 'tell me' }], temperature: 0, max_tokens: 8 };
-    const run = async (options) => {
+    // `meanwhile` runs as soon as the engine has loaded, before its tuning keeps anything.
+    const run = async (options, meanwhile) => {
       const phases = new Set();
       const engine = await Wick.load('../tiny.gguf', { ...adapter, ...options, onProgress: (p) => phases.add(p.phase) });
+      meanwhile?.();
       await engine.tuned;
       const reply = await engine.chat.completions.create(body);
       const stats = await engine.stats();
@@ -536,10 +539,25 @@ test('tune: kernel shapes are timed once, kept by adapter and used by the next l
     const tuning = await run({});
     const kept = JSON.parse(localStorage.getItem('wick-llm:tuning'));
     const after = await run({});
+    // Another engine keeps a winner while this one tunes (half its shapes forgotten): both are kept.
+    const [adapterKey] = Object.keys(kept);
+    const forgotten = structuredClone(kept);
+    const shapes = Object.keys(forgotten[adapterKey].matvec);
+    for (const shape of shapes.slice(0, shapes.length >> 1)) delete forgotten[adapterKey].matvec[shape];
+    localStorage.setItem('wick-llm:tuning', JSON.stringify(forgotten));
+    const other = 'Q8_0 64x64 (kept by another engine)';
+    const keepOther = () => {
+      const now = JSON.parse(localStorage.getItem('wick-llm:tuning'));
+      now[adapterKey].matvec[other] = kept[adapterKey].matvec[shapes[0]];
+      localStorage.setItem('wick-llm:tuning', JSON.stringify(now));
+    };
+    const beside = await run({}, keepOther);
+    const keptBeside = JSON.parse(localStorage.getItem('wick-llm:tuning'))[adapterKey];
     localStorage.removeItem('wick-llm:tuning');
-    return { before, tuning, after, kept };
+    return { before, tuning, after, kept, beside, keptBeside, other, forgotten: shapes.length >> 1 };
   }, COMPAT);
-  const { before, tuning, after, kept } = result;
+  await page.close();
+  const { before, tuning, after, kept, beside, keptBeside, other, forgotten } = result;
   ranOn(after);
   assert.equal(before.tuned, 0);
   assert.ok(before.untuned > 0 && tuning.untuned === 0 && after.untuned === 0, JSON.stringify(result));
@@ -551,6 +569,9 @@ test('tune: kernel shapes are timed once, kept by adapter and used by the next l
   assert.equal(keptShapes(kept[adapters[0]]), tuning.tuned);
   assert.equal(tuning.text, before.text);
   assert.equal(after.text, before.text);
+  assert.ok(forgotten > 0 && beside.phases.includes('tuning'), JSON.stringify(beside));
+  assert.ok(keptBeside.matvec[other], 'a winner kept by another engine while this one tuned is still kept');
+  assert.equal(keptShapes(keptBeside), tuning.tuned + 1);
 });
 
 test('a lost GPU device is reported through the API; a new load works', async () => {

@@ -356,8 +356,8 @@ struct Stats {
     /// Bytes a token reads from the model file itself: its rows of a table left off the GPU
     /// (Gemma 4's per-layer embeddings); 0 for most models.
     row_bytes_per_token: u64,
-    /// Shapes with tuned kernels on this adapter: matvecs', and prompt recurrences' and attentions'
-    /// forms.
+    /// This model's shapes with tuned kernels on this adapter: matvecs', and prompt recurrences'
+    /// and attentions' forms.
     tuned_shapes: usize,
     /// This model's shapes with none yet: what `tune` would time.
     untuned_shapes: usize,
@@ -564,7 +564,7 @@ impl Model {
             submits_per_token: engine.stats.submits_per_token,
             weight_bytes_per_token: engine.stats.weight_bytes_per_token,
             row_bytes_per_token: engine.stats.row_bytes_per_token,
-            tuned_shapes: engine.gpu.tuning().len(),
+            tuned_shapes: engine.tuned_shapes().len(),
             untuned_shapes: engine.untuned_shapes().len(),
             subgroup_size: engine.gpu.subgroup_size,
             tokens_per_second: last
