@@ -19,8 +19,9 @@
 # libvulkan-dev, glslc, libshaderc1, spirv-headers extracted with `dpkg -x`), if not installed; without
 # glslc llama.cpp builds without cooperative matrices. Needs python3 with numpy and gguf (llama.cpp's
 # gguf-py is used if gguf is missing), cmake and ninja, and target/release/wick (cargo build --release
-# -p wick-cli). Files go to models/shape/ (about 30 GB, the Q8_0 sources of the Q4_K_M files
-# included); the tables to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default;
+# -p wick-cli; or scripts/pack-gpu-run.sh's archive, unpacked, with the kernel tests it runs first).
+# Files go to models/shape/ (about 30 GB, the Q8_0 sources of the Q4_K_M files included); the tables
+# to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default;
 # FILES, DEEP_FILES and STEP_FILES (names as below, without .gguf) run a subset, DEEP_FILES= none deep,
 # STEP_FILES= no steps of several sequences; VARIANTS=0 runs `wick bench` in its defaults alone.
 # QUICK=1 fits about 9 minutes of a 16-core H200 machine (llama.cpp's build about 2, the files about
@@ -36,6 +37,14 @@ mkdir -p "$out" "$models"
 python3 -c "import gguf" 2>/dev/null || export PYTHONPATH="$llama/gguf-py${PYTHONPATH:+:$PYTHONPATH}"
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)} WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 chmod 700 "$XDG_RUNTIME_DIR"
+
+# The kernel tests first, where packed (scripts/pack-gpu-run.sh): the tuner picks kernels by time,
+# and figures from a candidate that is wrong on this GPU would mean nothing.
+if [ -d target/gpu-run/tests ]; then
+  echo "checking every kernel candidate against the CPU on this GPU"
+  scripts/check-kernels.sh | tee "$out/kernel-tests.md" ||
+    echo "KERNEL TESTS FAILED: a tuned kernel below may be a wrong one" | tee -a "$out/kernel-tests.md"
+fi
 
 echo "building llama-bench and llama-quantize with Vulkan"
 loader=$(ldconfig -p | awk '/libvulkan\.so\.1 /{print $NF; exit}')

@@ -5,6 +5,7 @@ pub mod edit_gguf;
 pub mod fidelity;
 pub mod quant_goldens;
 pub mod random_model;
+pub mod speculation;
 pub mod vision;
 pub mod watched_source;
 
