@@ -26,7 +26,8 @@
 # STEP_FILES= no steps of several sequences; VARIANTS=0 runs `wick bench` in its defaults alone.
 # QUICK=1 fits about 9 minutes of a 16-core H200 machine (llama.cpp's build about 2, the files about
 # 2): the 8B and 1.5B Q4_K_M files, the 8B at depth 4096 with a check of 5 tokens there, REPS=2, no
-# variants and no steps of several sequences; each of those settings may still be given.
+# variants and no steps of several sequences; each of those settings may still be given. The packed
+# kernel tests come on top (each held to 2 minutes; on a GPU expected to take seconds, not yet timed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=$(cd "$1" && pwd)

@@ -6,6 +6,9 @@
 # non-zero if a test fails or finds no GPU.
 #
 #   scripts/check-kernels.sh [TEST_DIR]
+#
+# Each test binary may run LIMIT seconds (120 unless told; on lavapipe they take 1 to 10 minutes,
+# on a GPU seconds): a test that hangs on a driver must not take the whole run's time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-target/gpu-run/tests}
@@ -16,7 +19,7 @@ status=0
 for t in "$dir"/*; do
   log=$logs/$(basename "$t").log
   start=$(date +%s)
-  if "$t" > "$log" 2>&1; then result=ok; else result=FAILED; status=1; fi
+  if timeout "${LIMIT:-120}" "$t" > "$log" 2>&1; then result=ok; else result=FAILED; status=1; fi
   summary=$(grep -E '^test result' "$log" | tail -1)
   echo "$(basename "$t"): $result in $(( $(date +%s) - start )) s: ${summary:-no summary} (log: $log)"
   [ "$result" = ok ] || grep -E -A2 'panicked at' "$log" | head -30
