@@ -13,6 +13,7 @@ use wick::session::Session;
 /// Tokens a check runs: the token picked last and up to 4 drafted.
 pub const CHECK: u32 = 5;
 
+/// `file` loaded for 256 positions, its plans checking up to `check_tokens` tokens a step (0: none).
 pub fn session(gpu: &Arc<Gpu>, file: &Path, check_tokens: u32) -> Session {
     let source = FileSource::open(file).unwrap();
     let options = LoadOptions {
