@@ -83,17 +83,17 @@ function keptTuning() {
   }
 }
 
-// Kind by kind, shape by shape: another engine (on this page or in another tab) may have kept
-// winners of its own since this one loaded. A record of another set of candidates is replaced: its
-// winners would be dropped at every load.
+// Kind by kind (each of the record's maps of winners), shape by shape: another engine (on this page
+// or in another tab) may have kept winners of its own since this one loaded. A record of another
+// set of candidates is replaced: its winners would be dropped at every load.
 function keepTuning(json) {
   try {
     const { adapter, tuning } = JSON.parse(json);
     const all = JSON.parse(keptTuning() || '{}');
     const kept = all[adapter];
     if (kept?.candidates === tuning.candidates) {
-      for (const kind of ['matvec', 'recurrence', 'attention']) {
-        if (tuning[kind]) kept[kind] = { ...kept[kind], ...tuning[kind] };
+      for (const [kind, winners] of Object.entries(tuning)) {
+        if (typeof winners === 'object') kept[kind] = { ...kept[kind], ...winners };
       }
     } else {
       all[adapter] = tuning;
