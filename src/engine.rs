@@ -26,7 +26,7 @@ pub use options::{default_batch, default_kv_cache, LoadOptions};
 pub use profile::{Profile, Profiled};
 use runs::{Run, Submitted};
 use sample::{read_ranked, Read, Sample};
-pub use tune::{TuneShapes, Tuned, Tuner};
+pub use tune::{TuneShapes, TuneTimes, Tuned, Tuner};
 
 /// What the engine has done, and what one step costs.
 #[derive(Clone, Debug, Default)]

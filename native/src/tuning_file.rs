@@ -57,8 +57,9 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
     }
     write_all(&path, &all)?;
     eprintln!(
-        "wick: tuned in {:.1} s, kept in {}",
+        "wick: tuned in {:.1} s ({}), kept in {}",
         start.elapsed().as_secs_f64(),
+        tuner.spent,
         path.display()
     );
     Ok(())

@@ -17,7 +17,7 @@ use crate::gpu::{AttentionForm, AttentionShape, Choice, Kernel, MatvecKernel, Ma
 use crate::gpu::{GpuError, Offers, Plan, Split, Tunable, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
-use web_time::Duration;
+use web_time::{Duration, Instant};
 
 /// How long the dispatches of one candidate's timing submit run together, at least.
 const TUNE_BATCH: Duration = Duration::from_millis(2);
@@ -75,6 +75,34 @@ pub struct Tuner {
     /// Candidates to time in all, over every shape, and how many are timed.
     pub candidates: usize,
     pub timed: usize,
+    /// Where the tuning's time went.
+    pub spent: TuneTimes,
+}
+
+/// Where a tuning's time went: checking what the device's subgroups and matrix cores give before
+/// offering kernels that use them, building the candidates, timing each alone (binding it and the
+/// scratch it runs on included), and timing the finalists in runs of their plans. The rest of a
+/// caller's time is its own (reading and keeping the tuning file, say).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TuneTimes {
+    pub checks: Duration,
+    pub building: Duration,
+    pub alone: Duration,
+    pub in_plans: Duration,
+}
+
+impl std::fmt::Display for TuneTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let s = |d: Duration| d.as_secs_f64();
+        write!(
+            f,
+            "checks {:.1} s, building kernels {:.1} s, timing them alone {:.1} s, in their plans {:.1} s",
+            s(self.checks),
+            s(self.building),
+            s(self.alone),
+            s(self.in_plans)
+        )
+    }
 }
 
 /// One shape's candidates: those left (the next last) and the times of those timed.
@@ -202,6 +230,7 @@ impl Engine {
             TuneShapes::New => self.untuned_shapes(),
         };
         shapes.sort_by_key(|s| std::cmp::Reverse(s.size()));
+        let checking = Instant::now();
         let subgroup_size = match self.gpu.subgroup_size {
             Some(lanes)
                 if !shapes.is_empty()
@@ -240,6 +269,10 @@ impl Engine {
                     .map(|s| self.candidates(s, offers).len())
                     .sum::<usize>(),
             timed: 0,
+            spent: TuneTimes {
+                checks: checking.elapsed(),
+                ..TuneTimes::default()
+            },
             waiting: shapes.into(),
             current: None,
             done: Vec::new(),
@@ -256,7 +289,9 @@ impl Engine {
         if tuner.current.is_none() {
             let Some(shape) = tuner.waiting.pop_front() else {
                 if !tuner.finals.is_empty() {
+                    let start = Instant::now();
                     self.final_round(tuner).await?;
+                    tuner.spent.in_plans += start.elapsed();
                 }
                 return Ok(!tuner.finished());
             };
@@ -265,9 +300,11 @@ impl Engine {
             // building a kernel costs more than timing it. (In the browser each is built as it
             // is timed: the worker answers requests between tuning steps, which stay short.)
             if self.gpu.building_threads() > 1 {
+                let start = Instant::now();
                 let (plan, _) = self.plan_holding(shape);
                 let keys: Vec<_> = (left.iter()).map(|&c| plan.key_of(&shape, c)).collect();
                 self.gpu.build_pipelines(&keys).await;
+                tuner.spent.building += start.elapsed();
             }
             left.reverse();
             tuner.current = Some(Timing {
@@ -295,7 +332,10 @@ impl Engine {
         // own kernels were built when they were made. (One built at once above and refused is
         // built again here, to find why.)
         let key = plan.key_of(&timing.shape, candidate);
+        let start = Instant::now();
         let refused = self.gpu.build_pipelines(&[key]).await.pop();
+        tuner.spent.building += start.elapsed();
+        let start = Instant::now();
         let built = match refused {
             Some((_, why)) => Err(why),
             None => {
@@ -360,6 +400,7 @@ impl Engine {
         );
         let time = time.await?;
         self.restore_states(&held);
+        tuner.spent.alone += start.elapsed();
         timing.times.push((candidate, time));
         tuner.timed += 1;
         self.end_of_candidate(tuner);
