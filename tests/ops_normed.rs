@@ -42,12 +42,14 @@ fn rms_normed_matvec_against_cpu() {
 /// past the run), the tile in registers (8 tokens, one past the run) and each eight-token and
 /// eight-row candidate (the second four one short; parts of 10 and 7 rows, slots of eight past them). The
 /// tile sums each token's squares from the x it reads; the four-token kernels each four's from its
-/// own.
+/// own. Those on 8-bit x (a GPU's, offered here on every adapter) against W q8_rounded(g x) /
+/// sqrt(mean(x^2) + eps).
 #[test]
 fn rms_normed_step_products_against_cpu() {
     let Some(gpu) = common::gpu_with_norms_fused() else {
         return;
     };
+    gpu.set_rounds(Rounding::Int8X, true);
     let mut rng = Rng(4243);
     let eps = 1e-5;
     for ty in GgmlType::ALL {
@@ -68,7 +70,8 @@ fn rms_normed_step_products_against_cpu() {
         let checked = |k: &&MatvecKernel| k.is_tile() || k.eight_tokens || k.eight_rows;
         for &kernel in candidates.iter().filter(checked) {
             product.step_in(&gpu, kernel);
-            product.check(&gpu, 7, &format!("7 of 8 tokens in {kernel}"));
+            let on_q8 = kernel.split == wick::gpu::Split::PartsQ8;
+            product.check_on(&gpu, 7, &format!("7 of 8 tokens in {kernel}"), on_q8);
         }
     }
 }
@@ -122,6 +125,12 @@ impl NormedProduct {
 
     /// Runs the product of the first `n_tokens` in one dispatch a part of W, the norm in it.
     fn check(&self, gpu: &Gpu, n_tokens: usize, what: &str) {
+        self.check_on(gpu, n_tokens, what, false)
+    }
+
+    /// As `check`; where `on_q8`, the kernel takes g x rounded to 8 bits (`q8_rounded`) and its sums
+    /// are held to `Q8_NMSE`.
+    fn check_on(&self, gpu: &Gpu, n_tokens: usize, what: &str, on_q8: bool) {
         let (w, batch, ty) = (&self.w, self.batch, self.w.ty);
         let (rows, cols) = (w.rows as usize, w.row_len as usize);
         let (xb, gb) = (f32_buffer(gpu, &self.x), f32_buffer(gpu, &self.gain));
@@ -145,11 +154,20 @@ impl NormedProduct {
         let got = read_back_f32(gpu, &y, n_tokens * rows).block_on().unwrap();
         let mut want = vec![0f32; n_tokens * rows];
         for (x_t, want_t) in self.x.chunks(cols).zip(want.chunks_mut(rows)) {
-            let xn_t = rms_norm::reference(x_t, &self.gain, self.eps);
-            matvec::reference(&self.deq, &xn_t, want_t, false);
+            if on_q8 {
+                let mean_square = x_t.iter().map(|v| v * v).sum::<f32>() / cols as f32;
+                let scale = 1.0 / (mean_square + self.eps).sqrt();
+                let gx: Vec<f32> = x_t.iter().zip(&self.gain).map(|(v, g)| v * g).collect();
+                matvec::reference(&self.deq, &q8_rounded(&gx), want_t, false);
+                want_t.iter_mut().for_each(|y| *y *= scale);
+            } else {
+                let xn_t = rms_norm::reference(x_t, &self.gain, self.eps);
+                matvec::reference(&self.deq, &xn_t, want_t, false);
+            }
         }
         let e = nmse(&got, &want);
-        assert!(e < 1e-10, "{ty}, {what}: nmse {e}");
+        let bound = if on_q8 { Q8_NMSE } else { 1e-10 };
+        assert!(e < bound, "{ty}, {what}: nmse {e}");
     }
 }
 

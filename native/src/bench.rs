@@ -93,13 +93,13 @@ pub struct BenchArgs {
     /// that faster [default: on for GPUs, off for CPU-backed adapters]
     #[arg(long = "f16-tiles", value_enum)]
     f16_tiles: Option<Switch>,
-    /// Split a step of several tokens' attention over the keys from position 1024 on, as a step of
-    /// one does (--parallel's step, a speculative check) [default: on for GPUs, off for CPU-backed
+    /// Split a step of several tokens' attention over the keys as a step of one does (--parallel's step, a speculative check) [default: on for GPUs, off for CPU-backed
     /// adapters]
     #[arg(long = "split-steps", value_enum)]
     split_steps: Option<Switch>,
     /// Split a step's attention over the keys from this position on (where the merge of the
-    /// splits starts to pay is a measurement: compare `-d` below and above it) [default: 1024]
+    /// splits starts to pay is a measurement: compare `-d` below and above it) [default: 32 on
+    /// GPUs, 1024 where the adapter runs on the CPU]
     #[arg(long = "split-from")]
     split_from: Option<u32>,
 }

@@ -106,10 +106,19 @@ pub fn attention_workgroup(head_dim: u32) -> u32 {
     (head_dim / 4).max(64).next_power_of_two()
 }
 
-/// From this position on, a step splits attention over the keys (`ops::attention::splits`) unless
-/// the adapter is told otherwise (`Gpu::split_attention_from`); before it, the extra merge dispatch
-/// is taken to cost more than the idle GPU does.
-pub const SPLIT_ATTENTION_FROM: u32 = 1024;
+/// The position from which a step splits attention over the keys (`ops::attention::splits`) unless
+/// the adapter is told otherwise (`Gpu::split_attention_from`). Where workgroups run on the CPU,
+/// 1,024: before it the extra merge dispatch costs more than the few idle cores (BENCHMARKS.md). On
+/// a GPU, 32: the whole-head form walks a head's keys in one workgroup, and on an H200 it took 22 µs
+/// a layer at the first keys and 0.6 µs more for each key (an 8B decode at 512 positions ran at 61
+/// tokens/s unsplit, 146 split), where the split and its merge take about as long at a few keys as
+/// it does at none.
+pub fn split_attention_from(runs_on_cpu: bool) -> u32 {
+    match runs_on_cpu {
+        true => 1024,
+        false => 32,
+    }
+}
 
 /// The position the tuner times a split shape at: a long chat's, where splitting pays.
 pub const SPLIT_TIMED_AT: u32 = 4096;

@@ -4,6 +4,7 @@
 //! every quant type. The K-quant files also define a block form (`block_at`, `block_dequant32`): a
 //! block's header read once for its eight sub-blocks, which `row_dot_blocks.wgsl` splits rows by.
 
+use super::tiles::CoopTile;
 use crate::gguf::GgmlType;
 
 /// The named files of shaders/, concatenated at compile time.
@@ -23,10 +24,11 @@ pub enum Kernel {
     /// X W^T, W packed, for the tokens of a prompt's chunk (or of a step, `MatvecShape::takes_tiles`),
     /// each pair of rows stored as the `Store` says, x read as the `XNorm` says.
     Matmul(Store, XNorm),
-    /// `Matmul` on the adapter's matrix cores, in products of the size given (8 or 16): f16 tiles, f32
-    /// sums (shaders/matmul_coop.wgsl).
-    MatmulCoop(Store, u32),
-    /// `MatmulId` on the adapter's matrix cores, in products of the size given (as `MatmulCoop`).
+    /// `Matmul` on the adapter's matrix cores, in products of the size given (8 or 16), in the tile
+    /// given: f16 tiles, f32 sums (shaders/matmul_coop.wgsl).
+    MatmulCoop(Store, u32, CoopTile),
+    /// `MatmulId` on the adapter's matrix cores, in products of the size given (as `MatmulCoop`, in
+    /// the square tile).
     MatmulIdCoop(u32),
     /// Matvecs over the experts a router chose, by index.
     MatvecId,
@@ -268,7 +270,16 @@ impl Kernel {
     /// The size of the matrix cores' products, for the kernels that run on them.
     pub fn cooperative_size(self) -> Option<u32> {
         match self {
-            Kernel::MatmulCoop(_, size) | Kernel::MatmulIdCoop(size) => Some(size),
+            Kernel::MatmulCoop(_, size, _) | Kernel::MatmulIdCoop(size) => Some(size),
+            _ => None,
+        }
+    }
+
+    /// The tile of the kernels on the matrix cores.
+    pub fn coop_tile(self) -> Option<CoopTile> {
+        match self {
+            Kernel::MatmulCoop(_, _, tile) => Some(tile),
+            Kernel::MatmulIdCoop(_) => Some(CoopTile::Square),
             _ => None,
         }
     }
@@ -290,7 +301,7 @@ impl Kernel {
                 let body = wgsl!("step.wgsl", "matmul_io.wgsl", "matmul.wgsl");
                 return [body, x.tile_source(), &store.source()].concat();
             }
-            Kernel::MatmulCoop(store, _) => {
+            Kernel::MatmulCoop(store, ..) => {
                 let body = wgsl!("step.wgsl", "matmul_io.wgsl", "matmul_coop.wgsl");
                 return [body, &store.source()].concat();
             }

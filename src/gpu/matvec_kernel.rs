@@ -2,14 +2,14 @@
 //! it and sum their parts, or the tile a matmul multiplies; and what an adapter offers such kernels
 //! (`Offers`). `MatvecShape` (matvec_shape.rs) says which of them a product's shape may take.
 
-use super::tiles::{matmul_tile, MatmulTile, COOP_TILE};
+use super::tiles::{matmul_tile, CoopTile, MatmulTile};
 use super::{MatrixCores, Rounding};
 use serde::{Deserialize, Serialize};
 
 /// How a matvec kernel runs: its override constants, and how a row's threads sum their parts. A
 /// matmul (a prompt's product, `Kernel::Matmul`) has only a workgroup size, which names its tile
 /// (`matmul_tile`), and no threads per row (0); or it multiplies on the matrix cores
-/// (`cooperative`), a subgroup for each block of its tile (`COOP_TILE`). A step's pair product of
+/// (`cooperative`), a subgroup for each block of its tile (`coop_tile`). A step's pair product of
 /// several tokens may run as a tile too (`MatvecShape::takes_tiles`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MatvecKernel {
@@ -24,6 +24,9 @@ pub struct MatvecKernel {
     /// f16 x and weights, f32 sums.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cooperative: Option<u32>,
+    /// The tile it multiplies there (`CoopTile`).
+    #[serde(default, skip_serializing_if = "CoopTile::is_square")]
+    pub coop_tile: CoopTile,
     /// A step's pair product of several tokens takes eight a layer of workgroups rather than four:
     /// each workgroup multiplies its rows by four tokens and then by the next four, their weights
     /// read again from the caches the first four left them in, where a second layer of workgroups
@@ -84,6 +87,7 @@ impl MatvecKernel {
             subgroup_sum: false,
             split: Split::Chunks,
             cooperative: None,
+            coop_tile: CoopTile::Square,
             eight_tokens: false,
             f16_tile: false,
             eight_rows: false,
@@ -98,9 +102,20 @@ impl MatvecKernel {
             subgroup_sum: false,
             split: Split::Chunks,
             cooperative: None,
+            coop_tile: CoopTile::Square,
             eight_tokens: false,
             f16_tile: false,
             eight_rows: false,
+        }
+    }
+
+    /// The matmul's `tile` on the adapter's matrix `cores`, a subgroup a block.
+    pub fn on_matrix_cores(cores: MatrixCores, tile: CoopTile) -> MatvecKernel {
+        MatvecKernel {
+            workgroup: tile.subgroups(cores.size) * cores.lanes,
+            cooperative: Some(cores.size),
+            coop_tile: tile,
+            ..MatvecKernel::tile(64)
         }
     }
 
@@ -146,7 +161,8 @@ impl MatvecKernel {
 impl std::fmt::Display for MatvecKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         if let Some(size) = self.cooperative {
-            let (wg, rows, tokens) = (self.workgroup, COOP_TILE.rows, COOP_TILE.tokens);
+            let tile = self.coop_tile.tile();
+            let (wg, rows, tokens) = (self.workgroup, tile.rows, tile.tokens);
             return write!(f, "wg{wg} tile {rows}x{tokens} matrix cores {size}x{size}");
         }
         if self.is_tile() {

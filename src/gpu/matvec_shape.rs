@@ -5,7 +5,7 @@
 
 use super::kernels::{block_parts, has_block_form, has_int8_form};
 use super::matvec_kernel::{MatvecKernel, Offers, Split};
-use super::tiles::{coop_workgroup_bytes, COOP_TILE, ROWS_TILE_WORKGROUP};
+use super::tiles::{CoopTile, ROWS_TILE_WORKGROUP};
 use super::{Activation, Kernel, KvType, Store, XNorm, PAIR_TOKENS, STEP_TOKENS_MAX};
 use crate::gguf::GgmlType;
 
@@ -86,7 +86,7 @@ impl MatvecShape {
         }
     }
 
-    /// Whether its kernels multiply tiles of rows by tokens (`matmul_tile`, `COOP_TILE`): a prompt
+    /// Whether its kernels multiply tiles of rows by tokens (`matmul_tile`, `CoopTile`): a prompt
     /// chunk's products.
     pub fn is_tiled(&self) -> bool {
         matches!(
@@ -208,8 +208,14 @@ impl MatvecShape {
         if !kernel.is_tile() {
             return true;
         }
+        if kernel.workgroup > limits.max_compute_invocations_per_workgroup {
+            return false;
+        }
         let (bytes, tokens) = match kernel.cooperative {
-            Some(size) => (coop_workgroup_bytes(size), COOP_TILE.tokens),
+            Some(size) => {
+                let tile = kernel.coop_tile;
+                (tile.workgroup_bytes(size), tile.tile().tokens)
+            }
             None => {
                 let tile = kernel.matmul_tile();
                 (tile.workgroup_bytes(), tile.tokens)
@@ -260,7 +266,8 @@ impl MatvecShape {
     /// through workgroup memory only where not. A matmul's candidates are its tiles
     /// (`matmul_tile`), which not every adapter `fits`, the tile in registers among them, and where
     /// the adapter has matrix cores that plans may use
-    /// (`Gpu::matrix_cores`), the tile on them (but for the grouped product), and where plans may hold
+    /// (`Gpu::matrix_cores`), the tiles on them (`CoopTile`: the experts' product the square one,
+    /// the grouped product none), and where plans may hold
     /// tiles in f16 (`Offers::f16_tiles`), the tiles in workgroup memory so. A step's pair product
     /// of several tokens also tries the 64-thread tile and the tile in registers (`takes_tiles`), and
     /// its splits by block parts eight tokens a layer (`takes_eight_tokens`).
@@ -280,10 +287,15 @@ impl MatvecShape {
             let cores = matrix_cores.filter(|_| {
                 self.kernel != Kernel::MatmulGrouped && self.kernel.x_norm() == XNorm::None
             });
-            tiles.extend(cores.map(|cores| MatvecKernel {
-                cooperative: Some(cores.size),
-                ..tile(cores.workgroup())
-            }));
+            // The experts' product on them takes the square tile alone.
+            let coop_tiles = match self.kernel {
+                Kernel::MatmulId => &[CoopTile::Square][..],
+                _ => &CoopTile::ALL[..],
+            };
+            if let Some(cores) = cores {
+                let on_cores = coop_tiles.iter();
+                tiles.extend(on_cores.map(|&t| MatvecKernel::on_matrix_cores(cores, t)));
+            }
             // Nor does a product that norms x have a tile in f16: its sums of squares pass through
             // the tile's workgroup memory, where f16 would overflow.
             if f16_tiles && self.kernel.x_norm() == XNorm::None {
@@ -324,6 +336,7 @@ impl MatvecShape {
                         subgroup_sum,
                         split,
                         cooperative: None,
+                        coop_tile: CoopTile::Square,
                         eight_tokens: false,
                         f16_tile: false,
                         eight_rows: false,

@@ -14,7 +14,7 @@ mod rounding;
 mod tiles;
 mod tuning;
 
-pub use attention_form::{attention_workgroup, head_groups, SPLIT_ATTENTION_FROM, SPLIT_TIMED_AT};
+pub use attention_form::{attention_workgroup, head_groups, SPLIT_TIMED_AT};
 pub use attention_form::{AttentionForm, AttentionShape};
 pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,
@@ -31,7 +31,7 @@ pub use plan::{
 pub use recurrence::{Recurrence, RecurrenceShape};
 pub use regroup::Regroup;
 pub use rounding::Rounding;
-pub use tiles::{attention_tile_bytes, matmul_tile, MatmulTile};
+pub use tiles::{attention_tile_bytes, matmul_tile, CoopTile, MatmulTile};
 pub use tuning::{Choice, Tunable, Tuning, CANDIDATES};
 
 use std::sync::Arc;
@@ -118,14 +118,10 @@ impl MatrixCores {
             lanes: info.subgroup_max_size,
             size,
         };
+        let square_workgroup = tiles::CoopTile::Square.subgroups(size) * cores.lanes;
         let fits =
-            cores.lanes > 0 && cores.workgroup() <= limits.max_compute_invocations_per_workgroup;
+            cores.lanes > 0 && square_workgroup <= limits.max_compute_invocations_per_workgroup;
         fits.then_some(cores)
-    }
-
-    /// The threads of the kernel's workgroup: a subgroup for each of its blocks.
-    pub fn workgroup(&self) -> u32 {
-        tiles::coop_subgroups(self.size) * self.lanes
     }
 }
 
@@ -283,12 +279,13 @@ impl Gpu {
             tuning: Default::default(),
             fuse_norms: Default::default(),
             split_steps: Default::default(),
-            split_from: SPLIT_ATTENTION_FROM.into(),
+            split_from: Default::default(),
             rounds: Default::default(),
             matrix_cores_failed: Default::default(),
         };
         gpu.set_fuses_norms(!gpu.runs_on_cpu());
         gpu.set_splits_steps(!gpu.runs_on_cpu());
+        gpu.set_split_attention_from(attention_form::split_attention_from(gpu.runs_on_cpu()));
         for rounding in Rounding::ALL {
             gpu.set_rounds(rounding, gpu.rounds_by_default(rounding));
         }
@@ -372,8 +369,8 @@ impl Gpu {
     }
 
     /// The position from which a step's attention splits over the keys in models loaded from now
-    /// on: `attention::SPLIT_ATTENTION_FROM` unless set (where the split pays on an adapter is a
-    /// measurement: `wick bench --split-from`).
+    /// on: `attention_form::split_attention_from` for the adapter's kind unless set (where the split
+    /// pays on an adapter is a measurement: `wick bench --split-from`).
     pub fn split_attention_from(&self) -> u32 {
         self.split_from.load(std::sync::atomic::Ordering::Relaxed)
     }

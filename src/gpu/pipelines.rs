@@ -3,7 +3,7 @@
 
 use super::attention_form::{attention_workgroup, QUERY_WORKGROUP, ROWS_WORKGROUP};
 use super::kernels::{dequant_source, q8_source, wgsl, Kernel, XNorm};
-use super::tiles::{attention_tile, matmul_tile, MatmulTile, COOP_TILE};
+use super::tiles::{attention_tile, matmul_tile, MatmulTile};
 use super::tiles::{ROWS_TILE_WORKGROUP, STEP_ROWS_TILE_TOKENS};
 use super::{AttentionForm, AttentionShape, MatvecKernel, MatvecShape, Recurrence, Split};
 use super::{Gpu, GpuError};
@@ -116,7 +116,7 @@ impl PipelineKey {
         };
         match (shape.kernel, kernel.cooperative) {
             (Kernel::Matmul(store, XNorm::None), Some(size)) => PipelineKey {
-                kernel: Kernel::MatmulCoop(store, size),
+                kernel: Kernel::MatmulCoop(store, size, kernel.coop_tile),
                 ..key
             },
             (Kernel::MatmulId, Some(size)) => PipelineKey {
@@ -164,7 +164,9 @@ impl PipelineKey {
                     ..tile
                 })
             }
-            Kernel::MatmulCoop(..) | Kernel::MatmulIdCoop(_) => Some(COOP_TILE),
+            Kernel::MatmulCoop(..) | Kernel::MatmulIdCoop(_) => {
+                self.kernel.coop_tile().map(|tile| tile.tile())
+            }
             _ => None,
         }
     }
@@ -261,6 +263,12 @@ impl PipelineKey {
             src += "enable f16;\nenable wgpu_cooperative_matrix;\n";
             src += "diagnostic(off, derivative_uniformity);\n";
             src += &format!("const S: u32 = {size}u;\n");
+            let chunks = self
+                .kernel
+                .coop_tile()
+                .expect("a tile on the matrix cores")
+                .chunks();
+            src += &format!("const CHUNKS: u32 = {chunks}u;\n");
             for (name, ty, role) in [
                 ("MatA", "f16", "A"),
                 ("MatB", "f16", "B"),

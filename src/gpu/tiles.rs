@@ -2,6 +2,8 @@
 //! memory they take, which the pipelines build their sources from and the tuner checks an adapter
 //! holds.
 
+use serde::{Deserialize, Serialize};
+
 /// The tile of W's rows by X's tokens a matmul workgroup computes (shaders/matmul_tile.wgsl).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MatmulTile {
@@ -94,23 +96,68 @@ pub const fn attention_tile_bytes(head_dim: u32) -> u32 {
     2 * vec4s * keys * 16 + 16
 }
 
-/// The tile of `Kernel::MatmulCoop`: 64 rows by 64 tokens, in blocks of 2S x 2S, a subgroup each, for
-/// products of S x S (shaders/matmul_coop.wgsl).
-pub const COOP_TILE: MatmulTile = MatmulTile {
-    rows: 64,
-    tokens: 64,
-    rows_per_thread: 0,
-    shared: true,
-    f16: false,
-};
-
-/// The subgroups of a `COOP_TILE` workgroup for products of `size` x `size`.
-pub const fn coop_subgroups(size: u32) -> u32 {
-    (COOP_TILE.rows / (2 * size)) * (COOP_TILE.tokens / (2 * size))
+/// The tiles of the kernels on the matrix cores (shaders/matmul_coop_tile.wgsl): rows of W by 64
+/// tokens, in blocks of 2S x 2S, a subgroup each, for products of S x S. Between two barriers a
+/// workgroup dequantizes a step of its rows' weights and converts its tokens' x into workgroup
+/// memory, and then multiplies them. On an H200 the square tile ran at 37 TFLOP/s, bound by that
+/// loading (a step's 8 products a subgroup against a dequantized value and a converted x a thread,
+/// each stored a value at a time, two threads dequantizing each chunk and keeping half), so the tall
+/// tile takes twice the rows (each x read serves twice the products) and two chunks a step (half the
+/// barriers for each product; a thread a chunk where it has 256). Both are offered to the tuner where
+/// they fit (the tall one takes 35 KiB); the square one, the first made, is the experts'.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CoopTile {
+    /// 64 rows by 64 tokens, 32 weights a step.
+    #[default]
+    Square,
+    /// 128 rows by 64 tokens, 64 weights a step.
+    Tall,
 }
 
-/// The workgroup memory of a `COOP_TILE` workgroup: f16 tiles of 40 values a row (matmul_coop.wgsl's
-/// KS) for its rows and tokens, and the sums of a quarter of each subgroup's block (a product's).
-pub const fn coop_workgroup_bytes(size: u32) -> u32 {
-    (COOP_TILE.rows + COOP_TILE.tokens) * 40 * 2 + coop_subgroups(size) * size * size * 4
+impl CoopTile {
+    pub const ALL: [CoopTile; 2] = [CoopTile::Square, CoopTile::Tall];
+    const TOKENS: u32 = 64;
+
+    pub fn is_square(&self) -> bool {
+        *self == CoopTile::Square
+    }
+
+    pub fn rows(self) -> u32 {
+        match self {
+            CoopTile::Square => 64,
+            CoopTile::Tall => 128,
+        }
+    }
+
+    /// The 32-weight chunks of a row a step holds (CHUNKS in matmul_coop_tile.wgsl).
+    pub fn chunks(self) -> u32 {
+        match self {
+            CoopTile::Square => 1,
+            CoopTile::Tall => 2,
+        }
+    }
+
+    /// Its rows and tokens, as the tiles of the other kernels give theirs.
+    pub fn tile(self) -> MatmulTile {
+        MatmulTile {
+            rows: self.rows(),
+            tokens: CoopTile::TOKENS,
+            rows_per_thread: 0,
+            shared: true,
+            f16: false,
+        }
+    }
+
+    /// The subgroups of its workgroup for products of `size` x `size`: one a block.
+    pub fn subgroups(self, size: u32) -> u32 {
+        (self.rows() / (2 * size)) * (CoopTile::TOKENS / (2 * size))
+    }
+
+    /// Workgroup memory it takes: f16 steps of its rows and tokens, each row 8 values longer than
+    /// a step (matmul_coop_tile.wgsl's KS), and the sums of a quarter of each subgroup's block.
+    pub fn workgroup_bytes(self, size: u32) -> u32 {
+        let row = 32 * self.chunks() + 8;
+        (self.rows() + CoopTile::TOKENS) * row * 2 + self.subgroups(size) * size * size * 4
+    }
 }

@@ -105,9 +105,10 @@ impl Tunable {
 /// experts' among them, and a prompt's plain products in registers; 8: its experts' and grouped
 /// products in registers too; 9: a step's pair products of several tokens as tiles; 10: those whose
 /// x is normed on the way in too, and eight tokens a layer of workgroups; 11: a prompt's tiles held
-/// in f16; 12: MXFP4's products on 8-bit x). New shapes need no new count: they have no winners to
-/// drop (a prompt's attention's forms came so).
-pub const CANDIDATES: u32 = 12;
+/// in f16; 12: MXFP4's products on 8-bit x; 13: a prompt's products on matrix cores in a tall tile
+/// too). New shapes need no new count: they have no winners to drop (a prompt's attention's forms
+/// came so).
+pub const CANDIDATES: u32 = 13;
 
 impl Default for Tuning {
     fn default() -> Tuning {

@@ -6,8 +6,8 @@
 use super::rms_norm::RmsNorm;
 use crate::gguf::GgmlType;
 use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Kernel, MatvecShape, Offers,
-    Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning, XNorm,
+    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Kernel, MatvecKernel,
+    MatvecShape, Offers, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning, XNorm,
 };
 
 /// What a product reads: each token's row of x as it is, or as RMSNorm makes it (which the pair
@@ -339,14 +339,15 @@ pub fn reference(w: &[f32], x: &[f32], y: &mut [f32], accumulate: bool) {
 
 /// Whether the product on the matrix cores (shaders/matmul_coop.wgsl) builds on this device and gives
 /// the right numbers: a driver's first use of cooperative matrices is where a compiler may fail or
-/// err, so tuning offers them only where this says so. Small whole numbers, exact in f16 and their
-/// sums exact in f32 in any order, through a chunk of 70 tokens (a tile and part of one) by 96 rows
-/// (one and a half), against the CPU.
+/// err, so tuning offers them only where this says so, in every tile it would offer. Small whole
+/// numbers, exact in f16 and their sums exact in f32 in any order, through a chunk of 70 tokens (a
+/// tile and part of one) by 96 rows (one and a half of the square tile, part of the tall one), 9
+/// 32-weight chunks a row (the tall tile's last step half empty), against the CPU.
 pub async fn matrix_cores_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     let Some(cores) = gpu.matrix_cores() else {
         return Ok(false);
     };
-    let (rows, cols, tokens) = (96u32, 256u32, 70u32);
+    let (rows, cols, tokens) = (96u32, 288u32, 70u32);
     let (w, x, y, want) = exact_product(gpu, "matrix-core check", rows, cols, tokens).await?;
     let step = StepInput::with(gpu, 0, &vec![0; tokens as usize]);
     let mut plan = Plan::new(gpu, &step, tokens);
@@ -357,21 +358,23 @@ pub async fn matrix_cores_work(gpu: &Gpu) -> Result<bool, crate::Error> {
         matrix_cores: Some(cores),
         ..Offers::default()
     };
-    let on_cores = (matmul.candidates(offers).into_iter())
-        .find(|k| k.cooperative.is_some())
-        .expect("a candidate on the matrix cores");
-    let mut tuning = Tuning::default();
-    tuning.matvec.insert(matmul.key(), on_cores);
-    let built = gpu.checked("the matrix-core check", || {
-        plan.retune(gpu, &tuning);
-        let mut enc = gpu.device.create_command_encoder(&Default::default());
-        plan.record(&mut enc.begin_compute_pass(&Default::default()), plan.batch);
-        gpu.queue.submit([enc.finish()]);
-    });
-    if built.await.is_err() {
-        return Ok(false);
+    let on_cores = matmul.candidates(offers).into_iter();
+    // The tiles that do not fit the adapter are never offered.
+    let offered = |k: &MatvecKernel| k.cooperative.is_some() && matmul.fits(k, &gpu.limits);
+    for kernel in on_cores.filter(offered) {
+        let mut tuning = Tuning::default();
+        tuning.matvec.insert(matmul.key(), kernel);
+        let built = gpu.checked("the matrix-core check", || {
+            plan.retune(gpu, &tuning);
+            let mut enc = gpu.device.create_command_encoder(&Default::default());
+            plan.record(&mut enc.begin_compute_pass(&Default::default()), plan.batch);
+            gpu.queue.submit([enc.finish()]);
+        });
+        if built.await.is_err() || read_back_f32(gpu, &y, want.len()).await? != want {
+            return Ok(false);
+        }
     }
-    Ok(read_back_f32(gpu, &y, want.len()).await? == want)
+    Ok(true)
 }
 
 /// An F32 matrix of small whole numbers and `tokens` rows of x of them on the GPU, a buffer for the
