@@ -24,10 +24,11 @@
 # to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default;
 # FILES, DEEP_FILES and STEP_FILES (names as below, without .gguf) run a subset, DEEP_FILES= none deep,
 # STEP_FILES= no steps of several sequences; VARIANTS=0 runs `wick bench` in its defaults alone.
-# QUICK=1 fits about 9 minutes of a 16-core H200 machine (llama.cpp's build about 2, the files about
-# 2): the 8B and 1.5B Q4_K_M files, the 8B at depth 4096 with a check of 5 tokens there, REPS=2, no
-# variants and no steps of several sequences; each of those settings may still be given. The packed
-# kernel tests run beside the build (each held to 2 minutes; on a GPU expected to take seconds).
+# QUICK=1: the 8B and 1.5B Q4_K_M files, the 8B at depth 4096 with a check of 5 tokens there, REPS=2,
+# no variants and no steps of several sequences; each of those settings may still be given. On a
+# 16-core H200 it took 466 s with the 8B Q4_0 file added (FILES) and the packed kernel tests, which
+# run beside llama.cpp's build and the files (on an H200 ops_matmul took 58 s, ops 89 s; each is held
+# to 2 minutes). VARIANTS=1 on the 8B Q4_K_M file alone took 109 s more on the machine kept warm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=$(cd "$1" && pwd)
