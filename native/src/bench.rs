@@ -71,7 +71,7 @@ pub struct BenchArgs {
     /// How the KV cache holds keys and values: f32, or f16 (half the bytes attention reads)
     /// [default: f16 on GPUs, f32 for CPU-backed adapters]
     #[arg(long = "cache-type", value_enum)]
-    cache_type: Option<crate::CacheType>,
+    cache_type: Option<crate::load::CacheType>,
     /// With --profile, also time a decode step of this many sequences at once (`wick serve
     /// --parallel`'s step), kernel by kernel; for 5 to 8, a step of 4 too (its own plan)
     #[arg(long = "parallel", default_value_t = 1)]
@@ -196,7 +196,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         batch: args.batch,
         per_layer_on_gpu: args.per_layer_on_gpu,
         sequences: args.parallel,
-        kv_cache: args.cache_type.map(crate::CacheType::kv),
+        kv_cache: args.cache_type.map(crate::load::CacheType::kv),
         ..Default::default()
     };
     let held_before = gpu.memory().buffer_bytes;

@@ -2,9 +2,10 @@
 //! a vision projector (--mmproj), messages show images: --image for the first, `/image PATH` lines
 //! for the next.
 
+use crate::load::{self, ModelArgs};
 use crate::speculate::SpeculationArgs;
 use crate::vision::{read_image, read_images, ProjectorArgs};
-use crate::{load, ModelArgs, SamplingArgs};
+use crate::SamplingArgs;
 use anyhow::Result;
 use clap::Args;
 use pollster::FutureExt as _;

@@ -1,7 +1,7 @@
 //! `wick embed`: each text's embedding, printed as OpenAI's embeddings answer (JSON on stdout), what
 //! `wick serve` answers at /v1/embeddings for the same inputs.
 
-use crate::{load, ModelArgs};
+use crate::load::{self, ModelArgs};
 use anyhow::Result;
 use clap::Args;
 use pollster::FutureExt as _;

@@ -1,8 +1,8 @@
 //! Opening a model: the file, the GPU, and a progress bar while the weights stream in.
 
 use crate::http_source::{is_url, HttpSource};
-use crate::{CacheType, ModelArgs, DEFAULT_MODEL};
 use anyhow::{Context, Result};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
 use std::sync::Arc;
@@ -10,6 +10,55 @@ use wick::engine::LoadOptions;
 use wick::gguf::{ByteSource, FileSource};
 use wick::gpu::Gpu;
 use wick::session::Session;
+
+/// The model used when -m is not given; `scripts/fetch-model.sh` puts it there.
+pub const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The model and its context.
+#[derive(Args, Clone)]
+pub struct ModelArgs {
+    /// A GGUF model: a path, or an http(s) URL read by range requests
+    /// [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]
+    #[arg(short = 'm', long = "model")]
+    pub model: Option<String>,
+    /// Context size in tokens (capped at the model's training context)
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 4096)]
+    pub ctx_size: u32,
+    /// Prompt tokens per GPU run (1: one at a time) [default: 512 on GPUs, 64 where the adapter runs
+    /// on the CPU]
+    #[arg(short = 'b', long = "batch-size")]
+    pub batch_size: Option<u32>,
+    /// How embeddings pool the tokens' states: mean, cls or last [default: as the file says; a
+    /// chat model's file says none, and makes no embeddings unless this names one]
+    #[arg(long = "pooling", value_parser = parse_pooling)]
+    pub pooling: Option<wick::embeddings::Pooling>,
+    /// How the KV cache holds keys and values: f32 (exact), or f16 (half the memory and the bytes
+    /// attention reads, as llama.cpp's default; MLA's cache stays f32) [default: f16 on GPUs, f32
+    /// for CPU-backed adapters; perplexity: f32]
+    #[arg(long = "cache-type", value_enum)]
+    pub cache_type: Option<CacheType>,
+}
+
+/// `--cache-type`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheType {
+    F32,
+    F16,
+}
+
+impl CacheType {
+    pub fn kv(self) -> wick::gpu::KvType {
+        match self {
+            CacheType::F32 => wick::gpu::KvType::F32,
+            CacheType::F16 => wick::gpu::KvType::F16,
+        }
+    }
+}
+
+fn parse_pooling(name: &str) -> Result<wick::embeddings::Pooling, String> {
+    wick::embeddings::Pooling::from_name(name)
+        .ok_or_else(|| format!("{name:?} is not a pooling (mean, cls or last)"))
+}
 
 /// The model's bytes: a local file, or an http(s) URL read by range requests.
 pub fn open_source(model: &Option<String>) -> Result<Box<dyn ByteSource>> {

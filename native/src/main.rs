@@ -18,9 +18,6 @@ mod vision;
 
 use clap::{Args, Parser, Subcommand};
 
-/// The model used when -m is not given; `scripts/fetch-model.sh` puts it there.
-pub const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
-
 #[derive(Parser)]
 #[command(
     name = "wick",
@@ -55,47 +52,6 @@ enum Command {
     Embed(embed::EmbedArgs),
 }
 
-/// The model and its context.
-#[derive(Args, Clone)]
-pub struct ModelArgs {
-    /// A GGUF model: a path, or an http(s) URL read by range requests
-    /// [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]
-    #[arg(short = 'm', long = "model")]
-    pub model: Option<String>,
-    /// Context size in tokens (capped at the model's training context)
-    #[arg(short = 'c', long = "ctx-size", default_value_t = 4096)]
-    pub ctx_size: u32,
-    /// Prompt tokens per GPU run (1: one at a time) [default: 512 on GPUs, 64 where the adapter runs
-    /// on the CPU]
-    #[arg(short = 'b', long = "batch-size")]
-    pub batch_size: Option<u32>,
-    /// How embeddings pool the tokens' states: mean, cls or last [default: as the file says; a
-    /// chat model's file says none, and makes no embeddings unless this names one]
-    #[arg(long = "pooling", value_parser = parse_pooling)]
-    pub pooling: Option<wick::embeddings::Pooling>,
-    /// How the KV cache holds keys and values: f32 (exact), or f16 (half the memory and the bytes
-    /// attention reads, as llama.cpp's default; MLA's cache stays f32) [default: f16 on GPUs, f32
-    /// for CPU-backed adapters; perplexity: f32]
-    #[arg(long = "cache-type", value_enum)]
-    pub cache_type: Option<CacheType>,
-}
-
-/// `--cache-type`'s values.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CacheType {
-    F32,
-    F16,
-}
-
-impl CacheType {
-    pub fn kv(self) -> wick::gpu::KvType {
-        match self {
-            CacheType::F32 => wick::gpu::KvType::F32,
-            CacheType::F16 => wick::gpu::KvType::F16,
-        }
-    }
-}
-
 /// `--logit-bias`: ID+BIAS or ID-BIAS.
 fn parse_logit_bias(text: &str) -> Result<(u32, f32), String> {
     let split = text.find(['+', '-']).filter(|&at| at > 0);
@@ -110,11 +66,6 @@ fn parse_logit_bias(text: &str) -> Result<(u32, f32), String> {
             "{text:?} is not ID+BIAS or ID-BIAS (as 15043+1, 29871-100 or 2-inf)"
         )),
     }
-}
-
-fn parse_pooling(name: &str) -> Result<wick::embeddings::Pooling, String> {
-    wick::embeddings::Pooling::from_name(name)
-        .ok_or_else(|| format!("{name:?} is not a pooling (mean, cls or last)"))
 }
 
 /// Sampling, as llama.cpp's flags.

@@ -1,6 +1,6 @@
 //! `wick perplexity`: llama-perplexity's method (wick::perplexity), ending with a line `PPL = <value>`.
 
-use crate::{load, ModelArgs};
+use crate::load::{self, ModelArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use pollster::FutureExt as _;

@@ -1,8 +1,9 @@
 //! `wick run`: the prompt as given, generated text streamed to stdout, stats to stderr.
 
+use crate::load::{self, ModelArgs};
 use crate::speculate::SpeculationArgs;
 use crate::vision::{read_images, ProjectorArgs};
-use crate::{load, ModelArgs, SamplingArgs};
+use crate::SamplingArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use pollster::FutureExt as _;

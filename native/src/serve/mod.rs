@@ -12,9 +12,9 @@ mod parallel;
 mod routes;
 mod worker;
 
+use crate::load::{self, ModelArgs};
 use crate::speculate::SpeculationArgs;
 use crate::vision::ProjectorArgs;
-use crate::{load, ModelArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 
@@ -99,7 +99,7 @@ pub fn main(args: ServeArgs) -> Result<()> {
 
 /// The model's name in the API: its file name without .gguf.
 pub fn model_id(args: &ModelArgs) -> String {
-    let path = args.model.as_deref().unwrap_or(crate::DEFAULT_MODEL);
+    let path = args.model.as_deref().unwrap_or(load::DEFAULT_MODEL);
     let name = std::path::Path::new(path)
         .file_name()
         .map_or(path.into(), |n| n.to_string_lossy());
