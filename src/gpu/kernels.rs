@@ -353,7 +353,7 @@ impl Kernel {
                 );
                 return [kv.source(), body].concat();
             }
-            Kernel::AttentionMerge => wgsl!("attention_merge.wgsl"),
+            Kernel::AttentionMerge => wgsl!("reduce.wgsl", "attention_merge.wgsl"),
             Kernel::Glu(act) => return [act.source(), wgsl!("step.wgsl", "glu.wgsl")].concat(),
             Kernel::HeadNormRopeKv(kv) => {
                 let body = wgsl!(

@@ -279,6 +279,10 @@ pub fn push_split(
     push_merge(plan, (n_head, head_dim, n_split), parts, b.out, b.sinks);
 }
 
+/// The splits a merge takes at most (the workgroup memory of shaders/attention_merge.wgsl holds a
+/// factor each); `splits` makes at most 64.
+pub const MERGED_SPLITS_MAX: u32 = 256;
+
 /// Adds the merge of the `n_split` splits' states in `parts` (`split_scratch_bytes`) of each of
 /// `n_head` heads of `head_dim` of each of the run's tokens into `out`
 /// (shaders/attention_merge.wgsl), the heads' sinks taking their share where given.
@@ -289,6 +293,7 @@ pub fn push_merge(
     out: &wgpu::Buffer,
     sinks: Option<&wgpu::Buffer>,
 ) {
+    assert!(n_split <= MERGED_SPLITS_MAX, "{n_split} splits to merge");
     let p = MergeParams {
         n_head,
         head_dim,
