@@ -6,10 +6,10 @@
 # ahead, as a reply runs, --read ahead; its prompt in chunks of 64 rather than a GPU's 512, without
 # the matrix cores, --matrix-cores off, and in f32 tiles alone, --f16-tiles off) and `llama-bench` one
 # after the other on each; then decode and a 512-token prompt deep into a long context (-d 4096 and
-# 16384, with a check of 5 tokens there) on the 8B and 1.5B files, and decode at 512 with the
-# attention unsplit and split from 256; then a step of 4 and of 8 sequences (`wick serve --parallel`'s step, and what a
-# speculative check of as many tokens costs) beside the one-token step, kernel by kernel, on the
-# same two.
+# 16384, with a check of 5 tokens there) on the 8B and 1.5B files, and decode from depth 0 and 512
+# with the attention split as the adapter splits it and never; then a step of 4 and of 8 sequences
+# (`wick serve --parallel`'s step, and what a speculative check of as many tokens costs) beside the
+# one-token step, kernel by kernel, on the same two.
 #
 #   scripts/bench-against-llama-cpp.sh LLAMA_CPP_SOURCE [VULKAN_PREFIX]
 #
@@ -146,17 +146,20 @@ for f in $deep_files; do
   done
 done
 
-# Where splitting a step's attention over the keys starts to pay (1,024 positions unless told,
-# --split-from): decode at depth 512, unsplit and split from 256.
+# Where splitting a step's attention over the keys starts to pay (position 32 on GPUs unless told,
+# --split-from): decode of 64 tokens from depth 0 and from 512, split as the adapter does and never.
 for f in $deep_files; do
-  for from in 1024 256; do
-    echo "== $f at depth 512, attention split from $from: wick"
-    target/release/wick bench -m "$models/$f.gguf" -p 0 -n 64 -d 512 -r "$reps" --split-from "$from" \
-      2>&1 | grep -v '^$' | tee -a "$out/wick-split-from.md"
+  for d in 0 512; do
+    for from in adapter 1000000; do
+      echo "== $f at depth $d, attention split from $from: wick"
+      split=(); [ "$from" = adapter ] || split=(--split-from "$from")
+      target/release/wick bench -m "$models/$f.gguf" -p 0 -n 64 -d "$d" -r "$reps" ${split[@]+"${split[@]}"} \
+        2>&1 | grep -v '^$' | tee -a "$out/wick-split-from.md"
+    done
+    echo "== $f at depth $d: llama.cpp"
+    "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 0 -n 64 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
+      | tee -a "$out/llama-split-from.md"
   done
-  echo "== $f at depth 512: llama.cpp"
-  "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 0 -n 64 -d 512 -r "$reps" 2>&1 | grep -v '^$' \
-    | tee -a "$out/llama-split-from.md"
 done
 
 # A step of several sequences: each product reads its weights once for every four tokens (the pair
