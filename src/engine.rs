@@ -274,8 +274,8 @@ impl Engine {
                 mapped_at_creation: false,
             })
         });
-        let greedy_choice =
-            scratch_buffer(&gpu, "greedy choice", crate::ops::argmax::choice_bytes(1)).await?;
+        let greedy_choice = crate::ops::argmax::choice_bytes(1, forward.n_logits);
+        let greedy_choice = scratch_buffer(&gpu, "greedy choice", greedy_choice).await?;
         let mut greedy = Plan::new(&gpu, &forward.step, 1);
         crate::ops::argmax::push(
             &mut greedy,

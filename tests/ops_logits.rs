@@ -10,9 +10,10 @@ use wick::ops::allowed::Allowed;
 use wick::ops::{argmax, log_prob, softcap, top_k};
 use wick::sampler::{Adjusted, Penalties};
 
-/// Each row's largest value, the first of equals as the CPU's argmax picks it: rows of Gemma's vocabulary
-/// with the maximum tied at two places (in different threads' strides and in one thread's), at the
-/// last index, and a row of -inf only (index 0).
+/// Each row's largest value, the first of equals as the CPU's argmax picks it, and its chance (the row's
+/// softmax there): rows of Gemma's vocabulary with the maximum tied at two places (in different parts
+/// of the first pass, and in one thread's stride), at the last index, and a row of -inf only (index 0,
+/// chance 0).
 #[test]
 fn argmax_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -26,9 +27,8 @@ fn argmax_against_cpu() {
     x[3 * n - 1] = 9.0;
     x[3 * n..].fill(f32::NEG_INFINITY);
     let xb = f32_buffer(&gpu, &x);
-    let out = scratch_buffer(&gpu, "out", rows as u64 * 4)
-        .block_on()
-        .unwrap();
+    let out_bytes = argmax::choice_bytes(rows as u32, n as u32);
+    let out = scratch_buffer(&gpu, "out", out_bytes).block_on().unwrap();
     let allowed = Allowed::new(&gpu, rows as u32, n as u32)
         .block_on()
         .unwrap();
@@ -38,16 +38,27 @@ fn argmax_against_cpu() {
         let mut plan = plan_at(&gpu, 0, &[0; 4]);
         argmax::push(&mut plan, &xb, &out, n as u32, &allowed);
         run(&gpu, plan);
-        read_back_f32(&gpu, &out, rows)
-            .block_on()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect::<Vec<u32>>()
+        let words = read_back_f32(&gpu, &out, 2 * rows).block_on().unwrap();
+        let choices: Vec<u32> = words[..rows].iter().map(|v| v.to_bits()).collect();
+        (choices, words[rows..].to_vec())
     };
     let want: Vec<u32> = x.chunks(n).map(wick::sampler::argmax).collect();
     assert_eq!(want, [1000, 333, n as u32 - 1, 0]);
-    assert_eq!(choose(None), want);
+    let (choices, chances) = choose(None);
+    assert_eq!(choices, want);
+    // The chance of the choice: 1 / sum(exp(x - largest)), in f64 on the CPU.
+    for (r, row) in x.chunks(n).enumerate().take(3) {
+        let top = row[want[r] as usize] as f64;
+        let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
+        let rel = (chances[r] as f64 * sum - 1.0).abs();
+        assert!(
+            rel < 1e-4,
+            "row {r}: chance {} against {}",
+            chances[r],
+            1.0 / sum
+        );
+    }
+    assert_eq!(chances[3], 0.0, "a row of -inf");
     // Row 1 without its two largest (333 and 589) and every id past 50 000.
     let mut bits = vec![u32::MAX; n.div_ceil(32)];
     for id in [333, 333 + 256].into_iter().chain(50_000..n) {
@@ -61,7 +72,7 @@ fn argmax_against_cpu() {
     }
     let masked = wick::sampler::argmax(&row);
     assert!(masked != 333 && masked < 50_000);
-    let got = choose(Some(&bits));
+    let (got, _) = choose(Some(&bits));
     assert_eq!(got, [want[0], masked, want[2], want[3]], "row 1 masked");
 }
 

@@ -80,7 +80,10 @@ pub enum Kernel {
     Softcap,
     /// A run's last row copied to row 0.
     LastRow,
-    /// The index of each row's largest value.
+    /// Each part of each row's largest value, its index and the sum of exp(x - it): greedy's first
+    /// pass.
+    ArgmaxParts,
+    /// The index of each row's largest value, and its chance, from the first pass's parts.
     Argmax,
     /// The repetition penalty on the logits of the sampler's recent tokens, in place.
     Penalize,
@@ -375,7 +378,8 @@ impl Kernel {
             Kernel::TokenLogProb => wgsl!("step.wgsl", "reduce.wgsl", "token_log_prob.wgsl"),
             Kernel::Softcap => wgsl!("step.wgsl", "softcap.wgsl"),
             Kernel::LastRow => wgsl!("step.wgsl", "last_row.wgsl"),
-            Kernel::Argmax => wgsl!("step.wgsl", "argmax.wgsl"),
+            Kernel::ArgmaxParts => wgsl!("step.wgsl", "argmax_reduce.wgsl", "argmax_parts.wgsl"),
+            Kernel::Argmax => wgsl!("step.wgsl", "argmax_reduce.wgsl", "argmax.wgsl"),
             Kernel::Penalize => wgsl!("pick.wgsl", "penalize.wgsl"),
             Kernel::LogSumExp => wgsl!("reduce.wgsl", "log_sum_exp.wgsl"),
             Kernel::TopK => wgsl!("pick.wgsl", "top_k.wgsl"),

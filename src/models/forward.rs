@@ -322,7 +322,7 @@ pub async fn prompt_plans(
         rows => {
             let logits = rows as u64 * n_logits as u64 * 4;
             let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
-            let bytes = crate::ops::argmax::choice_bytes(rows);
+            let bytes = crate::ops::argmax::choice_bytes(rows, n_logits);
             let choices = scratch_buffer(gpu, "choice of each sequence", bytes).await?;
             let parts = split_parts.filter(|_| split_rows(gpu, runs) == rows);
             let step_plans = async |rows: u32| -> Result<StepPlans, Error> {
