@@ -557,9 +557,7 @@ impl Engine {
             }
             Tunable::Attention(a) => {
                 let workgroup_bytes = self.gpu.limits.max_compute_workgroup_storage_size;
-                let forms = a
-                    .candidates(offers.subgroup_size, workgroup_bytes)
-                    .into_iter();
+                let forms = a.candidates(offers, workgroup_bytes).into_iter();
                 forms.map(Choice::Attention).collect()
             }
         }

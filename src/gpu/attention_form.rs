@@ -4,12 +4,17 @@
 //! (shaders/attention_rows.wgsl), whose rows fit a GPU thread's registers. And how a decode step deep
 //! into a context attends with its keys split over workgroups (flash-decoding): a key a thread
 //! (shaders/attention_split.wgsl), or a head's dims split over neighbouring lanes of a subgroup
-//! (shaders/attention_split_lanes.wgsl), whose reads of a key are side by side. Which is faster
+//! (shaders/attention_split_lanes.wgsl), whose reads of a key are side by side. On an adapter's matrix
+//! cores, a chunk's scores and its weights times the values are products of f16 matrices into f32
+//! (shaders/attention_coop.wgsl), where plans may round so (`Rounding::MatrixCores`). Which is faster
 //! depends on the adapter, so the form is a tuned choice, per shape, beside the matvecs' kernel
 //! shapes.
 
 use super::kernels::KvType;
+use super::matvec_kernel::Offers;
+use super::rounding::Rounding;
 use super::tiles::attention_tile_bytes;
+use super::MatrixCores;
 use serde::{Deserialize, Serialize};
 
 /// How the chunk's queries walk the keys.
@@ -28,6 +33,10 @@ pub enum AttentionForm {
     /// split over `lanes` (4 to 32) neighbouring lanes of a subgroup, `columns` keys at once
     /// (shaders/attention_split_lanes.wgsl).
     SplitLanes { lanes: u32, columns: u32 },
+    /// `MATRIX_SUBGROUPS` blocks of `size` queries a workgroup, a subgroup of `lanes` each, over
+    /// tiles of `keys` keys, on the adapter's matrix cores in products of `size` x `size`
+    /// (shaders/attention_coop.wgsl): queries, keys, values and weights in f16, scores and sums f32.
+    Matrix { size: u32, lanes: u32, keys: u32 },
 }
 
 impl AttentionForm {
@@ -37,7 +46,13 @@ impl AttentionForm {
             AttentionForm::Query | AttentionForm::SplitKeys => None,
             AttentionForm::Rows { .. } => Some(ROWS_HEAD_SPLIT),
             AttentionForm::SplitLanes { lanes, .. } => Some(lanes),
+            AttentionForm::Matrix { .. } => None,
         }
+    }
+
+    /// What it rounds beyond f32, where it does.
+    pub fn rounding(&self) -> Option<Rounding> {
+        matches!(self, AttentionForm::Matrix { .. }).then_some(Rounding::MatrixCores)
     }
 }
 
@@ -51,6 +66,10 @@ impl std::fmt::Display for AttentionForm {
             AttentionForm::SplitKeys => write!(f, "split, a key a thread"),
             AttentionForm::SplitLanes { lanes, columns } => {
                 write!(f, "split, heads over {lanes} lanes by {columns} keys")
+            }
+            AttentionForm::Matrix { size, keys, .. } => {
+                let queries = MATRIX_SUBGROUPS * size;
+                write!(f, "{queries} queries by {keys} keys on matrix cores")
             }
         }
     }
@@ -73,6 +92,22 @@ const ROWS_SIZES: [(u32, u32); 3] = [(16, 32), (8, 32), (8, 16)];
 /// each thread's max and sum for the merge, and the queries' range.
 pub const fn rows_bytes(head_dim: u32, keys: u32) -> u32 {
     keys * head_dim * 4 + 2 * ROWS_WORKGROUP * 4 + 16
+}
+
+/// Subgroups of a matrix form's workgroup, each taking `size` queries.
+pub const MATRIX_SUBGROUPS: u32 = 4;
+
+/// The matrix form's keys a tile, in products of `size`: more keys, fewer barriers for each product,
+/// against more workgroup memory.
+const MATRIX_KEYS: [u32; 2] = [2, 4];
+
+/// Workgroup memory of the matrix form for heads of `head_dim` in products of `size` over tiles of
+/// `keys` (shaders/attention_coop.wgsl): the tile of f16 keys or values (at the start, the queries),
+/// the f32 scores, the f16 weights, a factor a query, and the workgroup's range and flag.
+pub const fn matrix_bytes(head_dim: u32, size: u32, keys: u32) -> u32 {
+    let queries = MATRIX_SUBGROUPS * size;
+    let rows = if keys > queries { keys } else { queries };
+    rows * (head_dim + 8) * 2 + queries * keys * 4 + queries * (keys + 8) * 2 + queries * 4 + 32
 }
 
 /// The split lanes form's (lanes, columns), 128 threads each: fewer vec4s of a head a lane holds
@@ -174,13 +209,10 @@ impl AttentionShape {
         (self.heads / self.kv_heads).min(HEAD_GROUP)
     }
 
-    /// The forms `Engine::tune` times where the adapter's subgroups are `subgroup_size` wide (None:
-    /// none that work) and its workgroups hold `workgroup_bytes`.
-    pub fn candidates(
-        &self,
-        subgroup_size: Option<u32>,
-        workgroup_bytes: u32,
-    ) -> Vec<AttentionForm> {
+    /// The forms `Engine::tune` times where the adapter offers what `offers` says (subgroups, the
+    /// matrix cores plans may use) and its workgroups hold `workgroup_bytes`.
+    pub fn candidates(&self, offers: Offers, workgroup_bytes: u32) -> Vec<AttentionForm> {
+        let subgroup_size = offers.subgroup_size;
         let rows = ROWS_SIZES
             .into_iter()
             .map(|(queries, keys)| AttentionForm::Rows { queries, keys });
@@ -191,7 +223,22 @@ impl AttentionShape {
             let lanes = form.lanes().expect("a form that shuffles");
             subgroup_size.is_some_and(|s| s >= lanes) && self.fits(form, workgroup_bytes)
         });
-        [self.default_form()].into_iter().chain(shuffled).collect()
+        let on_cores = offers
+            .matrix_cores
+            .into_iter()
+            .flat_map(|MatrixCores { lanes, size }| {
+                (MATRIX_KEYS.into_iter()).map(move |k| AttentionForm::Matrix {
+                    size,
+                    lanes,
+                    keys: k * size,
+                })
+            });
+        let on_cores = on_cores.filter(|&form| self.fits(form, workgroup_bytes));
+        [self.default_form()]
+            .into_iter()
+            .chain(shuffled)
+            .chain(on_cores)
+            .collect()
     }
 
     /// Whether an adapter whose workgroups hold `workgroup_bytes` can run the shape in `form` (the
@@ -218,6 +265,16 @@ impl AttentionShape {
                     && d / 4 / lanes <= SPLIT_LANES_MAX_VEC4S
                     && split_lanes_bytes(d, lanes * columns, columns) <= workgroup_bytes
             }
+            // A head of whole matrices; a thread a query for the softmax, so subgroups as wide as
+            // a block's queries.
+            AttentionForm::Matrix { size, lanes, keys } => {
+                !split
+                    && d.is_multiple_of(size)
+                    && d.is_multiple_of(4)
+                    && keys.is_multiple_of(size)
+                    && lanes >= size
+                    && matrix_bytes(d, size, keys) <= workgroup_bytes
+            }
         }
     }
 }
@@ -225,6 +282,61 @@ impl AttentionShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn offers(subgroup_size: Option<u32>, matrix_cores: Option<MatrixCores>) -> Offers {
+        Offers {
+            subgroup_size,
+            matrix_cores,
+            ..Offers::default()
+        }
+    }
+
+    /// A chunk's attention on the matrix cores is offered where plans may use them, for heads of
+    /// whole products, at the tiles of keys the adapter's workgroup memory holds; never for a split.
+    #[test]
+    fn matrix_forms_are_offered_where_they_run() {
+        let chunk = |head_dim| AttentionShape {
+            heads: 32,
+            kv_heads: 8,
+            head_dim,
+            tokens: 512,
+            cache: KvType::F16,
+            splits: None,
+        };
+        let nvidia = Some(MatrixCores {
+            lanes: 32,
+            size: 16,
+        });
+        let keys = |s: AttentionShape, cores, bytes| -> Vec<u32> {
+            let forms = s.candidates(offers(Some(32), cores), bytes).into_iter();
+            (forms.filter_map(|f| match f {
+                AttentionForm::Matrix { keys, .. } => Some(keys),
+                _ => None,
+            }))
+            .collect()
+        };
+        assert_eq!(keys(chunk(128), nvidia, 49152), [32, 64]);
+        assert_eq!(keys(chunk(128), nvidia, 32768), [32], "64 keys take 42 KiB");
+        assert_eq!(keys(chunk(128), None, 49152), [] as [u32; 0]);
+        assert_eq!(keys(chunk(72), nvidia, 49152), [] as [u32; 0], "72 / 16");
+        let apple = MatrixCores { lanes: 32, size: 8 };
+        assert_eq!(keys(chunk(72), Some(apple), 49152), [16, 32]);
+        let narrow = MatrixCores { lanes: 8, size: 16 };
+        assert_eq!(keys(chunk(128), Some(narrow), 49152), [] as [u32; 0]);
+        let split = AttentionShape {
+            tokens: 1,
+            splits: Some(16),
+            ..chunk(128)
+        };
+        assert_eq!(keys(split, nvidia, 49152), [] as [u32; 0]);
+        let form = AttentionForm::Matrix {
+            size: 16,
+            lanes: 32,
+            keys: 32,
+        };
+        assert_eq!(form.rounding(), Some(Rounding::MatrixCores));
+        assert_eq!(AttentionForm::Query.rounding(), None);
+    }
 
     /// The rows form is offered only with subgroups of 8 lanes or more, for heads it splits evenly,
     /// at the sizes the adapter's workgroup memory holds (WebGPU's 16 KiB: not 32 keys of 128
@@ -240,7 +352,7 @@ mod tests {
             splits: None,
         };
         let rows = |s: AttentionShape, subgroups, bytes| {
-            let forms = s.candidates(subgroups, bytes);
+            let forms = s.candidates(offers(subgroups, None), bytes);
             assert_eq!(forms[0], AttentionForm::Query);
             forms.len() - 1
         };
@@ -274,7 +386,7 @@ mod tests {
             splits: Some(16),
         };
         let lanes = |s: AttentionShape, subgroups| {
-            let forms = s.candidates(subgroups, 16384);
+            let forms = s.candidates(offers(subgroups, None), 16384);
             assert_eq!(forms[0], AttentionForm::SplitKeys);
             let lanes: Vec<u32> = forms[1..].iter().filter_map(|f| f.lanes()).collect();
             assert_eq!(lanes.len(), forms.len() - 1, "{forms:?}");
@@ -311,10 +423,13 @@ mod tests {
             splits: None,
             ..split(128)
         };
-        assert!(chunk.candidates(Some(32), 49152).iter().all(|f| !matches!(
-            f,
-            AttentionForm::SplitKeys | AttentionForm::SplitLanes { .. }
-        )));
+        assert!(chunk
+            .candidates(offers(Some(32), None), 49152)
+            .iter()
+            .all(|f| !matches!(
+                f,
+                AttentionForm::SplitKeys | AttentionForm::SplitLanes { .. }
+            )));
         assert_ne!(chunk.key(), split(128).key());
     }
 }

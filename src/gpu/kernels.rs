@@ -51,6 +51,9 @@ pub enum Kernel {
     /// The same in blocks of queries whose heads are split over threads of a subgroup, for heads
     /// of the dimensions given, over a cache of the type given, in tiles of the keys given.
     AttentionRows(u32, KvType, u32),
+    /// The same on the adapter's matrix cores, for heads of the dimensions given, over a cache of
+    /// the type given, in products of the size given, in tiles of the keys given.
+    AttentionCoop(u32, KvType, u32, u32),
     /// One token's attention split over the sequence, and the merge of the splits.
     AttentionSplit(KvType),
     /// The same with a head's dims split over neighbouring lanes of a subgroup, for heads of the
@@ -273,7 +276,9 @@ impl Kernel {
     /// The size of the matrix cores' products, for the kernels that run on them.
     pub fn cooperative_size(self) -> Option<u32> {
         match self {
-            Kernel::MatmulCoop(_, size, _) | Kernel::MatmulIdCoop(size) => Some(size),
+            Kernel::MatmulCoop(_, size, _)
+            | Kernel::MatmulIdCoop(size)
+            | Kernel::AttentionCoop(_, _, size, _) => Some(size),
             _ => None,
         }
     }
@@ -444,6 +449,16 @@ impl Kernel {
                     "attention_params.wgsl",
                     "lanes_sum.wgsl",
                     "attention_rows.wgsl"
+                );
+                return [kv.source(), body].concat();
+            }
+            Kernel::AttentionCoop(_, kv, _, _) => {
+                let body = wgsl!(
+                    "step.wgsl",
+                    "key_range.wgsl",
+                    "key_union.wgsl",
+                    "attention_params.wgsl",
+                    "attention_coop.wgsl"
                 );
                 return [kv.source(), body].concat();
             }

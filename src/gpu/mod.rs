@@ -307,12 +307,15 @@ impl Gpu {
     /// tiles while plans may not round so (`set_rounds`), those shapes then taking their default
     /// kernels. The winners stay in the GPU's tuning, and so in what is kept of it.
     pub fn usable(&self, tuning: Arc<Tuning>) -> Arc<Tuning> {
-        let unusable = |k: &MatvecKernel| k.rounding().is_some_and(|r| !self.rounds(r));
-        if !tuning.matvec.values().any(unusable) {
+        let unusable = |r: Option<Rounding>| r.is_some_and(|r| !self.rounds(r));
+        let matvec = |k: &MatvecKernel| unusable(k.rounding());
+        let attention = |form: &AttentionForm| unusable(form.rounding());
+        if !tuning.matvec.values().any(matvec) && !tuning.attention.values().any(attention) {
             return tuning;
         }
         let mut f32_only = (*tuning).clone();
-        f32_only.matvec.retain(|_, k| !unusable(k));
+        f32_only.matvec.retain(|_, k| !matvec(k));
+        f32_only.attention.retain(|_, form| !attention(form));
         Arc::new(f32_only)
     }
 
@@ -330,6 +333,7 @@ impl Gpu {
         (tuning.attention).retain(|_, form| form.lanes().is_none_or(|l| l <= lanes));
         if !self.has_matrix_cores() {
             tuning.matvec.retain(|_, k| k.cooperative.is_none());
+            (tuning.attention).retain(|_, form| form.rounding() != Some(Rounding::MatrixCores));
         }
         *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tuning);
     }

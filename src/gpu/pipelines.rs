@@ -1,7 +1,9 @@
 //! Compute pipelines: a kernel (`kernels.rs`) with its weight type and shape, as a typed key whose
 //! source is the kernel's WGSL behind its constants, built once and cached.
 
-use super::attention_form::{attention_workgroup, QUERY_WORKGROUP, ROWS_WORKGROUP};
+use super::attention_form::{
+    attention_workgroup, MATRIX_SUBGROUPS, QUERY_WORKGROUP, ROWS_WORKGROUP,
+};
 use super::kernels::{dequant_source, q8_source, wgsl, Kernel, XNorm};
 use super::tiles::{attention_tile, matmul_tile, MatmulTile};
 use super::tiles::{ROWS_TILE_WORKGROUP, STEP_ROWS_TILE_TOKENS};
@@ -104,6 +106,11 @@ impl PipelineKey {
                     )
                 }
             }
+            AttentionForm::Matrix { size, lanes, keys } => PipelineKey {
+                workgroup: MATRIX_SUBGROUPS * lanes,
+                tokens: Some(MATRIX_SUBGROUPS * size),
+                ..PipelineKey::new(Kernel::AttentionCoop(head_dim, cache, size, keys), None)
+            },
         }
     }
 
@@ -263,12 +270,9 @@ impl PipelineKey {
             src += "enable f16;\nenable wgpu_cooperative_matrix;\n";
             src += "diagnostic(off, derivative_uniformity);\n";
             src += &format!("const S: u32 = {size}u;\n");
-            let chunks = self
-                .kernel
-                .coop_tile()
-                .expect("a tile on the matrix cores")
-                .chunks();
-            src += &format!("const CHUNKS: u32 = {chunks}u;\n");
+            if let Some(tile) = self.kernel.coop_tile() {
+                src += &format!("const CHUNKS: u32 = {}u;\n", tile.chunks());
+            }
             for (name, ty, role) in [
                 ("MatA", "f16", "A"),
                 ("MatB", "f16", "B"),
@@ -319,6 +323,10 @@ impl PipelineKey {
             let vec4s = head_dim / 4;
             src += &format!("const HD4: u32 = {vec4s}u;\nconst BC: u32 = {keys}u;\n");
             src += &format!("const BR: u32 = {queries}u;\n");
+        }
+        if let Kernel::AttentionCoop(head_dim, _, _, keys) = self.kernel {
+            // A head's dims and a tile's keys size its matrices' arrays and its workgroup memory.
+            src += &format!("const HD: u32 = {head_dim}u;\nconst BK: u32 = {keys}u;\n");
         }
         if let Kernel::AttentionSplitLanes(head_dim, _, lanes, rows) = self.kernel {
             // A head's vec4s, the lanes they are split over, the columns of keys and the heads a

@@ -1,0 +1,239 @@
+// Attention of a run's queries in tiles (flash attention) on the adapter's matrix cores (cooperative
+// matrices): a workgroup takes one head of BQ consecutive tokens' queries, SUBGROUPS blocks of S
+// queries, a subgroup each. Per tile of BK keys: the keys go into workgroup memory as f16, each
+// subgroup multiplies its queries (f16, held in matrix registers from the start) by them into f32
+// scores, which leave through workgroup memory; a thread a query then takes its row's max, soft-cap,
+// range and softmax weights (f16, into workgroup memory) while the workgroup loads the tile's values
+// over the keys; each subgroup then adds its weights times the values to its output, held in f32
+// matrix registers across the tiles.
+//
+// The matrices can only be scaled whole, so the output is not rescaled at every new max (online
+// softmax's usual step): each query's weights are taken against a reference max that moves only when
+// a tile's max passes it by more than TAU (a weight then at most e^TAU, which f16 holds), and only then
+// does the workgroup pass its outputs through workgroup memory to rescale their rows. A query's
+// first keys set its reference without a rescale (its output is still zero).
+//
+// Same ranges, soft-capping and sinks as attention_tiled.wgsl. q head h reads kv head
+// h / (n_head / n_kv_head). The prelude enables f16 and wgpu_cooperative_matrix and sets S, MatA, MatB
+// and MatC; the pipeline sets HD (a head's dims, a multiple of S) and BK (keys a tile, a multiple of
+// S). WG is SUBGROUPS subgroups of the adapter's widest, at least S lanes each; where the driver runs
+// narrower ones, those past SUBGROUPS help with the loads and stores only. Needs step.wgsl,
+// key_range.wgsl, key_union.wgsl and attention_params.wgsl.
+
+@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
+@group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(2) var<storage, read> VC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
+@group(0) @binding(3) var<storage, read_write> O: array<vec4<f32>>; // (batch, n_head, head_dim / 4)
+@group(0) @binding(4) var<storage, read> step: Step;
+@group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
+@group(0) @binding(6) var<uniform> P: Params;
+
+const SUBGROUPS: u32 = 4u;
+const BQ: u32 = SUBGROUPS * S;  // queries a workgroup
+const HD4: u32 = HD / 4u;
+const DM: u32 = HD / S;         // matrices across a head
+const KM: u32 = BK / S;         // matrices across a tile's keys
+// A reference max moves when a tile's max passes it by more than this: weights stay under e^8.
+const TAU: f32 = 8.0;
+// Row strides, 16 bytes past a multiple of 64 for f16 (aligned for the matrix loads, and not every
+// row in one bank).
+const KS: u32 = HD + 8u;
+const PS: u32 = BK + 8u;
+// Rows the tile of keys or values holds: BK, or BQ at the start, when it carries the queries.
+const KV_ROWS: u32 = max(BK, BQ);
+
+override WG: u32 = 128u;
+
+var<workgroup> kv_tile: array<f16, KV_ROWS * KS>;   // [key][dim]: the queries, then keys or values
+var<workgroup> scores: array<f32, BQ * BK>;         // [query][key]; a subgroup's outputs on their way
+var<workgroup> weights: array<f16, BQ * PS>;        // [query][key]
+var<workgroup> row_factor: array<f32, BQ>;          // each query's rescale, at the end its 1 / sum
+var<workgroup> rescale_any: u32;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) sg: u32,
+) {
+    let h = wg.x;
+    let t0 = wg.y * BQ;
+    if (t0 >= step.n_tokens) {
+        return;
+    }
+    let kv = h / (P.n_head / P.n_kv_head);
+    let multiplies = sg < SUBGROUPS;
+    let q0 = min(sg, SUBGROUPS - 1u) * S; // the subgroup's first query in the workgroup
+
+    // Thread r < BQ keeps query r's range, reference max and sum. Queries past the run attend as
+    // the run's last and store nothing.
+    let r = min(lid, BQ - 1u);
+    let token = min(t0 + r, step.n_tokens - 1u);
+    let range = key_range(token, P.causal != 0u, P.window, P.both_ways_from);
+    key_union_open(lid);
+    key_union_add(range);
+    var m = -3.0e38;
+    var l = 0.0;
+    if (lid == 0u) {
+        rescale_any = 0u;
+    }
+
+    // The queries, scaled, through the tile into the subgroups' matrices.
+    for (var i = lid; i < BQ * HD4; i += WG) {
+        let t = min(t0 + i / HD4, step.n_tokens - 1u);
+        put4(i / HD4, i % HD4, Q[(t * P.n_head + h) * HD4 + i % HD4] * P.scale);
+    }
+    let keys = key_union_close(lid); // its barrier: the queries are in
+    var q: array<MatA, DM>;
+    var o: array<MatC, DM>;
+    for (var d = 0u; d < DM; d++) {
+        if (multiplies) {
+            q[d] = coopLoadT<MatA>(&kv_tile[q0 * KS + d * S], KS);
+        }
+        o[d] = MatC();
+    }
+    workgroupBarrier(); // the queries are read before the first keys go in
+
+    for (var start = keys.x; start < keys.y; start += BK) {
+        load_tile(lid, start, keys.y, kv, true);
+        workgroupBarrier();
+        if (multiplies) {
+            for (var k = 0u; k < KM; k++) {
+                var s = MatC();
+                for (var d = 0u; d < DM; d++) {
+                    let kt = coopLoad<MatB>(&kv_tile[k * S * KS + d * S], KS);
+                    s = coopMultiplyAdd(q[d], kt, s);
+                }
+                coopStoreT(s, &scores[q0 * BK + k * S], BK);
+            }
+        }
+        workgroupBarrier(); // the scores are in, and the keys read
+
+        if (lid < BQ) {
+            // Query lid's weights for the tile against its reference max.
+            var tile_max = -3.0e38;
+            for (var j = 0u; j < BK; j++) {
+                var score = scores[lid * BK + j];
+                if (P.softcap > 0.0) {
+                    score = P.softcap * tanh(score / P.softcap);
+                }
+                let p = start + j;
+                let seen = p >= range.x && p < range.y;
+                score = select(-3.0e38, score, seen);
+                scores[lid * BK + j] = score;
+                tile_max = max(tile_max, score);
+            }
+            var factor = 1.0;
+            if (m == -3.0e38) {
+                m = tile_max;
+            } else if (tile_max > m + TAU) {
+                factor = exp(m - tile_max);
+                l *= factor;
+                m = tile_max;
+                rescale_any = 1u; // every writer writes the same value
+            }
+            row_factor[lid] = factor;
+            for (var j = 0u; j < BK; j++) {
+                let p = start + j;
+                // Where no key was seen yet, m is -3e38 too: the range decides, not exp.
+                let w = f16(select(0.0, exp(scores[lid * BK + j] - m), p >= range.x && p < range.y));
+                weights[lid * PS + j] = w;
+                l += f32(w);
+            }
+        }
+        load_tile(lid, start, keys.y, kv, false);
+        if (workgroupUniformLoad(&rescale_any) != 0u) {
+            rescale_outputs(lid, q0, multiplies, &o);
+            if (lid == 0u) {
+                rescale_any = 0u; // read by all before the next tile's weights, past two barriers
+            }
+        }
+        workgroupBarrier(); // the values and the weights are in (past a rescale: the same)
+        if (multiplies) {
+            for (var k = 0u; k < KM; k++) {
+                let w = coopLoadT<MatA>(&weights[q0 * PS + k * S], PS);
+                for (var d = 0u; d < DM; d++) {
+                    let v = coopLoadT<MatB>(&kv_tile[k * S * KS + d * S], KS);
+                    o[d] = coopMultiplyAdd(w, v, o[d]);
+                }
+            }
+        }
+        workgroupBarrier(); // the tile is read before the next one goes in
+    }
+
+    if (lid < BQ) {
+        let sunk = with_sink(h, m, l);
+        row_factor[lid] = select(0.0, sunk.x / sunk.y, sunk.y > 0.0);
+    }
+    // The outputs leave through `scores`, KM matrices of a subgroup's rows at a time.
+    for (var d0 = 0u; d0 < DM; d0 += KM) {
+        if (multiplies) {
+            for (var k = 0u; k < KM && d0 + k < DM; k++) {
+                coopStoreT(o[d0 + k], &scores[q0 * BK + k * S], BK);
+            }
+        }
+        workgroupBarrier();
+        let dims = min(BK, HD - d0 * S);
+        for (var i = lid; i < BQ * dims / 4u; i += WG) {
+            let row = i / (dims / 4u);
+            let c = 4u * (i % (dims / 4u));
+            let at = row * BK + c;
+            let out = vec4<f32>(scores[at], scores[at + 1u], scores[at + 2u], scores[at + 3u]);
+            if (t0 + row < step.n_tokens) {
+                let o_at = ((t0 + row) * P.n_head + h) * HD4 + (d0 * S + c) / 4u;
+                O[o_at] = out * row_factor[row];
+            }
+        }
+        workgroupBarrier(); // read before the next matrices go in
+    }
+}
+
+// Stores a vec4 of a row of the tile as f16.
+fn put4(row: u32, c4: u32, x: vec4<f32>) {
+    let h = vec4<f16>(x);
+    let at = row * KS + 4u * c4;
+    kv_tile[at] = h.x;
+    kv_tile[at + 1u] = h.y;
+    kv_tile[at + 2u] = h.z;
+    kv_tile[at + 3u] = h.w;
+}
+
+// The keys (or values) from `start`, as f16; zeros past `end`: every key of the tile is multiplied in
+// (by a weight of 0 where unseen), and workgroup memory is not cleared between pipelines.
+fn load_tile(lid: u32, start: u32, end: u32, kv: u32, keys: bool) {
+    for (var i = lid; i < BK * HD4; i += WG) {
+        var x = vec4<f32>(0.0);
+        let p = start + i / HD4;
+        if (p < end) {
+            let at = (p * P.n_kv_head + kv) * HD4 + i % HD4;
+            if (keys) {
+                x = kv4(KC[at]);
+            } else {
+                x = kv4(VC[at]);
+            }
+        }
+        put4(i / HD4, i % HD4, x);
+    }
+}
+
+// Each subgroup's output rows times their queries' factors, through `scores`, KM matrices at a time.
+fn rescale_outputs(lid: u32, q0: u32, multiplies: bool, o: ptr<function, array<MatC, DM>>) {
+    for (var d0 = 0u; d0 < DM; d0 += KM) {
+        if (multiplies) {
+            for (var k = 0u; k < KM && d0 + k < DM; k++) {
+                coopStoreT((*o)[d0 + k], &scores[q0 * BK + k * S], BK);
+            }
+        }
+        workgroupBarrier();
+        for (var i = lid; i < BQ * BK; i += WG) {
+            scores[i] *= row_factor[i / BK];
+        }
+        workgroupBarrier();
+        if (multiplies) {
+            for (var k = 0u; k < KM && d0 + k < DM; k++) {
+                (*o)[d0 + k] = coopLoadT<MatC>(&scores[q0 * BK + k * S], BK);
+            }
+        }
+        workgroupBarrier();
+    }
+}
