@@ -1,18 +1,18 @@
 // The tile product the matrix-core kernels share (cooperative matrices): TM rows of W by TN tokens of
 // X, multiplied in S x S x S products of f16 with f32 sums (S is 16 on most GPUs, 8 on Apple's and on
 // lavapipe). Per step of CHUNKS 32-weight chunks along the rows, the workgroup dequantizes its rows'
-// chunks and converts its tokens' x into f16 tiles in workgroup memory; each of
-// its first SUBGROUPS subgroups then multiplies a 2S-token by 2S-row block of the tile, its four
-// S x S sums held in the matrix cores' registers across the steps. The sums leave through workgroup memory, one quarter of every
-// block at a time, for the kernel's store_sums. WG is SUBGROUPS subgroups of the adapter's widest;
-// where the driver runs narrower ones, those past SUBGROUPS help with the loads and stores only.
-// The kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl; the
-// prelude enables f16 and wgpu_cooperative_matrix, and sets TM, TN, S, CHUNKS and the matrix types
-// MatA, MatB and MatC.
+// chunks and converts its tokens' x into f16 tiles in workgroup memory; each of its first SUBGROUPS
+// subgroups then multiplies an MB S-token by MB S-row block of the tile, its MB x MB sums held in the
+// matrix cores' registers across the steps. The sums leave through workgroup memory, one product of
+// every block at a time, for the kernel's store_sums. WG is SUBGROUPS subgroups of the adapter's
+// widest; where the driver runs narrower ones, those past SUBGROUPS help with the loads and stores
+// only. The kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl; the
+// prelude enables f16 and wgpu_cooperative_matrix, and sets TM, TN, S, CHUNKS, MB and the matrix
+// types MatA, MatB and MatC.
 
 const SUBS: u32 = BLOCK_LEN / 32u;
-const SUBGROUPS: u32 = (TM / (2u * S)) * (TN / (2u * S));
-const BLOCK_ROWS: u32 = TM / (2u * S); // blocks across the tile's rows
+const SUBGROUPS: u32 = (TM / (MB * S)) * (TN / (MB * S));
+const BLOCK_ROWS: u32 = TM / (MB * S); // blocks across the tile's rows
 override WG: u32 = 128u; // SUBGROUPS subgroups of the adapter's widest
 // A tile row's f16: a step's values and 8 more, so that rows start 16 bytes past a multiple of 64:
 // 16-byte aligned for the matrix loads, and not all in one bank.
@@ -20,7 +20,7 @@ const KS: u32 = 32u * CHUNKS + 8u;
 
 var<workgroup> w_tile: array<f16, TM * KS>;            // [row][k]: the product's B, column-major
 var<workgroup> x_tile: array<f16, TN * KS>;            // [token][k]: its A, row-major
-var<workgroup> sums: array<f32, SUBGROUPS * S * S>;    // one quarter of each block, [token][row]
+var<workgroup> sums: array<f32, SUBGROUPS * S * S>;    // one product of each block, [token][row]
 
 // The rows of W (as f16) for step s, chunks CHUNKS s.. of each; rows outside [lo, hi) and chunks
 // past the row's are zero. Where the workgroup has more threads than the step has chunks, the
@@ -70,16 +70,16 @@ fn load_x(t: u32, s: u32, tile: Tile) {
     }
 }
 
-// Hands the quarter of every block in `sums` to store_sums, rows in pairs: block b's quarter (qt, qr)
-// holds S tokens from 2S (b / BLOCK_ROWS) + S qt and S rows from 2S (b % BLOCK_ROWS) + S qr.
-fn store_quarter(t: u32, qt: u32, qr: u32, tile: Tile) {
+// Hands product (qt, qr) of every block in `sums` to store_sums, rows in pairs: block b's product
+// (qt, qr) holds S tokens from MB S (b / BLOCK_ROWS) + S qt and S rows from MB S (b % BLOCK_ROWS) + S qr.
+fn store_product(t: u32, qt: u32, qr: u32, tile: Tile) {
     let pairs = S * S / 2u;
     for (var k = t; k < SUBGROUPS * pairs; k += WG) {
         let b = k / pairs;
         let n = (k % pairs) / (S / 2u);
         let r = 2u * (k % (S / 2u));
-        let token = 2u * S * (b / BLOCK_ROWS) + S * qt + n;
-        let row = 2u * S * (b % BLOCK_ROWS) + S * qr + r;
+        let token = MB * S * (b / BLOCK_ROWS) + S * qt + n;
+        let row = MB * S * (b % BLOCK_ROWS) + S * qr + r;
         let at = b * S * S + n * S + r;
         if (token < tile.tokens) {
             store_sums(tile, token, row, sums[at], sums[at + 1u]);
@@ -89,60 +89,44 @@ fn store_quarter(t: u32, qt: u32, qr: u32, tile: Tile) {
 
 // The tile's products, handed to store_sums: subgroup sg multiplies one block.
 fn multiply_tile(t: u32, sg: u32, tile: Tile) {
-    // This subgroup's block: 2S tokens from bt and 2S rows from br of the tile.
+    // This subgroup's block: MB S tokens from bt and MB S rows from br of the tile.
     let multiplies = sg < SUBGROUPS;
     let b = min(sg, SUBGROUPS - 1u);
-    let bt = 2u * S * (b / BLOCK_ROWS);
-    let br = 2u * S * (b % BLOCK_ROWS);
-    var c00 = MatC();
-    var c01 = MatC();
-    var c10 = MatC();
-    var c11 = MatC();
+    let bt = MB * S * (b / BLOCK_ROWS);
+    let br = MB * S * (b % BLOCK_ROWS);
+    // Product (i, j) of the block, S tokens from bt + S i by S rows from br + S j, is c[MB i + j].
+    var c: array<MatC, MB * MB>;
+    for (var i = 0u; i < MB * MB; i++) {
+        c[i] = MatC();
+    }
     for (var s = 0u; s < (P.cols / 32u + CHUNKS - 1u) / CHUNKS; s++) {
         load_weights(t, s, tile);
         load_x(t, s, tile);
         workgroupBarrier();
         if (multiplies) {
             for (var k = 0u; k < 32u * CHUNKS; k += S) {
-                let ia0 = bt * KS + k;
-                let ia1 = ia0 + S * KS;
-                let ib0 = br * KS + k;
-                let ib1 = ib0 + S * KS;
-                let a0 = coopLoadT<MatA>(&x_tile[ia0], KS);
-                let a1 = coopLoadT<MatA>(&x_tile[ia1], KS);
-                let b0 = coopLoad<MatB>(&w_tile[ib0], KS);
-                let b1 = coopLoad<MatB>(&w_tile[ib1], KS);
-                c00 = coopMultiplyAdd(a0, b0, c00);
-                c01 = coopMultiplyAdd(a0, b1, c01);
-                c10 = coopMultiplyAdd(a1, b0, c10);
-                c11 = coopMultiplyAdd(a1, b1, c11);
+                var a: array<MatA, MB>;
+                var w: array<MatB, MB>;
+                for (var i = 0u; i < MB; i++) {
+                    a[i] = coopLoadT<MatA>(&x_tile[(bt + S * i) * KS + k], KS);
+                    w[i] = coopLoad<MatB>(&w_tile[(br + S * i) * KS + k], KS);
+                }
+                for (var i = 0u; i < MB; i++) {
+                    for (var j = 0u; j < MB; j++) {
+                        c[MB * i + j] = coopMultiplyAdd(a[i], w[j], c[MB * i + j]);
+                    }
+                }
             }
         }
         workgroupBarrier();
     }
-    // Quarter (qt, qr) is c{qt}{qr}: S tokens from S qt and S rows from S qr of the block.
     let at = b * S * S;
-    if (multiplies) {
-        coopStoreT(c00, &sums[at], S);
+    for (var i = 0u; i < MB * MB; i++) {
+        if (multiplies) {
+            coopStoreT(c[i], &sums[at], S);
+        }
+        workgroupBarrier();
+        store_product(t, i / MB, i % MB, tile);
+        workgroupBarrier();
     }
-    workgroupBarrier();
-    store_quarter(t, 0u, 0u, tile);
-    workgroupBarrier();
-    if (multiplies) {
-        coopStoreT(c01, &sums[at], S);
-    }
-    workgroupBarrier();
-    store_quarter(t, 0u, 1u, tile);
-    workgroupBarrier();
-    if (multiplies) {
-        coopStoreT(c10, &sums[at], S);
-    }
-    workgroupBarrier();
-    store_quarter(t, 1u, 0u, tile);
-    workgroupBarrier();
-    if (multiplies) {
-        coopStoreT(c11, &sums[at], S);
-    }
-    workgroupBarrier();
-    store_quarter(t, 1u, 1u, tile);
 }

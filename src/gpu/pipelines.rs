@@ -272,6 +272,7 @@ impl PipelineKey {
             src += &format!("const S: u32 = {size}u;\n");
             if let Some(tile) = self.kernel.coop_tile() {
                 src += &format!("const CHUNKS: u32 = {}u;\n", tile.chunks());
+                src += &format!("const MB: u32 = {}u;\n", tile.matrices());
             }
             for (name, ty, role) in [
                 ("MatA", "f16", "A"),

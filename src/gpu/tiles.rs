@@ -96,28 +96,33 @@ pub const fn attention_tile_bytes(head_dim: u32) -> u32 {
     2 * vec4s * keys * 16 + 16
 }
 
-/// The tiles of the kernels on the matrix cores (shaders/matmul_coop_tile.wgsl): rows of W by 64
-/// tokens, in blocks of 2S x 2S, a subgroup each, for products of S x S. Between two barriers a
-/// workgroup dequantizes a step of its rows' weights and converts its tokens' x into workgroup
-/// memory, and then multiplies them. On an H200 the square tile ran at 37 TFLOP/s, bound by that
-/// loading (a step's 8 products a subgroup against a dequantized value and a converted x a thread,
-/// each stored a value at a time, two threads dequantizing each chunk and keeping half), so the tall
-/// tile takes twice the rows (each x read serves twice the products) and two chunks a step (half the
-/// barriers for each product; a thread a chunk where it has 256). Both are offered to the tuner where
-/// they fit (the tall one takes 35 KiB); the square one, the first made, is the experts'.
+/// The tiles of the kernels on the matrix cores (shaders/matmul_coop_tile.wgsl): rows of W by
+/// tokens, in blocks of `matrices` x `matrices` products a subgroup, for products of S x S. Between
+/// two barriers a workgroup dequantizes a step of its rows' weights and converts its tokens' x into
+/// workgroup memory, and then multiplies them. On an H200 the square tile ran at 37 TFLOP/s, bound
+/// by that loading (a step's 8 products a subgroup against a dequantized value and a converted x a
+/// thread, each stored a value at a time, two threads dequantizing each chunk and keeping half), so
+/// the tall tile takes twice the rows (each x read serves twice the products) and two chunks a step
+/// (half the barriers for each product; a thread a chunk where it has 256), and the large one, as
+/// llama.cpp's tiles on matrix cores do, gives each subgroup a block of 4 x 4 products (64 x 64 at
+/// S = 16) in a tile of 128 x 128: 32 products a subgroup a step, four times the square tile's, for
+/// each weight and x loaded (at the cost of its sums' registers, which leave fewer subgroups to a
+/// core). All are offered to the tuner where they fit (the tall one takes 35 KiB); the square one,
+/// the first made, is the experts'.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CoopTile {
-    /// 64 rows by 64 tokens, 32 weights a step.
+    /// 64 rows by 64 tokens, 32 weights a step, 2 x 2 products a subgroup.
     #[default]
     Square,
-    /// 128 rows by 64 tokens, 64 weights a step.
+    /// 128 rows by 64 tokens, 64 weights a step, 2 x 2 products a subgroup.
     Tall,
+    /// 128 rows by 128 tokens, 32 weights a step, 4 x 4 products a subgroup.
+    Large,
 }
 
 impl CoopTile {
-    pub const ALL: [CoopTile; 2] = [CoopTile::Square, CoopTile::Tall];
-    const TOKENS: u32 = 64;
+    pub const ALL: [CoopTile; 3] = [CoopTile::Square, CoopTile::Tall, CoopTile::Large];
 
     pub fn is_square(&self) -> bool {
         *self == CoopTile::Square
@@ -126,15 +131,31 @@ impl CoopTile {
     pub fn rows(self) -> u32 {
         match self {
             CoopTile::Square => 64,
-            CoopTile::Tall => 128,
+            CoopTile::Tall | CoopTile::Large => 128,
+        }
+    }
+
+    pub fn tokens(self) -> u32 {
+        match self {
+            CoopTile::Square | CoopTile::Tall => 64,
+            CoopTile::Large => 128,
         }
     }
 
     /// The 32-weight chunks of a row a step holds (CHUNKS in matmul_coop_tile.wgsl).
     pub fn chunks(self) -> u32 {
         match self {
-            CoopTile::Square => 1,
+            CoopTile::Square | CoopTile::Large => 1,
             CoopTile::Tall => 2,
+        }
+    }
+
+    /// The products a subgroup's block holds across its tokens and across its rows (MB in
+    /// matmul_coop_tile.wgsl).
+    pub fn matrices(self) -> u32 {
+        match self {
+            CoopTile::Square | CoopTile::Tall => 2,
+            CoopTile::Large => 4,
         }
     }
 
@@ -142,7 +163,7 @@ impl CoopTile {
     pub fn tile(self) -> MatmulTile {
         MatmulTile {
             rows: self.rows(),
-            tokens: CoopTile::TOKENS,
+            tokens: self.tokens(),
             rows_per_thread: 0,
             shared: true,
             f16: false,
@@ -151,13 +172,14 @@ impl CoopTile {
 
     /// The subgroups of its workgroup for products of `size` x `size`: one a block.
     pub fn subgroups(self, size: u32) -> u32 {
-        (self.rows() / (2 * size)) * (CoopTile::TOKENS / (2 * size))
+        let block = self.matrices() * size;
+        (self.rows() / block) * (self.tokens() / block)
     }
 
     /// Workgroup memory it takes: f16 steps of its rows and tokens, each row 8 values longer than
-    /// a step (matmul_coop_tile.wgsl's KS), and the sums of a quarter of each subgroup's block.
+    /// a step (matmul_coop_tile.wgsl's KS), and the sums of one product of each subgroup's block.
     pub fn workgroup_bytes(self, size: u32) -> u32 {
         let row = 32 * self.chunks() + 8;
-        (self.rows() + CoopTile::TOKENS) * row * 2 + self.subgroups(size) * size * size * 4
+        (self.rows() + self.tokens()) * row * 2 + self.subgroups(size) * size * size * 4
     }
 }
