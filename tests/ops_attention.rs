@@ -683,3 +683,20 @@ fn tiled_attention_against_cpu() {
         n => eprintln!("attention on matrix cores: checked, {n} forms"),
     }
 }
+
+/// The check before the tuner offers a prompt's attention on the matrix cores
+/// (`attention_check::matrix_attention_works`: each form it would offer against the CPU) passes
+/// where they work, as `tiled_attention_against_cpu` finds they do; where the adapter has none,
+/// there is nothing to check.
+#[test]
+fn matrix_attention_check_passes_where_there_are_some() {
+    let Some(gpu) = gpu() else { return };
+    let works = wick::ops::attention_check::matrix_attention_works(&gpu)
+        .block_on()
+        .unwrap();
+    assert!(works, "{}", gpu.describe());
+    match gpu.matrix_cores() {
+        Some(_) => eprintln!("attention on matrix cores: the check passed"),
+        None => eprintln!("attention on matrix cores: no check, the adapter has none"),
+    }
+}

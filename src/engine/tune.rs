@@ -243,7 +243,8 @@ impl Engine {
         let matmuls = shapes.iter().any(|s| s.is_matmul());
         let matrix_cores = match self.gpu.matrix_cores() {
             Some(cores) if matmuls => {
-                let works = crate::ops::matvec::matrix_cores_work(&self.gpu).await?;
+                let works = crate::ops::matvec::matrix_cores_work(&self.gpu).await?
+                    && crate::ops::attention_check::matrix_attention_works(&self.gpu).await?;
                 if !works {
                     self.gpu.forget_matrix_cores();
                 }

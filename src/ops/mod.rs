@@ -4,6 +4,7 @@ pub mod add_position;
 pub mod allowed;
 pub mod argmax;
 pub mod attention;
+pub mod attention_check;
 pub mod avg_pool;
 pub mod bias;
 pub mod delta_net;
