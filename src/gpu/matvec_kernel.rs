@@ -112,7 +112,7 @@ impl MatvecKernel {
     /// The matmul's `tile` on the adapter's matrix `cores`, a subgroup a block.
     pub fn on_matrix_cores(cores: MatrixCores, tile: CoopTile) -> MatvecKernel {
         MatvecKernel {
-            workgroup: tile.subgroups(cores.size) * cores.lanes,
+            workgroup: tile.workgroup(cores.size, cores.lanes),
             cooperative: Some(cores.size),
             coop_tile: tile,
             ..MatvecKernel::tile(64)

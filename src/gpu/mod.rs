@@ -118,7 +118,7 @@ impl MatrixCores {
             lanes: info.subgroup_max_size,
             size,
         };
-        let square_workgroup = tiles::CoopTile::Square.subgroups(size) * cores.lanes;
+        let square_workgroup = tiles::CoopTile::Square.workgroup(size, cores.lanes);
         let fits =
             cores.lanes > 0 && square_workgroup <= limits.max_compute_invocations_per_workgroup;
         fits.then_some(cores)

@@ -107,8 +107,10 @@ pub const fn attention_tile_bytes(head_dim: u32) -> u32 {
 /// llama.cpp's tiles on matrix cores do, gives each subgroup a block of 4 x 4 products (64 x 64 at
 /// S = 16) in a tile of 128 x 128: 32 products a subgroup a step, four times the square tile's, for
 /// each weight and x loaded (at the cost of its sums' registers, which leave fewer subgroups to a
-/// core). All are offered to the tuner where they fit (the tall one takes 35 KiB); the square one,
-/// the first made, is the experts'.
+/// core), alone or with as many subgroups again that only load and store (each thread then converts
+/// half as much between two barriers, and the multiplying subgroups wait less on them). All are
+/// offered to the tuner where they fit (the tall one takes 35 KiB); the square one, the first made,
+/// is the experts'.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CoopTile {
@@ -119,10 +121,17 @@ pub enum CoopTile {
     Tall,
     /// 128 rows by 128 tokens, 32 weights a step, 4 x 4 products a subgroup.
     Large,
+    /// `Large` with twice the subgroups, those past the first half loading and storing only.
+    LargeHelped,
 }
 
 impl CoopTile {
-    pub const ALL: [CoopTile; 3] = [CoopTile::Square, CoopTile::Tall, CoopTile::Large];
+    pub const ALL: [CoopTile; 4] = [
+        CoopTile::Square,
+        CoopTile::Tall,
+        CoopTile::Large,
+        CoopTile::LargeHelped,
+    ];
 
     pub fn is_square(&self) -> bool {
         *self == CoopTile::Square
@@ -131,21 +140,21 @@ impl CoopTile {
     pub fn rows(self) -> u32 {
         match self {
             CoopTile::Square => 64,
-            CoopTile::Tall | CoopTile::Large => 128,
+            CoopTile::Tall | CoopTile::Large | CoopTile::LargeHelped => 128,
         }
     }
 
     pub fn tokens(self) -> u32 {
         match self {
             CoopTile::Square | CoopTile::Tall => 64,
-            CoopTile::Large => 128,
+            CoopTile::Large | CoopTile::LargeHelped => 128,
         }
     }
 
     /// The 32-weight chunks of a row a step holds (CHUNKS in matmul_coop_tile.wgsl).
     pub fn chunks(self) -> u32 {
         match self {
-            CoopTile::Square | CoopTile::Large => 1,
+            CoopTile::Square | CoopTile::Large | CoopTile::LargeHelped => 1,
             CoopTile::Tall => 2,
         }
     }
@@ -155,7 +164,7 @@ impl CoopTile {
     pub fn matrices(self) -> u32 {
         match self {
             CoopTile::Square | CoopTile::Tall => 2,
-            CoopTile::Large => 4,
+            CoopTile::Large | CoopTile::LargeHelped => 4,
         }
     }
 
@@ -170,10 +179,21 @@ impl CoopTile {
         }
     }
 
-    /// The subgroups of its workgroup for products of `size` x `size`: one a block.
+    /// The subgroups that multiply, for products of `size` x `size`: one a block (SUBGROUPS in
+    /// matmul_coop_tile.wgsl).
     pub fn subgroups(self, size: u32) -> u32 {
         let block = self.matrices() * size;
         (self.rows() / block) * (self.tokens() / block)
+    }
+
+    /// Threads of its workgroup on subgroups of `lanes`: the multiplying subgroups, and as many
+    /// again that load and store only where it has them.
+    pub fn workgroup(self, size: u32, lanes: u32) -> u32 {
+        let helped = match self {
+            CoopTile::LargeHelped => 2,
+            _ => 1,
+        };
+        self.subgroups(size) * lanes * helped
     }
 
     /// Workgroup memory it takes: f16 steps of its rows and tokens, each row 8 values longer than
