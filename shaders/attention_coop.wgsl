@@ -36,15 +36,18 @@ const KM: u32 = BK / S;         // matrices across a tile's keys
 // A reference max moves when a tile's max passes it by more than this: weights stay under e^8.
 const TAU: f32 = 8.0;
 // Row strides, 16 bytes past a multiple of 64 for f16 (aligned for the matrix loads, and not every
-// row in one bank).
+// row in one bank). The tile of keys or values holds its f16 four to a vec4, so that a thread stores
+// four at once; the matrices load from it in those units (strides and offsets in vec4s), as SPIR-V's
+// cooperative loads take a vector array.
 const KS: u32 = HD + 8u;
+const KS4: u32 = KS / 4u;
 const PS: u32 = BK + 8u;
 // Rows the tile of keys or values holds: BK, or BQ at the start, when it carries the queries.
 const KV_ROWS: u32 = max(BK, BQ);
 
 override WG: u32 = 128u;
 
-var<workgroup> kv_tile: array<f16, KV_ROWS * KS>;   // [key][dim]: the queries, then keys or values
+var<workgroup> kv_tile: array<vec4<f16>, KV_ROWS * KS4>; // [key][dim]: the queries, then keys or values
 var<workgroup> scores: array<f32, BQ * BK>;         // [query][key]; a subgroup's outputs on their way
 var<workgroup> weights: array<f16, BQ * PS>;        // [query][key]
 var<workgroup> row_factor: array<f32, BQ>;          // each query's rescale, at the end its 1 / sum
@@ -88,7 +91,7 @@ fn main(
     var o: array<MatC, DM>;
     for (var d = 0u; d < DM; d++) {
         if (multiplies) {
-            q[d] = coopLoadT<MatA>(&kv_tile[q0 * KS + d * S], KS);
+            q[d] = coopLoadT<MatA>(&kv_tile[(q0 * KS + d * S) / 4u], KS4);
         }
         o[d] = MatC();
     }
@@ -101,7 +104,7 @@ fn main(
             for (var k = 0u; k < KM; k++) {
                 var s = MatC();
                 for (var d = 0u; d < DM; d++) {
-                    let kt = coopLoad<MatB>(&kv_tile[k * S * KS + d * S], KS);
+                    let kt = coopLoad<MatB>(&kv_tile[(k * S * KS + d * S) / 4u], KS4);
                     s = coopMultiplyAdd(q[d], kt, s);
                 }
                 coopStoreT(s, &scores[q0 * BK + k * S], BK);
@@ -153,7 +156,7 @@ fn main(
             for (var k = 0u; k < KM; k++) {
                 let w = coopLoadT<MatA>(&weights[q0 * PS + k * S], PS);
                 for (var d = 0u; d < DM; d++) {
-                    let v = coopLoadT<MatB>(&kv_tile[k * S * KS + d * S], KS);
+                    let v = coopLoadT<MatB>(&kv_tile[(k * S * KS + d * S) / 4u], KS4);
                     o[d] = coopMultiplyAdd(w, v, o[d]);
                 }
             }
@@ -190,12 +193,7 @@ fn main(
 
 // Stores a vec4 of a row of the tile as f16.
 fn put4(row: u32, c4: u32, x: vec4<f32>) {
-    let h = vec4<f16>(x);
-    let at = row * KS + 4u * c4;
-    kv_tile[at] = h.x;
-    kv_tile[at + 1u] = h.y;
-    kv_tile[at + 2u] = h.z;
-    kv_tile[at + 3u] = h.w;
+    kv_tile[row * KS4 + c4] = vec4<f16>(x);
 }
 
 // The keys (or values) from `start`, as f16; zeros past `end`: every key of the tile is multiplied in

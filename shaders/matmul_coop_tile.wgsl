@@ -15,11 +15,14 @@ const SUBGROUPS: u32 = (TM / (MB * S)) * (TN / (MB * S));
 const BLOCK_ROWS: u32 = TM / (MB * S); // blocks across the tile's rows
 override WG: u32 = 128u; // SUBGROUPS subgroups of the adapter's widest
 // A tile row's f16: a step's values and 8 more, so that rows start 16 bytes past a multiple of 64:
-// 16-byte aligned for the matrix loads, and not all in one bank.
+// 16-byte aligned for the matrix loads, and not all in one bank. The tiles hold them four to a
+// vec4, so that a thread stores four at once; the matrices load from them in those units (strides
+// and offsets in vec4s), as SPIR-V's cooperative loads take a vector array.
 const KS: u32 = 32u * CHUNKS + 8u;
+const KS4: u32 = KS / 4u;
 
-var<workgroup> w_tile: array<f16, TM * KS>;            // [row][k]: the product's B, column-major
-var<workgroup> x_tile: array<f16, TN * KS>;            // [token][k]: its A, row-major
+var<workgroup> w_tile: array<vec4<f16>, TM * KS4>;     // [row][k]: the product's B, column-major
+var<workgroup> x_tile: array<vec4<f16>, TN * KS4>;     // [token][k]: its A, row-major
 var<workgroup> sums: array<f32, SUBGROUPS * S * S>;    // one product of each block, [token][row]
 
 // The rows of W (as f16) for step s, chunks CHUNKS s.. of each; rows outside [lo, hi) and chunks
@@ -31,21 +34,17 @@ fn load_weights(t: u32, s: u32, tile: Tile) {
     for (var k = t / per_chunk; k < TM * CHUNKS; k += WG / per_chunk) {
         let j = k / CHUNKS;
         let c = s * CHUNKS + k % CHUNKS;
-        let at = j * KS + 32u * (k % CHUNKS);
+        let at = j * KS4 + 8u * (k % CHUNKS);
         let i0 = (t % per_chunk) * kept;
         if (j >= tile.lo && j < tile.hi && c < P.cols / 32u) {
             let row = tile.first + j - tile.lo;
             let w = dequant32(row * P.row_bytes + (c / SUBS) * BLOCK_BYTES, c % SUBS);
             for (var i = i0; i < i0 + kept; i++) {
-                let h = vec4<f16>(w[i]);
-                w_tile[at + 4u * i] = h.x;
-                w_tile[at + 4u * i + 1u] = h.y;
-                w_tile[at + 4u * i + 2u] = h.z;
-                w_tile[at + 4u * i + 3u] = h.w;
+                w_tile[at + i] = vec4<f16>(w[i]);
             }
         } else {
-            for (var i = 4u * i0; i < 4u * (i0 + kept); i++) {
-                w_tile[at + i] = 0.0h;
+            for (var i = i0; i < i0 + kept; i++) {
+                w_tile[at + i] = vec4<f16>();
             }
         }
     }
@@ -61,12 +60,7 @@ fn load_x(t: u32, s: u32, tile: Tile) {
         if (n < tile.tokens && s * CHUNKS + i / 8u < P.cols / 32u) {
             x = X[x_start(tile, n) + s * 8u * CHUNKS + i];
         }
-        let h = vec4<f16>(x);
-        let at = n * KS + 4u * i;
-        x_tile[at] = h.x;
-        x_tile[at + 1u] = h.y;
-        x_tile[at + 2u] = h.z;
-        x_tile[at + 3u] = h.w;
+        x_tile[n * KS4 + i] = vec4<f16>(x);
     }
 }
 
@@ -108,8 +102,8 @@ fn multiply_tile(t: u32, sg: u32, tile: Tile) {
                 var a: array<MatA, MB>;
                 var w: array<MatB, MB>;
                 for (var i = 0u; i < MB; i++) {
-                    a[i] = coopLoadT<MatA>(&x_tile[(bt + S * i) * KS + k], KS);
-                    w[i] = coopLoad<MatB>(&w_tile[(br + S * i) * KS + k], KS);
+                    a[i] = coopLoadT<MatA>(&x_tile[((bt + S * i) * KS + k) / 4u], KS4);
+                    w[i] = coopLoad<MatB>(&w_tile[((br + S * i) * KS + k) / 4u], KS4);
                 }
                 for (var i = 0u; i < MB; i++) {
                     for (var j = 0u; j < MB; j++) {
