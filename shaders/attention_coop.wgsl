@@ -18,15 +18,7 @@
 // and MatC; the pipeline sets HD (a head's dims, a multiple of S) and BK (keys a tile, a multiple of
 // S). WG is SUBGROUPS subgroups of the adapter's widest, at least S lanes each; where the driver runs
 // narrower ones, those past SUBGROUPS help with the loads and stores only. Needs step.wgsl,
-// key_range.wgsl, key_union.wgsl and attention_params.wgsl.
-
-@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
-@group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(2) var<storage, read> VC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(3) var<storage, read_write> O: array<vec4<f32>>; // (batch, n_head, head_dim / 4)
-@group(0) @binding(4) var<storage, read> step: Step;
-@group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
-@group(0) @binding(6) var<uniform> P: Params;
+// key_range.wgsl, key_union.wgsl, attention_params.wgsl and attention_chunk.wgsl.
 
 const SUBGROUPS: u32 = 4u;
 const BQ: u32 = SUBGROUPS * S;  // queries a workgroup

@@ -9,15 +9,7 @@
 // merged once at the end, through workgroup memory. Same ranges, soft-capping and sinks as
 // attention_tiled.wgsl. The pipeline is made for its heads and rows: HD4 vec4s a head, BC keys a tile,
 // BR queries a workgroup. Needs subgroups at least DS wide, step.wgsl, key_range.wgsl,
-// key_union.wgsl, attention_params.wgsl and lanes_sum.wgsl.
-
-@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
-@group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(2) var<storage, read> VC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(3) var<storage, read_write> O: array<vec4<f32>>; // (batch, n_head, head_dim / 4)
-@group(0) @binding(4) var<storage, read> step: Step;
-@group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
-@group(0) @binding(6) var<uniform> P: Params;
+// key_union.wgsl, attention_params.wgsl, attention_chunk.wgsl and lanes_sum.wgsl.
 
 const DS: u32 = 8u;           // threads a query's head is split over, neighbouring lanes of a subgroup
 const CI: u32 = 4u;           // columns of keys

@@ -7,16 +7,8 @@
 // own rows), soft-capped scores and sinks. q head h reads kv head h / (n_head / n_kv_head). The
 // pipeline is made for its heads: HD4 vec4s a head, BK keys a tile (a tile of keys and one of values
 // fill 16 KiB), so that every loop's bounds are constants, which compilers unroll and whose arrays
-// they keep in registers. Needs step.wgsl, key_range.wgsl, key_union.wgsl and
-// attention_params.wgsl.
-
-@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
-@group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(2) var<storage, read> VC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
-@group(0) @binding(3) var<storage, read_write> O: array<vec4<f32>>; // (batch, n_head, head_dim / 4)
-@group(0) @binding(4) var<storage, read> step: Step;
-@group(0) @binding(5) var<storage, read> SINK: array<f32>;          // (n_head), where P.sinks
-@group(0) @binding(6) var<uniform> P: Params;
+// they keep in registers. Needs step.wgsl, key_range.wgsl, key_union.wgsl, attention_params.wgsl
+// and attention_chunk.wgsl.
 
 override WG: u32 = 64u;
 

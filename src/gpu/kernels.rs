@@ -431,36 +431,24 @@ impl Kernel {
                 )
             }
             Kernel::Clamp => wgsl!("step.wgsl", "clamp.wgsl"),
-            Kernel::AttentionTiled(_, kv) => {
-                let body = wgsl!(
+            // A chunk's attention: the forms share their bindings and how a query's keys are
+            // found.
+            Kernel::AttentionTiled(_, kv)
+            | Kernel::AttentionRows(_, kv, _)
+            | Kernel::AttentionCoop(_, kv, _, _) => {
+                let shared = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
                     "key_union.wgsl",
                     "attention_params.wgsl",
-                    "attention_tiled.wgsl"
+                    "attention_chunk.wgsl"
                 );
-                return [kv.source(), body].concat();
-            }
-            Kernel::AttentionRows(_, kv, _) => {
-                let body = wgsl!(
-                    "step.wgsl",
-                    "key_range.wgsl",
-                    "key_union.wgsl",
-                    "attention_params.wgsl",
-                    "lanes_sum.wgsl",
-                    "attention_rows.wgsl"
-                );
-                return [kv.source(), body].concat();
-            }
-            Kernel::AttentionCoop(_, kv, _, _) => {
-                let body = wgsl!(
-                    "step.wgsl",
-                    "key_range.wgsl",
-                    "key_union.wgsl",
-                    "attention_params.wgsl",
-                    "attention_coop.wgsl"
-                );
-                return [kv.source(), body].concat();
+                let body = match self {
+                    Kernel::AttentionTiled(..) => wgsl!("attention_tiled.wgsl"),
+                    Kernel::AttentionRows(..) => wgsl!("lanes_sum.wgsl", "attention_rows.wgsl"),
+                    _ => wgsl!("attention_coop.wgsl"),
+                };
+                return [kv.source(), shared, body].concat();
             }
             Kernel::PerLayerInputs => wgsl!("step.wgsl", "reduce.wgsl", "per_layer_inputs.wgsl"),
         };
