@@ -7,7 +7,8 @@
 # the matrix cores, --matrix-cores off, and in f32 tiles alone, --f16-tiles off) and `llama-bench` one
 # after the other on each; then decode and a 512-token prompt deep into a long context (-d 4096 and
 # 16384, with a check of 5 tokens there) on the 8B and 1.5B files, and decode from depth 0 and 512
-# with the attention split as the adapter splits it and never; then a step of 4 and of 8 sequences
+# with the attention split as the adapter splits it and never, and at the first depth over twice the
+# workgroups; then a step of 4 and of 8 sequences
 # (`wick serve --parallel`'s step, and what a speculative check of as many tokens costs) beside the
 # one-token step, kernel by kernel, on the same two.
 #
@@ -160,6 +161,17 @@ for f in $deep_files; do
     "$bin/llama-bench" -m "$models/$f.gguf" -ngl 99 -p 0 -n 64 -d "$d" -r "$reps" 2>&1 | grep -v '^$' \
       | tee -a "$out/llama-split-from.md"
   done
+done
+
+# How many splits fill the GPU deep into a context (256 workgroups a layer unless told: 32 splits of
+# the 8B's 8 groups of heads; --split-workgroups): decode at the first depth over 512 (64 splits),
+# beside the depth section's decode above.
+for f in $deep_files; do
+  depths=${DEPTHS:-4096 16384}
+  d=${depths%% *}
+  echo "== $f at depth $d, split over 512 workgroups a layer: wick"
+  target/release/wick bench -m "$models/$f.gguf" -p 0 -n 32 -d "$d" -r "$reps" --split-workgroups 512 \
+    2>&1 | grep -v '^$' | tee -a "$out/wick-split-workgroups.md"
 done
 
 # A step of several sequences: each product reads its weights once for every four tokens (the pair

@@ -102,6 +102,11 @@ pub struct BenchArgs {
     /// GPUs, 1024 where the adapter runs on the CPU]
     #[arg(long = "split-from")]
     split_from: Option<u32>,
+    /// On a GPU, split a step's attention into as many splits as make this many workgroups a
+    /// layer, 16 to 64 splits (how many fill a GPU is a measurement: compare `-d` deep into a
+    /// context) [default: 256]
+    #[arg(long = "split-workgroups")]
+    split_workgroups: Option<u32>,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -187,6 +192,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
         }
         if let Some(from) = args.split_from {
             gpu.set_split_attention_from(from);
+        }
+        if let Some(workgroups) = args.split_workgroups {
+            gpu.set_split_workgroups(workgroups);
         }
         Ok(())
     })?;

@@ -155,6 +155,11 @@ pub fn split_attention_from(runs_on_cpu: bool) -> u32 {
     }
 }
 
+/// Workgroups a decode step's split attention aims at on a GPU, a layer, unless the adapter is told
+/// otherwise (`Gpu::set_split_workgroups`): a few for each of a large GPU's cores (an H200 has 132),
+/// whatever the model's heads (`ops::attention::splits`).
+pub const SPLIT_WORKGROUPS: u32 = 256;
+
 /// The position the tuner times a split shape at: a long chat's, where splitting pays.
 pub const SPLIT_TIMED_AT: u32 = 4096;
 

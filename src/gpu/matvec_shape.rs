@@ -409,6 +409,9 @@ pub struct Adapter {
     pub workgroup_bytes: u32,
     /// Whether it runs workgroups on the CPU (`Gpu::runs_on_cpu`), bound by arithmetic.
     pub runs_on_cpu: bool,
+    /// Workgroups a step's attention split over its keys aims at, a layer, on a GPU
+    /// (`Gpu::split_workgroups`, `ops::attention::splits`).
+    pub split_workgroups: u32,
 }
 
 #[cfg(test)]
@@ -437,6 +440,7 @@ mod tests {
         let cpu = Adapter {
             workgroup_bytes: 32768,
             runs_on_cpu: true,
+            split_workgroups: 256,
         };
         let gpu = Adapter {
             runs_on_cpu: false,

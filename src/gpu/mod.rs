@@ -160,6 +160,9 @@ pub struct Gpu {
     /// The position from which models loaded from now on split a step's attention
     /// (`split_attention_from`).
     split_from: std::sync::atomic::AtomicU32,
+    /// The workgroups a step's split attention aims at in models loaded from now on
+    /// (`set_split_workgroups`).
+    split_workgroups: std::sync::atomic::AtomicU32,
     /// What plans may round, by `Rounding::index` (`set_rounds`).
     rounds: [std::sync::atomic::AtomicBool; 3],
     /// The matrix cores failed their check (`forget_matrix_cores`).
@@ -280,6 +283,7 @@ impl Gpu {
             fuse_norms: Default::default(),
             split_steps: Default::default(),
             split_from: Default::default(),
+            split_workgroups: std::sync::atomic::AtomicU32::new(attention_form::SPLIT_WORKGROUPS),
             rounds: Default::default(),
             matrix_cores_failed: Default::default(),
         };
@@ -384,6 +388,13 @@ impl Gpu {
         (self.split_from).store(pos.max(1), std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Sets the workgroups a step's attention split over its keys aims at on a GPU, a layer, for
+    /// models loaded from now on (`attention_form::SPLIT_WORKGROUPS` unless set; how many pay on an
+    /// adapter is a measurement: `wick bench --split-workgroups`).
+    pub fn set_split_workgroups(&self, workgroups: u32) {
+        (self.split_workgroups).store(workgroups.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The adapter's matrix cores, where it has them and plans may use them: the tuner then offers
     /// a prompt's products a tile on them (shaders/matmul_coop.wgsl), whose x and weights are rounded
     /// to f16 (sums stay f32).
@@ -458,6 +469,9 @@ impl Gpu {
         Adapter {
             workgroup_bytes: self.limits.max_compute_workgroup_storage_size,
             runs_on_cpu: self.runs_on_cpu(),
+            split_workgroups: self
+                .split_workgroups
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

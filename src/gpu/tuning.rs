@@ -209,6 +209,7 @@ mod tests {
         let cpu = Adapter {
             workgroup_bytes: 32768,
             runs_on_cpu: true,
+            split_workgroups: 256,
         };
         let plain = Kernel::Matmul(Store::Glu(Activation::Silu), XNorm::None);
         let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (576, 1536), 1, 64);

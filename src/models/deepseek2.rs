@@ -346,7 +346,7 @@ pub async fn load(l: &mut Loader<'_>, n_ctx: u32, runs: PromptRuns) -> Result<Fo
     decode.finish(&gpu).await?;
     // Deep into a context, a decode step's attention split over the keys, as the dense block's: the
     // heads are few groups of 4 (4 workgroups for DeepSeek-V2-Lite's 16), which leave a GPU idle.
-    let splits = attention::splits(m.n_head, 1, gpu.runs_on_cpu());
+    let splits = attention::splits(m.n_head, 1, gpu.adapter());
     let bytes = attention::split_scratch_bytes(1, m.n_head, m.kv_lora, splits);
     let parts = super::split_scratch(&gpu, n_ctx, bytes, runs).await?;
     let decode_long = super::split_step_plan(&gpu, parts.as_ref(), |parts| {

@@ -295,7 +295,7 @@ pub async fn load(
     let split_bytes = (f.layers.iter())
         .filter(|l| l.mixer == Mixer::Attention)
         .map(|l| {
-            let splits = attention::splits(c.n_head, l.n_kv_head, gpu.runs_on_cpu());
+            let splits = attention::splits(c.n_head, l.n_kv_head, gpu.adapter());
             attention::split_scratch_bytes(1, c.n_head, l.head_dim, splits)
         })
         .max()

@@ -340,8 +340,7 @@ impl SelfAttention {
             Attention::Whole if plan.is_step() => attention::push(plan, shape, &buffers),
             Attention::Whole => attention::push_chunk(plan, shape, &buffers),
             Attention::Split(parts) => {
-                let on_cpu = plan.adapter.runs_on_cpu;
-                let splits = attention::splits(c.n_head, layer.n_kv_head, on_cpu);
+                let splits = attention::splits(c.n_head, layer.n_kv_head, plan.adapter);
                 attention::push_split(plan, shape, splits, &buffers, parts)
             }
         }

@@ -8,7 +8,7 @@
 //! (flash-decoding).
 
 use crate::gpu::{attention_tile_bytes, attention_workgroup, head_groups};
-use crate::gpu::{AttentionShape, Groups, Kernel, KvType, PipelineKey, Plan};
+use crate::gpu::{Adapter, AttentionShape, Groups, Kernel, KvType, PipelineKey, Plan};
 
 /// shaders/attention_params.wgsl: attention.wgsl's and attention_tiled.wgsl's.
 #[repr(C)]
@@ -190,20 +190,16 @@ fn push_in_tiles(plan: &mut Plan, s: Shape, b: &AttentionBuffers, tuned: bool) {
     );
 }
 
-/// Workgroups a decode step's split attention aims at on a GPU, a layer: a few for each of a large
-/// GPU's cores (an H200 has 132), whatever the model's heads; 16 to 64 splits, each of whole rounds
-/// of keys (the last splits empty where the keys are few).
-const SPLIT_WORKGROUPS: u32 = 256;
-
 /// The splits of a decode step's attention over the keys for a layer of `n_head` query heads over
-/// `n_kv_head` kv heads, whose groups of heads each take a workgroup a split. Where workgroups run
-/// on the CPU, 16: a couple of cores gain nothing from more, and each split's workgroup and its
-/// share of the merge cost time (64 splits took SmolLM2's decode at 2048 from 2.60 to 2.03 tok/s on
-/// lavapipe).
-pub fn splits(n_head: u32, n_kv_head: u32, runs_on_cpu: bool) -> u32 {
-    match runs_on_cpu {
+/// `n_kv_head` kv heads on `adapter`, whose groups of heads each take a workgroup a split. On a GPU,
+/// as many as make the adapter's `split_workgroups`, 16 to 64, each of whole rounds of keys (the last
+/// splits empty where the keys are few). Where workgroups run on the CPU, 16: a couple of cores gain
+/// nothing from more, and each split's workgroup and its share of the merge cost time (64 splits
+/// took SmolLM2's decode at 2048 from 2.60 to 2.03 tok/s on lavapipe).
+pub fn splits(n_head: u32, n_kv_head: u32, adapter: Adapter) -> u32 {
+    match adapter.runs_on_cpu {
         true => 16,
-        false => (SPLIT_WORKGROUPS / head_groups(n_head, n_kv_head)).clamp(16, 64),
+        false => (adapter.split_workgroups / head_groups(n_head, n_kv_head)).clamp(16, 64),
     }
 }
 
@@ -359,4 +355,45 @@ pub fn reference_with_sink(
     (0..head_dim)
         .map(|d| (0..n).map(|p| e[p] * v[p * head_dim + d]).sum::<f32>() / sum)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a GPU a step's attention splits into as many splits as make the adapter's workgroups a
+    /// layer (16 to 64); where workgroups run on the CPU, into 16.
+    #[test]
+    fn splits_make_the_workgroups_asked() {
+        let gpu = Adapter {
+            workgroup_bytes: 49152,
+            runs_on_cpu: false,
+            split_workgroups: 256,
+        };
+        let cpu = Adapter {
+            runs_on_cpu: true,
+            ..gpu
+        };
+        let wide = |split_workgroups| Adapter {
+            split_workgroups,
+            ..gpu
+        };
+        // Llama 3.1 8B: 32 heads over 8 kv heads, 8 groups of 4.
+        assert_eq!(splits(32, 8, gpu), 32);
+        assert_eq!(splits(32, 8, wide(512)), 64);
+        assert_eq!(splits(32, 8, wide(4096)), 64, "at most 64");
+        assert_eq!(splits(32, 32, gpu), 16, "at least 16");
+        assert_eq!(splits(32, 8, cpu), 16);
+        assert_eq!(
+            splits(
+                32,
+                8,
+                Adapter {
+                    split_workgroups: 512,
+                    ..cpu
+                }
+            ),
+            16
+        );
+    }
 }
