@@ -34,13 +34,16 @@ const TAU: f32 = 8.0;
 const KS: u32 = HD + 8u;
 const KS4: u32 = KS / 4u;
 const PS: u32 = BK + 8u;
+// The scores' rows 4 floats longer than a tile: a thread walks its query's row, and rows a multiple
+// of 32 floats apart would put the threads of a subgroup in one bank.
+const SS: u32 = BK + 4u;
 // Rows the tile of keys or values holds: BK, or BQ at the start, when it carries the queries.
 const KV_ROWS: u32 = max(BK, BQ);
 
 override WG: u32 = 128u;
 
 var<workgroup> kv_tile: array<vec4<f16>, KV_ROWS * KS4>; // [key][dim]: the queries, then keys or values
-var<workgroup> scores: array<f32, BQ * BK>;         // [query][key]; a subgroup's outputs on their way
+var<workgroup> scores: array<f32, BQ * SS>;         // [query][key]; a subgroup's outputs on their way
 var<workgroup> weights: array<f16, BQ * PS>;        // [query][key]
 var<workgroup> row_factor: array<f32, BQ>;          // each query's rescale, at the end its 1 / sum
 var<workgroup> rescale_any: u32;
@@ -99,7 +102,7 @@ fn main(
                     let kt = coopLoad<MatB>(&kv_tile[(k * S * KS + d * S) / 4u], KS4);
                     s = coopMultiplyAdd(q[d], kt, s);
                 }
-                coopStoreT(s, &scores[q0 * BK + k * S], BK);
+                coopStoreT(s, &scores[q0 * SS + k * S], SS);
             }
         }
         workgroupBarrier(); // the scores are in, and the keys read
@@ -108,14 +111,14 @@ fn main(
             // Query lid's weights for the tile against its reference max.
             var tile_max = -3.0e38;
             for (var j = 0u; j < BK; j++) {
-                var score = scores[lid * BK + j];
+                var score = scores[lid * SS + j];
                 if (P.softcap > 0.0) {
                     score = P.softcap * tanh(score / P.softcap);
                 }
                 let p = start + j;
                 let seen = p >= range.x && p < range.y;
                 score = select(-3.0e38, score, seen);
-                scores[lid * BK + j] = score;
+                scores[lid * SS + j] = score;
                 tile_max = max(tile_max, score);
             }
             var factor = 1.0;
@@ -131,7 +134,7 @@ fn main(
             for (var j = 0u; j < BK; j++) {
                 let p = start + j;
                 // Where no key was seen yet, m is -3e38 too: the range decides, not exp.
-                let w = f16(select(0.0, exp(scores[lid * BK + j] - m), p >= range.x && p < range.y));
+                let w = f16(select(0.0, exp(scores[lid * SS + j] - m), p >= range.x && p < range.y));
                 weights[lid * PS + j] = w;
                 l += f32(w);
             }
@@ -164,7 +167,7 @@ fn main(
     for (var d0 = 0u; d0 < DM; d0 += KM) {
         if (multiplies) {
             for (var k = 0u; k < KM && d0 + k < DM; k++) {
-                coopStoreT(o[d0 + k], &scores[q0 * BK + k * S], BK);
+                coopStoreT(o[d0 + k], &scores[q0 * SS + k * S], SS);
             }
         }
         workgroupBarrier();
@@ -172,7 +175,7 @@ fn main(
         for (var i = lid; i < BQ * dims / 4u; i += WG) {
             let row = i / (dims / 4u);
             let c = 4u * (i % (dims / 4u));
-            let at = row * BK + c;
+            let at = row * SS + c;
             let out = vec4<f32>(scores[at], scores[at + 1u], scores[at + 2u], scores[at + 3u]);
             if (t0 + row < step.n_tokens) {
                 let o_at = ((t0 + row) * P.n_head + h) * HD4 + (d0 * S + c) / 4u;
@@ -211,17 +214,17 @@ fn rescale_outputs(lid: u32, q0: u32, multiplies: bool, o: ptr<function, array<M
     for (var d0 = 0u; d0 < DM; d0 += KM) {
         if (multiplies) {
             for (var k = 0u; k < KM && d0 + k < DM; k++) {
-                coopStoreT((*o)[d0 + k], &scores[q0 * BK + k * S], BK);
+                coopStoreT((*o)[d0 + k], &scores[q0 * SS + k * S], SS);
             }
         }
         workgroupBarrier();
-        for (var i = lid; i < BQ * BK; i += WG) {
-            scores[i] *= row_factor[i / BK];
+        for (var i = lid; i < BQ * SS; i += WG) {
+            scores[i] *= row_factor[i / SS];
         }
         workgroupBarrier();
         if (multiplies) {
             for (var k = 0u; k < KM && d0 + k < DM; k++) {
-                (*o)[d0 + k] = coopLoadT<MatC>(&scores[q0 * BK + k * S], BK);
+                (*o)[d0 + k] = coopLoadT<MatC>(&scores[q0 * SS + k * S], SS);
             }
         }
         workgroupBarrier();

@@ -103,11 +103,16 @@ const MATRIX_KEYS: [u32; 2] = [2, 4];
 
 /// Workgroup memory of the matrix form for heads of `head_dim` in products of `size` over tiles of
 /// `keys` (shaders/attention_coop.wgsl): the tile of f16 keys or values (at the start, the queries),
-/// the f32 scores, the f16 weights, a factor a query, and the workgroup's range and flag.
+/// the f32 scores, the f16 weights (each row padded), a factor a query, and the workgroup's range
+/// and flag.
 pub const fn matrix_bytes(head_dim: u32, size: u32, keys: u32) -> u32 {
     let queries = MATRIX_SUBGROUPS * size;
     let rows = if keys > queries { keys } else { queries };
-    rows * (head_dim + 8) * 2 + queries * keys * 4 + queries * (keys + 8) * 2 + queries * 4 + 32
+    rows * (head_dim + 8) * 2
+        + queries * (keys + 4) * 4
+        + queries * (keys + 8) * 2
+        + queries * 4
+        + 32
 }
 
 /// The split lanes form's (lanes, columns), 128 threads each: fewer vec4s of a head a lane holds
@@ -321,7 +326,7 @@ mod tests {
             .collect()
         };
         assert_eq!(keys(chunk(128), nvidia, 49152), [32, 64]);
-        assert_eq!(keys(chunk(128), nvidia, 32768), [32], "64 keys take 42 KiB");
+        assert_eq!(keys(chunk(128), nvidia, 32768), [32], "64 keys take 43 KiB");
         assert_eq!(keys(chunk(128), None, 49152), [] as [u32; 0]);
         assert_eq!(keys(chunk(72), nvidia, 49152), [] as [u32; 0], "72 / 16");
         let apple = MatrixCores { lanes: 32, size: 8 };
