@@ -504,6 +504,24 @@ impl Plan {
         self.tuning = tuning;
     }
 
+    /// Retunes the plan to `tuning` and submits a run of its whole batch, the kernels' builds and the
+    /// run under `Gpu::checked`: an error where the device refuses a kernel or errs. For the checks
+    /// that run candidate kernels once before the tuner may offer them (subgroups, matrix cores).
+    pub async fn run_checked(
+        &mut self,
+        gpu: &Gpu,
+        tuning: &Tuning,
+        what: &str,
+    ) -> Result<(), GpuError> {
+        gpu.checked(what, || {
+            self.retune(gpu, tuning);
+            let mut enc = gpu.device.create_command_encoder(&Default::default());
+            self.record(&mut enc.begin_compute_pass(&Default::default()), self.batch);
+            gpu.queue.submit([enc.finish()]);
+        })
+        .await
+    }
+
     /// The pipeline key of a tunable dispatch of this plan with another of its kernels.
     pub fn key_of(&self, tunable: &Tunable, choice: Choice) -> PipelineKey {
         self.shaped(tunable, choice).0

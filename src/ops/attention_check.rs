@@ -80,13 +80,10 @@ pub async fn matrix_attention_works(gpu: &Gpu) -> Result<bool, crate::Error> {
     for form in forms {
         let mut tuning = Tuning::default();
         tuning.insert(&Tunable::Attention(shape), Choice::Attention(form));
-        let ran = gpu.checked("the matrix-core attention check", || {
-            plan.retune(gpu, &tuning);
-            let mut enc = gpu.device.create_command_encoder(&Default::default());
-            plan.record(&mut enc.begin_compute_pass(&Default::default()), plan.batch);
-            gpu.queue.submit([enc.finish()]);
-        });
-        if ran.await.is_err() {
+        let ran = plan
+            .run_checked(gpu, &tuning, "the matrix-core attention check")
+            .await;
+        if ran.is_err() {
             return Ok(false);
         }
         let got = read_back_f32(gpu, &out, want.len()).await?;

@@ -311,13 +311,8 @@ pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
         tuning.matvec.insert(matvec.key(), kernel);
         // A device may refuse to build them (a page that says its device has subgroups when it
         // was not granted them; a driver that cannot compile them): then they do not work either.
-        let built = gpu.checked("the subgroup check", || {
-            plan.retune(gpu, &tuning);
-            let mut enc = gpu.device.create_command_encoder(&Default::default());
-            plan.record(&mut enc.begin_compute_pass(&Default::default()), plan.batch);
-            gpu.queue.submit([enc.finish()]);
-        });
-        if built.await.is_err() || read_back_f32(gpu, &y, rows as usize).await? != want {
+        let built = plan.run_checked(gpu, &tuning, "the subgroup check").await;
+        if built.is_err() || read_back_f32(gpu, &y, rows as usize).await? != want {
             return Ok(false);
         }
     }
@@ -364,13 +359,10 @@ pub async fn matrix_cores_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     for kernel in on_cores.filter(offered) {
         let mut tuning = Tuning::default();
         tuning.matvec.insert(matmul.key(), kernel);
-        let built = gpu.checked("the matrix-core check", || {
-            plan.retune(gpu, &tuning);
-            let mut enc = gpu.device.create_command_encoder(&Default::default());
-            plan.record(&mut enc.begin_compute_pass(&Default::default()), plan.batch);
-            gpu.queue.submit([enc.finish()]);
-        });
-        if built.await.is_err() || read_back_f32(gpu, &y, want.len()).await? != want {
+        let built = plan
+            .run_checked(gpu, &tuning, "the matrix-core check")
+            .await;
+        if built.is_err() || read_back_f32(gpu, &y, want.len()).await? != want {
             return Ok(false);
         }
     }
