@@ -287,6 +287,8 @@ export interface EngineStats {
 export interface StepMs {
   /** Writing the step's inputs and recording its GPU pass. */
   record: number;
+  /** Recording the next step's GPU pass while the GPU ran this one (in none of the parts a step waits on). */
+  recordAhead: number;
   /** The submit call. */
   submit: number;
   /** From the submit to the values read back: the GPU's work, then the map. */

@@ -60,6 +60,8 @@ pub struct Totals {
     pub read_bytes: u64,
     /// Decode steps submitted before the step before them was read back (`Engine::submit_step`).
     pub ahead: u64,
+    /// Runs submitted with commands recorded while the run before them ran (`record_next`).
+    pub recorded_ahead: u64,
     /// Wall time, call to result, and the three parts of it: writing the inputs and recording the
     /// pass, the submit call, and from the submit's return to the values read back (the GPU's work,
     /// then the map and copy; a run that reads nothing back only polls). A step run ahead is timed
@@ -67,6 +69,9 @@ pub struct Totals {
     /// in that one's time.
     pub time: Duration,
     pub record: Duration,
+    /// Recording the next decode step's pass while the GPU ran this one (`record_next`): outside
+    /// the three parts above, where on a GPU it takes none of a step's time.
+    pub record_ahead: Duration,
     pub submit: Duration,
     pub wait: Duration,
     /// Outside the runs: the grammar's work between steps (each step's mask of allowed tokens, and
@@ -84,8 +89,10 @@ impl std::ops::Add for Totals {
             weight_bytes: self.weight_bytes + more.weight_bytes,
             read_bytes: self.read_bytes + more.read_bytes,
             ahead: self.ahead + more.ahead,
+            recorded_ahead: self.recorded_ahead + more.recorded_ahead,
             time: self.time + more.time,
             record: self.record + more.record,
+            record_ahead: self.record_ahead + more.record_ahead,
             submit: self.submit + more.submit,
             wait: self.wait + more.wait,
             mask: self.mask + more.mask,
@@ -103,8 +110,10 @@ impl std::ops::Sub for Totals {
             weight_bytes: self.weight_bytes - earlier.weight_bytes,
             read_bytes: self.read_bytes - earlier.read_bytes,
             ahead: self.ahead - earlier.ahead,
+            recorded_ahead: self.recorded_ahead - earlier.recorded_ahead,
             time: self.time - earlier.time,
             record: self.record - earlier.record,
+            record_ahead: self.record_ahead - earlier.record_ahead,
             submit: self.submit - earlier.submit,
             wait: self.wait - earlier.wait,
             mask: self.mask - earlier.mask,
@@ -131,6 +140,9 @@ pub struct Engine {
     /// The staging buffer the last step submitted to be read later used (`submit_step`): the next
     /// run takes the other (a run read back at once leaves it as it was: `run_segments`).
     last_staging: usize,
+    /// The next decode step's commands, recorded while the GPU ran the step before it
+    /// (`record_next`); dropped where the next run is another, and where the plans are retuned.
+    recorded: Option<runs::Recorded>,
     /// When the last run was read back: a step submitted before then (a step ahead) is timed from
     /// then on, so that `Totals::time` counts no wall time twice.
     read_until: Instant,
@@ -312,6 +324,7 @@ impl Engine {
             row_samples,
             staging,
             last_staging: 0,
+            recorded: None,
             read_until: Instant::now(),
             n_ctx,
             pos: 0,

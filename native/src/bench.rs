@@ -157,8 +157,16 @@ impl Measured {
     /// Milliseconds per run recording the pass, submitting it, and waiting for its result.
     fn phases_ms(&self) -> [f64; 3] {
         let t = &self.totals;
-        let runs = t.runs.max(1) as f64;
-        [t.record, t.submit, t.wait].map(|d| d.as_secs_f64() * 1e3 / runs)
+        [t.record, t.submit, t.wait].map(|d| self.ms_per_run(d))
+    }
+
+    /// Recording a step's pass while the GPU ran the one before (`Totals::record_ahead`).
+    fn record_ahead_ms(&self) -> f64 {
+        self.ms_per_run(self.totals.record_ahead)
+    }
+
+    fn ms_per_run(&self, d: std::time::Duration) -> f64 {
+        d.as_secs_f64() * 1e3 / self.totals.runs.max(1) as f64
     }
 
     fn gbps(&self) -> f64 {
@@ -462,6 +470,7 @@ fn print_json(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) -
                 "weight_bytes_per_token": m.per_token(m.totals.weight_bytes),
                 "read_bytes_per_token": m.per_token(m.totals.read_bytes),
                 "record_submit_wait_ms_per_run": m.phases_ms(),
+                "record_ahead_ms_per_run": m.record_ahead_ms(),
                 "weight_gbps": gbps,
                 "peak_gbps": c.peak,
                 "peak_percent": c.peak.map(|p| 100.0 * gbps / p),
@@ -561,13 +570,15 @@ fn print_md(tests: &[Measured], model: &Model, c: &Context, engine: &Engine) {
     }
     for m in tests.iter().filter(|m| m.n_gen > 0) {
         let [record, submit, wait] = m.phases_ms();
+        let ahead = m.record_ahead_ms();
         // The counted runs' wall time per step, from the same runs as the parts.
         let step = m.samples_ns.iter().sum::<u64>() as f64 / 1e6 / m.totals.runs.max(1) as f64;
         println!();
         println!(
             "a decode step: {record:.2} ms recording, {submit:.2} ms submitting, {wait:.2} ms waiting \
-             for the GPU and the readback, {:.2} ms outside the engine",
-            step - record - submit - wait
+             for the GPU and the readback, {ahead:.2} ms recording the next step while the GPU ran, \
+             {:.2} ms outside the engine",
+            step - record - ahead - submit - wait
         );
     }
     for m in tests.iter().filter(|m| m.n_prompt > 0) {

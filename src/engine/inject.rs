@@ -62,6 +62,8 @@ impl Engine {
 
     /// Gives every plan the kernel shapes of `tuning`.
     pub(super) fn retune_plans(&mut self, tuning: &Tuning) {
+        // Commands recorded ahead hold the kernels the plans had.
+        self.recorded = None;
         let gpu = self.gpu.clone();
         let projector = self.projector.iter_mut().flat_map(|p| p.plans_mut());
         for plan in self.forward.plans_mut().chain(projector) {

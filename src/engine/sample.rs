@@ -11,7 +11,7 @@ use crate::sampler::{Choose, Draw, Pick, Ranked};
 use crate::Error;
 
 /// What a decode step reads back.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Read {
     Nothing,
     Logits,

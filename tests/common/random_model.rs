@@ -155,6 +155,14 @@ pub fn check_all_loaded(
             err_llama = err_llama.max(e);
             ours.push(logits);
         }
+        // Each step after the first ran the commands recorded while the one before it ran
+        // (`Engine::record_next`): the logits checked above are theirs.
+        let recorded = engine.stats.totals.recorded_ahead;
+        assert_eq!(
+            recorded,
+            tokens.len() as u64 - 1,
+            "{name}: steps recorded ahead"
+        );
         let ppl = (
             perplexity(&ours, &tokens),
             perplexity(&want_f32, &tokens),

@@ -320,6 +320,9 @@ struct ProfileMs {
 struct StepMs {
     /// Writing the step's inputs and recording its pass.
     record: f64,
+    /// Recording the next step's pass while the GPU ran this one (`Totals::record_ahead`): in
+    /// none of the parts a step waits on.
+    record_ahead: f64,
     /// The submit call (in a browser it hands the commands to the GPU process).
     submit: f64,
     /// From the submit to the values read back: the GPU's work, then the map.
@@ -336,6 +339,7 @@ impl StepMs {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 / runs;
         (steps.runs > 0).then(|| StepMs {
             record: ms(steps.record),
+            record_ahead: ms(steps.record_ahead),
             submit: ms(steps.submit),
             wait: ms(steps.wait),
             mask: ms(steps.mask),
