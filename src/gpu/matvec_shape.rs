@@ -258,7 +258,8 @@ impl MatvecShape {
     /// and where neighbouring threads take neighbouring rows they read the same x at once (one load
     /// on a CPU-backed adapter, where a row's threads each read x of their own, gathered lane by
     /// lane); one token's products read too little x for that to pay for reading rows apart.
-    /// For types with a block form, also the same split by blocks: 1 to 64 threads per row, no more
+    /// For types with a block form, where the adapter runs workgroups on a CPU
+    /// (`Offers::whole_blocks`), also the same split by blocks: 1 to 64 threads per row, no more
     /// than the row has blocks. For every type, by blocks shared by 16 threads (a K-quant's) or 4
     /// (32 weights): 16 to 64 threads per row, no more groups of them than the row has blocks.
     /// A decode step's products of the types with a form on 8-bit x (`has_int8_form`) also try the
@@ -277,6 +278,7 @@ impl MatvecShape {
             matrix_cores,
             int8_x,
             f16_tiles,
+            whole_blocks,
         } = offers;
         let default = self.default_kernel();
         if self.is_tiled() {
@@ -318,7 +320,7 @@ impl MatvecShape {
                 .filter(|&t| t <= chunks && (t >= 4 || self.tokens > 1));
             let by_blocks = [1, 2, 4, 8, 16, 32, 64]
                 .into_iter()
-                .filter(|&t| t <= blocks);
+                .filter(|&t| whole_blocks && t <= blocks);
             let by_parts = [16, 32, 64]
                 .into_iter()
                 .filter(|&t| t / parts <= part_blocks);
@@ -429,6 +431,26 @@ mod tests {
     fn on_q8(shape: &MatvecShape, offers: Offers) -> usize {
         let candidates = shape.candidates(offers).into_iter();
         candidates.filter(|k| k.split == Split::PartsQ8).count()
+    }
+
+    /// A thread a whole block is a candidate where workgroups run on a CPU only: on a GPU a
+    /// 4096-wide Q4_K decode product keeps its other splits and loses a third of its candidates.
+    #[test]
+    fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
+        let shape = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);
+        let gpu = shape.candidates(offers(true));
+        let cpu = shape.candidates(Offers {
+            whole_blocks: true,
+            ..offers(true)
+        });
+        let blocks = |c: &[MatvecKernel]| c.iter().filter(|k| k.split == Split::Blocks).count();
+        assert_eq!(blocks(&gpu), 0);
+        assert_eq!(blocks(&cpu), 30, "1 to 16 threads a row, two sums, three workgroups");
+        assert_eq!(gpu.len() + 30, cpu.len());
+        let kept = |c: &[MatvecKernel]| -> Vec<MatvecKernel> {
+            c.iter().filter(|k| k.split != Split::Blocks).copied().collect()
+        };
+        assert_eq!(kept(&gpu), kept(&cpu));
     }
 
     /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
