@@ -69,7 +69,7 @@ pub enum Split {
 /// What an adapter offers kernels beyond workgroup memory, as far as plans may use it: subgroups
 /// (their fewest lanes) whose shuffles sum a row's threads, matrix cores for a prompt's products,
 /// products on x rounded to 8 bits, and a prompt's tiles held in f16; and whether its candidates
-/// include a thread a whole block.
+/// include the forms for CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Offers {
     pub subgroup_size: Option<u32>,
@@ -77,12 +77,13 @@ pub struct Offers {
     pub int8_x: bool,
     /// A prompt's products in tiles held in f16 (`MatvecKernel::f16_tile`).
     pub f16_tiles: bool,
-    /// Products split by whole blocks, each read by one thread (`Split::Blocks`): where workgroups
-    /// run on a CPU, whose lanes load one at a time whatever they read. On a GPU the threads of a
-    /// subgroup then read 18 to 210 bytes apart, a transaction each, and none won a shape on an
-    /// H200 (BENCHMARKS.md, 2026-12-04): left out there, they were a third to a half of a decode
-    /// shape's candidates, and of its time to tune.
-    pub whole_blocks: bool,
+    /// The forms for adapters that run workgroups on a CPU, whose lanes load one at a time
+    /// whatever they read: a thread a whole block (`Split::Blocks`) and a step's eight rows a slot
+    /// (`MatvecKernel::eight_rows`). On a GPU a subgroup's threads then read 18 to 210 bytes
+    /// apart, a transaction each, and neither won a shape on an H200 (BENCHMARKS.md, 2026-12-04):
+    /// left out there, they were a third to a half of a decode shape's candidates, and of its time
+    /// to tune.
+    pub cpu_forms: bool,
 }
 
 impl MatvecKernel {

@@ -259,7 +259,7 @@ impl MatvecShape {
     /// on a CPU-backed adapter, where a row's threads each read x of their own, gathered lane by
     /// lane); one token's products read too little x for that to pay for reading rows apart.
     /// For types with a block form, where the adapter runs workgroups on a CPU
-    /// (`Offers::whole_blocks`), also the same split by blocks: 1 to 64 threads per row, no more
+    /// (`Offers::cpu_forms`), also the same split by blocks: 1 to 64 threads per row, no more
     /// than the row has blocks. For every type, by blocks shared by 16 threads (a K-quant's) or 4
     /// (32 weights): 16 to 64 threads per row, no more groups of them than the row has blocks.
     /// A decode step's products of the types with a form on 8-bit x (`has_int8_form`) also try the
@@ -278,7 +278,7 @@ impl MatvecShape {
             matrix_cores,
             int8_x,
             f16_tiles,
-            whole_blocks,
+            cpu_forms,
         } = offers;
         let default = self.default_kernel();
         if self.is_tiled() {
@@ -320,7 +320,7 @@ impl MatvecShape {
                 .filter(|&t| t <= chunks && (t >= 4 || self.tokens > 1));
             let by_blocks = [1, 2, 4, 8, 16, 32, 64]
                 .into_iter()
-                .filter(|&t| whole_blocks && t <= blocks);
+                .filter(|&t| cpu_forms && t <= blocks);
             let by_parts = [16, 32, 64]
                 .into_iter()
                 .filter(|&t| t / parts <= part_blocks);
@@ -363,7 +363,8 @@ impl MatvecShape {
                     // 4 threads a row, 64 a workgroup: each is a large kernel to build (seconds on
                     // lavapipe), and the workgroup's size is the least of its time there.
                     let few_threads = split == Split::Chunks && threads_per_row <= 4;
-                    if self.takes_eight_rows() && fits && few_threads && workgroup == 64 {
+                    let eight_rows = cpu_forms && self.takes_eight_rows();
+                    if eight_rows && fits && few_threads && workgroup == 64 {
                         c.push(MatvecKernel {
                             eight_rows: true,
                             ..k
@@ -436,21 +437,45 @@ mod tests {
     /// A thread a whole block is a candidate where workgroups run on a CPU only: on a GPU a
     /// 4096-wide Q4_K decode product keeps its other splits and loses a third of its candidates.
     #[test]
-    fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
+    fn cpu_forms_are_offered_where_workgroups_run_on_a_cpu() {
         let shape = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);
         let gpu = shape.candidates(offers(true));
         let cpu = shape.candidates(Offers {
-            whole_blocks: true,
+            cpu_forms: true,
             ..offers(true)
         });
         let blocks = |c: &[MatvecKernel]| c.iter().filter(|k| k.split == Split::Blocks).count();
         assert_eq!(blocks(&gpu), 0);
-        assert_eq!(blocks(&cpu), 30, "1 to 16 threads a row, two sums, three workgroups");
+        assert_eq!(
+            blocks(&cpu),
+            30,
+            "1 to 16 threads a row, two sums, three workgroups"
+        );
         assert_eq!(gpu.len() + 30, cpu.len());
         let kept = |c: &[MatvecKernel]| -> Vec<MatvecKernel> {
-            c.iter().filter(|k| k.split != Split::Blocks).copied().collect()
+            c.iter()
+                .filter(|k| k.split != Split::Blocks)
+                .copied()
+                .collect()
         };
         assert_eq!(kept(&gpu), kept(&cpu));
+        let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+        let step = MatvecShape::of(pairs, GgmlType::Q4_K, 4096, 4096).in_step(4);
+        let on = |cpu_forms| {
+            let offers = Offers {
+                cpu_forms,
+                ..offers(true)
+            };
+            step.candidates(offers)
+                .iter()
+                .filter(|k| k.eight_rows)
+                .count()
+        };
+        assert_eq!(
+            (on(false), on(true)),
+            (0, 6),
+            "1, 2 and 4 threads a row, two sums"
+        );
     }
 
     /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
@@ -493,7 +518,11 @@ mod tests {
                 shape.key()
             );
             let untuned = shape.untuned_kernel(cpu);
-            let offered = shape.candidates(offers(false)).contains(&untuned);
+            let on_cpu = Offers {
+                cpu_forms: true,
+                ..offers(false)
+            };
+            let offered = shape.candidates(on_cpu).contains(&untuned);
             assert!(offered, "{} untuned on a CPU: {untuned}", shape.key());
         }
         let on_cpu = step.untuned_kernel(cpu);
@@ -557,20 +586,25 @@ mod tests {
         assert!(!chunk.fits(&MatvecKernel::tile(256), &webgpu));
     }
 
-    /// Eight rows a slot are offered a step's pair products of several tokens, split by chunks, a
-    /// few threads a row, and no one-token product.
+    /// Eight rows a slot are offered a step's pair products of several tokens where workgroups run
+    /// on a CPU (their form), split by chunks, a few threads a row, and no one-token product.
     #[test]
     fn eight_rows_are_offered_to_a_steps_pair_products() {
         let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
         let one = MatvecShape::of(pairs, GgmlType::Q4_1, 576, 960);
         let several = MatvecShape { tokens: 4, ..one };
-        let eights = |shape: &MatvecShape| -> Vec<MatvecKernel> {
-            let candidates = shape.candidates(offers(false)).into_iter();
+        let eights = |shape: &MatvecShape, cpu_forms| -> Vec<MatvecKernel> {
+            let offers = Offers {
+                cpu_forms,
+                ..offers(false)
+            };
+            let candidates = shape.candidates(offers).into_iter();
             candidates.filter(|k| k.eight_rows).collect()
         };
-        assert!(eights(&one).is_empty());
-        let offered = eights(&several);
-        assert!(!offered.is_empty());
+        assert!(eights(&one, true).is_empty());
+        assert!(eights(&several, false).is_empty(), "on a GPU");
+        let offered = eights(&several, true);
+        assert_eq!(offered.len(), 6, "1, 2 and 4 threads a row, two sums");
         for k in offered {
             assert!(k.split == Split::Chunks && k.threads_per_row <= 4, "{k}");
         }

@@ -449,7 +449,7 @@ impl Gpu {
             matrix_cores: self.matrix_cores(),
             int8_x: self.rounds(Rounding::Int8X),
             f16_tiles: self.rounds(Rounding::F16Tiles),
-            whole_blocks: self.runs_on_cpu(),
+            cpu_forms: self.runs_on_cpu(),
         }
     }
 

@@ -301,7 +301,7 @@ pub async fn subgroup_sums_work(gpu: &Gpu) -> Result<bool, crate::Error> {
     let matvec = plan.dispatches[0].matvec().expect("a matvec");
     let offers = Offers {
         subgroup_size: gpu.subgroup_size,
-        whole_blocks: gpu.offers().whole_blocks,
+        cpu_forms: gpu.offers().cpu_forms,
         ..Offers::default()
     };
     for kernel in matvec.candidates(offers) {
