@@ -123,19 +123,24 @@ fn k_min(k: KScales, sub: u32) -> f32 {
     return k.d.y * f32((k.mins[sub / 4u] >> (8u * (sub % 4u))) & 0xffu);
 }
 
-// Q4_K's and Q5_K's part of a block for one of 16 threads (row_dot_parts.wgsl): the 4-bit quants in
-// `q` (8 bytes: 8 weights of sub-block `sub` in the low nibbles, the same 8 of `sub` + 1 in the high),
-// plus `h0`..`h3` (Q5_K's fifth bits times 16, in the same order; zeros for Q4_K), scaled.
-fn k4_part16(k: KScales, sub: u32, q: vec2<u32>, h0: vec4<f32>, h1: vec4<f32>, h2: vec4<f32>,
-             h3: vec4<f32>) -> array<vec4<f32>, 4> {
+// Q4_K's and Q5_K's part of a block for one of 16 threads (row_dot_parts.wgsl): its quants `q`, 8
+// weights of sub-block `sub` (q[0], q[1]) and the same 8 of `sub` + 1 (q[2], q[3]), scaled. Q4_K's
+// are k4_nibbles' as they are; Q5_K adds its fifth bits first (a float add a weight that Q4_K, the
+// commonest type, does not pay).
+fn k4_part16(k: KScales, sub: u32, q: array<vec4<f32>, 4>) -> array<vec4<f32>, 4> {
     let lo = vec2<f32>(k_scale(k, sub), k_min(k, sub));
     let hi = vec2<f32>(k_scale(k, sub + 1u), k_min(k, sub + 1u));
     return array<vec4<f32>, 4>(
-        (nibbles(q.x, 0u) + h0) * lo.x - lo.y,
-        (nibbles(q.y, 0u) + h1) * lo.x - lo.y,
-        (nibbles(q.x, 4u) + h2) * hi.x - hi.y,
-        (nibbles(q.y, 4u) + h3) * hi.x - hi.y,
+        q[0] * lo.x - lo.y,
+        q[1] * lo.x - lo.y,
+        q[2] * hi.x - hi.y,
+        q[3] * hi.x - hi.y,
     );
+}
+
+// A part's 8 quant bytes `q` as k4_part16 takes them: the low nibbles, then the high.
+fn k4_nibbles(q: vec2<u32>) -> array<vec4<f32>, 4> {
+    return array<vec4<f32>, 4>(nibbles(q.x, 0u), nibbles(q.y, 0u), nibbles(q.x, 4u), nibbles(q.y, 4u));
 }
 
 // Where vec4 j of k4_part16's part lies in its block, in vec4s of x: weights 8 (part % 4).. of

@@ -36,7 +36,7 @@ fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
     let sub = 2u * (part / 4u);
     let qs = (b + 16u) / 4u + 2u * part;
     let q = vec2<u32>(W[qs], W[qs + 1u]);
-    return k4_part16(k, sub, q, vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    return k4_part16(k, sub, k4_nibbles(q));
 }
 
 fn part_x4(part: u32, j: u32) -> u32 {

@@ -40,11 +40,12 @@ fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
     let q = vec2<u32>(W[qs], W[qs + 1u]);
     let h0 = W[qh];
     let h1 = W[qh + 1u];
-    return k4_part16(
-        k, sub, q,
-        16.0 * byte_bits(h0, sub), 16.0 * byte_bits(h1, sub),
-        16.0 * byte_bits(h0, sub + 1u), 16.0 * byte_bits(h1, sub + 1u),
-    );
+    var n = k4_nibbles(q);
+    n[0] += 16.0 * byte_bits(h0, sub);
+    n[1] += 16.0 * byte_bits(h1, sub);
+    n[2] += 16.0 * byte_bits(h0, sub + 1u);
+    n[3] += 16.0 * byte_bits(h1, sub + 1u);
+    return k4_part16(k, sub, n);
 }
 
 fn part_x4(part: u32, j: u32) -> u32 {
