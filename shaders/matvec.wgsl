@@ -1,7 +1,9 @@
 // y[row] = dot(W[row], x) (+ y[row] when accumulating: the residual add) (+ the row's bias, where the
 // matrix has one), W packed.
-// A workgroup of WG threads takes WG / TPR rows; the TPR threads of a row split it as the row_dot file says
-// (by 32-weight chunks, or for the K-quants by whole blocks).
+// A workgroup of WG threads takes WG / TPR slots of ROWS rows; the TPR threads of a slot split its row as
+// the row_dot file says (by 32-weight chunks, or for the K-quants by whole blocks), and a slot of two
+// rows (neighbours, as llama.cpp's matvecs take two or more) reads each x once for both and has twice
+// the weights in flight a thread.
 // Rows may come in groups that each read their own slice of x (per-head matrices stacked in one tensor,
 // as MLA's k_b and v_b): row r reads x from vec4 (r / group_rows) * group_stride. Needs a row_dot file
 // and a row_sum file.
@@ -27,26 +29,50 @@ const NO_BIAS: u32 = 0xffffffffu;
 
 override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per row, a power of two dividing WG
+override ROWS: u32 = 1u; // rows a slot of TPR threads takes: 1, or 2 (not in groups of rows)
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let first = (wg.x + wg.y * nwg.x) * (WG / TPR);
+    let first = (wg.x + wg.y * nwg.x) * (WG / TPR) * ROWS;
     // What the row_dot file does with x before the rows (row_dot_q8.wgsl quantizes the one x of the
     // workgroup's first row).
     x_prepare(t, ((P.out_offset + first) / P.group_rows) * P.group_stride, P.cols);
-    let row = first + t / TPR;
+    let row = first + (t / TPR) * ROWS;
     let o = P.out_offset + row;
+    let x0 = (o / P.group_rows) * P.group_stride;
+    if (ROWS == 2u) {
+        // An odd last row pairs with what follows it, which is not stored.
+        var acc = vec2<f32>(0.0);
+        if (row < P.rows) {
+            acc = pair_dot(row * P.row_bytes, P.row_bytes, x0, P.cols, t % TPR);
+        }
+        let total = pair_sum(t, acc);
+        if (t % TPR == 0u) {
+            store_row(row, o, total.x);
+            store_row(row + 1u, o + 1u, total.y);
+        }
+        return;
+    }
     var acc = 0.0;
     if (row < P.rows) {
-        acc = row_dot(row * P.row_bytes, (o / P.group_rows) * P.group_stride, P.cols, t % TPR);
+        acc = row_dot(row * P.row_bytes, x0, P.cols, t % TPR);
     }
     let total = row_sum(t, acc);
-    if (t % TPR == 0u && row < P.rows) {
-        var y = select(0.0, Y[o], P.accumulate == 1u) + total;
-        if (P.bias_at != NO_BIAS) {
-            y += B[P.bias_at + row];
-        }
-        Y[o] = y;
+    if (t % TPR == 0u) {
+        store_row(row, o, total);
     }
+}
+
+// Y[o] (row `row` of this part) = its sum (+ Y[o] when accumulating) (+ its bias), where the row is
+// one of the part's.
+fn store_row(row: u32, o: u32, total: f32) {
+    if (row >= P.rows) {
+        return;
+    }
+    var y = select(0.0, Y[o], P.accumulate == 1u) + total;
+    if (P.bias_at != NO_BIAS) {
+        y += B[P.bias_at + row];
+    }
+    Y[o] = y;
 }

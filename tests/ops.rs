@@ -498,10 +498,11 @@ fn check_swiglu_block(
 
 /// Every kernel shape tuning may choose for a matvec (workgroup, threads per row, subgroup sums where
 /// the adapter has subgroups, for the K-quants a split by blocks, and for every type blocks shared by
-/// a few threads, and for the types with that form the same on 8-bit x) computes the same product
-/// as the CPU, for every type (on 8-bit x, the CPU's product of x rounded so: `q8_rounded`). Q6_K's
-/// rows of 5 blocks put every other block and row off word alignment, as rows of 23 blocks do for
-/// Q4_0, Q5_0, Q8_0 and MXFP4.
+/// a few threads, and for the types with that form the same on 8-bit x; two rows a slot, the last
+/// slot of 37 rows one short) computes the same product as the CPU, every other one added to what y
+/// held, for every type (on 8-bit x, the CPU's product of x rounded so: `q8_rounded`). Q6_K's rows
+/// of 5 blocks put every other block and row off word alignment, as rows of 23 blocks do for Q4_0,
+/// Q5_0, Q8_0 and MXFP4.
 #[test]
 fn matvec_every_tuning_candidate_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -529,23 +530,29 @@ fn matvec_every_tuning_candidate_against_cpu() {
         // The types with that form are offered products on 8-bit x too.
         let on_q8 = |k: &wick::gpu::MatvecKernel| k.split == wick::gpu::Split::PartsQ8;
         assert_eq!(candidates.iter().any(on_q8), has_int8_form(ty), "{ty}");
-        for candidate in candidates {
+        assert!(
+            candidates.iter().any(|k| k.two_rows),
+            "{ty}: two rows a slot"
+        );
+        // Every other candidate adds to what y holds (a residual add), as the attention output's
+        // and down's products do.
+        let y0 = rng.vec(rows as usize);
+        for (i, candidate) in candidates.into_iter().enumerate() {
             let mut tuning = wick::gpu::Tuning::default();
             tuning.matvec.insert(shape.key(), candidate);
             gpu.set_tuning(tuning);
-            let y = scratch_buffer(&gpu, "y", rows as u64 * 4)
-                .block_on()
-                .unwrap();
+            let y = f32_buffer(&gpu, &y0);
+            let accumulate = i % 2 == 1;
             let mut plan = one_token_plan(&gpu);
-            matvec::push(&mut plan, &w, &f32_buffer(&gpu, &x), &y, false);
+            matvec::push(&mut plan, &w, &f32_buffer(&gpu, &x), &y, accumulate);
             run(&gpu, plan);
             let got = read_back_f32(&gpu, &y, rows as usize).block_on().unwrap();
-            let mut want = vec![0f32; rows as usize];
+            let mut want = y0.clone();
             let (x_seen, bound) = match on_q8(&candidate) {
                 true => (q8_rounded(&x), Q8_NMSE),
                 false => (x.clone(), 1e-10),
             };
-            matvec::reference(&deq, &x_seen, &mut want, false);
+            matvec::reference(&deq, &x_seen, &mut want, accumulate);
             let e = nmse(&got, &want);
             assert!(e < bound, "{ty} {cols} at {candidate}: nmse {e}");
         }

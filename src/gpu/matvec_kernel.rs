@@ -44,6 +44,12 @@ pub struct MatvecKernel {
     /// lane; split by 32-weight chunks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub eight_rows: bool,
+    /// A plain product's slot of a row's threads takes two neighbouring rows, each x read once for
+    /// both and twice the weights in flight a thread (shaders/matvec.wgsl's `ROWS`), as llama.cpp's
+    /// matvecs take two rows a workgroup on NVIDIA: for a decode step's one-token products split
+    /// by block parts (`MatvecShape::takes_two_rows`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub two_rows: bool,
 }
 
 /// How the threads of a row divide it (which shaders/row_dot*.wgsl file the kernel has).
@@ -99,6 +105,7 @@ impl MatvecKernel {
             eight_tokens: false,
             f16_tile: false,
             eight_rows: false,
+            two_rows: false,
         }
     }
 
@@ -114,6 +121,7 @@ impl MatvecKernel {
             eight_tokens: false,
             f16_tile: false,
             eight_rows: false,
+            two_rows: false,
         }
     }
 
@@ -197,6 +205,9 @@ impl std::fmt::Display for MatvecKernel {
         }
         if self.eight_rows {
             write!(f, " 8 rows")?;
+        }
+        if self.two_rows {
+            write!(f, " 2 rows")?;
         }
         Ok(())
     }

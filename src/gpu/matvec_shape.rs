@@ -150,6 +150,13 @@ impl MatvecShape {
         self.takes_tiles()
     }
 
+    /// Whether its candidates include two rows a slot (`MatvecKernel::two_rows`): a decode step's
+    /// plain product of one token (the attention output, down, the head), whose rows all read the
+    /// same x.
+    pub fn takes_two_rows(&self) -> bool {
+        self.kernel == Kernel::Matvec && self.tokens == 1 && self.matrices == 1
+    }
+
     /// Whether its candidates include eight rows a slot (`MatvecKernel::eight_rows`): a step's pair
     /// product of several tokens, as `takes_eight_tokens`.
     pub fn takes_eight_rows(&self) -> bool {
@@ -269,9 +276,11 @@ impl MatvecShape {
     /// the adapter has matrix cores that plans may use
     /// (`Gpu::matrix_cores`), the tiles on them (`CoopTile`: the experts' product the square one,
     /// the grouped product none), and where plans may hold
-    /// tiles in f16 (`Offers::f16_tiles`), the tiles in workgroup memory so. A step's pair product
-    /// of several tokens also tries the 64-thread tile and the tile in registers (`takes_tiles`), and
-    /// its splits by block parts eight tokens a layer (`takes_eight_tokens`).
+    /// tiles in f16 (`Offers::f16_tiles`), the tiles in workgroup memory so. A decode step's plain
+    /// one-token product (`takes_two_rows`) also tries two rows a slot, split by block parts (on
+    /// 8-bit x too) or by chunks over 32 threads a row or more, summed as a GPU would. A step's
+    /// pair product of several tokens also tries the 64-thread tile and the tile in registers
+    /// (`takes_tiles`), and its splits by block parts eight tokens a layer (`takes_eight_tokens`).
     pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
         let Offers {
             subgroup_size,
@@ -342,6 +351,7 @@ impl MatvecShape {
                         eight_tokens: false,
                         f16_tile: false,
                         eight_rows: false,
+                        two_rows: false,
                     };
                     let shuffles = subgroup_size.is_some_and(|s| threads_per_row <= s);
                     let fits = !subgroup_sum || shuffles;
@@ -367,6 +377,16 @@ impl MatvecShape {
                     if eight_rows && fits && few_threads && workgroup == 64 {
                         c.push(MatvecKernel {
                             eight_rows: true,
+                            ..k
+                        });
+                    }
+                    // Two rows a slot: the GPU's splits (and chunks of a wide row's threads, as
+                    // a Q6_K product won on an H200), the GPU's sum.
+                    let wide_chunks = split == Split::Chunks && threads_per_row >= 32;
+                    let two_rows_split = gpu_split || wide_chunks;
+                    if self.takes_two_rows() && fits && two_rows_split && gpu_sum {
+                        c.push(MatvecKernel {
+                            two_rows: true,
                             ..k
                         });
                     }
@@ -610,6 +630,42 @@ mod tests {
         }
     }
 
+    /// Two rows a slot are offered a decode step's plain one-token products (not rows in groups,
+    /// nor several tokens, nor a pair kernel, whose slots take pairs already), split by block parts
+    /// (on 8-bit x too) or by chunks over 32 threads or more, each with the sum a GPU takes.
+    #[test]
+    fn two_rows_are_offered_to_a_steps_plain_products() {
+        let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 14336, 4096);
+        let twos = |shape: &MatvecShape| -> Vec<MatvecKernel> {
+            let candidates = shape.candidates(offers(true)).into_iter();
+            candidates.filter(|k| k.two_rows).collect()
+        };
+        let offered = twos(&plain);
+        // 3 workgroups by: block parts and on 8-bit x, 16, 32, 64 threads; chunks, 32, 64.
+        assert_eq!(offered.len(), 24);
+        for k in offered {
+            let wide_chunks = k.split == Split::Chunks && k.threads_per_row >= 32;
+            let gpu_split = matches!(k.split, Split::BlockParts | Split::PartsQ8);
+            assert!(wide_chunks || gpu_split, "{k}");
+            let shuffles = k.threads_per_row <= 32; // the subgroup holds the row's threads
+            assert_eq!(k.subgroup_sum, shuffles, "{k}");
+        }
+        let grouped = MatvecShape {
+            matrices: 16,
+            ..MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 512, 128)
+        };
+        let four = MatvecShape { tokens: 4, ..plain };
+        let pairs = MatvecShape::of(
+            Kernel::MatvecPairs(Store::Rows, XNorm::None),
+            GgmlType::Q6_K,
+            4096,
+            1024,
+        );
+        for shape in [grouped, four, pairs] {
+            assert!(twos(&shape).is_empty(), "{}", shape.key());
+        }
+    }
+
     /// Eight tokens a layer are offered a step's pair products of several tokens, split by block
     /// parts (the GPU's forms), and no one-token product.
     #[test]
@@ -639,7 +695,8 @@ mod tests {
     #[test]
     fn eight_bit_x_is_offered_where_it_can_run() {
         let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);
-        assert_eq!(on_q8(&plain, offers(true)), 9); // 3 workgroups by 16, 32, 64 threads a row
+        // 3 workgroups by 16, 32, 64 threads a row, a row a slot or two
+        assert_eq!(on_q8(&plain, offers(true)), 18);
         assert_eq!(on_q8(&plain, offers(false)), 0);
         let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
         let q8_0 = MatvecShape::of(pairs, GgmlType::Q8_0, 896, 1024);
@@ -657,9 +714,9 @@ mod tests {
             64,
         );
         let q6_k = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096);
-        assert_eq!(on_q8(&q6_k, offers(true)), 9);
+        assert_eq!(on_q8(&q6_k, offers(true)), 18);
         let mxfp4 = MatvecShape::of(Kernel::Matvec, GgmlType::MXFP4, 4096, 4096);
-        assert_eq!(on_q8(&mxfp4, offers(true)), 9);
+        assert_eq!(on_q8(&mxfp4, offers(true)), 18);
         let f16 = MatvecShape::of(Kernel::Matvec, GgmlType::F16, 4096, 4096);
         // Four a layer of workgroups, and eight.
         assert_eq!(on_q8(&four, offers(true)), 18);

@@ -41,6 +41,9 @@ pub struct PipelineKey {
     /// tokens (`MatvecKernel::eight_rows`: shaders/slot_eight_rows.wgsl), not a pair
     /// (slot_pair.wgsl).
     pub eight_rows: bool,
+    /// A slot of a `Kernel::Matvec` kernel's threads takes two rows (`MatvecKernel::two_rows`: the
+    /// `ROWS` override constant of shaders/matvec.wgsl).
+    pub two_rows: bool,
 }
 
 impl PipelineKey {
@@ -56,6 +59,7 @@ impl PipelineKey {
             x_q8: None,
             f16_tile: false,
             eight_rows: false,
+            two_rows: false,
         }
     }
 
@@ -155,6 +159,7 @@ impl PipelineKey {
                 },
                 x_q8: (kernel.split == Split::PartsQ8).then_some((shape.cols, shape.x_rows())),
                 eight_rows: kernel.eight_rows,
+                two_rows: kernel.two_rows,
                 ..key
             },
         }
@@ -179,11 +184,12 @@ impl PipelineKey {
     }
 
     /// Rows one row slot (TPR threads) of a matvec kernel computes: a pair kernel's pair, or its
-    /// eight (`eight_rows`); one row otherwise.
+    /// eight (`eight_rows`); a plain product's two rows (`two_rows`); one row otherwise.
     pub fn rows_per_slot(&self) -> u32 {
-        match (self.kernel, self.eight_rows) {
-            (Kernel::MatvecPairs(..), true) => 8,
-            (Kernel::MatvecPairs(..), false) => 2,
+        match (self.kernel, self.eight_rows, self.two_rows) {
+            (Kernel::MatvecPairs(..), true, _) => 8,
+            (Kernel::MatvecPairs(..), false, _) => 2,
+            (Kernel::Matvec, _, true) => 2,
             _ => 1,
         }
     }
@@ -226,6 +232,9 @@ impl PipelineKey {
         if self.eight_rows {
             name += " 8 rows";
         }
+        if self.two_rows {
+            name += " 2 rows";
+        }
         if let XNorm::Rms(_) = self.kernel.x_norm() {
             name += " rms-normed";
         }
@@ -242,6 +251,9 @@ impl PipelineKey {
         }
         if let XNorm::Rms(eps) = self.kernel.x_norm() {
             c.push(("NORM_EPS", f32::from_bits(eps) as f64));
+        }
+        if self.two_rows {
+            c.push(("ROWS", 2.0));
         }
         c
     }
