@@ -7,7 +7,7 @@
 #![allow(clippy::await_holding_refcell_ref)]
 
 use js_sys::{Function, Promise, Uint8Array};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -21,12 +21,14 @@ use wick::gpu::{Gpu, KvType, Tuning};
 use wick::openai;
 use wick::reply::Piece;
 use wick::session::{Overflow, Session};
-use wick::tools::{Call, ToolUse};
+use wick::tools::ToolUse;
 use wick::vision::{Projector, TokenBudget};
 
+mod answers;
 mod embeddings;
 mod speculate;
 mod vision;
+use answers::{ChatResult, PredictionTokens, ProfileMs, Speculated, Stats, StepMs, TuneStep};
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -271,135 +273,6 @@ pub async fn load(
     })
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ChatResult {
-    /// The reply's text: with tools, what is left once the calls are read out of it.
-    text: String,
-    /// The reasoning the model wrote before its answer, where its chat template marks it (empty
-    /// otherwise).
-    reasoning: String,
-    /// OpenAI's finish_reason.
-    finish_reason: &'static str,
-    /// The tools the reply called, in order.
-    tool_calls: Vec<Call>,
-    prompt_tokens: usize,
-    completion_tokens: usize,
-    /// Prompt tokens processed (the rest came from the KV cache of earlier turns).
-    prompt_processed: usize,
-    prompt_ms: f64,
-    generate_ms: f64,
-    /// Bytes the reply's steps copied back from the GPU for the sampler.
-    read_back_bytes: u64,
-    /// Where a generating step's time went; none where the reply ran no step after its prompt.
-    step_ms: Option<StepMs>,
-    /// The reply's log-probabilities as OpenAI's `choices[0].logprobs` (JSON text), where asked for.
-    log_probs: Option<String>,
-    /// Where the request gave a prediction: its tokens the checks kept, and those they did not.
-    prediction: Option<PredictionTokens>,
-}
-
-#[derive(Serialize)]
-struct PredictionTokens {
-    accepted: usize,
-    rejected: usize,
-}
-
-/// `Model::profile`'s answer.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ProfileMs {
-    kernels: Vec<(String, f64)>,
-    whole_ms: f64,
-    layer_kinds: Vec<(String, u32, f64)>,
-}
-
-/// A decode step's wall time in parts, in milliseconds, averaged over a reply's steps after its prompt.
-#[derive(Serialize, Clone, Copy)]
-#[serde(rename_all = "camelCase")]
-struct StepMs {
-    /// Writing the step's inputs and recording its pass.
-    record: f64,
-    /// Recording the next step's pass while the GPU ran this one (`Totals::record_ahead`): in
-    /// none of the parts a step waits on.
-    record_ahead: f64,
-    /// The submit call (in a browser it hands the commands to the GPU process).
-    submit: f64,
-    /// From the submit to the values read back: the GPU's work, then the map.
-    wait: f64,
-    /// The grammar's mask of allowed tokens and its move past the token picked (0 unconstrained).
-    mask: f64,
-    /// Everything else between two steps: sampling, detokenizing, streaming the text to the page.
-    other: f64,
-}
-
-impl StepMs {
-    fn of(steps: &wick::engine::Totals, gen_time: std::time::Duration) -> Option<StepMs> {
-        let runs = steps.runs as f64;
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 / runs;
-        (steps.runs > 0).then(|| StepMs {
-            record: ms(steps.record),
-            record_ahead: ms(steps.record_ahead),
-            submit: ms(steps.submit),
-            wait: ms(steps.wait),
-            mask: ms(steps.mask),
-            other: ms(gen_time) - ms(steps.time) - ms(steps.mask),
-        })
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Stats {
-    adapter: String,
-    architecture: String,
-    n_ctx: u32,
-    dispatches_per_token: u32,
-    submits_per_token: u32,
-    weight_bytes_per_token: u64,
-    /// Bytes a token reads from the model file itself: its rows of a table left off the GPU
-    /// (Gemma 4's per-layer embeddings); 0 for most models.
-    row_bytes_per_token: u64,
-    /// This model's shapes with tuned kernels on this adapter: matvecs', and prompt recurrences'
-    /// and attentions' forms.
-    tuned_shapes: usize,
-    /// This model's shapes with none yet: what `tune` would time.
-    untuned_shapes: usize,
-    /// The fewest lanes of the device's subgroups, where kernels may use them (the tuner offers
-    /// those that pass its check on the device); absent where the device has none.
-    subgroup_size: Option<u32>,
-    /// Of the last reply: tokens per second generating, and over the prompt.
-    tokens_per_second: Option<f64>,
-    prompt_tokens_per_second: Option<f64>,
-    /// Of the last request: its prompt's tokens, and how many were run (the rest were cached).
-    last_prompt_tokens: Option<usize>,
-    last_prompt_processed: Option<usize>,
-    /// Of the last reply: bytes copied back from the GPU per token, for the sampler (the top
-    /// candidates, the greedy choice, or a whole row of logits where the sampler needs it).
-    read_back_bytes_per_token: Option<f64>,
-    /// Of the last reply: where a generating step's time went.
-    step_ms: Option<StepMs>,
-    /// The wasm heap: it holds one piece of a tensor at a time, never the model.
-    wasm_memory_bytes: f64,
-    /// Where the model speculates (`Model::draft`, `Model::lookup`): what its checks so far kept.
-    speculation: Option<Speculated>,
-}
-
-/// What a speculating model's checks proposed and kept, over its replies so far.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Speculated {
-    checks: u64,
-    proposed: u64,
-    accepted: u64,
-    tokens_per_check: f64,
-    /// What the sizing of drafts has measured, in milliseconds: a plain step, a check by its rows,
-    /// a drafted token (null where not yet).
-    step_ms: Option<f64>,
-    check_ms: Vec<(usize, f64)>,
-    drafted_token_ms: Option<f64>,
-}
-
 /// A loaded model with its KV cache.
 #[wasm_bindgen]
 pub struct Model {
@@ -409,17 +282,6 @@ pub struct Model {
     last: Rc<RefCell<Option<ChatResult>>>,
     /// The tuning under way, from the first `tune_step` on.
     tuner: Rc<RefCell<Option<Tuner>>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TuneStep {
-    shapes: usize,
-    shapes_done: usize,
-    candidates: usize,
-    timed: usize,
-    finished: bool,
-    tuning: Option<String>,
 }
 
 #[wasm_bindgen]
