@@ -449,6 +449,14 @@ mod tests {
         }
     }
 
+    /// Rows in groups that each read an x of their own (MLA's per-head matrices).
+    fn per_head_rows() -> MatvecShape {
+        MatvecShape {
+            matrices: 16,
+            ..MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 512, 128)
+        }
+    }
+
     fn on_q8(shape: &MatvecShape, offers: Offers) -> usize {
         let candidates = shape.candidates(offers).into_iter();
         candidates.filter(|k| k.split == Split::PartsQ8).count()
@@ -650,10 +658,7 @@ mod tests {
             let shuffles = k.threads_per_row <= 32; // the subgroup holds the row's threads
             assert_eq!(k.subgroup_sum, shuffles, "{k}");
         }
-        let grouped = MatvecShape {
-            matrices: 16,
-            ..MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 512, 128)
-        };
+        let grouped = per_head_rows();
         let four = MatvecShape { tokens: 4, ..plain };
         let pairs = MatvecShape::of(
             Kernel::MatvecPairs(Store::Rows, XNorm::None),
@@ -701,10 +706,7 @@ mod tests {
         let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
         let q8_0 = MatvecShape::of(pairs, GgmlType::Q8_0, 896, 1024);
         assert_eq!(on_q8(&q8_0, offers(true)), 9);
-        let grouped = MatvecShape {
-            matrices: 16,
-            ..MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 512, 128)
-        };
+        let grouped = per_head_rows();
         let four = MatvecShape { tokens: 4, ..q8_0 };
         let tile = MatvecShape::chunk(
             Kernel::Matmul(Store::Rows, XNorm::None),
