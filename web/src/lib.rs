@@ -116,26 +116,36 @@ fn message_of(e: &JsValue) -> String {
 }
 
 /// The browser tells a lost device by a promise that may settle after the failure it caused (a buffer
-/// map that failed): give it a moment, and where the device is gone, say that instead.
+/// map that failed), later still where the GPU process is busy: give it moments of 50 ms, up to a
+/// second, and where the device is gone, say that instead. (Only an error waits.)
 async fn lost_or(gpu: &Gpu, e: wick::Error) -> String {
-    let moment = Promise::new(&mut |resolve, _| {
+    for _ in 0..20 {
+        if let Err(lost) = gpu.alive() {
+            return lost.to_string();
+        }
+        let _ = JsFuture::from(moment(50.0)).await;
+    }
+    match gpu.alive() {
+        Err(lost) => lost.to_string(),
+        Ok(()) => e.to_string(),
+    }
+}
+
+/// A promise that resolves after `ms` milliseconds (at once where the global scope has no timer).
+fn moment(ms: f64) -> Promise {
+    Promise::new(&mut |resolve, _| {
         let set_timeout = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("setTimeout"))
             .ok()
             .and_then(|f| f.dyn_into::<Function>().ok());
         match set_timeout {
             Some(f) => {
-                let _ = f.call2(&JsValue::NULL, &resolve, &JsValue::from_f64(50.0));
+                let _ = f.call2(&JsValue::NULL, &resolve, &JsValue::from_f64(ms));
             }
             None => {
                 let _ = resolve.call0(&JsValue::NULL);
             }
         }
-    });
-    let _ = JsFuture::from(moment).await;
-    match gpu.alive() {
-        Err(lost) => lost.to_string(),
-        Ok(()) => e.to_string(),
-    }
+    })
 }
 
 /// A request the engine will not run, named as OpenAI's client names a 400.
