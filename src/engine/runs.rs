@@ -71,7 +71,7 @@ impl Engine {
         }
         let start = Instant::now();
         let recorded = self.recorded.take();
-        let record_start = Instant::now();
+        let record_start = start;
         let gpu = &self.gpu;
         let f = &self.forward;
         f.step.write_segments(gpu, segments, next.unwrap_or(0));
@@ -89,8 +89,9 @@ impl Engine {
             .filter(|_| chosen.is_empty());
         let recorded = recorded.filter(|r| key == Some(r.key));
         let was_recorded = recorded.is_some();
-        let (commands, read_bytes) = match recorded {
-            Some(r) => (r.commands, r.read_bytes),
+        let read_bytes = recipe.read_bytes();
+        let commands = match recorded {
+            Some(r) => r.commands,
             None => self.record(&recipe, tokens.len() as u32, chosen, staging),
         };
         if read_bytes > 0 {
@@ -212,14 +213,14 @@ impl Engine {
 
     /// Records one pass of `recipe` over `tokens`, after copying the tokens `chosen` names into the
     /// run's inputs (`submit_segments`), and the copies of what it reads back into staging buffer
-    /// `staging`; returns the commands and the bytes they copy there.
+    /// `staging`, one after the other.
     fn record(
         &self,
         recipe: &Recipe<'_>,
         tokens: u32,
         chosen: &[(wgpu::Buffer, u64)],
         staging: usize,
-    ) -> (wgpu::CommandBuffer, u64) {
+    ) -> wgpu::CommandBuffer {
         let gpu = &self.gpu;
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         for (i, (buffer, offset)) in chosen.iter().enumerate() {
@@ -232,12 +233,12 @@ impl Engine {
                 after.record(&mut pass, 1);
             }
         }
-        let mut read_bytes = 0;
+        let mut at = 0;
         for &(buffer, offset, bytes) in &recipe.read_back {
-            enc.copy_buffer_to_buffer(buffer, offset, &self.staging[staging], read_bytes, bytes);
-            read_bytes += bytes;
+            enc.copy_buffer_to_buffer(buffer, offset, &self.staging[staging], at, bytes);
+            at += bytes;
         }
-        (enc.finish(), read_bytes)
+        enc.finish()
     }
 
     /// Records the step most likely to follow a one-token decode step just submitted (the same
@@ -258,12 +259,8 @@ impl Engine {
         let key = recipe
             .key(run, 1, staging)
             .expect("a one-token decode step's key");
-        let (commands, read_bytes) = self.record(&recipe, 1, &[], staging);
-        self.recorded = Some(Recorded {
-            key,
-            commands,
-            read_bytes,
-        });
+        let commands = self.record(&recipe, 1, &[], staging);
+        self.recorded = Some(Recorded { key, commands });
         self.stats.totals.record_ahead += start.elapsed();
     }
 
@@ -328,6 +325,11 @@ impl Recipe<'_> {
         self.plan.weight_bytes + self.after.iter().map(|p| p.weight_bytes).sum::<u64>()
     }
 
+    /// The bytes it copies into a staging buffer to read back.
+    fn read_bytes(&self) -> u64 {
+        self.read_back.iter().map(|&(_, _, bytes)| bytes).sum()
+    }
+
     /// What commands recorded ahead must have been recorded for to serve this recipe as `run` of
     /// `tokens` copying into staging buffer `staging`: a one-token decode step's only.
     fn key(&self, run: Run<'_>, tokens: usize, staging: usize) -> Option<RecordedKey> {
@@ -356,7 +358,6 @@ pub(super) struct RecordedKey {
 pub(super) struct Recorded {
     key: RecordedKey,
     commands: wgpu::CommandBuffer,
-    read_bytes: u64,
 }
 
 /// A run submitted (`submit_segments`) and not yet read back.
