@@ -1,0 +1,307 @@
+//! What `MatvecShape` offers the tuner, and what it takes unless tuned, shape by shape.
+
+use super::*;
+
+fn offers(int8_x: bool) -> Offers {
+    Offers {
+        subgroup_size: Some(32),
+        int8_x,
+        ..Offers::default()
+    }
+}
+
+/// Rows in groups that each read an x of their own (MLA's per-head matrices).
+fn per_head_rows() -> MatvecShape {
+    MatvecShape {
+        matrices: 16,
+        ..MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 512, 128)
+    }
+}
+
+fn on_q8(shape: &MatvecShape, offers: Offers) -> usize {
+    let candidates = shape.candidates(offers).into_iter();
+    candidates.filter(|k| k.split == Split::PartsQ8).count()
+}
+
+/// A thread a whole block is a candidate where workgroups run on a CPU only: on a GPU a
+/// 4096-wide Q4_K decode product keeps its other splits and loses a third of its candidates.
+#[test]
+fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
+    let shape = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);
+    let gpu = shape.candidates(offers(true));
+    let cpu = shape.candidates(Offers {
+        cpu_forms: true,
+        ..offers(true)
+    });
+    let blocks = |c: &[MatvecKernel]| c.iter().filter(|k| k.split == Split::Blocks).count();
+    assert_eq!(blocks(&gpu), 0);
+    assert_eq!(
+        blocks(&cpu),
+        30,
+        "1 to 16 threads a row, two sums, three workgroups"
+    );
+    assert_eq!(gpu.len() + 30, cpu.len());
+    let kept = |c: &[MatvecKernel]| -> Vec<MatvecKernel> {
+        c.iter()
+            .filter(|k| k.split != Split::Blocks)
+            .copied()
+            .collect()
+    };
+    assert_eq!(kept(&gpu), kept(&cpu));
+    let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+    let step = MatvecShape::of(pairs, GgmlType::Q4_K, 4096, 4096).in_step(4);
+    let on = |cpu_forms| {
+        let offers = Offers {
+            cpu_forms,
+            ..offers(true)
+        };
+        step.candidates(offers)
+            .iter()
+            .filter(|k| k.eight_rows)
+            .count()
+    };
+    assert_eq!(
+        (on(false), on(true)),
+        (0, 6),
+        "1, 2 and 4 threads a row, two sums"
+    );
+}
+
+/// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
+/// pair products of several tokens (x normed on the way in or not) take eight rows a slot,
+/// and the other products of a few tokens 4 threads a row, each a candidate of its shape; the
+/// experts' tiles and rows of 2 chunks keep their defaults, as GPUs keep every default.
+#[test]
+fn untuned_kernels_follow_the_adapter() {
+    let cpu = Adapter {
+        workgroup_bytes: 32768,
+        runs_on_cpu: true,
+        split_workgroups: 256,
+    };
+    let gpu = Adapter {
+        runs_on_cpu: false,
+        ..cpu
+    };
+    let plain = Kernel::Matmul(Store::Glu(Activation::Silu), XNorm::None);
+    let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (576, 1536), 1, 64);
+    assert_eq!(chunk.untuned_kernel(cpu).workgroup, ROWS_TILE_WORKGROUP);
+    let experts = MatvecShape::chunk(Kernel::MatmulId, GgmlType::Q4_K, (576, 1536), 8, 64);
+    assert_eq!(experts.untuned_kernel(cpu), experts.default_kernel());
+    let step = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 576, 1536);
+    let four = MatvecShape { tokens: 4, ..step };
+    let narrow = MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 64, 256); // 2 chunks a row
+    let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+    let check = MatvecShape {
+        tokens: 4,
+        ..MatvecShape::of(pairs, GgmlType::Q4_K, 576, 1536)
+    };
+    let normed = MatvecShape {
+        kernel: Kernel::MatvecPairs(Store::Rows, XNorm::Rms(0)),
+        ..check
+    };
+    for shape in [chunk, experts, step, four, narrow, check, normed] {
+        assert_eq!(
+            shape.untuned_kernel(gpu),
+            shape.default_kernel(),
+            "{}",
+            shape.key()
+        );
+        let untuned = shape.untuned_kernel(cpu);
+        let on_cpu = Offers {
+            cpu_forms: true,
+            ..offers(false)
+        };
+        let offered = shape.candidates(on_cpu).contains(&untuned);
+        assert!(offered, "{} untuned on a CPU: {untuned}", shape.key());
+    }
+    let on_cpu = step.untuned_kernel(cpu);
+    assert_eq!((on_cpu.workgroup, on_cpu.threads_per_row), (128, 4));
+    assert!(
+        !on_cpu.subgroup_sum,
+        "shuffles only where checked, when tuning"
+    );
+    assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
+    let in_registers = MatvecKernel::tile(ROWS_TILE_WORKGROUP);
+    for shape in [check, normed] {
+        let k = shape.untuned_kernel(cpu);
+        assert!(k.eight_rows && !k.subgroup_sum, "{}: {k}", shape.key());
+    }
+    let one_token = MatvecShape {
+        tokens: 1,
+        ..normed
+    };
+    assert!(!one_token.candidates(offers(false)).contains(&in_registers));
+}
+
+/// Tiles held in f16 are offered a prompt's products where plans may hold them so, as shared
+/// tiles (not in registers, a CPU's), and not to a product that norms x nor to a step's pair
+/// products; in f16 the largest tile fits WebGPU's 16 KiB of workgroup memory, as in f32 it
+/// does not.
+#[test]
+fn f16_tiles_are_offered_a_prompts_products() {
+    let plain = Kernel::Matmul(Store::Rows, XNorm::None);
+    let chunk = MatvecShape::chunk(plain, GgmlType::Q4_K, (2048, 2048), 1, 512);
+    let f16 = |shape: &MatvecShape, f16_tiles| -> Vec<MatvecKernel> {
+        let offers = Offers {
+            f16_tiles,
+            ..offers(true)
+        };
+        (shape.candidates(offers).into_iter())
+            .filter(|k| k.f16_tile)
+            .collect()
+    };
+    assert!(f16(&chunk, false).is_empty());
+    let offered = f16(&chunk, true);
+    let workgroups: Vec<u32> = offered.iter().map(|k| k.workgroup).collect();
+    assert_eq!(workgroups, [64, 128, 256]);
+    assert!(offered
+        .iter()
+        .all(|k| k.matmul_tile().shared && k.rounds_to_f16()));
+    let experts = MatvecShape::chunk(Kernel::MatmulId, GgmlType::Q4_K, (2048, 768), 8, 512);
+    assert_eq!(f16(&experts, true).len(), 3);
+    let normed = MatvecShape {
+        kernel: Kernel::Matmul(Store::Rows, XNorm::Rms(0)),
+        ..chunk
+    };
+    let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+    let step = MatvecShape {
+        tokens: 4,
+        ..MatvecShape::of(pairs, GgmlType::Q4_K, 2048, 2048)
+    };
+    assert!(f16(&normed, true).is_empty() && f16(&step, true).is_empty());
+    let webgpu = wgpu::Limits::default();
+    assert_eq!(webgpu.max_compute_workgroup_storage_size, 16384);
+    assert!(chunk.fits(&MatvecKernel::f16_tile(256), &webgpu));
+    assert!(!chunk.fits(&MatvecKernel::tile(256), &webgpu));
+}
+
+/// Eight rows a slot are offered a step's pair products of several tokens where workgroups run
+/// on a CPU (their form), split by chunks, a few threads a row, and no one-token product.
+#[test]
+fn eight_rows_are_offered_to_a_steps_pair_products() {
+    let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+    let one = MatvecShape::of(pairs, GgmlType::Q4_1, 576, 960);
+    let several = MatvecShape { tokens: 4, ..one };
+    let eights = |shape: &MatvecShape, cpu_forms| -> Vec<MatvecKernel> {
+        let offers = Offers {
+            cpu_forms,
+            ..offers(false)
+        };
+        let candidates = shape.candidates(offers).into_iter();
+        candidates.filter(|k| k.eight_rows).collect()
+    };
+    assert!(eights(&one, true).is_empty());
+    assert!(eights(&several, false).is_empty(), "on a GPU");
+    let offered = eights(&several, true);
+    assert_eq!(offered.len(), 6, "1, 2 and 4 threads a row, two sums");
+    for k in offered {
+        assert!(k.split == Split::Chunks && k.threads_per_row <= 4, "{k}");
+    }
+}
+
+/// Two rows a slot are offered a decode step's plain one-token products (not rows in groups,
+/// nor several tokens, nor a pair kernel, whose slots take pairs already), split by block parts
+/// (on 8-bit x too) or by chunks over 32 threads or more, each with the sum a GPU takes.
+#[test]
+fn two_rows_are_offered_to_a_steps_plain_products() {
+    let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 14336, 4096);
+    let twos = |shape: &MatvecShape| -> Vec<MatvecKernel> {
+        let candidates = shape.candidates(offers(true)).into_iter();
+        candidates.filter(|k| k.two_rows).collect()
+    };
+    let offered = twos(&plain);
+    // 3 workgroups by: block parts and on 8-bit x, 16, 32, 64 threads; chunks, 32, 64.
+    assert_eq!(offered.len(), 24);
+    for k in offered {
+        let wide_chunks = k.split == Split::Chunks && k.threads_per_row >= 32;
+        let gpu_split = matches!(k.split, Split::BlockParts | Split::PartsQ8);
+        assert!(wide_chunks || gpu_split, "{k}");
+        let shuffles = k.threads_per_row <= 32; // the subgroup holds the row's threads
+        assert_eq!(k.subgroup_sum, shuffles, "{k}");
+    }
+    let grouped = per_head_rows();
+    let four = MatvecShape { tokens: 4, ..plain };
+    let pairs = MatvecShape::of(
+        Kernel::MatvecPairs(Store::Rows, XNorm::None),
+        GgmlType::Q6_K,
+        4096,
+        1024,
+    );
+    for shape in [grouped, four, pairs] {
+        assert!(twos(&shape).is_empty(), "{}", shape.key());
+    }
+}
+
+/// Eight tokens a layer are offered a step's pair products of several tokens, split by block
+/// parts (the GPU's forms), and no one-token product.
+#[test]
+fn eight_tokens_are_offered_to_a_steps_pair_products() {
+    let pairs = Kernel::MatvecPairs(Store::Glu(Activation::Silu), XNorm::Rms(0));
+    let one = MatvecShape::of(pairs, GgmlType::Q4_K, 2048, 2 * 5632);
+    let several = MatvecShape { tokens: 4, ..one };
+    let eights = |shape: &MatvecShape| -> Vec<MatvecKernel> {
+        let candidates = shape.candidates(offers(true)).into_iter();
+        candidates.filter(|k| k.eight_tokens).collect()
+    };
+    assert!(eights(&one).is_empty());
+    let offered = eights(&several);
+    assert!(!offered.is_empty());
+    for k in offered {
+        assert!(matches!(k.split, Split::BlockParts | Split::PartsQ8), "{k}");
+        assert!(several.candidates(offers(true)).contains(&MatvecKernel {
+            eight_tokens: false,
+            ..k
+        }));
+    }
+}
+
+/// 8-bit x is offered a decode step's products of the types with that form (one token's or four's),
+/// one sum each (shuffles where the subgroups hold a row's threads), and not where plans keep x
+/// f32, nor to rows that read x in groups, a prompt's tiles or types without the form.
+#[test]
+fn eight_bit_x_is_offered_where_it_can_run() {
+    let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q4_K, 4096, 4096);
+    // 3 workgroups by 16, 32, 64 threads a row, a row a slot or two
+    assert_eq!(on_q8(&plain, offers(true)), 18);
+    assert_eq!(on_q8(&plain, offers(false)), 0);
+    let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+    let q8_0 = MatvecShape::of(pairs, GgmlType::Q8_0, 896, 1024);
+    assert_eq!(on_q8(&q8_0, offers(true)), 9);
+    let grouped = per_head_rows();
+    let four = MatvecShape { tokens: 4, ..q8_0 };
+    let tile = MatvecShape::chunk(
+        Kernel::Matmul(Store::Rows, XNorm::None),
+        GgmlType::Q8_0,
+        (896, 1024),
+        1,
+        64,
+    );
+    let q6_k = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096);
+    assert_eq!(on_q8(&q6_k, offers(true)), 18);
+    let mxfp4 = MatvecShape::of(Kernel::Matvec, GgmlType::MXFP4, 4096, 4096);
+    assert_eq!(on_q8(&mxfp4, offers(true)), 18);
+    let f16 = MatvecShape::of(Kernel::Matvec, GgmlType::F16, 4096, 4096);
+    // Four a layer of workgroups, and eight.
+    assert_eq!(on_q8(&four, offers(true)), 18);
+    // The experts' gate and up read the token's one x, down the slots' x side by side.
+    let glu = Kernel::MatvecIdGlu(Activation::Silu);
+    let gate_up = MatvecShape::of(glu, GgmlType::Q4_K, 2048, 8 * 768);
+    assert_eq!(on_q8(&gate_up, offers(true)), 9);
+    let down = MatvecShape {
+        matrices: 8,
+        ..MatvecShape::of(Kernel::MatvecId, GgmlType::Q4_K, 768, 2048)
+    };
+    assert_eq!(on_q8(&down, offers(true)), 6); // rows of 3 blocks: 16 and 32 threads a row
+    assert_eq!((down.x_rows(), gate_up.x_rows()), (8, 1));
+    for shape in [grouped, tile, f16] {
+        assert_eq!(on_q8(&shape, offers(true)), 0, "{}", shape.key());
+    }
+    assert_ne!(
+        grouped.key(),
+        MatvecShape {
+            matrices: 1,
+            ..grouped
+        }
+        .key()
+    );
+}
