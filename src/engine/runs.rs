@@ -1,8 +1,8 @@
 //! A run of the engine: its tokens checked and written, the plan it names recorded and submitted in
 //! one pass, with what it reads back copied into a staging buffer (`submit_segments`), and that read
 //! back once the GPU has run it (`read_submitted`). Two staging buffers serve in turn, so that a step
-//! may be submitted before the one before it is read back (`ahead.rs`). While the GPU runs a
-//! one-token step that is read back at once, the next such step's commands are recorded
+//! may be submitted before the one before it is read back (`ahead.rs`). While the GPU runs a step
+//! of a token a sequence that is read back at once, the next such step's commands are recorded
 //! (`record_next`), so that the CPU's recording is not between one step's result and the next.
 
 use super::sample::Read;
@@ -87,7 +87,7 @@ impl Engine {
         let key = recipe
             .key(run, tokens.len(), staging)
             .filter(|_| chosen.is_empty());
-        let recorded = recorded.filter(|r| key == Some(r.key));
+        let recorded = recorded.filter(|r| key.as_ref() == Some(&r.key));
         let was_recorded = recorded.is_some();
         let read_bytes = recipe.read_bytes();
         let commands = match recorded {
@@ -241,25 +241,30 @@ impl Engine {
         enc.finish()
     }
 
-    /// Records the step most likely to follow a one-token decode step just submitted (the same
-    /// read, one position on) while the GPU runs it, so that the CPU's recording (0.6 ms of a
-    /// 7.9 ms step on an 8B model on an H200) leaves the time between one step's result and the
-    /// next step's start; the next `submit_segments` uses it where it asks for just that, and
-    /// drops it otherwise. Its inputs (token, position) are written when it is submitted.
+    /// Records the step most likely to follow a step of a token a sequence just submitted (the same
+    /// sequences and reads, each one position on) while the GPU runs it, so that the CPU's
+    /// recording (0.6 ms of a 7.9 ms step on an 8B model on an H200) leaves the time between one
+    /// step's result and the next step's start; the next `submit_segments` uses it where it asks
+    /// for just that, and drops it otherwise. Its inputs (tokens, positions, a grammar's masks,
+    /// a pick's settings) are written when it is submitted.
     fn record_next(&mut self, run: Run<'_>, segments: &[Segment<'_>]) {
-        let [segment] = segments else { return };
-        if segment.tokens.len() != 1 || !matches!(run, Run::Decode(_)) {
+        let steps = match run {
+            Run::Decode(_) => segments.len() == 1,
+            Run::Parallel { .. } => true,
+            Run::Prefill | Run::Score { .. } | Run::Hidden { .. } => false,
+        };
+        if !steps || segments.iter().any(|s| s.tokens.len() != 1) {
             return;
         }
         let start = Instant::now();
-        let next = [0];
-        let next = [Segment::new(segment.base, segment.pos + 1, &next)];
+        let token = [0];
+        let next: Vec<Segment> = (segments.iter())
+            .map(|s| Segment::new(s.base, s.pos + 1, &token))
+            .collect();
         let staging = 1 - self.last_staging;
         let recipe = self.recipe(run, &next);
-        let key = recipe
-            .key(run, 1, staging)
-            .expect("a one-token decode step's key");
-        let commands = self.record(&recipe, 1, &[], staging);
+        let key = (recipe.key(run, next.len(), staging)).expect("a step's key");
+        let commands = self.record(&recipe, next.len() as u32, &[], staging);
         self.recorded = Some(Recorded { key, commands });
         self.stats.totals.record_ahead += start.elapsed();
     }
@@ -331,30 +336,34 @@ impl Recipe<'_> {
     }
 
     /// What commands recorded ahead must have been recorded for to serve this recipe as `run` of
-    /// `tokens` copying into staging buffer `staging`: a one-token decode step's only.
+    /// `tokens` copying into staging buffer `staging`: a one-token decode step's, or a parallel
+    /// step's, only.
     fn key(&self, run: Run<'_>, tokens: usize, staging: usize) -> Option<RecordedKey> {
-        match run {
-            Run::Decode(read) if tokens == 1 => Some(RecordedKey {
-                read,
-                plan: std::ptr::from_ref(self.plan) as usize,
-                staging,
-            }),
-            _ => None,
-        }
+        let reads = match run {
+            Run::Decode(read) if tokens == 1 => vec![read],
+            Run::Parallel { reads } => reads.to_vec(),
+            _ => return None,
+        };
+        Some(RecordedKey {
+            reads,
+            plan: std::ptr::from_ref(self.plan) as usize,
+            staging,
+        })
     }
 }
 
-/// What a one-token decode step's commands recorded ahead (`Engine::record_next`) were recorded
-/// for: what it reads back, its plan (by address, never followed: the engine's plans stay where
-/// they are, and `retune_plans` drops commands recorded before it), and its staging buffer.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// What a step's commands recorded ahead (`Engine::record_next`) were recorded for: what it reads
+/// back of each row (one a row), its plan (by address, never followed: the engine's plans stay where
+/// they are, and `retune_plans` drops commands recorded before it; the one-token plan and the
+/// parallel plans are apart, so the address also says which run it was), and its staging buffer.
+#[derive(Clone, PartialEq, Eq)]
 pub(super) struct RecordedKey {
-    read: Read,
+    reads: Vec<Read>,
     plan: usize,
     staging: usize,
 }
 
-/// A one-token decode step's commands, recorded while the step before it ran.
+/// A step's commands, recorded while the step before it ran.
 pub(super) struct Recorded {
     key: RecordedKey,
     commands: wgpu::CommandBuffer,

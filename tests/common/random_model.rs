@@ -442,6 +442,37 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                 next[s] += 1;
             }
         }
+        // Three sequences again from their first ids, in steps of a token each that ask the same
+        // of every row: each step after the first runs the commands recorded while the one before
+        // it ran (`Engine::record_next`), and its logits are checked as above.
+        let again = 6.min(teacher.len());
+        let recorded = engine.stats.totals.recorded_ahead;
+        for pos in 0..again {
+            let segments: Vec<wick::gpu::Segment> = (0..3)
+                .map(|s| wick::gpu::Segment::new(base(s), pos as u32, &sequences[s][pos..pos + 1]))
+                .collect();
+            let rows = (engine
+                .step_parallel(&segments, &[Want::Logits, Want::Logits, Want::Logits]))
+            .block_on()
+            .unwrap();
+            for (s, row) in rows.into_iter().enumerate() {
+                let SequenceStep::Logits(logits) = row else {
+                    panic!("logits were asked for");
+                };
+                let (e, i) = max_abs(&logits, &want[s][pos]);
+                assert!(
+                    e < f32_tolerance,
+                    "{name} sequence {s} position {pos} again: logit {i} is {}, alone {}",
+                    logits[i],
+                    want[s][pos][i]
+                );
+            }
+        }
+        assert_eq!(
+            engine.stats.totals.recorded_ahead - recorded,
+            again as u64 - 1,
+            "{name}: parallel steps recorded ahead"
+        );
         eprintln!("{name}: {SEQUENCES} sequences in parallel steps, max |difference| {worst:.5}");
     }
 }
