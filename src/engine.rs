@@ -422,14 +422,17 @@ impl Engine {
             true => Read::Logits,
             false => Read::Nothing,
         };
-        Ok(self.run(Run::Decode(read), &[token]).await?.map(cast))
+        Ok(self
+            .run(Run::Decode(read), &[token])
+            .await?
+            .map(|bytes| cast(&bytes)))
     }
 
     /// Runs one token at the next position and returns the index of its largest logit (the first of
     /// equals): a greedy step, which reads back 8 bytes (the choice and its chance) rather than the logits.
     pub async fn step_greedy(&mut self, token: u32) -> Result<u32, Error> {
         let read = self.run(Run::Decode(Read::Greedy), &[token]).await?;
-        Ok(cast(read.expect("the choice was asked for"))[0])
+        Ok(cast(&read.expect("the choice was asked for"))[0])
     }
 
     /// Runs one token at the next position and returns the sampler's candidates after it, as `pick`
@@ -474,7 +477,7 @@ impl Engine {
         let (rest, last_run) = tokens.split_at(self.prompt_end(tokens)?);
         self.feed(rest).await?;
         let logits = self.run(Run::Decode(Read::Logits), last_run).await?;
-        Ok(cast(logits.expect("logits were asked for")))
+        Ok(cast(&logits.expect("logits were asked for")))
     }
 
     /// Where the last run of the prompt `tokens` begins, the run that ends in the logits after
@@ -519,7 +522,7 @@ impl Engine {
                     let end = i * batch as usize + chunk.len();
                     let after = tokens.get(end).copied().unwrap_or(next);
                     let values = self.run(Run::Score { next: after }, chunk).await?;
-                    let values: Vec<f32> = cast(values.expect("a scoring run reads back"));
+                    let values: Vec<f32> = cast(&values.expect("a scoring run reads back"));
                     out.extend(values.iter().map(|&v| v as f64));
                 }
             }
@@ -543,7 +546,7 @@ fn copy_buffers(gpu: &Gpu, from: &[wgpu::Buffer], to: &[wgpu::Buffer]) {
     gpu.queue.submit([enc.finish()]);
 }
 
-/// Bytes read back, as the values they hold.
-fn cast<T: bytemuck::Pod>(bytes: Vec<u8>) -> Vec<T> {
-    bytemuck::pod_collect_to_vec(&bytes)
+/// Bytes read back, as the values they hold: one copy, into memory aligned for them.
+fn cast<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+    bytemuck::pod_collect_to_vec(bytes)
 }

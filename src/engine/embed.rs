@@ -78,7 +78,7 @@ impl Engine {
             let Some(states) = self.run_segments(Run::Hidden { rows }, &segments).await? else {
                 continue;
             };
-            let states: Vec<f32> = cast(states);
+            let states: Vec<f32> = cast(&states);
             for (input, r) in wanted {
                 poolers[input].add(&states[(r.start - first) * width..(r.end - first) * width]);
             }

@@ -114,7 +114,7 @@ pub(crate) fn read_ranked(bytes: &[u8], read: Read) -> Ranked {
     let at = top_k::LOG_SUM_EXP_AT as usize;
     Ranked {
         candidates: top_k::candidates(bytes, k),
-        log_sum_exp: log_sum_exp.then(|| cast::<f32>(bytes[at..at + 4].to_vec())[0]),
+        log_sum_exp: log_sum_exp.then(|| cast::<f32>(&bytes[at..at + 4])[0]),
     }
 }
 

@@ -201,8 +201,8 @@ pub(super) fn read_rows(bytes: &[u8], reads: &[Read], n_logits: u32) -> Vec<Sequ
     let (choices, rest) = bytes.split_at(reads.len() * 4);
     let (chances, mut rest) = rest.split_at(reads.len() * 4);
     let row_bytes = n_logits as usize * 4;
-    let choices = cast::<u32>(choices.to_vec()).into_iter();
-    (choices.zip(cast::<f32>(chances.to_vec())).zip(reads))
+    let choices = cast::<u32>(choices).into_iter();
+    (choices.zip(cast::<f32>(chances)).zip(reads))
         .map(|((id, chance), &read)| {
             let bytes = match read {
                 Read::Candidates { .. } => candidate_bytes(read),
@@ -224,9 +224,9 @@ pub(super) fn read_rows(bytes: &[u8], reads: &[Read], n_logits: u32) -> Vec<Sequ
 pub(super) fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
     match read {
         Read::Candidates { .. } => SequenceStep::Candidates(read_ranked(bytes, read)),
-        Read::Logits => SequenceStep::Logits(cast(bytes.to_vec())),
+        Read::Logits => SequenceStep::Logits(cast(bytes)),
         Read::Greedy => {
-            let words = cast::<u32>(bytes.to_vec());
+            let words = cast::<u32>(bytes);
             let chance = Some(f32::from_bits(words[1]));
             SequenceStep::Choice {
                 id: words[0],
@@ -234,7 +234,7 @@ pub(super) fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
             }
         }
         _ => {
-            let id = cast::<u32>(bytes.to_vec())[0];
+            let id = cast::<u32>(bytes)[0];
             SequenceStep::Choice { id, chance: None }
         }
     }
