@@ -10,7 +10,9 @@
 # with the attention split as the adapter splits it and never, and at the first depth over twice the
 # workgroups; then a step of 4 and of 8 sequences
 # (`wick serve --parallel`'s step, and what a speculative check of as many tokens costs) beside the
-# one-token step, kernel by kernel, on the same two.
+# one-token step, kernel by kernel, on the same two; last, the first file's shapes tuned again with
+# every candidate (`wick tune`; a first load times each form at one workgroup size first) and its
+# decode after that.
 #
 #   scripts/bench-against-llama-cpp.sh LLAMA_CPP_SOURCE [VULKAN_PREFIX]
 #
@@ -22,7 +24,7 @@
 # gguf-py is used if gguf is missing), cmake and ninja, and target/release/wick (cargo build --release
 # -p wick-cli; or scripts/pack-gpu-run.sh's archive, unpacked, with the kernel tests it runs first).
 # Files go to models/shape/ (about 30 GB, the Q8_0 sources of the Q4_K_M files included); the tables
-# to target/bench-against-llama-cpp/. DEPTHS="4096 16384" and REPS=3 by default;
+# to target/bench-against-llama-cpp/ (tuning-times.md: every candidate the tuner timed). DEPTHS="4096 16384" and REPS=3 by default;
 # FILES, DEEP_FILES and STEP_FILES (names as below, without .gguf) run a subset, DEEP_FILES= none deep,
 # STEP_FILES= no steps of several sequences; VARIANTS=0 runs `wick bench` in its defaults alone.
 # QUICK=1: the 8B and 1.5B Q4_K_M files, the 8B at depth 4096 with a check of 5 tokens there, REPS=2,
@@ -39,6 +41,8 @@ models=models/shape
 mkdir -p "$out" "$models"
 python3 -c "import gguf" 2>/dev/null || export PYTHONPATH="$llama/gguf-py${PYTHONPATH:+:$PYTHONPATH}"
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)} WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
+# Every tuned shape's candidates and their times, for judging kernel designs on this card later.
+export WICK_TUNING_TIMES=${WICK_TUNING_TIMES:-$out/tuning-times.md}
 chmod 700 "$XDG_RUNTIME_DIR"
 
 # The kernel tests, where packed (scripts/pack-gpu-run.sh): the tuner picks kernels by time, and
@@ -184,3 +188,13 @@ for f in $step_files; do
       | grep -v '^$' | tee -a "$out/wick-steps.md"
   done
 done
+
+# Last, where it changes nothing measured above: the first file's shapes timed again, every candidate
+# of each (`wick tune`), where a first load timed each form at one workgroup size first; each shape's
+# winners and times of both are in tuning-times.md, and the decode after it shows what the full race
+# would have bought.
+first=${files%% *}
+echo "== $first: wick tune (every candidate), then decode"
+target/release/wick tune -m "$models/$first.gguf" 2>&1 | tee -a "$out/wick-tune-every.md"
+target/release/wick bench -m "$models/$first.gguf" -p 0 -n 128 -r "$reps" 2>&1 | grep -v '^$' \
+  | tee -a "$out/wick-tune-every.md"

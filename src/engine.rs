@@ -20,6 +20,7 @@ mod runs;
 mod sample;
 mod sequences;
 mod tune;
+mod tune_rounds;
 use crate::sampler::Ranked;
 pub use ahead::{Pending, StepTokens};
 pub use options::{default_batch, default_kv_cache, LoadOptions};

@@ -1,8 +1,11 @@
-//! `wick tune`: times all of a model's kernel shapes again on this adapter, prints what changed, and
-//! keeps the winners in the tuning file (tuning_file.rs), or forgets the adapter's.
+//! `wick tune`: times all of a model's kernel shapes again on this adapter, every candidate of each
+//! (where a first load times each form at one workgroup size first), prints what changed, and keeps
+//! the winners in the tuning file (tuning_file.rs), or forgets the adapter's.
 
 use crate::load;
-use crate::tuning_file::{read_all, report_refused, tuning_path, write_all};
+use crate::tuning_file::{
+    read_all, report_refused, tune_with_progress, tuning_path, write_all, write_candidate_times,
+};
 use anyhow::{Context, Result};
 use clap::Args;
 use pollster::FutureExt as _;
@@ -44,7 +47,10 @@ pub fn main(args: TuneArgs) -> Result<()> {
         ..Default::default()
     };
     let mut engine = Engine::load(gpu, source.as_ref(), &options, &mut |_, _| {}).block_on()?;
-    let (tuning, report) = engine.tune(TuneShapes::All).block_on()?;
+    // Every candidate of every shape: a first load times each form at one workgroup size first.
+    let mut tuner = engine.tuner(TuneShapes::All).block_on()?.every_candidate();
+    tune_with_progress(&mut engine, &mut tuner)?;
+    let (tuning, report) = ((*engine.gpu.tuning()).clone(), tuner.tuned().to_vec());
     println!("| shape | was | µs | now | µs |");
     println!("| --- | --- | ---: | --- | ---: |");
     for t in &report {
@@ -58,6 +64,7 @@ pub fn main(args: TuneArgs) -> Result<()> {
         );
     }
     report_refused(&report);
+    write_candidate_times(&adapter, &report)?;
     all.insert(adapter.clone(), tuning);
     write_all(&path, &all)?;
     eprintln!(

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use wick::engine::{Engine, TuneShapes, Tuned};
+use wick::engine::{Engine, TuneShapes, Tuned, Tuner};
 use wick::gpu::{Gpu, Tuning};
 
 /// Times the engine's shapes that have no winner on this adapter yet and keeps the winners in
@@ -27,22 +27,9 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
     );
     let start = std::time::Instant::now();
     let mut tuner = engine.tuner(TuneShapes::New).block_on()?;
-    let bar = ProgressBar::new(tuner.candidates as u64);
-    bar.set_style(
-        ProgressStyle::with_template("tuning [{bar:30}] {pos}/{len} candidates, {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    while engine.tune_step(&mut tuner).block_on()? {
-        bar.set_position(tuner.timed as u64);
-        bar.set_message(format!(
-            "{} of {} shapes",
-            tuner.tuned().len(),
-            tuner.shapes
-        ));
-    }
-    bar.finish_and_clear();
+    tune_with_progress(engine, &mut tuner)?;
     report_refused(tuner.tuned());
+    write_candidate_times(&engine.gpu.tuning_key(), tuner.tuned())?;
     let tuning = (*engine.gpu.tuning()).clone();
     let adapter = engine.gpu.tuning_key();
     // Read again: another command may have kept shapes of its own since this one started. Winners
@@ -65,6 +52,28 @@ pub fn tune_new_shapes(engine: &mut Engine) -> Result<()> {
     Ok(())
 }
 
+/// Runs `tuner` to its end with a progress bar on the terminal: candidates timed of those left
+/// (fewer as each shape's second round leaves some out), and shapes done.
+pub fn tune_with_progress(engine: &mut Engine, tuner: &mut Tuner) -> Result<()> {
+    let bar = ProgressBar::new(tuner.candidates as u64);
+    bar.set_style(
+        ProgressStyle::with_template("tuning [{bar:30}] {pos}/{len} candidates, {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    while engine.tune_step(tuner).block_on()? {
+        bar.set_length(tuner.candidates as u64);
+        bar.set_position(tuner.timed as u64);
+        bar.set_message(format!(
+            "{} of {} shapes",
+            tuner.tuned().len(),
+            tuner.shapes
+        ));
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
 /// Says which candidate kernels the device would not build (the tuner left them out): a driver
 /// that refuses kernels its limits allow is worth knowing of, though tuning went on.
 pub fn report_refused(tuned: &[Tuned]) {
@@ -80,6 +89,35 @@ pub fn report_refused(tuned: &[Tuned]) {
         refused.len(),
         first.shape.key()
     );
+}
+
+/// Where `WICK_TUNING_TIMES` names a file, appends every timed shape's candidates to it (markdown),
+/// fastest alone first, with their times in runs of the plan where the finalists had them: what a
+/// kernel's design is judged by on an adapter, beside the winner the tuning file keeps.
+pub fn write_candidate_times(adapter: &str, tuned: &[Tuned]) -> Result<()> {
+    let Some(path) = std::env::var_os("WICK_TUNING_TIMES") else {
+        return Ok(());
+    };
+    let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
+    let mut out = String::new();
+    for t in tuned {
+        out += &format!("\n{} on {adapter}\n\n", t.shape.key());
+        out += "| candidate | µs alone | µs in the plan |\n| --- | ---: | ---: |\n";
+        let mut alone = t.alone.clone();
+        alone.sort_by_key(|&(_, d)| d);
+        for (choice, d) in alone {
+            let in_plan = t.in_plan.iter().find(|(c, _)| *c == choice);
+            let in_plan = in_plan.map_or(String::new(), |&(_, d)| format!("{:.1}", us(d)));
+            out += &format!("| {choice} | {:.1} | {in_plan} |\n", us(d));
+        }
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.to_string_lossy()))?;
+    std::io::Write::write_all(&mut file, out.as_bytes())
+        .with_context(|| format!("writing {}", path.to_string_lossy()))
 }
 
 /// Where tuning is kept: $WICK_TUNING (a path, or "off"), else $XDG_CACHE_HOME/wick/tuning.json, else

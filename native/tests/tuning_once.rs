@@ -152,6 +152,57 @@ fn new_shapes_are_tuned_once_and_kept() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// WICK_TUNING_TIMES gets every tuned shape's candidates: a table a shape the tuning file keeps,
+/// each candidate's time alone, and the finalists' in the plan where the adapter times them there.
+#[test]
+fn candidate_times_are_written_where_asked() {
+    if std::env::var("CI").is_err() && wick_has_no_gpu() {
+        eprintln!("skipped: no GPU adapter");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wick-tuning-times-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (file, times) = (dir.join("tuning.json"), dir.join("times.md"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(env!("CARGO_BIN_EXE_wick"))
+        .args([
+            "run", "-p", "hi", "-n", "2", "--temp", "0", "-c", "64", "-m",
+        ])
+        .arg(root.join("tests/data/random-llama-chat.gguf"))
+        .env("WICK_TUNING", &file)
+        .env("WICK_TUNING_TIMES", &times)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let (adapter, tuning) = kept.as_object().unwrap().iter().next().unwrap();
+    let text = std::fs::read_to_string(&times).unwrap();
+    let tables: Vec<&str> = text.split("\n\n").collect();
+    let shapes = tuned_shapes(tuning);
+    assert!(shapes.len() >= 4, "{kept}");
+    for shape in &shapes {
+        let at = (tables.iter())
+            .position(|t| t.trim() == format!("{shape} on {adapter}"))
+            .unwrap_or_else(|| panic!("no table for {shape} in\n{text}"));
+        let rows: Vec<Vec<&str>> = (tables[at + 1].lines().skip(2))
+            .map(|row| row.split(" | ").collect())
+            .collect();
+        assert!(!rows.is_empty(), "{shape}: {}", tables[at + 1]);
+        let alone: Vec<f64> = rows.iter().map(|r| r[1].parse().unwrap()).collect();
+        assert!(alone.iter().all(|&us| us > 0.0), "{shape}: {alone:?}");
+        assert!(
+            alone.windows(2).all(|w| w[0] <= w[1]),
+            "fastest first: {alone:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The shapes an adapter's kept tuning names: its matvecs', prompt recurrences' and attentions'.
 fn tuned_shapes(tuning: &serde_json::Value) -> Vec<String> {
     (["matvec", "recurrence", "attention"].iter())

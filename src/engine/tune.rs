@@ -12,6 +12,7 @@
 //! again where they run, in whole runs of the plan, and the fastest there wins.
 
 use super::profile::{dispatch_times, time_dispatch, Swap};
+use super::tune_rounds::{first_round, second_round};
 use super::Engine;
 use crate::gpu::{AttentionForm, AttentionShape, Choice, Kernel, MatvecKernel, MatvecShape};
 use crate::gpu::{GpuError, Offers, Plan, Split, Tunable, Tuning};
@@ -39,13 +40,17 @@ pub enum TuneShapes {
     New,
 }
 
-/// One shape's tuning: its kernel and the time of one dispatch, as it was and as it is best; and the
-/// candidates the device would not build, with why.
+/// One shape's tuning: its kernel and the time of one dispatch, as it was and as it is best; every
+/// candidate's time alone and, where its finalists were timed in runs of the plan, theirs there
+/// (the figures a kernel's design is judged by); and the candidates the device would not build,
+/// with why.
 #[derive(Clone, Debug)]
 pub struct Tuned {
     pub shape: Tunable,
     pub before: (Choice, Duration),
     pub after: (Choice, Duration),
+    pub alone: Vec<(Choice, Duration)>,
+    pub in_plan: Vec<(Choice, Duration)>,
     pub refused: Vec<(Choice, String)>,
 }
 
@@ -70,9 +75,12 @@ pub struct Tuner {
     finals: Vec<Final>,
     /// Rounds of finals run.
     rounds: usize,
+    /// Whether each shape's candidates are all timed, rather than in two rounds (tune_rounds.rs).
+    every_candidate: bool,
     /// Shapes to time in all.
     pub shapes: usize,
-    /// Candidates to time in all, over every shape, and how many are timed.
+    /// Candidates to time in all, over every shape (at first every candidate offered; each shape's
+    /// second round takes off those it leaves out, tune_rounds.rs), and how many are timed.
     pub candidates: usize,
     pub timed: usize,
     /// Where the tuning's time went.
@@ -105,10 +113,13 @@ impl std::fmt::Display for TuneTimes {
     }
 }
 
-/// One shape's candidates: those left (the next last) and the times of those timed.
+/// One shape's candidates: those left of this round (the next last), those held back for the
+/// second, whether those left are built, and the times of those timed.
 struct Timing {
     shape: Tunable,
     left: Vec<Choice>,
+    held: Vec<Choice>,
+    built: bool,
     times: Vec<(Choice, Duration)>,
     refused: Vec<(Choice, String)>,
 }
@@ -129,6 +140,15 @@ impl Tuner {
     /// The shapes whose winners are in, in the order they were timed.
     pub fn tuned(&self) -> &[Tuned] {
         &self.done
+    }
+
+    /// Times every candidate of each shape, in one round (what `wick tune` asks), rather than each
+    /// form at one workgroup size first. Before the first step.
+    pub fn every_candidate(self) -> Tuner {
+        Tuner {
+            every_candidate: true,
+            ..self
+        }
     }
 }
 
@@ -264,6 +284,7 @@ impl Engine {
         };
         Ok(Tuner {
             offers,
+            every_candidate: false,
             shapes: shapes.len(),
             candidates: finals
                 + (shapes.iter())
@@ -296,26 +317,35 @@ impl Engine {
                 }
                 return Ok(!tuner.finished());
             };
-            let mut left = self.candidates(&shape, tuner.offers);
-            // Where several threads build kernels, its candidates are built at once: on a GPU,
-            // building a kernel costs more than timing it. (In the browser each is built as it
-            // is timed: the worker answers requests between tuning steps, which stay short.)
-            if self.gpu.building_threads() > 1 {
-                let start = Instant::now();
-                let (plan, _) = self.plan_holding(shape);
-                let keys: Vec<_> = (left.iter()).map(|&c| plan.key_of(&shape, c)).collect();
-                self.gpu.build_pipelines(&keys).await;
-                tuner.spent.building += start.elapsed();
-            }
+            let candidates = self.candidates(&shape, tuner.offers);
+            let (mut left, held) = match tuner.every_candidate {
+                true => (candidates, Vec::new()),
+                false => first_round(candidates),
+            };
             left.reverse();
             tuner.current = Some(Timing {
                 shape,
                 left,
+                held,
+                built: false,
                 times: Vec::new(),
                 refused: Vec::new(),
             });
         }
         let timing = tuner.current.as_mut().expect("a shape being timed");
+        // Where several threads build kernels, a round's candidates are built at once: on a GPU,
+        // building a kernel costs more than timing it. (In the browser each is built as it is
+        // timed: the worker answers requests between tuning steps, which stay short.)
+        if !timing.built && self.gpu.building_threads() > 1 {
+            let start = Instant::now();
+            let (plan, _) = self.plan_holding(timing.shape);
+            let keys: Vec<_> = (timing.left.iter())
+                .map(|&c| plan.key_of(&timing.shape, c))
+                .collect();
+            self.gpu.build_pipelines(&keys).await;
+            tuner.spent.building += start.elapsed();
+        }
+        timing.built = true;
         let candidate = timing.left.pop().expect("a shape with candidates left");
         let (plan, at) = self.plan_holding(timing.shape);
         let d = &plan.dispatches[at];
@@ -418,9 +448,18 @@ impl Engine {
             .expect("a shape of a plan")
     }
 
-    /// Where the shape being timed has no candidate left, its winner goes in.
+    /// Where the shape being timed has no candidate left in its first round, its second round
+    /// starts; where it has none left at all, its winner goes in.
     fn end_of_candidate(&mut self, tuner: &mut Tuner) {
-        let timing = tuner.current.as_ref().expect("a shape being timed");
+        let timing = tuner.current.as_mut().expect("a shape being timed");
+        if timing.left.is_empty() && !timing.held.is_empty() {
+            let held = std::mem::take(&mut timing.held);
+            let mut second = second_round(&timing.times, &held);
+            tuner.candidates -= held.len() - second.len();
+            second.reverse();
+            timing.left = second;
+            timing.built = false;
+        }
         if timing.left.is_empty() {
             let timing = tuner.current.take().expect("a shape being timed");
             // A matmul's plan is a prompt's chunk: timing it whole, four times over, costs more
@@ -514,6 +553,9 @@ impl Engine {
         {
             t.before = (Choice::Matvec(had), had_time);
             t.after = (Choice::Matvec(best), best_time);
+            t.in_plan = (fin.kernels.iter().zip(&fin.times))
+                .filter_map(|(&k, t)| Some((Choice::Matvec(k), (*t)?)))
+                .collect();
         }
     }
 
@@ -539,6 +581,8 @@ impl Engine {
             shape,
             before: (current, before.unwrap_or(best_time)),
             after: (best, best_time),
+            alone: times,
+            in_plan: Vec::new(),
             refused,
         }
     }
