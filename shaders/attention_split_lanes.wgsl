@@ -3,12 +3,13 @@
 // workgroup takes a group of up to ROWS query heads that read one kv head (head_group.wgsl); its
 // threads are CI columns of keys by DS neighbouring lanes of a subgroup, lane d holding vec4s d,
 // d + DS, ... (HDS of them) of each of the group's queries and outputs. A column walks every CI-th
-// key of the split: its DS lanes read the key's and the value's slices side by side (a read that
+// key of the split, KR of them at a time (read before any is scored, so that KR keys' reads are in
+// flight at once): its DS lanes read each key's and value's slices side by side (a read that
 // serves the group's heads), each head's score is the lanes' parts summed by subgroup shuffles, and
 // each head keeps a running max, sum and output slice (online softmax), no barrier on the way. At
 // the end the columns' states are merged through workgroup memory, and the split's state goes to
 // `parts` as attention_split.wgsl leaves it, for attention_merge.wgsl (which applies sinks). The
-// pipeline defines HD4 (vec4s a head), DS, CI and ROWS. Needs subgroups at least DS wide,
+// pipeline defines HD4 (vec4s a head), DS, CI, KR and ROWS. Needs subgroups at least DS wide,
 // kv_f32.wgsl or kv_f16.wgsl, step.wgsl, key_range.wgsl, split_params.wgsl, head_group.wgsl and
 // lanes_sum.wgsl.
 
@@ -21,6 +22,7 @@
 
 const HDS: u32 = HD4 / DS;     // vec4s of a head a lane holds
 const THREADS: u32 = DS * CI;  // the WG the pipeline is made with
+const ROUND: u32 = CI * KR;    // keys the workgroup reads at a time
 
 // The merge of the columns' states, one head at a time: each thread's max, sum and output slice.
 var<workgroup> merge_m: array<f32, THREADS>;
@@ -39,8 +41,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let token = wg.y;
     let split = wg.z;
     let first_head = token * P.n_head + group.x; // its row of Q's and parts' heads
-    // Whole rounds of CI keys a split: every column of a split but the last takes as many keys.
-    let keys = split_range(token, split, P.n_split, P.window, CI);
+    // Whole rounds a split: every column of a split but the last takes as many keys.
+    let keys = split_range(token, split, P.n_split, P.window, ROUND);
     // Rows past the group's heads repeat its last head and store nothing.
     var q: array<array<vec4<f32>, HDS>, ROWS>;
     var o: array<array<vec4<f32>, HDS>, ROWS>;
@@ -58,35 +60,40 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let row = P.n_kv_head * HD4; // vec4s of a cache row
     // The rounds are the workgroup's, so every lane shuffles in each; a column past the split's end
     // reads its last key again and weighs it 0.
-    for (var start = keys.x; start < keys.y; start += CI) {
-        let p = start + col;
-        let seen = p < keys.y;
-        let at = min(p, keys.y - 1u) * row + kv * HD4 + d;
-        var k: array<vec4<f32>, HDS>;
-        var v: array<vec4<f32>, HDS>;
-        for (var i = 0u; i < HDS; i++) {
-            k[i] = kv4(KC[at + i * DS]);
-            v[i] = kv4(VC[at + i * DS]);
+    for (var start = keys.x; start < keys.y; start += ROUND) {
+        var k: array<array<vec4<f32>, HDS>, KR>;
+        var v: array<array<vec4<f32>, HDS>, KR>;
+        var seen: array<bool, KR>;
+        for (var j = 0u; j < KR; j++) {
+            let p = start + j * CI + col;
+            seen[j] = p < keys.y;
+            let at = min(p, keys.y - 1u) * row + kv * HD4 + d;
+            for (var i = 0u; i < HDS; i++) {
+                k[j][i] = kv4(KC[at + i * DS]);
+                v[j][i] = kv4(VC[at + i * DS]);
+            }
         }
-        for (var g = 0u; g < ROWS; g++) {
-            var part = vec4<f32>(0.0);
-            for (var i = 0u; i < HDS; i++) {
-                part += q[g][i] * k[i];
+        for (var j = 0u; j < KR; j++) {
+            for (var g = 0u; g < ROWS; g++) {
+                var part = vec4<f32>(0.0);
+                for (var i = 0u; i < HDS; i++) {
+                    part += q[g][i] * k[j][i];
+                }
+                var score = lanes_sum(part);
+                if (P.softcap > 0.0) {
+                    // tanh of a clamped argument: some backends compute tanh by exp, which overflows.
+                    score = P.softcap * tanh(clamp(score / P.softcap, -20.0, 20.0));
+                }
+                // Where no key was seen yet, m is -3e38 and rescales nothing (o and l are 0).
+                let m_new = select(m[g], max(m[g], score), seen[j]);
+                let rescale = exp(m[g] - m_new);
+                let e = select(0.0, exp(score - m_new), seen[j]);
+                l[g] = l[g] * rescale + e;
+                for (var i = 0u; i < HDS; i++) {
+                    o[g][i] = o[g][i] * rescale + e * v[j][i];
+                }
+                m[g] = m_new;
             }
-            var score = lanes_sum(part);
-            if (P.softcap > 0.0) {
-                // tanh of a clamped argument: some backends compute tanh by exp, which overflows.
-                score = P.softcap * tanh(clamp(score / P.softcap, -20.0, 20.0));
-            }
-            // Where no key was seen yet, m is -3e38 and rescales nothing (o and l are 0).
-            let m_new = select(m[g], max(m[g], score), seen);
-            let rescale = exp(m[g] - m_new);
-            let e = select(0.0, exp(score - m_new), seen);
-            l[g] = l[g] * rescale + e;
-            for (var i = 0u; i < HDS; i++) {
-                o[g][i] = o[g][i] * rescale + e * v[i];
-            }
-            m[g] = m_new;
         }
     }
     // Each head's CI column states merged: column c's lane d is thread c * DS + d. A split with no

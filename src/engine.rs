@@ -423,17 +423,14 @@ impl Engine {
             true => Read::Logits,
             false => Read::Nothing,
         };
-        Ok(self
-            .run(Run::Decode(read), &[token])
-            .await?
-            .map(|bytes| cast(&bytes)))
+        Ok(self.run(Run::Decode(read), &[token]).await?.map(values))
     }
 
     /// Runs one token at the next position and returns the index of its largest logit (the first of
     /// equals): a greedy step, which reads back 8 bytes (the choice and its chance) rather than the logits.
     pub async fn step_greedy(&mut self, token: u32) -> Result<u32, Error> {
         let read = self.run(Run::Decode(Read::Greedy), &[token]).await?;
-        Ok(cast(&read.expect("the choice was asked for"))[0])
+        Ok(read.expect("the choice was asked for")[0])
     }
 
     /// Runs one token at the next position and returns the sampler's candidates after it, as `pick`
@@ -448,15 +445,13 @@ impl Engine {
         log_sum_exp: bool,
     ) -> Result<Ranked, Error> {
         let read = self.sample.write_pick(&self.gpu, pick, log_sum_exp);
-        let bytes = self.run(Run::Decode(read), &[token]).await?;
-        Ok(read_ranked(
-            &bytes.expect("the candidates were asked for"),
-            read,
-        ))
+        let words = self.run(Run::Decode(read), &[token]).await?;
+        let words = words.expect("the candidates were asked for");
+        Ok(read_ranked(bytemuck::cast_slice(&words), read))
     }
 
     /// Runs `tokens` at the next position (`run_segments`), which they then fill.
-    async fn run(&mut self, run: Run<'_>, tokens: &[u32]) -> Result<Option<Vec<u8>>, Error> {
+    async fn run(&mut self, run: Run<'_>, tokens: &[u32]) -> Result<Option<Vec<u32>>, Error> {
         if self.pos as usize + tokens.len() > self.n_ctx as usize {
             return Err(Error::ContextFull(self.n_ctx));
         }
@@ -478,7 +473,7 @@ impl Engine {
         let (rest, last_run) = tokens.split_at(self.prompt_end(tokens)?);
         self.feed(rest).await?;
         let logits = self.run(Run::Decode(Read::Logits), last_run).await?;
-        Ok(cast(&logits.expect("logits were asked for")))
+        Ok(values(logits.expect("logits were asked for")))
     }
 
     /// Where the last run of the prompt `tokens` begins, the run that ends in the logits after
@@ -523,8 +518,8 @@ impl Engine {
                     let end = i * batch as usize + chunk.len();
                     let after = tokens.get(end).copied().unwrap_or(next);
                     let values = self.run(Run::Score { next: after }, chunk).await?;
-                    let values: Vec<f32> = cast(&values.expect("a scoring run reads back"));
-                    out.extend(values.iter().map(|&v| v as f64));
+                    let read = values.expect("a scoring run reads back");
+                    out.extend(read.iter().map(|&v| f32::from_bits(v) as f64));
                 }
             }
             None => {
@@ -550,4 +545,9 @@ fn copy_buffers(gpu: &Gpu, from: &[wgpu::Buffer], to: &[wgpu::Buffer]) {
 /// Bytes read back, as the values they hold: one copy, into memory aligned for them.
 fn cast<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
     bytemuck::pod_collect_to_vec(bytes)
+}
+
+/// Words read back, as the values they hold (f32 or u32): the same memory, no copy.
+fn values<T: bytemuck::Pod>(words: Vec<u32>) -> Vec<T> {
+    bytemuck::cast_vec(words)
 }

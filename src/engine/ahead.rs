@@ -136,14 +136,14 @@ impl Engine {
     /// Waits for a step `submit_rows` submitted and reads back what its wants asked of each row;
     /// a step that did not follow a pending one is timed as `step_sequences` times its passes.
     pub async fn finish_rows(&mut self, step: Pending) -> Result<Vec<SequenceStep>, Error> {
-        let bytes = self.read_submitted(step.run).await?;
+        let words = self.read_submitted(step.run).await?;
         if !step.chained {
             (self.step_times).record(step.at.len(), step.submitted.elapsed());
         }
-        let bytes = bytes.expect("read back");
+        let words = words.expect("read back");
         Ok(match &step.reads[..] {
-            [read] => vec![read_step(&bytes, *read)],
-            reads => read_rows(&bytes, reads, self.forward.n_logits),
+            [read] => vec![read_step(words, *read)],
+            reads => read_rows(bytemuck::cast_slice(&words), reads, self.forward.n_logits),
         })
     }
 

@@ -2,7 +2,7 @@
 //! each input a sequence of its own at its own rows of the cache, the rows its pooling needs read
 //! back, pooled and projected on the host.
 
-use super::{cast, Engine, Run};
+use super::{values, Engine, Run};
 use crate::embeddings::{Pooler, Pooling};
 use crate::gpu::Segment;
 use crate::Error;
@@ -78,7 +78,7 @@ impl Engine {
             let Some(states) = self.run_segments(Run::Hidden { rows }, &segments).await? else {
                 continue;
             };
-            let states: Vec<f32> = cast(&states);
+            let states: Vec<f32> = values(states);
             for (input, r) in wanted {
                 poolers[input].add(&states[(r.start - first) * width..(r.end - first) * width]);
             }

@@ -228,8 +228,7 @@ pub(super) async fn dispatch_times(
     enc.resolve_query_set(&queries, 0..n, &resolved, 0);
     enc.copy_buffer_to_buffer(&resolved, 0, &staging, 0, bytes);
     gpu.queue.submit([enc.finish()]);
-    let ticks: Vec<u64> =
-        bytemuck::pod_collect_to_vec(&map_and_copy(gpu, &staging, bytes, None).await?);
+    let ticks: Vec<u64> = map_and_copy(gpu, &staging, bytes, None).await?;
     let period = gpu.queue.get_timestamp_period() as f64;
     let runs: Vec<&[u64]> = ticks.chunks(per_run as usize).collect();
     let times = (0..plan.dispatches.len()).map(|i| {

@@ -12,12 +12,13 @@ use crate::Error;
 use web_time::Instant;
 
 impl Engine {
-    /// Runs the tokens of `segments` (`submit_segments`) and reads back what `run` says (as bytes).
+    /// Runs the tokens of `segments` (`submit_segments`) and reads back what `run` says (as words:
+    /// every value read back is 4 bytes).
     pub(super) async fn run_segments(
         &mut self,
         run: Run<'_>,
         segments: &[Segment<'_>],
-    ) -> Result<Option<Vec<u8>>, Error> {
+    ) -> Result<Option<Vec<u32>>, Error> {
         // Read back at once, it leaves its staging buffer free: the other may be a step's submitted
         // ahead and unread (a server's slot stepping alone while another request's prompt is read,
         // or embeddings are answered), which the next step's must not take.
@@ -274,7 +275,7 @@ impl Engine {
     pub(super) async fn read_submitted(
         &mut self,
         run: Submitted,
-    ) -> Result<Option<Vec<u8>>, Error> {
+    ) -> Result<Option<Vec<u32>>, Error> {
         let wait_start = Instant::now();
         let gpu = &self.gpu;
         let values = match run.read_bytes {

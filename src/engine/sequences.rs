@@ -8,7 +8,7 @@
 //! Which is measured while serving (`StepTimes`), not guessed.
 
 use super::sample::{candidate_bytes, read_ranked};
-use super::{cast, Engine, Read, Run, Sample};
+use super::{cast, values, Engine, Read, Run, Sample};
 use crate::gpu::Segment;
 use crate::sampler::{SequenceStep, Want};
 use crate::Error;
@@ -139,11 +139,11 @@ impl Engine {
         let reads: Vec<Read> = (wants.iter().enumerate())
             .map(|(i, want)| self.read_for(want, &self.row_samples[i], i as u32))
             .collect();
-        let bytes = self
+        let words = self
             .run_segments(Run::Parallel { reads: &reads }, segments)
             .await?;
-        let bytes = bytes.expect("the choices are read back");
-        Ok(read_rows(&bytes, &reads, self.forward.n_logits))
+        let words = words.expect("the choices are read back");
+        Ok(read_rows(bytemuck::cast_slice(&words), &reads, self.forward.n_logits))
     }
 
     /// Runs `tokens` at the next positions and reads back what `want` asks after the last: one
@@ -162,8 +162,8 @@ impl Engine {
             )));
         }
         let read = self.read_for(want, &self.sample, 0);
-        let bytes = self.run(Run::Decode(read), tokens).await?;
-        Ok(read_step(&bytes.expect("read back"), read))
+        let words = self.run(Run::Decode(read), tokens).await?;
+        Ok(read_step(words.expect("read back"), read))
     }
 
     /// What a run reads back for `want`; candidates are picked by `sample`'s plan, its pick written,
@@ -190,8 +190,8 @@ impl Engine {
     async fn step_one(&mut self, step: &Segment<'_>, want: &Want) -> Result<SequenceStep, Error> {
         assert_eq!(step.tokens.len(), 1, "one token");
         let read = self.read_for(want, &self.sample, 0);
-        let bytes = self.run_segments(Run::Decode(read), &[*step]).await?;
-        Ok(read_step(&bytes.expect("read back"), read))
+        let words = self.run_segments(Run::Decode(read), &[*step]).await?;
+        Ok(read_step(words.expect("read back"), read))
     }
 }
 
@@ -215,28 +215,26 @@ pub(super) fn read_rows(bytes: &[u8], reads: &[Read], n_logits: u32) -> Vec<Sequ
             };
             let (taken, after) = rest.split_at(bytes);
             rest = after;
-            read_step(taken, read)
+            read_step(cast(taken), read)
         })
         .collect()
 }
 
-/// What a step read back for one sequence, from the bytes `read` read.
-pub(super) fn read_step(bytes: &[u8], read: Read) -> SequenceStep {
+/// What a step read back for one sequence, from the words `read` read.
+pub(super) fn read_step(words: Vec<u32>, read: Read) -> SequenceStep {
     match read {
-        Read::Candidates { .. } => SequenceStep::Candidates(read_ranked(bytes, read)),
-        Read::Logits => SequenceStep::Logits(cast(bytes)),
-        Read::Greedy => {
-            let words = cast::<u32>(bytes);
-            let chance = Some(f32::from_bits(words[1]));
-            SequenceStep::Choice {
-                id: words[0],
-                chance,
-            }
+        Read::Candidates { .. } => {
+            SequenceStep::Candidates(read_ranked(bytemuck::cast_slice(&words), read))
         }
-        _ => {
-            let id = cast::<u32>(bytes)[0];
-            SequenceStep::Choice { id, chance: None }
-        }
+        Read::Logits => SequenceStep::Logits(values(words)),
+        Read::Greedy => SequenceStep::Choice {
+            id: words[0],
+            chance: Some(f32::from_bits(words[1])),
+        },
+        _ => SequenceStep::Choice {
+            id: words[0],
+            chance: None,
+        },
     }
 }
 

@@ -30,9 +30,15 @@ pub enum AttentionForm {
     /// (shaders/attention_split.wgsl).
     SplitKeys,
     /// One token's keys split over workgroups, each a kv head's query heads (up to 4), a head's dims
-    /// split over `lanes` (4 to 32) neighbouring lanes of a subgroup, `columns` keys at once
-    /// (shaders/attention_split_lanes.wgsl).
-    SplitLanes { lanes: u32, columns: u32 },
+    /// split over `lanes` (4 to 32) neighbouring lanes of a subgroup, `columns` keys at once, each
+    /// column reading `keys` keys (CI apart) before it scores them (shaders/attention_split_lanes.wgsl).
+    SplitLanes {
+        lanes: u32,
+        columns: u32,
+        /// Tunings kept before a column read several keys at once name none: one.
+        #[serde(default = "one_key")]
+        keys: u32,
+    },
     /// `MATRIX_SUBGROUPS` blocks of `size` queries a workgroup, a subgroup of `lanes` each, over
     /// tiles of `keys` keys, on the adapter's matrix cores in products of `size` x `size`
     /// (shaders/attention_coop.wgsl): queries, keys, values and weights in f16, scores and sums f32.
@@ -64,9 +70,19 @@ impl std::fmt::Display for AttentionForm {
                 write!(f, "{queries} queries by {keys} keys, heads split")
             }
             AttentionForm::SplitKeys => write!(f, "split, a key a thread"),
-            AttentionForm::SplitLanes { lanes, columns } => {
-                write!(f, "split, heads over {lanes} lanes by {columns} keys")
-            }
+            AttentionForm::SplitLanes {
+                lanes,
+                columns,
+                keys: 1,
+            } => write!(f, "split, heads over {lanes} lanes by {columns} keys"),
+            AttentionForm::SplitLanes {
+                lanes,
+                columns,
+                keys,
+            } => write!(
+                f,
+                "split, heads over {lanes} lanes by {columns} columns of {keys} keys"
+            ),
             AttentionForm::Matrix { size, keys, .. } => {
                 let queries = MATRIX_SUBGROUPS * size;
                 write!(f, "{queries} queries by {keys} keys on matrix cores")
@@ -120,9 +136,21 @@ pub const fn matrix_bytes(head_dim: u32, size: u32, keys: u32) -> u32 {
 /// CPU adapter).
 const SPLIT_LANES: [(u32, u32); 4] = [(4, 32), (8, 16), (16, 8), (32, 4)];
 
+/// Keys a column of the split lanes form reads before it scores them: with two, each thread has
+/// twice the bytes in flight. A GPU's decode deep into a context waits on those reads (on an H200,
+/// 8B at 4,096 positions, 128 threads a workgroup and two workgroups a core read the cache at a
+/// tenth of the card's bandwidth); where registers allow, both are offered.
+const SPLIT_LANES_KEYS: [u32; 2] = [1, 2];
+
 /// Vec4s of a head a lane of the split lanes form holds at most: its query's and output's slices of
 /// each of 4 heads (128 floats), and a key's and a value's slices, stay in a GPU thread's registers.
+/// A column reading two keys at once holds two of each, so it takes half the vec4s of a head.
 const SPLIT_LANES_MAX_VEC4S: u32 = 4;
+
+/// What a tuning kept before the split lanes form's `keys` was chosen meant: a key at a time.
+fn one_key() -> u32 {
+    1
+}
 
 /// Workgroup memory of the split lanes form for heads of `head_dim` over `threads`, `columns` of
 /// keys: each thread's max, sum and output slice for the merge of the columns.
@@ -226,9 +254,13 @@ impl AttentionShape {
         let rows = ROWS_SIZES
             .into_iter()
             .map(|(queries, keys)| AttentionForm::Rows { queries, keys });
-        let lanes = SPLIT_LANES
-            .into_iter()
-            .map(|(lanes, columns)| AttentionForm::SplitLanes { lanes, columns });
+        let lanes = (SPLIT_LANES.into_iter()).flat_map(|(lanes, columns)| {
+            (SPLIT_LANES_KEYS.into_iter()).map(move |keys| AttentionForm::SplitLanes {
+                lanes,
+                columns,
+                keys,
+            })
+        });
         let shuffled = rows.chain(lanes).filter(|&form| {
             let lanes = form.lanes().expect("a form that shuffles");
             subgroup_size.is_some_and(|s| s >= lanes) && self.fits(form, workgroup_bytes)
@@ -269,10 +301,14 @@ impl AttentionShape {
             }
             AttentionForm::SplitKeys => split,
             // A lane holds a whole number of vec4s of a head, few enough for registers.
-            AttentionForm::SplitLanes { lanes, columns } => {
+            AttentionForm::SplitLanes {
+                lanes,
+                columns,
+                keys,
+            } => {
                 split
                     && d.is_multiple_of(4 * lanes)
-                    && d / 4 / lanes <= SPLIT_LANES_MAX_VEC4S
+                    && d / 4 / lanes * keys <= SPLIT_LANES_MAX_VEC4S
                     && split_lanes_bytes(d, lanes * columns, columns) <= workgroup_bytes
             }
             // A head of whole matrices; a thread a query for the softmax, so subgroups as wide as
@@ -384,7 +420,8 @@ mod tests {
 
     /// A decode step's split takes the split forms only, and a chunk's never: a key a thread
     /// everywhere, the lanes form where subgroups are as wide as its lanes and each lane's slices of
-    /// the head are whole vec4s, at most 4 of them, within the workgroup memory.
+    /// the head are whole vec4s, at most 4 of them (2 where a column reads two keys at once), within
+    /// the workgroup memory.
     #[test]
     fn split_forms_are_offered_where_they_run() {
         let split = |head_dim| AttentionShape {
@@ -395,29 +432,35 @@ mod tests {
             cache: KvType::F16,
             splits: Some(16),
         };
+        // Each lanes form's lanes and the keys a column reads at once.
         let lanes = |s: AttentionShape, subgroups| {
             let forms = s.candidates(offers(subgroups, None), 16384);
             assert_eq!(forms[0], AttentionForm::SplitKeys);
-            let lanes: Vec<u32> = forms[1..].iter().filter_map(|f| f.lanes()).collect();
+            let lanes: Vec<(u32, u32)> = (forms[1..].iter())
+                .filter_map(|f| match *f {
+                    AttentionForm::SplitLanes { lanes, keys, .. } => Some((lanes, keys)),
+                    _ => None,
+                })
+                .collect();
             assert_eq!(lanes.len(), forms.len() - 1, "{forms:?}");
             lanes
         };
         assert_eq!(
             lanes(split(128), Some(32)),
-            [8, 16, 32],
-            "4 lanes: 8 vec4s a lane"
+            [(8, 1), (16, 1), (16, 2), (32, 1), (32, 2)],
+            "4 lanes: 8 vec4s a lane; 8 lanes: 4, too many to read two keys at once"
         );
-        assert_eq!(lanes(split(128), Some(8)), [8]);
-        assert_eq!(lanes(split(128), None), [] as [u32; 0]);
-        assert_eq!(lanes(split(64), Some(4)), [4]);
+        assert_eq!(lanes(split(128), Some(8)), [(8, 1)]);
+        assert_eq!(lanes(split(128), None), []);
+        assert_eq!(lanes(split(64), Some(4)), [(4, 1)]);
         assert_eq!(
             lanes(split(64), Some(32)),
-            [4, 8, 16],
+            [(4, 1), (8, 1), (8, 2), (16, 1), (16, 2)],
             "16 vec4s over 32 lanes"
         );
         assert_eq!(
             lanes(split(256), Some(32)),
-            [16, 32],
+            [(16, 1), (32, 1), (32, 2)],
             "8 lanes: 8 vec4s a lane"
         );
         assert_eq!(split(128).split_rows(), 4);

@@ -58,8 +58,9 @@ pub enum Kernel {
     AttentionSplit(KvType),
     /// The same with a head's dims split over neighbouring lanes of a subgroup, for heads of the
     /// dimensions given, over a cache of the type given, a head split over the lanes given, up to
-    /// the rows (query heads of a kv head) given a workgroup.
-    AttentionSplitLanes(u32, KvType, u32, u32),
+    /// the rows (query heads of a kv head) given a workgroup, each column of keys reading the keys
+    /// given at once.
+    AttentionSplitLanes(u32, KvType, u32, u32, u32),
     AttentionMerge,
     /// h = activation(gate) * up
     Glu(Activation),
@@ -350,7 +351,7 @@ impl Kernel {
                 );
                 return [kv.source(), body].concat();
             }
-            Kernel::AttentionSplitLanes(_, kv, _, _) => {
+            Kernel::AttentionSplitLanes(_, kv, ..) => {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",

@@ -612,16 +612,16 @@ pub async fn read_back_f32(gpu: &Gpu, src: &wgpu::Buffer, n: usize) -> Result<Ve
     ))
 }
 
-/// Maps a MAP_READ buffer, waits for it, copies out its first `len` bytes and unmaps it. Natively the
-/// wait blocks on the device, until the submission `after` (where given: one before the latest) or
-/// else the latest has run; in the browser the future resolves when the page's event loop has run
+/// Maps a MAP_READ buffer, waits for it, copies out its first `len` bytes as values of `T` (one
+/// copy, into memory aligned for them) and unmaps it. Natively the wait blocks on the device, until
+/// the submission `after` (where given: one before the latest) or else the latest has run; in the browser the future resolves when the page's event loop has run
 /// the map callback, once the submissions that write the buffer have run.
-pub async fn map_and_copy(
+pub async fn map_and_copy<T: bytemuck::Pod>(
     gpu: &Gpu,
     staging: &wgpu::Buffer,
     len: u64,
     after: Option<wgpu::SubmissionIndex>,
-) -> Result<Vec<u8>, GpuError> {
+) -> Result<Vec<T>, GpuError> {
     let slice = staging.slice(..len);
     let (done, mapped) = oneshot::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| done.send(r));
@@ -637,10 +637,9 @@ pub async fn map_and_copy(
         })
         .map_err(|e| failed(e.to_string()))?;
     mapped.await.map_err(|e| failed(e.to_string()))?;
-    let bytes = slice
-        .get_mapped_range()
-        .map_err(|e| GpuError::Readback(e.to_string()))?
-        .to_vec();
+    let mapped = (slice.get_mapped_range()).map_err(|e| GpuError::Readback(e.to_string()))?;
+    let values = bytemuck::pod_collect_to_vec(&mapped);
+    drop(mapped);
     staging.unmap();
-    Ok(bytes)
+    Ok(values)
 }

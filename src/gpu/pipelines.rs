@@ -100,12 +100,16 @@ impl PipelineKey {
                 workgroup: attention_workgroup(head_dim),
                 ..PipelineKey::new(Kernel::AttentionSplit(cache), None)
             },
-            AttentionForm::SplitLanes { lanes, columns } => {
+            AttentionForm::SplitLanes {
+                lanes,
+                columns,
+                keys,
+            } => {
                 let rows = shape.split_rows();
                 PipelineKey {
                     workgroup: lanes * columns,
                     ..PipelineKey::new(
-                        Kernel::AttentionSplitLanes(head_dim, cache, lanes, rows),
+                        Kernel::AttentionSplitLanes(head_dim, cache, lanes, rows, keys),
                         None,
                     )
                 }
@@ -341,12 +345,13 @@ impl PipelineKey {
             // A head's dims and a tile's keys size its matrices' arrays and its workgroup memory.
             src += &format!("const HD: u32 = {head_dim}u;\nconst BK: u32 = {keys}u;\n");
         }
-        if let Kernel::AttentionSplitLanes(head_dim, _, lanes, rows) = self.kernel {
-            // A head's vec4s, the lanes they are split over, the columns of keys and the heads a
-            // workgroup takes size its arrays.
+        if let Kernel::AttentionSplitLanes(head_dim, _, lanes, rows, keys) = self.kernel {
+            // A head's vec4s, the lanes they are split over, the columns of keys, the keys a column
+            // reads at once and the heads a workgroup takes size its arrays.
             let (vec4s, columns) = (head_dim / 4, self.workgroup / lanes);
             src += &format!("const HD4: u32 = {vec4s}u;\nconst DS: u32 = {lanes}u;\n");
             src += &format!("const CI: u32 = {columns}u;\nconst ROWS: u32 = {rows}u;\n");
+            src += &format!("const KR: u32 = {keys}u;\n");
         }
         if let Kernel::DeltaNetChunks = self.kernel {
             // The chunk's tiles and a thread's column of the state are sized by these.
