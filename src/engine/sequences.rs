@@ -143,7 +143,11 @@ impl Engine {
             .run_segments(Run::Parallel { reads: &reads }, segments)
             .await?;
         let words = words.expect("the choices are read back");
-        Ok(read_rows(bytemuck::cast_slice(&words), &reads, self.forward.n_logits))
+        Ok(read_rows(
+            bytemuck::cast_slice(&words),
+            &reads,
+            self.forward.n_logits,
+        ))
     }
 
     /// Runs `tokens` at the next positions and reads back what `want` asks after the last: one
