@@ -21,7 +21,7 @@ struct Params {
 
 const NO_BIAS: u32 = 0xffffffffu;
 
-@group(0) @binding(0) var<storage, read> W: array<u32>;            // (rows, row_bytes / 4)
+@group(0) @binding(0) var<storage, read> W: array<WeightWord>;     // (rows, row_bytes / 4) words
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;      // (out_offset + rows)
 @group(0) @binding(3) var<storage, read> B: array<f32>;            // the whole matrix's biases, or unused

@@ -25,6 +25,12 @@ fn x8_pair(x_blk: u32, at: u32) -> vec2<u32> {
     return vec2<u32>(xq[8u * x_blk + at], xq[8u * x_blk + at + 1u]);
 }
 
+// Words at..at + 4 of x block x_blk as placed.
+fn x8_quad(x_blk: u32, at: u32) -> vec4<u32> {
+    let i = 8u * x_blk + at;
+    return vec4<u32>(xq[i], xq[i + 1u], xq[i + 2u], xq[i + 3u]);
+}
+
 // Quantizes 32 values of x into x block x_blk: d = max |x| / 127, q = round(x / d).
 fn quantize_block(x_blk: u32, v: array<vec4<f32>, 8>) {
     var amax = vec4<f32>(0.0);

@@ -26,7 +26,7 @@ fn part_x4(part: u32, j: u32) -> u32 {
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
     let at = b / 4u + 2u * part;
     return array<vec4<f32>, PART_X4>(
-        vec4<f32>(bf16_pair(W[at]), bf16_pair(W[at + 1u])),
-        vec4<f32>(bf16_pair(W[at + 8u]), bf16_pair(W[at + 9u])),
+        vec4<f32>(bf16_pair(word(at)), bf16_pair(word(at + 1u))),
+        vec4<f32>(bf16_pair(word(at + 8u)), bf16_pair(word(at + 9u))),
     );
 }

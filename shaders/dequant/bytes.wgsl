@@ -5,18 +5,18 @@
 // the file's layout; head_at and body_at find its parts.
 
 fn w_u32(addr: u32) -> u32 {
-    return W[addr >> 2u];
+    return word(addr >> 2u);
 }
 
 fn w_words4(addr: u32) -> array<u32, 4> {
     let a = addr >> 2u;
-    return array<u32, 4>(W[a], W[a + 1u], W[a + 2u], W[a + 3u]);
+    return array<u32, 4>(word(a), word(a + 1u), word(a + 2u), word(a + 3u));
 }
 
 fn w_words8(addr: u32) -> array<u32, 8> {
     var out: array<u32, 8>;
     for (var i = 0u; i < 8u; i++) {
-        out[i] = W[(addr >> 2u) + i];
+        out[i] = word((addr >> 2u) + i);
     }
     return out;
 }
@@ -36,11 +36,11 @@ fn head_at(b: u32, head_bytes: u32) -> u32 {
 
 // At an even address (every f16 of every block type is): one load.
 fn w_u16(addr: u32) -> u32 {
-    return (W[addr >> 2u] >> ((addr & 2u) * 8u)) & 0xffffu;
+    return (word(addr >> 2u) >> ((addr & 2u) * 8u)) & 0xffffu;
 }
 
 fn w_u8(addr: u32) -> u32 {
-    return (W[addr >> 2u] >> ((addr & 3u) * 8u)) & 0xffu;
+    return (word(addr >> 2u) >> ((addr & 3u) * 8u)) & 0xffu;
 }
 
 fn w_f16(addr: u32) -> f32 {
@@ -101,15 +101,17 @@ struct KScales {
 
 fn scales_mins_k4(b: u32) -> KScales {
     let i = b / 4u;
-    let s0 = W[i + 1u];
-    let s1 = W[i + 2u];
-    let s2 = W[i + 3u];
-    let scale_hi = (s2 & 0x0f0f0f0fu) | ((s0 >> 2u) & 0x30303030u);
-    let min_hi = ((s2 >> 4u) & 0x0f0f0f0fu) | ((s1 >> 2u) & 0x30303030u);
+    return k4_header(vec4<u32>(word(i), word(i + 1u), word(i + 2u), word(i + 3u)));
+}
+
+// The header's four words, decoded.
+fn k4_header(w: vec4<u32>) -> KScales {
+    let scale_hi = (w.w & 0x0f0f0f0fu) | ((w.y >> 2u) & 0x30303030u);
+    let min_hi = ((w.w >> 4u) & 0x0f0f0f0fu) | ((w.z >> 2u) & 0x30303030u);
     return KScales(
-        unpack2x16float(W[i]),
-        vec2<u32>(s0 & 0x3f3f3f3fu, scale_hi),
-        vec2<u32>(s1 & 0x3f3f3f3fu, min_hi),
+        unpack2x16float(w.x),
+        vec2<u32>(w.y & 0x3f3f3f3fu, scale_hi),
+        vec2<u32>(w.z & 0x3f3f3f3fu, min_hi),
     );
 }
 
@@ -147,4 +149,29 @@ fn k4_nibbles(q: vec2<u32>) -> array<vec4<f32>, 4> {
 // sub-blocks 2 (part / 4) (j = 0, 1) and 2 (part / 4) + 1 (j = 2, 3).
 fn k4_part_x4(part: u32, j: u32) -> u32 {
     return 16u * (part / 4u) + 2u * (part % 4u) + (j & 1u) + 8u * (j >> 1u);
+}
+
+// k4_part16 for a part of 8 threads a block (dequant/q4_k_wide.wgsl, q5_k_wide.wgsl): 16 weights of
+// sub-block `sub` (q[0..4]) and the same 16 of `sub` + 1 (q[4..8]), scaled.
+fn k4_wide(k: KScales, sub: u32, q: array<vec4<f32>, 8>) -> array<vec4<f32>, 8> {
+    let lo = vec2<f32>(k_scale(k, sub), k_min(k, sub));
+    let hi = vec2<f32>(k_scale(k, sub + 1u), k_min(k, sub + 1u));
+    var out: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 4u; i++) {
+        out[i] = q[i] * lo.x - lo.y;
+        out[i + 4u] = q[i + 4u] * hi.x - hi.y;
+    }
+    return out;
+}
+
+// A wide part's 16 quant bytes `q` as k4_wide takes them: the low nibbles, then the high.
+fn k4_wide_nibbles(q: vec4<u32>) -> array<vec4<f32>, 8> {
+    return array<vec4<f32>, 8>(nibbles(q.x, 0u), nibbles(q.y, 0u), nibbles(q.z, 0u), nibbles(q.w, 0u),
+                               nibbles(q.x, 4u), nibbles(q.y, 4u), nibbles(q.z, 4u), nibbles(q.w, 4u));
+}
+
+// Where vec4 j of k4_wide's part lies in its block, in vec4s of x: weights 16 (part % 2).. of
+// sub-blocks 2 (part / 2) (j < 4) and 2 (part / 2) + 1 (j >= 4).
+fn k4_wide_x4(part: u32, j: u32) -> u32 {
+    return 16u * (part / 2u) + 4u * (part % 2u) + (j & 3u) + 8u * (j >> 2u);
 }

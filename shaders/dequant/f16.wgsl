@@ -22,7 +22,7 @@ fn part_x4(part: u32, j: u32) -> u32 {
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
     let at = b / 4u + 2u * part;
     return array<vec4<f32>, PART_X4>(
-        vec4<f32>(unpack2x16float(W[at]), unpack2x16float(W[at + 1u])),
-        vec4<f32>(unpack2x16float(W[at + 8u]), unpack2x16float(W[at + 9u])),
+        vec4<f32>(unpack2x16float(word(at)), unpack2x16float(word(at + 1u))),
+        vec4<f32>(unpack2x16float(word(at + 8u)), unpack2x16float(word(at + 9u))),
     );
 }

@@ -24,7 +24,7 @@ fn part_x4(part: u32, j: u32) -> u32 {
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
     let at = b / 4u + 4u * part;
     return array<vec4<f32>, PART_X4>(
-        bitcast<vec4<f32>>(vec4<u32>(W[at], W[at + 1u], W[at + 2u], W[at + 3u])),
-        bitcast<vec4<f32>>(vec4<u32>(W[at + 16u], W[at + 17u], W[at + 18u], W[at + 19u])),
+        bitcast<vec4<f32>>(vec4<u32>(word(at), word(at + 1u), word(at + 2u), word(at + 3u))),
+        bitcast<vec4<f32>>(vec4<u32>(word(at + 16u), word(at + 17u), word(at + 18u), word(at + 19u))),
     );
 }

@@ -3,9 +3,6 @@
 // 32g..32g+32 (low and high nibbles); w = d * scale * q - dmin * min. Blocks are word aligned.
 const BLOCK_LEN: u32 = 256u;
 const BLOCK_BYTES: u32 = 144u;
-// Threads that share a block in row_dot_parts.wgsl, and the vec4s of weights each takes.
-const PARTS: u32 = 16u;
-const PART_X4: u32 = 4u;
 
 // The header of the block at `b`, decoded: see scales_mins_k4.
 fn block_at(b: u32) -> KScales {
@@ -19,26 +16,11 @@ fn block_dequant32(k: KScales, b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let hi = (sub & 1u) * 4u;
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 8u; i++) {
-        out[i] = nibbles(W[qs + i], hi) * scale - min;
+        out[i] = nibbles(word(qs + i), hi) * scale - min;
     }
     return out;
 }
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     return block_dequant32(block_at(b), b, sub);
-}
-
-// Part `part` of 16 threads sharing the block (row_dot_parts.wgsl): quant bytes 8 part..8 part + 8,
-// whose low nibbles are 8 weights of sub-block 2g and high nibbles the same 8 of sub-block 2g + 1
-// (g = part / 4), at x as k4_part_x4 says.
-fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let k = block_at(b);
-    let sub = 2u * (part / 4u);
-    let qs = (b + 16u) / 4u + 2u * part;
-    let q = vec2<u32>(W[qs], W[qs + 1u]);
-    return k4_part16(k, sub, k4_nibbles(q));
-}
-
-fn part_x4(part: u32, j: u32) -> u32 {
-    return k4_part_x4(part, j);
 }

@@ -6,10 +6,10 @@ const BLOCK_BYTES: u32 = 24u;
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let d = w_f16(b);
     let m = w_f16(b + 2u);
-    let qh = W[(b + 4u) / 4u];
+    let qh = word((b + 4u) / 4u);
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 4u; i++) {
-        let q = W[(b + 8u) / 4u + i];
+        let q = word((b + 8u) / 4u + i);
         out[i] = (nibbles(q, 0u) + 16.0 * bits4(qh, 4u * i)) * d + m;
         out[i + 4u] = (nibbles(q, 4u) + 16.0 * bits4(qh, 16u + 4u * i)) * d + m;
     }
@@ -27,9 +27,9 @@ fn part_x4(part: u32, j: u32) -> u32 {
 }
 
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let dm = unpack2x16float(W[b / 4u]);
-    let qh = W[(b + 4u) / 4u];
-    let q = W[(b + 8u) / 4u + part];
+    let dm = unpack2x16float(word(b / 4u));
+    let qh = word((b + 4u) / 4u);
+    let q = word((b + 8u) / 4u + part);
     return array<vec4<f32>, PART_X4>(
         (nibbles(q, 0u) + 16.0 * bits4(qh, 4u * part)) * dm.x + dm.y,
         (nibbles(q, 4u) + 16.0 * bits4(qh, 16u + 4u * part)) * dm.x + dm.y,

@@ -29,3 +29,26 @@ fn k4_part_int8(k: KScales, part: u32, q: vec2<u32>, h_lo: vec2<u32>, h_hi: vec2
     let sums = k_scale(k, sub) * sa.x * f32(lo) + k_scale(k, sub + 1u) * sb.x * f32(hi);
     return sums - first * (mins.x + mins.y);
 }
+
+// k4_part_int8 for a part of 8 threads a block (dequant/q4_k_wide.wgsl's split): 16 quant bytes `q`
+// (fifth bits `h_lo`, `h_hi`) holding 16 weights of sub-block 2 (part / 2) and the same 16 of the
+// sub-block after it, which meet x words 4 (part % 2).. of the two sub-blocks' x blocks.
+fn k4_wide_int8(k: KScales, part: u32, q: vec4<u32>, h_lo: vec4<u32>, h_hi: vec4<u32>,
+                x_blk: u32) -> f32 {
+    let sub = 2u * (part / 2u);
+    let at = 4u * (part % 2u);
+    let xa = x8_quad(x_blk + sub, at);
+    let xb = x8_quad(x_blk + sub + 1u, at);
+    let sa = xd[x_blk + sub];
+    let sb = xd[x_blk + sub + 1u];
+    var lo = 0;
+    var hi = 0;
+    for (var i = 0u; i < 4u; i++) {
+        lo += dot4I8Packed((q[i] & 0x0f0f0f0fu) | h_lo[i], xa[i]);
+        hi += dot4I8Packed(((q[i] >> 4u) & 0x0f0f0f0fu) | h_hi[i], xb[i]);
+    }
+    let mins = vec2<f32>(k_min(k, sub) * sa.y, k_min(k, sub + 1u) * sb.y);
+    let first = select(0.0, 1.0, part % 2u == 0u);
+    let sums = k_scale(k, sub) * sa.x * f32(lo) + k_scale(k, sub + 1u) * sb.x * f32(hi);
+    return sums - first * (mins.x + mins.y);
+}

@@ -3,6 +3,6 @@
 
 fn block_part_int8(b: u32, part: u32, x_blk: u32) -> f32 {
     let qs = (b + 16u) / 4u + 2u * part;
-    let q = vec2<u32>(W[qs], W[qs + 1u]);
+    let q = vec2<u32>(word(qs), word(qs + 1u));
     return k4_part_int8(block_at(b), part, q, vec2<u32>(0u), vec2<u32>(0u), x_blk);
 }

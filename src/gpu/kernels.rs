@@ -457,8 +457,18 @@ impl Kernel {
     }
 }
 
-/// The WGSL that defines `BLOCK_LEN`, `BLOCK_BYTES` and `dequant32` for a type.
-pub(super) fn dequant_source(ty: GgmlType) -> &'static str {
+/// The WGSL that defines `BLOCK_LEN`, `BLOCK_BYTES` and `dequant32` for a type, and its split into
+/// parts for shaders/row_dot_parts.wgsl: where `wide` (`MatvecKernel::wide`, a type with that form:
+/// `has_wide_form`), 8 threads a block, each loading a vec4 of it.
+pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
+    match (ty, wide) {
+        (GgmlType::Q4_K, true) => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_wide.wgsl"),
+        (GgmlType::Q5_K, true) => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_wide.wgsl"),
+        _ => dequant_narrow(ty),
+    }
+}
+
+fn dequant_narrow(ty: GgmlType) -> &'static str {
     match ty {
         GgmlType::F32 => include_str!("../../shaders/dequant/f32.wgsl"),
         GgmlType::F16 => include_str!("../../shaders/dequant/f16.wgsl"),
@@ -468,8 +478,8 @@ pub(super) fn dequant_source(ty: GgmlType) -> &'static str {
         GgmlType::Q5_0 => include_str!("../../shaders/dequant/q5_0.wgsl"),
         GgmlType::Q5_1 => include_str!("../../shaders/dequant/q5_1.wgsl"),
         GgmlType::Q8_0 => include_str!("../../shaders/dequant/q8_0.wgsl"),
-        GgmlType::Q4_K => include_str!("../../shaders/dequant/q4_k.wgsl"),
-        GgmlType::Q5_K => include_str!("../../shaders/dequant/q5_k.wgsl"),
+        GgmlType::Q4_K => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_parts.wgsl"),
+        GgmlType::Q5_K => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_parts.wgsl"),
         GgmlType::Q6_K => include_str!("../../shaders/dequant/q6_k.wgsl"),
         GgmlType::MXFP4 => include_str!("../../shaders/dequant/mxfp4.wgsl"),
     }
@@ -485,7 +495,15 @@ pub fn has_block_form(ty: GgmlType) -> bool {
 /// shaders/row_dot_q8.wgsl, after its dequant file: the types whose quants are small integers under a
 /// scale per 16 or 32 weights (MXFP4's codes as their doubled values), which integer dot products
 /// take as they are.
-pub(super) fn q8_source(ty: GgmlType) -> Option<&'static str> {
+pub(super) fn q8_source(ty: GgmlType, wide: bool) -> Option<&'static str> {
+    Some(match (ty, wide) {
+        (GgmlType::Q4_K, true) => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q4_k_wide.wgsl"),
+        (GgmlType::Q5_K, true) => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q5_k_wide.wgsl"),
+        (ty, _) => return q8_narrow(ty),
+    })
+}
+
+fn q8_narrow(ty: GgmlType) -> Option<&'static str> {
     Some(match ty {
         GgmlType::Q4_0 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q4_0.wgsl"),
         GgmlType::Q4_1 => wgsl!("dequant_q8/blocks32.wgsl", "dequant_q8/q4_1.wgsl"),
@@ -502,15 +520,25 @@ pub(super) fn q8_source(ty: GgmlType) -> Option<&'static str> {
 
 /// Whether a type has products on 8-bit x (`q8_source`).
 pub fn has_int8_form(ty: GgmlType) -> bool {
-    q8_source(ty).is_some()
+    q8_source(ty, false).is_some()
 }
 
 /// The threads that share one of the type's blocks in shaders/row_dot_parts.wgsl (its dequant file's
 /// `PARTS`), and the weights a block holds there: 16 threads a 256-weight K-quant block, 4 a block of
-/// 32 weights for the rest (the float types' 32-weight runs included).
-pub fn block_parts(ty: GgmlType) -> (u32, u32) {
+/// 32 weights for the rest (the float types' 32-weight runs included); where `wide`, 8 threads a
+/// block of the types with that form (`has_wide_form`).
+pub fn block_parts(ty: GgmlType, wide: bool) -> (u32, u32) {
     match has_block_form(ty) {
+        true if wide && has_wide_form(ty) => (8, 256),
         true => (16, 256),
         false => (4, 32),
     }
+}
+
+/// Whether the type's blocks may be split into wide parts (`MatvecKernel::wide`): 8 threads a block,
+/// each loading a vec4 of its quants at once. Q4_K's and Q5_K's blocks of 144 and 176 bytes keep
+/// their quants on 16-byte bounds; the others' do not (Q6_K's 210 bytes, the 32-weight blocks
+/// regrouped in pairs).
+pub fn has_wide_form(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K)
 }

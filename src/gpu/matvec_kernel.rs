@@ -50,6 +50,12 @@ pub struct MatvecKernel {
     /// by block parts (`MatvecShape::takes_two_rows`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub two_rows: bool,
+    /// A split by block parts (on 8-bit x too) of Q4_K or Q5_K (`has_wide_form`) shares a block by 8
+    /// threads, each loading a vec4 of its quants at once, rather than by 16 loading two words
+    /// (shaders/dequant/q4_k_wide.wgsl): half the loads and header decodes a weight, and 16 bytes
+    /// a load in flight, as llama.cpp's matvecs read their blocks on GPUs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wide: bool,
 }
 
 /// How the threads of a row divide it (which shaders/row_dot*.wgsl file the kernel has).
@@ -106,6 +112,7 @@ impl MatvecKernel {
             f16_tile: false,
             eight_rows: false,
             two_rows: false,
+            wide: false,
         }
     }
 
@@ -122,6 +129,7 @@ impl MatvecKernel {
             f16_tile: false,
             eight_rows: false,
             two_rows: false,
+            wide: false,
         }
     }
 
@@ -208,6 +216,9 @@ impl std::fmt::Display for MatvecKernel {
         }
         if self.two_rows {
             write!(f, " 2 rows")?;
+        }
+        if self.wide {
+            write!(f, " wide")?;
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! the adapter runs workgroups on a CPU, and the candidates the tuner times (`Tuning` keeps the
 //! winners).
 
-use super::kernels::{block_parts, has_block_form, has_int8_form};
+use super::kernels::{block_parts, has_block_form, has_int8_form, has_wide_form};
 use super::matvec_kernel::{MatvecKernel, Offers, Split};
 use super::tiles::{CoopTile, ROWS_TILE_WORKGROUP};
 use super::{Activation, Kernel, KvType, Store, XNorm, PAIR_TOKENS, STEP_TOKENS_MAX};
@@ -155,6 +155,14 @@ impl MatvecShape {
     /// same x.
     pub fn takes_two_rows(&self) -> bool {
         self.kernel == Kernel::Matvec && self.tokens == 1 && self.matrices == 1
+    }
+
+    /// Whether its candidates include wide block parts (`MatvecKernel::wide`): a plain or pair
+    /// product (shaders/matvec.wgsl, matvec_pairs.wgsl, which bind W as vec4s for them) of a type
+    /// with that form (`has_wide_form`).
+    pub fn takes_wide(&self) -> bool {
+        let kernel = matches!(self.kernel, Kernel::Matvec | Kernel::MatvecPairs(..));
+        kernel && has_wide_form(self.ty)
     }
 
     /// Whether its candidates include eight rows a slot (`MatvecKernel::eight_rows`): a step's pair
@@ -319,8 +327,10 @@ impl MatvecShape {
             true => self.cols / self.ty.block_len() as u32,
             false => 0,
         };
-        let (parts, part_block_len) = block_parts(self.ty);
+        let (parts, part_block_len) = block_parts(self.ty, false);
         let part_blocks = self.cols / part_block_len;
+        let (wide_parts, _) = block_parts(self.ty, true);
+        let takes_wide = self.takes_wide();
         let mut c = vec![default]; // the default comes first
         for workgroup in [64, 128, 256] {
             // One or two threads a row only for several tokens: see above.
@@ -333,13 +343,19 @@ impl MatvecShape {
             let by_parts = [16, 32, 64]
                 .into_iter()
                 .filter(|&t| t / parts <= part_blocks);
+            let by_wide_parts = [8, 16, 32, 64]
+                .into_iter()
+                .filter(|&t| takes_wide && t / wide_parts <= part_blocks);
             let on_q8 = int8_x && self.takes_q8();
             let by_parts_q8 = by_parts.clone().filter(move |_| on_q8);
-            let splits = (by_chunks.map(|t| (t, Split::Chunks)))
-                .chain(by_blocks.map(|t| (t, Split::Blocks)))
-                .chain(by_parts.map(|t| (t, Split::BlockParts)))
-                .chain(by_parts_q8.map(|t| (t, Split::PartsQ8)));
-            for (threads_per_row, split) in splits {
+            let by_wide_q8 = by_wide_parts.clone().filter(move |_| on_q8);
+            let splits = (by_chunks.map(|t| (t, Split::Chunks, false)))
+                .chain(by_blocks.map(|t| (t, Split::Blocks, false)))
+                .chain(by_parts.map(|t| (t, Split::BlockParts, false)))
+                .chain(by_parts_q8.map(|t| (t, Split::PartsQ8, false)))
+                .chain(by_wide_parts.map(|t| (t, Split::BlockParts, true)))
+                .chain(by_wide_q8.map(|t| (t, Split::PartsQ8, true)));
+            for (threads_per_row, split, wide) in splits {
                 for subgroup_sum in [false, true] {
                     let k = MatvecKernel {
                         workgroup,
@@ -352,6 +368,7 @@ impl MatvecShape {
                         f16_tile: false,
                         eight_rows: false,
                         two_rows: false,
+                        wide,
                     };
                     let shuffles = subgroup_size.is_some_and(|s| threads_per_row <= s);
                     let fits = !subgroup_sum || shuffles;

@@ -44,6 +44,9 @@ pub struct PipelineKey {
     /// A slot of a `Kernel::Matvec` kernel's threads takes two rows (`MatvecKernel::two_rows`: the
     /// `ROWS` override constant of shaders/matvec.wgsl).
     pub two_rows: bool,
+    /// A block's parts are 8 threads' vec4s (`MatvecKernel::wide`): W bound as vec4s of words
+    /// (shaders/dequant/words_vec4.wgsl) and the type's wide parts file.
+    pub wide: bool,
 }
 
 impl PipelineKey {
@@ -60,6 +63,7 @@ impl PipelineKey {
             f16_tile: false,
             eight_rows: false,
             two_rows: false,
+            wide: false,
         }
     }
 
@@ -164,6 +168,7 @@ impl PipelineKey {
                 x_q8: (kernel.split == Split::PartsQ8).then_some((shape.cols, shape.x_rows())),
                 eight_rows: kernel.eight_rows,
                 two_rows: kernel.two_rows,
+                wide: kernel.wide,
                 ..key
             },
         }
@@ -238,6 +243,9 @@ impl PipelineKey {
         }
         if self.two_rows {
             name += " 2 rows";
+        }
+        if self.wide {
+            name += " wide";
         }
         if let XNorm::Rms(_) = self.kernel.x_norm() {
             name += " rms-normed";
@@ -364,10 +372,15 @@ impl PipelineKey {
             );
         }
         if let Some(ty) = self.ty {
+            src.push_str(match self.wide {
+                true => wgsl!("dequant/words_vec4.wgsl"),
+                false => wgsl!("dequant/words.wgsl"),
+            });
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));
-            src.push_str(dequant_source(ty));
+            src.push_str(dequant_source(ty, self.wide));
             if self.split == Split::PartsQ8 {
-                src.push_str(q8_source(ty).expect("a type with products on 8-bit x"));
+                let q8 = q8_source(ty, self.wide);
+                src.push_str(q8.expect("a type with products on 8-bit x"));
             }
         }
         let row_sum = match self.subgroup_sum {

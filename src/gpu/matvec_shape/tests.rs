@@ -18,9 +18,11 @@ fn per_head_rows() -> MatvecShape {
     }
 }
 
+/// Candidates on 8-bit x with a block's parts as 16 threads' (the wide ones, Q4_K's and Q5_K's:
+/// `wide_parts_are_offered_where_blocks_keep_16_byte_bounds`).
 fn on_q8(shape: &MatvecShape, offers: Offers) -> usize {
     let candidates = shape.candidates(offers).into_iter();
-    candidates.filter(|k| k.split == Split::PartsQ8).count()
+    candidates.filter(|k| k.split == Split::PartsQ8 && !k.wide).count()
 }
 
 /// A thread a whole block is a candidate where workgroups run on a CPU only: on a GPU a
@@ -304,4 +306,35 @@ fn eight_bit_x_is_offered_where_it_can_run() {
         }
         .key()
     );
+}
+
+/// Wide block parts (8 threads a block, a vec4 each) are offered Q4_K's and Q5_K's plain and pair
+/// products, by block parts and on 8-bit x, from 8 threads a row; not Q6_K's, nor the experts'
+/// products, whose kernels bind their weights as single words.
+#[test]
+fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
+    let wide = |shape: &MatvecShape| -> Vec<MatvecKernel> {
+        let candidates = shape.candidates(offers(true)).into_iter();
+        candidates.filter(|k| k.wide).collect()
+    };
+    let pairs = Kernel::MatvecPairs(Store::Glu(Activation::Silu), XNorm::Rms(0));
+    for ty in [GgmlType::Q4_K, GgmlType::Q5_K] {
+        let plain = MatvecShape::of(Kernel::Matvec, ty, 4096, 4096);
+        let offered = wide(&plain);
+        // 3 workgroups by 8, 16, 32 and 64 threads a row, by parts and on 8-bit x, each with
+        // the GPU's sum on 8-bit x and both sums by parts, and each again two rows a slot.
+        assert!(offered.iter().any(|k| k.threads_per_row == 8), "{ty}");
+        assert!(offered.iter().any(|k| k.split == Split::PartsQ8), "{ty}");
+        assert!(offered.iter().any(|k| k.two_rows), "{ty}");
+        for k in &offered {
+            assert!(matches!(k.split, Split::BlockParts | Split::PartsQ8), "{k}");
+        }
+        assert!(!wide(&MatvecShape::of(pairs, ty, 4096, 2 * 14336)).is_empty());
+        // A row of one block takes 8 threads a row and no more.
+        let one_block = wide(&MatvecShape::of(Kernel::Matvec, ty, 256, 64));
+        assert!(one_block.iter().all(|k| k.threads_per_row == 8), "{ty}");
+        let experts = MatvecShape::of(Kernel::MatvecId, ty, 4096, 1024);
+        assert!(wide(&experts).is_empty(), "{ty}");
+    }
+    assert!(wide(&MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096)).is_empty());
 }
