@@ -21,6 +21,8 @@ struct Params {
 
 const NO_BIAS: u32 = 0xffffffffu;
 
+// W's words, one by one or as vec4s (where a block's parts load a vec4 each): the words file's
+// WeightWord (shaders/dequant/words.wgsl, words_vec4.wgsl).
 @group(0) @binding(0) var<storage, read> W: array<WeightWord>;     // (rows, row_bytes / 4) words
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;      // (out_offset + rows)

@@ -11,6 +11,8 @@
 // file's: a pair (slot_pair.wgsl) or four (slot_eight_rows.wgsl). Needs step.wgsl, an x file, a
 // row_dot file, a slot file and a row_sum file.
 
+// W's words, one by one or as vec4s (where a block's parts load a vec4 each): the words file's
+// WeightWord (shaders/dequant/words.wgsl, words_vec4.wgsl).
 @group(0) @binding(0) var<storage, read> W: array<WeightWord>;     // (rows, row_bytes / 4) words
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;      // (batch, cols / 4)
 @group(0) @binding(2) var<storage, read> step: Step;

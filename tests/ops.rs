@@ -536,9 +536,15 @@ fn matvec_every_tuning_candidate_against_cpu() {
         );
         // Q4_K's and Q5_K's blocks shared by 8 threads a vec4 each, on 8-bit x too.
         let wide = candidates.iter().filter(|k| k.wide);
-        let wide_forms = wide.map(|k| k.split).collect::<std::collections::HashSet<_>>();
+        let wide_forms = wide
+            .map(|k| k.split)
+            .collect::<std::collections::HashSet<_>>();
         let has_wide = matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K);
-        assert_eq!(wide_forms.len(), if has_wide { 2 } else { 0 }, "{ty}: wide parts");
+        assert_eq!(
+            wide_forms.len(),
+            if has_wide { 2 } else { 0 },
+            "{ty}: wide parts"
+        );
         // Every other candidate adds to what y holds (a residual add), as the attention output's
         // and down's products do.
         let y0 = rng.vec(rows as usize);

@@ -22,7 +22,9 @@ fn per_head_rows() -> MatvecShape {
 /// `wide_parts_are_offered_where_blocks_keep_16_byte_bounds`).
 fn on_q8(shape: &MatvecShape, offers: Offers) -> usize {
     let candidates = shape.candidates(offers).into_iter();
-    candidates.filter(|k| k.split == Split::PartsQ8 && !k.wide).count()
+    candidates
+        .filter(|k| k.split == Split::PartsQ8 && !k.wide)
+        .count()
 }
 
 /// A thread a whole block is a candidate where workgroups run on a CPU only: on a GPU a
