@@ -20,7 +20,8 @@ struct Params {
     has_bias: u32,
 }
 
-@group(0) @binding(0) var<storage, read> W: array<u32>;
+// W's words, one by one or as vec4s: the words file's WeightWord, as in matvec.wgsl.
+@group(0) @binding(0) var<storage, read> W: array<WeightWord>;
 @group(0) @binding(1) var<storage, read> X: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;
 @group(0) @binding(3) var<storage, read> route: array<u32>;      // (n_slots) ids, (n_slots) f32 weights

@@ -157,12 +157,12 @@ impl MatvecShape {
         self.kernel == Kernel::Matvec && self.tokens == 1 && self.matrices == 1
     }
 
-    /// Whether its candidates include wide block parts (`MatvecKernel::wide`): a plain or pair
-    /// product (shaders/matvec.wgsl, matvec_pairs.wgsl, which bind W as vec4s for them) of a type
-    /// with that form (`has_wide_form`).
+    /// Whether its candidates include wide block parts (`MatvecKernel::wide`): a decode step's
+    /// product of a type with that form (`has_wide_form`), plain, in pairs or over the chosen
+    /// experts (shaders/matvec.wgsl, matvec_pairs.wgsl, matvec_id.wgsl, matvec_id_glu.wgsl, which
+    /// bind W as vec4s for them); not a prompt's tiles.
     pub fn takes_wide(&self) -> bool {
-        let kernel = matches!(self.kernel, Kernel::Matvec | Kernel::MatvecPairs(..));
-        kernel && has_wide_form(self.ty)
+        !self.is_tiled() && has_wide_form(self.ty)
     }
 
     /// Whether its candidates include eight rows a slot (`MatvecKernel::eight_rows`): a step's pair

@@ -310,9 +310,9 @@ fn eight_bit_x_is_offered_where_it_can_run() {
     );
 }
 
-/// Wide block parts (8 threads a block, a vec4 each) are offered Q4_K's and Q5_K's plain and pair
-/// products, by block parts and on 8-bit x, from 8 threads a row; not Q6_K's, nor the experts'
-/// products, whose kernels bind their weights as single words.
+/// Wide block parts (8 threads a block, a vec4 each) are offered Q4_K's and Q5_K's decode products
+/// (plain, pairs, the chosen experts'), by block parts and on 8-bit x, from 8 threads a row; not
+/// Q6_K's, nor a prompt's tiles.
 #[test]
 fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
     let wide = |shape: &MatvecShape| -> Vec<MatvecKernel> {
@@ -336,7 +336,9 @@ fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
         let one_block = wide(&MatvecShape::of(Kernel::Matvec, ty, 256, 64));
         assert!(one_block.iter().all(|k| k.threads_per_row == 8), "{ty}");
         let experts = MatvecShape::of(Kernel::MatvecId, ty, 4096, 1024);
-        assert!(wide(&experts).is_empty(), "{ty}");
+        assert!(!wide(&experts).is_empty(), "{ty}");
+        let tile = MatvecShape::chunk(Kernel::MatmulId, ty, (4096, 1024), 8, 64);
+        assert!(wide(&tile).is_empty(), "{ty}");
     }
     assert!(wide(&MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096)).is_empty());
 }
