@@ -534,17 +534,17 @@ fn matvec_every_tuning_candidate_against_cpu() {
             candidates.iter().any(|k| k.two_rows),
             "{ty}: two rows a slot"
         );
-        // Q4_K's and Q5_K's blocks shared by 8 threads a vec4 each, on 8-bit x too.
+        // Parts loaded a vec4 at a time: Q4_K's and Q5_K's, on 8-bit x too, and the float types'.
         let wide = candidates.iter().filter(|k| k.wide);
         let wide_forms = wide
             .map(|k| k.split)
             .collect::<std::collections::HashSet<_>>();
-        let has_wide = matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K);
-        assert_eq!(
-            wide_forms.len(),
-            if has_wide { 2 } else { 0 },
-            "{ty}: wide parts"
-        );
+        let wide_forms_wanted = match ty {
+            GgmlType::Q4_K | GgmlType::Q5_K => 2,
+            GgmlType::F16 | GgmlType::BF16 => 1,
+            _ => 0,
+        };
+        assert_eq!(wide_forms.len(), wide_forms_wanted, "{ty}: wide parts");
         // Every other candidate adds to what y holds (a residual add), as the attention output's
         // and down's products do.
         let y0 = rng.vec(rows as usize);

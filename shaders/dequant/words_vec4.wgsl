@@ -1,7 +1,7 @@
 // How the dequant files read a weight word where W holds vec4s of words, so that a thread's part of a
 // block can come in one 16-byte load (`words4`), which a GPU serves in one instruction where four
-// words take four (the wide parts of dequant/q4_k_wide.wgsl and q5_k_wide.wgsl). Other words, the
-// blocks' heads, are read one at a time as before.
+// words take four (the wide parts: dequant/*_wide.wgsl). Other words, the blocks' heads, are read
+// one at a time as before.
 alias WeightWord = vec4<u32>;
 
 fn word(i: u32) -> u32 {

@@ -462,6 +462,8 @@ impl Kernel {
 /// `has_wide_form`), 8 threads a block, each loading a vec4 of it.
 pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
     match (ty, wide) {
+        (GgmlType::F16, true) => wgsl!("dequant/f16.wgsl", "dequant/f16_wide.wgsl"),
+        (GgmlType::BF16, true) => wgsl!("dequant/bf16.wgsl", "dequant/bf16_wide.wgsl"),
         (GgmlType::Q4_K, true) => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_wide.wgsl"),
         (GgmlType::Q5_K, true) => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_wide.wgsl"),
         _ => dequant_narrow(ty),
@@ -470,9 +472,9 @@ pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
 
 fn dequant_narrow(ty: GgmlType) -> &'static str {
     match ty {
-        GgmlType::F32 => include_str!("../../shaders/dequant/f32.wgsl"),
-        GgmlType::F16 => include_str!("../../shaders/dequant/f16.wgsl"),
-        GgmlType::BF16 => include_str!("../../shaders/dequant/bf16.wgsl"),
+        GgmlType::F32 => wgsl!("dequant/f32.wgsl", "dequant/f32_parts.wgsl"),
+        GgmlType::F16 => wgsl!("dequant/f16.wgsl", "dequant/f16_parts.wgsl"),
+        GgmlType::BF16 => wgsl!("dequant/bf16.wgsl", "dequant/bf16_parts.wgsl"),
         GgmlType::Q4_0 => include_str!("../../shaders/dequant/q4_0.wgsl"),
         GgmlType::Q4_1 => include_str!("../../shaders/dequant/q4_1.wgsl"),
         GgmlType::Q5_0 => include_str!("../../shaders/dequant/q5_0.wgsl"),
@@ -525,20 +527,26 @@ pub fn has_int8_form(ty: GgmlType) -> bool {
 
 /// The threads that share one of the type's blocks in shaders/row_dot_parts.wgsl (its dequant file's
 /// `PARTS`), and the weights a block holds there: 16 threads a 256-weight K-quant block, 4 a block of
-/// 32 weights for the rest (the float types' 32-weight runs included); where `wide`, 8 threads a
-/// block of the types with that form (`has_wide_form`).
+/// 32 weights for the rest (the float types' 32-weight runs included); where `wide` (a type with that
+/// form: `has_wide_form`), 8 threads a K-quant block, 2 an F16 or BF16 run.
 pub fn block_parts(ty: GgmlType, wide: bool) -> (u32, u32) {
-    match has_block_form(ty) {
-        true if wide && has_wide_form(ty) => (8, 256),
-        true => (16, 256),
-        false => (4, 32),
+    match (ty, wide && has_wide_form(ty)) {
+        (GgmlType::F16 | GgmlType::BF16, true) => (2, 32),
+        (GgmlType::Q4_K | GgmlType::Q5_K, true) => (8, 256),
+        _ if has_block_form(ty) => (16, 256),
+        _ => (4, 32),
     }
 }
 
-/// Whether the type's blocks may be split into wide parts (`MatvecKernel::wide`): 8 threads a block,
-/// each loading a vec4 of its quants at once. Q4_K's and Q5_K's blocks of 144 and 176 bytes keep
-/// their quants on 16-byte bounds; the others' do not (Q6_K's 210 bytes, the 32-weight blocks
-/// regrouped in pairs).
+/// Whether the type's blocks may be split into wide parts (`MatvecKernel::wide`), each thread
+/// loading vec4s of its block: Q4_K's and Q5_K's blocks of 144 and 176 bytes keep their quants on
+/// 16-byte bounds, as F16's and BF16's runs of 32 do; the others' do not (Q6_K's 210 bytes, the
+/// 32-weight blocks regrouped in pairs). F32's few small matrices (routers) are left as they are,
+/// which keeps the subgroup check's F32 candidates (`ops::matvec::subgroup_sums_work`, run as a
+/// model loads) as few as they were.
 pub fn has_wide_form(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K)
+    matches!(
+        ty,
+        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::F16 | GgmlType::BF16
+    )
 }

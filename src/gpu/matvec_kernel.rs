@@ -50,10 +50,12 @@ pub struct MatvecKernel {
     /// by block parts (`MatvecShape::takes_two_rows`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub two_rows: bool,
-    /// A split by block parts (on 8-bit x too) of Q4_K or Q5_K (`has_wide_form`) shares a block by 8
-    /// threads, each loading a vec4 of its quants at once, rather than by 16 loading two words
-    /// (shaders/dequant/q4_k_wide.wgsl): half the loads and header decodes a weight, and 16 bytes
-    /// a load in flight, as llama.cpp's matvecs read their blocks on GPUs.
+    /// A split by block parts (on 8-bit x too) of a type with that form (`has_wide_form`) has each
+    /// thread load vec4s of its part: Q4_K's and Q5_K's blocks shared by 8 threads a vec4 each
+    /// rather than 16 reading two words (shaders/dequant/q4_k_wide.wgsl: half the loads and header
+    /// decodes a weight), F16's and BF16's runs of 32 by 2 threads two vec4s each rather than 4
+    /// reading four words: 16 bytes a load in flight, as llama.cpp's matvecs read their blocks on
+    /// GPUs.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wide: bool,
 }

@@ -289,9 +289,9 @@ impl MatvecShape {
     /// 8-bit x too) or by chunks over 32 threads a row or more, summed as a GPU would. A step's
     /// pair product of several tokens also tries the 64-thread tile and the tile in registers
     /// (`takes_tiles`), and its splits by block parts eight tokens a layer (`takes_eight_tokens`).
-    /// A decode step's Q4_K and Q5_K products (`takes_wide`) also try the splits by block parts,
-    /// on 8-bit x too, with each block shared by 8 threads loading a vec4 each
-    /// (`MatvecKernel::wide`), from 8 threads a row.
+    /// A decode step's products of the K-quants and float types whose blocks keep 16-byte bounds
+    /// (`takes_wide`) also try the splits by block parts (on 8-bit x too) with each thread loading
+    /// vec4s of its part (`MatvecKernel::wide`), from 8 threads a row.
     pub fn candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
         let Offers {
             subgroup_size,

@@ -311,8 +311,8 @@ fn eight_bit_x_is_offered_where_it_can_run() {
 }
 
 /// Wide block parts (8 threads a block, a vec4 each) are offered Q4_K's and Q5_K's decode products
-/// (plain, pairs, the chosen experts'), by block parts and on 8-bit x, from 8 threads a row; not
-/// Q6_K's, nor a prompt's tiles.
+/// (plain, pairs, the chosen experts'), by block parts and on 8-bit x, from 8 threads a row, and
+/// the float types' by parts; not Q6_K's or Q8_0's, nor a prompt's tiles.
 #[test]
 fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
     let wide = |shape: &MatvecShape| -> Vec<MatvecKernel> {
@@ -341,4 +341,8 @@ fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
         assert!(wide(&tile).is_empty(), "{ty}");
     }
     assert!(wide(&MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096)).is_empty());
+    assert!(wide(&MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 4096, 4096)).is_empty());
+    // The float types' runs of 32, by parts only (they have no form on 8-bit x).
+    let f16 = wide(&MatvecShape::of(Kernel::Matvec, GgmlType::F16, 2048, 4096));
+    assert!(!f16.is_empty() && f16.iter().all(|k| k.split == Split::BlockParts));
 }

@@ -1,0 +1,17 @@
+// Threads that share a block in row_dot_parts.wgsl, and the vec4s of weights each takes: part p (0..3)
+// takes weights 4p..4p + 4 and 16 + 4p..16 + 4p + 4 (part_x4), words 4p..4p + 4 and 16 + 4p..16 + 4p +
+// 4.
+const PARTS: u32 = 4u;
+const PART_X4: u32 = 2u;
+
+fn part_x4(part: u32, j: u32) -> u32 {
+    return part + 4u * j;
+}
+
+fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
+    let at = b / 4u + 4u * part;
+    return array<vec4<f32>, PART_X4>(
+        bitcast<vec4<f32>>(vec4<u32>(word(at), word(at + 1u), word(at + 2u), word(at + 3u))),
+        bitcast<vec4<f32>>(vec4<u32>(word(at + 16u), word(at + 17u), word(at + 18u), word(at + 19u))),
+    );
+}
