@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{f32_buffer, gpu, nmse, packed, q8_rounded, run, Rng, Q8_NMSE};
+use common::{f32_buffer, gpu, matrix_cores_only, nmse, packed, q8_rounded, run, Rng, Q8_NMSE};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
@@ -70,7 +70,7 @@ fn matmul_every_type_against_cpu() {
                 };
                 product.check_each_candidate(&gpu, shape, true);
             }
-            if batch <= STEP_TOKENS_MAX {
+            if batch <= STEP_TOKENS_MAX && !matrix_cores_only() {
                 // W comes in parts of 10 rows (and 7): each part's shape takes the candidate.
                 // Several tokens take four to a workgroup, with winners of their own.
                 let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
@@ -101,7 +101,9 @@ impl Product<'_> {
         accumulate: bool,
     ) {
         let whole = shape(self.w.rows);
-        for candidate in whole.candidates(gpu.offers()) {
+        let candidates = whole.candidates(gpu.offers()).into_iter();
+        let on_cores = |k: &MatvecKernel| !matrix_cores_only() || k.cooperative.is_some();
+        for candidate in candidates.filter(on_cores) {
             if !whole.fits(&candidate, &gpu.limits) {
                 eprintln!("{}: {candidate} does not fit this adapter", self.w.ty);
                 continue;

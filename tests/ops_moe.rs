@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, q8_rounded, run, run_tuned, Rng,
-    Q8_NMSE,
+    f32_buffer, gpu, matrix_cores_only, nmse, one_token_plan, packed, plan_at, q8_rounded, run,
+    run_tuned, Rng, Q8_NMSE,
 };
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
@@ -233,7 +233,8 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
         // fills tiles of each size and leaves the last one partial.
         let (kernel, d) = (Kernel::MatmulId, EXPERTS_D);
         let shape = MatvecShape::chunk(kernel, ty, (d, d), EXPERTS_N, 150);
-        for tile in shape.candidates(gpu.offers()) {
+        let on_cores = |k: &MatvecKernel| !matrix_cores_only() || k.cooperative.is_some();
+        for tile in shape.candidates(gpu.offers()).into_iter().filter(on_cores) {
             if !shape.fits(&tile, &gpu.limits) {
                 eprintln!("{}: {tile} does not fit this adapter", shape.key());
                 continue;
@@ -252,7 +253,8 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
             matrices: used,
             ..MatvecShape::of(Kernel::MatvecId, ty, d, d)
         };
-        for (shape, interleaved) in [(gate_up, true), (apart, false), (down, true)] {
+        let token_shapes = [(gate_up, true), (apart, false), (down, true)];
+        for (shape, interleaved) in token_shapes.into_iter().filter(|_| !matrix_cores_only()) {
             let candidates = shape.candidates(gpu.offers());
             let on_q8 = |k: &MatvecKernel| k.split == Split::PartsQ8;
             assert_eq!(

@@ -15,6 +15,13 @@ use wick::gguf::{GgmlType, Header, MemorySource, TensorInfo};
 use wick::gpu::{storage_buffer, Gpu, GpuTensor, PipelineKey, Plan, StepInput, Tuning};
 use wick::quant;
 
+/// Whether only the kernels on matrix cores are to be checked (`WICK_MATRIX_CORES_ONLY=1`):
+/// scripts/test-matrix-cores.sh runs the product tests again on a lavapipe that has them, one
+/// thread, where every other candidate was checked by the run before on this machine's own.
+pub fn matrix_cores_only() -> bool {
+    std::env::var("WICK_MATRIX_CORES_ONLY").is_ok_and(|v| v == "1")
+}
+
 /// The GPU, or None (with the reason printed) where there is none. In CI a missing adapter fails.
 pub fn gpu() -> Option<Arc<Gpu>> {
     match pollster::block_on(Gpu::new()) {
