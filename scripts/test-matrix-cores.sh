@@ -6,7 +6,8 @@
 # (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops_matmul.rs (default: the matmul checks on
 # the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too, and
 # the check before tuning offers them; then the experts' block of tests/ops_moe.rs and a chunk's
-# attention of tests/ops_attention.rs).
+# attention of tests/ops_attention.rs). Each checks only its candidates on the matrix cores there
+# (WICK_MATRIX_CORES_ONLY=1): scripts/test.sh's run on this machine's adapter checked the rest.
 # WICK_MATRIX_CORES_ROOT sets where the root lives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
