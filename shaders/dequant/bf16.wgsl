@@ -2,14 +2,15 @@
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 64u;
 
-fn bf16_pair(w: u32) -> vec2<f32> {
+// The two halves of a word, as halves_parts.wgsl and halves_wide.wgsl read them for F16 and BF16.
+fn half_pair(w: u32) -> vec2<f32> {
     return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
 }
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 8u; i++) {
-        out[i] = vec4<f32>(bf16_pair(w_u32(b + 8u * i)), bf16_pair(w_u32(b + 8u * i + 4u)));
+        out[i] = vec4<f32>(half_pair(w_u32(b + 8u * i)), half_pair(w_u32(b + 8u * i + 4u)));
     }
     return out;
 }

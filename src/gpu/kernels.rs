@@ -462,8 +462,8 @@ impl Kernel {
 /// `has_wide_form`), 8 threads a block, each loading a vec4 of it.
 pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
     match (ty, wide) {
-        (GgmlType::F16, true) => wgsl!("dequant/f16.wgsl", "dequant/f16_wide.wgsl"),
-        (GgmlType::BF16, true) => wgsl!("dequant/bf16.wgsl", "dequant/bf16_wide.wgsl"),
+        (GgmlType::F16, true) => wgsl!("dequant/f16.wgsl", "dequant/halves_wide.wgsl"),
+        (GgmlType::BF16, true) => wgsl!("dequant/bf16.wgsl", "dequant/halves_wide.wgsl"),
         (GgmlType::Q4_K, true) => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_wide.wgsl"),
         (GgmlType::Q5_K, true) => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_wide.wgsl"),
         _ => dequant_narrow(ty),
@@ -473,8 +473,8 @@ pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
 fn dequant_narrow(ty: GgmlType) -> &'static str {
     match ty {
         GgmlType::F32 => wgsl!("dequant/f32.wgsl", "dequant/f32_parts.wgsl"),
-        GgmlType::F16 => wgsl!("dequant/f16.wgsl", "dequant/f16_parts.wgsl"),
-        GgmlType::BF16 => wgsl!("dequant/bf16.wgsl", "dequant/bf16_parts.wgsl"),
+        GgmlType::F16 => wgsl!("dequant/f16.wgsl", "dequant/halves_parts.wgsl"),
+        GgmlType::BF16 => wgsl!("dequant/bf16.wgsl", "dequant/halves_parts.wgsl"),
         GgmlType::Q4_0 => include_str!("../../shaders/dequant/q4_0.wgsl"),
         GgmlType::Q4_1 => include_str!("../../shaders/dequant/q4_1.wgsl"),
         GgmlType::Q5_0 => include_str!("../../shaders/dequant/q5_0.wgsl"),
