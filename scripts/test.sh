@@ -8,6 +8,9 @@
 # WICK_BROWSER_TESTS=off none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each part says how long it took: CI has an hour, and on 2 CPU cores the parts share it unevenly.
+started=$SECONDS
+took() { echo "test.sh: $1 took $((SECONDS - started)) s"; started=$SECONDS; }
 scripts/install-deps.sh
 scripts/fetch-model.sh all # the default model, and the Gemma 3 and Qwen2.5 files tests/families.rs reads
 export WICK_TEST_PYTHON=${WICK_TEST_PYTHON:-$(scripts/test-python.sh)}
@@ -18,13 +21,16 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 # The CLI tunes new kernel shapes once and keeps them; the tests start from none and keep nothing.
 export WICK_TUNING=${WICK_TUNING:-$(mktemp -d)/tuning.json}
 chmod 700 "$XDG_RUNTIME_DIR"
+took "installing and fetching"
 
 status=0
 cargo test --release --workspace --no-fail-fast "$@" || status=$?
+took "cargo test"
 
 if [ "${WICK_MATRIX_CORE_TESTS:-}" != off ]; then
   if [ "$(uname)" = Linux ] && [ "$(id -u)" = 0 ]; then
     scripts/test-matrix-cores.sh || status=$?
+    took "the matrix-core tests"
   else
     echo "matrix-core tests skipped: scripts/test-matrix-cores.sh needs root on Linux (chroot)"
   fi
@@ -41,6 +47,8 @@ if [ "$browser" != off ]; then
   # The native engine the browser's replies are compared with. `cargo test --workspace` built it for
   # the CLI's tests; building wick-cli alone would resolve other features and build the engine again.
   [ -x target/release/wick ] || cargo build --release -p wick-cli
+  took "the browser build"
   node tests/browser/run.mjs $browser || status=$?
+  took "the browser tests"
 fi
 exit $status

@@ -34,6 +34,10 @@ fn reply(s: &mut Session, prompt: &[u32], n: usize) -> (Vec<u32>, Vec<TokenLogPr
     (c.tokens, c.log_probs)
 }
 
+/// Tokens of the SmolLM2 replies that a draft model's stopping and sizes are checked over: checks
+/// of every size several times, and each reply a few seconds on a CPU adapter.
+const REPLY: usize = 24;
+
 /// Rows of the random files' draft heads: of their 512 tokens, the first 300 (not a whole number of
 /// the mask's 32-token words), so that drafts come from a head cut short as a real draft's is.
 const DRAFT_HEAD_ROWS: u32 = 300;
@@ -263,7 +267,7 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
     let prompt = plain.tokenize_prompt(
         "<|im_start|>user\nList the planets of the solar system, one a line.<|im_end|>\n<|im_start|>assistant\n",
     );
-    let want = reply(&mut plain, &prompt, 48);
+    let want = reply(&mut plain, &prompt, 32);
     let mut s = session(&gpu, &target, CHECK);
     // SmolLM2's 49,152 tokens, the first 32,768 of them proposed.
     let draft = draft_model(&gpu, &draft_path, &s, None);
@@ -271,7 +275,7 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
         Drafter::Model(Box::new(draft)),
         CHECK as usize - 1,
     ));
-    let got = reply(&mut s, &prompt, 48);
+    let got = reply(&mut s, &prompt, 32);
     let stats = s.speculation.as_ref().unwrap().stats;
     eprintln!(
         "draft model: {stats:?}, {:.2} tokens a check",
@@ -288,7 +292,7 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
     // each submitted before the one before it is read back: the reply is the same.
     let greedy_reply = |s: &mut Session| {
         let mut sampler = Sampler::new(SamplerConfig::greedy());
-        let reply = Reply::new(48, &[]);
+        let reply = Reply::new(32, &[]);
         s.complete(&prompt, reply, &mut sampler, &mut |_| true)
             .block_on()
             .unwrap()
@@ -349,7 +353,7 @@ fn a_draft_that_is_the_model_has_its_drafts_kept() {
         s.speculation = Some(Speculation::always(Drafter::Model(Box::new(draft)), max));
         let mut sampler = Sampler::new(SamplerConfig::greedy());
         sampler.log_probs = log_probs;
-        (s.complete(&prompt, Reply::new(40, &[]), &mut sampler, &mut |_| true))
+        (s.complete(&prompt, Reply::new(REPLY, &[]), &mut sampler, &mut |_| true))
             .block_on()
             .unwrap();
         let stats = s.speculation.as_ref().unwrap().stats;
@@ -384,7 +388,7 @@ fn a_draft_model_stops_after_a_token_it_is_unsure_of() {
         let greedy = |s: &mut Session| {
             let mut sampler = Sampler::new(SamplerConfig::greedy());
             sampler.log_probs = log_probs;
-            let c = (s.complete(&prompt, Reply::new(40, &[]), &mut sampler, &mut |_| true))
+            let c = (s.complete(&prompt, Reply::new(REPLY, &[]), &mut sampler, &mut |_| true))
                 .block_on()
                 .unwrap();
             (c.tokens, c.log_probs)

@@ -63,7 +63,7 @@ fn parallel_slots_give_plain_replies(gpu: &Arc<Gpu>, draft_file: Option<&Path>) 
         .map(|(i, prompt)| {
             let mut sampler = sampler(&mut plain, i == 1);
             let c = plain
-                .complete(prompt, Reply::new(32, &[]), &mut sampler, &mut |_| true)
+                .complete(prompt, Reply::new(20, &[]), &mut sampler, &mut |_| true)
                 .block_on()
                 .unwrap();
             (c.tokens, c.log_probs)

@@ -17,7 +17,7 @@ use wick::sampler::{Sampler, SamplerConfig};
 use wick::session::Session;
 use wick::slots::{SlotStep, Slots};
 
-const TOKENS: usize = 24;
+const TOKENS: usize = 12;
 
 /// The samplers whose choices the GPU makes alone: greedy, a sample drawn from the whole row, and
 /// one chosen among the top 40 (top-p, min-p).
