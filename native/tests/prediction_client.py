@@ -33,11 +33,11 @@ ASKED = ("def add_numbers(first_value, second_value):\n"
 def reply(prediction=None, stream=False):
     extra = {} if prediction is None else {"prediction": {"type": "content", "content": prediction}}
     if not stream:
-        r = client.chat.completions.create(model="any", messages=MESSAGES, temperature=0, max_tokens=48,
+        r = client.chat.completions.create(model="any", messages=MESSAGES, temperature=0, max_tokens=32,
                                            **extra)
         return r.choices[0].message.content, r.usage
     chunks = list(client.chat.completions.create(model="any", messages=MESSAGES, temperature=0,
-                                                 max_tokens=48, stream=True,
+                                                 max_tokens=32, stream=True,
                                                  stream_options={"include_usage": True}, **extra))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     return text, chunks[-1].usage

@@ -354,12 +354,11 @@ test('response_format: the default model replies with JSON that matches the sche
     const engine = await Wick.load('/models/SmolLM2-135M-Instruct.Q4_1.gguf', { ...adapter, tune: false, nCtx: 512 });
     const ask = (content, response_format, temperature) =>
       engine.chat.completions.create({ messages: [{ role: 'user', content }], temperature, seed: 5, max_tokens: 64, response_format });
+    // Greedy and sampled in turn: each reply takes seconds on a CPU adapter.
     const replies = [];
-    for (const { content, schema } of cases) {
-      for (const temperature of [0, 0.8]) {
-        const r = await ask(content, { type: 'json_schema', json_schema: { name: 'x', schema } }, temperature);
-        replies.push({ text: r.choices[0].message.content, finish: r.choices[0].finish_reason });
-      }
+    for (const [i, { content, schema }] of cases.entries()) {
+      const r = await ask(content, { type: 'json_schema', json_schema: { name: 'x', schema } }, [0, 0.8][i % 2]);
+      replies.push({ text: r.choices[0].message.content, finish: r.choices[0].finish_reason });
     }
     const stats = await engine.stats(); // of the last schema's reply
     const object = await ask('Describe a cat.', { type: 'json_object' }, 0);
@@ -372,7 +371,7 @@ test('response_format: the default model replies with JSON that matches the sche
   result.replies.forEach(({ text, finish }, i) => {
     console.log(`    ${JSON.stringify(text)} (${finish})`);
     assert.equal(finish, 'stop', text);
-    assert.ok(cases[i >> 1].valid(JSON.parse(text)), text);
+    assert.ok(cases[i].valid(JSON.parse(text)), text);
   });
   console.log(`    json_object: ${JSON.stringify(result.object)}; refused: ${result.refused}`);
   const object = JSON.parse(result.object);
