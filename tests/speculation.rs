@@ -267,7 +267,9 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
     let prompt = plain.tokenize_prompt(
         "<|im_start|>user\nList the planets of the solar system, one a line.<|im_end|>\n<|im_start|>assistant\n",
     );
-    let want = reply(&mut plain, &prompt, 32);
+    // Long enough for a draft that errs at least once, and for steps ahead to keep most drafts.
+    let n = 32;
+    let want = reply(&mut plain, &prompt, n);
     let mut s = session(&gpu, &target, CHECK);
     // SmolLM2's 49,152 tokens, the first 32,768 of them proposed.
     let draft = draft_model(&gpu, &draft_path, &s, None);
@@ -275,7 +277,7 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
         Drafter::Model(Box::new(draft)),
         CHECK as usize - 1,
     ));
-    let got = reply(&mut s, &prompt, 32);
+    let got = reply(&mut s, &prompt, n);
     let stats = s.speculation.as_ref().unwrap().stats;
     eprintln!(
         "draft model: {stats:?}, {:.2} tokens a check",
@@ -292,7 +294,7 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
     // each submitted before the one before it is read back: the reply is the same.
     let greedy_reply = |s: &mut Session| {
         let mut sampler = Sampler::new(SamplerConfig::greedy());
-        let reply = Reply::new(32, &[]);
+        let reply = Reply::new(n, &[]);
         s.complete(&prompt, reply, &mut sampler, &mut |_| true)
             .block_on()
             .unwrap()
