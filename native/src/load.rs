@@ -1,7 +1,7 @@
 //! Opening a model: the file, the GPU, and a progress bar while the weights stream in.
 
 use crate::http_source::{is_url, HttpSource};
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use pollster::FutureExt as _;
@@ -71,7 +71,8 @@ pub fn open_source(model: &Option<String>) -> Result<Box<dyn ByteSource>> {
     } else {
         ""
     };
-    let file = FileSource::open(path).with_context(|| format!("cannot open {path}{hint}"))?;
+    // The error names the path.
+    let file = FileSource::open(path).map_err(|e| anyhow!("cannot open {e}{hint}"))?;
     Ok(Box::new(file))
 }
 

@@ -3,7 +3,7 @@
 //! norms kept as they are.
 
 use crate::load::progress_bar;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use clap::Args;
 use pollster::FutureExt as _;
 use wick::gguf::{FileSource, GgmlType};
@@ -22,8 +22,7 @@ pub struct QuantizeArgs {
 pub fn main(args: QuantizeArgs) -> Result<()> {
     let target =
         GgmlType::from_name(&args.ty).ok_or_else(|| anyhow!("unknown type {:?}", args.ty))?;
-    let source =
-        FileSource::open(&args.input).with_context(|| format!("cannot open {}", args.input))?;
+    let source = FileSource::open(&args.input).map_err(|e| anyhow!("cannot open {e}"))?;
     let bar = progress_bar("quantizing");
     let report = wick::quantize::quantize_model(
         &source,

@@ -7,11 +7,9 @@ use std::pin::Pin;
 /// Why bytes could not be read from a source.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
+    // The io error is the message's end, not its `source`: a chain of causes would say it twice.
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
     #[error("read of {len} bytes at offset {offset} runs past the end ({file_len} bytes)")]
     PastEnd {
         offset: u64,
@@ -80,9 +78,9 @@ pub struct FileSource {
 impl FileSource {
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<FileSource, SourceError> {
         let path_str = path.as_ref().display().to_string();
-        let io = |source| SourceError::Io {
+        let io = |error| SourceError::Io {
             what: path_str.clone(),
-            source,
+            error,
         };
         let file = std::fs::File::open(path.as_ref()).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
@@ -126,9 +124,9 @@ impl ByteSource for FileSource {
 impl FileSource {
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
         read_end(offset, buf.len(), self.len)?;
-        read_exact_at(&self.file, buf, offset).map_err(|source| SourceError::Io {
+        read_exact_at(&self.file, buf, offset).map_err(|error| SourceError::Io {
             what: self.path.clone(),
-            source,
+            error,
         })
     }
 }
