@@ -8,8 +8,12 @@
 // serves the group's heads), each head's score is the lanes' parts summed by subgroup shuffles, and
 // each head keeps a running max, sum and output slice (online softmax), no barrier on the way. At
 // the end the columns' states are merged through workgroup memory, and the split's state goes to
-// `parts` as attention_split.wgsl leaves it, for attention_merge.wgsl (which applies sinks). The
-// pipeline defines HD4 (vec4s a head), DS, CI, KR and ROWS. Needs subgroups at least DS wide,
+// `parts` as attention_split.wgsl leaves it, for attention_merge.wgsl (which applies sinks).
+// Consecutive tokens of one sequence (a speculative check's) are taken up to TQ a workgroup, by the
+// workgroup of the first of them: their splits are of the keys the last sees, each key and value
+// read serves every token's queries (each weighing the keys it sees), and the other tokens'
+// workgroups leave at once. The pipeline defines HD4 (vec4s a head), DS, CI, KR, ROWS and TQ (1 in
+// a plan of one token). Needs subgroups at least DS wide,
 // kv_f32.wgsl or kv_f16.wgsl, step.wgsl, key_range.wgsl, split_params.wgsl, head_group.wgsl and
 // lanes_sum.wgsl.
 
@@ -31,6 +35,29 @@ var<workgroup> merge_o: array<vec4<f32>, THREADS * HDS>;
 
 override WG: u32 = 128u;
 
+// Whether the run's token b is the one after token a in a's sequence.
+fn follows(a: u32, b: u32) -> bool {
+    return step.tokens[b].base == step.tokens[a].base && step.tokens[b].pos == step.tokens[a].pos + 1u;
+}
+
+// The tokens from the run's token `token` on that its workgroups take: up to TQ consecutive tokens
+// of one sequence where `token` is the first of its sequence's in the run, or TQ, 2 TQ, ... after
+// it; 0 where another token's workgroups take it.
+fn tokens_taken(token: u32) -> u32 {
+    var before = 0u;
+    while (before < token && follows(token - before - 1u, token - before)) {
+        before++;
+    }
+    if (before % TQ != 0u) {
+        return 0u;
+    }
+    var n = 1u;
+    while (n < TQ && token + n < step.n_tokens && follows(token + n - 1u, token + n)) {
+        n++;
+    }
+    return n;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let per_kv = P.n_head / P.n_kv_head;
@@ -38,101 +65,126 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let kv = group.x / per_kv;
     let d = lid % DS;
     let col = lid / DS;
-    let token = wg.y;
     let split = wg.z;
-    let first_head = token * P.n_head + group.x; // its row of Q's and parts' heads
-    // Whole rounds a split: every column of a split but the last takes as many keys.
-    let keys = split_range(token, split, P.n_split, P.window, ROUND);
-    // Rows past the group's heads repeat its last head and store nothing.
-    var q: array<array<vec4<f32>, HDS>, ROWS>;
-    var o: array<array<vec4<f32>, HDS>, ROWS>;
-    var m: array<f32, ROWS>;
-    var l: array<f32, ROWS>;
-    for (var g = 0u; g < ROWS; g++) {
-        let head = first_head + min(g, group.y - 1u);
-        for (var i = 0u; i < HDS; i++) {
-            q[g][i] = Q[head * HD4 + i * DS + d] * P.scale;
-            o[g][i] = vec4<f32>(0.0);
+    let taken = tokens_taken(wg.y);
+    if (taken == 0u) {
+        return;
+    }
+    // Token u of those taken is wg.y + u; each sees its own keys, the later ones more.
+    var sees: array<vec2<u32>, TQ>;
+    for (var u = 0u; u < TQ; u++) {
+        sees[u] = causal_keys(wg.y + min(u, taken - 1u), P.window);
+    }
+    // Whole rounds a split of the keys any of them sees: every column of a split but the last takes
+    // as many keys.
+    let keys = split_of(vec2<u32>(sees[0].x, sees[taken - 1u].y), split, P.n_split, ROUND);
+    // Rows past the group's heads repeat its last head, tokens past those taken the last taken;
+    // neither is stored.
+    var q: array<array<array<vec4<f32>, HDS>, ROWS>, TQ>;
+    var o: array<array<array<vec4<f32>, HDS>, ROWS>, TQ>;
+    var m: array<array<f32, ROWS>, TQ>;
+    var l: array<array<f32, ROWS>, TQ>;
+    for (var u = 0u; u < TQ; u++) {
+        let first_head = (wg.y + min(u, taken - 1u)) * P.n_head + group.x;
+        for (var g = 0u; g < ROWS; g++) {
+            let head = first_head + min(g, group.y - 1u);
+            for (var i = 0u; i < HDS; i++) {
+                q[u][g][i] = Q[head * HD4 + i * DS + d] * P.scale;
+                o[u][g][i] = vec4<f32>(0.0);
+            }
+            m[u][g] = -3.0e38;
+            l[u][g] = 0.0;
         }
-        m[g] = -3.0e38;
-        l[g] = 0.0;
     }
     let row = P.n_kv_head * HD4; // vec4s of a cache row
     // The rounds are the workgroup's, so every lane shuffles in each; a column past the split's end
-    // reads its last key again and weighs it 0.
+    // reads its last key again and weighs it 0, as each token does the keys past its own.
     for (var start = keys.x; start < keys.y; start += ROUND) {
         var k: array<array<vec4<f32>, HDS>, KR>;
         var v: array<array<vec4<f32>, HDS>, KR>;
-        var seen: array<bool, KR>;
+        var at_key: array<u32, KR>;
         for (var j = 0u; j < KR; j++) {
             let p = start + j * CI + col;
-            seen[j] = p < keys.y;
+            at_key[j] = p;
             let at = min(p, keys.y - 1u) * row + kv * HD4 + d;
             for (var i = 0u; i < HDS; i++) {
                 k[j][i] = kv4(KC[at + i * DS]);
                 v[j][i] = kv4(VC[at + i * DS]);
             }
         }
-        for (var j = 0u; j < KR; j++) {
-            for (var g = 0u; g < ROWS; g++) {
-                var part = vec4<f32>(0.0);
-                for (var i = 0u; i < HDS; i++) {
-                    part += q[g][i] * k[j][i];
+        for (var u = 0u; u < TQ; u++) {
+            if (u >= taken) {
+                continue; // a constant count of turns: the arrays stay in registers
+            }
+            for (var j = 0u; j < KR; j++) {
+                let p = at_key[j];
+                let seen = p < keys.y && sees[u].x <= p && p < sees[u].y;
+                for (var g = 0u; g < ROWS; g++) {
+                    var part = vec4<f32>(0.0);
+                    for (var i = 0u; i < HDS; i++) {
+                        part += q[u][g][i] * k[j][i];
+                    }
+                    var score = lanes_sum(part);
+                    if (P.softcap > 0.0) {
+                        // tanh of a clamped argument: some backends compute tanh by exp, which overflows.
+                        score = P.softcap * tanh(clamp(score / P.softcap, -20.0, 20.0));
+                    }
+                    // Where no key was seen yet, m is -3e38 and rescales nothing (o and l are 0).
+                    let m_new = select(m[u][g], max(m[u][g], score), seen);
+                    let rescale = exp(m[u][g] - m_new);
+                    let e = select(0.0, exp(score - m_new), seen);
+                    l[u][g] = l[u][g] * rescale + e;
+                    for (var i = 0u; i < HDS; i++) {
+                        o[u][g][i] = o[u][g][i] * rescale + e * v[j][i];
+                    }
+                    m[u][g] = m_new;
                 }
-                var score = lanes_sum(part);
-                if (P.softcap > 0.0) {
-                    // tanh of a clamped argument: some backends compute tanh by exp, which overflows.
-                    score = P.softcap * tanh(clamp(score / P.softcap, -20.0, 20.0));
-                }
-                // Where no key was seen yet, m is -3e38 and rescales nothing (o and l are 0).
-                let m_new = select(m[g], max(m[g], score), seen[j]);
-                let rescale = exp(m[g] - m_new);
-                let e = select(0.0, exp(score - m_new), seen[j]);
-                l[g] = l[g] * rescale + e;
-                for (var i = 0u; i < HDS; i++) {
-                    o[g][i] = o[g][i] * rescale + e * v[j][i];
-                }
-                m[g] = m_new;
             }
         }
     }
-    // Each head's CI column states merged: column c's lane d is thread c * DS + d. A split with no
-    // keys leaves l = 0, which the merge kernel skips.
-    for (var g = 0u; g < ROWS; g++) {
-        workgroupBarrier(); // the head before read
-        merge_m[lid] = m[g];
-        workgroupBarrier();
-        var m_all = -3.0e38;
-        for (var c = 0u; c < CI; c++) {
-            m_all = max(m_all, merge_m[c * DS + d]);
+    // Each head's CI column states merged, token by token: column c's lane d is thread c * DS + d. A
+    // split with no keys of a token's leaves it l = 0, which the merge kernel skips.
+    for (var u = 0u; u < TQ; u++) {
+        if (u >= taken) {
+            continue;
         }
-        let rescale = exp(m[g] - m_all);
-        merge_l[lid] = l[g] * rescale;
-        for (var i = 0u; i < HDS; i++) {
-            merge_o[lid * HDS + i] = o[g][i] * rescale;
-        }
-        workgroupBarrier();
-        if (col == 0u && g < group.y) {
-            var sum = 0.0;
-            var out: array<vec4<f32>, HDS>;
+        let first_head = (wg.y + u) * P.n_head + group.x;
+        for (var g = 0u; g < ROWS; g++) {
+            workgroupBarrier(); // the head before read
+            merge_m[lid] = m[u][g];
+            workgroupBarrier();
+            var m_all = -3.0e38;
             for (var c = 0u; c < CI; c++) {
-                let other = c * DS + d;
-                sum += merge_l[other];
-                for (var i = 0u; i < HDS; i++) {
-                    out[i] += merge_o[other * HDS + i];
-                }
+                m_all = max(m_all, merge_m[c * DS + d]);
             }
-            let at = ((first_head + g) * P.n_split + split) * (P.head_dim + 2u);
+            let rescale = exp(m[u][g] - m_all);
+            merge_l[lid] = l[u][g] * rescale;
             for (var i = 0u; i < HDS; i++) {
-                let dim = (i * DS + d) * 4u;
-                parts[at + dim] = out[i].x;
-                parts[at + dim + 1u] = out[i].y;
-                parts[at + dim + 2u] = out[i].z;
-                parts[at + dim + 3u] = out[i].w;
+                merge_o[lid * HDS + i] = o[u][g][i] * rescale;
             }
-            if (d == 0u) {
-                parts[at + P.head_dim] = m_all;
-                parts[at + P.head_dim + 1u] = sum;
+            workgroupBarrier();
+            if (col == 0u && g < group.y) {
+                var sum = 0.0;
+                var out: array<vec4<f32>, HDS>;
+                for (var c = 0u; c < CI; c++) {
+                    let other = c * DS + d;
+                    sum += merge_l[other];
+                    for (var i = 0u; i < HDS; i++) {
+                        out[i] += merge_o[other * HDS + i];
+                    }
+                }
+                let at = ((first_head + g) * P.n_split + split) * (P.head_dim + 2u);
+                for (var i = 0u; i < HDS; i++) {
+                    let dim = (i * DS + d) * 4u;
+                    parts[at + dim] = out[i].x;
+                    parts[at + dim + 1u] = out[i].y;
+                    parts[at + dim + 2u] = out[i].z;
+                    parts[at + dim + 3u] = out[i].w;
+                }
+                if (d == 0u) {
+                    parts[at + P.head_dim] = m_all;
+                    parts[at + P.head_dim + 1u] = sum;
+                }
             }
         }
     }

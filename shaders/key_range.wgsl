@@ -29,13 +29,23 @@ fn key_range(token: u32, causal: bool, window: u32, both_ways_from: u32) -> vec2
     return vec2<u32>(first, end);
 }
 
+// The cache rows the run's token `token` sees causally, [first, end): up to its own row, the last
+// `window` of them on a sliding-window layer (0: all).
+fn causal_keys(token: u32, window: u32) -> vec2<u32> {
+    let first = step.tokens[token].base + first_key(step.tokens[token].pos + 1u, window);
+    return vec2<u32>(first, cache_row(token) + 1u);
+}
+
 // Split `split` of `n_split` of the keys the run's token `token` sees, causally (flash-decoding:
 // attention_split.wgsl, attention_split_lanes.wgsl, mla_attention.wgsl), [first, end): whole
 // multiples of `round` keys a split, the last splits partly filled or empty.
 fn split_range(token: u32, split: u32, n_split: u32, window: u32, round: u32) -> vec2<u32> {
-    let n = cache_row(token) + 1u;
-    let seen = step.tokens[token].base + first_key(step.tokens[token].pos + 1u, window);
-    let per_split = ((n - seen + n_split - 1u) / n_split + round - 1u) / round * round;
-    let first = min(n, seen + split * per_split);
-    return vec2<u32>(first, min(n, first + per_split));
+    return split_of(causal_keys(token, window), split, n_split, round);
+}
+
+// Split `split` of `n_split` of the keys [keys.x, keys.y), as split_range splits them.
+fn split_of(keys: vec2<u32>, split: u32, n_split: u32, round: u32) -> vec2<u32> {
+    let per_split = ((keys.y - keys.x + n_split - 1u) / n_split + round - 1u) / round * round;
+    let first = min(keys.y, keys.x + split * per_split);
+    return vec2<u32>(first, min(keys.y, first + per_split));
 }

@@ -230,7 +230,9 @@ fn projection_rope_and_attention_against_cpu() {
 /// heads a kv head (a group of 4 and one of 1) of 64 dimensions; then 3 a kv head (a group of 3) of
 /// 128, 7 splits. Then steps of several tokens: a speculative check's 3 consecutive tokens (each
 /// sees its own key and those before, not the next ones) beside another sequence's token at rows of
-/// its own (parallel requests), at depths that split the keys unevenly between them.
+/// its own (parallel requests), at depths that split the keys unevenly between them; and a check of
+/// 6 after another sequence's token, which a workgroup that takes several of a sequence's tokens
+/// at once (the split lanes form in a plan of several) takes in pieces.
 #[test]
 fn split_attention_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -254,6 +256,7 @@ fn split_attention_against_cpu() {
     // (base, position, tokens) of each sequence of the step.
     let one = |pos: u32| vec![(0u32, pos, 1u32)];
     let check_beside = |pos: u32, other: u32| vec![(0u32, pos, 3u32), (640, other, 1)];
+    let check_after = |other: u32, pos: u32| vec![(640u32, other, 1u32), (0, pos, 6)];
     let cases = [
         (one(0), whole, false, 5u32),
         (one(150), whole, false, 5),
@@ -268,6 +271,9 @@ fn split_attention_against_cpu() {
         (check_beside(597, 0), whole, true, 5),
         (check_beside(148, 599), windowed(37), false, 5),
         (check_beside(330, 20), wide_capped, true, 7),
+        (check_after(20, 597), whole, false, 5),
+        (check_after(599, 148), windowed(37), true, 5),
+        (check_after(0, 330), wide_capped, false, 7),
     ];
     let with_types = [KvType::F32, KvType::F16]
         .into_iter()

@@ -147,6 +147,13 @@ const SPLIT_LANES_KEYS: [u32; 2] = [1, 2];
 /// A column reading two keys at once holds two of each, so it takes half the vec4s of a head.
 const SPLIT_LANES_MAX_VEC4S: u32 = 4;
 
+/// Rows (a head of a token) whose query and output slices a lane of the split lanes form holds at
+/// most, in vec4s: as many as 4 heads of one token at `SPLIT_LANES_MAX_VEC4S`.
+const SPLIT_LANES_MAX_ROW_VEC4S: u32 = 16;
+
+/// Consecutive tokens of one sequence a split lanes workgroup takes at most.
+const SPLIT_LANES_TOKENS: u32 = 4;
+
 /// What a tuning kept before the split lanes form's `keys` was chosen meant: a key at a time.
 fn one_key() -> u32 {
     1
@@ -245,6 +252,17 @@ impl AttentionShape {
     /// Query heads a split workgroup takes: a kv head's, up to `HEAD_GROUP`.
     pub fn split_rows(&self) -> u32 {
         (self.heads / self.kv_heads).min(HEAD_GROUP)
+    }
+
+    /// Consecutive tokens of one sequence (a speculative check's) a workgroup of the split lanes
+    /// form over `lanes` lanes takes at once, so that each key and value it reads serves them all
+    /// rather than each token reading the cache again: up to 4, as many as the plan's runs hold and
+    /// as the lanes' registers take (`SPLIT_LANES_MAX_ROW_VEC4S`); 1 in a plan of one token.
+    pub fn split_lanes_tokens(&self, lanes: u32) -> u32 {
+        let row_vec4s = (self.head_dim / 4 / lanes).max(1) * self.split_rows();
+        (SPLIT_LANES_MAX_ROW_VEC4S / row_vec4s)
+            .clamp(1, SPLIT_LANES_TOKENS)
+            .min(self.tokens.max(1))
     }
 
     /// The forms `Engine::tune` times where the adapter offers what `offers` says (subgroups, the

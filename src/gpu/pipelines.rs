@@ -112,6 +112,7 @@ impl PipelineKey {
                 let rows = shape.split_rows();
                 PipelineKey {
                     workgroup: lanes * columns,
+                    tokens: Some(shape.split_lanes_tokens(lanes)),
                     ..PipelineKey::new(
                         Kernel::AttentionSplitLanes(head_dim, cache, lanes, rows, keys),
                         None,
@@ -360,6 +361,8 @@ impl PipelineKey {
             src += &format!("const HD4: u32 = {vec4s}u;\nconst DS: u32 = {lanes}u;\n");
             src += &format!("const CI: u32 = {columns}u;\nconst ROWS: u32 = {rows}u;\n");
             src += &format!("const KR: u32 = {keys}u;\n");
+            // The tokens of a sequence a workgroup takes at once size them too.
+            src += &format!("const TQ: u32 = {}u;\n", self.tokens.unwrap_or(1));
         }
         if let Kernel::DeltaNetChunks = self.kernel {
             // The chunk's tiles and a thread's column of the state are sized by these.
