@@ -1,7 +1,7 @@
-// A step's token wg.y's attention over split wg.z of its keys (flash-decoding), shaped for GPUs: the form of
-// attention_split.wgsl whose threads read a key's neighbouring words rather than a key each. A
-// workgroup takes a group of up to ROWS query heads that read one kv head (head_group.wgsl); its
-// threads are CI columns of keys by DS neighbouring lanes of a subgroup, lane d holding vec4s d,
+// A step's attention from token wg.y on over split wg.z of its keys (flash-decoding), shaped for
+// GPUs: the form of attention_split.wgsl whose threads read a key's neighbouring words rather than a
+// key each. A workgroup takes a group of up to ROWS query heads that read one kv head
+// (head_group.wgsl); its threads are CI columns of keys by DS neighbouring lanes of a subgroup, lane d holding vec4s d,
 // d + DS, ... (HDS of them) of each of the group's queries and outputs. A column walks every CI-th
 // key of the split, KR of them at a time (read before any is scored, so that KR keys' reads are in
 // flight at once): its DS lanes read each key's and value's slices side by side (a read that
