@@ -1,21 +1,20 @@
 // A step's attention from token wg.y on over split wg.z of its keys (flash-decoding), shaped for
-// GPUs: the form of attention_split.wgsl whose threads read a key's neighbouring words rather than a
-// key each. A workgroup takes a group of up to ROWS query heads that read one kv head
-// (head_group.wgsl); its threads are CI columns of keys by DS neighbouring lanes of a subgroup, lane d holding vec4s d,
-// d + DS, ... (HDS of them) of each of the group's queries and outputs. A column walks every CI-th
-// key of the split, KR of them at a time (read before any is scored, so that KR keys' reads are in
-// flight at once): its DS lanes read each key's and value's slices side by side (a read that
-// serves the group's heads), each head's score is the lanes' parts summed by subgroup shuffles, and
-// each head keeps a running max, sum and output slice (online softmax), no barrier on the way. At
-// the end the columns' states are merged through workgroup memory, and the split's state goes to
-// `parts` as attention_split.wgsl leaves it, for attention_merge.wgsl (which applies sinks).
-// Consecutive tokens of one sequence (a speculative check's) are taken up to TQ a workgroup, by the
-// workgroup of the first of them: their splits are of the keys the last sees, each key and value
-// read serves every token's queries (each weighing the keys it sees), and the other tokens'
-// workgroups leave at once. The pipeline defines HD4 (vec4s a head), DS, CI, KR, ROWS and TQ (1 in
-// a plan of one token). Needs subgroups at least DS wide,
-// kv_f32.wgsl or kv_f16.wgsl, step.wgsl, key_range.wgsl, split_params.wgsl, head_group.wgsl and
-// lanes_sum.wgsl.
+// GPUs: the form of attention_split.wgsl whose threads read a key's neighbouring words rather than
+// a key each. A workgroup takes a group of up to ROWS query heads that read one kv head
+// (head_group.wgsl); its threads are CI columns of keys by DS neighbouring lanes of a subgroup,
+// lane d holding vec4s d, d + DS, ... (HDS of them) of each of the group's queries and outputs. A
+// column walks every CI-th key of the split, KR of them at a time (read before any is scored, so
+// that KR keys' reads are in flight at once): its DS lanes read each key's and value's slices side
+// by side (a read that serves the group's heads), each head's score is the lanes' parts summed by
+// subgroup shuffles, and each head keeps a running max, sum and output slice (online softmax), no
+// barrier on the way. At the end the columns' states are merged through workgroup memory, and the
+// split's state goes to `parts` as attention_split.wgsl leaves it, for attention_merge.wgsl (which
+// applies sinks). Consecutive tokens of one sequence (a speculative check's) are taken up to TQ a
+// workgroup, by the workgroup of the first of them: their splits are of the keys the last sees,
+// each key and value read serves every token's queries (each weighing the keys it sees), and the
+// other tokens' workgroups leave at once. The pipeline defines HD4 (vec4s a head), DS, CI, KR, ROWS
+// and TQ (1 in a plan of one token). Needs subgroups at least DS wide, kv_f32.wgsl or kv_f16.wgsl,
+// step.wgsl, key_range.wgsl, split_params.wgsl, head_group.wgsl and lanes_sum.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (tokens, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
@@ -37,7 +36,9 @@ override WG: u32 = 128u;
 
 // Whether the run's token b is the one after token a in a's sequence.
 fn follows(a: u32, b: u32) -> bool {
-    return step.tokens[b].base == step.tokens[a].base && step.tokens[b].pos == step.tokens[a].pos + 1u;
+    let x = step.tokens[a];
+    let y = step.tokens[b];
+    return y.base == x.base && y.pos == x.pos + 1u;
 }
 
 // The tokens from the run's token `token` on that its workgroups take: up to TQ consecutive tokens
@@ -142,8 +143,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             }
         }
     }
-    // Each head's CI column states merged, token by token: column c's lane d is thread c * DS + d. A
-    // split with no keys of a token's leaves it l = 0, which the merge kernel skips.
+    // Each head's CI column states merged, token by token: column c's lane d is thread c * DS + d.
+    // A split with no keys of a token's leaves it l = 0, which the merge kernel skips.
     for (var u = 0u; u < TQ; u++) {
         if (u >= taken) {
             continue;
