@@ -355,6 +355,31 @@ mod tests {
         }
     }
 
+    /// A split lanes workgroup takes as many of a check's tokens as a lane's registers hold queries
+    /// and outputs for (16 vec4s each), up to 4 and up to the plan's runs; one in a one-token plan.
+    #[test]
+    fn split_lanes_take_a_checks_tokens_as_registers_allow() {
+        let split = |(heads, kv_heads, head_dim), tokens| AttentionShape {
+            heads,
+            kv_heads,
+            head_dim,
+            tokens,
+            cache: KvType::F16,
+            splits: Some(32),
+        };
+        let llama_8b = (32, 8, 128);
+        let qwen_05b = (14, 2, 64);
+        // 4 heads a workgroup: 128-wide heads over 32 lanes hold a vec4 a head, over 8 lanes four.
+        assert_eq!(split(llama_8b, 7).split_lanes_tokens(32), 4);
+        assert_eq!(split(llama_8b, 7).split_lanes_tokens(16), 2);
+        assert_eq!(split(llama_8b, 7).split_lanes_tokens(8), 1);
+        assert_eq!(split(llama_8b, 3).split_lanes_tokens(32), 3);
+        assert_eq!(split(llama_8b, 1).split_lanes_tokens(32), 1);
+        assert_eq!(split(qwen_05b, 4).split_lanes_tokens(8), 2);
+        // Gemma 4's 512-wide heads, one a kv head: 4 vec4s a lane over 32 lanes.
+        assert_eq!(split((8, 8, 512), 4).split_lanes_tokens(32), 4);
+    }
+
     /// A chunk's attention on the matrix cores is offered where plans may use them, for heads of
     /// whole products, at the tiles of keys the adapter's workgroup memory holds; never for a split.
     #[test]
