@@ -109,10 +109,10 @@ impl PipelineKey {
                 columns,
                 keys,
             } => {
-                let rows = shape.split_rows();
+                let (rows, tokens) = (shape.split_rows(), shape.split_lanes_tokens(lanes));
                 PipelineKey {
                     workgroup: lanes * columns,
-                    tokens: Some(shape.split_lanes_tokens(lanes)),
+                    tokens: (tokens > 1).then_some(tokens),
                     ..PipelineKey::new(
                         Kernel::AttentionSplitLanes(head_dim, cache, lanes, rows, keys),
                         None,
