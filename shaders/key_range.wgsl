@@ -6,6 +6,13 @@ fn first_key(end: u32, window: u32) -> u32 {
     return select(0u, end - min(end, window), window > 0u);
 }
 
+// The cache rows the run's token `token` sees causally, [first, end): up to its own row, the last
+// `window` of them on a sliding-window layer (0: all).
+fn causal_keys(token: u32, window: u32) -> vec2<u32> {
+    let first = step.tokens[token].base + first_key(step.tokens[token].pos + 1u, window);
+    return vec2<u32>(first, cache_row(token) + 1u);
+}
+
 // The cache rows the run's token `token` sees, [first, end). Where causal: up to its own position
 // (the last `window` of them on a sliding-window layer), or to its segment's end where its id is
 // from `both_ways_from` on (a row given in place of an embedding, an image's token: Gemma 3's images
@@ -15,9 +22,9 @@ fn key_range(token: u32, causal: bool, window: u32, both_ways_from: u32) -> vec2
     let base = step.tokens[token].base;
     let pos = step.tokens[token].pos;
     if (causal) {
+        let keys = causal_keys(token, window);
         let both_ways = step.tokens[token].id >= both_ways_from;
-        let end = select(base + pos + 1u, step.tokens[token].end, both_ways);
-        return vec2<u32>(base + first_key(pos + 1u, window), end);
+        return vec2<u32>(keys.x, select(keys.y, step.tokens[token].end, both_ways));
     }
     var first = base;
     var end = step.tokens[token].end;
@@ -27,13 +34,6 @@ fn key_range(token: u32, causal: bool, window: u32, both_ways_from: u32) -> vec2
         end = min(end, base + pos + half + 1u);
     }
     return vec2<u32>(first, end);
-}
-
-// The cache rows the run's token `token` sees causally, [first, end): up to its own row, the last
-// `window` of them on a sliding-window layer (0: all).
-fn causal_keys(token: u32, window: u32) -> vec2<u32> {
-    let first = step.tokens[token].base + first_key(step.tokens[token].pos + 1u, window);
-    return vec2<u32>(first, cache_row(token) + 1u);
 }
 
 // Split `split` of `n_split` of the keys the run's token `token` sees, causally (flash-decoding:
