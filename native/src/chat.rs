@@ -51,10 +51,11 @@ fn template_variables(text: &str) -> Result<Variables, String> {
 
 pub fn main(args: ChatArgs) -> Result<()> {
     let mut images = read_images(&args.images, &args.projector)?;
+    let source = load::open_source(&args.model.model)?;
     let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
     let options = args.projector.options(options, args.model.batch_size)?;
-    let mut session = load::session_on(gpu, &args.model, options)?;
+    let mut session = load::session_on(gpu, source, &args.model, options)?;
     args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
     let mut sampler = args.sampling.sampler(&session)?;

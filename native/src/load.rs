@@ -109,12 +109,18 @@ pub fn progress_bar(what: &str) -> ProgressBar {
 /// Loads the model `args` names with the context, batch and pooling they say (the batch `options`
 /// gives where they say none), the rest of `options` as given.
 pub fn session(args: &ModelArgs, options: LoadOptions) -> Result<Session> {
-    session_on(gpu()?, args, options)
+    let source = open_source(&args.model)?;
+    session_on(gpu()?, source, args, options)
 }
 
-/// `session` on a GPU the caller has set up.
-pub fn session_on(gpu: Arc<Gpu>, args: &ModelArgs, options: LoadOptions) -> Result<Session> {
-    let source = open_source(&args.model)?;
+/// `session` from the model's bytes on a GPU the caller has set up. Callers open the model
+/// (`open_source`) before the GPU, so that a mistyped path is said before the GPU starts.
+pub fn session_on(
+    gpu: Arc<Gpu>,
+    source: Box<dyn ByteSource>,
+    args: &ModelArgs,
+    options: LoadOptions,
+) -> Result<Session> {
     let bar = progress_bar("loading");
     let start = std::time::Instant::now();
     let options = LoadOptions {

@@ -32,6 +32,7 @@ pub fn main(args: PerplexityArgs) -> Result<()> {
         kv_cache: Some(wick::gpu::KvType::F32),
         ..Default::default()
     };
+    let source = load::open_source(&args.model.model)?;
     let gpu = load::gpu_with(|gpu| {
         gpu.set_rounds(Rounding::MatrixCores, args.matrix_cores);
         // Nor are the tiles held in f16; a run of a few tokens (a small `-b`, or a chunk's last)
@@ -41,7 +42,7 @@ pub fn main(args: PerplexityArgs) -> Result<()> {
         Ok(())
     })?;
 
-    let mut session = load::session_on(gpu, &args.model, scoring)?;
+    let mut session = load::session_on(gpu, source, &args.model, scoring)?;
     let max_chunks = usize::try_from(args.chunks).ok();
     eprintln!(
         "wick: chunks of {} tokens, the second half of each scored",

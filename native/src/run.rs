@@ -50,10 +50,11 @@ pub fn main(args: RunArgs) -> Result<()> {
         ),
         None => None,
     };
+    let source = load::open_source(&args.model.model)?;
     let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
     let options = args.projector.options(options, args.model.batch_size)?;
-    let mut session = load::session_on(gpu, &args.model, options)?;
+    let mut session = load::session_on(gpu, source, &args.model, options)?;
     args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
     let encoding = std::time::Instant::now();

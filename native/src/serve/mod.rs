@@ -59,10 +59,11 @@ pub fn main(args: ServeArgs) -> Result<()> {
         sequences: args.parallel,
         ..Default::default()
     };
+    let source = load::open_source(&args.model.model)?;
     let gpu = load::gpu()?;
     let options = args.speculation.options(options);
     let options = args.projector.options(options, args.model.batch_size)?;
-    let mut session = load::session_on(gpu, &args.model, options)?;
+    let mut session = load::session_on(gpu, source, &args.model, options)?;
     args.projector.attach(&mut session)?;
     args.speculation.start(&mut session)?;
     let max_body = args
