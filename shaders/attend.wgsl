@@ -65,14 +65,15 @@ fn group_sum(t: u32, v: array<vec4<f32>, TQ>) -> array<vec4<f32>, TQ> {
     return r;
 }
 
-// The group's `heads` heads of each query q over keys [ranges[q].x, ranges[q].y) of the cache, the
-// blocks walking the union of the ranges (a chunk's causal ranges nest: the last query's). Lanes past
-// `heads` hold nothing meant; a query with no keys keeps l = 0. A block's max goes through group_max's
+// The group's `heads` heads of each query q < `live` over keys [ranges[q].x, ranges[q].y) of the cache
+// (an empty range where x >= y), the blocks walking the union of the ranges (a chunk's causal ranges
+// nest: the last query's). Lanes past `heads` and queries from `live` on hold nothing meant (their
+// arithmetic is skipped); a query with no keys keeps l = 0. A block's max goes through group_max's
 // tree; its sum does not: each thread keeps the sum of its own keys' weights (rescaled as the max
 // moves, as every thread's is), and the threads' sums are added once, at the end: a block takes 10
 // barriers with 64 threads rather than 17, and barriers are most of a long cache's time on a
 // CPU-backed adapter.
-fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Attended {
+fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, live: u32, t: u32) -> Attended {
     let k4 = keys.key_len / 4u;
     var first = ranges[0].x;
     var end = ranges[0].y;
@@ -99,6 +100,9 @@ fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Atten
             for (var i = 0u; i < k4; i++) {
                 let key = kv4(KC[k + i]);
                 for (var q = 0u; q < TQ; q++) {
+                    if (q >= live) {
+                        continue; // a constant count of turns: the arrays stay in registers
+                    }
                     for (var g = 0u; g < heads; g++) {
                         d[q][g] += dot(query(q, g, i), key);
                     }
@@ -141,7 +145,9 @@ fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Atten
                     let value = kv2(VC[at / 2u])[at & 1u];
                     let w = block[j];
                     for (var q = 0u; q < TQ; q++) {
-                        a[q] += w[q] * value;
+                        if (q < live) {
+                            a[q] += w[q] * value;
+                        }
                     }
                 }
                 for (var q = 0u; q < TQ; q++) {
@@ -155,23 +161,23 @@ fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, t: u32) -> Atten
     return r;
 }
 
-// A split's state of one query (TQ = 1) for the group's heads `heads` (the first's row of the run's
-// heads, token * n_head + head, and how many), split `split` of `n_split` (flash-decoding;
+// A split's state of query q for the group's heads `heads` (the first's row of the run's heads,
+// token * n_head + head, and how many), split `split` of `n_split` (flash-decoding;
 // attention_merge.wgsl combines them): each head's part (token, head, split) of O, (value_len + 2)
 // floats, holds this thread's dims of the unnormalized sum, then the max and the weight (0 for a
 // split with no keys).
-fn store_split(r: Attended, heads: vec2<u32>, split: u32, n_split: u32, value_len: u32, t: u32) {
+fn store_split(r: Attended, q: u32, heads: vec2<u32>, split: u32, n_split: u32, value_len: u32, t: u32) {
     for (var g = 0u; g < heads.y; g++) {
         let out = ((heads.x + g) * n_split + split) * (value_len + 2u);
         for (var i = 0u; i < 4u; i++) {
             let dim = t + i * WG;
             if (dim < value_len) {
-                O[out + dim] = r.acc[0][i][g];
+                O[out + dim] = r.acc[q][i][g];
             }
         }
         if (t == 0u) {
-            O[out + value_len] = r.m[0][g];
-            O[out + value_len + 1u] = r.l[0][g];
+            O[out + value_len] = r.m[q][g];
+            O[out + value_len + 1u] = r.l[q][g];
         }
     }
 }

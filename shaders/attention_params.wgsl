@@ -14,6 +14,10 @@ struct Params {
     // Where causal, a token of an id from this one on (a row given in place of an embedding: an
     // image's token) sees its whole segment, later tokens too (Gemma 3's images attend both ways).
     both_ways_from: u32,
+    // 1: the run is a step's (a token of each sequence, or a speculative check's tokens), a
+    // workgroup a token, that of a sequence's first taking up to TQ of its tokens (attention.wgsl,
+    // check_tokens.wgsl); 0: a chunk's, TQ tokens a workgroup.
+    step: u32,
 }
 
 // A query's softmax over its keys (their max m and sum of exponentials l) with head h's sink taking

@@ -1,9 +1,11 @@
 // Attention of each of a step's tokens split over its keys (flash-decoding): with a long cache, one
 // workgroup per group of heads (attention.wgsl) leaves most of a GPU idle, so workgroup (group,
 // token, s) takes split s of the token's keys and writes its heads' partial states;
-// attention_merge.wgsl combines the splits. One query a workgroup (TQ = 1); heads of at most 4 * WG
-// dimensions. Needs step.wgsl, key_range.wgsl,
-// split_params.wgsl, head_group.wgsl, attend.wgsl and head_keys.wgsl.
+// attention_merge.wgsl combines the splits. A workgroup takes up to TQ consecutive tokens of one
+// sequence (a speculative check's: check_tokens.wgsl), splitting the keys the last of them sees, so
+// that each key and value read serves all their queries (each weighing the keys it sees); TQ is 1
+// in a plan of one token. Heads of at most 4 * WG dimensions. Needs step.wgsl, key_range.wgsl,
+// check_tokens.wgsl, split_params.wgsl, head_group.wgsl, attend.wgsl and head_keys.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (tokens, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
@@ -14,21 +16,37 @@
 
 override WG: u32 = 64u;
 
-var<private> q_first: u32; // the vec4 where the group's first query starts
+var<private> q_first: array<u32, TQ>; // the vec4 where each query's group's first head starts
 
 fn query(q: u32, g: u32, i: u32) -> vec4<f32> {
-    return Q[q_first + g * (P.head_dim / 4u) + i];
+    return Q[q_first[q] + g * (P.head_dim / 4u) + i];
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let group = head_group(wg.x, P.n_head / P.n_kv_head);
-    let token = wg.y;
     let split = wg.z;
-    let first_head = token * P.n_head + group.x;
-    q_first = first_head * (P.head_dim / 4u);
-    // Whole blocks of WG keys per split, so that few splits are partly filled.
-    let keys = split_range(token, split, P.n_split, P.window, WG);
-    let r = attend(head_keys(group.x), group.y, array<vec2<u32>, TQ>(keys), t);
-    store_split(r, vec2<u32>(first_head, group.y), split, P.n_split, P.head_dim, t);
+    let taken = tokens_taken(wg.y);
+    if (taken == 0u) {
+        return;
+    }
+    // Token u of those taken is wg.y + u (past them, the last taken, weighing nothing).
+    var sees: array<vec2<u32>, TQ>;
+    for (var u = 0u; u < TQ; u++) {
+        let token = wg.y + min(u, taken - 1u);
+        q_first[u] = (token * P.n_head + group.x) * (P.head_dim / 4u);
+        sees[u] = causal_keys(token, P.window);
+    }
+    // Whole blocks of WG keys a split of the keys any of them sees, so that few splits are partly
+    // filled; each token weighs the split's keys it sees (none: an empty range).
+    let keys = split_of(vec2<u32>(sees[0].x, sees[taken - 1u].y), split, P.n_split, WG);
+    var ranges: array<vec2<u32>, TQ>;
+    for (var u = 0u; u < TQ; u++) {
+        ranges[u] = vec2<u32>(max(sees[u].x, keys.x), min(sees[u].y, keys.y));
+    }
+    let r = attend(head_keys(group.x), group.y, ranges, taken, t);
+    for (var u = 0u; u < taken; u++) {
+        let heads = vec2<u32>((wg.y + u) * P.n_head + group.x, group.y);
+        store_split(r, u, heads, split, P.n_split, P.head_dim, t);
+    }
 }

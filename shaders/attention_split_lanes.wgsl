@@ -14,7 +14,8 @@
 // each key and value read serves every token's queries (each weighing the keys it sees), and the
 // other tokens' workgroups leave at once. The pipeline defines HD4 (vec4s a head), DS, CI, KR, ROWS
 // and TQ (1 in a plan of one token). Needs subgroups at least DS wide, kv_f32.wgsl or kv_f16.wgsl,
-// step.wgsl, key_range.wgsl, split_params.wgsl, head_group.wgsl and lanes_sum.wgsl.
+// step.wgsl, key_range.wgsl, check_tokens.wgsl, split_params.wgsl, head_group.wgsl and
+// lanes_sum.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (tokens, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)
@@ -33,31 +34,6 @@ var<workgroup> merge_l: array<f32, THREADS>;
 var<workgroup> merge_o: array<vec4<f32>, THREADS * HDS>;
 
 override WG: u32 = 128u;
-
-// Whether the run's token b is the one after token a in a's sequence.
-fn follows(a: u32, b: u32) -> bool {
-    let x = step.tokens[a];
-    let y = step.tokens[b];
-    return y.base == x.base && y.pos == x.pos + 1u;
-}
-
-// The tokens from the run's token `token` on that its workgroups take: up to TQ consecutive tokens
-// of one sequence where `token` is the first of its sequence's in the run, or TQ, 2 TQ, ... after
-// it; 0 where another token's workgroups take it.
-fn tokens_taken(token: u32) -> u32 {
-    var before = 0u;
-    while (before < token && follows(token - before - 1u, token - before)) {
-        before++;
-    }
-    if (before % TQ != 0u) {
-        return 0u;
-    }
-    var n = 1u;
-    while (n < TQ && token + n < step.n_tokens && follows(token + n - 1u, token + n)) {
-        n++;
-    }
-    return n;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {

@@ -89,10 +89,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 
     let width = P.kv_lora + P.rope.n_rot;
     let keys = Keys(width, 0u, width, P.kv_lora);
-    let r = attend(keys, group.y, ranges, t);
+    let r = attend(keys, group.y, ranges, tokens, t);
     if (split) {
         let heads = vec2<u32>(first * P.n_head + group.x, group.y);
-        store_split(r, heads, wg.z, P.n_split, P.kv_lora, t);
+        store_split(r, 0u, heads, wg.z, P.n_split, P.kv_lora, t);
         return;
     }
     for (var q = 0u; q < tokens; q++) {

@@ -151,8 +151,8 @@ const SPLIT_LANES_MAX_VEC4S: u32 = 4;
 /// most, in vec4s: as many as 4 heads of one token at `SPLIT_LANES_MAX_VEC4S`.
 const SPLIT_LANES_MAX_ROW_VEC4S: u32 = 16;
 
-/// Consecutive tokens of one sequence a split lanes workgroup takes at most.
-const SPLIT_LANES_TOKENS: u32 = 4;
+/// Consecutive tokens of one sequence a split workgroup takes at most.
+const SPLIT_TOKENS: u32 = 4;
 
 /// What a tuning kept before the split lanes form's `keys` was chosen meant: a key at a time.
 fn one_key() -> u32 {
@@ -261,8 +261,15 @@ impl AttentionShape {
     pub fn split_lanes_tokens(&self, lanes: u32) -> u32 {
         let row_vec4s = (self.head_dim / 4 / lanes).max(1) * self.split_rows();
         (SPLIT_LANES_MAX_ROW_VEC4S / row_vec4s)
-            .clamp(1, SPLIT_LANES_TOKENS)
+            .clamp(1, SPLIT_TOKENS)
             .min(self.tokens.max(1))
+    }
+
+    /// Consecutive tokens of one sequence a workgroup of the key-a-thread split takes at once
+    /// (`AttentionForm::SplitKeys`), each key and value it reads serving them all: up to 4, as many
+    /// as the plan's runs hold (a thread holds 4 output dims of each); 1 in a plan of one token.
+    pub fn split_keys_tokens(&self) -> u32 {
+        SPLIT_TOKENS.min(self.tokens.max(1))
     }
 
     /// The forms `Engine::tune` times where the adapter offers what `offers` says (subgroups, the
@@ -357,8 +364,9 @@ mod tests {
 
     /// A split lanes workgroup takes as many of a check's tokens as a lane's registers hold queries
     /// and outputs for (16 vec4s each), up to 4 and up to the plan's runs; one in a one-token plan.
+    /// A key-a-thread workgroup takes up to 4.
     #[test]
-    fn split_lanes_take_a_checks_tokens_as_registers_allow() {
+    fn split_workgroups_take_a_checks_tokens_as_registers_allow() {
         let split = |(heads, kv_heads, head_dim), tokens| AttentionShape {
             heads,
             kv_heads,
@@ -378,6 +386,10 @@ mod tests {
         assert_eq!(split(qwen_05b, 4).split_lanes_tokens(8), 2);
         // Gemma 4's 512-wide heads, one a kv head: 4 vec4s a lane over 32 lanes.
         assert_eq!(split((8, 8, 512), 4).split_lanes_tokens(32), 4);
+        // A key a thread: up to 4, whatever the heads.
+        assert_eq!(split(llama_8b, 7).split_keys_tokens(), 4);
+        assert_eq!(split(qwen_05b, 3).split_keys_tokens(), 3);
+        assert_eq!(split(llama_8b, 1).split_keys_tokens(), 1);
     }
 
     /// A chunk's attention on the matrix cores is offered where plans may use them, for heads of

@@ -331,6 +331,7 @@ impl Kernel {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "check_tokens.wgsl",
                     "attention_params.wgsl",
                     "head_group.wgsl",
                     "attend.wgsl",
@@ -343,6 +344,7 @@ impl Kernel {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "check_tokens.wgsl",
                     "split_params.wgsl",
                     "head_group.wgsl",
                     "attend.wgsl",
@@ -355,6 +357,7 @@ impl Kernel {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "check_tokens.wgsl",
                     "split_params.wgsl",
                     "head_group.wgsl",
                     "lanes_sum.wgsl",

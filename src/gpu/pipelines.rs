@@ -100,10 +100,14 @@ impl PipelineKey {
                 tokens: Some(queries),
                 ..PipelineKey::new(Kernel::AttentionRows(head_dim, cache, keys), None)
             },
-            AttentionForm::SplitKeys => PipelineKey {
-                workgroup: attention_workgroup(head_dim),
-                ..PipelineKey::new(Kernel::AttentionSplit(cache), None)
-            },
+            AttentionForm::SplitKeys => {
+                let tokens = shape.split_keys_tokens();
+                PipelineKey {
+                    workgroup: attention_workgroup(head_dim),
+                    tokens: (tokens > 1).then_some(tokens),
+                    ..PipelineKey::new(Kernel::AttentionSplit(cache), None)
+                }
+            }
             AttentionForm::SplitLanes {
                 lanes,
                 columns,

@@ -23,6 +23,7 @@ struct Params {
     sinks: u32,
     causal: u32,
     both_ways_from: u32,
+    step: u32,
 }
 
 /// The heads attention runs over and how it scores keys.
@@ -69,8 +70,9 @@ impl Shape {
 pub const MAX_HEAD_DIM: u32 = 512;
 
 /// Tokens of a prompt's chunk a workgroup attends at once (TQ in attend.wgsl): each key and value
-/// read serves their queries, whose causal ranges nest. A step (`Plan::is_step`) takes one a
-/// workgroup: its sequences' ranges lie apart in the cache.
+/// read serves their queries, whose causal ranges nest. In a step (`Plan::is_step`) a workgroup
+/// takes as many consecutive tokens of one sequence (a speculative check's), and a token of each
+/// other sequence alone: their ranges lie apart in the cache (shaders/check_tokens.wgsl).
 const QUERY_TILE: u32 = 4;
 
 pub struct AttentionBuffers<'a> {
@@ -101,11 +103,16 @@ impl AttentionBuffers<'_> {
 /// window / 2 of its own on a sliding-window layer).
 pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
     assert!(s.head_dim.is_multiple_of(4) && s.head_dim <= MAX_HEAD_DIM);
-    let p = params(s, b);
+    let in_step = plan.is_step();
+    let p = Params {
+        step: in_step as u32,
+        ..params(s, b)
+    };
     let step = plan.step.clone();
-    let tokens = match plan.is_step() {
-        true => 1,
-        false => QUERY_TILE,
+    // A step's workgroups are a token's each (those of a check's later tokens leave at once).
+    let (tokens, per) = match in_step {
+        true => (QUERY_TILE.min(plan.batch), 1),
+        false => (QUERY_TILE, QUERY_TILE),
     };
     plan.push(
         PipelineKey {
@@ -117,7 +124,7 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         super::params(&p),
         Groups::PerTokens {
             x: head_groups(s.n_head, s.n_kv_head),
-            per: tokens,
+            per,
             z: 1,
         },
     );
@@ -135,6 +142,7 @@ fn params(s: Shape, b: &AttentionBuffers) -> Params {
         sinks: b.sinks.is_some() as u32,
         causal: s.causal as u32,
         both_ways_from: s.both_ways_from,
+        step: 0,
     }
 }
 
