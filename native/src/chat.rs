@@ -52,12 +52,13 @@ fn template_variables(text: &str) -> Result<Variables, String> {
 pub fn main(args: ChatArgs) -> Result<()> {
     let mut images = read_images(&args.images, &args.projector)?;
     let source = load::open_source(&args.model.model)?;
+    let draft = args.speculation.open()?;
     let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
     let options = args.projector.options(options, args.model.batch_size)?;
     let mut session = load::session_on(gpu, source, &args.model, options)?;
     args.projector.attach(&mut session)?;
-    args.speculation.start(&mut session)?;
+    draft.start(&mut session)?;
     let mut sampler = args.sampling.sampler(&session)?;
     let grammar = args.sampling.grammar.grammar()?;
     let overflow = if args.drop_old_turns {

@@ -51,12 +51,13 @@ pub fn main(args: RunArgs) -> Result<()> {
         None => None,
     };
     let source = load::open_source(&args.model.model)?;
+    let draft = args.speculation.open()?;
     let gpu = load::gpu()?;
     let options = args.speculation.options(Default::default());
     let options = args.projector.options(options, args.model.batch_size)?;
     let mut session = load::session_on(gpu, source, &args.model, options)?;
     args.projector.attach(&mut session)?;
-    args.speculation.start(&mut session)?;
+    draft.start(&mut session)?;
     let encoding = std::time::Instant::now();
     let prompt = session
         .tokenize_prompt_with_images(&args.prompt, &images)

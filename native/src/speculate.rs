@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use pollster::FutureExt as _;
 use wick::engine::LoadOptions;
+use wick::gguf::ByteSource;
 use wick::session::Session;
 use wick::speculate::{DraftModel, Drafter, Speculation, DRAFT_MIN_CHANCE};
 
@@ -52,25 +53,48 @@ impl SpeculationArgs {
         }
     }
 
-    /// Sets `session` speculating as these flags say, loading the draft model on its GPU with its
+    /// The draft model these flags name, opened: callers open it before the GPU and the model, so
+    /// that a path it cannot open is said before anything loads.
+    pub fn open(&self) -> Result<Draft<'_>> {
+        let source = match &self.draft {
+            Some(path) => Some(load::open_source(&Some(path.clone()))?),
+            None => None,
+        };
+        Ok(Draft { args: self, source })
+    }
+}
+
+/// The flags with their draft model's file opened (`SpeculationArgs::open`).
+pub struct Draft<'a> {
+    args: &'a SpeculationArgs,
+    source: Option<Box<dyn ByteSource>>,
+}
+
+impl Draft<'_> {
+    /// Sets `session` speculating as the flags say, loading the draft model on its GPU with its
     /// context and prompt batch.
-    pub fn start(&self, session: &mut Session) -> Result<()> {
-        let drafter = match (&self.draft, self.lookup) {
-            (Some(path), _) => {
-                Drafter::Model(Box::new(draft_model(path, self.draft_head_rows, session)?))
+    pub fn start(self, session: &mut Session) -> Result<()> {
+        let args = self.args;
+        let drafter = match (self.source, args.lookup) {
+            (Some(source), _) => {
+                let draft = draft_model(source, args.draft_head_rows, session)?;
+                Drafter::Model(Box::new(draft))
             }
             (None, true) => Drafter::Lookup,
             (None, false) => return Ok(()),
         };
-        let mut speculation = Speculation::new(drafter, self.draft_max as usize);
-        speculation.min_chance = self.draft_p_min;
+        let mut speculation = Speculation::new(drafter, args.draft_max as usize);
+        speculation.min_chance = args.draft_p_min;
         session.speculation = Some(speculation);
         Ok(())
     }
 }
 
-fn draft_model(path: &str, head_rows: Option<u32>, session: &Session) -> Result<DraftModel> {
-    let source = load::open_source(&Some(path.to_string()))?;
+fn draft_model(
+    source: Box<dyn ByteSource>,
+    head_rows: Option<u32>,
+    session: &Session,
+) -> Result<DraftModel> {
     // A server's parallel slots share the draft: a sequence of it for each, as long as theirs.
     let options = LoadOptions {
         n_ctx: session.engine.n_ctx(),

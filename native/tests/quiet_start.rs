@@ -26,11 +26,11 @@ fn no_false_errors_without_a_runtime_dir() {
 
 /// Each command that loads a model says a path it cannot open first, naming it once with the OS's
 /// reason once, before it starts the GPU (whose start on a large card takes a while, and whose line
-/// would come before the error).
+/// would come before the error); a draft model's too, before the model loads.
 #[test]
 fn a_missing_model_is_named_once_with_the_reason() {
     let missing = std::env::temp_dir().join("wick-no-such-model.gguf");
-    let reason = std::fs::File::open(&missing).unwrap_err().to_string();
+    let missing = missing.to_str().unwrap();
     let text = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
     let commands: [&[&str]; 5] = [
         &["info"],
@@ -40,19 +40,39 @@ fn a_missing_model_is_named_once_with_the_reason() {
         &["perplexity", "-f", text],
     ];
     for command in commands {
-        let out = Command::new(env!("CARGO_BIN_EXE_wick"))
-            .args(command)
-            .args(["-m", missing.to_str().unwrap()])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{command:?}: {stderr}");
-        assert!(
-            stderr.starts_with("error: cannot open "),
-            "{command:?}: {stderr}"
-        );
-        let named = stderr.matches("wick-no-such-model.gguf").count();
-        assert_eq!(named, 1, "{command:?}: {stderr}");
-        assert_eq!(stderr.matches(&reason).count(), 1, "{command:?}: {stderr}");
+        says_once_it_cannot_open(&[command, &["-m", missing]].concat(), missing);
     }
+    // A folder in place of a file, once with what it is.
+    let folder = std::env::temp_dir();
+    let out = Command::new(env!("CARGO_BIN_EXE_wick"))
+        .args(["info", "-m", folder.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.starts_with("error: cannot open "), "{stderr}");
+    assert_eq!(stderr.matches("directory").count(), 1, "{stderr}");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/random-llama-chat.gguf");
+    let model = model.to_str().unwrap();
+    for command in &commands[1..4] {
+        let args = [command, &["-m", model, "--draft", missing][..]].concat();
+        says_once_it_cannot_open(&args, missing);
+    }
+}
+
+/// `wick args` fails first thing, saying it cannot open `path`, with the OS's reason, each once.
+fn says_once_it_cannot_open(args: &[&str], path: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wick"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?}: {stderr}");
+    assert!(
+        stderr.starts_with("error: cannot open "),
+        "{args:?}: {stderr}"
+    );
+    assert_eq!(stderr.matches(path).count(), 1, "{args:?}: {stderr}");
+    let reason = std::fs::File::open(path).unwrap_err().to_string();
+    assert_eq!(stderr.matches(&reason).count(), 1, "{args:?}: {stderr}");
 }

@@ -83,7 +83,12 @@ impl FileSource {
             error,
         };
         let file = std::fs::File::open(path.as_ref()).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let metadata = file.metadata().map_err(io)?;
+        // A directory opens on some systems, and fails at the first read.
+        if metadata.is_dir() {
+            return Err(io(std::io::ErrorKind::IsADirectory.into()));
+        }
+        let len = metadata.len();
         Ok(FileSource {
             file,
             len,

@@ -60,12 +60,13 @@ pub fn main(args: ServeArgs) -> Result<()> {
         ..Default::default()
     };
     let source = load::open_source(&args.model.model)?;
+    let draft = args.speculation.open()?;
     let gpu = load::gpu()?;
     let options = args.speculation.options(options);
     let options = args.projector.options(options, args.model.batch_size)?;
     let mut session = load::session_on(gpu, source, &args.model, options)?;
     args.projector.attach(&mut session)?;
-    args.speculation.start(&mut session)?;
+    draft.start(&mut session)?;
     let max_body = args
         .max_body
         .unwrap_or(if images { 32 << 20 } else { 1 << 20 });
