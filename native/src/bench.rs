@@ -72,8 +72,10 @@ pub struct BenchArgs {
     /// [default: f16 on GPUs, f32 for CPU-backed adapters]
     #[arg(long = "cache-type", value_enum)]
     cache_type: Option<crate::load::CacheType>,
-    /// With --profile, also time a decode step of this many sequences at once (`wick serve
-    /// --parallel`'s step), kernel by kernel; for 5 to 8, a step of 4 too (its own plan)
+    /// With --profile, also time the plan of a decode step of this many sequences at once (`wick
+    /// serve --parallel`'s step, and a speculative check of as many tokens), kernel by kernel, on
+    /// consecutive tokens of one sequence, as a check runs it; for 5 to 8, a step of 4 too (its own
+    /// plan)
     #[arg(long = "parallel", default_value_t = 1)]
     parallel: u32,
     /// Norm each product's input in the product's own kernel (on: one dispatch less for each norm)
@@ -606,7 +608,9 @@ fn print_profile(engine: &mut Engine, plan: Profiled) -> Result<()> {
     let run = match plan {
         Profiled::Decode => "a decode step".to_string(),
         Profiled::Prefill => format!("a chunk of {} prompt tokens", engine.stats.chunk_tokens),
-        Profiled::Parallel(tokens) => format!("a step of {tokens} sequences"),
+        Profiled::Parallel(tokens) => {
+            format!("a step of {tokens} tokens of one sequence (a check's)")
+        }
     };
     print_kernels(
         &format!("time of {run} by kernel, each dispatch alone"),

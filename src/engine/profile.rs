@@ -39,8 +39,10 @@ pub enum Profiled {
     Decode,
     /// One full chunk of a prompt.
     Prefill,
-    /// A decode step of this many sequences, one token each (at most as many as the engine was
-    /// loaded for): the plan that runs such a step, over all its rows.
+    /// The plan of a decode step of this many sequences (at most as many as the engine was loaded
+    /// for), which a speculative check of as many tokens runs too, over all its rows: run on
+    /// consecutive tokens of one sequence, as a check's (where a step's attention takes them
+    /// together; separate sequences' tokens take a workgroup each).
     Parallel(u32),
 }
 
