@@ -65,14 +65,14 @@ fn group_sum(t: u32, v: array<vec4<f32>, TQ>) -> array<vec4<f32>, TQ> {
     return r;
 }
 
-// The group's `heads` heads of each query q < `live` over keys [ranges[q].x, ranges[q].y) of the cache
-// (an empty range where x >= y), the blocks walking the union of the ranges (a chunk's causal ranges
-// nest: the last query's). Lanes past `heads` and queries from `live` on hold nothing meant (their
-// arithmetic is skipped); a query with no keys keeps l = 0. A block's max goes through group_max's
-// tree; its sum does not: each thread keeps the sum of its own keys' weights (rescaled as the max
-// moves, as every thread's is), and the threads' sums are added once, at the end: a block takes 10
-// barriers with 64 threads rather than 17, and barriers are most of a long cache's time on a
-// CPU-backed adapter.
+// The group's `heads` heads of each query q < `live` over keys [ranges[q].x, ranges[q].y) of the
+// cache (an empty range where x >= y), the blocks walking the union of the ranges (a chunk's causal
+// ranges nest: the last query's). Lanes past `heads` and queries from `live` on hold nothing meant
+// (their dots and value sums are skipped); a query with no keys keeps l = 0. A block's max goes
+// through group_max's tree; its sum does not: each thread keeps the sum of its own keys' weights
+// (rescaled as the max moves, as every thread's is), and the threads' sums are added once, at the
+// end: a block takes 10 barriers with 64 threads rather than 17, and barriers are most of a long
+// cache's time on a CPU-backed adapter.
 fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, live: u32, t: u32) -> Attended {
     let k4 = keys.key_len / 4u;
     var first = ranges[0].x;
@@ -166,7 +166,15 @@ fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, live: u32, t: u3
 // attention_merge.wgsl combines them): each head's part (token, head, split) of O, (value_len + 2)
 // floats, holds this thread's dims of the unnormalized sum, then the max and the weight (0 for a
 // split with no keys).
-fn store_split(r: Attended, q: u32, heads: vec2<u32>, split: u32, n_split: u32, value_len: u32, t: u32) {
+fn store_split(
+    r: Attended,
+    q: u32,
+    heads: vec2<u32>,
+    split: u32,
+    n_split: u32,
+    value_len: u32,
+    t: u32,
+) {
     for (var g = 0u; g < heads.y; g++) {
         let out = ((heads.x + g) * n_split + split) * (value_len + 2u);
         for (var i = 0u; i < 4u; i++) {

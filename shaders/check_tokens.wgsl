@@ -1,8 +1,8 @@
-// Which of a step's tokens an attention workgroup takes (attention.wgsl in a step, attention_split.wgsl,
-// attention_split_lanes.wgsl): the workgroup of a sequence's first token in the run takes up to TQ
-// consecutive tokens of it (a speculative check's), so that each key and value read serves all their
-// queries, rather than each token's workgroup reading the cache again; the others' workgroups leave
-// at once. Needs step.wgsl and the constant TQ.
+// Which of a step's tokens an attention workgroup takes (attention.wgsl in a step,
+// attention_split.wgsl, attention_split_lanes.wgsl): the workgroup of a sequence's first token in
+// the run takes up to TQ consecutive tokens of it (a speculative check's), so that each key and value
+// read serves all their queries, rather than each token's workgroup reading the cache again; the
+// others' workgroups leave at once. Needs step.wgsl and the constant TQ.
 
 // Whether the run's token b is the one after token a in a's sequence.
 fn follows(a: u32, b: u32) -> bool {
