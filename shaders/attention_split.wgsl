@@ -31,15 +31,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         return;
     }
     // Token u of those taken is wg.y + u (past them, the last taken, weighing nothing).
-    var sees: array<vec2<u32>, TQ>;
     for (var u = 0u; u < TQ; u++) {
-        let token = wg.y + min(u, taken - 1u);
-        q_first[u] = (token * P.n_head + group.x) * (P.head_dim / 4u);
-        sees[u] = causal_keys(token, P.window);
+        q_first[u] = ((wg.y + min(u, taken - 1u)) * P.n_head + group.x) * (P.head_dim / 4u);
     }
-    // Whole blocks of WG keys a split of the keys any of them sees, so that few splits are partly
-    // filled; each token weighs the split's keys it sees (none: an empty range).
-    let keys = split_of(vec2<u32>(sees[0].x, sees[taken - 1u].y), split, P.n_split, WG);
+    // Whole blocks of WG keys a split, so that few splits are partly filled; each token weighs the
+    // split's keys it sees (none: an empty range).
+    let sees = taken_keys(wg.y, taken, P.window);
+    let keys = taken_split(sees, taken, split, P.n_split, WG);
     var ranges: array<vec2<u32>, TQ>;
     for (var u = 0u; u < TQ; u++) {
         ranges[u] = vec2<u32>(max(sees[u].x, keys.x), min(sees[u].y, keys.y));

@@ -47,14 +47,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (taken == 0u) {
         return;
     }
-    // Token u of those taken is wg.y + u; each sees its own keys, the later ones more.
-    var sees: array<vec2<u32>, TQ>;
-    for (var u = 0u; u < TQ; u++) {
-        sees[u] = causal_keys(wg.y + min(u, taken - 1u), P.window);
-    }
-    // Whole rounds a split of the keys any of them sees: every column of a split but the last takes
-    // as many keys.
-    let keys = split_of(vec2<u32>(sees[0].x, sees[taken - 1u].y), split, P.n_split, ROUND);
+    // Token u of those taken is wg.y + u; each sees its own keys, the later ones more. Whole rounds
+    // a split: every column of a split but the last takes as many keys.
+    let sees = taken_keys(wg.y, taken, P.window);
+    let keys = taken_split(sees, taken, split, P.n_split, ROUND);
     // Rows past the group's heads repeat its last head, tokens past those taken the last taken;
     // neither is stored.
     var q: array<array<array<vec4<f32>, HDS>, ROWS>, TQ>;
