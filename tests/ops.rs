@@ -534,13 +534,13 @@ fn matvec_every_tuning_candidate_against_cpu() {
             candidates.iter().any(|k| k.two_rows),
             "{ty}: two rows a slot"
         );
-        // Parts loaded a vec4 at a time: Q4_K's and Q5_K's, on 8-bit x too, and the float types'.
+        // Parts loaded a vec4 at a time: the K-quants', on 8-bit x too, and the float types'.
         let wide = candidates.iter().filter(|k| k.wide);
         let wide_forms = wide
             .map(|k| k.split)
             .collect::<std::collections::HashSet<_>>();
         let wide_forms_wanted = match ty {
-            GgmlType::Q4_K | GgmlType::Q5_K => 2,
+            GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => 2,
             GgmlType::F16 | GgmlType::BF16 => 1,
             _ => 0,
         };

@@ -1,8 +1,8 @@
 // Reads of packed weights. `W` is the kernel's weight binding: the tensor's GGUF blocks viewed as u32
-// words, every word a kernel reads aligned. Blocks of 17, 18, 22, 34 or 210 bytes come regrouped
+// words, every word a kernel reads aligned. Blocks of 17, 18, 22 or 34 bytes come regrouped
 // (src/gpu/regroup.rs): in groups whose first word holds the group's heads (each block's f16 scale, or
 // MXFP4's exponent byte), its blocks' bodies of whole words after it. A block keeps the address `b` of
-// the file's layout; head_at and body_at find its parts.
+// the file's layout; head_at and body_at find its parts. (Q6_K's groups are its own: q6_k.wgsl.)
 
 fn w_u32(addr: u32) -> u32 {
     return word(addr >> 2u);

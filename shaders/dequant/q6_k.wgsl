@@ -1,13 +1,27 @@
 // Q6_K, 210 bytes for 256 weights: 128 bytes of low nibbles (ql), 64 bytes of high 2-bit pairs (qh),
 // 16 signed 8-bit scales (one per 16 weights), d (f16). The block is two halves of 128 weights; within
 // half n, quarter k (32 weights) takes nibble k/2 of ql[64n + 32(k%2) + l] and bits 2k of qh[32n + l];
-// w = d * scale * (q - 32). Regrouped in pairs (bytes.wgsl): d at head_at, the rest (ql, qh, scales)
-// at body_at, which the functions below take as the block's start.
+// w = d * scale * (q - 32). Regrouped in eights (src/gpu/regroup.rs): a group's eight d's in its first
+// 16 bytes, then the blocks' bodies (ql, qh, scales) of 208 bytes each, on 16-byte bounds. A block
+// keeps the address `b` of the file's layout; q6_head and q6_body find its parts.
 const BLOCK_LEN: u32 = 256u;
 const BLOCK_BYTES: u32 = 210u;
-// Threads that share a block in row_dot_parts.wgsl, and the vec4s of weights each takes.
-const PARTS: u32 = 16u;
-const PART_X4: u32 = 4u;
+const Q6_GROUP_BLOCKS: u32 = 8u;
+
+// The block's place in its group.
+fn q6_in_group(b: u32) -> u32 {
+    return (b / BLOCK_BYTES) % Q6_GROUP_BLOCKS;
+}
+
+// Its d: the group's i-th f16, where the group starts 210 i bytes before the block.
+fn q6_head(b: u32) -> u32 {
+    return b - (BLOCK_BYTES - 2u) * q6_in_group(b);
+}
+
+// Its body: after the group's 16 bytes of heads and the i bodies before it.
+fn q6_body(b: u32) -> u32 {
+    return b - 2u * q6_in_group(b) + 16u;
+}
 
 // The header of a block, read once: d and the 16 scales, four to a word.
 struct Q6Scales {
@@ -16,18 +30,18 @@ struct Q6Scales {
 }
 
 fn block_at(b: u32) -> Q6Scales {
-    let s = w_words4(body_at(b) + 192u);
-    return Q6Scales(w_f16(head_at(b, 2u)), vec4<u32>(s[0], s[1], s[2], s[3]));
+    let s = w_words4(q6_body(b) + 192u);
+    return Q6Scales(w_f16(q6_head(b)), vec4<u32>(s[0], s[1], s[2], s[3]));
 }
 
 fn block_dequant32(k: Q6Scales, b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    return q6_dequant32(body_at(b), sub, k.d, k.scales[sub / 2u]);
+    return q6_dequant32(q6_body(b), sub, k.d, k.scales[sub / 2u]);
 }
 
 // One sub-block needs only its word of scales.
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    let body = body_at(b);
-    return q6_dequant32(body, sub, w_f16(head_at(b, 2u)), w_u32(body + 192u + 4u * (sub / 2u)));
+    let body = q6_body(b);
+    return q6_dequant32(body, sub, w_f16(q6_head(b)), w_u32(body + 192u + 4u * (sub / 2u)));
 }
 
 // Sub-block `sub` of the block whose body is at `b`, its two scales in the low or high half of
@@ -49,27 +63,7 @@ fn q6_dequant32(b: u32, sub: u32, d: f32, scale_word: u32) -> array<vec4<f32>, 8
     return out;
 }
 
-// Part `part` of 16 threads sharing the block (row_dot_parts.wgsl): half n = part / 8, weights
-// l0..l0 + 4 (l0 = 4 (part % 8)) of each of its four quarters, from one word of ql for quarters 0
-// and 2 (low and high nibbles), one for 1 and 3, and one of qh. A quarter's four weights share a scale.
-fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let k = block_at(b);
-    let body = body_at(b);
-    let n = part / 8u;
-    let l0 = 4u * (part % 8u);
-    let ql = vec2<u32>(w_u32(body + 64u * n + l0), w_u32(body + 64u * n + 32u + l0));
-    let qh = w_u32(body + 128u + 32u * n + l0);
-    var out: array<vec4<f32>, 4>;
-    for (var q = 0u; q < 4u; q++) {
-        let s = 8u * n + 2u * q + l0 / 16u;
-        let scale = k.d * f32(i32(k.scales[s / 4u] << (24u - 8u * (s % 4u))) >> 24u);
-        let v = nibbles(ql[q & 1u], 4u * (q >> 1u)) + 16.0 * byte_crumbs(qh, 2u * q);
-        out[q] = (v - 32.0) * scale;
-    }
-    return out;
-}
-
-// Where part `part`'s vec4 j (quarter j) lies in its block, in vec4s of x.
-fn part_x4(part: u32, j: u32) -> u32 {
-    return 32u * (part / 8u) + 8u * j + part % 8u;
+// d times signed scale byte `s` (0..16) of the scales' four words.
+fn q6_scale(k: Q6Scales, s: u32) -> f32 {
+    return k.d * f32(i32(k.scales[s / 4u] << (24u - 8u * (s % 4u))) >> 24u);
 }

@@ -229,7 +229,7 @@ impl<'a> Fill<'a> {
                     .map_err(|e| read_failed(&self.name, e))?;
                 let words = match self.regroup {
                     Some(r) => {
-                        regrouped.resize(chunk.len(), 0);
+                        regrouped.resize(r.gpu_bytes(n as usize), 0);
                         r.apply(&chunk[..n as usize], &mut regrouped);
                         &regrouped
                     }
@@ -452,10 +452,13 @@ impl GpuTensor {
         if rows > u32::MAX as u64 || row_bytes > u32::MAX as u64 {
             return Err(too_large("the shape", rows.saturating_mul(row_bytes)).into());
         }
-        // Rows per part, keeping each part (padded to 4 bytes) within one binding, whole groups
+        // Rows per part, keeping each part (padded: `gpu_bytes`) within one binding, whole groups
         // (experts, heads) in one part where a group fits, and else pairs of rows whole where groups
         // are even (the kernels that fuse a projection with what follows take rows 2p and 2p + 1).
-        let mut rows_per_part = (max_part.saturating_sub(4) / row_bytes).min(rows);
+        let mut rows_per_part = (max_part / row_bytes).min(rows);
+        while rows_per_part > 0 && gpu_bytes(shape.ty, rows_per_part * row_bytes) > max_part {
+            rows_per_part -= 1;
+        }
         if rows_per_part == 0 {
             return Err(too_large("one row", row_bytes).into());
         }
@@ -471,14 +474,14 @@ impl GpuTensor {
         let mut first_row = 0u64;
         while first_row < rows {
             let part_rows = rows_per_part.min(rows - first_row);
-            let bytes = part_rows * row_bytes;
+            let bytes = gpu_bytes(shape.ty, part_rows * row_bytes);
             let buffer = gpu
                 .checked(
                     &format!("allocating {} ({bytes} bytes)", shape.name),
                     || {
                         gpu.device.create_buffer(&wgpu::BufferDescriptor {
                             label: Some(&shape.name),
-                            size: bytes.next_multiple_of(4),
+                            size: bytes,
                             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
                             mapped_at_creation: false,
                         })
@@ -505,6 +508,15 @@ impl GpuTensor {
     /// Bytes of weights a full matvec over this tensor reads.
     pub fn bytes(&self) -> u64 {
         self.rows as u64 * self.row_bytes as u64
+    }
+}
+
+/// Bytes of the buffer that holds `bytes` of packed blocks of `ty`: regrouped (`Regroup::gpu_bytes`)
+/// or as they are, in whole words.
+fn gpu_bytes(ty: GgmlType, bytes: u64) -> u64 {
+    match Regroup::of(ty) {
+        Some(r) => r.gpu_bytes(bytes as usize) as u64,
+        None => bytes.next_multiple_of(4),
     }
 }
 

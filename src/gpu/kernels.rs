@@ -469,6 +469,7 @@ pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
         (GgmlType::BF16, true) => wgsl!("dequant/bf16.wgsl", "dequant/halves_wide.wgsl"),
         (GgmlType::Q4_K, true) => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_wide.wgsl"),
         (GgmlType::Q5_K, true) => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_wide.wgsl"),
+        (GgmlType::Q6_K, true) => wgsl!("dequant/q6_k.wgsl", "dequant/q6_k_wide.wgsl"),
         _ => dequant_narrow(ty),
     }
 }
@@ -485,7 +486,7 @@ fn dequant_narrow(ty: GgmlType) -> &'static str {
         GgmlType::Q8_0 => include_str!("../../shaders/dequant/q8_0.wgsl"),
         GgmlType::Q4_K => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_parts.wgsl"),
         GgmlType::Q5_K => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_parts.wgsl"),
-        GgmlType::Q6_K => include_str!("../../shaders/dequant/q6_k.wgsl"),
+        GgmlType::Q6_K => wgsl!("dequant/q6_k.wgsl", "dequant/q6_k_parts.wgsl"),
         GgmlType::MXFP4 => include_str!("../../shaders/dequant/mxfp4.wgsl"),
     }
 }
@@ -504,6 +505,7 @@ pub(super) fn q8_source(ty: GgmlType, wide: bool) -> Option<&'static str> {
     Some(match (ty, wide) {
         (GgmlType::Q4_K, true) => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q4_k_wide.wgsl"),
         (GgmlType::Q5_K, true) => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q5_k_wide.wgsl"),
+        (GgmlType::Q6_K, true) => wgsl!("dequant_q8/q6_k_wide.wgsl"),
         (ty, _) => return q8_narrow(ty),
     })
 }
@@ -535,7 +537,7 @@ pub fn has_int8_form(ty: GgmlType) -> bool {
 pub fn block_parts(ty: GgmlType, wide: bool) -> (u32, u32) {
     match (ty, wide && has_wide_form(ty)) {
         (GgmlType::F16 | GgmlType::BF16, true) => (2, 32),
-        (GgmlType::Q4_K | GgmlType::Q5_K, true) => (8, 256),
+        (GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K, true) => (8, 256),
         _ if has_block_form(ty) => (16, 256),
         _ => (4, 32),
     }
@@ -543,13 +545,13 @@ pub fn block_parts(ty: GgmlType, wide: bool) -> (u32, u32) {
 
 /// Whether the type's blocks may be split into wide parts (`MatvecKernel::wide`), each thread
 /// loading vec4s of its block: Q4_K's and Q5_K's blocks of 144 and 176 bytes keep their quants on
-/// 16-byte bounds, as F16's and BF16's runs of 32 do; the others' do not (Q6_K's 210 bytes, the
-/// 32-weight blocks regrouped in pairs). F32's few small matrices (routers) are left as they are,
-/// which keeps the subgroup check's F32 candidates (`ops::matvec::subgroup_sums_work`, run as a
-/// model loads) as few as they were.
+/// 16-byte bounds, as Q6_K's regrouped bodies (src/gpu/regroup.rs) and F16's and BF16's runs of 32
+/// do; the 32-weight blocks regrouped in pairs do not. F32's few small matrices (routers) are left as
+/// they are, which keeps the subgroup check's F32 candidates (`ops::matvec::subgroup_sums_work`, run
+/// as a model loads) as few as they were.
 pub fn has_wide_form(ty: GgmlType) -> bool {
     matches!(
         ty,
-        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::F16 | GgmlType::BF16
+        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K | GgmlType::F16 | GgmlType::BF16
     )
 }

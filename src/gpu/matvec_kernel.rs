@@ -51,9 +51,10 @@ pub struct MatvecKernel {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub two_rows: bool,
     /// A split by block parts (on 8-bit x too) of a type with that form (`has_wide_form`) has each
-    /// thread load vec4s of its part: Q4_K's and Q5_K's blocks shared by 8 threads a vec4 each
-    /// rather than 16 reading two words (shaders/dequant/q4_k_wide.wgsl: half the loads and header
-    /// decodes a weight), F16's and BF16's runs of 32 by 2 threads two vec4s each rather than 4
+    /// thread load vec4s of its part: the K-quants' blocks shared by 8 threads a vec4 each (two for
+    /// Q6_K's quants and high bits) rather than 16 reading two or three words
+    /// (shaders/dequant/q4_k_wide.wgsl, q6_k_wide.wgsl: fewer loads and half the header decodes a
+    /// weight), F16's and BF16's runs of 32 by 2 threads two vec4s each rather than 4
     /// reading four words: 16 bytes a load in flight, as llama.cpp's matvecs read their blocks on
     /// GPUs.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

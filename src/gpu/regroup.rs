@@ -5,40 +5,43 @@
 //! other block (every block but one in four, for MXFP4) starts off a word, and a kernel reading its
 //! quants takes two loads and a shift for each word. Each of these blocks is a head of one or two
 //! bytes (the f16 scale; MXFP4's exponent byte) and a body of whole words. The GPU's copy takes them
-//! in groups of `4 / head bytes` blocks, the group's heads in its first word and the blocks' bodies
-//! after it, in order:
+//! in groups, the group's heads first and the blocks' bodies after them, in order:
 //!
 //! ```text
 //! file:  [h0 body0][h1 body1]      GPU: [h0 h1][body0][body1]
 //! ```
 //!
 //! A group has the bytes its blocks have, so a block keeps the address `b` a kernel computes for it
-//! from the file's layout (its index times the block's bytes, from a buffer's start), and `b % 4` says
-//! which of its group it is: block i of a group lies at i * (block bytes) from the group's start, which
-//! is i * (head bytes) past a word. shaders/dequant/bytes.wgsl finds its head and body from there
-//! (`head_at`, `body_at`). Groups are counted from each buffer's start; a buffer's last group may hold
-//! fewer blocks, its heads' word then partly unused, which the buffer's padding to four bytes holds.
+//! from the file's layout (its index times the block's bytes, from a buffer's start). The 32-weight
+//! types' groups are `4 / head bytes` blocks, their heads one word: block i of a group lies at i *
+//! (block bytes) from the group's start, which is i * (head bytes) past a word, so `b % 4` says which
+//! of its group it is (shaders/dequant/bytes.wgsl: `head_at`, `body_at`). Q6_K's are 8 blocks, their
+//! heads 16 bytes, so that every body of 208 bytes starts on a 16-byte bound and a thread reads its
+//! quants a vec4 at a time (shaders/dequant/q6_k.wgsl finds block `b / 210 % 8` of its group).
+//! Groups are counted from each buffer's start; a buffer's last group may hold fewer blocks, its
+//! heads then partly unused, which the buffer's padding (`gpu_bytes`) holds.
 
 use crate::gguf::GgmlType;
 
-/// How a type's blocks are regrouped (`of`): where a block's head lies in the file's block, and
-/// its length.
+/// How a type's blocks are regrouped (`of`): where a block's head lies in the file's block, its
+/// length, and the bytes a group gives its heads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regroup {
     block_bytes: usize,
     head_at: usize,
     head_bytes: usize,
+    heads_bytes: usize,
 }
 
 impl Regroup {
     /// The regrouping of `ty`'s blocks, or `None` where they are whole words already.
     pub fn of(ty: GgmlType) -> Option<Regroup> {
         let block_bytes = ty.block_bytes();
-        let (head_at, head_bytes) = match ty {
-            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => (0, 2),
-            // d follows the quants and scales.
-            GgmlType::Q6_K => (block_bytes - 2, 2),
-            GgmlType::MXFP4 => (0, 1),
+        let (head_at, head_bytes, heads_bytes) = match ty {
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => (0, 2, 4),
+            // d follows the quants and scales; eight bodies of 208 bytes keep 16-byte bounds.
+            GgmlType::Q6_K => (block_bytes - 2, 2, 16),
+            GgmlType::MXFP4 => (0, 1, 4),
             _ => return None,
         };
         debug_assert_eq!((block_bytes - head_bytes) % 4, 0);
@@ -46,12 +49,13 @@ impl Regroup {
             block_bytes,
             head_at,
             head_bytes,
+            heads_bytes,
         })
     }
 
-    /// Blocks in a group: their heads fill one word.
+    /// Blocks in a group: their heads fill the group's first `heads_bytes`.
     fn blocks(&self) -> usize {
-        4 / self.head_bytes
+        self.heads_bytes / self.head_bytes
     }
 
     /// Bytes of a whole group, in the file and on the GPU.
@@ -59,13 +63,25 @@ impl Regroup {
         self.blocks() * self.block_bytes
     }
 
+    /// Bytes on the GPU of `file_bytes` of whole blocks from a group's start: whole groups as in the
+    /// file; a short last group takes its heads' room whole, and the total is whole words.
+    pub fn gpu_bytes(&self, file_bytes: usize) -> usize {
+        let (whole, short) = (file_bytes / self.group_bytes(), file_bytes % self.group_bytes());
+        let blocks = short / self.block_bytes;
+        let last = match blocks {
+            0 => 0,
+            n => self.heads_bytes + n * (self.block_bytes - self.head_bytes),
+        };
+        (whole * self.group_bytes() + last).next_multiple_of(4)
+    }
+
     /// `file` (whole blocks from the start of a group, the last group perhaps short) regrouped into
-    /// `gpu`, which has room for `file` rounded up to four bytes.
+    /// `gpu`, which has room for `gpu_bytes(file.len())`.
     pub fn apply(&self, file: &[u8], gpu: &mut [u8]) {
         let (block, head) = (self.block_bytes, self.head_bytes);
         let body = block - head;
         assert_eq!(file.len() % block, 0, "whole blocks");
-        assert!(gpu.len() >= file.len().next_multiple_of(4));
+        assert!(gpu.len() >= self.gpu_bytes(file.len()));
         for (from, to) in file
             .chunks(self.group_bytes())
             .zip(gpu.chunks_mut(self.group_bytes()))
@@ -76,12 +92,12 @@ impl Regroup {
                 to[i * head..(i + 1) * head].copy_from_slice(h);
                 // The body: the bytes around the head, in their order (the head is first or last).
                 let tail = &b[self.head_at + head..];
-                let at = 4 + i * body;
+                let at = self.heads_bytes + i * body;
                 to[at..at + rest.len()].copy_from_slice(rest);
                 to[at + rest.len()..at + body].copy_from_slice(tail);
             }
             // A short group's unused heads.
-            to[n * head..4].fill(0);
+            to[n * head..self.heads_bytes].fill(0);
         }
     }
 }
@@ -98,8 +114,9 @@ mod tests {
     }
 
     fn regrouped(ty: GgmlType, file: &[u8]) -> Vec<u8> {
-        let mut gpu = vec![0xaa; file.len().next_multiple_of(4)];
-        Regroup::of(ty).unwrap().apply(file, &mut gpu);
+        let r = Regroup::of(ty).unwrap();
+        let mut gpu = vec![0xaa; r.gpu_bytes(file.len())];
+        r.apply(file, &mut gpu);
         gpu
     }
 
@@ -114,12 +131,20 @@ mod tests {
     }
 
     #[test]
-    fn q6_k_takes_its_scale_from_the_end_of_each_block() {
-        let file: Vec<u8> = (0..420).map(|i| (i % 251) as u8).collect();
+    fn q6_k_takes_eight_scales_from_the_ends_of_its_blocks_and_keeps_bodies_on_16_byte_bounds() {
+        let file: Vec<u8> = (0..210 * 10).map(|i| (i % 251) as u8).collect();
         let gpu = regrouped(GgmlType::Q6_K, &file);
-        assert_eq!(gpu[..4], [file[208], file[209], file[418], file[419]]);
-        assert_eq!(gpu[4..212], file[..208]);
-        assert_eq!(gpu[212..420], file[210..418]);
+        // A group of 8 and one of 2, whose 16 bytes of heads hold two.
+        assert_eq!(gpu.len(), 1680 + 16 + 2 * 208);
+        for i in 0..8 {
+            assert_eq!(gpu[2 * i..2 * i + 2], file[210 * i + 208..210 * i + 210]);
+            assert_eq!(gpu[16 + 208 * i..16 + 208 * (i + 1)], file[210 * i..210 * i + 208]);
+        }
+        let short = &gpu[1680..];
+        assert_eq!(short[..4], [file[1888], file[1889], file[2098], file[2099]]);
+        assert_eq!(short[4..16], [0; 12]);
+        assert_eq!(short[16..224], file[1680..1888]);
+        assert_eq!(short[224..432], file[1890..2098]);
     }
 
     #[test]
@@ -138,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn a_block_keeps_its_address_and_its_place_in_the_group_is_its_address_mod_4() {
+    fn a_block_keeps_its_address_and_the_shaders_find_its_head_and_body_from_it() {
         for ty in GgmlType::ALL {
             let Some(r) = Regroup::of(ty) else {
                 // The kernels take the float types' values 32 at a time (shaders/dequant).
@@ -146,13 +171,27 @@ mod tests {
                 assert_eq!(kernel_block % 4, 0, "{ty:?} needs no regrouping");
                 continue;
             };
-            for i in 0..r.blocks() {
-                let b = i * r.block_bytes;
-                assert_eq!((b % 4) / r.head_bytes, i, "{ty:?}");
-                // bytes.wgsl's body_at and head_at.
-                assert_eq!((b | 3) + 1, 4 + i * (r.block_bytes - r.head_bytes));
-                let head = b - (b % 4 / r.head_bytes) * (r.block_bytes - r.head_bytes);
-                assert_eq!(head, i * r.head_bytes);
+            let body = r.block_bytes - r.head_bytes;
+            for g in 0..3 {
+                let group = g * r.group_bytes();
+                for i in 0..r.blocks() {
+                    let b = group + i * r.block_bytes;
+                    let (head, body_at) = match ty {
+                        // shaders/dequant/q6_k.wgsl's q6_head and q6_body.
+                        GgmlType::Q6_K => {
+                            let i = b / 210 % 8;
+                            (b - 208 * i, b - 2 * i + 16)
+                        }
+                        // bytes.wgsl's head_at and body_at.
+                        _ => {
+                            let head = b - (b % 4 / r.head_bytes) * body;
+                            (head, (b | 3) + 1)
+                        }
+                    };
+                    assert_eq!(head, group + i * r.head_bytes, "{ty:?}");
+                    assert_eq!(body_at, group + r.heads_bytes + i * body, "{ty:?}");
+                    assert_eq!(body_at % r.heads_bytes, 0, "{ty:?}: bodies' bounds");
+                }
             }
         }
     }

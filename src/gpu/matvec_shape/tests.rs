@@ -214,8 +214,9 @@ fn two_rows_are_offered_to_a_steps_plain_products() {
         candidates.filter(|k| k.two_rows).collect()
     };
     let offered = twos(&plain);
-    // 3 workgroups by: block parts and on 8-bit x, 16, 32, 64 threads; chunks, 32, 64.
-    assert_eq!(offered.len(), 24);
+    // 3 workgroups by: block parts and on 8-bit x, 16, 32, 64 threads, and wide, 8 to 64;
+    // chunks, 32, 64.
+    assert_eq!(offered.len(), 48);
     for k in offered {
         let wide_chunks = k.split == Split::Chunks && k.threads_per_row >= 32;
         let gpu_split = matches!(k.split, Split::BlockParts | Split::PartsQ8);
@@ -310,9 +311,9 @@ fn eight_bit_x_is_offered_where_it_can_run() {
     );
 }
 
-/// Wide block parts (8 threads a block, a vec4 each) are offered Q4_K's and Q5_K's decode products
+/// Wide block parts (8 threads a block, a vec4 each) are offered the K-quants' decode products
 /// (plain, pairs, the chosen experts'), by block parts and on 8-bit x, from 8 threads a row, and
-/// the float types' by parts; not Q6_K's or Q8_0's, nor a prompt's tiles.
+/// the float types' by parts; not Q8_0's, nor a prompt's tiles.
 #[test]
 fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
     let wide = |shape: &MatvecShape| -> Vec<MatvecKernel> {
@@ -320,7 +321,7 @@ fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
         candidates.filter(|k| k.wide).collect()
     };
     let pairs = Kernel::MatvecPairs(Store::Glu(Activation::Silu), XNorm::Rms(0));
-    for ty in [GgmlType::Q4_K, GgmlType::Q5_K] {
+    for ty in [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K] {
         let plain = MatvecShape::of(Kernel::Matvec, ty, 4096, 4096);
         let offered = wide(&plain);
         // 3 workgroups by 8, 16, 32 and 64 threads a row, by parts and on 8-bit x, each with
@@ -340,7 +341,6 @@ fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
         let tile = MatvecShape::chunk(Kernel::MatmulId, ty, (4096, 1024), 8, 64);
         assert!(wide(&tile).is_empty(), "{ty}");
     }
-    assert!(wide(&MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 4096, 4096)).is_empty());
     assert!(wide(&MatvecShape::of(Kernel::Matvec, GgmlType::Q8_0, 4096, 4096)).is_empty());
     // The float types' runs of 32, by parts only (they have no form on 8-bit x).
     let f16 = wide(&MatvecShape::of(Kernel::Matvec, GgmlType::F16, 2048, 4096));
