@@ -24,11 +24,12 @@ fn matvec_every_type_against_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(1757);
     for ty in GgmlType::ALL {
-        // Awkward sizes: 37 rows; a row of 3 K-blocks or 23 small blocks. Split into parts of ~10 rows.
+        // Awkward sizes: 37 rows; a row of 3 K-blocks or 23 small blocks. Split into parts of ~10 rows
+        // (and room for a short group of regrouped blocks' heads: src/gpu/regroup.rs).
         let cols = if ty.block_len() == 256 { 768 } else { 736 };
         let rows = 37;
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
+        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 16, &mut rng);
         assert_eq!(
             w.parts.len(),
             4,
@@ -63,7 +64,7 @@ fn biased_matvec_against_cpu() {
     let (rows, cols) = (37u32, 768u32);
     for ty in [GgmlType::Q4_K, GgmlType::Q8_0] {
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 4, &mut rng);
+        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 16, &mut rng);
         assert_eq!(w.parts.len(), 4);
         let bias = rng.vec(rows as usize);
         let bias_buffer = f32_buffer(&gpu, &bias);
@@ -129,7 +130,7 @@ fn embed_every_type_against_cpu() {
         let cols = if ty.block_len() == 256 { 512 } else { 96 };
         let rows = 29;
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (table, deq) = packed(&gpu, ty, rows, cols, row_bytes * 8 + 4, &mut rng);
+        let (table, deq) = packed(&gpu, ty, rows, cols, row_bytes * 8 + 16, &mut rng);
         // One run of several tokens: each lands in its own row.
         let tokens = [13u32, 0, 28, 13];
         let out = scratch_buffer(&gpu, "out", (tokens.len() * cols as usize) as u64 * 4)
@@ -321,7 +322,7 @@ fn swiglu_block_against_cpu() {
         let f = RandomFile::new(&[(ty, n_ff, cols), (ty, n_ff, cols)], &mut rng);
         // Room for 11 rows: parts of 10, five pairs.
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let w = interleave(&f, row_bytes * 11 + 4);
+        let w = interleave(&f, row_bytes * 11 + 16);
         assert!(
             w.parts.iter().all(|p| p.rows == 10 || p.first_row == 120),
             "{ty}"
@@ -501,8 +502,8 @@ fn check_swiglu_block(
 /// a few threads, and for the types with that form the same on 8-bit x; two rows a slot, the last
 /// slot of 37 rows one short) computes the same product as the CPU, every other one added to what y
 /// held, for every type (on 8-bit x, the CPU's product of x rounded so: `q8_rounded`). Q6_K's rows
-/// of 5 blocks put every other block and row off word alignment, as rows of 23 blocks do for Q4_0,
-/// Q5_0, Q8_0 and MXFP4.
+/// of 5 blocks and Q8_0's of 9 start at every place in a group of regrouped blocks
+/// (src/gpu/regroup.rs), as rows of 23 blocks do for Q4_0, Q5_0 and MXFP4.
 #[test]
 fn matvec_every_tuning_candidate_against_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -518,7 +519,7 @@ fn matvec_every_tuning_candidate_against_cpu() {
             GgmlType::Q4_K => 1024u32,
             GgmlType::Q5_K => 768,
             GgmlType::Q6_K => 1280,
-            GgmlType::Q8_0 => 160,
+            GgmlType::Q8_0 => 288,
             _ => 736,
         };
         let rows = 37;
@@ -534,13 +535,15 @@ fn matvec_every_tuning_candidate_against_cpu() {
             candidates.iter().any(|k| k.two_rows),
             "{ty}: two rows a slot"
         );
-        // Parts loaded a vec4 at a time: the K-quants', on 8-bit x too, and the float types'.
+        // Parts loaded a vec4 at a time: the K-quants', Q4_0's, Q8_0's and MXFP4's, on 8-bit x
+        // too, and the float types'.
         let wide = candidates.iter().filter(|k| k.wide);
         let wide_forms = wide
             .map(|k| k.split)
             .collect::<std::collections::HashSet<_>>();
         let wide_forms_wanted = match ty {
             GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => 2,
+            GgmlType::Q4_0 | GgmlType::Q8_0 | GgmlType::MXFP4 => 2,
             GgmlType::F16 | GgmlType::BF16 => 1,
             _ => 0,
         };

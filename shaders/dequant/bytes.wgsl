@@ -1,8 +1,8 @@
 // Reads of packed weights. `W` is the kernel's weight binding: the tensor's GGUF blocks viewed as u32
-// words, every word a kernel reads aligned. Blocks of 17, 18, 22 or 34 bytes come regrouped
-// (src/gpu/regroup.rs): in groups whose first word holds the group's heads (each block's f16 scale, or
-// MXFP4's exponent byte), its blocks' bodies of whole words after it. A block keeps the address `b` of
-// the file's layout; head_at and body_at find its parts. (Q6_K's groups are its own: q6_k.wgsl.)
+// words, every word a kernel reads aligned. Blocks of 17, 18, 22, 34 or 210 bytes come regrouped
+// (src/gpu/regroup.rs): in groups whose first 16 bytes hold the group's heads (each block's f16
+// scale, or MXFP4's exponent byte), its blocks' bodies of whole words after them. A block keeps the
+// address `b` of the file's layout; head_at and body_at find its parts.
 
 fn w_u32(addr: u32) -> u32 {
     return word(addr >> 2u);
@@ -21,17 +21,21 @@ fn w_words8(addr: u32) -> array<u32, 8> {
     return out;
 }
 
-// A regrouped block's body: the word after the group's heads, then the bodies of the blocks before it
-// in the group. Block i of a group lies i * head_bytes past a word, so b | 3 is the word's last byte
-// before its body.
-fn body_at(b: u32) -> u32 {
-    return (b | 3u) + 1u;
+// A regrouped block's place in its group of 16 / head_bytes blocks.
+fn place_in_group(b: u32, head_bytes: u32) -> u32 {
+    return (b / BLOCK_BYTES) % (16u / head_bytes);
 }
 
-// A regrouped block's head, of `head_bytes` bytes (1 or 2): in the group's first word, in the block's
-// place (b % 4 / head_bytes) in the group.
+// A regrouped block's head, of `head_bytes` bytes (1 or 2): in the group's first 16 bytes, in the
+// block's place; the group starts that many blocks before the block.
 fn head_at(b: u32, head_bytes: u32) -> u32 {
-    return b - ((b & 3u) / head_bytes) * (BLOCK_BYTES - head_bytes);
+    return b - place_in_group(b, head_bytes) * (BLOCK_BYTES - head_bytes);
+}
+
+// A regrouped block's body: after the group's 16 bytes of heads and the bodies of the blocks before
+// it in the group.
+fn body_at(b: u32, head_bytes: u32) -> u32 {
+    return b - place_in_group(b, head_bytes) * head_bytes + 16u;
 }
 
 // At an even address (every f16 of every block type is): one load.

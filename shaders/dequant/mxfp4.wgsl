@@ -1,13 +1,13 @@
 // MXFP4, 17 bytes: e (an E8M0 exponent), then 16 bytes of 4-bit E2M1 codes packed as in Q4_0 (weight
 // j < 16 in the low nibble of byte j, weight j + 16 in its high nibble). w = code value * 2^(e - 128),
 // the code values doubled (0, 1, 2, 3, 4, 6, 8, 12; the high bit is the sign) so that they are integers.
-// Regrouped in fours (bytes.wgsl): e at head_at, the codes at body_at.
+// Regrouped (bytes.wgsl): e at head_at, the codes at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 17u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let d = e8m0_half(w_u8(head_at(b, 1u)));
-    let qs = w_words4(body_at(b));
+    let qs = w_words4(body_at(b, 1u));
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 4u; i++) {
         out[i] = e2m1_doubled(qs[i], 0u) * d;
@@ -31,18 +31,12 @@ fn e2m1_doubled(word: u32, hi: u32) -> vec4<f32> {
     return select(vec4<f32>(magnitude), -vec4<f32>(magnitude), n >= vec4<u32>(8u));
 }
 
-// Threads that share a block in row_dot_parts.wgsl, and the vec4s of weights each takes: part p (0..3)
-// takes weights 4p..4p + 4 and 16 + 4p..16 + 4p + 4 (part_x4), the low and high nibbles of code bytes
-// 4p..4p + 4.
-const PARTS: u32 = 4u;
-const PART_X4: u32 = 2u;
-
-fn part_x4(part: u32, j: u32) -> u32 {
-    return part + 4u * j;
-}
-
-fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let d = e8m0_half(w_u8(head_at(b, 1u)));
-    let q = w_u32(body_at(b) + 4u * part);
-    return array<vec4<f32>, PART_X4>(e2m1_doubled(q, 0u) * d, e2m1_doubled(q, 4u) * d);
+// Four codes, one in the low nibble of each byte, as their doubled values in signed bytes (as
+// e2m1_doubled reckons them), for integer dot products (dequant_q8/).
+fn e2m1_bytes(codes: u32) -> u32 {
+    let n = (vec4<u32>(codes) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u);
+    let m = n & vec4<u32>(7u);
+    let shift = max(m >> vec4<u32>(1u), vec4<u32>(1u)) - vec4<u32>(1u);
+    let magnitude = vec4<i32>(select((vec4<u32>(2u) + (m & vec4<u32>(1u))) << shift, m, m < vec4<u32>(2u)));
+    return pack4xI8(select(magnitude, -magnitude, n >= vec4<u32>(8u)));
 }

@@ -1,27 +1,10 @@
 // Q6_K, 210 bytes for 256 weights: 128 bytes of low nibbles (ql), 64 bytes of high 2-bit pairs (qh),
 // 16 signed 8-bit scales (one per 16 weights), d (f16). The block is two halves of 128 weights; within
 // half n, quarter k (32 weights) takes nibble k/2 of ql[64n + 32(k%2) + l] and bits 2k of qh[32n + l];
-// w = d * scale * (q - 32). Regrouped in eights (src/gpu/regroup.rs): a group's eight d's in its first
-// 16 bytes, then the blocks' bodies (ql, qh, scales) of 208 bytes each, on 16-byte bounds. A block
-// keeps the address `b` of the file's layout; q6_head and q6_body find its parts.
+// w = d * scale * (q - 32). Regrouped (bytes.wgsl): d at head_at, the rest (ql, qh, scales: 208
+// bytes, on 16-byte bounds) at body_at, which the functions below take as the block's start.
 const BLOCK_LEN: u32 = 256u;
 const BLOCK_BYTES: u32 = 210u;
-const Q6_GROUP_BLOCKS: u32 = 8u;
-
-// The block's place in its group.
-fn q6_in_group(b: u32) -> u32 {
-    return (b / BLOCK_BYTES) % Q6_GROUP_BLOCKS;
-}
-
-// Its d: the group's i-th f16, where the group starts 210 i bytes before the block.
-fn q6_head(b: u32) -> u32 {
-    return b - (BLOCK_BYTES - 2u) * q6_in_group(b);
-}
-
-// Its body: after the group's 16 bytes of heads and the i bodies before it.
-fn q6_body(b: u32) -> u32 {
-    return b - 2u * q6_in_group(b) + 16u;
-}
 
 // The header of a block, read once: d and the 16 scales, four to a word.
 struct Q6Scales {
@@ -30,18 +13,18 @@ struct Q6Scales {
 }
 
 fn block_at(b: u32) -> Q6Scales {
-    let s = w_words4(q6_body(b) + 192u);
-    return Q6Scales(w_f16(q6_head(b)), vec4<u32>(s[0], s[1], s[2], s[3]));
+    let s = w_words4(body_at(b, 2u) + 192u);
+    return Q6Scales(w_f16(head_at(b, 2u)), vec4<u32>(s[0], s[1], s[2], s[3]));
 }
 
 fn block_dequant32(k: Q6Scales, b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    return q6_dequant32(q6_body(b), sub, k.d, k.scales[sub / 2u]);
+    return q6_dequant32(body_at(b, 2u), sub, k.d, k.scales[sub / 2u]);
 }
 
 // One sub-block needs only its word of scales.
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    let body = q6_body(b);
-    return q6_dequant32(body, sub, w_f16(q6_head(b)), w_u32(body + 192u + 4u * (sub / 2u)));
+    let body = body_at(b, 2u);
+    return q6_dequant32(body, sub, w_f16(head_at(b, 2u)), w_u32(body + 192u + 4u * (sub / 2u)));
 }
 
 // Sub-block `sub` of the block whose body is at `b`, its two scales in the low or high half of

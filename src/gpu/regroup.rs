@@ -1,47 +1,48 @@
 //! Blocks whose size is not a multiple of four bytes, regrouped on their way to the GPU so that every
-//! word a kernel reads is aligned.
+//! word a kernel reads is aligned, and a thread may read a block's quants a vec4 at a time.
 //!
 //! Q4_0's blocks are 18 bytes, Q5_0's 22, Q8_0's 34, Q6_K's 210 and MXFP4's 17: in the file, every
 //! other block (every block but one in four, for MXFP4) starts off a word, and a kernel reading its
 //! quants takes two loads and a shift for each word. Each of these blocks is a head of one or two
 //! bytes (the f16 scale; MXFP4's exponent byte) and a body of whole words. The GPU's copy takes them
-//! in groups, the group's heads first and the blocks' bodies after them, in order:
+//! in groups whose heads fill the first 16 bytes (8 blocks, 16 for MXFP4's one-byte heads), the
+//! blocks' bodies after them, in order:
 //!
 //! ```text
-//! file:  [h0 body0][h1 body1]      GPU: [h0 h1][body0][body1]
+//! file:  [h0 body0][h1 body1] ... [h7 body7]      GPU: [h0 h1 .. h7][body0][body1] ... [body7]
 //! ```
 //!
-//! A group has the bytes its blocks have, so a block keeps the address `b` a kernel computes for it
-//! from the file's layout (its index times the block's bytes, from a buffer's start). The 32-weight
-//! types' groups are `4 / head bytes` blocks, their heads one word: block i of a group lies at i *
-//! (block bytes) from the group's start, which is i * (head bytes) past a word, so `b % 4` says which
-//! of its group it is (shaders/dequant/bytes.wgsl: `head_at`, `body_at`). Q6_K's are 8 blocks, their
-//! heads 16 bytes, so that every body of 208 bytes starts on a 16-byte bound and a thread reads its
-//! quants a vec4 at a time (shaders/dequant/q6_k.wgsl finds block `b / 210 % 8` of its group).
-//! Groups are counted from each buffer's start; a buffer's last group may hold fewer blocks, its
-//! heads then partly unused, which the buffer's padding (`gpu_bytes`) holds.
+//! Q4_0's, Q8_0's, Q6_K's and MXFP4's bodies (16, 32, 208 and 16 bytes) then all lie on 16-byte
+//! bounds, Q5_0's on words. A group has the bytes its blocks have, so a block keeps the address `b` a
+//! kernel computes for it from the file's layout (its index times the block's bytes, from a
+//! buffer's start), and its place in the group is `b / block bytes % blocks a group`
+//! (shaders/dequant/bytes.wgsl: `head_at`, `body_at`). Groups are counted from each buffer's start; a
+//! buffer's last group may hold fewer blocks, its heads then partly unused, which the buffer's
+//! padding (`gpu_bytes`) holds.
 
 use crate::gguf::GgmlType;
 
-/// How a type's blocks are regrouped (`of`): where a block's head lies in the file's block, its
-/// length, and the bytes a group gives its heads.
+/// The bytes a group gives its blocks' heads.
+const HEADS_BYTES: usize = 16;
+
+/// How a type's blocks are regrouped (`of`): where a block's head lies in the file's block, and
+/// its length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regroup {
     block_bytes: usize,
     head_at: usize,
     head_bytes: usize,
-    heads_bytes: usize,
 }
 
 impl Regroup {
     /// The regrouping of `ty`'s blocks, or `None` where they are whole words already.
     pub fn of(ty: GgmlType) -> Option<Regroup> {
         let block_bytes = ty.block_bytes();
-        let (head_at, head_bytes, heads_bytes) = match ty {
-            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => (0, 2, 4),
-            // d follows the quants and scales; eight bodies of 208 bytes keep 16-byte bounds.
-            GgmlType::Q6_K => (block_bytes - 2, 2, 16),
-            GgmlType::MXFP4 => (0, 1, 4),
+        let (head_at, head_bytes) = match ty {
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => (0, 2),
+            // d follows the quants and scales.
+            GgmlType::Q6_K => (block_bytes - 2, 2),
+            GgmlType::MXFP4 => (0, 1),
             _ => return None,
         };
         debug_assert_eq!((block_bytes - head_bytes) % 4, 0);
@@ -49,13 +50,12 @@ impl Regroup {
             block_bytes,
             head_at,
             head_bytes,
-            heads_bytes,
         })
     }
 
-    /// Blocks in a group: their heads fill the group's first `heads_bytes`.
+    /// Blocks in a group: their heads fill the group's first `HEADS_BYTES`.
     fn blocks(&self) -> usize {
-        self.heads_bytes / self.head_bytes
+        HEADS_BYTES / self.head_bytes
     }
 
     /// Bytes of a whole group, in the file and on the GPU.
@@ -70,7 +70,7 @@ impl Regroup {
         let blocks = short / self.block_bytes;
         let last = match blocks {
             0 => 0,
-            n => self.heads_bytes + n * (self.block_bytes - self.head_bytes),
+            n => HEADS_BYTES + n * (self.block_bytes - self.head_bytes),
         };
         (whole * self.group_bytes() + last).next_multiple_of(4)
     }
@@ -92,12 +92,12 @@ impl Regroup {
                 to[i * head..(i + 1) * head].copy_from_slice(h);
                 // The body: the bytes around the head, in their order (the head is first or last).
                 let tail = &b[self.head_at + head..];
-                let at = self.heads_bytes + i * body;
+                let at = HEADS_BYTES + i * body;
                 to[at..at + rest.len()].copy_from_slice(rest);
                 to[at + rest.len()..at + body].copy_from_slice(tail);
             }
             // A short group's unused heads.
-            to[n * head..self.heads_bytes].fill(0);
+            to[n * head..HEADS_BYTES].fill(0);
         }
     }
 }
@@ -121,13 +121,19 @@ mod tests {
     }
 
     #[test]
-    fn q4_0_pairs_put_both_scales_in_the_first_word() {
-        let file = blocks(GgmlType::Q4_0, 2, 0);
+    fn q4_0_takes_eight_scales_into_the_first_16_bytes_and_a_short_group_pads_its_heads() {
+        let file = blocks(GgmlType::Q4_0, 10, 0);
         let gpu = regrouped(GgmlType::Q4_0, &file);
-        let mut want = vec![0, 1, 18, 19];
-        want.extend(2..18);
-        want.extend(20..36);
-        assert_eq!(gpu, want);
+        assert_eq!(gpu.len(), 144 + 16 + 2 * 16);
+        for i in 0..8 {
+            assert_eq!(gpu[2 * i..2 * i + 2], file[18 * i..18 * i + 2]);
+            assert_eq!(gpu[16 + 16 * i..32 + 16 * i], file[18 * i + 2..18 * i + 18]);
+        }
+        // Blocks 8 and 9: a group of two, its heads' 16 bytes partly unused.
+        assert_eq!(gpu[144..148], [file[144], file[145], file[162], file[163]]);
+        assert_eq!(gpu[148..160], [0; 12]);
+        assert_eq!(gpu[160..176], file[146..162]);
+        assert_eq!(gpu[176..192], file[164..180]);
     }
 
     #[test]
@@ -148,18 +154,17 @@ mod tests {
     }
 
     #[test]
-    fn mxfp4_takes_four_blocks_a_group_and_a_short_last_group_pads_its_heads() {
-        let file = blocks(GgmlType::MXFP4, 6, 100);
+    fn mxfp4_takes_sixteen_blocks_a_group() {
+        let file = blocks(GgmlType::MXFP4, 17, 100);
         let gpu = regrouped(GgmlType::MXFP4, &file);
-        assert_eq!(gpu.len(), 104);
-        assert_eq!(gpu[..4], [100, 117, 134, 151]);
-        for i in 0..4 {
-            assert_eq!(gpu[4 + 16 * i..20 + 16 * i], file[17 * i + 1..17 * i + 17]);
+        assert_eq!(gpu.len(), 272 + 16 + 16);
+        for i in 0..16 {
+            assert_eq!(gpu[i], file[17 * i]);
+            assert_eq!(gpu[16 + 16 * i..32 + 16 * i], file[17 * i + 1..17 * i + 17]);
         }
-        // Blocks 4 and 5: a group of two, its heads' word half used.
-        assert_eq!(gpu[68..72], [file[68], file[85], 0, 0]);
-        assert_eq!(gpu[72..88], file[69..85]);
-        assert_eq!(gpu[88..104], file[86..102]);
+        assert_eq!(gpu[272], file[272]);
+        assert_eq!(gpu[273..288], [0; 15]);
+        assert_eq!(gpu[288..304], file[273..289]);
     }
 
     #[test]
@@ -175,22 +180,13 @@ mod tests {
             for g in 0..3 {
                 let group = g * r.group_bytes();
                 for i in 0..r.blocks() {
+                    // bytes.wgsl's head_at and body_at.
                     let b = group + i * r.block_bytes;
-                    let (head, body_at) = match ty {
-                        // shaders/dequant/q6_k.wgsl's q6_head and q6_body.
-                        GgmlType::Q6_K => {
-                            let i = b / 210 % 8;
-                            (b - 208 * i, b - 2 * i + 16)
-                        }
-                        // bytes.wgsl's head_at and body_at.
-                        _ => {
-                            let head = b - (b % 4 / r.head_bytes) * body;
-                            (head, (b | 3) + 1)
-                        }
-                    };
+                    let place = b / r.block_bytes % (HEADS_BYTES / r.head_bytes);
+                    let head = b - (r.block_bytes - r.head_bytes) * place;
+                    let body_at = b - r.head_bytes * place + HEADS_BYTES;
                     assert_eq!(head, group + i * r.head_bytes, "{ty:?}");
-                    assert_eq!(body_at, group + r.heads_bytes + i * body, "{ty:?}");
-                    assert_eq!(body_at % r.heads_bytes, 0, "{ty:?}: bodies' bounds");
+                    assert_eq!(body_at, group + HEADS_BYTES + i * body, "{ty:?}");
                 }
             }
         }

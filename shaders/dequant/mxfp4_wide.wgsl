@@ -1,0 +1,21 @@
+// MXFP4's block taken whole by one thread in row_dot_parts.wgsl and row_dot_q8.wgsl, its 16 bytes of
+// codes in one vec4 load (W as vec4s: words_vec4.wgsl; the regrouped bodies lie on 16-byte bounds),
+// where dequant/mxfp4.wgsl's 4 threads read a word each.
+const PARTS: u32 = 1u;
+const PART_X4: u32 = 8u;
+
+fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
+    let d = e8m0_half(w_u8(head_at(b, 1u)));
+    let q = words4(body_at(b, 1u) / 4u);
+    var out: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 4u; i++) {
+        out[i] = e2m1_doubled(q[i], 0u) * d;
+        out[i + 4u] = e2m1_doubled(q[i], 4u) * d;
+    }
+    return out;
+}
+
+// Code word i's low nibbles are weights 4 i..4 i + 4, its high nibbles 16 on.
+fn part_x4(part: u32, j: u32) -> u32 {
+    return j;
+}

@@ -1,0 +1,19 @@
+// What the 32-weight types' wide forms share on 8-bit x (row_dot_q8.wgsl): a thread takes a whole
+// block (dequant/*_wide.wgsl), so x's words stay in order and the thread reads all eight of its x
+// block, four at a time.
+
+fn x8_place(i: u32) -> u32 {
+    return i;
+}
+
+// The integer dot product of a block's 32 weights as 8 words of signed bytes, `lo` holding weights
+// 0..16 and `hi` 16..32, with x block x_blk.
+fn block32_dot(lo: vec4<u32>, hi: vec4<u32>, x_blk: u32) -> i32 {
+    let xa = x8_quad(x_blk, 0u);
+    let xb = x8_quad(x_blk, 4u);
+    var sum = 0;
+    for (var i = 0u; i < 4u; i++) {
+        sum += dot4I8Packed(lo[i], xa[i]) + dot4I8Packed(hi[i], xb[i]);
+    }
+    return sum;
+}
