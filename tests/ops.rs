@@ -29,7 +29,7 @@ fn matvec_every_type_against_cpu() {
         let cols = if ty.block_len() == 256 { 768 } else { 736 };
         let rows = 37;
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 16, &mut rng);
+        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 64, &mut rng);
         assert_eq!(
             w.parts.len(),
             4,
@@ -64,7 +64,7 @@ fn biased_matvec_against_cpu() {
     let (rows, cols) = (37u32, 768u32);
     for ty in [GgmlType::Q4_K, GgmlType::Q8_0] {
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 16, &mut rng);
+        let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * 10 + 64, &mut rng);
         assert_eq!(w.parts.len(), 4);
         let bias = rng.vec(rows as usize);
         let bias_buffer = f32_buffer(&gpu, &bias);
@@ -130,7 +130,7 @@ fn embed_every_type_against_cpu() {
         let cols = if ty.block_len() == 256 { 512 } else { 96 };
         let rows = 29;
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (table, deq) = packed(&gpu, ty, rows, cols, row_bytes * 8 + 16, &mut rng);
+        let (table, deq) = packed(&gpu, ty, rows, cols, row_bytes * 8 + 64, &mut rng);
         // One run of several tokens: each lands in its own row.
         let tokens = [13u32, 0, 28, 13];
         let out = scratch_buffer(&gpu, "out", (tokens.len() * cols as usize) as u64 * 4)
@@ -322,7 +322,7 @@ fn swiglu_block_against_cpu() {
         let f = RandomFile::new(&[(ty, n_ff, cols), (ty, n_ff, cols)], &mut rng);
         // Room for 11 rows: parts of 10, five pairs.
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let w = interleave(&f, row_bytes * 11 + 16);
+        let w = interleave(&f, row_bytes * 11 + 64);
         assert!(
             w.parts.iter().all(|p| p.rows == 10 || p.first_row == 120),
             "{ty}"
@@ -535,15 +535,15 @@ fn matvec_every_tuning_candidate_against_cpu() {
             candidates.iter().any(|k| k.two_rows),
             "{ty}: two rows a slot"
         );
-        // Parts loaded a vec4 at a time: the K-quants', Q4_0's, Q8_0's and MXFP4's, on 8-bit x
-        // too, and the float types'.
+        // Parts loaded a vec4 at a time: the K-quants' and the regrouped 32-weight types', on
+        // 8-bit x too, and the float types'.
         let wide = candidates.iter().filter(|k| k.wide);
         let wide_forms = wide
             .map(|k| k.split)
             .collect::<std::collections::HashSet<_>>();
         let wide_forms_wanted = match ty {
             GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => 2,
-            GgmlType::Q4_0 | GgmlType::Q8_0 | GgmlType::MXFP4 => 2,
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::MXFP4 => 2,
             GgmlType::F16 | GgmlType::BF16 => 1,
             _ => 0,
         };

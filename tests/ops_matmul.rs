@@ -48,7 +48,7 @@ fn matmul_every_type_against_cpu() {
         for ty in GgmlType::ALL {
             let cols = if ty.block_len() == 256 { 768 } else { 736 };
             let row_bytes = ty.bytes_for(cols as u64).unwrap();
-            let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * part_rows + 16, &mut rng);
+            let (w, deq) = packed(&gpu, ty, rows, cols, row_bytes * part_rows + 64, &mut rng);
             let x = rng.vec(batch as usize * cols as usize);
             let y0 = rng.vec(batch as usize * rows as usize);
             let product = Product {
@@ -237,7 +237,7 @@ struct ProductData {
 impl ProductData {
     fn random(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, batch: u32, rng: &mut Rng) -> Self {
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(gpu, ty, rows, cols, row_bytes * rows as u64 + 16, rng);
+        let (w, deq) = packed(gpu, ty, rows, cols, row_bytes * rows as u64 + 64, rng);
         let x = rng.vec(batch as usize * cols as usize);
         let y0 = rng.vec(batch as usize * rows as usize);
         ProductData {

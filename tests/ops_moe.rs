@@ -59,7 +59,7 @@ fn router_and_expert_matvecs_against_cpu() {
             ty,
             n_expert * rows,
             cols,
-            row_bytes * 80 + 16,
+            row_bytes * 80 + 64,
             &mut rng,
         );
         assert!(w.parts.len() >= 4);
@@ -333,7 +333,7 @@ fn check_experts_block(
         normalize: true,
         scale: 2.5,
     };
-    let part = ty.bytes_for(d as u64).unwrap() * 80 + 16;
+    let part = ty.bytes_for(d as u64).unwrap() * 80 + 64;
     let (gate_up, gate_deq, up_deq) = match interleaved {
         true => {
             // One tensor, gate's and up's rows in turn (parts of 80 rows hold whole pairs).

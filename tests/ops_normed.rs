@@ -93,7 +93,7 @@ impl NormedProduct {
     fn random(gpu: &Gpu, ty: GgmlType, eps: f32, batch: u32, rng: &mut Rng) -> NormedProduct {
         let cols = if ty.block_len() == 256 { 768 } else { 736 };
         let row_bytes = ty.bytes_for(cols as u64).unwrap();
-        let (w, deq) = packed(gpu, ty, 37, cols, row_bytes * 10 + 16, rng);
+        let (w, deq) = packed(gpu, ty, 37, cols, row_bytes * 10 + 64, rng);
         let gain = rng.vec(cols as usize).iter().map(|g| 1.0 + g).collect();
         let x = (rng.vec(batch as usize * cols as usize).iter())
             .map(|v| 5.0 * v)

@@ -1,8 +1,6 @@
 // Reads of packed weights. `W` is the kernel's weight binding: the tensor's GGUF blocks viewed as u32
-// words, every word a kernel reads aligned. Blocks of 17, 18, 22, 34 or 210 bytes come regrouped
-// (src/gpu/regroup.rs): in groups whose first 16 bytes hold the group's heads (each block's f16
-// scale, or MXFP4's exponent byte), its blocks' bodies of whole words after them. A block keeps the
-// address `b` of the file's layout; head_at and body_at find its parts.
+// words, every word a kernel reads aligned (blocks of 17, 18, 22, 34 or 210 bytes come regrouped:
+// regrouped.wgsl).
 
 fn w_u32(addr: u32) -> u32 {
     return word(addr >> 2u);
@@ -19,23 +17,6 @@ fn w_words8(addr: u32) -> array<u32, 8> {
         out[i] = word((addr >> 2u) + i);
     }
     return out;
-}
-
-// A regrouped block's place in its group of 16 / head_bytes blocks.
-fn place_in_group(b: u32, head_bytes: u32) -> u32 {
-    return (b / BLOCK_BYTES) % (16u / head_bytes);
-}
-
-// A regrouped block's head, of `head_bytes` bytes (1 or 2): in the group's first 16 bytes, in the
-// block's place; the group starts that many blocks before the block.
-fn head_at(b: u32, head_bytes: u32) -> u32 {
-    return b - place_in_group(b, head_bytes) * (BLOCK_BYTES - head_bytes);
-}
-
-// A regrouped block's body: after the group's 16 bytes of heads and the bodies of the blocks before
-// it in the group.
-fn body_at(b: u32, head_bytes: u32) -> u32 {
-    return b - place_in_group(b, head_bytes) * head_bytes + 16u;
 }
 
 // At an even address (every f16 of every block type is): one load.

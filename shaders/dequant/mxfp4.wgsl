@@ -4,10 +4,12 @@
 // Regrouped (bytes.wgsl): e at head_at, the codes at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 17u;
+const HEAD_BYTES: u32 = 1u;
+const GROUP_BLOCKS: u32 = 16u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    let d = e8m0_half(w_u8(head_at(b, 1u)));
-    let qs = w_words4(body_at(b, 1u));
+    let d = e8m0_half(w_u8(head_at(b)));
+    let qs = w_words4(body_at(b));
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 4u; i++) {
         out[i] = e2m1_doubled(qs[i], 0u) * d;

@@ -10,7 +10,7 @@ fn part_x4(part: u32, j: u32) -> u32 {
 }
 
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let d = e8m0_half(w_u8(head_at(b, 1u)));
-    let q = w_u32(body_at(b, 1u) + 4u * part);
+    let d = e8m0_half(w_u8(head_at(b)));
+    let q = w_u32(body_at(b) + 4u * part);
     return array<vec4<f32>, PART_X4>(e2m1_doubled(q, 0u) * d, e2m1_doubled(q, 4u) * d);
 }

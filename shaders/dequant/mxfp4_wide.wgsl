@@ -5,8 +5,8 @@ const PARTS: u32 = 1u;
 const PART_X4: u32 = 8u;
 
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let d = e8m0_half(w_u8(head_at(b, 1u)));
-    let q = words4(body_at(b, 1u) / 4u);
+    let d = e8m0_half(w_u8(head_at(b)));
+    let q = words4(body_at(b) / 4u);
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 4u; i++) {
         out[i] = e2m1_doubled(q[i], 0u) * d;

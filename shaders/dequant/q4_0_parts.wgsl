@@ -10,7 +10,7 @@ fn part_x4(part: u32, j: u32) -> u32 {
 }
 
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let d = w_f16(head_at(b, 2u));
-    let q = w_u32(body_at(b, 2u) + 4u * part);
+    let d = w_f16(head_at(b));
+    let q = w_u32(body_at(b) + 4u * part);
     return array<vec4<f32>, PART_X4>((nibbles(q, 0u) - 8.0) * d, (nibbles(q, 4u) - 8.0) * d);
 }

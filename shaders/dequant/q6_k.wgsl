@@ -5,6 +5,8 @@
 // bytes, on 16-byte bounds) at body_at, which the functions below take as the block's start.
 const BLOCK_LEN: u32 = 256u;
 const BLOCK_BYTES: u32 = 210u;
+const HEAD_BYTES: u32 = 2u;
+const GROUP_BLOCKS: u32 = 8u;
 
 // The header of a block, read once: d and the 16 scales, four to a word.
 struct Q6Scales {
@@ -13,18 +15,18 @@ struct Q6Scales {
 }
 
 fn block_at(b: u32) -> Q6Scales {
-    let s = w_words4(body_at(b, 2u) + 192u);
-    return Q6Scales(w_f16(head_at(b, 2u)), vec4<u32>(s[0], s[1], s[2], s[3]));
+    let s = w_words4(body_at(b) + 192u);
+    return Q6Scales(w_f16(head_at(b)), vec4<u32>(s[0], s[1], s[2], s[3]));
 }
 
 fn block_dequant32(k: Q6Scales, b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    return q6_dequant32(body_at(b, 2u), sub, k.d, k.scales[sub / 2u]);
+    return q6_dequant32(body_at(b), sub, k.d, k.scales[sub / 2u]);
 }
 
 // One sub-block needs only its word of scales.
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    let body = body_at(b, 2u);
-    return q6_dequant32(body, sub, w_f16(head_at(b, 2u)), w_u32(body + 192u + 4u * (sub / 2u)));
+    let body = body_at(b);
+    return q6_dequant32(body, sub, w_f16(head_at(b)), w_u32(body + 192u + 4u * (sub / 2u)));
 }
 
 // Sub-block `sub` of the block whose body is at `b`, its two scales in the low or high half of

@@ -8,7 +8,7 @@ const PART_X4: u32 = 4u;
 // of qh. A quarter's four weights share a scale.
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
     let k = block_at(b);
-    let body = body_at(b, 2u);
+    let body = body_at(b);
     let n = part / 8u;
     let l0 = 4u * (part % 8u);
     let ql = vec2<u32>(w_u32(body + 64u * n + l0), w_u32(body + 64u * n + 32u + l0));

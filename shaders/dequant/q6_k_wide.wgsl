@@ -13,7 +13,7 @@ fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
     let k = block_at(b);
     let n = part / 4u;
     let c = part % 4u;
-    let words = body_at(b, 2u) / 4u;
+    let words = body_at(b) / 4u;
     let ql = words4(words + 16u * n + 4u * c);
     let qh = words4(words + 32u + 8u * n + 4u * (c % 2u));
     let lo = c / 2u;

@@ -2,10 +2,12 @@
 // the quants at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 34u;
+const HEAD_BYTES: u32 = 2u;
+const GROUP_BLOCKS: u32 = 8u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    let d = w_f16(head_at(b, 2u));
-    let q = w_words8(body_at(b, 2u));
+    let d = w_f16(head_at(b));
+    let q = w_words8(body_at(b));
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 8u; i++) {
         out[i] = sbytes(q[i]) * d;

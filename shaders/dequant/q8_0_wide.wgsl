@@ -5,8 +5,8 @@ const PARTS: u32 = 1u;
 const PART_X4: u32 = 8u;
 
 fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let d = w_f16(head_at(b, 2u));
-    let at = body_at(b, 2u) / 4u;
+    let d = w_f16(head_at(b));
+    let at = body_at(b) / 4u;
     let q = array<vec4<u32>, 2>(words4(at), words4(at + 4u));
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 8u; i++) {

@@ -17,3 +17,9 @@ fn block32_dot(lo: vec4<u32>, hi: vec4<u32>, x_blk: u32) -> i32 {
     }
     return sum;
 }
+
+// centered_bytes for four words.
+fn centered_bytes4(v: vec4<u32>, k: u32) -> vec4<u32> {
+    return vec4<u32>(centered_bytes(v.x, k), centered_bytes(v.y, k), centered_bytes(v.z, k),
+                     centered_bytes(v.w, k));
+}

@@ -3,11 +3,10 @@
 fn block_part_int8(b: u32, part: u32, x_blk: u32) -> f32 {
     let x = x8_pair(x_blk, 2u * part);
     let xs = xd[x_blk];
-    let d = w_f16(head_at(b, 2u));
-    let qh = w_u32(body_at(b, 2u));
-    let q = w_u32(body_at(b, 2u) + 4u + 4u * part);
-    let lo = (q & 0x0f0f0f0fu) | (bit_bytes(qh >> (4u * part)) << 4u);
-    let hi = ((q >> 4u) & 0x0f0f0f0fu) | (bit_bytes(qh >> (16u + 4u * part)) << 4u);
+    let h = q5_head(b);
+    let q = w_u32(body_at(b) + 4u * part);
+    let lo = (q & 0x0f0f0f0fu) | (bit_bytes(h.qh >> (4u * part)) << 4u);
+    let hi = ((q >> 4u) & 0x0f0f0f0fu) | (bit_bytes(h.qh >> (16u + 4u * part)) << 4u);
     let i = dot4I8Packed(centered_bytes(lo, 16u), x.x) + dot4I8Packed(centered_bytes(hi, 16u), x.y);
-    return d * xs.x * f32(i);
+    return h.d * xs.x * f32(i);
 }

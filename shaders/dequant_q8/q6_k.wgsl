@@ -9,7 +9,7 @@ fn x8_place(i: u32) -> u32 {
 }
 
 fn block_part_int8(b: u32, part: u32, x_blk: u32) -> f32 {
-    let body = body_at(b, 2u);
+    let body = body_at(b);
     let n = part / 8u;
     let word = part % 8u;
     let l0 = 4u * word;
@@ -28,5 +28,5 @@ fn block_part_int8(b: u32, part: u32, x_blk: u32) -> f32 {
         let scale = i32(scales[q >> 1u] << (24u - 8u * byte)) >> 24u;
         sum += f32(scale * dot) * xd[first + q].x;
     }
-    return w_f16(head_at(b, 2u)) * sum;
+    return w_f16(head_at(b)) * sum;
 }

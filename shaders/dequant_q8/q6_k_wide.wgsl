@@ -12,7 +12,7 @@ fn block_part_int8(b: u32, part: u32, x_blk: u32) -> f32 {
     let k = block_at(b);
     let n = part / 4u;
     let c = part % 4u;
-    let words = body_at(b, 2u) / 4u;
+    let words = body_at(b) / 4u;
     let ql = words4(words + 16u * n + 4u * c);
     let qh = words4(words + 32u + 8u * n + 4u * (c % 2u));
     let lo = c / 2u;

@@ -3,64 +3,64 @@
 //!
 //! Q4_0's blocks are 18 bytes, Q5_0's 22, Q8_0's 34, Q6_K's 210 and MXFP4's 17: in the file, every
 //! other block (every block but one in four, for MXFP4) starts off a word, and a kernel reading its
-//! quants takes two loads and a shift for each word. Each of these blocks is a head of one or two
-//! bytes (the f16 scale; MXFP4's exponent byte) and a body of whole words. The GPU's copy takes them
-//! in groups whose heads fill the first 16 bytes (8 blocks, 16 for MXFP4's one-byte heads), the
+//! quants takes two loads and a shift for each word. Each of these blocks is a head (the f16 scale;
+//! Q5_0's scale and 4 bytes of fifth bits; MXFP4's exponent byte) and a body of quants. The GPU's copy
+//! takes them in groups of 8 (16 for MXFP4's one-byte heads), the group's heads first and the
 //! blocks' bodies after them, in order:
 //!
 //! ```text
 //! file:  [h0 body0][h1 body1] ... [h7 body7]      GPU: [h0 h1 .. h7][body0][body1] ... [body7]
 //! ```
 //!
-//! Q4_0's, Q8_0's, Q6_K's and MXFP4's bodies (16, 32, 208 and 16 bytes) then all lie on 16-byte
-//! bounds, Q5_0's on words. A group has the bytes its blocks have, so a block keeps the address `b` a
-//! kernel computes for it from the file's layout (its index times the block's bytes, from a
-//! buffer's start), and its place in the group is `b / block bytes % blocks a group`
-//! (shaders/dequant/bytes.wgsl: `head_at`, `body_at`). Groups are counted from each buffer's start; a
-//! buffer's last group may hold fewer blocks, its heads then partly unused, which the buffer's
-//! padding (`gpu_bytes`) holds.
+//! The heads take 16 bytes (Q5_0's 48), so every body (16, 16, 32, 208 and 16 bytes) lies on a
+//! 16-byte bound. A group has the bytes its blocks have, so a block keeps the address `b` a kernel
+//! computes for it from the file's layout (its index times the block's bytes, from a buffer's start),
+//! and its place in the group is `b / block bytes % blocks a group` (shaders/dequant/regrouped.wgsl:
+//! `head_at`, `body_at`). Groups are counted from each buffer's start; a buffer's last group may hold
+//! fewer blocks, its heads then partly unused, which the buffer's padding (`gpu_bytes`) holds.
 
 use crate::gguf::GgmlType;
 
-/// The bytes a group gives its blocks' heads.
-const HEADS_BYTES: usize = 16;
-
-/// How a type's blocks are regrouped (`of`): where a block's head lies in the file's block, and
-/// its length.
+/// How a type's blocks are regrouped (`of`): where a block's head lies in the file's block, its
+/// length, and the blocks a group takes (the type's dequant file's HEAD_BYTES and GROUP_BLOCKS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regroup {
     block_bytes: usize,
     head_at: usize,
     head_bytes: usize,
+    blocks: usize,
 }
 
 impl Regroup {
     /// The regrouping of `ty`'s blocks, or `None` where they are whole words already.
     pub fn of(ty: GgmlType) -> Option<Regroup> {
         let block_bytes = ty.block_bytes();
-        let (head_at, head_bytes) = match ty {
-            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => (0, 2),
+        let (head_at, head_bytes, blocks) = match ty {
+            GgmlType::Q4_0 | GgmlType::Q8_0 => (0, 2, 8),
+            // d and qh.
+            GgmlType::Q5_0 => (0, 6, 8),
             // d follows the quants and scales.
-            GgmlType::Q6_K => (block_bytes - 2, 2),
-            GgmlType::MXFP4 => (0, 1),
+            GgmlType::Q6_K => (block_bytes - 2, 2, 8),
+            GgmlType::MXFP4 => (0, 1, 16),
             _ => return None,
         };
-        debug_assert_eq!((block_bytes - head_bytes) % 4, 0);
+        debug_assert_eq!((block_bytes - head_bytes) % 16, 0);
         Some(Regroup {
             block_bytes,
             head_at,
             head_bytes,
+            blocks,
         })
     }
 
-    /// Blocks in a group: their heads fill the group's first `HEADS_BYTES`.
-    fn blocks(&self) -> usize {
-        HEADS_BYTES / self.head_bytes
+    /// Bytes of a group's heads.
+    fn heads_bytes(&self) -> usize {
+        self.blocks * self.head_bytes
     }
 
     /// Bytes of a whole group, in the file and on the GPU.
     pub fn group_bytes(&self) -> usize {
-        self.blocks() * self.block_bytes
+        self.blocks * self.block_bytes
     }
 
     /// Bytes on the GPU of `file_bytes` of whole blocks from a group's start: whole groups as in the
@@ -70,7 +70,7 @@ impl Regroup {
         let blocks = short / self.block_bytes;
         let last = match blocks {
             0 => 0,
-            n => HEADS_BYTES + n * (self.block_bytes - self.head_bytes),
+            n => self.heads_bytes() + n * (self.block_bytes - self.head_bytes),
         };
         (whole * self.group_bytes() + last).next_multiple_of(4)
     }
@@ -92,12 +92,12 @@ impl Regroup {
                 to[i * head..(i + 1) * head].copy_from_slice(h);
                 // The body: the bytes around the head, in their order (the head is first or last).
                 let tail = &b[self.head_at + head..];
-                let at = HEADS_BYTES + i * body;
+                let at = self.heads_bytes() + i * body;
                 to[at..at + rest.len()].copy_from_slice(rest);
                 to[at + rest.len()..at + body].copy_from_slice(tail);
             }
             // A short group's unused heads.
-            to[n * head..HEADS_BYTES].fill(0);
+            to[n * head..self.heads_bytes()].fill(0);
         }
     }
 }
@@ -154,6 +154,20 @@ mod tests {
     }
 
     #[test]
+    fn q5_0_takes_its_scale_and_fifth_bits_as_its_head() {
+        let file = blocks(GgmlType::Q5_0, 9, 7);
+        let gpu = regrouped(GgmlType::Q5_0, &file);
+        assert_eq!(gpu.len(), 176 + 48 + 16);
+        for i in 0..8 {
+            assert_eq!(gpu[6 * i..6 * i + 6], file[22 * i..22 * i + 6]);
+            assert_eq!(gpu[48 + 16 * i..64 + 16 * i], file[22 * i + 6..22 * i + 22]);
+        }
+        assert_eq!(gpu[176..182], file[176..182]);
+        assert_eq!(gpu[182..224], [0; 42]);
+        assert_eq!(gpu[224..240], file[182..198]);
+    }
+
+    #[test]
     fn mxfp4_takes_sixteen_blocks_a_group() {
         let file = blocks(GgmlType::MXFP4, 17, 100);
         let gpu = regrouped(GgmlType::MXFP4, &file);
@@ -179,14 +193,15 @@ mod tests {
             let body = r.block_bytes - r.head_bytes;
             for g in 0..3 {
                 let group = g * r.group_bytes();
-                for i in 0..r.blocks() {
-                    // bytes.wgsl's head_at and body_at.
+                for i in 0..r.blocks {
+                    // regrouped.wgsl's head_at and body_at.
                     let b = group + i * r.block_bytes;
-                    let place = b / r.block_bytes % (HEADS_BYTES / r.head_bytes);
+                    let place = b / r.block_bytes % r.blocks;
                     let head = b - (r.block_bytes - r.head_bytes) * place;
-                    let body_at = b - r.head_bytes * place + HEADS_BYTES;
+                    let body_at = b - r.head_bytes * place + r.blocks * r.head_bytes;
                     assert_eq!(head, group + i * r.head_bytes, "{ty:?}");
-                    assert_eq!(body_at, group + HEADS_BYTES + i * body, "{ty:?}");
+                    assert_eq!(body_at, group + r.heads_bytes() + i * body, "{ty:?}");
+                    assert_eq!(body_at % 16, 0, "{ty:?}: bodies on 16-byte bounds");
                 }
             }
         }

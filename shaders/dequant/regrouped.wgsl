@@ -1,0 +1,20 @@
+// Where a regrouped block's parts lie (src/gpu/regroup.rs). Blocks of 17, 18, 22, 34 or 210 bytes
+// come in groups of GROUP_BLOCKS: the group's heads first (HEAD_BYTES each: the f16 scale, Q5_0's
+// scale and fifth bits, MXFP4's exponent byte), then its blocks' bodies (the quants), which lie on
+// 16-byte bounds. A block keeps the address `b` of the file's layout; the type's dequant file
+// declares HEAD_BYTES and GROUP_BLOCKS.
+
+// The block's place in its group, which starts that many blocks before it.
+fn place_in_group(b: u32) -> u32 {
+    return (b / BLOCK_BYTES) % GROUP_BLOCKS;
+}
+
+// Its head: in the group's heads, in the block's place.
+fn head_at(b: u32) -> u32 {
+    return b - place_in_group(b) * (BLOCK_BYTES - HEAD_BYTES);
+}
+
+// Its body: after the group's heads and the bodies of the blocks before it in the group.
+fn body_at(b: u32) -> u32 {
+    return b - place_in_group(b) * HEAD_BYTES + GROUP_BLOCKS * HEAD_BYTES;
+}
