@@ -535,17 +535,16 @@ fn matvec_every_tuning_candidate_against_cpu() {
             candidates.iter().any(|k| k.two_rows),
             "{ty}: two rows a slot"
         );
-        // Parts loaded a vec4 at a time: the K-quants' and the regrouped 32-weight types', on
-        // 8-bit x too, and the float types'.
+        // Parts loaded a vec4 at a time: every quantized type's, on 8-bit x too, and F16's and
+        // BF16's.
         let wide = candidates.iter().filter(|k| k.wide);
         let wide_forms = wide
             .map(|k| k.split)
             .collect::<std::collections::HashSet<_>>();
         let wide_forms_wanted = match ty {
-            GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => 2,
-            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::MXFP4 => 2,
+            GgmlType::F32 => 0,
             GgmlType::F16 | GgmlType::BF16 => 1,
-            _ => 0,
+            _ => 2,
         };
         assert_eq!(wide_forms.len(), wide_forms_wanted, "{ty}: wide parts");
         // Every other candidate adds to what y holds (a residual add), as the attention output's

@@ -1,6 +1,6 @@
-// MXFP4's block taken whole by one thread in row_dot_parts.wgsl and row_dot_q8.wgsl, its 16 bytes of
-// codes in one vec4 load (W as vec4s: words_vec4.wgsl; the regrouped bodies lie on 16-byte bounds),
-// where dequant/mxfp4.wgsl's 4 threads read a word each.
+// MXFP4's block taken whole by one thread in row_dot_parts.wgsl and row_dot_q8.wgsl, its 16 bytes
+// of codes in one vec4 load (W as vec4s: words_vec4.wgsl; the regrouped bodies lie on 16-byte
+// bounds), where dequant/mxfp4.wgsl's 4 threads read a word each.
 const PARTS: u32 = 1u;
 const PART_X4: u32 = 8u;
 

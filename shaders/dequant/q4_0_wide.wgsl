@@ -1,7 +1,7 @@
 // Q4_0's block taken whole by one thread in row_dot_parts.wgsl and row_dot_q8.wgsl, its 16 bytes of
-// quants in one vec4 load (W as vec4s: words_vec4.wgsl; the regrouped bodies lie on 16-byte bounds),
-// where dequant/q4_0.wgsl's 4 threads read a word each: a quarter of the loads and of the scales
-// read a weight, as llama.cpp's integer matvecs take a block a thread.
+// quants in one vec4 load (W as vec4s: words_vec4.wgsl; the regrouped bodies lie on 16-byte
+// bounds), where dequant/q4_0.wgsl's 4 threads read a word each: a quarter of the loads and of the
+// scales read a weight, as llama.cpp's integer matvecs take a block a thread.
 const PARTS: u32 = 1u;
 const PART_X4: u32 = 8u;
 

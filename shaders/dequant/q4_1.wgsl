@@ -1,32 +1,17 @@
 // Q4_1, 20 bytes: d (f16), m (f16), 16 bytes of 4-bit quants laid out as in Q4_0; w = d * q + m.
-// Blocks are word aligned.
+// Regrouped (regrouped.wgsl): d and m at head_at, the quants at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 20u;
+const HEAD_BYTES: u32 = 4u;
+const GROUP_BLOCKS: u32 = 8u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
-    let d = w_f16(b);
-    let m = w_f16(b + 2u);
+    let dm = unpack2x16float(w_u32(head_at(b)));
+    let qs = w_words4(body_at(b));
     var out: array<vec4<f32>, 8>;
     for (var i = 0u; i < 4u; i++) {
-        let q = word((b + 4u) / 4u + i);
-        out[i] = nibbles(q, 0u) * d + m;
-        out[i + 4u] = nibbles(q, 4u) * d + m;
+        out[i] = nibbles(qs[i], 0u) * dm.x + dm.y;
+        out[i + 4u] = nibbles(qs[i], 4u) * dm.x + dm.y;
     }
     return out;
-}
-
-// Threads that share a block in row_dot_parts.wgsl, and the vec4s of weights each takes: part p (0..3)
-// takes weights 4p..4p + 4 and 16 + 4p..16 + 4p + 4 (part_x4), the low and high nibbles of quant bytes
-// 4p..4p + 4.
-const PARTS: u32 = 4u;
-const PART_X4: u32 = 2u;
-
-fn part_x4(part: u32, j: u32) -> u32 {
-    return part + 4u * j;
-}
-
-fn block_part(b: u32, part: u32) -> array<vec4<f32>, PART_X4> {
-    let dm = unpack2x16float(word(b / 4u));
-    let q = word((b + 4u) / 4u + part);
-    return array<vec4<f32>, PART_X4>(nibbles(q, 0u) * dm.x + dm.y, nibbles(q, 4u) * dm.x + dm.y);
 }

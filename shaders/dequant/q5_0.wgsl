@@ -1,5 +1,5 @@
-// Q5_0, 22 bytes: d (f16), qh (32 fifth bits, bit j for weight j), 16 bytes of low nibbles as in Q4_0;
-// w = d * (q - 16). Regrouped (regrouped.wgsl): d and qh, 6 bytes, at head_at, the nibbles at
+// Q5_0, 22 bytes: d (f16), qh (32 fifth bits, bit j for weight j), 16 bytes of low nibbles as in
+// Q4_0; w = d * (q - 16). Regrouped (regrouped.wgsl): d and qh, 6 bytes, at head_at, the nibbles at
 // body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 22u;

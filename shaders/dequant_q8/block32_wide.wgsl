@@ -23,3 +23,14 @@ fn centered_bytes4(v: vec4<u32>, k: u32) -> vec4<u32> {
     return vec4<u32>(centered_bytes(v.x, k), centered_bytes(v.y, k), centered_bytes(v.z, k),
                      centered_bytes(v.w, k));
 }
+
+// A block's 16 bytes of low nibbles `q` with their fifth bits `qh` (bit j for weight j), as bytes
+// of 0..31: weights 0..16 (the low nibbles) and 16..32 (the high).
+fn fifth_bit_bytes(q: vec4<u32>, qh: u32) -> array<vec4<u32>, 2> {
+    var out: array<vec4<u32>, 2>;
+    for (var i = 0u; i < 4u; i++) {
+        out[0][i] = (q[i] & 0x0f0f0f0fu) | (bit_bytes(qh >> (4u * i)) << 4u);
+        out[1][i] = ((q[i] >> 4u) & 0x0f0f0f0fu) | (bit_bytes(qh >> (16u + 4u * i)) << 4u);
+    }
+    return out;
+}

@@ -482,6 +482,8 @@ pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
         (GgmlType::Q5_K, true) => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_wide.wgsl"),
         (GgmlType::Q6_K, true) => regrouped!("q6_k.wgsl", "q6_k_wide.wgsl"),
         (GgmlType::Q4_0, true) => regrouped!("q4_0.wgsl", "q4_0_wide.wgsl"),
+        (GgmlType::Q4_1, true) => regrouped!("q4_1.wgsl", "q4_1_wide.wgsl"),
+        (GgmlType::Q5_1, true) => regrouped!("q5_1.wgsl", "q5_1_wide.wgsl"),
         (GgmlType::Q5_0, true) => regrouped!("q5_0.wgsl", "q5_0_wide.wgsl"),
         (GgmlType::Q8_0, true) => regrouped!("q8_0.wgsl", "q8_0_wide.wgsl"),
         (GgmlType::MXFP4, true) => regrouped!("mxfp4.wgsl", "mxfp4_wide.wgsl"),
@@ -495,9 +497,9 @@ fn dequant_narrow(ty: GgmlType) -> &'static str {
         GgmlType::F16 => wgsl!("dequant/f16.wgsl", "dequant/halves_parts.wgsl"),
         GgmlType::BF16 => wgsl!("dequant/bf16.wgsl", "dequant/halves_parts.wgsl"),
         GgmlType::Q4_0 => regrouped!("q4_0.wgsl", "q4_0_parts.wgsl"),
-        GgmlType::Q4_1 => include_str!("../../shaders/dequant/q4_1.wgsl"),
+        GgmlType::Q4_1 => regrouped!("q4_1.wgsl", "q4_1_parts.wgsl"),
         GgmlType::Q5_0 => regrouped!("q5_0.wgsl", "q5_0_parts.wgsl"),
-        GgmlType::Q5_1 => include_str!("../../shaders/dequant/q5_1.wgsl"),
+        GgmlType::Q5_1 => regrouped!("q5_1.wgsl", "q5_1_parts.wgsl"),
         GgmlType::Q8_0 => regrouped!("q8_0.wgsl", "q8_0_parts.wgsl"),
         GgmlType::Q4_K => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_parts.wgsl"),
         GgmlType::Q5_K => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_parts.wgsl"),
@@ -523,6 +525,8 @@ pub(super) fn q8_source(ty: GgmlType, wide: bool) -> Option<&'static str> {
         (GgmlType::Q6_K, true) => wgsl!("dequant_q8/q6_k_wide.wgsl"),
         (GgmlType::Q4_0, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q4_0_wide.wgsl"),
         (GgmlType::Q5_0, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q5_0_wide.wgsl"),
+        (GgmlType::Q4_1, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q4_1_wide.wgsl"),
+        (GgmlType::Q5_1, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q5_1_wide.wgsl"),
         (GgmlType::Q8_0, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q8_0_wide.wgsl"),
         (GgmlType::MXFP4, true) => {
             wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/mxfp4_wide.wgsl")
@@ -554,35 +558,24 @@ pub fn has_int8_form(ty: GgmlType) -> bool {
 /// The threads that share one of the type's blocks in shaders/row_dot_parts.wgsl (its dequant file's
 /// `PARTS`), and the weights a block holds there: 16 threads a 256-weight K-quant block, 4 a block of
 /// 32 weights for the rest (the float types' 32-weight runs included); where `wide` (a type with that
-/// form: `has_wide_form`), 8 threads a K-quant block, 1 a regrouped 32-weight block, 2 an F16 or
+/// form: `has_wide_form`), 8 threads a K-quant block, 1 a quantized 32-weight block, 2 an F16 or
 /// BF16 run.
 pub fn block_parts(ty: GgmlType, wide: bool) -> (u32, u32) {
     match (ty, wide && has_wide_form(ty)) {
         (GgmlType::F16 | GgmlType::BF16, true) => (2, 32),
         (GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K, true) => (8, 256),
-        (GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::MXFP4, true) => (1, 32),
+        (_, true) => (1, 32),
         _ if has_block_form(ty) => (16, 256),
         _ => (4, 32),
     }
 }
 
 /// Whether the type's blocks may be split into wide parts (`MatvecKernel::wide`), each thread
-/// loading vec4s of its block: Q4_K's and Q5_K's blocks of 144 and 176 bytes keep their quants on
-/// 16-byte bounds, as the regrouped bodies of Q6_K, Q4_0, Q5_0, Q8_0 and MXFP4 (src/gpu/regroup.rs)
-/// and F16's and BF16's runs of 32 do; Q4_1's and Q5_1's blocks of 20 and 24 bytes do not. F32's
-/// few small matrices (routers) are left as they are, which keeps the subgroup check's F32
-/// candidates (`ops::matvec::subgroup_sums_work`, run as a model loads) as few as they were.
+/// loading vec4s of its block: every quantized type's quants lie on 16-byte bounds (Q4_K's and
+/// Q5_K's blocks of 144 and 176 bytes as they are, the others regrouped: src/gpu/regroup.rs), as
+/// F16's and BF16's runs of 32 do. F32's few small matrices (routers) are left as they are, which
+/// keeps the subgroup check's F32 candidates (`ops::matvec::subgroup_sums_work`, run as a model
+/// loads) as few as they were.
 pub fn has_wide_form(ty: GgmlType) -> bool {
-    matches!(
-        ty,
-        GgmlType::Q4_0
-            | GgmlType::Q5_0
-            | GgmlType::Q8_0
-            | GgmlType::MXFP4
-            | GgmlType::Q4_K
-            | GgmlType::Q5_K
-            | GgmlType::Q6_K
-            | GgmlType::F16
-            | GgmlType::BF16
-    )
+    ty != GgmlType::F32
 }

@@ -1,23 +1,25 @@
-//! Blocks whose size is not a multiple of four bytes, regrouped on their way to the GPU so that every
-//! word a kernel reads is aligned, and a thread may read a block's quants a vec4 at a time.
+//! The quantized 32-weight types' blocks and Q6_K's, regrouped on their way to the GPU so that every
+//! word a kernel reads is aligned and a thread may read a block's quants a vec4 at a time.
 //!
 //! Q4_0's blocks are 18 bytes, Q5_0's 22, Q8_0's 34, Q6_K's 210 and MXFP4's 17: in the file, every
 //! other block (every block but one in four, for MXFP4) starts off a word, and a kernel reading its
-//! quants takes two loads and a shift for each word. Each of these blocks is a head (the f16 scale;
-//! Q5_0's scale and 4 bytes of fifth bits; MXFP4's exponent byte) and a body of quants. The GPU's copy
-//! takes them in groups of 8 (16 for MXFP4's one-byte heads), the group's heads first and the
-//! blocks' bodies after them, in order:
+//! quants takes two loads and a shift for each word. Q4_1's (20 bytes) and Q5_1's (24) start on words
+//! but put their quants 4 and 8 bytes past a 16-byte bound. Each of these blocks is a head (the f16
+//! scale; Q4_1's scale and min; Q5_0's and Q5_1's 4 bytes of fifth bits too; MXFP4's exponent byte)
+//! and a body of quants. The GPU's copy takes them in groups of 8 (16 for MXFP4's one-byte heads), the
+//! group's heads first and the blocks' bodies after them, in order:
 //!
 //! ```text
 //! file:  [h0 body0][h1 body1] ... [h7 body7]      GPU: [h0 h1 .. h7][body0][body1] ... [body7]
 //! ```
 //!
-//! The heads take 16 bytes (Q5_0's 48), so every body (16, 16, 32, 208 and 16 bytes) lies on a
-//! 16-byte bound. A group has the bytes its blocks have, so a block keeps the address `b` a kernel
-//! computes for it from the file's layout (its index times the block's bytes, from a buffer's start),
-//! and its place in the group is `b / block bytes % blocks a group` (shaders/dequant/regrouped.wgsl:
-//! `head_at`, `body_at`). Groups are counted from each buffer's start; a buffer's last group may hold
-//! fewer blocks, its heads then partly unused, which the buffer's padding (`gpu_bytes`) holds.
+//! The heads take 16 bytes (Q4_1's 32, Q5_0's 48, Q5_1's 64), so every body (16 bytes, Q8_0's 32,
+//! Q6_K's 208) lies on a 16-byte bound. A group has the bytes its blocks have, so a block keeps the
+//! address `b` a kernel computes for it from the file's layout (its index times the block's bytes,
+//! from a buffer's start), and its place in the group is `b / block bytes % blocks a group`
+//! (shaders/dequant/regrouped.wgsl: `head_at`, `body_at`). Groups are counted from each buffer's
+//! start; a buffer's last group may hold fewer blocks, its heads then partly unused, which the
+//! buffer's padding (`gpu_bytes`) holds.
 
 use crate::gguf::GgmlType;
 
@@ -32,13 +34,16 @@ pub struct Regroup {
 }
 
 impl Regroup {
-    /// The regrouping of `ty`'s blocks, or `None` where they are whole words already.
+    /// The regrouping of `ty`'s blocks, or `None` for the float types, whose values are whole words
+    /// 32 at a time, and Q4_K's and Q5_K's blocks, whose quants lie on 16-byte bounds already.
     pub fn of(ty: GgmlType) -> Option<Regroup> {
         let block_bytes = ty.block_bytes();
         let (head_at, head_bytes, blocks) = match ty {
             GgmlType::Q4_0 | GgmlType::Q8_0 => (0, 2, 8),
-            // d and qh.
+            // d and qh; d and m; d, m and qh.
             GgmlType::Q5_0 => (0, 6, 8),
+            GgmlType::Q4_1 => (0, 4, 8),
+            GgmlType::Q5_1 => (0, 8, 8),
             // d follows the quants and scales.
             GgmlType::Q6_K => (block_bytes - 2, 2, 8),
             GgmlType::MXFP4 => (0, 1, 16),
@@ -187,7 +192,7 @@ mod tests {
             let Some(r) = Regroup::of(ty) else {
                 // The kernels take the float types' values 32 at a time (shaders/dequant).
                 let kernel_block = ty.block_bytes() * (32 / ty.block_len()).max(1);
-                assert_eq!(kernel_block % 4, 0, "{ty:?} needs no regrouping");
+                assert_eq!(kernel_block % 16, 0, "{ty:?} needs no regrouping");
                 continue;
             };
             let body = r.block_bytes - r.head_bytes;

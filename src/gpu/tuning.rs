@@ -107,9 +107,9 @@ impl Tunable {
 /// x is normed on the way in too, and eight tokens a layer of workgroups; 11: a prompt's tiles held
 /// in f16; 12: MXFP4's products on 8-bit x; 13: a prompt's products on matrix cores in a tall tile
 /// too; 14: a prompt's attention on matrix cores, and its products there in a large tile; 15: Q4_K's
-/// and Q5_K's blocks shared by 8 threads a vec4 each; 16: Q6_K's too, and the regrouped 32-weight
-/// types' blocks whole a thread, a vec4 load each). New shapes need no new count: they have no
-/// winners to drop (a prompt's attention's forms came so).
+/// and Q5_K's blocks shared by 8 threads a vec4 each; 16: Q6_K's too, and the 32-weight types'
+/// blocks whole a thread, a vec4 load each). New shapes need no new count: they have no winners to
+/// drop (a prompt's attention's forms came so).
 pub const CANDIDATES: u32 = 16;
 
 impl Default for Tuning {

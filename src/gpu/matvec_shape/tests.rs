@@ -313,8 +313,8 @@ fn eight_bit_x_is_offered_where_it_can_run() {
 
 /// Wide block parts (8 threads a block, a vec4 each) are offered the K-quants' decode products
 /// (plain, pairs, the chosen experts'), by block parts and on 8-bit x, from 8 threads a row, and
-/// whole blocks a thread the regrouped 32-weight types', and the float types' by parts; not Q4_1's
-/// or Q5_1's, nor a prompt's tiles.
+/// whole blocks a thread the 32-weight types', and F16's and BF16's by parts; not F32's, nor a
+/// prompt's tiles.
 #[test]
 fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
     let wide = |shape: &MatvecShape| -> Vec<MatvecKernel> {
@@ -342,14 +342,13 @@ fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
         let tile = MatvecShape::chunk(Kernel::MatmulId, ty, (4096, 1024), 8, 64);
         assert!(wide(&tile).is_empty(), "{ty}");
     }
-    for ty in [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::MXFP4] {
+    let blocks32 = [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0];
+    for ty in blocks32.into_iter().chain([GgmlType::MXFP4]) {
         let offered = wide(&MatvecShape::of(Kernel::Matvec, ty, 4096, 4096));
         assert!(offered.iter().any(|k| k.split == Split::PartsQ8), "{ty}");
         assert!(offered.iter().any(|k| k.split == Split::BlockParts), "{ty}");
     }
-    for ty in [GgmlType::Q4_1, GgmlType::Q5_1] {
-        assert!(wide(&MatvecShape::of(Kernel::Matvec, ty, 4096, 4096)).is_empty());
-    }
+    assert!(wide(&MatvecShape::of(Kernel::Matvec, GgmlType::F32, 4096, 4096)).is_empty());
     // The float types' runs of 32, by parts only (they have no form on 8-bit x).
     let f16 = wide(&MatvecShape::of(Kernel::Matvec, GgmlType::F16, 2048, 4096));
     assert!(!f16.is_empty() && f16.iter().all(|k| k.split == Split::BlockParts));
