@@ -493,18 +493,30 @@ pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
 
 fn dequant_narrow(ty: GgmlType) -> &'static str {
     match ty {
-        GgmlType::F32 => wgsl!("dequant/f32.wgsl", "dequant/f32_parts.wgsl"),
-        GgmlType::F16 => wgsl!("dequant/f16.wgsl", "dequant/halves_parts.wgsl"),
-        GgmlType::BF16 => wgsl!("dequant/bf16.wgsl", "dequant/halves_parts.wgsl"),
-        GgmlType::Q4_0 => regrouped!("q4_0.wgsl", "q4_0_parts.wgsl"),
-        GgmlType::Q4_1 => regrouped!("q4_1.wgsl", "q4_1_parts.wgsl"),
-        GgmlType::Q5_0 => regrouped!("q5_0.wgsl", "q5_0_parts.wgsl"),
-        GgmlType::Q5_1 => regrouped!("q5_1.wgsl", "q5_1_parts.wgsl"),
-        GgmlType::Q8_0 => regrouped!("q8_0.wgsl", "q8_0_parts.wgsl"),
+        GgmlType::F32 => wgsl!(
+            "dequant/f32.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/f32_parts.wgsl"
+        ),
+        GgmlType::F16 => wgsl!(
+            "dequant/f16.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/halves_parts.wgsl"
+        ),
+        GgmlType::BF16 => wgsl!(
+            "dequant/bf16.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/halves_parts.wgsl"
+        ),
+        GgmlType::Q4_0 => regrouped!("q4_0.wgsl", "parts32.wgsl", "q4_0_parts.wgsl"),
+        GgmlType::Q4_1 => regrouped!("q4_1.wgsl", "parts32.wgsl", "q4_1_parts.wgsl"),
+        GgmlType::Q5_0 => regrouped!("q5_0.wgsl", "parts32.wgsl", "q5_0_parts.wgsl"),
+        GgmlType::Q5_1 => regrouped!("q5_1.wgsl", "parts32.wgsl", "q5_1_parts.wgsl"),
+        GgmlType::Q8_0 => regrouped!("q8_0.wgsl", "parts32.wgsl", "q8_0_parts.wgsl"),
         GgmlType::Q4_K => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_parts.wgsl"),
         GgmlType::Q5_K => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_parts.wgsl"),
         GgmlType::Q6_K => regrouped!("q6_k.wgsl", "q6_k_parts.wgsl"),
-        GgmlType::MXFP4 => regrouped!("mxfp4.wgsl", "mxfp4_parts.wgsl"),
+        GgmlType::MXFP4 => regrouped!("mxfp4.wgsl", "parts32.wgsl", "mxfp4_parts.wgsl"),
     }
 }
 
@@ -523,11 +535,21 @@ pub(super) fn q8_source(ty: GgmlType, wide: bool) -> Option<&'static str> {
         (GgmlType::Q4_K, true) => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q4_k_wide.wgsl"),
         (GgmlType::Q5_K, true) => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q5_k_wide.wgsl"),
         (GgmlType::Q6_K, true) => wgsl!("dequant_q8/q6_k_wide.wgsl"),
-        (GgmlType::Q4_0, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q4_0_wide.wgsl"),
-        (GgmlType::Q5_0, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q5_0_wide.wgsl"),
-        (GgmlType::Q4_1, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q4_1_wide.wgsl"),
-        (GgmlType::Q5_1, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q5_1_wide.wgsl"),
-        (GgmlType::Q8_0, true) => wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q8_0_wide.wgsl"),
+        (GgmlType::Q4_0, true) => {
+            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q4_0_wide.wgsl")
+        }
+        (GgmlType::Q5_0, true) => {
+            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q5_0_wide.wgsl")
+        }
+        (GgmlType::Q4_1, true) => {
+            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q4_1_wide.wgsl")
+        }
+        (GgmlType::Q5_1, true) => {
+            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q5_1_wide.wgsl")
+        }
+        (GgmlType::Q8_0, true) => {
+            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q8_0_wide.wgsl")
+        }
         (GgmlType::MXFP4, true) => {
             wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/mxfp4_wide.wgsl")
         }

@@ -71,7 +71,10 @@ impl Regroup {
     /// Bytes on the GPU of `file_bytes` of whole blocks from a group's start: whole groups as in the
     /// file; a short last group takes its heads' room whole, and the total is whole words.
     pub fn gpu_bytes(&self, file_bytes: usize) -> usize {
-        let (whole, short) = (file_bytes / self.group_bytes(), file_bytes % self.group_bytes());
+        let (whole, short) = (
+            file_bytes / self.group_bytes(),
+            file_bytes % self.group_bytes(),
+        );
         let blocks = short / self.block_bytes;
         let last = match blocks {
             0 => 0,
@@ -149,7 +152,10 @@ mod tests {
         assert_eq!(gpu.len(), 1680 + 16 + 2 * 208);
         for i in 0..8 {
             assert_eq!(gpu[2 * i..2 * i + 2], file[210 * i + 208..210 * i + 210]);
-            assert_eq!(gpu[16 + 208 * i..16 + 208 * (i + 1)], file[210 * i..210 * i + 208]);
+            assert_eq!(
+                gpu[16 + 208 * i..16 + 208 * (i + 1)],
+                file[210 * i..210 * i + 208]
+            );
         }
         let short = &gpu[1680..];
         assert_eq!(short[..4], [file[1888], file[1889], file[2098], file[2099]]);

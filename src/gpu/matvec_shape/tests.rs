@@ -342,7 +342,13 @@ fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
         let tile = MatvecShape::chunk(Kernel::MatmulId, ty, (4096, 1024), 8, 64);
         assert!(wide(&tile).is_empty(), "{ty}");
     }
-    let blocks32 = [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0];
+    let blocks32 = [
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q8_0,
+    ];
     for ty in blocks32.into_iter().chain([GgmlType::MXFP4]) {
         let offered = wide(&MatvecShape::of(Kernel::Matvec, ty, 4096, 4096));
         assert!(offered.iter().any(|k| k.split == Split::PartsQ8), "{ty}");
