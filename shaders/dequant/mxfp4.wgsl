@@ -4,8 +4,6 @@
 // Regrouped (bytes.wgsl): e at head_at, the codes at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 17u;
-const HEAD_BYTES: u32 = 1u;
-const GROUP_BLOCKS: u32 = 16u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let d = e8m0_half(w_u8(head_at(b)));

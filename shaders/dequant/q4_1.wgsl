@@ -2,8 +2,6 @@
 // Regrouped (regrouped.wgsl): d and m at head_at, the quants at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 20u;
-const HEAD_BYTES: u32 = 4u;
-const GROUP_BLOCKS: u32 = 8u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let dm = unpack2x16float(w_u32(head_at(b)));

@@ -3,8 +3,6 @@
 // body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 22u;
-const HEAD_BYTES: u32 = 6u;
-const GROUP_BLOCKS: u32 = 8u;
 
 // The block's d and its fifth bits, whose word lies 2 bytes past a word in every other head.
 struct Q5Head {

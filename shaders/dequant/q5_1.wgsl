@@ -2,8 +2,6 @@
 // Regrouped (regrouped.wgsl): d, m and qh at head_at, the nibbles at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 24u;
-const HEAD_BYTES: u32 = 8u;
-const GROUP_BLOCKS: u32 = 8u;
 
 // The block's d and m, and its fifth bits.
 struct Q5_1Head {

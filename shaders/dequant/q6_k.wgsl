@@ -5,8 +5,6 @@
 // bytes, on 16-byte bounds) at body_at, which the functions below take as the block's start.
 const BLOCK_LEN: u32 = 256u;
 const BLOCK_BYTES: u32 = 210u;
-const HEAD_BYTES: u32 = 2u;
-const GROUP_BLOCKS: u32 = 8u;
 
 // The header of a block, read once: d and the 16 scales, four to a word.
 struct Q6Scales {

@@ -2,8 +2,6 @@
 // the quants at body_at.
 const BLOCK_LEN: u32 = 32u;
 const BLOCK_BYTES: u32 = 34u;
-const HEAD_BYTES: u32 = 2u;
-const GROUP_BLOCKS: u32 = 8u;
 
 fn dequant32(b: u32, sub: u32) -> array<vec4<f32>, 8> {
     let d = w_f16(head_at(b));

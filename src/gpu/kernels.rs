@@ -460,17 +460,6 @@ impl Kernel {
     }
 }
 
-/// A regrouped type's dequant files (shaders/dequant/), after the reads of its blocks' heads and
-/// bodies (regrouped.wgsl, src/gpu/regroup.rs).
-macro_rules! regrouped {
-    ($($file:literal),+) => {
-        concat!(
-            include_str!("../../shaders/dequant/regrouped.wgsl"),
-            $(include_str!(concat!("../../shaders/dequant/", $file))),+
-        )
-    };
-}
-
 /// The WGSL that defines `BLOCK_LEN`, `BLOCK_BYTES` and `dequant32` for a type, and its split into
 /// parts for shaders/row_dot_parts.wgsl: where `wide` (`MatvecKernel::wide`, a type with that form:
 /// `has_wide_form`), 8 threads a block, each loading a vec4 of it.
@@ -480,13 +469,13 @@ pub(super) fn dequant_source(ty: GgmlType, wide: bool) -> &'static str {
         (GgmlType::BF16, true) => wgsl!("dequant/bf16.wgsl", "dequant/halves_wide.wgsl"),
         (GgmlType::Q4_K, true) => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_wide.wgsl"),
         (GgmlType::Q5_K, true) => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_wide.wgsl"),
-        (GgmlType::Q6_K, true) => regrouped!("q6_k.wgsl", "q6_k_wide.wgsl"),
-        (GgmlType::Q4_0, true) => regrouped!("q4_0.wgsl", "q4_0_wide.wgsl"),
-        (GgmlType::Q4_1, true) => regrouped!("q4_1.wgsl", "q4_1_wide.wgsl"),
-        (GgmlType::Q5_1, true) => regrouped!("q5_1.wgsl", "q5_1_wide.wgsl"),
-        (GgmlType::Q5_0, true) => regrouped!("q5_0.wgsl", "q5_0_wide.wgsl"),
-        (GgmlType::Q8_0, true) => regrouped!("q8_0.wgsl", "q8_0_wide.wgsl"),
-        (GgmlType::MXFP4, true) => regrouped!("mxfp4.wgsl", "mxfp4_wide.wgsl"),
+        (GgmlType::Q6_K, true) => wgsl!("dequant/q6_k.wgsl", "dequant/q6_k_wide.wgsl"),
+        (GgmlType::Q4_0, true) => wgsl!("dequant/q4_0.wgsl", "dequant/q4_0_wide.wgsl"),
+        (GgmlType::Q4_1, true) => wgsl!("dequant/q4_1.wgsl", "dequant/q4_1_wide.wgsl"),
+        (GgmlType::Q5_1, true) => wgsl!("dequant/q5_1.wgsl", "dequant/q5_1_wide.wgsl"),
+        (GgmlType::Q5_0, true) => wgsl!("dequant/q5_0.wgsl", "dequant/q5_0_wide.wgsl"),
+        (GgmlType::Q8_0, true) => wgsl!("dequant/q8_0.wgsl", "dequant/q8_0_wide.wgsl"),
+        (GgmlType::MXFP4, true) => wgsl!("dequant/mxfp4.wgsl", "dequant/mxfp4_wide.wgsl"),
         _ => dequant_narrow(ty),
     }
 }
@@ -508,15 +497,39 @@ fn dequant_narrow(ty: GgmlType) -> &'static str {
             "dequant/parts32.wgsl",
             "dequant/halves_parts.wgsl"
         ),
-        GgmlType::Q4_0 => regrouped!("q4_0.wgsl", "parts32.wgsl", "q4_0_parts.wgsl"),
-        GgmlType::Q4_1 => regrouped!("q4_1.wgsl", "parts32.wgsl", "q4_1_parts.wgsl"),
-        GgmlType::Q5_0 => regrouped!("q5_0.wgsl", "parts32.wgsl", "q5_0_parts.wgsl"),
-        GgmlType::Q5_1 => regrouped!("q5_1.wgsl", "parts32.wgsl", "q5_1_parts.wgsl"),
-        GgmlType::Q8_0 => regrouped!("q8_0.wgsl", "parts32.wgsl", "q8_0_parts.wgsl"),
+        GgmlType::Q4_0 => wgsl!(
+            "dequant/q4_0.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/q4_0_parts.wgsl"
+        ),
+        GgmlType::Q4_1 => wgsl!(
+            "dequant/q4_1.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/q4_1_parts.wgsl"
+        ),
+        GgmlType::Q5_0 => wgsl!(
+            "dequant/q5_0.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/q5_0_parts.wgsl"
+        ),
+        GgmlType::Q5_1 => wgsl!(
+            "dequant/q5_1.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/q5_1_parts.wgsl"
+        ),
+        GgmlType::Q8_0 => wgsl!(
+            "dequant/q8_0.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/q8_0_parts.wgsl"
+        ),
         GgmlType::Q4_K => wgsl!("dequant/q4_k.wgsl", "dequant/q4_k_parts.wgsl"),
         GgmlType::Q5_K => wgsl!("dequant/q5_k.wgsl", "dequant/q5_k_parts.wgsl"),
-        GgmlType::Q6_K => regrouped!("q6_k.wgsl", "q6_k_parts.wgsl"),
-        GgmlType::MXFP4 => regrouped!("mxfp4.wgsl", "parts32.wgsl", "mxfp4_parts.wgsl"),
+        GgmlType::Q6_K => wgsl!("dequant/q6_k.wgsl", "dequant/q6_k_parts.wgsl"),
+        GgmlType::MXFP4 => wgsl!(
+            "dequant/mxfp4.wgsl",
+            "dequant/parts32.wgsl",
+            "dequant/mxfp4_parts.wgsl"
+        ),
     }
 }
 
@@ -524,6 +537,16 @@ fn dequant_narrow(ty: GgmlType) -> &'static str {
 /// shaders/row_dot_blocks.wgsl: the K-quants, whose headers are worth decoding once per block.
 pub fn has_block_form(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K)
+}
+
+/// A 32-weight type's wide form on 8-bit x (shaders/dequant_q8/), after what those forms share.
+macro_rules! wide32_q8 {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../shaders/dequant_q8/block32_wide.wgsl"),
+            include_str!(concat!("../../shaders/dequant_q8/", $file))
+        )
+    };
 }
 
 /// The WGSL of a type's products on 8-bit x (shaders/dequant_q8/: `x8_place`, `block_part_int8`) for
@@ -535,24 +558,12 @@ pub(super) fn q8_source(ty: GgmlType, wide: bool) -> Option<&'static str> {
         (GgmlType::Q4_K, true) => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q4_k_wide.wgsl"),
         (GgmlType::Q5_K, true) => wgsl!("dequant_q8/k_quants.wgsl", "dequant_q8/q5_k_wide.wgsl"),
         (GgmlType::Q6_K, true) => wgsl!("dequant_q8/q6_k_wide.wgsl"),
-        (GgmlType::Q4_0, true) => {
-            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q4_0_wide.wgsl")
-        }
-        (GgmlType::Q5_0, true) => {
-            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q5_0_wide.wgsl")
-        }
-        (GgmlType::Q4_1, true) => {
-            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q4_1_wide.wgsl")
-        }
-        (GgmlType::Q5_1, true) => {
-            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q5_1_wide.wgsl")
-        }
-        (GgmlType::Q8_0, true) => {
-            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/q8_0_wide.wgsl")
-        }
-        (GgmlType::MXFP4, true) => {
-            wgsl!("dequant_q8/block32_wide.wgsl", "dequant_q8/mxfp4_wide.wgsl")
-        }
+        (GgmlType::Q4_0, true) => wide32_q8!("q4_0_wide.wgsl"),
+        (GgmlType::Q5_0, true) => wide32_q8!("q5_0_wide.wgsl"),
+        (GgmlType::Q4_1, true) => wide32_q8!("q4_1_wide.wgsl"),
+        (GgmlType::Q5_1, true) => wide32_q8!("q5_1_wide.wgsl"),
+        (GgmlType::Q8_0, true) => wide32_q8!("q8_0_wide.wgsl"),
+        (GgmlType::MXFP4, true) => wide32_q8!("mxfp4_wide.wgsl"),
         (ty, _) => return q8_narrow(ty),
     })
 }

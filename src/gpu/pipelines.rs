@@ -5,6 +5,7 @@ use super::attention_form::{
     attention_workgroup, MATRIX_SUBGROUPS, QUERY_WORKGROUP, ROWS_WORKGROUP,
 };
 use super::kernels::{dequant_source, q8_source, wgsl, Kernel, XNorm};
+use super::regroup::Regroup;
 use super::tiles::{attention_tile, matmul_tile, MatmulTile};
 use super::tiles::{ROWS_TILE_WORKGROUP, STEP_ROWS_TILE_TOKENS};
 use super::{AttentionForm, AttentionShape, MatvecKernel, MatvecShape, Recurrence, Split};
@@ -384,6 +385,10 @@ impl PipelineKey {
                 false => wgsl!("dequant/words.wgsl"),
             });
             src.push_str(include_str!("../../shaders/dequant/bytes.wgsl"));
+            if let Some(regroup) = Regroup::of(ty) {
+                src += &regroup.shader_constants();
+                src.push_str(wgsl!("dequant/regrouped.wgsl"));
+            }
             src.push_str(dequant_source(ty, self.wide));
             if self.split == Split::PartsQ8 {
                 let q8 = q8_source(ty, self.wide);

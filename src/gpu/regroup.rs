@@ -24,7 +24,8 @@
 use crate::gguf::GgmlType;
 
 /// How a type's blocks are regrouped (`of`): where a block's head lies in the file's block, its
-/// length, and the blocks a group takes (the type's dequant file's HEAD_BYTES and GROUP_BLOCKS).
+/// length, and the blocks a group takes (the shaders' HEAD_BYTES and GROUP_BLOCKS:
+/// `shader_constants`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regroup {
     block_bytes: usize,
@@ -56,6 +57,14 @@ impl Regroup {
             head_bytes,
             blocks,
         })
+    }
+
+    /// The constants shaders/dequant/regrouped.wgsl reads a block's head and body by.
+    pub fn shader_constants(&self) -> String {
+        format!(
+            "const HEAD_BYTES: u32 = {}u;\nconst GROUP_BLOCKS: u32 = {}u;\n",
+            self.head_bytes, self.blocks
+        )
     }
 
     /// Bytes of a group's heads.
