@@ -41,7 +41,8 @@ pub struct MatvecKernel {
     /// A step's pair product of several tokens gives each slot of a row's threads four pairs of rows
     /// rather than one, each x read once for the eight (shaders/matvec_pairs.wgsl's `eight_rows`):
     /// where the adapter runs a workgroup's threads as a CPU's SIMD lanes, which load x lane by
-    /// lane; split by 32-weight chunks.
+    /// lane; split by 32-weight chunks, or by a quantized type's wide parts of 32 weights
+    /// (shaders/eight_rows_chunks.wgsl, eight_rows_parts.wgsl).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub eight_rows: bool,
     /// A plain product's slot of a row's threads takes two neighbouring rows, each x read once for

@@ -288,7 +288,9 @@ impl MatvecShape {
     /// one-token product (`takes_two_rows`) also tries two rows a slot, split by block parts (on
     /// 8-bit x too) or by chunks over 32 threads a row or more, summed as a GPU would. A step's
     /// pair product of several tokens also tries the 64-thread tile and the tile in registers
-    /// (`takes_tiles`), and its splits by block parts eight tokens a layer (`takes_eight_tokens`).
+    /// (`takes_tiles`), its splits by block parts eight tokens a layer (`takes_eight_tokens`), and
+    /// where workgroups run on a CPU, eight rows a slot (`takes_eight_rows`), by chunks or by wide
+    /// parts.
     /// A decode step's products of the K-quants and float types whose blocks keep 16-byte bounds
     /// (`takes_wide`) also try the splits by block parts (on 8-bit x too) with each thread loading
     /// vec4s of its part (`MatvecKernel::wide`), from 8 threads a row.
@@ -332,7 +334,7 @@ impl MatvecShape {
         };
         let (parts, part_block_len) = block_parts(self.ty, false);
         let part_blocks = self.cols / part_block_len;
-        let (wide_parts, _) = block_parts(self.ty, true);
+        let (wide_parts, wide_block_len) = block_parts(self.ty, true);
         let takes_wide = self.takes_wide();
         let mut c = vec![default]; // the default comes first
         for workgroup in [64, 128, 256] {
@@ -410,6 +412,33 @@ impl MatvecShape {
                             ..k
                         });
                     }
+                }
+            }
+        }
+        // Eight rows a slot by wide parts, a CPU's form as by chunks above: a quantized type's part
+        // of a block, 32 weights, loaded and decoded once for the block (shaders/eight_rows_parts.wgsl)
+        // where the chunks' walk reads each 32 weights' words and header anew; one or two groups of
+        // a block's threads a row, 64 a workgroup.
+        let parts_of_32 = takes_wide && wide_block_len / wide_parts == 32;
+        if cpu_forms && self.takes_eight_rows() && parts_of_32 {
+            let rows_threads = [wide_parts, 2 * wide_parts];
+            for threads_per_row in rows_threads
+                .into_iter()
+                .filter(|&t| t / wide_parts <= part_blocks)
+            {
+                for subgroup_sum in [false, true] {
+                    if subgroup_sum && !subgroup_size.is_some_and(|s| threads_per_row <= s) {
+                        continue;
+                    }
+                    c.push(MatvecKernel {
+                        workgroup: 64,
+                        threads_per_row,
+                        subgroup_sum,
+                        split: Split::BlockParts,
+                        eight_rows: true,
+                        wide: true,
+                        ..MatvecKernel::default_for(self.cols)
+                    });
                 }
             }
         }

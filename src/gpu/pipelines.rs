@@ -405,10 +405,12 @@ impl PipelineKey {
         let mut row_dot = row_dot_source(self.split).to_string();
         if let Kernel::MatvecPairs(..) = self.kernel {
             // What a slot of a row's threads takes of a run of several tokens: only the pipelines
-            // that take eight rows carry that large function.
-            row_dot += match self.eight_rows {
-                true => wgsl!("slot_eight_rows.wgsl"),
-                false => wgsl!("slot_pair.wgsl"),
+            // that take eight rows carry that large function, its walk over the rows split as the
+            // kernel's split says.
+            row_dot += match (self.eight_rows, self.split) {
+                (true, Split::BlockParts) => wgsl!("slot_eight_rows.wgsl", "eight_rows_parts.wgsl"),
+                (true, _) => wgsl!("slot_eight_rows.wgsl", "eight_rows_chunks.wgsl"),
+                (false, _) => wgsl!("slot_pair.wgsl"),
             };
         }
         src.push_str(&self.kernel.body(&row_dot, row_sum));

@@ -66,8 +66,8 @@ fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
     };
     assert_eq!(
         (on(false), on(true)),
-        (0, 6),
-        "1, 2 and 4 threads a row, two sums"
+        (0, 10),
+        "by chunks 1, 2 and 4 threads a row, by wide parts 8 and 16, two sums"
     );
 }
 
@@ -197,9 +197,13 @@ fn eight_rows_are_offered_to_a_steps_pair_products() {
     assert!(eights(&one, true).is_empty());
     assert!(eights(&several, false).is_empty(), "on a GPU");
     let offered = eights(&several, true);
-    assert_eq!(offered.len(), 6, "1, 2 and 4 threads a row, two sums");
+    // By chunks, 1, 2 and 4 threads a row; by wide parts (a Q4_1 block a thread), 1 and 2; two
+    // sums each.
+    assert_eq!(offered.len(), 10);
     for k in offered {
-        assert!(k.split == Split::Chunks && k.threads_per_row <= 4, "{k}");
+        let by_chunks = k.split == Split::Chunks && !k.wide && k.threads_per_row <= 4;
+        let by_parts = k.split == Split::BlockParts && k.wide && k.threads_per_row <= 2;
+        assert!(by_chunks || by_parts, "{k}");
     }
 }
 
@@ -358,4 +362,41 @@ fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
     // The float types' runs of 32, by parts only (they have no form on 8-bit x).
     let f16 = wide(&MatvecShape::of(Kernel::Matvec, GgmlType::F16, 2048, 4096));
     assert!(!f16.is_empty() && f16.iter().all(|k| k.split == Split::BlockParts));
+}
+
+/// A step's pair product of several tokens takes eight rows a slot by wide parts where workgroups
+/// run on a CPU, for every quantized type (whose wide part is 32 weights): one or two groups of a
+/// block's threads a row, both sums, 64 a workgroup; not the float types (parts of 16 weights), not
+/// on a GPU, not a one-token product.
+#[test]
+fn eight_rows_by_wide_parts_are_a_cpu_form_of_the_quantized_types() {
+    let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+    let cpu = Offers {
+        cpu_forms: true,
+        ..offers(false)
+    };
+    let eight_wide = |shape: MatvecShape, offers: Offers| -> Vec<MatvecKernel> {
+        let candidates = shape.candidates(offers).into_iter();
+        candidates.filter(|k| k.eight_rows && k.wide).collect()
+    };
+    for ty in GgmlType::ALL {
+        let step = MatvecShape::of(pairs, ty, 4096, 4096).in_step(4);
+        let offered = eight_wide(step, cpu);
+        let quantized = !matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16);
+        assert_eq!(offered.len(), if quantized { 4 } else { 0 }, "{ty}");
+        let (parts, _) = block_parts(ty, true);
+        for k in &offered {
+            assert_eq!((k.workgroup, k.split), (64, Split::BlockParts), "{ty}: {k}");
+            assert!(
+                k.threads_per_row == parts || k.threads_per_row == 2 * parts,
+                "{ty}: {k}"
+            );
+        }
+        assert!(
+            eight_wide(step, offers(false)).is_empty(),
+            "{ty}: not on a GPU"
+        );
+        let one = MatvecShape::of(pairs, ty, 4096, 4096);
+        assert!(eight_wide(one, cpu).is_empty(), "{ty}: not one token");
+    }
 }
