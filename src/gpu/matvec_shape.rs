@@ -171,6 +171,13 @@ impl MatvecShape {
         self.takes_tiles()
     }
 
+    /// Whether they include eight rows a slot by wide parts (shaders/eight_rows_parts.wgsl): those of
+    /// a quantized type, whose wide part is 32 weights (8 vec4s); a float type's is 16.
+    pub fn takes_eight_rows_wide(&self) -> bool {
+        let (parts, block_len) = block_parts(self.ty, true);
+        self.takes_eight_rows() && self.takes_wide() && block_len / parts == 32
+    }
+
     /// The kernel shape unless tuned on `adapter`: `default_kernel`, but where the adapter runs
     /// workgroups on a CPU, about the shapes `wick tune` picks there. A plain prompt product takes its
     /// tile in registers, timed at 4.7-6.1x the 64-thread tile on each of SmolLM2's prompt shapes on
@@ -179,7 +186,10 @@ impl MatvecShape {
     /// slot, 2 threads a row: `wick tune` gave eight rows (1 to 4 threads a row) to four of SmolLM2's
     /// five such shapes there (the fifth, of 576 rows, kept the tile in registers), and with them
     /// untuned a step of 4 sequences took 218-232 ms rather than 517-561 in the tile in
-    /// registers (a one-token step 146-162 ms). A product of a few tokens otherwise takes 4 threads a
+    /// registers (a one-token step 146-162 ms). A quantized type's takes them by wide parts, a
+    /// block's one group of threads a row (`takes_eight_rows_wide`): the tuner gave that form to all
+    /// seven of Qwen2.5-Coder 0.5B's check-of-4 products on lavapipe, a check's kernels 18-30% faster
+    /// than by chunks. A product of a few tokens otherwise takes 4 threads a
     /// row (`CPU_THREADS_PER_ROW`). Both sum through workgroup memory: shuffles, which the tuner
     /// prefers there, are offered only on a device where a check has found that they sum a row's
     /// threads (`ops::matvec::subgroup_sums_work`). The experts' and grouped products keep the 64-thread
@@ -194,10 +204,19 @@ impl MatvecShape {
             return MatvecKernel::tile(ROWS_TILE_WORKGROUP);
         }
         if self.takes_eight_rows() {
-            return MatvecKernel {
-                threads_per_row: 2,
-                eight_rows: true,
-                ..default
+            return match self.takes_eight_rows_wide() {
+                true => MatvecKernel {
+                    threads_per_row: block_parts(self.ty, true).0,
+                    split: Split::BlockParts,
+                    eight_rows: true,
+                    wide: true,
+                    ..default
+                },
+                false => MatvecKernel {
+                    threads_per_row: 2,
+                    eight_rows: true,
+                    ..default
+                },
             };
         }
         // The other tiles, and rows of fewer chunks than that, keep the default.
@@ -334,7 +353,7 @@ impl MatvecShape {
         };
         let (parts, part_block_len) = block_parts(self.ty, false);
         let part_blocks = self.cols / part_block_len;
-        let (wide_parts, wide_block_len) = block_parts(self.ty, true);
+        let (wide_parts, _) = block_parts(self.ty, true);
         let takes_wide = self.takes_wide();
         let mut c = vec![default]; // the default comes first
         for workgroup in [64, 128, 256] {
@@ -419,8 +438,7 @@ impl MatvecShape {
         // of a block, 32 weights, loaded and decoded once for the block (shaders/eight_rows_parts.wgsl)
         // where the chunks' walk reads each 32 weights' words and header anew; one or two groups of
         // a block's threads a row, 64 a workgroup.
-        let parts_of_32 = takes_wide && wide_block_len / wide_parts == 32;
-        if cpu_forms && self.takes_eight_rows() && parts_of_32 {
+        if cpu_forms && self.takes_eight_rows_wide() {
             let rows_threads = [wide_parts, 2 * wide_parts];
             for threads_per_row in rows_threads
                 .into_iter()

@@ -72,8 +72,8 @@ fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
 }
 
 /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
-/// pair products of several tokens (x normed on the way in or not) take eight rows a slot,
-/// and the other products of a few tokens 4 threads a row, each a candidate of its shape; the
+/// pair products of several tokens (x normed on the way in or not) take eight rows a slot (by
+/// wide parts where the type is quantized), and the other products of a few tokens 4 threads a row, each a candidate of its shape; the
 /// experts' tiles and rows of 2 chunks keep their defaults, as GPUs keep every default.
 #[test]
 fn untuned_kernels_follow_the_adapter() {
@@ -129,7 +129,24 @@ fn untuned_kernels_follow_the_adapter() {
     for shape in [check, normed] {
         let k = shape.untuned_kernel(cpu);
         assert!(k.eight_rows && !k.subgroup_sum, "{}: {k}", shape.key());
+        // Q4_K's by wide parts, a block's 8 threads a row.
+        assert!(
+            k.wide && k.split == Split::BlockParts,
+            "{}: {k}",
+            shape.key()
+        );
+        assert_eq!(k.threads_per_row, 8);
     }
+    // A float type's by chunks, 2 threads a row.
+    let f16_check = MatvecShape::of(pairs, GgmlType::F16, 576, 1536).in_step(4);
+    let k = f16_check.untuned_kernel(cpu);
+    assert!(k.eight_rows && !k.wide && k.split == Split::Chunks, "{k}");
+    assert!(f16_check
+        .candidates(Offers {
+            cpu_forms: true,
+            ..offers(false)
+        })
+        .contains(&k));
     let one_token = MatvecShape {
         tokens: 1,
         ..normed
