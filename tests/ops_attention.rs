@@ -349,10 +349,12 @@ fn split_attention_against_cpu() {
             })
             .collect();
         step.write_segments(&gpu, &segments, 0);
-        // Each split form, then the whole-head kernel (None).
+        // Each split form, then the whole-head kernel (None) as a GPU runs it (a check's tokens
+        // taken by one workgroup) and as a CPU adapter does (a token a workgroup).
         let bytes = gpu.limits.max_compute_workgroup_storage_size;
         let forms = split.candidates(gpu.offers(), bytes).into_iter();
-        for form in forms.map(Some).chain([None]) {
+        let whole_head = [true, false].map(|on_gpu| (None, Some(on_gpu)));
+        for (form, whole_on_gpu) in forms.map(|f| (Some(f), None)).chain(whole_head) {
             // Plans take the GPU's tuning when made.
             let mut tuning = Tuning::default();
             if let Some(form) = form {
@@ -382,15 +384,27 @@ fn split_attention_against_cpu() {
                     forms_run.insert(form.to_string());
                 }
                 None => {
+                    plan.adapter.runs_on_cpu = whole_on_gpu == Some(false);
                     attention::push(&mut plan, shape, &b);
                     plan.finish(&gpu).block_on().unwrap();
+                    let together = plan.dispatches[0].key.tokens.is_some();
+                    let on_gpu = whole_on_gpu == Some(true);
+                    assert_eq!(
+                        together,
+                        on_gpu && n_tokens > 1,
+                        "{label}: a check's tokens"
+                    );
                 }
             }
             submit(&gpu, &plan);
             gpu.set_tuning(Tuning::default());
             let got = read_back_f32(&gpu, &out, want.len()).block_on().unwrap();
             let e = nmse(&got, &want);
-            let kernel = form.map_or("whole".to_string(), |f| format!("split {f}"));
+            let kernel = match (form, whole_on_gpu) {
+                (Some(f), _) => format!("split {f}"),
+                (None, Some(true)) => "whole, a check's tokens together".to_string(),
+                (None, _) => "whole, a token a workgroup".to_string(),
+            };
             assert!(e < 1e-9, "{label} {kernel}: nmse {e}");
         }
     }

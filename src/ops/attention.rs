@@ -109,10 +109,14 @@ pub fn push(plan: &mut Plan, s: Shape, b: &AttentionBuffers) {
         ..params(s, b)
     };
     let step = plan.step.clone();
-    // A step's workgroups are a token's each (those of a check's later tokens leave at once).
-    let (tokens, per) = match in_step {
-        true => (QUERY_TILE.min(plan.batch), 1),
-        false => (QUERY_TILE, QUERY_TILE),
+    // A step's workgroups are a token's each (those of a check's later tokens leave at once, where
+    // its first token's workgroup takes them). Where workgroups run on the CPU a workgroup takes its
+    // own token alone: there a check's attention waits on each query's dots and exponentials, not
+    // on reading the keys, and a workgroup holding four tokens' sums spends more (BENCHMARKS.md).
+    let (tokens, per) = match (in_step, plan.adapter.runs_on_cpu) {
+        (true, false) => (QUERY_TILE.min(plan.batch), 1),
+        (true, true) => (1, 1),
+        (false, _) => (QUERY_TILE, QUERY_TILE),
     };
     plan.push(
         PipelineKey {
