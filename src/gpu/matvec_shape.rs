@@ -204,19 +204,17 @@ impl MatvecShape {
             return MatvecKernel::tile(ROWS_TILE_WORKGROUP);
         }
         if self.takes_eight_rows() {
-            return match self.takes_eight_rows_wide() {
-                true => MatvecKernel {
-                    threads_per_row: block_parts(self.ty, true).0,
-                    split: Split::BlockParts,
-                    eight_rows: true,
-                    wide: true,
-                    ..default
-                },
-                false => MatvecKernel {
-                    threads_per_row: 2,
-                    eight_rows: true,
-                    ..default
-                },
+            let wide = self.takes_eight_rows_wide();
+            let (threads_per_row, split) = match wide {
+                true => (block_parts(self.ty, true).0, Split::BlockParts),
+                false => (2, Split::Chunks),
+            };
+            return MatvecKernel {
+                threads_per_row,
+                split,
+                eight_rows: true,
+                wide,
+                ..default
             };
         }
         // The other tiles, and rows of fewer chunks than that, keep the default.
