@@ -1,6 +1,7 @@
 //! What the integration tests share: the GPU (required in CI), seeded random data, error measures.
 #![allow(dead_code)]
 
+pub mod attention;
 pub mod edit_gguf;
 pub mod fidelity;
 pub mod quant_goldens;
