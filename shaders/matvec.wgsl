@@ -2,8 +2,8 @@
 // matrix has one), W packed.
 // A workgroup of WG threads takes WG / TPR slots of ROWS rows; the TPR threads of a slot split its row as
 // the row_dot file says (by 32-weight chunks, or for the K-quants by whole blocks), and a slot of two
-// rows (neighbours, as llama.cpp's matvecs take two or more) reads each x once for both and has twice
-// the weights in flight a thread.
+// or four rows (neighbours, as llama.cpp's matvecs take two or more) reads each x once for them all
+// and has more weights in flight a thread.
 // Rows may come in groups that each read their own slice of x (per-head matrices stacked in one tensor,
 // as MLA's k_b and v_b): row r reads x from vec4 (r / group_rows) * group_stride. Needs a row_dot file
 // and a row_sum file.
@@ -31,7 +31,7 @@ const NO_BIAS: u32 = 0xffffffffu;
 
 override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per row, a power of two dividing WG
-override ROWS: u32 = 1u; // rows a slot of TPR threads takes: 1, or 2 (not in groups of rows)
+override ROWS: u32 = 1u; // rows a slot of TPR threads takes: 1, 2 or 4 (1 in groups of rows)
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -43,6 +43,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let row = first + (t / TPR) * ROWS;
     let o = P.out_offset + row;
     let x0 = (o / P.group_rows) * P.group_stride;
+    if (ROWS == 4u) {
+        // Rows past the part read what follows it, and are not stored.
+        var acc4 = vec4<f32>(0.0);
+        if (row < P.rows) {
+            acc4 = quad_dot(row * P.row_bytes, P.row_bytes, x0, P.cols, t % TPR);
+        }
+        let total4 = quad_sum(t, acc4);
+        if (t % TPR == 0u) {
+            store_row(row, o, total4.x);
+            store_row(row + 1u, o + 1u, total4.y);
+            store_row(row + 2u, o + 2u, total4.z);
+            store_row(row + 3u, o + 3u, total4.w);
+        }
+        return;
+    }
     if (ROWS == 2u) {
         // An odd last row pairs with what follows it, which is not stored.
         var acc = vec2<f32>(0.0);

@@ -1,15 +1,16 @@
 // W x for kernels that combine rows in pairs (2p, 2p+1): gate and up rows interleaved for SwiGLU, the
 // two dimensions RoPE rotates together. As matvec.wgsl otherwise: a workgroup of WG threads takes
-// WG / TPR pairs, and the TPR threads of a pair split its row as the row_dot file says, reading each x
-// once for both rows. One layer of workgroups (z) per TOKENS tokens of the run: one, or four (a
-// decode step of several sequences), each weight then dequantized once for the four, or eight, each
-// workgroup taking the first four and then the next, whose weights come from the caches the first
-// four left them in (where a second layer would read them from memory again). The store file declares
-// Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. x is read as the x
-// file says: as it is (x_rows.wgsl), or normed by RMSNorm on the way in (x_rms_norm.wgsl), each sum
-// then scaled by x_scale. In a run of several tokens, what a slot of TPR threads takes is the slot
-// file's: a pair (slot_pair.wgsl) or four (slot_eight_rows.wgsl). Needs step.wgsl, an x file, a
-// row_dot file, a slot file and a row_sum file.
+// WG / TPR slots of a pair, and the TPR threads of a slot split its rows as the row_dot file says,
+// reading each x once for both rows; in a run of one token a slot may take two pairs (`PAIRS`), each
+// x then read once for the four rows. One layer of workgroups (z) per TOKENS tokens of the run: one,
+// or four (a decode step of several sequences), each weight then dequantized once for the four, or
+// eight, each workgroup taking the first four and then the next, whose weights come from the caches
+// the first four left them in (where a second layer would read them from memory again). The store
+// file declares Params (with rows, cols and row_bytes) and the outputs, and defines store_pair. x is
+// read as the x file says: as it is (x_rows.wgsl), or normed by RMSNorm on the way in
+// (x_rms_norm.wgsl), each sum then scaled by x_scale. In a run of several tokens, what a slot of TPR
+// threads takes is the slot file's: a pair (slot_pair.wgsl) or four (slot_eight_rows.wgsl). Needs
+// step.wgsl, an x file, a row_dot file, a slot file and a row_sum file.
 
 // W's words, one by one or as vec4s (where a block's parts load a vec4 each): the words file's
 // WeightWord (shaders/dequant/words.wgsl, words_vec4.wgsl).
@@ -20,6 +21,7 @@
 override WG: u32 = 64u;
 override TPR: u32 = 64u; // threads per pair, a power of two dividing WG
 override TOKENS: u32 = 1u; // 1, 4 or 8
+override PAIRS: u32 = 1u; // pairs a slot of TPR threads takes in a run of one token: 1 or 2
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -40,9 +42,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         return;
     }
     x_prepare(t, token * (P.cols / 4u), P.cols);
-    let pair = (wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR;
+    let pair = ((wg.x + wg.y * nwg.x) * (WG / TPR) + t / TPR) * PAIRS;
     // An odd last row (a part of a plain matrix) pairs with what follows it; store_pair drops that.
-    let in_range = pair < (P.rows + 1u) / 2u;
+    let pairs = (P.rows + 1u) / 2u;
+    let in_range = pair < pairs;
+    if (PAIRS == 2u) {
+        // A second pair past the matrix reads what follows it and is not stored.
+        var acc4 = vec4<f32>(0.0);
+        if (in_range) {
+            acc4 = quad_dot(2u * pair * P.row_bytes, P.row_bytes, token * (P.cols / 4u), P.cols, t % TPR);
+        }
+        let sums = quad_sum(t, acc4) * x_scale(t, P.cols);
+        if (t % TPR == 0u && in_range) {
+            store_pair(token, 2u * pair, sums.x, sums.y);
+            if (pair + 1u < pairs) {
+                store_pair(token, 2u * pair + 2u, sums.z, sums.w);
+            }
+        }
+        return;
+    }
     var acc = vec2<f32>(0.0);
     if (in_range) {
         acc = pair_dot(2u * pair * P.row_bytes, P.row_bytes, token * (P.cols / 4u), P.cols, t % TPR);

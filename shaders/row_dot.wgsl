@@ -35,6 +35,24 @@ fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f3
     return acc;
 }
 
+// pair_dot for the four rows from byte `base`, `row_bytes` apart: two pairs, each x read once for
+// the four.
+fn quad_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec4<f32> {
+    var acc = vec4<f32>(0.0);
+    for (var c = lane; c < cols / 32u; c += TPR) {
+        let at = base + (c / SUBS) * BLOCK_BYTES;
+        let w0 = dequant32(at, c % SUBS);
+        let w1 = dequant32(at + row_bytes, c % SUBS);
+        let w2 = dequant32(at + 2u * row_bytes, c % SUBS);
+        let w3 = dequant32(at + 3u * row_bytes, c % SUBS);
+        for (var i = 0u; i < 8u; i++) {
+            let x = x_at(x0, c * 8u + i);
+            acc += vec4<f32>(dot(w0[i], x), dot(w1[i], x), dot(w2[i], x), dot(w3[i], x));
+        }
+    }
+    return acc;
+}
+
 // pair_dot for four tokens, whose x start at vec4s x0.x, .y, .z, .w: each weight dequantized once
 // for the four. Returns (token 0's two rows, token 1's), (token 2's, token 3's).
 fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> array<vec4<f32>, 2> {

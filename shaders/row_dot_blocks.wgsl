@@ -41,6 +41,34 @@ fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f3
     return acc;
 }
 
+// pair_dot for the four rows from byte `base`, `row_bytes` apart: two pairs, each x read once for
+// the four.
+fn quad_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec4<f32> {
+    var acc = vec4<f32>(0.0);
+    for (var blk = lane; blk < cols / BLOCK_LEN; blk += TPR) {
+        let b0 = base + blk * BLOCK_BYTES;
+        let b1 = b0 + row_bytes;
+        let b2 = b1 + row_bytes;
+        let b3 = b2 + row_bytes;
+        let k0 = block_at(b0);
+        let k1 = block_at(b1);
+        let k2 = block_at(b2);
+        let k3 = block_at(b3);
+        for (var sub = 0u; sub < SUBS; sub++) {
+            let w0 = block_dequant32(k0, b0, sub);
+            let w1 = block_dequant32(k1, b1, sub);
+            let w2 = block_dequant32(k2, b2, sub);
+            let w3 = block_dequant32(k3, b3, sub);
+            let j0 = (blk * SUBS + sub) * 8u;
+            for (var i = 0u; i < 8u; i++) {
+                let x = x_at(x0, j0 + i);
+                acc += vec4<f32>(dot(w0[i], x), dot(w1[i], x), dot(w2[i], x), dot(w3[i], x));
+            }
+        }
+    }
+    return acc;
+}
+
 // pair_dot for four tokens, whose x start at vec4s x0.x, .y, .z, .w: each weight dequantized once
 // for the four. Returns (token 0's two rows, token 1's), (token 2's, token 3's).
 fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> array<vec4<f32>, 2> {

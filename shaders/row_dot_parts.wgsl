@@ -39,6 +39,25 @@ fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f3
     return acc;
 }
 
+// pair_dot for the four rows from byte `base`, `row_bytes` apart: two pairs, each x read once for
+// the four.
+fn quad_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec4<f32> {
+    let part = lane % PARTS;
+    var acc = vec4<f32>(0.0);
+    for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
+        let b0 = base + blk * BLOCK_BYTES;
+        let w0 = block_part(b0, part);
+        let w1 = block_part(b0 + row_bytes, part);
+        let w2 = block_part(b0 + 2u * row_bytes, part);
+        let w3 = block_part(b0 + 3u * row_bytes, part);
+        for (var j = 0u; j < PART_X4; j++) {
+            let x = x_at(x0, blk * BLOCK_X4 + part_x4(part, j));
+            acc += vec4<f32>(dot(w0[j], x), dot(w1[j], x), dot(w2[j], x), dot(w3[j], x));
+        }
+    }
+    return acc;
+}
+
 // pair_dot for four tokens, whose x start at vec4s x0.x, .y, .z, .w: each weight dequantized once
 // for the four. Returns (token 0's two rows, token 1's), (token 2's, token 3's).
 fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> array<vec4<f32>, 2> {

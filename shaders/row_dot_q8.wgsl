@@ -135,6 +135,21 @@ fn pair_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec2<f3
     return acc;
 }
 
+// row_dot for the four rows from byte `base`, `row_bytes` apart: two pairs.
+fn quad_dot(base: u32, row_bytes: u32, x0: u32, cols: u32, lane: u32) -> vec4<f32> {
+    let part = lane % PARTS;
+    let x_first = (x0 - xq_start) / 8u;
+    var acc = vec4<f32>(0.0);
+    for (var blk = lane / PARTS; blk < cols / BLOCK_LEN; blk += TPR / PARTS) {
+        let b = base + blk * BLOCK_BYTES;
+        let x_blk = x_first + blk * (BLOCK_LEN / 32u);
+        acc += vec4<f32>(block_part_int8(b, part, x_blk), block_part_int8(b + row_bytes, part, x_blk),
+                         block_part_int8(b + 2u * row_bytes, part, x_blk),
+                         block_part_int8(b + 3u * row_bytes, part, x_blk));
+    }
+    return acc;
+}
+
 // pair_dot for the four tokens x_prepare4 quantized. Returns (token 0's two rows, token 1's),
 // (token 2's, token 3's).
 fn pair_dot4(base: u32, row_bytes: u32, x0: vec4<u32>, cols: u32, lane: u32) -> array<vec4<f32>, 2> {

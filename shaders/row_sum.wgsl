@@ -37,3 +37,17 @@ fn pair_sum4(t: u32, v: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
 fn row_sum(t: u32, v: f32) -> f32 {
     return pair_sum(t, vec2<f32>(v, 0.0)).x;
 }
+
+// pair_sum for two pairs' sums (quad_dot's), in the first half of pair_sum4's workgroup memory.
+fn quad_sum(t: u32, v: vec4<f32>) -> vec4<f32> {
+    let lane = t % TPR;
+    partial4[t][0] = v;
+    workgroupBarrier();
+    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            partial4[t][0] += partial4[t + s][0];
+        }
+        workgroupBarrier();
+    }
+    return partial4[t - lane][0];
+}

@@ -22,6 +22,15 @@ fn pair_sum4(t: u32, v: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
     return array<vec4<f32>, 2>(a, b);
 }
 
+// pair_sum for two pairs' sums (quad_dot's).
+fn quad_sum(t: u32, v: vec4<f32>) -> vec4<f32> {
+    var sum = v;
+    for (var mask = TPR / 2u; mask > 0u; mask >>= 1u) {
+        sum += subgroupShuffleXor(sum, mask);
+    }
+    return sum;
+}
+
 fn row_sum(t: u32, v: f32) -> f32 {
     var sum = v;
     for (var mask = TPR / 2u; mask > 0u; mask >>= 1u) {

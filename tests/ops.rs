@@ -11,8 +11,8 @@ use common::{
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
-    has_int8_form, read_back_f32, scratch_buffer, GpuTensor, Kernel, MatvecShape, Rounding,
-    Stacked, XNorm,
+    has_int8_form, read_back_f32, scratch_buffer, GpuTensor, Kernel, MatvecKernel, MatvecShape,
+    Rounding, Stacked, XNorm,
 };
 use wick::ops::glu::{self, Activation};
 use wick::ops::matvec::Input;
@@ -378,7 +378,17 @@ fn swiglu_block_against_cpu() {
         for candidate in shapes[0].candidates(gpu.offers()) {
             let mut tuning = wick::gpu::Tuning::default();
             for shape in &shapes {
-                tuning.matvec.insert(shape.key(), candidate);
+                // A slot of two pairs is a one-token product's form (`MatvecShape::cpu_slot_size`):
+                // a step's takes the same split a pair a slot.
+                let slot_size = match shape.tokens {
+                    1 => candidate.slot_size,
+                    _ => 1,
+                };
+                let kernel = MatvecKernel {
+                    slot_size,
+                    ..candidate
+                };
+                tuning.matvec.insert(shape.key(), kernel);
             }
             gpu.set_tuning(tuning);
             let label = format!("{ty} pairs at {candidate}");
@@ -531,9 +541,12 @@ fn matvec_every_tuning_candidate_against_cpu() {
         // The types with that form are offered products on 8-bit x too.
         let on_q8 = |k: &wick::gpu::MatvecKernel| k.split == wick::gpu::Split::PartsQ8;
         assert_eq!(candidates.iter().any(on_q8), has_int8_form(ty), "{ty}");
-        assert!(
-            candidates.iter().any(|k| k.two_rows),
-            "{ty}: two rows a slot"
+        // Two rows a slot, and where workgroups run on a CPU, four.
+        let slots = [2, 4].map(|size| candidates.iter().any(|k| k.slot_size == size));
+        assert_eq!(
+            slots,
+            [true, gpu.offers().cpu_forms && ty != GgmlType::F32],
+            "{ty}"
         );
         // Parts loaded a vec4 at a time: every quantized type's, on 8-bit x too, and F16's and
         // BF16's.

@@ -65,15 +65,40 @@ fn rms_normed_step_products_against_cpu() {
             "{ty}: eight a layer"
         );
         assert_eq!(
-            candidates.iter().any(|k| k.eight_rows),
+            candidates.iter().any(|k| k.slot_size == 4),
             gpu.runs_on_cpu(),
             "{ty}: eight rows a slot, a CPU's form"
         );
-        let checked = |k: &&MatvecKernel| k.is_tile() || k.eight_tokens || k.eight_rows;
+        let checked = |k: &&MatvecKernel| k.is_tile() || k.eight_tokens || k.slot_size == 4;
         for &kernel in candidates.iter().filter(checked) {
             product.step_in(&gpu, kernel);
             let on_q8 = kernel.split == wick::gpu::Split::PartsQ8;
             product.check_on(&gpu, 7, &format!("7 of 8 tokens in {kernel}"), on_q8);
+        }
+    }
+}
+
+/// A decode step's one-token pair product with its x normed on the way in, in each slot of two
+/// pairs offered where workgroups run on a CPU (`MatvecShape::cpu_slot_size`), every type with a
+/// wide form: 37 rows in parts of 10 and 7, so that a slot's second pair lies past a part's end
+/// and the last pair is one row.
+#[test]
+fn rms_normed_two_pairs_a_slot_against_cpu() {
+    let Some(gpu) = common::gpu_with_norms_fused() else {
+        return;
+    };
+    let mut rng = Rng(4244);
+    for ty in GgmlType::ALL {
+        let product = NormedProduct::random(&gpu, ty, 1e-5, 1, &mut rng);
+        let shape = product.step_shape(product.w.rows);
+        assert_eq!(shape.cpu_slot_size(), Some(2));
+        let candidates = shape.candidates(gpu.offers());
+        let two_pairs: Vec<_> = candidates.iter().filter(|k| k.slot_size == 2).collect();
+        let offered = gpu.runs_on_cpu() && ty != GgmlType::F32;
+        assert_eq!(!two_pairs.is_empty(), offered, "{ty}: two pairs a slot");
+        for &&kernel in &two_pairs {
+            product.step_in(&gpu, kernel);
+            product.check(&gpu, 1, &format!("one token in {kernel}"));
         }
     }
 }
@@ -108,13 +133,18 @@ impl NormedProduct {
         }
     }
 
-    /// The shape of a step's product of several tokens, of W's `rows` (a part's, or all).
+    /// The shape of a step's product of its tokens (one, or several), of W's `rows` (a part's, or
+    /// all).
     fn step_shape(&self, rows: u32) -> MatvecShape {
         let kernel = Kernel::MatvecPairs(wick::gpu::Store::Rows, XNorm::Rms(self.eps.to_bits()));
-        MatvecShape::of(kernel, self.w.ty, self.w.row_len, rows).in_step(self.batch)
+        let one = MatvecShape::of(kernel, self.w.ty, self.w.row_len, rows);
+        match self.batch {
+            1 => one,
+            batch => one.in_step(batch),
+        }
     }
 
-    /// Has the GPU run each part's product of several tokens in `kernel`.
+    /// Has the GPU run each part's product of the step's tokens in `kernel`.
     fn step_in(&self, gpu: &Gpu, kernel: MatvecKernel) {
         let mut tuning = wick::gpu::Tuning::default();
         for part in &self.w.parts {

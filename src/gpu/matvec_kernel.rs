@@ -38,19 +38,17 @@ pub struct MatvecKernel {
     /// llama.cpp's tiled products on GPUs without matrix cores hold their tiles so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub f16_tile: bool,
-    /// A step's pair product of several tokens gives each slot of a row's threads four pairs of rows
-    /// rather than one, each x read once for the eight (shaders/matvec_pairs.wgsl's `eight_rows`):
-    /// where the adapter runs a workgroup's threads as a CPU's SIMD lanes, which load x lane by
-    /// lane; split by 32-weight chunks, or by a quantized type's wide parts of 32 weights
-    /// (shaders/eight_rows_chunks.wgsl, eight_rows_parts.wgsl).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub eight_rows: bool,
-    /// A plain product's slot of a row's threads takes two neighbouring rows, each x read once for
-    /// both and twice the weights in flight a thread (shaders/matvec.wgsl's `ROWS`), as llama.cpp's
-    /// matvecs take two rows a workgroup on NVIDIA: for a decode step's one-token products split
-    /// by block parts (`MatvecShape::takes_two_rows`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub two_rows: bool,
+    /// What a slot of a row's threads takes, in its kernel's unit: a plain product's rows, a pair
+    /// product's pairs of rows (`PipelineKey::rows_per_slot`). 1; or more, each x read once for
+    /// them all and more weights in flight a thread: a decode step's plain one-token product 2
+    /// or 4 rows (shaders/matvec.wgsl's `ROWS`), as llama.cpp's matvecs take two rows or more a
+    /// workgroup; its one-token pair product 2 pairs (matvec_pairs.wgsl's `PAIRS`); a step's pair
+    /// product of several tokens 4 pairs (slot_eight_rows.wgsl, split by 32-weight chunks or by a
+    /// quantized type's wide parts of 32 weights: eight_rows_chunks.wgsl, eight_rows_parts.wgsl).
+    /// Slots of 4 and a one-token pair product's of 2 are forms for adapters that run a
+    /// workgroup's threads as a CPU's SIMD lanes (`Offers::cpu_forms`), which load x lane by lane.
+    #[serde(default = "one_a_slot", skip_serializing_if = "is_one_a_slot")]
+    pub slot_size: u32,
     /// A split by block parts (on 8-bit x too) of a type with that form (`has_wide_form`) has each
     /// thread load vec4s of its part: the K-quants' blocks shared by 8 threads a vec4 each (two for
     /// Q6_K's quants and high bits) rather than 16 reading two or three words
@@ -94,11 +92,12 @@ pub struct Offers {
     /// A prompt's products in tiles held in f16 (`MatvecKernel::f16_tile`).
     pub f16_tiles: bool,
     /// The forms for adapters that run workgroups on a CPU, whose lanes load one at a time
-    /// whatever they read: a thread a whole block (`Split::Blocks`) and a step's eight rows a slot
-    /// (`MatvecKernel::eight_rows`). On a GPU a subgroup's threads then read 18 to 210 bytes
-    /// apart, a transaction each, and neither won a shape on an H200 (BENCHMARKS.md, 2026-12-04):
-    /// left out there, they were a third to a half of a decode shape's candidates, and of its time
-    /// to tune.
+    /// whatever they read: a thread a whole block (`Split::Blocks`), and the larger slots
+    /// (`MatvecKernel::slot_size`: a step's four pairs of rows a slot, a one-token product's four
+    /// rows or two pairs). On a GPU a whole block's thread reads 18 to 210 bytes apart from its
+    /// neighbours, a transaction each, and neither that nor the eight rows won a shape on an H200
+    /// (BENCHMARKS.md, 2026-12-04): left out there, they were a third to a half of a decode
+    /// shape's candidates, and of its time to tune.
     pub cpu_forms: bool,
 }
 
@@ -114,8 +113,7 @@ impl MatvecKernel {
             coop_tile: CoopTile::Square,
             eight_tokens: false,
             f16_tile: false,
-            eight_rows: false,
-            two_rows: false,
+            slot_size: 1,
             wide: false,
         }
     }
@@ -131,8 +129,7 @@ impl MatvecKernel {
             coop_tile: CoopTile::Square,
             eight_tokens: false,
             f16_tile: false,
-            eight_rows: false,
-            two_rows: false,
+            slot_size: 1,
             wide: false,
         }
     }
@@ -215,17 +212,23 @@ impl std::fmt::Display for MatvecKernel {
         if self.eight_tokens {
             write!(f, " x8")?;
         }
-        if self.eight_rows {
-            write!(f, " 8 rows")?;
-        }
-        if self.two_rows {
-            write!(f, " 2 rows")?;
+        if self.slot_size > 1 {
+            write!(f, " slot of {}", self.slot_size)?;
         }
         if self.wide {
             write!(f, " wide")?;
         }
         Ok(())
     }
+}
+
+/// A slot's size unless a tuning file names one: one row, or one pair.
+fn one_a_slot() -> u32 {
+    1
+}
+
+fn is_one_a_slot(size: &u32) -> bool {
+    *size == 1
 }
 
 /// Threads per row unless tuned: enough to give each a 32-weight chunk or more, so short rows (576

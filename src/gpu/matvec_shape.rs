@@ -150,11 +150,26 @@ impl MatvecShape {
         self.takes_tiles()
     }
 
-    /// Whether its candidates include two rows a slot (`MatvecKernel::two_rows`): a decode step's
+    /// Whether its candidates include two rows a slot (`MatvecKernel::slot_size`): a decode step's
     /// plain product of one token (the attention output, down, the head), whose rows all read the
     /// same x.
     pub fn takes_two_rows(&self) -> bool {
         self.kernel == Kernel::Matvec && self.tokens == 1 && self.matrices == 1
+    }
+
+    /// The size of a slot (`MatvecKernel::slot_size`) its candidates include beyond the others
+    /// where workgroups run on a CPU, by wide parts: a decode step's plain one-token product
+    /// (`takes_two_rows`) four rows, its one-token pair product two pairs. Where a CPU's SIMD lanes
+    /// load x lane by lane, a slot's rows share those loads: on lavapipe, Qwen2.5-Coder 0.5B's
+    /// gate and up (Q5_0) took 66 ms of a step in two pairs a slot against 99 in one, and its Q8_0
+    /// head 41 ms in four rows against 50 in two.
+    pub fn cpu_slot_size(&self) -> Option<u32> {
+        let one_token = self.tokens == 1 && self.matrices == 1;
+        match self.kernel {
+            Kernel::Matvec if self.takes_two_rows() => Some(4),
+            Kernel::MatvecPairs(..) if one_token => Some(2),
+            _ => None,
+        }
     }
 
     /// Whether its candidates include wide block parts (`MatvecKernel::wide`): a decode step's
@@ -165,8 +180,8 @@ impl MatvecShape {
         !self.is_tiled() && has_wide_form(self.ty)
     }
 
-    /// Whether its candidates include eight rows a slot (`MatvecKernel::eight_rows`): a step's pair
-    /// product of several tokens, as `takes_eight_tokens`.
+    /// Whether its candidates include eight rows a slot (four pairs, `MatvecKernel::slot_size`): a
+    /// step's pair product of several tokens, as `takes_eight_tokens`.
     pub fn takes_eight_rows(&self) -> bool {
         self.takes_tiles()
     }
@@ -189,8 +204,10 @@ impl MatvecShape {
     /// registers (a one-token step 146-162 ms). A quantized type's takes them by wide parts, a
     /// block's one group of threads a row (`takes_eight_rows_wide`): the tuner gave that form to all
     /// seven of Qwen2.5-Coder 0.5B's check-of-4 products on lavapipe, a check's kernels 18-30% faster
-    /// than by chunks. A product of a few tokens otherwise takes 4 threads a
-    /// row (`CPU_THREADS_PER_ROW`). Both sum through workgroup memory: shuffles, which the tuner
+    /// than by chunks. A decode step's one-token product of a type with a wide form takes its larger
+    /// slot (`cpu_slot_size`) by wide parts, a block's one group of threads a row, 128 a workgroup:
+    /// the tuner gave such slots to eight of Qwen2.5-Coder 0.5B's nine one-token products on
+    /// lavapipe. A product of a few tokens otherwise takes 4 threads a row (`CPU_THREADS_PER_ROW`). Both sum through workgroup memory: shuffles, which the tuner
     /// prefers there, are offered only on a device where a check has found that they sum a row's
     /// threads (`ops::matvec::subgroup_sums_work`). The experts' and grouped products keep the 64-thread
     /// tile unless tuned: in registers, the random MoE and DeepSeek-V2 tests' small chunks ran 2.7x and
@@ -212,8 +229,18 @@ impl MatvecShape {
             return MatvecKernel {
                 threads_per_row,
                 split,
-                eight_rows: true,
+                slot_size: 4,
                 wide,
+                ..default
+            };
+        }
+        if let Some(slot_size) = self.cpu_slot_size().filter(|_| self.takes_wide()) {
+            return MatvecKernel {
+                workgroup: 128,
+                threads_per_row: block_parts(self.ty, true).0,
+                split: Split::BlockParts,
+                slot_size,
+                wide: true,
                 ..default
             };
         }
@@ -307,7 +334,7 @@ impl MatvecShape {
     /// pair product of several tokens also tries the 64-thread tile and the tile in registers
     /// (`takes_tiles`), its splits by block parts eight tokens a layer (`takes_eight_tokens`), and
     /// where workgroups run on a CPU, eight rows a slot (`takes_eight_rows`), by chunks or by wide
-    /// parts.
+    /// parts. There a one-token product also tries a larger slot by wide parts (`cpu_slot_size`).
     /// A decode step's products of the K-quants and float types whose blocks keep 16-byte bounds
     /// (`takes_wide`) also try the splits by block parts (on 8-bit x too) with each thread loading
     /// vec4s of its part (`MatvecKernel::wide`), from 8 threads a row.
@@ -388,8 +415,7 @@ impl MatvecShape {
                         coop_tile: CoopTile::Square,
                         eight_tokens: false,
                         f16_tile: false,
-                        eight_rows: false,
-                        two_rows: false,
+                        slot_size: 1,
                         wide,
                     };
                     let shuffles = subgroup_size.is_some_and(|s| threads_per_row <= s);
@@ -414,20 +440,14 @@ impl MatvecShape {
                     let few_threads = split == Split::Chunks && threads_per_row <= 4;
                     let eight_rows = cpu_forms && self.takes_eight_rows();
                     if eight_rows && fits && few_threads && workgroup == 64 {
-                        c.push(MatvecKernel {
-                            eight_rows: true,
-                            ..k
-                        });
+                        c.push(MatvecKernel { slot_size: 4, ..k });
                     }
                     // Two rows a slot: the GPU's splits (and chunks of a wide row's threads, as
                     // a Q6_K product won on an H200), the GPU's sum.
                     let wide_chunks = split == Split::Chunks && threads_per_row >= 32;
                     let two_rows_split = gpu_split || wide_chunks;
                     if self.takes_two_rows() && fits && two_rows_split && gpu_sum {
-                        c.push(MatvecKernel {
-                            two_rows: true,
-                            ..k
-                        });
+                        c.push(MatvecKernel { slot_size: 2, ..k });
                     }
                 }
             }
@@ -451,7 +471,33 @@ impl MatvecShape {
                         threads_per_row,
                         subgroup_sum,
                         split: Split::BlockParts,
-                        eight_rows: true,
+                        slot_size: 4,
+                        wide: true,
+                        ..MatvecKernel::default_for(self.cols)
+                    });
+                }
+            }
+        }
+        // A one-token product's larger slot (`cpu_slot_size`): four rows, or two pairs, each x
+        // read once for the four, by wide parts, one or two groups of a block's threads a row.
+        if let Some(slot_size) = self.cpu_slot_size().filter(|_| cpu_forms && takes_wide) {
+            let rows_threads = [wide_parts, 2 * wide_parts];
+            for threads_per_row in rows_threads
+                .into_iter()
+                .filter(|&t| t / wide_parts <= part_blocks)
+            {
+                for (workgroup, subgroup_sum) in
+                    [(64, false), (64, true), (128, false), (128, true)]
+                {
+                    if subgroup_sum && !subgroup_size.is_some_and(|s| threads_per_row <= s) {
+                        continue;
+                    }
+                    c.push(MatvecKernel {
+                        workgroup,
+                        threads_per_row,
+                        subgroup_sum,
+                        split: Split::BlockParts,
+                        slot_size,
                         wide: true,
                         ..MatvecKernel::default_for(self.cols)
                     });

@@ -38,13 +38,11 @@ pub struct PipelineKey {
     pub x_q8: Option<(u32, u32)>,
     /// A matmul's tile passes through workgroup memory as f16 (`MatmulTile::f16`).
     pub f16_tile: bool,
-    /// A slot of a `Kernel::MatvecPairs` kernel's threads takes eight rows of a run of several
-    /// tokens (`MatvecKernel::eight_rows`: shaders/slot_eight_rows.wgsl), not a pair
-    /// (slot_pair.wgsl).
-    pub eight_rows: bool,
-    /// A slot of a `Kernel::Matvec` kernel's threads takes two rows (`MatvecKernel::two_rows`: the
-    /// `ROWS` override constant of shaders/matvec.wgsl).
-    pub two_rows: bool,
+    /// What a slot of a row's threads takes, in rows of a `Kernel::Matvec` kernel (the `ROWS`
+    /// override constant of shaders/matvec.wgsl) or pairs of a `Kernel::MatvecPairs` kernel's
+    /// (`PAIRS` of matvec_pairs.wgsl in a one-token run; in a run of several, 4 pairs take
+    /// shaders/slot_eight_rows.wgsl where 1 takes slot_pair.wgsl): `MatvecKernel::slot_size`.
+    pub slot_size: u32,
     /// A block's parts are 8 threads' vec4s (`MatvecKernel::wide`): W bound as vec4s of words
     /// (shaders/dequant/words_vec4.wgsl) and the type's wide parts file.
     pub wide: bool,
@@ -62,8 +60,7 @@ impl PipelineKey {
             tokens: None,
             x_q8: None,
             f16_tile: false,
-            eight_rows: false,
-            two_rows: false,
+            slot_size: 1,
             wide: false,
         }
     }
@@ -172,8 +169,7 @@ impl PipelineKey {
                     false => (shape.tokens > 1).then_some(shape.tokens),
                 },
                 x_q8: (kernel.split == Split::PartsQ8).then_some((shape.cols, shape.x_rows())),
-                eight_rows: kernel.eight_rows,
-                two_rows: kernel.two_rows,
+                slot_size: kernel.slot_size,
                 wide: kernel.wide,
                 ..key
             },
@@ -198,14 +194,12 @@ impl PipelineKey {
         }
     }
 
-    /// Rows one row slot (TPR threads) of a matvec kernel computes: a pair kernel's pair, or its
-    /// eight (`eight_rows`); a plain product's two rows (`two_rows`); one row otherwise.
+    /// Rows one row slot (TPR threads) of a matvec kernel computes: its size (`slot_size`) in its
+    /// kernel's unit, a pair kernel's pair or another's row.
     pub fn rows_per_slot(&self) -> u32 {
-        match (self.kernel, self.eight_rows, self.two_rows) {
-            (Kernel::MatvecPairs(..), true, _) => 8,
-            (Kernel::MatvecPairs(..), false, _) => 2,
-            (Kernel::Matvec, _, true) => 2,
-            _ => 1,
+        match self.kernel {
+            Kernel::MatvecPairs(..) => 2 * self.slot_size,
+            _ => self.slot_size,
         }
     }
 
@@ -244,11 +238,8 @@ impl PipelineKey {
         if let (Some(tokens), None) = (self.tokens, self.tile()) {
             name += &format!(" x{tokens}");
         }
-        if self.eight_rows {
-            name += " 8 rows";
-        }
-        if self.two_rows {
-            name += " 2 rows";
+        if self.slot_size > 1 {
+            name += &format!(" {} rows", self.rows_per_slot());
         }
         if self.wide {
             name += " wide";
@@ -270,8 +261,10 @@ impl PipelineKey {
         if let XNorm::Rms(eps) = self.kernel.x_norm() {
             c.push(("NORM_EPS", f32::from_bits(eps) as f64));
         }
-        if self.two_rows {
-            c.push(("ROWS", 2.0));
+        match (self.kernel, self.tokens) {
+            (Kernel::Matvec, _) => c.push(("ROWS", self.slot_size as f64)),
+            (Kernel::MatvecPairs(..), None) => c.push(("PAIRS", self.slot_size as f64)),
+            _ => {}
         }
         c
     }
@@ -405,12 +398,17 @@ impl PipelineKey {
         let mut row_dot = row_dot_source(self.split).to_string();
         if let Kernel::MatvecPairs(..) = self.kernel {
             // What a slot of a row's threads takes of a run of several tokens: only the pipelines
-            // that take eight rows carry that large function, its walk over the rows split as the
+            // that take four pairs carry that large function, its walk over the rows split as the
             // kernel's split says.
-            row_dot += match (self.eight_rows, self.split) {
-                (true, Split::BlockParts) => wgsl!("slot_eight_rows.wgsl", "eight_rows_parts.wgsl"),
-                (true, _) => wgsl!("slot_eight_rows.wgsl", "eight_rows_chunks.wgsl"),
-                (false, _) => wgsl!("slot_pair.wgsl"),
+            row_dot += match (self.tokens, self.slot_size, self.split) {
+                (_, 1, _) => wgsl!("slot_pair.wgsl"),
+                (Some(_), 4, Split::BlockParts) => {
+                    wgsl!("slot_eight_rows.wgsl", "eight_rows_parts.wgsl")
+                }
+                (Some(_), 4, _) => wgsl!("slot_eight_rows.wgsl", "eight_rows_chunks.wgsl"),
+                // One token's two pairs are matvec_pairs.wgsl's own (`PAIRS`).
+                (None, 2, _) => wgsl!("slot_pair.wgsl"),
+                (tokens, size, _) => panic!("no slot of {size} pairs for {tokens:?} tokens"),
             };
         }
         src.push_str(&self.kernel.body(&row_dot, row_sum));

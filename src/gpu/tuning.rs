@@ -108,9 +108,10 @@ impl Tunable {
 /// in f16; 12: MXFP4's products on 8-bit x; 13: a prompt's products on matrix cores in a tall tile
 /// too; 14: a prompt's attention on matrix cores, and its products there in a large tile; 15: Q4_K's
 /// and Q5_K's blocks shared by 8 threads a vec4 each; 16: Q6_K's too, and the 32-weight types'
-/// blocks whole a thread, a vec4 load each). New shapes need no new count: they have no winners to
-/// drop (a prompt's attention's forms came so).
-pub const CANDIDATES: u32 = 16;
+/// blocks whole a thread, a vec4 load each; 17: where workgroups run on a CPU, a one-token product's
+/// slot of four rows or two pairs, and a step's of four pairs by wide parts). New shapes need no new
+/// count: they have no winners to drop (a prompt's attention's forms came so).
+pub const CANDIDATES: u32 = 17;
 
 impl Default for Tuning {
     fn default() -> Tuning {

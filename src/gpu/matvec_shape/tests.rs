@@ -1,6 +1,7 @@
 //! What `MatvecShape` offers the tuner, and what it takes unless tuned, shape by shape.
 
 use super::*;
+use crate::gpu::PipelineKey;
 
 fn offers(int8_x: bool) -> Offers {
     Offers {
@@ -44,10 +45,11 @@ fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
         30,
         "1 to 16 threads a row, two sums, three workgroups"
     );
-    assert_eq!(gpu.len() + 30, cpu.len());
+    // And four rows a slot (`larger_slots_are_a_cpu_form_of_one_token_products`).
+    assert_eq!(gpu.len() + 30 + 8, cpu.len());
     let kept = |c: &[MatvecKernel]| -> Vec<MatvecKernel> {
         c.iter()
-            .filter(|k| k.split != Split::Blocks)
+            .filter(|k| k.split != Split::Blocks && k.slot_size != 4)
             .copied()
             .collect()
     };
@@ -61,7 +63,7 @@ fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
         };
         step.candidates(offers)
             .iter()
-            .filter(|k| k.eight_rows)
+            .filter(|k| k.slot_size == 4)
             .count()
     };
     assert_eq!(
@@ -71,10 +73,11 @@ fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
     );
 }
 
-/// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products and a step's
-/// pair products of several tokens (x normed on the way in or not) take eight rows a slot (by
-/// wide parts where the type is quantized), and the other products of a few tokens 4 threads a row, each a candidate of its shape; the
-/// experts' tiles and rows of 2 chunks keep their defaults, as GPUs keep every default.
+/// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products take the tile in
+/// registers, a step's pair products of several tokens (x normed on the way in or not) eight rows
+/// a slot (by wide parts where the type is quantized), its one-token products their larger slot
+/// by wide parts, and the other products of a few tokens 4 threads a row, each a candidate of its
+/// shape; the experts' tiles keep their defaults, as GPUs keep every default.
 #[test]
 fn untuned_kernels_follow_the_adapter() {
     let cpu = Adapter {
@@ -118,17 +121,30 @@ fn untuned_kernels_follow_the_adapter() {
         let offered = shape.candidates(on_cpu).contains(&untuned);
         assert!(offered, "{} untuned on a CPU: {untuned}", shape.key());
     }
-    let on_cpu = step.untuned_kernel(cpu);
-    assert_eq!((on_cpu.workgroup, on_cpu.threads_per_row), (128, 4));
-    assert!(
-        !on_cpu.subgroup_sum,
-        "shuffles only where checked, when tuning"
+    // A one-token product, four rows a slot by wide parts, a block's 8 threads a row (Q4_K's), or
+    // one (Q8_0's, also where its rows are 2 blocks); a product of four tokens 4 threads a row.
+    for (shape, threads_per_row, slot_size) in [(step, 8, 4), (narrow, 1, 4), (four, 4, 1)] {
+        let on_cpu = shape.untuned_kernel(cpu);
+        let form = (on_cpu.workgroup, on_cpu.threads_per_row, on_cpu.slot_size);
+        assert_eq!(form, (128, threads_per_row, slot_size), "{}", shape.key());
+        assert_eq!(on_cpu.wide, slot_size == 4, "{}", shape.key());
+        assert!(
+            !on_cpu.subgroup_sum,
+            "shuffles only where checked, when tuning"
+        );
+    }
+    // A one-token pair product two pairs a slot; F32, which has no wide form, by chunks.
+    let pair = MatvecShape::of(pairs, GgmlType::Q5_0, 896, 9728).untuned_kernel(cpu);
+    assert_eq!(
+        (pair.threads_per_row, pair.slot_size, pair.wide),
+        (1, 2, true)
     );
-    assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
+    let f32_plain = MatvecShape::of(Kernel::Matvec, GgmlType::F32, 576, 1536);
+    assert_eq!(f32_plain.untuned_kernel(cpu).slot_size, 1);
     let in_registers = MatvecKernel::tile(ROWS_TILE_WORKGROUP);
     for shape in [check, normed] {
         let k = shape.untuned_kernel(cpu);
-        assert!(k.eight_rows && !k.subgroup_sum, "{}: {k}", shape.key());
+        assert!(k.slot_size == 4 && !k.subgroup_sum, "{}: {k}", shape.key());
         // Q4_K's by wide parts, a block's 8 threads a row.
         assert!(
             k.wide && k.split == Split::BlockParts,
@@ -140,7 +156,10 @@ fn untuned_kernels_follow_the_adapter() {
     // A float type's by chunks, 2 threads a row.
     let f16_check = MatvecShape::of(pairs, GgmlType::F16, 576, 1536).in_step(4);
     let k = f16_check.untuned_kernel(cpu);
-    assert!(k.eight_rows && !k.wide && k.split == Split::Chunks, "{k}");
+    assert!(
+        k.slot_size == 4 && !k.wide && k.split == Split::Chunks,
+        "{k}"
+    );
     assert!(f16_check
         .candidates(Offers {
             cpu_forms: true,
@@ -209,7 +228,7 @@ fn eight_rows_are_offered_to_a_steps_pair_products() {
             ..offers(false)
         };
         let candidates = shape.candidates(offers).into_iter();
-        candidates.filter(|k| k.eight_rows).collect()
+        candidates.filter(|k| k.slot_size == 4).collect()
     };
     assert!(eights(&one, true).is_empty());
     assert!(eights(&several, false).is_empty(), "on a GPU");
@@ -232,7 +251,7 @@ fn two_rows_are_offered_to_a_steps_plain_products() {
     let plain = MatvecShape::of(Kernel::Matvec, GgmlType::Q6_K, 14336, 4096);
     let twos = |shape: &MatvecShape| -> Vec<MatvecKernel> {
         let candidates = shape.candidates(offers(true)).into_iter();
-        candidates.filter(|k| k.two_rows).collect()
+        candidates.filter(|k| k.slot_size == 2).collect()
     };
     let offered = twos(&plain);
     // 3 workgroups by: block parts and on 8-bit x, 16, 32, 64 threads, and wide, 8 to 64;
@@ -350,7 +369,7 @@ fn wide_parts_are_offered_where_blocks_keep_16_byte_bounds() {
         // the GPU's sum on 8-bit x and both sums by parts, and each again two rows a slot.
         assert!(offered.iter().any(|k| k.threads_per_row == 8), "{ty}");
         assert!(offered.iter().any(|k| k.split == Split::PartsQ8), "{ty}");
-        assert!(offered.iter().any(|k| k.two_rows), "{ty}");
+        assert!(offered.iter().any(|k| k.slot_size == 2), "{ty}");
         for k in &offered {
             assert!(matches!(k.split, Split::BlockParts | Split::PartsQ8), "{k}");
         }
@@ -394,7 +413,7 @@ fn eight_rows_by_wide_parts_are_a_cpu_form_of_the_quantized_types() {
     };
     let eight_wide = |shape: MatvecShape, offers: Offers| -> Vec<MatvecKernel> {
         let candidates = shape.candidates(offers).into_iter();
-        candidates.filter(|k| k.eight_rows && k.wide).collect()
+        candidates.filter(|k| k.slot_size == 4 && k.wide).collect()
     };
     for ty in GgmlType::ALL {
         let step = MatvecShape::of(pairs, ty, 4096, 4096).in_step(4);
@@ -416,4 +435,47 @@ fn eight_rows_by_wide_parts_are_a_cpu_form_of_the_quantized_types() {
         let one = MatvecShape::of(pairs, ty, 4096, 4096);
         assert!(eight_wide(one, cpu).is_empty(), "{ty}: not one token");
     }
+}
+
+/// Where workgroups run on a CPU, a decode step's one-token products are offered a larger slot by
+/// wide parts: a plain product four rows, a pair product two pairs, one or two groups of a block's
+/// threads a row, both sums where the subgroup holds the row, 64 or 128 a workgroup. Not on a GPU,
+/// not F32 (no wide form), not rows in groups nor a step of several tokens.
+#[test]
+fn larger_slots_are_a_cpu_form_of_one_token_products() {
+    let cpu = Offers {
+        cpu_forms: true,
+        ..offers(false)
+    };
+    let larger = |shape: &MatvecShape, offers: Offers| -> Vec<MatvecKernel> {
+        let candidates = shape.candidates(offers).into_iter();
+        let size = shape.cpu_slot_size();
+        candidates.filter(|k| Some(k.slot_size) == size).collect()
+    };
+    let pairs = Kernel::MatvecPairs(Store::Glu(Activation::Silu), XNorm::None);
+    for ty in GgmlType::ALL {
+        let plain = MatvecShape::of(Kernel::Matvec, ty, 4096, 4096);
+        let pair = MatvecShape::of(pairs, ty, 4096, 2 * 11008);
+        for (shape, rows) in [(plain, 4), (pair, 4)] {
+            let offered = larger(&shape, cpu);
+            let wanted = if ty == GgmlType::F32 { 0 } else { 8 };
+            assert_eq!(offered.len(), wanted, "{}", shape.key());
+            let (parts, _) = block_parts(ty, true);
+            for k in &offered {
+                assert!(k.wide && k.split == Split::BlockParts, "{k}");
+                assert!([64, 128].contains(&k.workgroup), "{k}");
+                assert!([parts, 2 * parts].contains(&k.threads_per_row), "{k}");
+                let key = PipelineKey::matvec(&shape, *k);
+                assert_eq!(key.rows_per_slot(), rows, "{}: {k}", shape.key());
+            }
+            assert!(larger(&shape, offers(true)).is_empty(), "not on a GPU");
+        }
+    }
+    let q4_k = |kernel| MatvecShape::of(kernel, GgmlType::Q4_K, 4096, 4096);
+    assert_eq!(q4_k(Kernel::Matvec).cpu_slot_size(), Some(4));
+    assert_eq!(q4_k(pairs).cpu_slot_size(), Some(2));
+    assert_eq!(q4_k(pairs).in_step(4).cpu_slot_size(), None);
+    assert_eq!(per_head_rows().cpu_slot_size(), None);
+    let experts = q4_k(Kernel::MatvecId);
+    assert_eq!(experts.cpu_slot_size(), None);
 }
