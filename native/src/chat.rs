@@ -76,31 +76,41 @@ pub fn main(args: ChatArgs) -> Result<()> {
     }
     interrupt::install();
     eprintln!(
-        "wick: chat ready; Ctrl-C stops a reply; an empty line, end of input or Ctrl-C at the prompt quits"
+        "wick: chat ready; Ctrl-C stops a reply; /clear starts over; an empty line, /quit, end of input or Ctrl-C at the prompt quits"
     );
     let stdin = std::io::stdin();
     let mut out = std::io::stdout();
     loop {
         eprint!("> ");
         let mut line = String::new();
-        if stdin.lock().read_line(&mut line)? == 0 || line.trim().is_empty() {
+        if stdin.lock().read_line(&mut line)? == 0 {
             break;
         }
-        if let Some(path) = line.trim().strip_prefix("/image ") {
-            match (session.takes_images(), read_image(path.trim())) {
-                (false, _) => {
-                    eprintln!("wick: images need a vision projector for the model (--mmproj)")
-                }
-                (true, Err(e)) => eprintln!("wick: {e:#}"),
-                (true, Ok(image)) => {
-                    eprintln!("wick: the image goes with your next message");
-                    images.push(image);
-                }
+        let text = match Line::read(&line) {
+            Line::Quit => break,
+            Line::Clear => {
+                messages.retain(|m| m.role == "system");
+                images.clear();
+                eprintln!("wick: a new conversation");
+                continue;
             }
-            continue;
-        }
+            Line::Image(path) => {
+                match (session.takes_images(), read_image(path)) {
+                    (false, _) => {
+                        eprintln!("wick: images need a vision projector for the model (--mmproj)")
+                    }
+                    (true, Err(e)) => eprintln!("wick: {e:#}"),
+                    (true, Ok(image)) => {
+                        eprintln!("wick: the image goes with your next message");
+                        images.push(image);
+                    }
+                }
+                continue;
+            }
+            Line::Message(text) => text,
+        };
         let shown = std::mem::take(&mut images);
-        messages.push(ChatMessage::with_images("user", line.trim_end(), shown));
+        messages.push(ChatMessage::with_images("user", text, shown));
         let turns = messages.len();
         // Each reply matches the grammar from its start.
         sampler.constraint = grammar
@@ -170,6 +180,33 @@ pub fn main(args: ChatArgs) -> Result<()> {
         messages.push(ChatMessage::new("assistant", c.text));
     }
     Ok(())
+}
+
+/// What a line typed at the prompt asks for. A command is the whole line; any other line, one
+/// that starts with a slash among them ("/etc/hosts: what is it for?"), is said to the model.
+#[derive(Debug, PartialEq)]
+enum Line<'a> {
+    /// An empty line, `/quit` or `/exit`.
+    Quit,
+    /// `/clear`: a new conversation, the system prompt kept.
+    Clear,
+    /// `/image PATH`: an image shown with the next message.
+    Image(&'a str),
+    Message(&'a str),
+}
+
+impl Line<'_> {
+    fn read(line: &str) -> Line<'_> {
+        let command = line.trim();
+        match command {
+            "" | "/quit" | "/exit" => Line::Quit,
+            "/clear" => Line::Clear,
+            _ => match command.strip_prefix("/image ") {
+                Some(path) => Line::Image(path.trim()),
+                None => Line::Message(line.trim_end()),
+            },
+        }
+    }
 }
 
 /// A reply's reasoning, shown on standard error (dimmed on a terminal) as it comes, so that standard
@@ -247,5 +284,28 @@ mod interrupt {
         fn drop(&mut self) {
             REPLYING.store(false, Ordering::SeqCst);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Line;
+
+    #[test]
+    fn lines_read_as_commands_or_messages() {
+        for quit in ["\n", "  \n", "/quit\n", "/exit", " /quit \r\n"] {
+            assert_eq!(Line::read(quit), Line::Quit, "{quit:?}");
+        }
+        assert_eq!(Line::read("/clear\n"), Line::Clear);
+        assert_eq!(Line::read("/image  a b.png \n"), Line::Image("a b.png"));
+        for said in [
+            "/etc/hosts: what is it for?\n",
+            "/quit now\n",
+            "/clearly\n",
+            "hi /quit\n",
+        ] {
+            assert_eq!(Line::read(said), Line::Message(said.trim_end()), "{said:?}");
+        }
+        assert_eq!(Line::read("  indented\n"), Line::Message("  indented"));
     }
 }

@@ -172,6 +172,20 @@ impl MatvecShape {
         }
     }
 
+    /// Whether its kernels have a form whose slot of a row's threads takes `size` rows, or pairs
+    /// of a pair product (`MatvecKernel::slot_size`): 1 for every matvec; a one-token plain product
+    /// (`takes_two_rows`) 2 or 4, a one-token pair product 2, a step's pair product of several
+    /// tokens 4 (`takes_eight_rows`). A tuning file's winner without one is not taken
+    /// (`Tuning::matvec`).
+    pub fn has_slot(&self, size: u32) -> bool {
+        match size {
+            1 => true,
+            2 => self.takes_two_rows() || self.cpu_slot_size() == Some(2),
+            4 => self.cpu_slot_size() == Some(4) || self.takes_eight_rows(),
+            _ => false,
+        }
+    }
+
     /// Whether its candidates include wide block parts (`MatvecKernel::wide`): a decode step's
     /// product of a type with that form (`has_wide_form`), plain, in pairs or over the chosen
     /// experts (shaders/matvec.wgsl, matvec_pairs.wgsl, matvec_id.wgsl, matvec_id_glu.wgsl, which

@@ -406,7 +406,8 @@ impl PipelineKey {
                     wgsl!("slot_eight_rows.wgsl", "eight_rows_parts.wgsl")
                 }
                 (Some(_), 4, _) => wgsl!("slot_eight_rows.wgsl", "eight_rows_chunks.wgsl"),
-                // One token's two pairs are matvec_pairs.wgsl's own (`PAIRS`).
+                // One token's two pairs are matvec_pairs.wgsl's own (`PAIRS`); plans take no
+                // other size (`MatvecShape::has_slot`).
                 (None, 2, _) => wgsl!("slot_pair.wgsl"),
                 (tokens, size, _) => panic!("no slot of {size} pairs for {tokens:?} tokens"),
             };

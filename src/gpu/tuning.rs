@@ -125,11 +125,11 @@ impl Default for Tuning {
 }
 
 impl Tuning {
-    /// The kernel shape for a matvec shape on `adapter`: the winner, or the untuned kernel.
+    /// The kernel shape for a matvec shape on `adapter`: the winner, or the untuned kernel (also
+    /// where a file's winner has a slot the shape has no form for).
     pub fn matvec(&self, shape: &MatvecShape, adapter: Adapter) -> MatvecKernel {
-        self.matvec
-            .get(&shape.key())
-            .copied()
+        (self.matvec.get(&shape.key()).copied())
+            .filter(|kernel| shape.has_slot(kernel.slot_size))
             .unwrap_or(shape.untuned_kernel(adapter))
     }
 
@@ -223,5 +223,35 @@ mod tests {
         };
         tuning.insert(&Tunable::Matvec(chunk), Choice::Matvec(tile));
         assert_eq!(tuning.matvec(&chunk, cpu), tile, "a winner stands");
+    }
+
+    /// A file's winner whose slot the shape has no form for (a step's slot of two pairs, which
+    /// only one token's product has) is passed over for the untuned kernel.
+    #[test]
+    fn a_winner_without_a_form_is_passed_over() {
+        let cpu = Adapter {
+            workgroup_bytes: 32768,
+            runs_on_cpu: true,
+            split_workgroups: 256,
+        };
+        let pairs = Kernel::MatvecPairs(Store::Rows, XNorm::None);
+        let one = MatvecShape::of(pairs, GgmlType::Q4_K, 576, 1536);
+        let step = one.in_step(4);
+        let two_pairs = one.untuned_kernel(cpu);
+        assert_eq!(two_pairs.slot_size, 2);
+        let mut tuning = Tuning::default();
+        for shape in [one, step] {
+            tuning.insert(&Tunable::Matvec(shape), Choice::Matvec(two_pairs));
+        }
+        assert_eq!(tuning.matvec(&one, cpu), two_pairs);
+        assert_eq!(tuning.matvec(&step, cpu), step.untuned_kernel(cpu));
+        for shape in [one, step] {
+            let three = MatvecKernel {
+                slot_size: 3,
+                ..two_pairs
+            };
+            tuning.insert(&Tunable::Matvec(shape), Choice::Matvec(three));
+            assert_eq!(tuning.matvec(&shape, cpu), shape.untuned_kernel(cpu));
+        }
     }
 }
