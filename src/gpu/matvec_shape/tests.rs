@@ -1,6 +1,7 @@
 //! What `MatvecShape` offers the tuner, and what it takes unless tuned, shape by shape.
 
 use super::*;
+use crate::gpu::matvec_kernel::Offers;
 use crate::gpu::PipelineKey;
 
 fn offers(int8_x: bool) -> Offers {
