@@ -77,12 +77,17 @@ impl Draft<'_> {
         let args = self.args;
         let drafter = match (self.source, args.lookup) {
             (Some(source), _) => {
-                let draft = draft_model(source, args.draft_head_rows, session)?;
+                let mut draft = draft_model(source, args.draft_head_rows, session)?;
+                draft.engine.warm_up().block_on()?;
                 Drafter::Model(Box::new(draft))
             }
             (None, true) => Drafter::Lookup,
             (None, false) => return Ok(()),
         };
+        // Each plan's first run may cost more than the next (kernels compiled, memory first
+        // touched): here, at load, rather than in the first checks a reply times, which would
+        // make drafting look dearer than a plain step for the rest of the reply.
+        session.engine.warm_up().block_on()?;
         let mut speculation = Speculation::new(drafter, args.draft_max as usize);
         speculation.min_chance = args.draft_p_min;
         session.speculation = Some(speculation);
