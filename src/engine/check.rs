@@ -25,8 +25,8 @@ impl Engine {
         self.forward.parallel.as_ref().map_or(0, |p| p.rows())
     }
 
-    /// The rows of each plan a check or a parallel step may run, fewest first (a plan of four rows
-    /// beside one of 5 to 8: `Parallel::few`); none without a parallel plan.
+    /// The rows of each plan a check or a parallel step may run, fewest first (plans of four and of
+    /// eight rows beside one of more: `Parallel::steps`); none without a parallel plan.
     pub fn step_plan_rows(&self) -> Vec<u32> {
         (self.forward.parallel.iter())
             .flat_map(|p| p.plan_rows())

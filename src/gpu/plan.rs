@@ -227,7 +227,7 @@ pub const STEP_TOKENS_MAX: u32 = 8;
 
 /// The tokens a step's pair product takes to a layer of workgroups (a kernel of eight tokens a layer
 /// aside). A step of up to this many and a step of more run its products in kernels tuned apart
-/// (`MatvecShape::in_step`), each in a plan of its own (`Parallel::few`).
+/// (`MatvecShape::in_step`), each in a plan of its own (`Parallel::steps`).
 pub const PAIR_TOKENS: u32 = 4;
 
 /// The dispatches of one run, in order.

@@ -106,12 +106,13 @@ pub struct Score {
 
 /// A decode step of several sequences (`Forward::parallel`).
 pub struct Parallel {
-    /// The plans of steps of up to `rows()` tokens.
-    pub all: StepPlans,
-    /// As `all`, for steps of up to `PAIR_TOKENS` where `all` holds more (5 to `STEP_TOKENS_MAX`):
-    /// their products take the kernels tuned for so few tokens (`MatvecShape::in_step`), a small
-    /// check's or step's, where `all`'s are tuned for its runs of five or more.
-    pub few: Option<StepPlans>,
+    /// The plans of steps of up to each one's rows (`step_plan_rows`), fewest first, the last of
+    /// `rows()`: a step runs in the first that holds it. A step of up to `PAIR_TOKENS` and one of
+    /// up to `STEP_TOKENS_MAX` take their products in kernels tuned for so few tokens
+    /// (`MatvecShape::in_step`), and a plan of more rows is a prompt's chunk (`Plan::is_step`),
+    /// tiled products and all, whose every run costs what its rows would: a server's slots that
+    /// check drafts load for seven rows each, but most of their steps hold a few.
+    pub steps: Vec<StepPlans>,
     /// (rows, n_logits) f32: each token's logits.
     pub logits: wgpu::Buffer,
     /// (rows) u32, then (rows) f32: the index of each row's largest logit (a greedy request's
@@ -131,34 +132,45 @@ pub struct StepPlans {
 impl Parallel {
     /// The most tokens a step runs.
     pub fn rows(&self) -> u32 {
-        self.all.plan.batch
+        self.largest().plan.batch
     }
 
-    /// The plan of a step of `tokens` whose last token is at `last`: `few`'s where it holds them,
-    /// the long form from its position on.
+    fn largest(&self) -> &StepPlans {
+        self.steps.last().expect("a parallel step has a plan")
+    }
+
+    /// The plan of a step of `tokens` whose last token is at `last`: the fewest rows that hold
+    /// them, the long form from its position on.
     pub fn plan_for(&self, tokens: u32, last: u32) -> &Plan {
-        let plans = match &self.few {
-            Some(few) if tokens <= few.plan.batch => few,
-            _ => &self.all,
-        };
+        let holds = |p: &&StepPlans| tokens <= p.plan.batch;
+        let plans = self.steps.iter().find(holds).unwrap_or(self.largest());
         deep_or(&plans.plan, &plans.long, last)
     }
 
-    /// The rows of each plan of a step (without their long forms), `few`'s first: one run of
-    /// each runs every kernel a step may.
+    /// The rows of each plan of a step (without their long forms), fewest first: one run of each
+    /// runs every kernel a step may.
     pub fn plan_rows(&self) -> impl Iterator<Item = u32> + '_ {
-        (self.few.iter()).chain([&self.all]).map(|p| p.plan.batch)
+        self.steps.iter().map(|p| p.plan.batch)
     }
 
     fn plans(&self) -> impl Iterator<Item = &Plan> {
-        let sets = std::iter::once(&self.all).chain(&self.few);
-        sets.flat_map(|p| std::iter::once(&p.plan).chain(p.long.as_ref().map(|l| &l.1)))
+        (self.steps.iter())
+            .flat_map(|p| std::iter::once(&p.plan).chain(p.long.as_ref().map(|l| &l.1)))
     }
 
     fn plans_mut(&mut self) -> impl Iterator<Item = &mut Plan> {
-        let sets = std::iter::once(&mut self.all).chain(&mut self.few);
-        sets.flat_map(|p| std::iter::once(&mut p.plan).chain(p.long.as_mut().map(|l| &mut l.1)))
+        (self.steps.iter_mut())
+            .flat_map(|p| std::iter::once(&mut p.plan).chain(p.long.as_mut().map(|l| &mut l.1)))
     }
+}
+
+/// The rows of the plans a parallel step of up to `rows` tokens builds (`Parallel::steps`), fewest
+/// first: `PAIR_TOKENS` and `STEP_TOKENS_MAX` where they are fewer, then `rows`.
+pub fn step_plan_rows(rows: u32) -> Vec<u32> {
+    let fewer = [PAIR_TOKENS, STEP_TOKENS_MAX]
+        .into_iter()
+        .filter(|&r| r < rows);
+    fewer.chain([rows]).collect()
 }
 
 /// `long`'s plan where a step's deepest token, at `pos`, is at its position or later (its
@@ -222,12 +234,12 @@ pub async fn split_scratch(
     Ok(Some(scratch_buffer(gpu, "attention splits", bytes).await?))
 }
 
-/// The rows of a step whose attention splits deep into a context: the parallel plan's where it is a
-/// step's (`STEP_TOKENS_MAX`) and the adapter splits such steps (`Gpu::splits_steps`), else the
-/// decode step's one.
+/// The rows of a step whose attention splits deep into a context: the largest parallel plan's that
+/// is a step's (`STEP_TOKENS_MAX`), where the adapter splits such steps (`Gpu::splits_steps`), else
+/// the decode step's one.
 fn split_rows(gpu: &Gpu, runs: PromptRuns) -> u32 {
     match runs.rows {
-        rows @ 2..=STEP_TOKENS_MAX if gpu.splits_steps() => rows,
+        rows @ 2.. if gpu.splits_steps() => rows.min(STEP_TOKENS_MAX),
         _ => 1,
     }
 }
@@ -324,8 +336,9 @@ pub async fn prompt_plans(
             let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
             let bytes = crate::ops::argmax::choice_bytes(rows, n_logits);
             let choices = scratch_buffer(gpu, "choice of each sequence", bytes).await?;
-            let parts = split_parts.filter(|_| split_rows(gpu, runs) == rows);
-            let step_plans = async |rows: u32| -> Result<StepPlans, Error> {
+            let split_rows = split_rows(gpu, runs);
+            let mut steps = Vec::new();
+            for rows in step_plan_rows(rows) {
                 let parallel_plan = |parts: Option<&wgpu::Buffer>| {
                     let mut plan = Plan::new(gpu, step, rows);
                     push_layers(&mut plan, parts);
@@ -335,19 +348,13 @@ pub async fn prompt_plans(
                 };
                 let mut plan = parallel_plan(None);
                 plan.finish(gpu).await?;
+                // The split scratch holds the rows of the largest plan that is a step's.
+                let parts = split_parts.filter(|_| rows <= split_rows);
                 let long = split_step_plan(gpu, parts, |parts| parallel_plan(Some(parts))).await?;
-                Ok(StepPlans { plan, long })
-            };
-            let all = step_plans(rows).await?;
-            let few = match rows {
-                rows if rows > PAIR_TOKENS && rows <= STEP_TOKENS_MAX => {
-                    Some(step_plans(PAIR_TOKENS).await?)
-                }
-                _ => None,
-            };
+                steps.push(StepPlans { plan, long });
+            }
             Some(Parallel {
-                all,
-                few,
+                steps,
                 logits,
                 choices,
             })
@@ -361,4 +368,21 @@ pub async fn prompt_plans(
         hidden,
         parallel,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::step_plan_rows;
+
+    /// A step takes the plan of the fewest rows that holds it: four, eight, or all the load asked
+    /// for, so that no step of a few rows runs in a plan of more than a step's eight (a prompt's
+    /// chunk).
+    #[test]
+    fn steps_of_a_few_rows_have_plans_of_their_own() {
+        assert_eq!(step_plan_rows(2), [2]);
+        assert_eq!(step_plan_rows(4), [4]);
+        assert_eq!(step_plan_rows(5), [4, 5]);
+        assert_eq!(step_plan_rows(8), [4, 8]);
+        assert_eq!(step_plan_rows(14), [4, 8, 14]);
+    }
 }
