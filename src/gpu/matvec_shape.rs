@@ -218,13 +218,11 @@ impl MatvecShape {
     /// registers (a one-token step 146-162 ms). A quantized type's takes them by wide parts, a
     /// block's one group of threads a row (`takes_eight_rows_wide`): the tuner gave that form to all
     /// seven of Qwen2.5-Coder 0.5B's check-of-4 products on lavapipe, a check's kernels 18-30% faster
-    /// than by chunks. A product of a few tokens otherwise takes 4 threads a row
-    /// (`CPU_THREADS_PER_ROW`). A one-token product's larger slot (`cpu_slot_size`), which the tuner
-    /// gave eight of Qwen2.5-Coder 0.5B's nine one-token products on lavapipe and which made an
-    /// untuned step 1.5-2x faster there, is the tuner's alone for now: with it untuned, `wick
-    /// serve`'s speculative checks there cost 4-6 plain steps (twice what `wick bench --parallel`
-    /// times for as many rows, not yet understood), and drafting from a request's prediction
-    /// stopped paying. Both sum through workgroup memory: shuffles, which the tuner
+    /// than by chunks. A decode step's one-token product of a type with a wide form takes its larger
+    /// slot (`cpu_slot_size`) by wide parts, a block's one group of threads a row, 128 a workgroup:
+    /// the tuner gave such slots to eight of Qwen2.5-Coder 0.5B's nine one-token products on
+    /// lavapipe (an untuned step 1.5-2x faster there). A product of a few tokens otherwise takes 4
+    /// threads a row (`CPU_THREADS_PER_ROW`). Both sum through workgroup memory: shuffles, which the tuner
     /// prefers there, are offered only on a device where a check has found that they sum a row's
     /// threads (`ops::matvec::subgroup_sums_work`). The experts' and grouped products keep the 64-thread
     /// tile unless tuned: in registers, the random MoE and DeepSeek-V2 tests' small chunks ran 2.7x and
@@ -248,6 +246,16 @@ impl MatvecShape {
                 split,
                 slot_size: 4,
                 wide,
+                ..default
+            };
+        }
+        if let Some(slot_size) = self.cpu_slot_size().filter(|_| self.takes_wide()) {
+            return MatvecKernel {
+                workgroup: 128,
+                threads_per_row: block_parts(self.ty, true).0,
+                split: Split::BlockParts,
+                slot_size,
+                wide: true,
                 ..default
             };
         }

@@ -76,9 +76,9 @@ fn whole_blocks_are_offered_where_workgroups_run_on_a_cpu() {
 
 /// Untuned where the adapter runs workgroups on a CPU, a prompt's plain products take the tile in
 /// registers, a step's pair products of several tokens (x normed on the way in or not) eight rows
-/// a slot (by wide parts where the type is quantized), and the other products of a few tokens 4
-/// threads a row, each a candidate of its shape; the experts' tiles and rows of 2 chunks keep their
-/// defaults, as GPUs keep every default.
+/// a slot (by wide parts where the type is quantized), its one-token products their larger slot
+/// by wide parts, and the other products of a few tokens 4 threads a row, each a candidate of its
+/// shape; the experts' tiles keep their defaults, as GPUs keep every default.
 #[test]
 fn untuned_kernels_follow_the_adapter() {
     let cpu = Adapter {
@@ -122,17 +122,26 @@ fn untuned_kernels_follow_the_adapter() {
         let offered = shape.candidates(on_cpu).contains(&untuned);
         assert!(offered, "{} untuned on a CPU: {untuned}", shape.key());
     }
-    // A product of one token or four, 4 threads a row, a row a slot; rows of 2 chunks the default.
-    for shape in [step, four] {
+    // A one-token product, four rows a slot by wide parts, a block's 8 threads a row (Q4_K's), or
+    // one (Q8_0's, also where its rows are 2 blocks); a product of four tokens 4 threads a row.
+    for (shape, threads_per_row, slot_size) in [(step, 8, 4), (narrow, 1, 4), (four, 4, 1)] {
         let on_cpu = shape.untuned_kernel(cpu);
         let form = (on_cpu.workgroup, on_cpu.threads_per_row, on_cpu.slot_size);
-        assert_eq!(form, (128, 4, 1), "{}", shape.key());
+        assert_eq!(form, (128, threads_per_row, slot_size), "{}", shape.key());
+        assert_eq!(on_cpu.wide, slot_size == 4, "{}", shape.key());
         assert!(
             !on_cpu.subgroup_sum,
             "shuffles only where checked, when tuning"
         );
     }
-    assert_eq!(narrow.untuned_kernel(cpu), narrow.default_kernel());
+    // A one-token pair product two pairs a slot; F32, which has no wide form, by chunks.
+    let pair = MatvecShape::of(pairs, GgmlType::Q5_0, 896, 9728).untuned_kernel(cpu);
+    assert_eq!(
+        (pair.threads_per_row, pair.slot_size, pair.wide),
+        (1, 2, true)
+    );
+    let f32_plain = MatvecShape::of(Kernel::Matvec, GgmlType::F32, 576, 1536);
+    assert_eq!(f32_plain.untuned_kernel(cpu).slot_size, 1);
     let in_registers = MatvecKernel::tile(ROWS_TILE_WORKGROUP);
     for shape in [check, normed] {
         let k = shape.untuned_kernel(cpu);
