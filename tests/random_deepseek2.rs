@@ -106,11 +106,15 @@ fn chunked_prompts_equal_one_token_at_a_time() {
 }
 
 /// Several sequences in one decode step: MLA's cache and the experts over tokens of different
-/// sequences (`check_parallel`).
+/// sequences (`check_parallel`); then again with each step's attention split over its keys from
+/// position 8 on, steps of several tokens too (a GPU's way deep into a context).
 #[test]
 fn random_deepseek2_in_parallel_sequences() {
     let Some(gpu) = gpu() else { return };
     let golden = serde_json::from_str(include_str!("goldens/random-deepseek2.json")).unwrap();
+    common::random_model::check_parallel(&gpu, &golden, TOL_F32);
+    gpu.set_split_attention_from(8);
+    gpu.set_splits_steps(true);
     common::random_model::check_parallel(&gpu, &golden, TOL_F32);
 }
 

@@ -39,6 +39,18 @@ fn random_families_in_parallel_sequences_match_the_f32_reference() {
     common::random_model::check_parallel(&gpu, &golden, TOL_F32);
 }
 
+/// The same with each step's attention split over its keys from position 8 on, steps of several
+/// tokens too (a GPU's way deep into a context): the parallel steps' plans of four and eight rows
+/// and the plan of all twelve of the sequences' checks run their split forms past position 8.
+#[test]
+fn random_families_in_parallel_sequences_split_from_position_8_match_the_f32_reference() {
+    let Some(gpu) = gpu() else { return };
+    gpu.set_split_attention_from(8);
+    gpu.set_splits_steps(true);
+    let golden = serde_json::from_str(include_str!("goldens/random-families.json")).unwrap();
+    common::random_model::check_parallel(&gpu, &golden, TOL_F32);
+}
+
 /// Both checks with each RMSNorm done in the kernel of the product that reads it where the model
 /// allows (`Gpu::fuses_norms`, a GPU's default, which lavapipe does not take): qwen3's and phi3's
 /// feed-forward input, Llama 3's q/k/v and feed-forward inputs; gemma2's post-norms stay as they

@@ -253,6 +253,8 @@ pub struct Plan {
     /// What kernels unless tuned depend on, of the adapter: its workgroup memory and whether it runs
     /// workgroups on the CPU.
     pub adapter: Adapter,
+    /// Its runs are steps (`is_step`) whatever their tokens (`Plan::new_step`).
+    steps: bool,
 }
 
 impl Plan {
@@ -272,6 +274,17 @@ impl Plan {
             tuning: gpu.usable(gpu.tuning()),
             fuses_norms: gpu.fuses_norms(),
             adapter: gpu.adapter(),
+            steps: false,
+        }
+    }
+
+    /// As `new`, for runs that are steps however many tokens they hold (`is_step`): a parallel step
+    /// of more rows than a step's few (a server's slots that check drafts), whose products still
+    /// take tiles where the tokens are more than `STEP_TOKENS_MAX`.
+    pub fn new_step(gpu: &Gpu, step: &StepInput, batch: u32) -> Plan {
+        Plan {
+            steps: true,
+            ..Plan::new(gpu, step, batch)
         }
     }
 
@@ -289,7 +302,7 @@ impl Plan {
     /// Adds a matvec dispatch (shaders/matvec.wgsl or matvec_pairs.wgsl) of this shape, with the
     /// kernel shape the plan's tuning gives it, for each token of the run.
     pub fn push_matvec(&mut self, shape: MatvecShape, buffers: &[&wgpu::Buffer], params: &[u8]) {
-        // A step of several tokens (`is_step`: `ops::matvec` sends those here) takes them four to a
+        // A step of several tokens (`few_tokens`: `ops::matvec` sends those here) takes them four to a
         // layer of workgroups, with winners for plans of up to four rows and others for more.
         let shape = match self.batch > 1 && matches!(shape.kernel, Kernel::MatvecPairs(..)) {
             true => shape.in_step(self.batch),
@@ -304,7 +317,7 @@ impl Plan {
     /// The form of a recurrence of this shape: token by token in a step, in a prompt's chunk the form
     /// the plan's tuning gives it.
     pub fn recurrence(&self, shape: &RecurrenceShape) -> Recurrence {
-        match self.is_step() {
+        match self.few_tokens() {
             true => Recurrence::Tokens,
             false => self.tuning.recurrence(shape, self.adapter),
         }
@@ -341,7 +354,7 @@ impl Plan {
     ) {
         let tunable = Tunable::Recurrence(shape);
         let (key, workgroups) = self.shaped(&tunable, Choice::Recurrence(form));
-        let tunable = (!self.is_step()).then_some(tunable);
+        let tunable = (!self.few_tokens()).then_some(tunable);
         self.push_shaped(key, buffers, params, workgroups, tunable);
     }
 
@@ -409,8 +422,18 @@ impl Plan {
         self.layer_bounds.push(self.dispatch_count());
     }
 
-    /// Whether the plan's runs are steps (`STEP_TOKENS_MAX`), not a prompt's chunks.
+    /// Whether the plan's runs are steps, each token at its own sequence's place (a decode step, a
+    /// parallel step, a speculative check), not a prompt's chunk: its attention takes each
+    /// sequence's tokens apart rather than walking every key a chunk's queries see together, which
+    /// for tokens of several sequences spans the cache between them. Plans of a step's few tokens
+    /// (`few_tokens`) are steps, and parallel plans of more (`new_step`).
     pub fn is_step(&self) -> bool {
+        self.steps || self.few_tokens()
+    }
+
+    /// Whether the plan's runs hold a step's few tokens at most (`STEP_TOKENS_MAX`): its products
+    /// go through the matvec kernel, a recurrence token by token; more go in tiles, in chunks.
+    pub fn few_tokens(&self) -> bool {
         self.batch <= STEP_TOKENS_MAX
     }
 

@@ -109,9 +109,10 @@ pub struct Parallel {
     /// The plans of steps of up to each one's rows (`step_plan_rows`), fewest first, the last of
     /// `rows()`: a step runs in the first that holds it. A step of up to `PAIR_TOKENS` and one of
     /// up to `STEP_TOKENS_MAX` take their products in kernels tuned for so few tokens
-    /// (`MatvecShape::in_step`), and a plan of more rows is a prompt's chunk (`Plan::is_step`),
-    /// tiled products and all, whose every run costs what its rows would: a server's slots that
-    /// check drafts load for seven rows each, but most of their steps hold a few.
+    /// (`MatvecShape::in_step`); a plan of more rows takes its products in tiles
+    /// (`Plan::few_tokens`), whose every run costs what its rows would: a server's slots that check
+    /// drafts load for seven rows each, but most of their steps hold a few. Every plan here is a
+    /// step's (`Plan::new_step`): its attention takes each sequence's tokens apart.
     pub steps: Vec<StepPlans>,
     /// (rows, n_logits) f32: each token's logits.
     pub logits: wgpu::Buffer,
@@ -125,7 +126,8 @@ pub struct StepPlans {
     pub plan: Plan,
     /// As `plan`, for steps whose last token is at the first number's position or later: each
     /// token's attention split over its keys, as `Forward::decode_long`'s. None where the context
-    /// never gets that long, or where the rows are more than a step's (`STEP_TOKENS_MAX`).
+    /// never gets that long, or where the adapter does not split steps of several tokens
+    /// (`Gpu::splits_steps`).
     pub long: Option<(u32, Plan)>,
 }
 
@@ -234,12 +236,11 @@ pub async fn split_scratch(
     Ok(Some(scratch_buffer(gpu, "attention splits", bytes).await?))
 }
 
-/// The rows of a step whose attention splits deep into a context: the largest parallel plan's that
-/// is a step's (`STEP_TOKENS_MAX`), where the adapter splits such steps (`Gpu::splits_steps`), else
-/// the decode step's one.
+/// The rows of a step whose attention splits deep into a context: the parallel plan's, where the
+/// adapter splits steps of several tokens (`Gpu::splits_steps`), else the decode step's one.
 fn split_rows(gpu: &Gpu, runs: PromptRuns) -> u32 {
     match runs.rows {
-        rows @ 2.. if gpu.splits_steps() => rows.min(STEP_TOKENS_MAX),
+        rows @ 2.. if gpu.splits_steps() => rows,
         _ => 1,
     }
 }
@@ -336,11 +337,10 @@ pub async fn prompt_plans(
             let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
             let bytes = crate::ops::argmax::choice_bytes(rows, n_logits);
             let choices = scratch_buffer(gpu, "choice of each sequence", bytes).await?;
-            let split_rows = split_rows(gpu, runs);
             let mut steps = Vec::new();
             for rows in step_plan_rows(rows) {
                 let parallel_plan = |parts: Option<&wgpu::Buffer>| {
-                    let mut plan = Plan::new(gpu, step, rows);
+                    let mut plan = Plan::new_step(gpu, step, rows);
                     push_layers(&mut plan, parts);
                     push_logits(&mut plan, &logits);
                     crate::ops::argmax::push(&mut plan, &logits, &choices, n_logits, &allowed);
@@ -348,8 +348,7 @@ pub async fn prompt_plans(
                 };
                 let mut plan = parallel_plan(None);
                 plan.finish(gpu).await?;
-                // The split scratch holds the rows of the largest plan that is a step's.
-                let parts = split_parts.filter(|_| rows <= split_rows);
+                let parts = split_parts.filter(|_| split_rows(gpu, runs) > 1);
                 let long = split_step_plan(gpu, parts, |parts| parallel_plan(Some(parts))).await?;
                 steps.push(StepPlans { plan, long });
             }

@@ -38,7 +38,7 @@ impl<'a> Input<'a> {
     /// for all the products that read it.
     pub fn for_pairs(self, plan: &mut Plan) -> Input<'a> {
         match self {
-            Input::RmsNorm(_) if plan.fuses_norms && plan.is_step() => self,
+            Input::RmsNorm(_) if plan.fuses_norms && plan.few_tokens() => self,
             _ => Input::Rows(self.rows(plan)),
         }
     }
@@ -152,7 +152,8 @@ fn push_at(
 }
 
 /// Adds W x for each token of the run, computed two rows at a time, each pair handed to `store`:
-/// shaders/matvec_pairs.wgsl in a step (`Plan::is_step`), the tiled matmul in a prompt's chunk.
+/// shaders/matvec_pairs.wgsl in a run of a step's few tokens (`Plan::few_tokens`), the tiled matmul
+/// in one of more.
 /// `outputs` bind after W, x and the step input, and `params` gives each part of W its store's
 /// parameters (which hold the part's rows, cols and row_bytes). A store other than `Rows` needs every part to hold whole pairs.
 /// x's norm, where it has one, is done as `Input::for_pairs` says.
@@ -183,7 +184,7 @@ pub fn push_pairs(
         // The norm's gain binds last (`gpu::NORM_GAIN_BINDING`).
         buffers.extend(gain);
         let params = params(part);
-        if plan.is_step() {
+        if plan.few_tokens() {
             let kernel = Kernel::MatvecPairs(store, norm);
             let shape = MatvecShape::of(kernel, w.ty, w.row_len, part.rows);
             plan.push_matvec(shape, &buffers, &params);

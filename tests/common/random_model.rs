@@ -254,12 +254,15 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
     const SEQUENCES: usize = 6;
     const ROWS: u32 = 32; // each sequence's share of the cache
     const PROMPT: usize = 10; // what the last sequence reads before its first step
+    const CHECKS: usize = 3; // sequences that check drafts together at the end
+    const CHECK: u32 = 4; // the tokens each of them checks
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for record in golden["records"].as_array().unwrap() {
         let name = record["file"].as_str().unwrap();
         let source = FileSource::open(root.join(name)).unwrap();
         let options = wick::engine::LoadOptions {
             sequences: SEQUENCES as u32,
+            check_tokens: CHECKS as u32 * CHECK,
             ..super::options(SEQUENCES as u32 * ROWS)
         };
         let mut engine = Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
@@ -473,6 +476,35 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
             again as u64 - 1,
             "{name}: parallel steps recorded ahead"
         );
+        // Three sequences checking four tokens each in one step, as a server's slots check their
+        // drafts: 12 rows, more than a step's few, so the plan of them all (its products in
+        // tiles), each sequence's attention over its own rows, each row's logits its step's.
+        assert_eq!(engine.step_plan_rows(), [4, 8, CHECKS as u32 * CHECK]);
+        let at = |s: usize| 2 + 3 * s;
+        let segments: Vec<wick::gpu::Segment> = (0..CHECKS)
+            .map(|s| {
+                let tokens = &sequences[s][at(s)..at(s) + CHECK as usize];
+                wick::gpu::Segment::new(base(s), at(s) as u32, tokens)
+            })
+            .collect();
+        let wants = vec![Want::Logits; CHECKS * CHECK as usize];
+        let rows = engine.step_rows(&segments, &wants).block_on().unwrap();
+        for (i, row) in rows.into_iter().enumerate() {
+            let (s, pos) = (
+                i / CHECK as usize,
+                at(i / CHECK as usize) + i % CHECK as usize,
+            );
+            let SequenceStep::Logits(logits) = row else {
+                panic!("logits were asked for");
+            };
+            let (e, k) = max_abs(&logits, &want[s][pos]);
+            assert!(
+                e < f32_tolerance,
+                "{name} sequence {s} position {pos}, checked: logit {k} is {}, alone {}",
+                logits[k],
+                want[s][pos][k]
+            );
+        }
         eprintln!("{name}: {SEQUENCES} sequences in parallel steps, max |difference| {worst:.5}");
     }
 }
