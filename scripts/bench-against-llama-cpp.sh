@@ -181,8 +181,9 @@ done
 # A step of several sequences: each product reads its weights once for every four tokens (the pair
 # kernel) or once for all of them (a tile, the norm folded in, where the tuner times one faster), so
 # on a GPU it should cost about one step; a speculative check of as many tokens is the same pass.
+# 14: two server slots drafting 6 tokens each, whose plans of 4, 8 and 14 rows are each profiled.
 for f in $step_files; do
-  for n in 4 8; do
+  for n in 4 8 14; do
     echo "== $f, a step of $n sequences: wick"
     target/release/wick bench -m "$models/$f.gguf" -p 0 -n 32 -r "$reps" --profile --parallel "$n" 2>&1 \
       | grep -v '^$' | tee -a "$out/wick-steps.md"
