@@ -74,8 +74,8 @@ pub struct BenchArgs {
     cache_type: Option<crate::load::CacheType>,
     /// With --profile, also time the plan of a decode step of this many sequences at once (`wick
     /// serve --parallel`'s step, and a speculative check of as many tokens), kernel by kernel, on
-    /// consecutive tokens of one sequence, as a check runs it; for 5 to 8, a step of 4 too (its own
-    /// plan)
+    /// consecutive tokens of one sequence, as a check runs it; for more than 4, a step of 4 too,
+    /// and for more than 8 one of 8 (each its own plan)
     #[arg(long = "parallel", default_value_t = 1)]
     parallel: u32,
     /// Norm each product's input in the product's own kernel (on: one dispatch less for each norm)
