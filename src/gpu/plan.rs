@@ -314,8 +314,8 @@ impl Plan {
         self.push_shaped(key, buffers, params, workgroups, Some(tunable));
     }
 
-    /// The form of a recurrence of this shape: token by token in a step, in a prompt's chunk the form
-    /// the plan's tuning gives it.
+    /// The form of a recurrence of this shape: token by token in a run of a step's few tokens
+    /// (`few_tokens`), in one of more the form the plan's tuning gives it.
     pub fn recurrence(&self, shape: &RecurrenceShape) -> Recurrence {
         match self.few_tokens() {
             true => Recurrence::Tokens,
