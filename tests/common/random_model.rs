@@ -74,6 +74,20 @@ fn softmax_at(row: &[f32], i: usize) -> f32 {
     (1.0 / sum) as f32
 }
 
+/// Asserts that `row` holds logits within `tolerance` of `want`'s, each of them (`at` says where).
+fn assert_logits_near(row: SequenceStep, want: &[f32], tolerance: f32, at: &str) {
+    let SequenceStep::Logits(logits) = row else {
+        panic!("{at}: logits were asked for, not {row:?}");
+    };
+    let (e, i) = max_abs(&logits, want);
+    assert!(
+        e < tolerance,
+        "{at}: logit {i} is {}, alone {}",
+        logits[i],
+        want[i]
+    );
+}
+
 fn max_abs(a: &[f32], b: &[f32]) -> (f32, usize) {
     assert_eq!(a.len(), b.len());
     a.iter()
@@ -459,16 +473,8 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
             .block_on()
             .unwrap();
             for (s, row) in rows.into_iter().enumerate() {
-                let SequenceStep::Logits(logits) = row else {
-                    panic!("logits were asked for");
-                };
-                let (e, i) = max_abs(&logits, &want[s][pos]);
-                assert!(
-                    e < f32_tolerance,
-                    "{name} sequence {s} position {pos} again: logit {i} is {}, alone {}",
-                    logits[i],
-                    want[s][pos][i]
-                );
+                let at = format!("{name} sequence {s} position {pos} again");
+                assert_logits_near(row, &want[s][pos], f32_tolerance, &at);
             }
         }
         assert_eq!(
@@ -494,16 +500,8 @@ pub fn check_parallel(gpu: &Arc<Gpu>, golden: &Value, f32_tolerance: f32) {
                 i / CHECK as usize,
                 at(i / CHECK as usize) + i % CHECK as usize,
             );
-            let SequenceStep::Logits(logits) = row else {
-                panic!("logits were asked for");
-            };
-            let (e, k) = max_abs(&logits, &want[s][pos]);
-            assert!(
-                e < f32_tolerance,
-                "{name} sequence {s} position {pos}, checked: logit {k} is {}, alone {}",
-                logits[k],
-                want[s][pos][k]
-            );
+            let at = format!("{name} sequence {s} position {pos}, checked");
+            assert_logits_near(row, &want[s][pos], f32_tolerance, &at);
         }
         eprintln!("{name}: {SEQUENCES} sequences in parallel steps, max |difference| {worst:.5}");
     }
