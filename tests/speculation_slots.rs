@@ -23,8 +23,8 @@ use wick::speculate::{self, Draft, DraftLimits, DraftModel};
 /// the request's plain reply, the second held to JSON by a grammar that masks its drafts. A slot
 /// whose lookup found nothing runs its token beside the other's draft. Then again with each step's
 /// attention split over the keys from position 8 on, a check's too (a GPU's way deep into a
-/// context), so that the plans of four and eight rows run their split forms, whose scratch the
-/// plan of eight rows sizes.
+/// context), so that the plans of four, eight and all ten rows run their split forms on the one
+/// scratch the ten rows size.
 #[test]
 fn parallel_slots_drafting_by_lookup_give_each_request_its_plain_reply() {
     let Some(gpu) = gpu() else { return };
@@ -98,7 +98,7 @@ fn parallel_slots_give_plain_replies(gpu: &Arc<Gpu>, draft_file: Option<&Path>) 
         DraftSlots::new(model)
     });
     // Two slots' checks load more rows than a step's eight: their steps of up to four and up to
-    // eight rows take plans of their own, not the plan of all ten (a prompt's chunk).
+    // eight rows take plans of their own, not the plan of all ten (its products in tiles).
     assert_eq!(s.engine.step_plan_rows(), [4, 8, 2 * CHECK]);
     let mut slots = Slots::new(&s.engine);
     let (mut next, _) = common::begin_slots(&mut slots, &mut s.engine, &prompts);

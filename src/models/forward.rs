@@ -337,6 +337,8 @@ pub async fn prompt_plans(
             let logits = scratch_buffer(gpu, "logits of each sequence", logits).await?;
             let bytes = crate::ops::argmax::choice_bytes(rows, n_logits);
             let choices = scratch_buffer(gpu, "choice of each sequence", bytes).await?;
+            // Where the adapter splits steps, the scratch holds every row's splits (`split_rows`).
+            let parts = split_parts.filter(|_| split_rows(gpu, runs) > 1);
             let mut steps = Vec::new();
             for rows in step_plan_rows(rows) {
                 let parallel_plan = |parts: Option<&wgpu::Buffer>| {
@@ -348,7 +350,6 @@ pub async fn prompt_plans(
                 };
                 let mut plan = parallel_plan(None);
                 plan.finish(gpu).await?;
-                let parts = split_parts.filter(|_| split_rows(gpu, runs) > 1);
                 let long = split_step_plan(gpu, parts, |parts| parallel_plan(Some(parts))).await?;
                 steps.push(StepPlans { plan, long });
             }
