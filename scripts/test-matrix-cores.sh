@@ -5,8 +5,8 @@
 # The tests' binaries are built here and copied in; nothing of the checkout is mounted. Needs root
 # (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops_matmul.rs (default: the matmul checks on
 # the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too, and
-# the check before tuning offers them; then the experts' block of tests/ops_moe.rs and a chunk's
-# attention of tests/ops_attention.rs). Each checks only its candidates on the matrix cores there
+# the check before tuning offers them; then the experts' block of tests/ops_moe.rs, a chunk's
+# attention of tests/ops_attention.rs and MLA's of tests/ops_mla.rs). Each checks only its candidates on the matrix cores there
 # (WICK_MATRIX_CORES_ONLY=1): scripts/test.sh's run on this machine's adapter checked the rest.
 # WICK_MATRIX_CORES_ROOT sets where the root lives.
 set -euo pipefail
@@ -50,6 +50,7 @@ in_root() {
 copy_in ops_matmul
 copy_in ops_moe
 copy_in ops_attention
+copy_in ops_mla
 filters=("$@")
 [ ${#filters[@]} -gt 0 ] || filters=(matmul_every_type_against_cpu matrix_cores)
 mkdir -p "$root/tmp/xdg" && chmod 700 "$root/tmp/xdg"
@@ -61,7 +62,7 @@ echo "$out" | grep -q "matmul on matrix cores: checked" || {
   exit 1
 }
 # The experts' products over a chunk (a mixture-of-experts prompt) on the matrix cores too, and a
-# chunk's attention there.
+# chunk's attention there, MLA's too.
 if [ $# -eq 0 ]; then
   out=$(in_root ops_moe experts_block) || { echo "$out"; exit 1; }
   echo "$out" | grep -v "does not fit"
@@ -70,6 +71,13 @@ if [ $# -eq 0 ]; then
   echo "$out" | grep -q "attention on matrix cores: the check passed" &&
     echo "$out" | grep -q "attention on matrix cores: checked" || {
     echo "test-matrix-cores: a chunk's attention was not checked on the matrix cores" >&2
+    exit 1
+  }
+  out=$(in_root ops_mla absorbed_mla matrix_latent) || { echo "$out"; exit 1; }
+  echo "$out" | grep -E "matrix cores: |test result"
+  echo "$out" | grep -q "mla attention on matrix cores: the check passed" &&
+    echo "$out" | grep -q "mla attention on matrix cores: checked" || {
+    echo "test-matrix-cores: MLA's chunk attention was not checked on the matrix cores" >&2
     exit 1
   }
 fi

@@ -375,9 +375,9 @@ fn tiled_attention_against_cpu() {
             tokens: n_tokens as u32,
             cache: cache_type,
             splits: None,
+            latent: None,
         };
-        let bytes = gpu.limits.max_compute_workgroup_storage_size;
-        let mut forms = chunk.candidates(gpu.offers(), bytes);
+        let mut forms = chunk.candidates(gpu.offers(), gpu.adapter());
         // Mesa's lavapipe advertises 8 x 8 products only, and runs the 16 x 16 ones GPUs take too
         // (scripts/test-matrix-cores.sh).
         let lavapipe = gpu
@@ -392,7 +392,7 @@ fn tiled_attention_against_cpu() {
                 matrix_cores: Some(sixteen),
                 ..gpu.offers()
             };
-            let on_cores = chunk.candidates(offers, bytes).into_iter();
+            let on_cores = chunk.candidates(offers, gpu.adapter()).into_iter();
             forms.extend(on_cores.filter(|f| f.rounding().is_some()));
         }
         on_cores += forms.iter().filter(|f| f.rounding().is_some()).count();

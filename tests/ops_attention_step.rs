@@ -131,6 +131,7 @@ fn split_attention_against_cpu() {
             tokens: n_tokens,
             cache: cache_type,
             splits: Some(n_split),
+            latent: None,
         };
         let step = StepInput::new(&gpu, n_tokens);
         let ids: Vec<u32> = vec![0; n_tokens as usize];
@@ -145,8 +146,7 @@ fn split_attention_against_cpu() {
         step.write_segments(&gpu, &segments, 0);
         // Each split form, then the whole-head kernel as a GPU runs it (a check's tokens taken by
         // one workgroup) and as a CPU adapter does (a token a workgroup).
-        let bytes = gpu.limits.max_compute_workgroup_storage_size;
-        let forms = split.candidates(gpu.offers(), bytes).into_iter();
+        let forms = split.candidates(gpu.offers(), gpu.adapter()).into_iter();
         let whole_head = [Run::Whole { on_gpu: true }, Run::Whole { on_gpu: false }];
         for run in forms.map(Run::Split).chain(whole_head) {
             // Plans take the GPU's tuning when made.

@@ -4,10 +4,11 @@
 
 mod common;
 
-use common::{f32_buffer, gpu, nmse, packed, plan_at, run, Rng};
+use common::{f32_buffer, gpu, matrix_cores_only, nmse, packed, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
-use wick::gpu::{read_back_f32, scratch_buffer, Kernel, MatvecShape, Rounding, Tuning};
+use wick::gpu::{read_back_f32, scratch_buffer, AttentionForm, Gpu, Kernel, MatrixCores};
+use wick::gpu::{MatvecShape, Offers, Rounding, Tuning};
 use wick::ops::mla::{self, Mla};
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
@@ -70,48 +71,105 @@ fn grouped_matvec_reads_each_groups_x() {
     gpu.set_tuning(Tuning::default());
 }
 
+/// How a test run attends: a step's tokens (a workgroup each), a prompt's chunk in a form of its
+/// shape, or a step's tokens split over their keys this many ways.
+#[derive(Clone, Copy, Debug)]
+enum Run {
+    Step,
+    Chunk(AttentionForm),
+    Split(u32),
+}
+
+/// The forms of a chunk's attention the tuner may give `m` on `gpu` (on lavapipe with matrix cores,
+/// which advertises 8 x 8 products and runs the 16 x 16 ones GPUs take, those too); where only the
+/// matrix cores' are asked for (scripts/test-matrix-cores.sh), those alone.
+fn chunk_forms(gpu: &Gpu, m: &Mla, tokens: u32) -> Vec<AttentionForm> {
+    let shape = mla::chunk_shape(m, tokens);
+    let mut forms = shape.candidates(gpu.offers(), gpu.adapter());
+    let lavapipe = (gpu.matrix_cores()).filter(|_| gpu.info.name.contains("llvmpipe"));
+    if let Some(cores) = lavapipe {
+        let sixteen = MatrixCores {
+            size: 16,
+            lanes: cores.lanes.max(16),
+        };
+        let offers = Offers {
+            matrix_cores: Some(sixteen),
+            ..gpu.offers()
+        };
+        let on_cores = shape.candidates(offers, gpu.adapter()).into_iter();
+        forms.extend(on_cores.filter(|f| f.rounding().is_some()));
+    }
+    forms.retain(|f| !matrix_cores_only() || f.rounding().is_some());
+    forms
+}
+
 /// The cache write (norm + YaRN rope), then absorbed attention and v_b on the GPU for a step of three
 /// tokens and a prompt's run of eleven, against the naive form on the CPU, causal: every head's keys
-/// and values decompressed from the latent cache up to each token's own position. Then one token deep
-/// into the cache with its keys split 5 ways (blocks of 128 keys: three splits used, the last partly,
-/// two empty) and merged, and a step of three such tokens (a speculative check's), each split over
-/// its own keys. 6 heads: a workgroup's group of 4 and one of 2.
+/// and values decompressed from the latent cache up to each token's own position. The run of eleven
+/// in every form the tuner may give it: the streaming form at each size of its tile of tokens, and
+/// on the matrix cores each tile of keys (66 rows of (token, head) over workgroups of 8 or 16, the
+/// last partly filled, most across two tokens), with scores scaled up so that rows meet a larger max
+/// in a later tile and their outputs are rescaled. Then one token deep into the cache with its keys
+/// split 5 ways (blocks of 128 keys: three splits used, the last partly, two empty) and merged, and a
+/// step of three such tokens (a speculative check's), each split over its own keys. 6 heads: a
+/// workgroup's group of 4 and one of 2.
 #[test]
 fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(23);
     let (n_head, kv_lora, q_nope, n_rot, v_dim) = (6u32, 64u32, 32u32, 16u32, 24u32);
-    // A step's 3 tokens, a token a workgroup; a prompt's 11, in tiles of every size the adapter's
-    // workgroup memory allows; a step's one token split, and its three.
-    let tiles = mla::largest_query_tile(gpu.limits.max_compute_workgroup_storage_size);
-    let runs = (1..=tiles).flat_map(|tile| [(false, 11usize, tile, None), (true, 11, tile, None)]);
-    let steps = [(false, 3usize, 1u32, None), (true, 3, 1, None)];
+    let shape = |rope, scale| Mla {
+        n_head,
+        kv_lora,
+        q_nope,
+        v_dim,
+        rope,
+        scale,
+    };
+    let rope = |neox| Rope {
+        n_rot,
+        freq_base: 10000.0,
+        freq_scale: 0.25,
+        neox,
+        yarn: Some(Yarn::new(n_rot, 10000.0, 64, 0.9)),
+        sections: None,
+    };
+    let forms = chunk_forms(&gpu, &shape(rope(false), 1.0), 11);
+    let on_cores = forms.iter().filter(|f| f.rounding().is_some()).count();
+    let runs = forms.into_iter().flat_map(|form| {
+        [
+            (false, 11usize, Run::Chunk(form)),
+            (true, 11, Run::Chunk(form)),
+        ]
+    });
+    let steps = [(false, 3usize, Run::Step), (true, 3, Run::Step)];
     let splits = [
-        (false, 1, 1, Some(5u32)),
-        (true, 1, 1, Some(5)),
-        (true, 3, 1, Some(5)),
+        (false, 1, Run::Split(5)),
+        (true, 1, Run::Split(5)),
+        (true, 3, Run::Split(5)),
     ];
-    for (neox, n_tokens, tile, split) in steps.into_iter().chain(runs).chain(splits) {
+    let steps_and_splits = steps.into_iter().chain(splits);
+    let runs: Vec<_> = match matrix_cores_only() {
+        true => runs.collect(),
+        false => steps_and_splits.chain(runs).collect(),
+    };
+    for (neox, n_tokens, how) in runs {
+        let split = match how {
+            Run::Split(n) => Some(n),
+            Run::Step | Run::Chunk(_) => None,
+        };
         let (pos, n_ctx) = match split {
             None => (29u32, 40u32),
             Some(_) => (300, 320),
         };
-        let rope = Rope {
-            n_rot,
-            freq_base: 10000.0,
-            freq_scale: 0.25,
-            neox,
-            yarn: Some(Yarn::new(n_rot, 10000.0, 64, 0.9)),
-            sections: None,
+        let rope = rope(neox);
+        // On the matrix cores, scores large enough that a later tile's max passes a row's by more
+        // than the kernel lets its weights grow before it rescales the outputs.
+        let scale = match how {
+            Run::Chunk(form) if form.rounding().is_some() => 2.0,
+            _ => 0.3,
         };
-        let m = Mla {
-            n_head,
-            kv_lora,
-            q_nope,
-            v_dim,
-            rope,
-            scale: 0.3,
-        };
+        let m = shape(rope, scale);
         let width = m.cache_width() as usize;
         let q_dim = (n_head * m.q_stride()) as usize;
         // The cache before: rows < pos already normed and rotated (random), the rest zero.
@@ -180,9 +238,12 @@ fn absorbed_mla_equals_the_naive_form() {
             let bytes = wick::ops::attention::split_scratch_bytes(tokens, n_head, kv_lora, n_split);
             scratch_buffer(&gpu, "parts", bytes).block_on().unwrap()
         });
-        match split.zip(parts.as_ref()) {
-            Some((n_split, parts)) => mla::push_attention_split(&mut plan, &m, &b, n_split, parts),
-            None => mla::push_attention_tiled(&mut plan, &m, &b, tile),
+        match (how, parts.as_ref()) {
+            (Run::Split(n_split), Some(parts)) => {
+                mla::push_attention_split(&mut plan, &m, &b, n_split, parts)
+            }
+            (Run::Chunk(form), _) => mla::push_chunk_in(&mut plan, &m, &b, form),
+            _ => mla::push_attention(&mut plan, &m, &b),
         }
         matvec::push_grouped(&mut plan, &v_b, &latent_out, &out, false, v_dim, kv_lora);
         run(&gpu, plan);
@@ -207,8 +268,19 @@ fn absorbed_mla_equals_the_naive_form() {
             .unwrap();
         assert!(
             nmse(&got_cache, &cache) < 1e-10,
-            "neox={neox}, {n_tokens} tokens by {tile}: cache rows"
+            "neox={neox}, {n_tokens} tokens, {how:?}: cache rows"
         );
+        // The matrix cores round the scaled queries and the cache rows to f16, which moves a
+        // score by up to a few hundredths at these scales: their latent output is held to the
+        // absorbed form with the same rounding, tightly (the end-to-end check below, against f32,
+        // loosely).
+        if matches!(how, Run::Chunk(form) if form.rounding().is_some()) {
+            let len = n_tokens * (n_head * kv_lora) as usize;
+            let read = |b: &wgpu::Buffer| read_back_f32(&gpu, b, len).block_on().unwrap();
+            let want = absorbed_in_f16(&m, &read(&q_latent), &q, &cache, (pos, n_tokens));
+            let e = nmse(&read(&latent_out), &want);
+            assert!(e < 1e-6, "neox={neox}, {how:?}: latent output nmse {e}");
+        }
         for t in 0..n_tokens {
             let at_pos = pos + t as u32;
             let mut q_rot = q[t * q_dim..(t + 1) * q_dim].to_vec();
@@ -219,10 +291,83 @@ fn absorbed_mla_equals_the_naive_form() {
             let want = mla::reference_naive(&m, &q_rot, &cache[..end], &k_b_deq, &v_b_deq);
             let got = &got_out[t * want.len()..(t + 1) * want.len()];
             let e = nmse(got, &want);
+            // On the matrix cores queries, keys, values and weights are rounded to f16.
+            let bound = match how {
+                Run::Chunk(form) if form.rounding().is_some() => 1e-4,
+                _ => 1e-9,
+            };
             assert!(
-                e < 1e-9,
-                "neox={neox}, token {t} of {n_tokens} by {tile}, split {split:?}: attention nmse {e}"
+                e < bound,
+                "neox={neox}, token {t} of {n_tokens}, {how:?}: attention nmse {e}"
             );
         }
     }
+    match on_cores {
+        0 => eprintln!("mla attention on matrix cores: skipped, the adapter has none Wick can use"),
+        n => eprintln!("mla attention on matrix cores: checked, {n} forms"),
+    }
+}
+
+/// The check before the tuner offers MLA's chunk on the matrix cores
+/// (`attention_check::matrix_latent_attention_works`: each form it would offer, at DeepSeek-V2's
+/// widths, against the CPU) passes where they work, as `absorbed_mla_equals_the_naive_form` finds
+/// they do; where the adapter has none, there is nothing to check.
+#[test]
+fn matrix_latent_attention_check_passes_where_there_are_some() {
+    let Some(gpu) = gpu() else { return };
+    let works = wick::ops::attention_check::matrix_latent_attention_works(&gpu)
+        .block_on()
+        .unwrap();
+    assert!(works, "{}", gpu.describe());
+    match gpu.matrix_cores() {
+        Some(_) => eprintln!("mla attention on matrix cores: the check passed"),
+        None => eprintln!("mla attention on matrix cores: no check, the adapter has none"),
+    }
+}
+
+/// Each (token, head)'s latent attention output as the matrix cores' form computes it, for a run of
+/// `n_tokens` from `pos`: the absorbed form, each head's query its no-rope part in the latent space
+/// (`q_latent`, from the GPU's grouped product, checked above) and its rope part rotated, times the
+/// scale, over the cache rows up to its own; queries and cache rows rounded to f16, the rest f32.
+fn absorbed_in_f16(
+    m: &Mla,
+    q_latent: &[f32],
+    q: &[f32],
+    cache: &[f32],
+    (pos, n_tokens): (u32, usize),
+) -> Vec<f32> {
+    let f16 = |v: f32| half::f16::from_f32(v).to_f32();
+    let (l, width, stride) = (
+        m.kv_lora as usize,
+        m.cache_width() as usize,
+        m.q_stride() as usize,
+    );
+    let cache: Vec<f32> = cache.iter().map(|&v| f16(v)).collect();
+    let mut out = Vec::with_capacity(n_tokens * m.n_head as usize * l);
+    for t in 0..n_tokens {
+        let at_pos = pos + t as u32;
+        let rows = &cache[..(at_pos as usize + 1) * width];
+        for h in 0..m.n_head as usize {
+            let row = t * m.n_head as usize + h;
+            let mut rope = q[row * stride + m.q_nope as usize..][..m.rope.n_rot as usize].to_vec();
+            m.rope.reference(&mut rope, at_pos, None);
+            let query: Vec<f32> = (q_latent[row * l..][..l].iter().chain(&rope))
+                .map(|&v| f16(v * m.scale))
+                .collect();
+            let scores: Vec<f32> = (rows.chunks(width))
+                .map(|key| query.iter().zip(key).map(|(a, b)| a * b).sum())
+                .collect();
+            let top = scores.iter().cloned().fold(f32::MIN, f32::max);
+            let weights: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
+            let sum: f32 = weights.iter().sum();
+            out.extend((0..l).map(|j| {
+                let weighted = weights
+                    .iter()
+                    .zip(rows.chunks(width))
+                    .map(|(w, key)| w * key[j]);
+                weighted.sum::<f32>() / sum
+            }));
+        }
+    }
+    out
 }

@@ -60,7 +60,7 @@ fn candidates(gpu: &Gpu, shape: &Tunable) -> Vec<Choice> {
         Tunable::Recurrence(r) => (r.candidates(gpu.adapter().workgroup_bytes).into_iter())
             .map(Choice::Recurrence)
             .collect(),
-        Tunable::Attention(a) => (a.candidates(gpu.offers(), gpu.adapter().workgroup_bytes))
+        Tunable::Attention(a) => (a.candidates(gpu.offers(), gpu.adapter()))
             .into_iter()
             .map(Choice::Attention)
             .collect(),

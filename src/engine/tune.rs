@@ -264,7 +264,9 @@ impl Engine {
         let matrix_cores = match self.gpu.matrix_cores() {
             Some(cores) if matmuls => {
                 let works = crate::ops::matvec::matrix_cores_work(&self.gpu).await?
-                    && crate::ops::attention_check::matrix_attention_works(&self.gpu).await?;
+                    && crate::ops::attention_check::matrix_attention_works(&self.gpu).await?
+                    && crate::ops::attention_check::matrix_latent_attention_works(&self.gpu)
+                        .await?;
                 if !works {
                     self.gpu.forget_matrix_cores();
                 }
@@ -601,8 +603,7 @@ impl Engine {
                 forms.map(Choice::Recurrence).collect()
             }
             Tunable::Attention(a) => {
-                let workgroup_bytes = self.gpu.limits.max_compute_workgroup_storage_size;
-                let forms = a.candidates(offers, workgroup_bytes).into_iter();
+                let forms = a.candidates(offers, self.gpu.adapter()).into_iter();
                 forms.map(Choice::Attention).collect()
             }
         }

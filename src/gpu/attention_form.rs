@@ -12,6 +12,7 @@
 
 use super::kernels::KvType;
 use super::matvec_kernel::Offers;
+use super::matvec_shape::Adapter;
 use super::rounding::Rounding;
 use super::tiles::attention_tile_bytes;
 use super::MatrixCores;
@@ -43,22 +44,35 @@ pub enum AttentionForm {
     /// tiles of `keys` keys, on the adapter's matrix cores in products of `size` x `size`
     /// (shaders/attention_coop.wgsl): queries, keys, values and weights in f16, scores and sums f32.
     Matrix { size: u32, lanes: u32, keys: u32 },
+    /// Multi-head Latent Attention's chunk (`AttentionShape::latent`): a group of up to 4 heads of
+    /// `tokens` consecutive tokens a workgroup, each cache row read once for them as it streams by
+    /// (shaders/mla_attention.wgsl).
+    Latent { tokens: u32 },
+    /// The same on the adapter's matrix cores in products of `size` x `size`: `size` rows of
+    /// (token, head) a workgroup over tiles of `keys` cache rows, its `MATRIX_SUBGROUPS` subgroups of
+    /// `lanes` sharing out each product's matrices (shaders/mla_attention_coop.wgsl); queries, keys,
+    /// values and weights in f16, scores and sums f32.
+    LatentMatrix { size: u32, lanes: u32, keys: u32 },
 }
 
 impl AttentionForm {
     /// The subgroup lanes it needs, where it shuffles between them.
     pub fn lanes(&self) -> Option<u32> {
         match *self {
-            AttentionForm::Query | AttentionForm::SplitKeys => None,
+            AttentionForm::Query | AttentionForm::SplitKeys | AttentionForm::Latent { .. } => None,
             AttentionForm::Rows { .. } => Some(ROWS_HEAD_SPLIT),
             AttentionForm::SplitLanes { lanes, .. } => Some(lanes),
-            AttentionForm::Matrix { .. } => None,
+            AttentionForm::Matrix { .. } | AttentionForm::LatentMatrix { .. } => None,
         }
     }
 
     /// What it rounds beyond f32, where it does.
     pub fn rounding(&self) -> Option<Rounding> {
-        matches!(self, AttentionForm::Matrix { .. }).then_some(Rounding::MatrixCores)
+        let on_cores = matches!(
+            self,
+            AttentionForm::Matrix { .. } | AttentionForm::LatentMatrix { .. }
+        );
+        on_cores.then_some(Rounding::MatrixCores)
     }
 }
 
@@ -86,6 +100,10 @@ impl std::fmt::Display for AttentionForm {
             AttentionForm::Matrix { size, keys, .. } => {
                 let queries = MATRIX_SUBGROUPS * size;
                 write!(f, "{queries} queries by {keys} keys on matrix cores")
+            }
+            AttentionForm::Latent { tokens } => write!(f, "latent, {tokens} tokens a workgroup"),
+            AttentionForm::LatentMatrix { size, keys, .. } => {
+                write!(f, "latent, {size} rows by {keys} keys on matrix cores")
             }
         }
     }
@@ -129,6 +147,35 @@ pub const fn matrix_bytes(head_dim: u32, size: u32, keys: u32) -> u32 {
         + queries * (keys + 8) * 2
         + queries * 4
         + 32
+}
+
+/// Workgroup memory of Multi-head Latent Attention on the matrix cores over cache rows of `width`
+/// in products of `size` over tiles of `keys` (shaders/mla_attention_coop.wgsl): the tile of f16
+/// cache rows (at the start, the queries), each subgroup's part of the f32 scores, the f16 weights,
+/// a factor a row, and the workgroup's range and flag.
+pub const fn latent_matrix_bytes(width: u32, size: u32, keys: u32) -> u32 {
+    let rows = if keys > size { keys } else { size };
+    rows * (width + 8) * 2
+        + MATRIX_SUBGROUPS * size * (keys + 4) * 4
+        + size * (keys + 8) * 2
+        + size * 4
+        + 32
+}
+
+/// The widest latent (and value) Multi-head Latent Attention's streaming form takes
+/// (shaders/mla_attention.wgsl): 4 values for each of its 128 threads.
+pub const MAX_LATENT: u32 = 512;
+
+/// The most tokens of a prompt's chunk a workgroup of Multi-head Latent Attention's streaming form
+/// takes at once (TQ in shaders/attend.wgsl), each cache row read once for them: as many as the
+/// adapter's workgroup memory holds the queries of (10 KiB a token for a group of 4 heads, and 2 KiB
+/// of attend.wgsl's block), up to 4: on WebGPU's 16 KiB one, on 32 KiB (lavapipe) two, on 48 KiB
+/// (NVIDIA's Vulkan) four.
+pub fn largest_query_tile(workgroup_bytes: u32) -> u32 {
+    // A head's query is a whole cache row at most: the latent and 128 rope values, in vec4s.
+    const QUERY_VEC4S: u32 = (MAX_LATENT + 128) / 4;
+    const PER_TOKEN: u32 = (4 * QUERY_VEC4S + 128) * 16;
+    (workgroup_bytes / PER_TOKEN).clamp(1, 4)
 }
 
 /// The split lanes form's (lanes, columns), 128 threads each: fewer vec4s of a head a lane holds
@@ -216,6 +263,10 @@ pub struct AttentionShape {
     /// Where each token's keys are split this many ways (a step deep into a context); None: a
     /// chunk's.
     pub splits: Option<u32>,
+    /// Multi-head Latent Attention in absorbed form (DeepSeek-V2): the latent's width, which is
+    /// each value's; every head's key is a whole cache row of `head_dim` (the latent, then the
+    /// rope part) and `kv_heads` is 1. None: attention over heads of keys and values.
+    pub latent: Option<u32>,
 }
 
 impl AttentionShape {
@@ -227,8 +278,12 @@ impl AttentionShape {
             tokens,
             cache,
             splits,
+            latent,
         } = self;
         let cache = cache.name();
+        if let Some(latent) = latent {
+            return format!("mla attention {heads}x{head_dim} latent{latent} x{tokens} {cache}");
+        }
         match splits {
             None => format!("attention {heads}x{head_dim} kv{kv_heads} x{tokens} {cache}"),
             Some(n) if *tokens == 1 => {
@@ -240,12 +295,22 @@ impl AttentionShape {
         }
     }
 
-    /// The form unless tuned: a query a thread, or a key a thread for a split, which every adapter
-    /// runs.
-    pub fn default_form(&self) -> AttentionForm {
-        match self.splits {
-            None => AttentionForm::Query,
-            Some(_) => AttentionForm::SplitKeys,
+    /// The form unless tuned on `adapter`: a query a thread, or a key a thread for a split, which
+    /// every adapter runs. Multi-head Latent Attention's chunk takes as many tokens a workgroup as
+    /// the adapter's workgroup memory holds the queries of, or one where workgroups run on the CPU:
+    /// there the tile's queries cost arithmetic that reading each row once does not pay back (on
+    /// lavapipe two tokens a workgroup took the attention of a 64-token chunk at depth 1024 from 4.6
+    /// to 7.1 s, BENCHMARKS.md).
+    pub fn default_form(&self, adapter: Adapter) -> AttentionForm {
+        match (self.latent, self.splits) {
+            (Some(_), _) => AttentionForm::Latent {
+                tokens: match adapter.runs_on_cpu {
+                    true => 1,
+                    false => largest_query_tile(adapter.workgroup_bytes),
+                },
+            },
+            (None, None) => AttentionForm::Query,
+            (None, Some(_)) => AttentionForm::SplitKeys,
         }
     }
 
@@ -273,8 +338,12 @@ impl AttentionShape {
     }
 
     /// The forms `Engine::tune` times where the adapter offers what `offers` says (subgroups, the
-    /// matrix cores plans may use) and its workgroups hold `workgroup_bytes`.
-    pub fn candidates(&self, offers: Offers, workgroup_bytes: u32) -> Vec<AttentionForm> {
+    /// matrix cores plans may use) and its workgroups hold `workgroup_bytes`, the default first.
+    pub fn candidates(&self, offers: Offers, adapter: Adapter) -> Vec<AttentionForm> {
+        let workgroup_bytes = adapter.workgroup_bytes;
+        if self.latent.is_some() {
+            return self.latent_candidates(offers, adapter);
+        }
         let subgroup_size = offers.subgroup_size;
         let rows = ROWS_SIZES
             .into_iter()
@@ -301,10 +370,31 @@ impl AttentionShape {
                 })
             });
         let on_cores = on_cores.filter(|&form| self.fits(form, workgroup_bytes));
-        [self.default_form()]
+        [self.default_form(adapter)]
             .into_iter()
             .chain(shuffled)
             .chain(on_cores)
+            .collect()
+    }
+
+    /// Multi-head Latent Attention's forms: its chunk's, 1 to `largest_query_tile` tokens a
+    /// workgroup, and on the matrix cores tiles of `size` or twice as many keys where they fit; a
+    /// split step's none but today's (untuned).
+    fn latent_candidates(&self, offers: Offers, adapter: Adapter) -> Vec<AttentionForm> {
+        let default = self.default_form(adapter);
+        let tokens = (1..=largest_query_tile(adapter.workgroup_bytes))
+            .map(|tokens| AttentionForm::Latent { tokens });
+        let on_cores = (offers.matrix_cores.into_iter()).flat_map(|MatrixCores { lanes, size }| {
+            [1, 2].map(|k| AttentionForm::LatentMatrix {
+                size,
+                lanes,
+                keys: k * size,
+            })
+        });
+        let others = tokens.chain(on_cores).filter(|&f| f != default);
+        let forms = [default].into_iter().chain(others);
+        forms
+            .filter(|&f| self.fits(f, adapter.workgroup_bytes))
             .collect()
     }
 
@@ -313,6 +403,24 @@ impl AttentionShape {
     pub fn fits(&self, form: AttentionForm, workgroup_bytes: u32) -> bool {
         let d = self.head_dim;
         let split = self.splits.is_some();
+        if let Some(latent) = self.latent {
+            return match form {
+                AttentionForm::Latent { tokens } => {
+                    !split && (1..=largest_query_tile(workgroup_bytes)).contains(&tokens)
+                }
+                // Keys and values of whole matrices; a thread a query row for the softmax.
+                AttentionForm::LatentMatrix { size, lanes, keys } => {
+                    !split
+                        && d.is_multiple_of(size)
+                        && latent.is_multiple_of(size)
+                        && d.is_multiple_of(4)
+                        && keys.is_multiple_of(size)
+                        && lanes >= size
+                        && latent_matrix_bytes(d, size, keys) <= workgroup_bytes
+                }
+                _ => false,
+            };
+        }
         match form {
             AttentionForm::Query => !split && attention_tile_bytes(d) <= workgroup_bytes,
             // A thread holds a whole number of vec4s of a head; the merge at the end passes the
@@ -346,6 +454,7 @@ impl AttentionShape {
                     && lanes >= size
                     && matrix_bytes(d, size, keys) <= workgroup_bytes
             }
+            AttentionForm::Latent { .. } | AttentionForm::LatentMatrix { .. } => false,
         }
     }
 }
@@ -353,6 +462,15 @@ impl AttentionShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A GPU whose workgroups hold `workgroup_bytes`.
+    fn on_gpu(workgroup_bytes: u32) -> Adapter {
+        Adapter {
+            workgroup_bytes,
+            runs_on_cpu: false,
+            split_workgroups: SPLIT_WORKGROUPS,
+        }
+    }
 
     fn offers(subgroup_size: Option<u32>, matrix_cores: Option<MatrixCores>) -> Offers {
         Offers {
@@ -374,6 +492,7 @@ mod tests {
             tokens,
             cache: KvType::F16,
             splits: Some(32),
+            latent: None,
         };
         let llama_8b = (32, 8, 128);
         let qwen_05b = (14, 2, 64);
@@ -403,13 +522,16 @@ mod tests {
             tokens: 512,
             cache: KvType::F16,
             splits: None,
+            latent: None,
         };
         let nvidia = Some(MatrixCores {
             lanes: 32,
             size: 16,
         });
         let keys = |s: AttentionShape, cores, bytes| -> Vec<u32> {
-            let forms = s.candidates(offers(Some(32), cores), bytes).into_iter();
+            let forms = s
+                .candidates(offers(Some(32), cores), on_gpu(bytes))
+                .into_iter();
             (forms.filter_map(|f| match f {
                 AttentionForm::Matrix { keys, .. } => Some(keys),
                 _ => None,
@@ -439,6 +561,67 @@ mod tests {
         assert_eq!(AttentionForm::Query.rounding(), None);
     }
 
+    /// Multi-head Latent Attention's chunk takes its own forms alone: the streaming form at 1 to
+    /// as many tokens as the adapter's workgroup memory holds the queries of (the untuned default
+    /// as many on a GPU, one where workgroups run on the CPU), and on the matrix cores tiles of one
+    /// or two products' keys where they fit (DeepSeek-V2's 576-wide rows: 32 keys take 47 KiB).
+    #[test]
+    fn latent_forms_are_offered_for_latent_attention_alone() {
+        let deepseek = AttentionShape {
+            heads: 16,
+            kv_heads: 1,
+            head_dim: 576,
+            tokens: 512,
+            cache: KvType::F32,
+            splits: None,
+            latent: Some(512),
+        };
+        let nvidia = Some(MatrixCores {
+            lanes: 32,
+            size: 16,
+        });
+        let latent = |tokens| AttentionForm::Latent { tokens };
+        let matrix = |keys| AttentionForm::LatentMatrix {
+            size: 16,
+            lanes: 32,
+            keys,
+        };
+        assert_eq!(
+            deepseek.candidates(offers(Some(32), nvidia), on_gpu(49152)),
+            [
+                latent(4),
+                latent(1),
+                latent(2),
+                latent(3),
+                matrix(16),
+                matrix(32)
+            ]
+        );
+        assert_eq!(
+            deepseek.candidates(offers(Some(32), nvidia), on_gpu(32768)),
+            [latent(2), latent(1), matrix(16)],
+            "32 keys take 47 KiB"
+        );
+        let cpu = Adapter {
+            runs_on_cpu: true,
+            ..on_gpu(32768)
+        };
+        assert_eq!(
+            deepseek.candidates(offers(Some(8), None), cpu),
+            [latent(1), latent(2)]
+        );
+        assert_eq!(deepseek.default_form(on_gpu(16384)), latent(1));
+        // Not the forms of heads of keys and values, nor theirs of it.
+        let heads = AttentionShape {
+            latent: None,
+            ..deepseek
+        };
+        assert!(!heads.fits(latent(1), 49152) && !heads.fits(matrix(16), 49152));
+        assert!(!deepseek.fits(AttentionForm::Query, 49152));
+        assert_ne!(heads.key(), deepseek.key());
+        assert_eq!(latent_matrix_bytes(576, 16, 32), 47968);
+    }
+
     /// The rows form is offered only with subgroups of 8 lanes or more, for heads it splits evenly,
     /// at the sizes the adapter's workgroup memory holds (WebGPU's 16 KiB: not 32 keys of 128
     /// dimensions, whose tile alone is 16 KiB).
@@ -451,9 +634,10 @@ mod tests {
             tokens: 512,
             cache: KvType::F16,
             splits: None,
+            latent: None,
         };
         let rows = |s: AttentionShape, subgroups, bytes| {
-            let forms = s.candidates(offers(subgroups, None), bytes);
+            let forms = s.candidates(offers(subgroups, None), on_gpu(bytes));
             assert_eq!(forms[0], AttentionForm::Query);
             forms.len() - 1
         };
@@ -486,10 +670,11 @@ mod tests {
             tokens: 1,
             cache: KvType::F16,
             splits: Some(16),
+            latent: None,
         };
         // Each lanes form's lanes and the keys a column reads at once.
         let lanes = |s: AttentionShape, subgroups| {
-            let forms = s.candidates(offers(subgroups, None), 16384);
+            let forms = s.candidates(offers(subgroups, None), on_gpu(16384));
             assert_eq!(forms[0], AttentionForm::SplitKeys);
             let lanes: Vec<(u32, u32)> = (forms[1..].iter())
                 .filter_map(|f| match *f {
@@ -532,7 +717,7 @@ mod tests {
             ..split(128)
         };
         assert!(chunk
-            .candidates(offers(Some(32), None), 49152)
+            .candidates(offers(Some(32), None), on_gpu(49152))
             .iter()
             .all(|f| !matches!(
                 f,

@@ -101,8 +101,12 @@ pub enum Kernel {
     Choose,
     /// MLA's cache row: the latent normed, the rope part rotated.
     MlaKv,
-    /// MLA in absorbed form, in the latent space, a workgroup per head and token.
+    /// MLA in absorbed form, in the latent space, a workgroup per group of heads and token (or
+    /// tokens).
     MlaAttention,
+    /// The same for a prompt's chunk on the adapter's matrix cores, for a latent and a rope part of
+    /// the widths given, in products of the size given, in tiles of the keys given.
+    MlaAttentionCoop(u32, u32, u32, u32),
     /// Gated DeltaNet's causal convolution over its channels, with a rolling state.
     DeltaConv,
     /// Gated DeltaNet's recurrence, a workgroup per value head, its state updated token by token.
@@ -279,7 +283,8 @@ impl Kernel {
         match self {
             Kernel::MatmulCoop(_, size, _)
             | Kernel::MatmulIdCoop(size)
-            | Kernel::AttentionCoop(_, _, size, _) => Some(size),
+            | Kernel::AttentionCoop(_, _, size, _)
+            | Kernel::MlaAttentionCoop(_, _, size, _) => Some(size),
             _ => None,
         }
     }
@@ -404,6 +409,15 @@ impl Kernel {
                     "head_group.wgsl",
                     "attend.wgsl",
                     "mla_attention.wgsl"
+                );
+                return [KvType::F32.source(), body].concat();
+            }
+            Kernel::MlaAttentionCoop(..) => {
+                let body = wgsl!(
+                    "step.wgsl",
+                    "key_union.wgsl",
+                    "rope.wgsl",
+                    "mla_attention_coop.wgsl"
                 );
                 return [KvType::F32.source(), body].concat();
             }

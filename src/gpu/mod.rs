@@ -14,7 +14,8 @@ mod rounding;
 mod tiles;
 mod tuning;
 
-pub use attention_form::{attention_workgroup, head_groups, SPLIT_TIMED_AT};
+pub use attention_form::{attention_workgroup, head_groups, largest_query_tile, SPLIT_TIMED_AT};
+pub use attention_form::{latent_matrix_bytes, MAX_LATENT};
 pub use attention_form::{AttentionForm, AttentionShape};
 pub use buffers::{
     read_f32, read_failed, scratch_buffer, storage_buffer, uniform_buffer, Fill, GpuTensor, Shape,

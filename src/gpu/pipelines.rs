@@ -126,6 +126,22 @@ impl PipelineKey {
                 tokens: Some(MATRIX_SUBGROUPS * size),
                 ..PipelineKey::new(Kernel::AttentionCoop(head_dim, cache, size, keys), None)
             },
+            // Its tokens are the workgroup's `tokens` (attend.wgsl's TQ).
+            AttentionForm::Latent { tokens } => PipelineKey {
+                workgroup: 128,
+                tokens: (tokens > 1).then_some(tokens),
+                ..PipelineKey::new(Kernel::MlaAttention, None)
+            },
+            // Its tokens are rows of (token, head), `size` a workgroup.
+            AttentionForm::LatentMatrix { size, lanes, keys } => {
+                let latent = shape.latent.expect("a latent form of a latent shape");
+                let rope = head_dim - latent;
+                PipelineKey {
+                    workgroup: MATRIX_SUBGROUPS * lanes,
+                    tokens: Some(size),
+                    ..PipelineKey::new(Kernel::MlaAttentionCoop(latent, rope, size, keys), None)
+                }
+            }
         }
     }
 
@@ -347,6 +363,12 @@ impl PipelineKey {
             let vec4s = head_dim / 4;
             src += &format!("const HD4: u32 = {vec4s}u;\nconst BC: u32 = {keys}u;\n");
             src += &format!("const BR: u32 = {queries}u;\n");
+        }
+        if let Kernel::MlaAttentionCoop(latent, rope, _, keys) = self.kernel {
+            // The latent's and the rope part's widths and a tile's keys size its matrices' arrays
+            // and its workgroup memory.
+            src += &format!("const KL: u32 = {latent}u;\nconst NR: u32 = {rope}u;\n");
+            src += &format!("const BK: u32 = {keys}u;\n");
         }
         if let Kernel::AttentionCoop(head_dim, _, _, keys) = self.kernel {
             // A head's dims and a tile's keys size its matrices' arrays and its workgroup memory.

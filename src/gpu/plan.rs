@@ -386,6 +386,14 @@ impl Plan {
                         per: 1,
                         z: splits,
                     },
+                    // MLA's streaming form: a workgroup per group of heads and its tokens.
+                    None if matches!(form, AttentionForm::Latent { .. }) => Groups::PerTokens {
+                        x: head_groups(shape.heads, 1),
+                        per: key.tokens.unwrap_or(1),
+                        z: 1,
+                    },
+                    // A workgroup per head and its queries; on MLA's matrix form, workgroup
+                    // (x, y) takes rows (token, head) of the run from (y heads + x) size.
                     None => Groups::PerTokens {
                         x: shape.heads,
                         per: key.tokens.expect("an attention's queries a workgroup"),

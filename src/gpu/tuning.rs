@@ -145,7 +145,7 @@ impl Tuning {
     pub fn attention(&self, shape: &AttentionShape, adapter: Adapter) -> AttentionForm {
         (self.attention.get(&shape.key()).copied())
             .filter(|&form| shape.fits(form, adapter.workgroup_bytes))
-            .unwrap_or(shape.default_form())
+            .unwrap_or(shape.default_form(adapter))
     }
 
     /// A tunable's kernel on `adapter`: the winner, or the default.

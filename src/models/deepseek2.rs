@@ -65,10 +65,10 @@ impl Config {
             )));
         }
         let q_nope = key_length - n_rot;
-        if kv_lora > mla::MAX_KV_LORA {
+        if kv_lora > crate::gpu::MAX_LATENT {
             return Err(Error::Model(format!(
                 "a kv_lora_rank of {kv_lora} is more than the {} the attention kernel holds",
-                mla::MAX_KV_LORA
+                crate::gpu::MAX_LATENT
             )));
         }
         for (what, v) in [

@@ -188,10 +188,11 @@ fn push_in_tiles(plan: &mut Plan, s: Shape, b: &AttentionBuffers, tuned: bool) {
         tokens: plan.batch,
         cache: b.cache_type,
         splits: None,
+        latent: None,
     };
     let form = match tuned {
         true => plan.attention(&shape),
-        false => shape.default_form(),
+        false => shape.default_form(plan.adapter),
     };
     let step = plan.step.clone();
     plan.push_attention(
@@ -275,6 +276,7 @@ pub fn push_split(
         tokens: plan.batch,
         cache: b.cache_type,
         splits: Some(n_split),
+        latent: None,
     };
     let form = plan.attention(&shape);
     let step = plan.step.clone();

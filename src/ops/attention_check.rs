@@ -1,9 +1,12 @@
-//! Whether a prompt's attention on the matrix cores (shaders/attention_coop.wgsl) builds on this
-//! device and gives the right numbers, in every form the tuner would offer: as with the products on
-//! them (`ops::matvec::matrix_cores_work`), a driver's first use of cooperative matrices is where a
+//! Whether a prompt's attention on the matrix cores (shaders/attention_coop.wgsl, and Multi-head
+//! Latent Attention's shaders/mla_attention_coop.wgsl) builds on this device and gives the right
+//! numbers, in every form the tuner would offer: as with the products on them
+//! (`ops::matvec::matrix_cores_work`), a driver's first use of cooperative matrices is where a
 //! compiler may fail or err, and a wrong form that is fast would win the tuning.
 
 use super::attention::{self, AttentionBuffers, Shape};
+use super::mla::{self, Mla};
+use super::rope::Rope;
 use crate::gpu::{read_back_f32, scratch_buffer, storage_buffer, Gpu, KvType, Plan, StepInput};
 use crate::gpu::{AttentionShape, Choice, Tunable, Tuning};
 
@@ -27,9 +30,9 @@ pub async fn matrix_attention_works(gpu: &Gpu) -> Result<bool, crate::Error> {
         tokens: TOKENS,
         cache: KvType::F16,
         splits: None,
+        latent: None,
     };
-    let bytes = gpu.limits.max_compute_workgroup_storage_size;
-    let forms: Vec<_> = (shape.candidates(gpu.offers(), bytes).into_iter())
+    let forms: Vec<_> = (shape.candidates(gpu.offers(), gpu.adapter()).into_iter())
         .filter(|f| f.rounding().is_some())
         .collect();
     if forms.is_empty() {
@@ -82,6 +85,104 @@ pub async fn matrix_attention_works(gpu: &Gpu) -> Result<bool, crate::Error> {
         tuning.insert(&Tunable::Attention(shape), Choice::Attention(form));
         let ran = plan
             .run_checked(gpu, &tuning, "the matrix-core attention check")
+            .await;
+        if ran.is_err() {
+            return Ok(false);
+        }
+        let got = read_back_f32(gpu, &out, want.len()).await?;
+        if nmse(&got, &want) > CHECK_NMSE {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The latent check's shape: two heads over DeepSeek-V2's cache rows (a latent of 512 and 64 rope
+/// values), a chunk of 40 tokens from position 0 (rows of two workgroups or more, keys in several
+/// tiles). The queries' rope parts are zero, and the scale a power of two, so that the queries and
+/// cache rows given, already f16, reach the matrix cores unrounded.
+const LATENT: Mla = Mla {
+    n_head: 2,
+    kv_lora: 512,
+    q_nope: 64,
+    v_dim: 128,
+    rope: Rope {
+        n_rot: 64,
+        freq_base: 10000.0,
+        freq_scale: 1.0,
+        neox: false,
+        yarn: None,
+        sections: None,
+    },
+    scale: 0.125,
+};
+const LATENT_TOKENS: u32 = 40;
+
+/// As `matrix_attention_works`, for Multi-head Latent Attention's chunk at DeepSeek-V2's widths.
+pub async fn matrix_latent_attention_works(gpu: &Gpu) -> Result<bool, crate::Error> {
+    let m = LATENT;
+    let shape = mla::chunk_shape(&m, LATENT_TOKENS);
+    let forms: Vec<_> = (shape.candidates(gpu.offers(), gpu.adapter()).into_iter())
+        .filter(|f| f.rounding().is_some())
+        .collect();
+    if forms.is_empty() {
+        return Ok(true);
+    }
+    let (n, heads, l) = (
+        LATENT_TOKENS as usize,
+        m.n_head as usize,
+        m.kv_lora as usize,
+    );
+    let width = m.cache_width() as usize;
+    let wave = |i: usize| half::f16::from_f32((i as f32 * 0.618).sin()).to_f32();
+    let q_latent: Vec<f32> = (0..n * heads * l).map(wave).collect();
+    let q = vec![0f32; n * heads * m.q_stride() as usize];
+    let cache: Vec<f32> = (0..n * width).map(|i| wave(i + 17)).collect();
+    let mut want = Vec::with_capacity(q_latent.len());
+    for t in 0..n {
+        let rows = &cache[..(t + 1) * width];
+        for h in 0..heads {
+            let query = &q_latent[(t * heads + h) * l..][..l];
+            let scores: Vec<f32> = (rows.chunks(width))
+                .map(|key| m.scale * query.iter().zip(key).map(|(a, b)| a * b).sum::<f32>())
+                .collect();
+            let top = scores.iter().cloned().fold(f32::MIN, f32::max);
+            let weights: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
+            let sum: f32 = weights.iter().sum();
+            want.extend((0..l).map(|j| {
+                let weighted = weights
+                    .iter()
+                    .zip(rows.chunks(width))
+                    .map(|(w, key)| w * key[j]);
+                weighted.sum::<f32>() / sum
+            }));
+        }
+    }
+    let q_latent = storage_buffer(
+        gpu,
+        "latent check q_latent",
+        bytemuck::cast_slice(&q_latent),
+    );
+    let q = storage_buffer(gpu, "latent check q", bytemuck::cast_slice(&q));
+    let cache = storage_buffer(gpu, "latent check cache", bytemuck::cast_slice(&cache));
+    let freqs = m.rope.freqs_buffer(gpu, None);
+    let out = scratch_buffer(gpu, "latent check out", want.len() as u64 * 4).await?;
+    let step = StepInput::with(gpu, 0, &vec![0; n]);
+    let mut plan = Plan::new(gpu, &step, LATENT_TOKENS);
+    let buffers = mla::AttentionBuffers {
+        q_latent: &q_latent,
+        q: &q,
+        cache: &cache,
+        freqs: &freqs,
+        out: &out,
+    };
+    mla::push_chunk_in(&mut plan, &m, &buffers, shape.default_form(gpu.adapter()));
+    plan.finish(gpu).await?;
+    for form in forms {
+        let mut tuning = Tuning::default();
+        tuning.insert(&Tunable::Attention(shape), Choice::Attention(form));
+        let ran = plan
+            .run_checked(gpu, &tuning, "the matrix-core latent attention check")
             .await;
         if ran.is_err() {
             return Ok(false);

@@ -4,10 +4,12 @@
 //! into the latent space before attention and v_b takes its output out after it
 //! (matvec::push_grouped). In that form MLA is multi-query attention whose key is a cache row and whose
 //! value is the row's latent, so it runs on the grouped-query kernels' online softmax
-//! (shaders/attend.wgsl).
+//! (shaders/attend.wgsl); a prompt's chunk also on the adapter's matrix cores, as products of its
+//! queries by tiles of cache rows (shaders/mla_attention_coop.wgsl), where the tuner times it faster.
 
 use super::rope::{Rope, RopeParams};
-use crate::gpu::{Groups, Kernel, PipelineKey, Plan};
+use crate::gpu::MAX_LATENT;
+use crate::gpu::{AttentionForm, AttentionShape, Groups, Kernel, KvType, PipelineKey, Plan};
 
 /// The shape of a layer's MLA.
 #[derive(Clone, Copy, Debug)]
@@ -56,9 +58,6 @@ struct AttentionParams {
     n_split: u32,
 }
 
-/// The largest latent the attention kernel takes: 4 values for each of its 128 threads.
-pub const MAX_KV_LORA: u32 = 512;
-
 /// Adds the cache write of each token's compressed kv ((batch, kv_lora + n_rot)): latent normed by
 /// `norm`, rope part rotated by the pairs' frequencies in `freqs` (`Rope::freqs_buffer`), into the
 /// token's row of `cache`.
@@ -104,28 +103,44 @@ pub struct AttentionBuffers<'a> {
 }
 
 /// Adds attention for each token of the run: token t, at position pos + t, attends to positions
-/// 0..=pos + t. A step's tokens take a workgroup each (their sequences' rows lie apart), and so do a
-/// prompt's where the adapter runs workgroups on the CPU: there the tile's queries cost arithmetic
-/// that reading each row once does not pay back (on lavapipe two tokens a workgroup took the
-/// attention of a 64-token chunk at depth 1024 from 4.6 to 7.1 s, BENCHMARKS.md). On GPUs a prompt's
-/// tokens go `largest_query_tile` to a workgroup.
+/// 0..=pos + t. A step's tokens take a workgroup each (their sequences' rows lie apart); a prompt's
+/// chunk takes its tuned form (`chunk_shape`): several tokens a workgroup, or tiles on the matrix
+/// cores.
 pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
-    let tokens = match plan.is_step() || plan.adapter.runs_on_cpu {
-        true => 1,
-        false => largest_query_tile(plan.adapter.workgroup_bytes),
-    };
-    push_attention_tiled(plan, m, b, tokens);
+    if plan.is_step() {
+        let groups = Groups::PerTokens {
+            x: crate::gpu::head_groups(m.n_head, 1),
+            per: 1,
+            z: 1,
+        };
+        return push_kernel(plan, m, (b, b.out), (1, 0), groups);
+    }
+    let shape = chunk_shape(m, plan.batch);
+    let form = plan.attention(&shape);
+    push_chunk_in(plan, m, b, form);
 }
 
-/// `push_attention` with `tokens` a workgroup (at most `largest_query_tile`).
-pub fn push_attention_tiled(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, tokens: u32) {
-    assert!((1..=largest_query_tile(plan.adapter.workgroup_bytes)).contains(&tokens));
-    let groups = Groups::PerTokens {
-        x: crate::gpu::head_groups(m.n_head, 1),
-        per: tokens,
-        z: 1,
-    };
-    push_kernel(plan, m, (b, b.out), (tokens, 0), groups);
+/// A prompt's chunk of `tokens` as a tunable attention shape.
+pub fn chunk_shape(m: &Mla, tokens: u32) -> AttentionShape {
+    AttentionShape {
+        heads: m.n_head,
+        kv_heads: 1,
+        head_dim: m.cache_width(),
+        tokens,
+        cache: KvType::F32,
+        splits: None,
+        latent: Some(m.kv_lora),
+    }
+}
+
+/// `push_attention` for a prompt's chunk in `form` (one of `chunk_shape`'s), which tuning may
+/// change.
+pub fn push_chunk_in(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, form: AttentionForm) {
+    check_fits(m);
+    let shape = chunk_shape(m, plan.batch);
+    let step = plan.step.clone();
+    let buffers = [b.q_latent, b.q, b.cache, b.cache, b.out, b.freqs, &step];
+    plan.push_attention((shape, true), form, &buffers, super::params(&params(m, 0)));
 }
 
 /// As `push_attention` for a step's plan (`Plan::is_step`), with each token's keys split `n_split`
@@ -149,20 +164,15 @@ pub fn push_attention_split(
     super::attention::push_merge(plan, heads, parts, b.out, None);
 }
 
-/// shaders/mla_attention.wgsl with `tokens` a workgroup into `out` (the output, or a split's parts
-/// where `n_split` is not 0).
-fn push_kernel(
-    plan: &mut Plan,
-    m: &Mla,
-    (b, out): (&AttentionBuffers, &wgpu::Buffer),
-    (tokens, n_split): (u32, u32),
-    groups: Groups,
-) {
+fn check_fits(m: &Mla) {
     assert!(
-        m.kv_lora <= MAX_KV_LORA && m.rope.n_rot <= 128 && m.rope.n_rot.is_multiple_of(4),
-        "the kernel holds a latent of at most {MAX_KV_LORA} and at most 128 rope values, in vec4s"
+        m.kv_lora <= MAX_LATENT && m.rope.n_rot <= 128 && m.rope.n_rot.is_multiple_of(4),
+        "the kernel holds a latent of at most {MAX_LATENT} and at most 128 rope values, in vec4s"
     );
-    let p = AttentionParams {
+}
+
+fn params(m: &Mla, n_split: u32) -> AttentionParams {
+    AttentionParams {
         rope: m.rope.params(),
         n_head: m.n_head,
         kv_lora: m.kv_lora,
@@ -171,7 +181,19 @@ fn push_kernel(
         scale: m.scale,
         softcap: 0.0,
         n_split,
-    };
+    }
+}
+
+/// shaders/mla_attention.wgsl with `tokens` a workgroup into `out` (the output, or a split's parts
+/// where `n_split` is not 0), untuned: a step's.
+fn push_kernel(
+    plan: &mut Plan,
+    m: &Mla,
+    (b, out): (&AttentionBuffers, &wgpu::Buffer),
+    (tokens, n_split): (u32, u32),
+    groups: Groups,
+) {
+    check_fits(m);
     let step = plan.step.clone();
     let key = PipelineKey {
         workgroup: 128,
@@ -179,18 +201,7 @@ fn push_kernel(
         ..PipelineKey::new(Kernel::MlaAttention, None)
     };
     let buffers = [b.q_latent, b.q, b.cache, b.cache, out, b.freqs, &step];
-    plan.push(key, &buffers, super::params(&p), groups);
-}
-
-/// The most tokens of a prompt's chunk an attention workgroup can take at once (TQ in
-/// shaders/attend.wgsl), each cache row read once for them: as many as the adapter's workgroup memory
-/// holds the queries of (10 KiB a token for a group of 4 heads, and 2 KiB of attend.wgsl's block), up
-/// to 4: on WebGPU's 16 KiB one, on 32 KiB (lavapipe) two, on 48 KiB (NVIDIA's Vulkan) three.
-pub fn largest_query_tile(workgroup_bytes: u32) -> u32 {
-    // A head's query is a whole cache row at most: the latent and 128 rope values, in vec4s.
-    const QUERY_VEC4S: u32 = (MAX_KV_LORA + 128) / 4;
-    const PER_TOKEN: u32 = (4 * QUERY_VEC4S + 128) * 16;
-    (workgroup_bytes / PER_TOKEN).clamp(1, 4)
+    plan.push(key, &buffers, super::params(&params(m, n_split)), groups);
 }
 
 /// CPU reference of one layer's attention output (n_head * v_dim) at the last cached position, in the

@@ -1,0 +1,285 @@
+// Multi-head Latent Attention of a prompt's chunk on the adapter's matrix cores (cooperative
+// matrices), in absorbed form: multi-query attention whose every head's key is a whole cache row (the
+// normed latent, then the rotated rope part, KL + NR values) and whose value is the row's latent. Since
+// all heads share the keys, a workgroup takes S rows of queries, row r of the run being head r % n_head
+// of token r / n_head: workgroup (x, y) rows from (y n_head + x) S, across tokens where n_head is not
+// a multiple of S. A row's query is its head's no-rope part taken into the latent space (QA, by k_b),
+// then its rope part (QR) rotated at the token's position, all scaled and held as f16.
+//
+// Per tile of BK cache rows: the rows go into workgroup memory as f16; the scores (S rows by BK keys)
+// are a product over the row's KL + NR values, which the SUBGROUPS subgroups share out (each holds
+// its share of the queries' matrices in registers from the start, and leaves its part of the scores
+// in workgroup memory); a thread a row then sums the parts and takes the row's max, range and softmax
+// weights (f16, into workgroup memory); each subgroup adds the weights times the tile's latents (the
+// values, the same rows) to its share of the output's matrices, held in f32 registers across the
+// tiles. A cache row is read once for the workgroup's S rows, and once for both products.
+//
+// As in attention_coop.wgsl, the outputs are not rescaled at every new max: each row's weights are
+// taken against a reference max that moves only when a tile's max passes it by more than TAU, and
+// only then do the outputs pass through workgroup memory to rescale their rows.
+//
+// Same bindings and parameters as mla_attention.wgsl, which the tuner times it against. The prelude
+// enables f16 and wgpu_cooperative_matrix and sets S, MatA, MatB and MatC; the pipeline sets KL and
+// NR (multiples of S) and BK (a multiple of S). WG is SUBGROUPS subgroups of the adapter's widest, at
+// least S lanes each; where the driver runs narrower ones, those past SUBGROUPS help with the loads
+// and stores only. Needs step.wgsl, key_union.wgsl and rope.wgsl.
+
+const SUBGROUPS: u32 = 4u;
+const D: u32 = KL + NR;                              // a cache row's values
+const DM: u32 = D / S;                               // matrices across a row
+const DMS: u32 = (DM + SUBGROUPS - 1u) / SUBGROUPS;  // a subgroup's share of them
+const VM: u32 = KL / S;                              // matrices across a value
+const VMS: u32 = (VM + SUBGROUPS - 1u) / SUBGROUPS;  // a subgroup's share of them
+const KM: u32 = BK / S;                              // matrices across a tile's keys
+// A reference max moves when a tile's max passes it by more than this: weights stay under e^8.
+const TAU: f32 = 8.0;
+// Row strides, 16 bytes past a multiple of 64 for f16 where D is a multiple of 32 (aligned for the
+// matrix loads, and not every row in one bank). The tile holds its f16 four to a vec4, so that a
+// thread stores four at once; the matrices load from it in those units (strides and offsets in
+// vec4s), as SPIR-V's cooperative loads take a vector array.
+const KS: u32 = D + 8u;
+const KS4: u32 = KS / 4u;
+const PS: u32 = BK + 8u;
+// The scores' rows 4 floats longer than a tile: a thread walks its row, and rows a multiple of 32
+// floats apart would put the threads of a subgroup in one bank.
+const SS: u32 = BK + 4u;
+// Rows the tile holds: BK, or S at the start, when it carries the queries.
+const KV_ROWS: u32 = max(BK, S);
+
+struct Params {
+    rope: Rope,
+    n_head: u32,
+    kv_lora: u32,
+    q_stride: u32,   // floats per head in QR
+    q_rope: u32,     // where the rope part starts in a head of QR
+    scale: f32,
+    softcap: f32,    // always 0: no soft-capping
+    n_split: u32,    // always 0: a chunk's keys are not split
+}
+
+@group(0) @binding(0) var<storage, read> QA: array<f32>;         // (batch, n_head, kv_lora)
+@group(0) @binding(1) var<storage, read> QR: array<f32>;         // (batch, n_head, q_stride)
+@group(0) @binding(2) var<storage, read> KC: array<Kv4>;         // the cache, (n_ctx, kv_lora + n_rot)
+@group(0) @binding(3) var<storage, read> VC: array<Kv2>;         // the same cache (mla_attention.wgsl's
+                                                                 // binding; the values are KC's rows)
+@group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora)
+@group(0) @binding(5) var<storage, read> freqs: array<f32>;      // (n_rot / 2) each pair's frequency
+@group(0) @binding(6) var<storage, read> step: Step;
+@group(0) @binding(7) var<uniform> P: Params;
+
+override WG: u32 = 128u;
+
+var<workgroup> kv_tile: array<vec4<f16>, KV_ROWS * KS4>;     // [row][value]: the queries, then keys
+var<workgroup> scores: array<f32, SUBGROUPS * S * SS>;       // [subgroup][row][key]; outputs on their way
+var<workgroup> weights: array<f16, S * PS>;                  // [row][key]
+var<workgroup> row_factor: array<f32, S>;                    // each row's rescale, at the end its 1 / sum
+var<workgroup> rescale_any: u32;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) sg: u32,
+) {
+    let rows = step.n_tokens * P.n_head;
+    let r0 = (wg.y * P.n_head + wg.x) * S;
+    if (r0 >= rows) {
+        return;
+    }
+    let multiplies = sg < SUBGROUPS;
+    let part = min(sg, SUBGROUPS - 1u); // the subgroup's share of the matrices
+
+    // Thread r < S keeps row r's range, reference max and sum. Rows past the run attend as the
+    // run's last and store nothing.
+    let r = min(lid, S - 1u);
+    let token = min(r0 + r, rows - 1u) / P.n_head;
+    let range = vec2<u32>(step.tokens[token].base, cache_row(token) + 1u);
+    key_union_open(lid);
+    key_union_add(range);
+    var m = -3.0e38;
+    var l = 0.0;
+    if (lid == 0u) {
+        rescale_any = 0u;
+    }
+
+    // The queries, scaled, through the tile into the subgroups' matrices.
+    for (var i = lid; i < S * D / 4u; i += WG) {
+        let q = i / (D / 4u);
+        let c = 4u * (i % (D / 4u));
+        let row = min(r0 + q, rows - 1u);
+        var x: vec4<f32>;
+        if (c < KL) {
+            let a = row * P.kv_lora + c;
+            x = vec4<f32>(QA[a], QA[a + 1u], QA[a + 2u], QA[a + 3u]);
+        } else {
+            let turn = step.tokens[row / P.n_head].turn;
+            let qr = row * P.q_stride + P.q_rope;
+            for (var k = 0u; k < 4u; k++) {
+                x[k] = rotated(qr, c + k - KL, turn);
+            }
+        }
+        kv_tile[q * KS4 + c / 4u] = vec4<f16>(x * P.scale);
+    }
+    let keys = key_union_close(lid); // its barrier: the queries are in
+    var q: array<MatA, DMS>;
+    var o: array<MatC, VMS>;
+    for (var d = 0u; d < DMS; d++) {
+        let dm = part * DMS + d;
+        if (multiplies && dm < DM) {
+            q[d] = coopLoadT<MatA>(&kv_tile[dm * S / 4u], KS4);
+        }
+    }
+    for (var v = 0u; v < VMS; v++) {
+        o[v] = MatC();
+    }
+    workgroupBarrier(); // the queries are read before the first keys go in
+
+    for (var start = keys.x; start < keys.y; start += BK) {
+        load_tile(lid, start, keys.y);
+        workgroupBarrier();
+        if (multiplies) {
+            // This subgroup's part of each block of scores: its share of the rows' values.
+            for (var k = 0u; k < KM; k++) {
+                var s = MatC();
+                for (var d = 0u; d < DMS; d++) {
+                    let dm = part * DMS + d;
+                    if (dm < DM) {
+                        let kt = coopLoad<MatB>(&kv_tile[(k * S * KS + dm * S) / 4u], KS4);
+                        s = coopMultiplyAdd(q[d], kt, s);
+                    }
+                }
+                coopStoreT(s, &scores[part * S * SS + k * S], SS);
+            }
+        }
+        workgroupBarrier(); // the scores' parts are in
+
+        if (lid < S) {
+            // Row lid's weights for the tile against its reference max.
+            var tile_max = -3.0e38;
+            for (var j = 0u; j < BK; j++) {
+                var score = 0.0;
+                for (var p = 0u; p < SUBGROUPS; p++) {
+                    score += scores[(p * S + lid) * SS + j];
+                }
+                let key = start + j;
+                score = select(-3.0e38, score, key >= range.x && key < range.y);
+                scores[lid * SS + j] = score;
+                tile_max = max(tile_max, score);
+            }
+            var factor = 1.0;
+            if (m == -3.0e38) {
+                m = tile_max;
+            } else if (tile_max > m + TAU) {
+                factor = exp(m - tile_max);
+                l *= factor;
+                m = tile_max;
+                rescale_any = 1u; // every writer writes the same value
+            }
+            row_factor[lid] = factor;
+            for (var j = 0u; j < BK; j++) {
+                let key = start + j;
+                // Where no key was seen yet, m is -3e38 too: the range decides, not exp.
+                let w = f16(select(0.0, exp(scores[lid * SS + j] - m), key >= range.x && key < range.y));
+                weights[lid * PS + j] = w;
+                l += f32(w);
+            }
+        }
+        if (workgroupUniformLoad(&rescale_any) != 0u) {
+            rescale_outputs(lid, part, multiplies, &o);
+            if (lid == 0u) {
+                rescale_any = 0u; // read by all before the next tile's weights, past two barriers
+            }
+        }
+        workgroupBarrier(); // the weights are in (past a rescale: the same)
+        if (multiplies) {
+            // This subgroup's share of the output: the weights times the rows' latents.
+            for (var k = 0u; k < KM; k++) {
+                let w = coopLoadT<MatA>(&weights[k * S], PS);
+                for (var v = 0u; v < VMS; v++) {
+                    let vm = part * VMS + v;
+                    if (vm < VM) {
+                        let x = coopLoadT<MatB>(&kv_tile[(k * S * KS + vm * S) / 4u], KS4);
+                        o[v] = coopMultiplyAdd(w, x, o[v]);
+                    }
+                }
+            }
+        }
+        workgroupBarrier(); // the tile is read before the next one goes in
+    }
+
+    if (lid < S) {
+        row_factor[lid] = select(0.0, 1.0 / l, l > 0.0);
+    }
+    // The outputs leave through `scores`, a matrix of each subgroup's share at a time.
+    for (var v = 0u; v < VMS; v++) {
+        if (multiplies) {
+            coopStoreT(o[v], &scores[part * S * SS], SS);
+        }
+        workgroupBarrier();
+        for (var i = lid; i < SUBGROUPS * S * S / 4u; i += WG) {
+            let p = i / (S * S / 4u);
+            let row = (i / (S / 4u)) % S;
+            let c = 4u * (i % (S / 4u));
+            let vm = p * VMS + v;
+            let at = (p * S + row) * SS + c;
+            if (vm < VM && r0 + row < rows) {
+                let out = vec4<f32>(scores[at], scores[at + 1u], scores[at + 2u], scores[at + 3u]);
+                let o_at = (r0 + row) * P.kv_lora + vm * S + c;
+                for (var k = 0u; k < 4u; k++) {
+                    O[o_at + k] = out[k] * row_factor[row];
+                }
+            }
+        }
+        workgroupBarrier(); // read before the next matrices go in
+    }
+}
+
+// Value `d` of a row's rope part, the row's query in QR from `qr`, rotated at position `turn`: each
+// of a pair's two values from both of the pair's.
+fn rotated(qr: u32, d: u32, turn: u32) -> f32 {
+    let half = NR / 2u;
+    let neox = P.rope.neox == 1u;
+    let i = select(d / 2u, d % half, neox);
+    let first = select(d % 2u == 0u, d < half, neox);
+    let j = rope_pair(P.rope, i);
+    let cs = rope_cos_sin(P.rope, turn, i, freqs[i]);
+    let x0 = QR[qr + j.x];
+    let x1 = QR[qr + j.y];
+    return select(x0 * cs.y + x1 * cs.x, x0 * cs.x - x1 * cs.y, first);
+}
+
+// The cache rows from `start`, as f16; zeros past `end`: every row of the tile is multiplied in (by
+// a weight of 0 where unseen), and workgroup memory is not cleared between pipelines.
+fn load_tile(lid: u32, start: u32, end: u32) {
+    for (var i = lid; i < BK * D / 4u; i += WG) {
+        var x = vec4<f32>(0.0);
+        let p = start + i / (D / 4u);
+        if (p < end) {
+            x = kv4(KC[p * (D / 4u) + i % (D / 4u)]);
+        }
+        kv_tile[(i / (D / 4u)) * KS4 + i % (D / 4u)] = vec4<f16>(x);
+    }
+    // The values are KC's rows: VC is bound for the streaming form's sake, and read here only so
+    // that the two forms share a layout.
+    if (lid == WG) {
+        _ = VC[0];
+    }
+}
+
+// Each subgroup's output matrices times their rows' factors, through `scores`, a matrix at a time.
+fn rescale_outputs(lid: u32, part: u32, multiplies: bool, o: ptr<function, array<MatC, VMS>>) {
+    for (var v = 0u; v < VMS; v++) {
+        if (multiplies) {
+            coopStoreT((*o)[v], &scores[part * S * SS], SS);
+        }
+        workgroupBarrier();
+        for (var i = lid; i < SUBGROUPS * S * SS; i += WG) {
+            scores[i] *= row_factor[(i / SS) % S];
+        }
+        workgroupBarrier();
+        if (multiplies) {
+            (*o)[v] = coopLoadT<MatC>(&scores[part * S * SS], SS);
+        }
+        workgroupBarrier();
+    }
+}
