@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Wick against llama.cpp's Vulkan backend on the same GPU and the same files: random weights at real
 # shapes (Llama 3.1 8B in llama.cpp's Q4_K_M and in Q4_0; Qwen3.5 2B, Qwen2.5 1.5B's matrices and
-# Llama 3.2 1B in Q4_K_M; Qwen3-30B-A3B's layer, 4 of its 48, in Q4_K_M), `wick bench --profile`
+# Llama 3.2 1B in Q4_K_M; Qwen3-30B-A3B's layer, 4 of its 48, in Q4_K_M; DeepSeek-V2's Multi-head
+# Latent Attention in Youtu-LLM 2B's dense shape and GLM-4.7-Flash's first 3 layers, in Q4_K_M),
+# `wick bench --profile`
 # (and its decode with each norm in a kernel of its own, --fuse-norms off; its greedy decode a step
 # ahead, as a reply runs, --read ahead; its prompt in chunks of 64 rather than a GPU's 512, without
 # the matrix cores, --matrix-cores off, and in f32 tiles alone, --f16-tiles off) and `llama-bench` one
@@ -23,12 +25,14 @@
 # glslc llama.cpp builds without cooperative matrices. Needs python3 with numpy and gguf (llama.cpp's
 # gguf-py is used if gguf is missing), cmake and ninja, and target/release/wick (cargo build --release
 # -p wick-cli; or scripts/pack-gpu-run.sh's archive, unpacked, with the kernel tests it runs first).
-# Files go to models/shape/ (about 30 GB, the Q8_0 sources of the Q4_K_M files included); the tables
+# Files go to models/shape/ (about 35 GB, the Q8_0 sources of the Q4_K_M files included); the tables
 # to target/bench-against-llama-cpp/ (tuning-times.md: every candidate the tuner timed). DEPTHS="4096 16384" and REPS=3 by default;
 # FILES, DEEP_FILES and STEP_FILES (names as below, without .gguf) run a subset, DEEP_FILES= none deep,
 # STEP_FILES= no steps of several sequences; VARIANTS=0 runs `wick bench` in its defaults alone.
 # QUICK=1: the 8B and 1.5B Q4_K_M files, the 8B at depth 4096 with a check of 5 tokens there, REPS=2,
-# no variants and no steps of several sequences; each of those settings may still be given. On a
+# no variants and no steps of several sequences; each of those settings may still be given (QUICK=1
+# FILES=youtu-llm-2b.shape.Q4_K_M DEEP_FILES=youtu-llm-2b.shape.Q4_K_M: MLA's prompt and decode, deep
+# too, where its chunk's attention may run on the matrix cores). On a
 # 16-core H200 it took 466 s with the 8B Q4_0 file added (FILES) and the packed kernel tests, which
 # run beside llama.cpp's build and the files (on an H200 ops_matmul took 58 s, ops 89 s; each is held
 # to 2 minutes). VARIANTS=1 on the 8B Q4_K_M file alone took 109 s more on the machine kept warm.
@@ -86,6 +90,8 @@ make_file() {
     qwen2.5-1.5b.shape) python3 scripts/make-llama-shape.py --model qwen2.5-1.5b --type "$type" --out "$models" ;;
     qwen3.5-2b.shape) python3 scripts/make-qwen35-shape.py --model 2b --out "$models" ;;
     qwen3-30b-a3b.shape-4L) python3 scripts/make-moe-shape.py --model qwen3moe --layers 4 --type "$type" --out "$models" ;;
+    youtu-llm-2b.shape) python3 scripts/make-shape-model.py --model youtu --type "$type" --out "$models" ;;
+    glm-4.7-flash.shape-3L) python3 scripts/make-shape-model.py --model glm --layers 3 --type "$type" --out "$models" ;;
     *) echo "no recipe for $name" >&2; exit 1 ;;
   esac
 }
@@ -100,8 +106,8 @@ if [ "${QUICK:-0}" = 1 ]; then
   VARIANTS=${VARIANTS:-0}
 fi
 files=${FILES:-llama-3.1-8b.shape.Q4_K_M llama-3.1-8b.shape.Q4_0 qwen3.5-2b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M \
-llama-3.2-1b.shape.Q4_K_M qwen3-30b-a3b.shape-4L.Q4_K_M}
-deep_files=${DEEP_FILES-llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M}
+llama-3.2-1b.shape.Q4_K_M qwen3-30b-a3b.shape-4L.Q4_K_M youtu-llm-2b.shape.Q4_K_M glm-4.7-flash.shape-3L.Q4_K_M}
+deep_files=${DEEP_FILES-llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M youtu-llm-2b.shape.Q4_K_M}
 step_files=${STEP_FILES-llama-3.1-8b.shape.Q4_K_M qwen2.5-1.5b.shape.Q4_K_M}
 for f in $files $deep_files $step_files; do make_file "$f"; done
 if [ -n "$kernel_check" ]; then

@@ -14,7 +14,7 @@
 # source) is copied in beside the archive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kernel_tests=(ops ops_normed ops_matmul ops_attention ops_attention_step)
+kernel_tests=(ops ops_normed ops_matmul ops_attention ops_attention_step ops_mla)
 # The workspace's tests build the CLI too, with the engine's features resolved once for both.
 cargo test --release --workspace --no-run
 out=target/gpu-run
