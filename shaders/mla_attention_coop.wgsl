@@ -237,15 +237,12 @@ fn main(
 // Value `d` of a row's rope part, the row's query in QR from `qr`, rotated at position `turn`: each
 // of a pair's two values from both of the pair's.
 fn rotated(qr: u32, d: u32, turn: u32) -> f32 {
-    let half = NR / 2u;
-    let neox = P.rope.neox == 1u;
-    let i = select(d / 2u, d % half, neox);
-    let first = select(d % 2u == 0u, d < half, neox);
-    let j = rope_pair(P.rope, i);
-    let cs = rope_cos_sin(P.rope, turn, i, freqs[i]);
+    let pair = rope_pair_of(P.rope, d);
+    let j = rope_pair(P.rope, pair.x);
+    let cs = rope_cos_sin(P.rope, turn, pair.x, freqs[pair.x]);
     let x0 = QR[qr + j.x];
     let x1 = QR[qr + j.y];
-    return select(x0 * cs.y + x1 * cs.x, x0 * cs.x - x1 * cs.y, first);
+    return select(x0 * cs.y + x1 * cs.x, x0 * cs.x - x1 * cs.y, pair.y == 1u);
 }
 
 // The cache rows from `start`, as f16; zeros past `end`: every row of the tile is multiplied in (by

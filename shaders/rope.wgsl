@@ -52,3 +52,12 @@ fn rope_pair(r: Rope, i: u32) -> vec2<u32> {
     }
     return vec2<u32>(2u * i, 2u * i + 1u);
 }
+
+// The pair that value d of a rotated vector belongs to (rope_pair's inverse), and whether d is the
+// pair's first: for kernels that write a rotated vector a few neighbouring values at a time.
+fn rope_pair_of(r: Rope, d: u32) -> vec2<u32> {
+    if (r.neox == 1u) {
+        return vec2<u32>(d % (r.n_rot / 2u), u32(d < r.n_rot / 2u));
+    }
+    return vec2<u32>(d / 2u, u32(d % 2u == 0u));
+}

@@ -4,11 +4,12 @@
 
 mod common;
 
+use common::attention::{cache_buffer, read_cache, stored};
 use common::{f32_buffer, gpu, matrix_cores_only, nmse, packed, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{read_back_f32, scratch_buffer, AttentionForm, Gpu, Kernel, MatrixCores};
-use wick::gpu::{MatvecShape, Offers, Rounding, Tuning};
+use wick::gpu::{KvType, MatvecShape, Offers, Rounding, Tuning};
 use wick::ops::mla::{self, Mla};
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
@@ -118,13 +119,14 @@ fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng(23);
     let (n_head, kv_lora, q_nope, n_rot, v_dim) = (6u32, 64u32, 32u32, 16u32, 24u32);
-    let shape = |rope, scale| Mla {
+    let shape = |rope, scale, cache| Mla {
         n_head,
         kv_lora,
         q_nope,
         v_dim,
         rope,
         scale,
+        cache,
     };
     let rope = |neox| Rope {
         n_rot,
@@ -134,7 +136,7 @@ fn absorbed_mla_equals_the_naive_form() {
         yarn: Some(Yarn::new(n_rot, 10000.0, 64, 0.9)),
         sections: None,
     };
-    let forms = chunk_forms(&gpu, &shape(rope(false), 1.0), 11);
+    let forms = chunk_forms(&gpu, &shape(rope(false), 1.0, KvType::F32), 11);
     let on_cores = forms.iter().filter(|f| f.rounding().is_some()).count();
     let runs = forms.into_iter().flat_map(|form| {
         [
@@ -153,7 +155,10 @@ fn absorbed_mla_equals_the_naive_form() {
         true => runs.collect(),
         false => steps_and_splits.chain(runs).collect(),
     };
-    for (neox, n_tokens, how) in runs {
+    let runs = [KvType::F32, KvType::F16]
+        .into_iter()
+        .flat_map(|cache| runs.iter().map(move |&run| (cache, run)));
+    for (cache_type, (neox, n_tokens, how)) in runs {
         let split = match how {
             Run::Split(n) => Some(n),
             Run::Step | Run::Chunk(_) => None,
@@ -169,14 +174,16 @@ fn absorbed_mla_equals_the_naive_form() {
             Run::Chunk(form) if form.rounding().is_some() => 2.0,
             _ => 0.3,
         };
-        let m = shape(rope, scale);
+        let m = shape(rope, scale, cache_type);
         let width = m.cache_width() as usize;
         let q_dim = (n_head * m.q_stride()) as usize;
-        // The cache before: rows < pos already normed and rotated (random), the rest zero.
+        // The cache before: rows < pos already normed and rotated (random, as the cache holds
+        // them), the rest zero.
         let mut cache = vec![0f32; n_ctx as usize * width];
         for v in &mut cache[..pos as usize * width] {
             *v = rng.f32();
         }
+        let mut cache = stored(&cache, cache_type);
         let kv = rng.vec(n_tokens * width);
         let norm = rng.vec(kv_lora as usize);
         let q = rng.vec(n_tokens * q_dim);
@@ -197,7 +204,7 @@ fn absorbed_mla_equals_the_naive_form() {
             &mut rng,
         );
 
-        let cache_buffer = f32_buffer(&gpu, &cache);
+        let cache_buffer = cache_buffer(&gpu, &cache, cache_type);
         let q_buffer = f32_buffer(&gpu, &q);
         let rows = |label: &str, n: u32| {
             scratch_buffer(&gpu, label, (n_tokens as u32 * n) as u64 * 4)
@@ -263,13 +270,19 @@ fn absorbed_mla_equals_the_naive_form() {
             let at = at_pos as usize * width;
             cache[at..at + width].copy_from_slice(&row);
         }
-        let got_cache = read_back_f32(&gpu, &cache_buffer, cache.len())
-            .block_on()
-            .unwrap();
+        let got_cache = read_cache(&gpu, &cache_buffer, cache.len(), cache_type);
+        // An f16 cache rounds each value to 11 bits.
+        let bound = match cache_type {
+            KvType::F32 => 1e-10,
+            KvType::F16 => 1e-6,
+        };
+        let e = nmse(&got_cache, &cache);
         assert!(
-            nmse(&got_cache, &cache) < 1e-10,
-            "neox={neox}, {n_tokens} tokens, {how:?}: cache rows"
+            e < bound,
+            "{cache_type:?} neox={neox}, {n_tokens} tokens, {how:?}: cache rows nmse {e}"
         );
+        // Attention is held to the cache the GPU wrote.
+        cache = got_cache;
         // The matrix cores round the scaled queries and the cache rows to f16, which moves a
         // score by up to a few hundredths at these scales: their latent output is held to the
         // absorbed form with the same rounding, tightly (the end-to-end check below, against f32,
@@ -279,7 +292,10 @@ fn absorbed_mla_equals_the_naive_form() {
             let read = |b: &wgpu::Buffer| read_back_f32(&gpu, b, len).block_on().unwrap();
             let want = absorbed_in_f16(&m, &read(&q_latent), &q, &cache, (pos, n_tokens));
             let e = nmse(&read(&latent_out), &want);
-            assert!(e < 1e-6, "neox={neox}, {how:?}: latent output nmse {e}");
+            assert!(
+                e < 1e-6,
+                "{cache_type:?} neox={neox}, {how:?}: latent output nmse {e}"
+            );
         }
         for t in 0..n_tokens {
             let at_pos = pos + t as u32;
@@ -298,7 +314,7 @@ fn absorbed_mla_equals_the_naive_form() {
             };
             assert!(
                 e < bound,
-                "neox={neox}, token {t} of {n_tokens}, {how:?}: attention nmse {e}"
+                "{cache_type:?} neox={neox}, token {t} of {n_tokens}, {how:?}: attention nmse {e}"
             );
         }
     }

@@ -122,13 +122,15 @@ fn random_deepseek2_in_parallel_sequences() {
 /// and merges the splits: a step there gives the logits that reading the same token as the last of a
 /// prompt's chunk gives (attention over the chunk, not split), within summation order. A speculative
 /// check of three tokens there splits each token's keys the same way (where the adapter splits
-/// steps of several tokens: a GPU's default, set here) and gives each the logits of its step. The file is rewritten with a longer trained context (its own is 256), the weights as
-/// they are.
+/// steps of several tokens: a GPU's default, set here) and gives each the logits of its step. Over
+/// an f32 cache and an f16 one (a GPU's default). The file is rewritten with a longer trained
+/// context (its own is 256), the weights as they are.
 #[test]
 fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
     use pollster::FutureExt as _;
     use wick::engine::{Engine, LoadOptions};
     use wick::gguf::{read_header, write::Writer, FileSource, MemorySource, Value};
+    use wick::gpu::KvType;
     let Some(gpu) = gpu() else { return };
     gpu.set_splits_steps(true);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -159,17 +161,28 @@ fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
         bytes: writer.finish().unwrap(),
         name: "deepseek2 with a 2048-token context".into(),
     };
-    let load = || {
-        let options = LoadOptions {
-            n_ctx: 1100,
-            batch: Some(64),
-            check_tokens: 3,
-            ..Default::default()
+    for kv_cache in [KvType::F32, KvType::F16] {
+        let load = || {
+            let options = LoadOptions {
+                n_ctx: 1100,
+                batch: Some(64),
+                check_tokens: 3,
+                kv_cache: Some(kv_cache),
+                ..Default::default()
+            };
+            Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
+                .block_on()
+                .unwrap()
         };
-        Engine::load(gpu.clone(), &source, &options, &mut |_, _| {})
-            .block_on()
-            .unwrap()
-    };
+        deep_step_against_the_prompts_path(load, kv_cache);
+    }
+}
+
+fn deep_step_against_the_prompts_path(
+    load: impl Fn() -> wick::engine::Engine,
+    kv_cache: wick::gpu::KvType,
+) {
+    use pollster::FutureExt as _;
     let prompt: Vec<u32> = (0..1030u32).map(|i| i * 37 % 200 + 1).collect();
     let next = 77u32;
     let mut stepped = load();
@@ -181,11 +194,13 @@ fn a_deep_step_splits_mla_and_equals_the_prompts_path() {
     let diff = (got.iter().zip(&want))
         .map(|(a, b)| (a - b).abs())
         .fold(0f32, f32::max);
-    eprintln!("a step at 1030 against the prompt's path: logits differ by {diff:.2e}");
+    eprintln!(
+        "{kv_cache:?} cache, a step at 1030 against the prompt's path: logits differ by {diff:.2e}"
+    );
     assert!(diff < 1e-3, "logits differ by {diff}");
 
     let (diff, [deep, at_start]) = common::check_against_steps(load, &prompt, &[next, 5, 9]);
-    eprintln!("a check at 1030 against its steps: logits differ by {diff:.2e}; {deep} dispatches, {at_start} at position 0");
+    eprintln!("{kv_cache:?} cache, a check at 1030 against its steps: logits differ by {diff:.2e}; {deep} dispatches, {at_start} at position 0");
     assert!(
         diff < 1e-3,
         "a check's logits differ from its steps' by {diff}"

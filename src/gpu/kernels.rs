@@ -99,14 +99,15 @@ pub enum Kernel {
     Draw,
     /// The sampler's choice among its top-k candidates: top-p, min-p, the temperature, a draw.
     Choose,
-    /// MLA's cache row: the latent normed, the rope part rotated.
-    MlaKv,
-    /// MLA in absorbed form, in the latent space, a workgroup per group of heads and token (or
-    /// tokens).
-    MlaAttention,
+    /// MLA's cache row, into a cache of this type: the latent normed, the rope part rotated.
+    MlaKv(KvType),
+    /// MLA in absorbed form, in the latent space, over a cache of this type, a workgroup per group
+    /// of heads and token (or tokens).
+    MlaAttention(KvType),
     /// The same for a prompt's chunk on the adapter's matrix cores, for a latent and a rope part of
-    /// the widths given, in products of the size given, in tiles of the keys given.
-    MlaAttentionCoop(u32, u32, u32, u32),
+    /// the widths given, over a cache of the type given, in products of the size given, in tiles of
+    /// the keys given.
+    MlaAttentionCoop(u32, u32, KvType, u32, u32),
     /// Gated DeltaNet's causal convolution over its channels, with a rolling state.
     DeltaConv,
     /// Gated DeltaNet's recurrence, a workgroup per value head, its state updated token by token.
@@ -284,7 +285,7 @@ impl Kernel {
             Kernel::MatmulCoop(_, size, _)
             | Kernel::MatmulIdCoop(size)
             | Kernel::AttentionCoop(_, _, size, _)
-            | Kernel::MlaAttentionCoop(_, _, size, _) => Some(size),
+            | Kernel::MlaAttentionCoop(_, _, _, size, _) => Some(size),
             _ => None,
         }
     }
@@ -399,9 +400,11 @@ impl Kernel {
             Kernel::TopK => wgsl!("pick.wgsl", "top_k.wgsl"),
             Kernel::Draw => wgsl!("reduce.wgsl", "draw.wgsl"),
             Kernel::Choose => wgsl!("choose.wgsl"),
-            Kernel::MlaKv => wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl"),
-            Kernel::MlaAttention => {
-                // MLA's latent cache stays f32.
+            Kernel::MlaKv(kv) => {
+                let body = wgsl!("step.wgsl", "rope.wgsl", "reduce.wgsl", "mla_kv.wgsl");
+                return [kv.source(), body].concat();
+            }
+            Kernel::MlaAttention(kv) => {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
@@ -410,16 +413,16 @@ impl Kernel {
                     "attend.wgsl",
                     "mla_attention.wgsl"
                 );
-                return [KvType::F32.source(), body].concat();
+                return [kv.source(), body].concat();
             }
-            Kernel::MlaAttentionCoop(..) => {
+            Kernel::MlaAttentionCoop(_, _, kv, _, _) => {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_union.wgsl",
                     "rope.wgsl",
                     "mla_attention_coop.wgsl"
                 );
-                return [KvType::F32.source(), body].concat();
+                return [kv.source(), body].concat();
             }
             Kernel::DeltaConv => wgsl!("step.wgsl", "delta_conv.wgsl"),
             Kernel::DeltaNet => {

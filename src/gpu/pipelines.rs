@@ -130,7 +130,7 @@ impl PipelineKey {
             AttentionForm::Latent { tokens } => PipelineKey {
                 workgroup: 128,
                 tokens: (tokens > 1).then_some(tokens),
-                ..PipelineKey::new(Kernel::MlaAttention, None)
+                ..PipelineKey::new(Kernel::MlaAttention(cache), None)
             },
             // Its tokens are rows of (token, head), `size` a workgroup.
             AttentionForm::LatentMatrix { size, lanes, keys } => {
@@ -139,7 +139,10 @@ impl PipelineKey {
                 PipelineKey {
                     workgroup: MATRIX_SUBGROUPS * lanes,
                     tokens: Some(size),
-                    ..PipelineKey::new(Kernel::MlaAttentionCoop(latent, rope, size, keys), None)
+                    ..PipelineKey::new(
+                        Kernel::MlaAttentionCoop(latent, rope, cache, size, keys),
+                        None,
+                    )
                 }
             }
         }
@@ -347,7 +350,8 @@ impl PipelineKey {
                 None => tile.source(),
             };
         }
-        if let Kernel::Attention(_) | Kernel::AttentionSplit(_) | Kernel::MlaAttention = self.kernel
+        if let Kernel::Attention(_) | Kernel::AttentionSplit(_) | Kernel::MlaAttention(_) =
+            self.kernel
         {
             // Queries a workgroup takes (attend.wgsl): sizes of its arrays.
             src += &format!("const TQ: u32 = {}u;\n", self.tokens.unwrap_or(1));
@@ -364,7 +368,7 @@ impl PipelineKey {
             src += &format!("const HD4: u32 = {vec4s}u;\nconst BC: u32 = {keys}u;\n");
             src += &format!("const BR: u32 = {queries}u;\n");
         }
-        if let Kernel::MlaAttentionCoop(latent, rope, _, keys) = self.kernel {
+        if let Kernel::MlaAttentionCoop(latent, rope, _, _, keys) = self.kernel {
             // The latent's and the rope part's widths and a tile's keys size its matrices' arrays
             // and its workgroup memory.
             src += &format!("const KL: u32 = {latent}u;\nconst NR: u32 = {rope}u;\n");

@@ -164,6 +164,7 @@ impl Config {
                     sections: None,
                 },
                 scale: mscale * mscale / (key_length as f32).sqrt(),
+                cache: l.kv_cache,
             },
             q_lora: l.meta_u32_or("attention.q_lora_rank", 0)?,
             n_ff: l.meta_u32_or("feed_forward_length", 0)?,
@@ -195,7 +196,7 @@ struct Block {
     attn_output: GpuTensor,
     ffn_norm: wgpu::Buffer,
     ffn: FeedForward,
-    cache: wgpu::Buffer, // (n_ctx, kv_lora + n_rot)
+    cache: wgpu::Buffer, // (n_ctx, kv_lora + n_rot), as `Mla::cache` holds them
 }
 
 async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Result<Block, Error> {
@@ -226,7 +227,6 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
         (false, Some(moe)) => FeedForward::load_experts(l, i, d, moe).await?,
         _ => FeedForward::load_dense(l, i, d, c.n_ff).await?,
     };
-    let width = m.cache_width() as u64;
     Ok(Block {
         attn_norm: l.vector(&name("attn_norm"), d).await?,
         q,
@@ -239,7 +239,7 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
             .await?,
         ffn_norm: l.vector(&name("ffn_norm"), d).await?,
         ffn,
-        cache: scratch_buffer(&l.gpu, &format!("blk.{i}.cache"), n_ctx as u64 * width * 4).await?,
+        cache: scratch_buffer(&l.gpu, &format!("blk.{i}.cache"), m.cache_bytes(n_ctx)).await?,
     })
 }
 

@@ -58,12 +58,6 @@ pub async fn matrix_attention_works(gpu: &Gpu) -> Result<bool, crate::Error> {
             want.extend(attention::reference(q_h, &k[..seen], &v[..seen], hd));
         }
     }
-    let f16_words = |values: &[f32]| -> Vec<u8> {
-        let halves: Vec<u16> = (values.iter())
-            .map(|&v| half::f16::from_f32(v).to_bits())
-            .collect();
-        bytemuck::cast_slice(&halves).to_vec()
-    };
     let qb = storage_buffer(gpu, "attention check q", bytemuck::cast_slice(&q));
     let kb = storage_buffer(gpu, "attention check k", &f16_words(&k));
     let vb = storage_buffer(gpu, "attention check v", &f16_words(&v));
@@ -98,9 +92,10 @@ pub async fn matrix_attention_works(gpu: &Gpu) -> Result<bool, crate::Error> {
 }
 
 /// The latent check's shape: two heads over DeepSeek-V2's cache rows (a latent of 512 and 64 rope
-/// values), a chunk of 40 tokens from position 0 (rows of two workgroups or more, keys in several
-/// tiles). The queries' rope parts are zero, and the scale a power of two, so that the queries and
-/// cache rows given, already f16, reach the matrix cores unrounded.
+/// values) in an f16 cache, as GPUs keep it, a chunk of 40 tokens from position 0 (rows of two
+/// workgroups or more, keys in several tiles). The queries' rope parts are zero, and the scale a
+/// power of two, so that the queries and cache rows given, already f16, reach the matrix cores
+/// unrounded.
 const LATENT: Mla = Mla {
     n_head: 2,
     kv_lora: 512,
@@ -115,6 +110,7 @@ const LATENT: Mla = Mla {
         sections: None,
     },
     scale: 0.125,
+    cache: KvType::F16,
 };
 const LATENT_TOKENS: u32 = 40;
 
@@ -164,7 +160,7 @@ pub async fn matrix_latent_attention_works(gpu: &Gpu) -> Result<bool, crate::Err
         bytemuck::cast_slice(&q_latent),
     );
     let q = storage_buffer(gpu, "latent check q", bytemuck::cast_slice(&q));
-    let cache = storage_buffer(gpu, "latent check cache", bytemuck::cast_slice(&cache));
+    let cache = storage_buffer(gpu, "latent check cache", &f16_words(&cache));
     let freqs = m.rope.freqs_buffer(gpu, None);
     let out = scratch_buffer(gpu, "latent check out", want.len() as u64 * 4).await?;
     let step = StepInput::with(gpu, 0, &vec![0; n]);
@@ -193,6 +189,14 @@ pub async fn matrix_latent_attention_works(gpu: &Gpu) -> Result<bool, crate::Err
         }
     }
     Ok(true)
+}
+
+/// The bytes of `values` in an f16 cache.
+fn f16_words(values: &[f32]) -> Vec<u8> {
+    let halves: Vec<u16> = (values.iter())
+        .map(|&v| half::f16::from_f32(v).to_bits())
+        .collect();
+    bytemuck::cast_slice(&halves).to_vec()
 }
 
 fn nmse(got: &[f32], want: &[f32]) -> f64 {

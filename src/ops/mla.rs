@@ -22,6 +22,8 @@ pub struct Mla {
     pub rope: Rope,
     /// Softmax scale of q . k.
     pub scale: f32,
+    /// How the cache holds its rows: f16 on GPUs, as every other attention's (`LoadOptions::kv_cache`).
+    pub cache: KvType,
 }
 
 impl Mla {
@@ -30,9 +32,14 @@ impl Mla {
         self.q_nope + self.rope.n_rot
     }
 
-    /// Floats per cached position.
+    /// Values per cached position.
     pub fn cache_width(&self) -> u32 {
         self.kv_lora + self.rope.n_rot
+    }
+
+    /// Bytes of a cache of `n_ctx` positions.
+    pub fn cache_bytes(&self, n_ctx: u32) -> u64 {
+        n_ctx as u64 * self.cache_width() as u64 * self.cache.value_bytes()
     }
 }
 
@@ -77,7 +84,7 @@ pub fn push_kv(
     };
     let key = PipelineKey {
         workgroup: 256,
-        ..PipelineKey::new(Kernel::MlaKv, None)
+        ..PipelineKey::new(Kernel::MlaKv(m.cache), None)
     };
     let step = plan.step.clone();
     plan.push(
@@ -94,7 +101,7 @@ pub struct AttentionBuffers<'a> {
     pub q_latent: &'a wgpu::Buffer,
     /// (batch, n_head, q_stride): the query; its rope part is rotated as it is read.
     pub q: &'a wgpu::Buffer,
-    /// (n_ctx, kv_lora + n_rot)
+    /// (n_ctx, kv_lora + n_rot), as `Mla::cache` holds them
     pub cache: &'a wgpu::Buffer,
     /// (n_rot / 2) each rope pair's frequency (`Rope::freqs_buffer`).
     pub freqs: &'a wgpu::Buffer,
@@ -127,7 +134,7 @@ pub fn chunk_shape(m: &Mla, tokens: u32) -> AttentionShape {
         kv_heads: 1,
         head_dim: m.cache_width(),
         tokens,
-        cache: KvType::F32,
+        cache: m.cache,
         splits: None,
         latent: Some(m.kv_lora),
     }
@@ -198,7 +205,7 @@ fn push_kernel(
     let key = PipelineKey {
         workgroup: 128,
         tokens: (tokens > 1).then_some(tokens),
-        ..PipelineKey::new(Kernel::MlaAttention, None)
+        ..PipelineKey::new(Kernel::MlaAttention(m.cache), None)
     };
     let buffers = [b.q_latent, b.q, b.cache, b.cache, out, b.freqs, &step];
     plan.push(key, &buffers, super::params(&params(m, n_split)), groups);
