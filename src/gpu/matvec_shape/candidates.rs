@@ -199,7 +199,7 @@ impl MatvecShape {
         for threads_per_row in threads {
             for &workgroup in workgroups {
                 for subgroup_sum in [false, true] {
-                    if subgroup_sum && !subgroup_size.is_some_and(|s| threads_per_row <= s) {
+                    if subgroup_sum && subgroup_size.is_none_or(|s| threads_per_row > s) {
                         continue;
                     }
                     c.push(MatvecKernel {
