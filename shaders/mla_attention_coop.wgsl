@@ -2,9 +2,13 @@
 // matrices), in absorbed form: multi-query attention whose every head's key is a whole cache row (the
 // normed latent, then the rotated rope part, KL + NR values) and whose value is the row's latent. Since
 // all heads share the keys, a workgroup takes S rows of queries, row r of the run being head r % n_head
-// of token r / n_head: workgroup (x, y) rows from (y n_head + x) S, across tokens where n_head is not
-// a multiple of S. A row's query is its head's no-rope part taken into the latent space (QA, by k_b),
-// then its rope part (QR) rotated at the token's position, all scaled and held as f16.
+// of token r / n_head: a prompt's chunk, workgroup (x, y) rows from (y n_head + x) S, across tokens
+// where n_head is not a multiple of S. A step deep into a context splits each token's keys P.n_split
+// ways (flash-decoding): workgroup (x, token, s) takes heads from x S of the token (those past its
+// heads idle) over split s of its keys, and writes their partial states to O as
+// attention_split.wgsl does, for attention_merge.wgsl. A row's query is its head's no-rope part taken
+// into the latent space (QA, by k_b), then its rope part (QR) rotated at the token's position, all
+// scaled and held as f16.
 //
 // Per tile of BK cache rows: the rows go into workgroup memory as f16; the scores (S rows by BK keys)
 // are a product over the row's KL + NR values, which the SUBGROUPS subgroups share out (each holds
@@ -22,7 +26,7 @@
 // enables f16 and wgpu_cooperative_matrix and sets S, MatA, MatB and MatC; the pipeline sets KL and
 // NR (multiples of S) and BK (a multiple of S). WG is SUBGROUPS subgroups of the adapter's widest, at
 // least S lanes each; where the driver runs narrower ones, those past SUBGROUPS help with the loads
-// and stores only. Needs step.wgsl, key_union.wgsl and rope.wgsl.
+// and stores only. Needs step.wgsl, key_range.wgsl, key_union.wgsl and rope.wgsl.
 
 const SUBGROUPS: u32 = 4u;
 const D: u32 = KL + NR;                              // a cache row's values
@@ -54,7 +58,7 @@ struct Params {
     q_rope: u32,     // where the rope part starts in a head of QR
     scale: f32,
     softcap: f32,    // always 0: no soft-capping
-    n_split: u32,    // always 0: a chunk's keys are not split
+    n_split: u32,    // one token's keys split this many ways; 0: not split (a prompt's chunk)
 }
 
 @group(0) @binding(0) var<storage, read> QA: array<f32>;         // (batch, n_head, kv_lora)
@@ -62,7 +66,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> KC: array<Kv4>;         // the cache, (n_ctx, kv_lora + n_rot)
 @group(0) @binding(3) var<storage, read> VC: array<Kv2>;         // the same cache (mla_attention.wgsl's
                                                                  // binding; the values are KC's rows)
-@group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora)
+@group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora); split:
+                                                                 // (batch, n_head, n_split, kv_lora + 2)
 @group(0) @binding(5) var<storage, read> freqs: array<f32>;      // (n_rot / 2) each pair's frequency
 @group(0) @binding(6) var<storage, read> step: Step;
 @group(0) @binding(7) var<uniform> P: Params;
@@ -81,19 +86,21 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(subgroup_id) sg: u32,
 ) {
-    let rows = step.n_tokens * P.n_head;
-    let r0 = (wg.y * P.n_head + wg.x) * S;
-    if (r0 >= rows) {
+    let split = P.n_split > 0u;
+    if (select(row_of(wg, 0u).x >= step.n_tokens * P.n_head, wg.y >= step.n_tokens, split)) {
         return;
     }
     let multiplies = sg < SUBGROUPS;
     let part = min(sg, SUBGROUPS - 1u); // the subgroup's share of the matrices
 
-    // Thread r < S keeps row r's range, reference max and sum. Rows past the run attend as the
-    // run's last and store nothing.
+    // Thread r < S keeps row r's range, reference max and sum.
     let r = min(lid, S - 1u);
-    let token = min(r0 + r, rows - 1u) / P.n_head;
-    let range = vec2<u32>(step.tokens[token].base, cache_row(token) + 1u);
+    let token = row_of(wg, r).y / P.n_head;
+    var range = vec2<u32>(step.tokens[token].base, cache_row(token) + 1u);
+    if (split) {
+        // Whole tiles a split, so that few splits are partly filled.
+        range = split_range(token, wg.z, P.n_split, 0u, BK);
+    }
     key_union_open(lid);
     key_union_add(range);
     var m = -3.0e38;
@@ -106,7 +113,7 @@ fn main(
     for (var i = lid; i < S * D / 4u; i += WG) {
         let q = i / (D / 4u);
         let c = 4u * (i % (D / 4u));
-        let row = min(r0 + q, rows - 1u);
+        let row = row_of(wg, q).y;
         var x: vec4<f32>;
         if (c < KL) {
             let a = row * P.kv_lora + c;
@@ -208,7 +215,14 @@ fn main(
     }
 
     if (lid < S) {
-        row_factor[lid] = select(0.0, 1.0 / l, l > 0.0);
+        // A split's outputs stay unnormalized (its max and weight beside them, for the merge).
+        row_factor[lid] = select(select(0.0, 1.0 / l, l > 0.0), 1.0, split);
+        let row = row_of(wg, lid);
+        if (split && row.x != NO_ROW) {
+            let at = (row.x * P.n_split + wg.z) * (KL + 2u) + KL;
+            O[at] = m;
+            O[at + 1u] = l;
+        }
     }
     // The outputs leave through `scores`, a matrix of each subgroup's share at a time.
     for (var v = 0u; v < VMS; v++) {
@@ -218,20 +232,41 @@ fn main(
         workgroupBarrier();
         for (var i = lid; i < SUBGROUPS * S * S / 4u; i += WG) {
             let p = i / (S * S / 4u);
-            let row = (i / (S / 4u)) % S;
+            let q = (i / (S / 4u)) % S;
             let c = 4u * (i % (S / 4u));
             let vm = p * VMS + v;
-            let at = (p * S + row) * SS + c;
-            if (vm < VM && r0 + row < rows) {
+            let at = (p * S + q) * SS + c;
+            let row = row_of(wg, q).x;
+            if (vm < VM && row != NO_ROW) {
                 let out = vec4<f32>(scores[at], scores[at + 1u], scores[at + 2u], scores[at + 3u]);
-                let o_at = (r0 + row) * P.kv_lora + vm * S + c;
+                var o_at = row * KL + vm * S + c;
+                if (split) {
+                    o_at = (row * P.n_split + wg.z) * (KL + 2u) + vm * S + c;
+                }
                 for (var k = 0u; k < 4u; k++) {
-                    O[o_at + k] = out[k] * row_factor[row];
+                    O[o_at + k] = out[k] * row_factor[q];
                 }
             }
         }
         workgroupBarrier(); // read before the next matrices go in
     }
+}
+
+// Marks a workgroup's row that is none of the run's (past its last, or past a token's heads).
+const NO_ROW: u32 = 0xffffffffu;
+
+// The workgroup's row r: x its row of the run's (token n_head + head), NO_ROW where it has none; y
+// the run's row it reads its query and key range from (its own, or the nearest before it that is
+// the run's).
+fn row_of(wg: vec3<u32>, r: u32) -> vec2<u32> {
+    let rows = step.n_tokens * P.n_head;
+    if (P.n_split > 0u) {
+        let head = wg.x * S + r;
+        let row = wg.y * P.n_head + min(head, P.n_head - 1u);
+        return vec2<u32>(select(NO_ROW, row, head < P.n_head), row);
+    }
+    let row = (wg.y * P.n_head + wg.x) * S + r;
+    return vec2<u32>(select(NO_ROW, row, row < rows), min(row, rows - 1u));
 }
 
 // Value `d` of a row's rope part, the row's query in QR from `qr`, rotated at position `turn`: each

@@ -73,19 +73,29 @@ fn grouped_matvec_reads_each_groups_x() {
 }
 
 /// How a test run attends: a step's tokens (a workgroup each), a prompt's chunk in a form of its
-/// shape, or a step's tokens split over their keys this many ways.
+/// shape, or a step's tokens split over their keys this many ways in a form of its shape.
 #[derive(Clone, Copy, Debug)]
 enum Run {
     Step,
     Chunk(AttentionForm),
-    Split(u32),
+    Split(u32, AttentionForm),
 }
 
-/// The forms of a chunk's attention the tuner may give `m` on `gpu` (on lavapipe with matrix cores,
-/// which advertises 8 x 8 products and runs the 16 x 16 ones GPUs take, those too); where only the
-/// matrix cores' are asked for (scripts/test-matrix-cores.sh), those alone.
-fn chunk_forms(gpu: &Gpu, m: &Mla, tokens: u32) -> Vec<AttentionForm> {
-    let shape = mla::chunk_shape(m, tokens);
+impl Run {
+    fn on_matrix_cores(&self) -> bool {
+        match self {
+            Run::Chunk(form) | Run::Split(_, form) => form.rounding().is_some(),
+            Run::Step => false,
+        }
+    }
+}
+
+/// The forms of a run's attention (a chunk's, or a step's split `splits` ways) the tuner may give
+/// `m` on `gpu` (on lavapipe with matrix cores, which advertises 8 x 8 products and runs the 16 x 16
+/// ones GPUs take, those too); where only the matrix cores' are asked for
+/// (scripts/test-matrix-cores.sh), those alone.
+fn forms(gpu: &Gpu, m: &Mla, tokens: u32, splits: Option<u32>) -> Vec<AttentionForm> {
+    let shape = mla::attention_shape(m, tokens, splits);
     let mut forms = shape.candidates(gpu.offers(), gpu.adapter());
     let lavapipe = (gpu.matrix_cores()).filter(|_| gpu.info.name.contains("llvmpipe"));
     if let Some(cores) = lavapipe {
@@ -111,9 +121,10 @@ fn chunk_forms(gpu: &Gpu, m: &Mla, tokens: u32) -> Vec<AttentionForm> {
 /// on the matrix cores each tile of keys (66 rows of (token, head) over workgroups of 8 or 16, the
 /// last partly filled, most across two tokens), with scores scaled up so that rows meet a larger max
 /// in a later tile and their outputs are rescaled. Then one token deep into the cache with its keys
-/// split 5 ways (blocks of 128 keys: three splits used, the last partly, two empty) and merged, and a
-/// step of three such tokens (a speculative check's), each split over its own keys. 6 heads: a
-/// workgroup's group of 4 and one of 2.
+/// split 5 ways and merged, and a step of three such tokens (a speculative check's), each split over
+/// its own keys, in every form: streaming (blocks of 128 keys: three splits used, the last partly,
+/// two empty) and on the matrix cores (whole tiles a split, each token's 6 heads a workgroup of 8 or
+/// 16 rows). 6 heads: a workgroup's group of 4 and one of 2. Over an f32 cache and an f16 one.
 #[test]
 fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
@@ -136,31 +147,34 @@ fn absorbed_mla_equals_the_naive_form() {
         yarn: Some(Yarn::new(n_rot, 10000.0, 64, 0.9)),
         sections: None,
     };
-    let forms = chunk_forms(&gpu, &shape(rope(false), 1.0, KvType::F32), 11);
-    let on_cores = forms.iter().filter(|f| f.rounding().is_some()).count();
-    let runs = forms.into_iter().flat_map(|form| {
+    let m = shape(rope(false), 1.0, KvType::F32);
+    let chunks = forms(&gpu, &m, 11, None).into_iter().flat_map(|form| {
         [
             (false, 11usize, Run::Chunk(form)),
             (true, 11, Run::Chunk(form)),
         ]
     });
+    let splits = forms(&gpu, &m, 3, Some(5)).into_iter().flat_map(|form| {
+        [
+            (false, 1, Run::Split(5, form)),
+            (true, 1, Run::Split(5, form)),
+            (true, 3, Run::Split(5, form)),
+        ]
+    });
     let steps = [(false, 3usize, Run::Step), (true, 3, Run::Step)];
-    let splits = [
-        (false, 1, Run::Split(5)),
-        (true, 1, Run::Split(5)),
-        (true, 3, Run::Split(5)),
-    ];
-    let steps_and_splits = steps.into_iter().chain(splits);
-    let runs: Vec<_> = match matrix_cores_only() {
-        true => runs.collect(),
-        false => steps_and_splits.chain(runs).collect(),
-    };
+    let runs: Vec<_> = (steps.into_iter().chain(splits).chain(chunks))
+        .filter(|(_, _, run)| !matrix_cores_only() || run.on_matrix_cores())
+        .collect();
+    let on_cores = runs
+        .iter()
+        .filter(|(_, _, run)| run.on_matrix_cores())
+        .count();
     let runs = [KvType::F32, KvType::F16]
         .into_iter()
         .flat_map(|cache| runs.iter().map(move |&run| (cache, run)));
     for (cache_type, (neox, n_tokens, how)) in runs {
         let split = match how {
-            Run::Split(n) => Some(n),
+            Run::Split(n, _) => Some(n),
             Run::Step | Run::Chunk(_) => None,
         };
         let (pos, n_ctx) = match split {
@@ -170,9 +184,9 @@ fn absorbed_mla_equals_the_naive_form() {
         let rope = rope(neox);
         // On the matrix cores, scores large enough that a later tile's max passes a row's by more
         // than the kernel lets its weights grow before it rescales the outputs.
-        let scale = match how {
-            Run::Chunk(form) if form.rounding().is_some() => 2.0,
-            _ => 0.3,
+        let scale = match how.on_matrix_cores() {
+            true => 2.0,
+            false => 0.3,
         };
         let m = shape(rope, scale, cache_type);
         let width = m.cache_width() as usize;
@@ -246,8 +260,8 @@ fn absorbed_mla_equals_the_naive_form() {
             scratch_buffer(&gpu, "parts", bytes).block_on().unwrap()
         });
         match (how, parts.as_ref()) {
-            (Run::Split(n_split), Some(parts)) => {
-                mla::push_attention_split(&mut plan, &m, &b, n_split, parts)
+            (Run::Split(n_split, form), Some(parts)) => {
+                mla::push_split_in(&mut plan, &m, &b, (n_split, parts), form)
             }
             (Run::Chunk(form), _) => mla::push_chunk_in(&mut plan, &m, &b, form),
             _ => mla::push_attention(&mut plan, &m, &b),
@@ -287,7 +301,7 @@ fn absorbed_mla_equals_the_naive_form() {
         // score by up to a few hundredths at these scales: their latent output is held to the
         // absorbed form with the same rounding, tightly (the end-to-end check below, against f32,
         // loosely).
-        if matches!(how, Run::Chunk(form) if form.rounding().is_some()) {
+        if how.on_matrix_cores() {
             let len = n_tokens * (n_head * kv_lora) as usize;
             let read = |b: &wgpu::Buffer| read_back_f32(&gpu, b, len).block_on().unwrap();
             let want = absorbed_in_f16(&m, &read(&q_latent), &q, &cache, (pos, n_tokens));
@@ -308,9 +322,9 @@ fn absorbed_mla_equals_the_naive_form() {
             let got = &got_out[t * want.len()..(t + 1) * want.len()];
             let e = nmse(got, &want);
             // On the matrix cores queries, keys, values and weights are rounded to f16.
-            let bound = match how {
-                Run::Chunk(form) if form.rounding().is_some() => 1e-4,
-                _ => 1e-9,
+            let bound = match how.on_matrix_cores() {
+                true => 1e-4,
+                false => 1e-9,
             };
             assert!(
                 e < bound,
@@ -320,7 +334,7 @@ fn absorbed_mla_equals_the_naive_form() {
     }
     match on_cores {
         0 => eprintln!("mla attention on matrix cores: skipped, the adapter has none Wick can use"),
-        n => eprintln!("mla attention on matrix cores: checked, {n} forms"),
+        n => eprintln!("mla attention on matrix cores: checked, {n} runs of its forms"),
     }
 }
 

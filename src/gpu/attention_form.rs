@@ -282,7 +282,11 @@ impl AttentionShape {
         } = self;
         let cache = cache.name();
         if let Some(latent) = latent {
-            return format!("mla attention {heads}x{head_dim} latent{latent} x{tokens} {cache}");
+            let shape = format!("mla attention {heads}x{head_dim} latent{latent}");
+            return match splits {
+                None => format!("{shape} x{tokens} {cache}"),
+                Some(n) => format!("{shape} split{n} x{tokens} {cache}"),
+            };
         }
         match splits {
             None => format!("attention {heads}x{head_dim} kv{kv_heads} x{tokens} {cache}"),
@@ -296,14 +300,16 @@ impl AttentionShape {
     }
 
     /// The form unless tuned on `adapter`: a query a thread, or a key a thread for a split, which
-    /// every adapter runs. Multi-head Latent Attention's chunk takes as many tokens a workgroup as
+    /// every adapter runs. Multi-head Latent Attention's split takes a token a workgroup, and its
+    /// chunk as many tokens a workgroup as
     /// the adapter's workgroup memory holds the queries of, or one where workgroups run on the CPU:
     /// there the tile's queries cost arithmetic that reading each row once does not pay back (on
     /// lavapipe two tokens a workgroup took the attention of a 64-token chunk at depth 1024 from 4.6
     /// to 7.1 s, BENCHMARKS.md).
     pub fn default_form(&self, adapter: Adapter) -> AttentionForm {
         match (self.latent, self.splits) {
-            (Some(_), _) => AttentionForm::Latent {
+            (Some(_), Some(_)) => AttentionForm::Latent { tokens: 1 },
+            (Some(_), None) => AttentionForm::Latent {
                 tokens: match adapter.runs_on_cpu {
                     true => 1,
                     false => largest_query_tile(adapter.workgroup_bytes),
@@ -377,13 +383,16 @@ impl AttentionShape {
             .collect()
     }
 
-    /// Multi-head Latent Attention's forms: its chunk's, 1 to `largest_query_tile` tokens a
-    /// workgroup, and on the matrix cores tiles of `size` or twice as many keys where they fit; a
-    /// split step's none but today's (untuned).
+    /// Multi-head Latent Attention's forms: a chunk's 1 to `largest_query_tile` tokens a workgroup
+    /// (a split step's one), and on the matrix cores tiles of `size` or twice as many keys where they
+    /// fit.
     fn latent_candidates(&self, offers: Offers, adapter: Adapter) -> Vec<AttentionForm> {
         let default = self.default_form(adapter);
-        let tokens = (1..=largest_query_tile(adapter.workgroup_bytes))
-            .map(|tokens| AttentionForm::Latent { tokens });
+        let most = match self.splits {
+            None => largest_query_tile(adapter.workgroup_bytes),
+            Some(_) => 1,
+        };
+        let tokens = (1..=most).map(|tokens| AttentionForm::Latent { tokens });
         let on_cores = (offers.matrix_cores.into_iter()).flat_map(|MatrixCores { lanes, size }| {
             [1, 2].map(|k| AttentionForm::LatentMatrix {
                 size,
@@ -405,13 +414,13 @@ impl AttentionShape {
         let split = self.splits.is_some();
         if let Some(latent) = self.latent {
             return match form {
-                AttentionForm::Latent { tokens } => {
-                    !split && (1..=largest_query_tile(workgroup_bytes)).contains(&tokens)
-                }
+                AttentionForm::Latent { tokens } => match split {
+                    false => (1..=largest_query_tile(workgroup_bytes)).contains(&tokens),
+                    true => tokens == 1,
+                },
                 // Keys and values of whole matrices; a thread a query row for the softmax.
                 AttentionForm::LatentMatrix { size, lanes, keys } => {
-                    !split
-                        && d.is_multiple_of(size)
+                    d.is_multiple_of(size)
                         && latent.is_multiple_of(size)
                         && d.is_multiple_of(4)
                         && keys.is_multiple_of(size)

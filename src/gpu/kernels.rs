@@ -418,6 +418,7 @@ impl Kernel {
             Kernel::MlaAttentionCoop(_, _, kv, _, _) => {
                 let body = wgsl!(
                     "step.wgsl",
+                    "key_range.wgsl",
                     "key_union.wgsl",
                     "rope.wgsl",
                     "mla_attention_coop.wgsl"

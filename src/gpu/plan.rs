@@ -380,6 +380,16 @@ impl Plan {
                 );
                 let key = PipelineKey::attention(shape, form);
                 let workgroups = match shape.splits {
+                    // On MLA's matrix form, a workgroup per `size` of a token's heads and split.
+                    Some(splits) if matches!(form, AttentionForm::LatentMatrix { .. }) => {
+                        Groups::PerTokens {
+                            x: shape
+                                .heads
+                                .div_ceil(key.tokens.expect("a matrix form's rows")),
+                            per: 1,
+                            z: splits,
+                        }
+                    }
                     // A split workgroup per group of heads, token and split.
                     Some(splits) => Groups::PerTokens {
                         x: head_groups(shape.heads, shape.kv_heads),

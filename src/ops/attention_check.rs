@@ -8,7 +8,7 @@ use super::attention::{self, AttentionBuffers, Shape};
 use super::mla::{self, Mla};
 use super::rope::Rope;
 use crate::gpu::{read_back_f32, scratch_buffer, storage_buffer, Gpu, KvType, Plan, StepInput};
-use crate::gpu::{AttentionShape, Choice, Tunable, Tuning};
+use crate::gpu::{AttentionForm, AttentionShape, Choice, Tunable, Tuning};
 
 /// The check's heads: two query heads of 64 over one kv head, a chunk of 70 tokens from position 0
 /// (a block of queries and part of one, keys in several tiles, the last partly seen), causal.
@@ -93,9 +93,9 @@ pub async fn matrix_attention_works(gpu: &Gpu) -> Result<bool, crate::Error> {
 
 /// The latent check's shape: two heads over DeepSeek-V2's cache rows (a latent of 512 and 64 rope
 /// values) in an f16 cache, as GPUs keep it, a chunk of 40 tokens from position 0 (rows of two
-/// workgroups or more, keys in several tiles). The queries' rope parts are zero, and the scale a
-/// power of two, so that the queries and cache rows given, already f16, reach the matrix cores
-/// unrounded.
+/// workgroups or more, keys in several tiles), then the last of them again as a step, its keys split
+/// 3 ways. The queries' rope parts are zero, and the scale a power of two, so that the queries and
+/// cache rows given, already f16, reach the matrix cores unrounded.
 const LATENT: Mla = Mla {
     n_head: 2,
     kv_lora: 512,
@@ -113,15 +113,23 @@ const LATENT: Mla = Mla {
     cache: KvType::F16,
 };
 const LATENT_TOKENS: u32 = 40;
+const LATENT_SPLITS: u32 = 3;
 
-/// As `matrix_attention_works`, for Multi-head Latent Attention's chunk at DeepSeek-V2's widths.
+/// As `matrix_attention_works`, for Multi-head Latent Attention's chunk and split step at
+/// DeepSeek-V2's widths.
 pub async fn matrix_latent_attention_works(gpu: &Gpu) -> Result<bool, crate::Error> {
     let m = LATENT;
-    let shape = mla::chunk_shape(&m, LATENT_TOKENS);
-    let forms: Vec<_> = (shape.candidates(gpu.offers(), gpu.adapter()).into_iter())
-        .filter(|f| f.rounding().is_some())
-        .collect();
-    if forms.is_empty() {
+    let on_cores = |splits, tokens| -> Vec<AttentionForm> {
+        let shape = mla::attention_shape(&m, tokens, splits);
+        (shape.candidates(gpu.offers(), gpu.adapter()).into_iter())
+            .filter(|f| f.rounding().is_some())
+            .collect()
+    };
+    let (chunk_forms, split_forms) = (
+        on_cores(None, LATENT_TOKENS),
+        on_cores(Some(LATENT_SPLITS), 1),
+    );
+    if chunk_forms.is_empty() && split_forms.is_empty() {
         return Ok(true);
     }
     let (n, heads, l) = (
@@ -132,13 +140,74 @@ pub async fn matrix_latent_attention_works(gpu: &Gpu) -> Result<bool, crate::Err
     let width = m.cache_width() as usize;
     let wave = |i: usize| half::f16::from_f32((i as f32 * 0.618).sin()).to_f32();
     let q_latent: Vec<f32> = (0..n * heads * l).map(wave).collect();
-    let q = vec![0f32; n * heads * m.q_stride() as usize];
     let cache: Vec<f32> = (0..n * width).map(|i| wave(i + 17)).collect();
+    let want = latent_reference(&m, &q_latent, &cache);
+    let cache = storage_buffer(gpu, "latent check cache", &f16_words(&cache));
+    let freqs = m.rope.freqs_buffer(gpu, None);
+
+    // The chunk, then its last token as a step.
+    let runs = [(0, LATENT_TOKENS, None), (n - 1, 1, Some(LATENT_SPLITS))];
+    for (first, tokens, splits) in runs {
+        let rows = first * heads * l..(first + tokens as usize) * heads * l;
+        let q_latent = &q_latent[rows.clone()];
+        let q_latent = storage_buffer(gpu, "latent check q_latent", bytemuck::cast_slice(q_latent));
+        let q = vec![0f32; tokens as usize * heads * m.q_stride() as usize];
+        let q = storage_buffer(gpu, "latent check q", bytemuck::cast_slice(&q));
+        let out = scratch_buffer(gpu, "latent check out", rows.len() as u64 * 4).await?;
+        let buffers = mla::AttentionBuffers {
+            q_latent: &q_latent,
+            q: &q,
+            cache: &cache,
+            freqs: &freqs,
+            out: &out,
+        };
+        let step = StepInput::with(gpu, first as u32, &vec![0; tokens as usize]);
+        let mut plan = Plan::new(gpu, &step, tokens);
+        let shape = mla::attention_shape(&m, tokens, splits);
+        let default = shape.default_form(gpu.adapter());
+        let forms = match splits {
+            None => {
+                mla::push_chunk_in(&mut plan, &m, &buffers, default);
+                &chunk_forms
+            }
+            Some(n_split) => {
+                let bytes = attention::split_scratch_bytes(tokens, m.n_head, m.kv_lora, n_split);
+                let parts = scratch_buffer(gpu, "latent check parts", bytes).await?;
+                mla::push_split_in(&mut plan, &m, &buffers, (n_split, &parts), default);
+                &split_forms
+            }
+        };
+        plan.finish(gpu).await?;
+        for &form in forms {
+            let mut tuning = Tuning::default();
+            tuning.insert(&Tunable::Attention(shape), Choice::Attention(form));
+            let ran = plan
+                .run_checked(gpu, &tuning, "the matrix-core latent attention check")
+                .await;
+            if ran.is_err() {
+                return Ok(false);
+            }
+            let got = read_back_f32(gpu, &out, rows.len()).await?;
+            if nmse(&got, &want[rows.clone()]) > CHECK_NMSE {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Each (token, head)'s latent attention output of the check in f32, causal from position 0: the
+/// queries `q_latent` (the rope parts zero) over the latent cache rows.
+fn latent_reference(m: &Mla, q_latent: &[f32], cache: &[f32]) -> Vec<f32> {
+    let (heads, l, width) = (
+        m.n_head as usize,
+        m.kv_lora as usize,
+        m.cache_width() as usize,
+    );
     let mut want = Vec::with_capacity(q_latent.len());
-    for t in 0..n {
+    for (t, queries) in q_latent.chunks(heads * l).enumerate() {
         let rows = &cache[..(t + 1) * width];
-        for h in 0..heads {
-            let query = &q_latent[(t * heads + h) * l..][..l];
+        for query in queries.chunks(l) {
             let scores: Vec<f32> = (rows.chunks(width))
                 .map(|key| m.scale * query.iter().zip(key).map(|(a, b)| a * b).sum::<f32>())
                 .collect();
@@ -154,41 +223,7 @@ pub async fn matrix_latent_attention_works(gpu: &Gpu) -> Result<bool, crate::Err
             }));
         }
     }
-    let q_latent = storage_buffer(
-        gpu,
-        "latent check q_latent",
-        bytemuck::cast_slice(&q_latent),
-    );
-    let q = storage_buffer(gpu, "latent check q", bytemuck::cast_slice(&q));
-    let cache = storage_buffer(gpu, "latent check cache", &f16_words(&cache));
-    let freqs = m.rope.freqs_buffer(gpu, None);
-    let out = scratch_buffer(gpu, "latent check out", want.len() as u64 * 4).await?;
-    let step = StepInput::with(gpu, 0, &vec![0; n]);
-    let mut plan = Plan::new(gpu, &step, LATENT_TOKENS);
-    let buffers = mla::AttentionBuffers {
-        q_latent: &q_latent,
-        q: &q,
-        cache: &cache,
-        freqs: &freqs,
-        out: &out,
-    };
-    mla::push_chunk_in(&mut plan, &m, &buffers, shape.default_form(gpu.adapter()));
-    plan.finish(gpu).await?;
-    for form in forms {
-        let mut tuning = Tuning::default();
-        tuning.insert(&Tunable::Attention(shape), Choice::Attention(form));
-        let ran = plan
-            .run_checked(gpu, &tuning, "the matrix-core latent attention check")
-            .await;
-        if ran.is_err() {
-            return Ok(false);
-        }
-        let got = read_back_f32(gpu, &out, want.len()).await?;
-        if nmse(&got, &want) > CHECK_NMSE {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    want
 }
 
 /// The bytes of `values` in an f16 cache.

@@ -111,7 +111,7 @@ pub struct AttentionBuffers<'a> {
 
 /// Adds attention for each token of the run: token t, at position pos + t, attends to positions
 /// 0..=pos + t. A step's tokens take a workgroup each (their sequences' rows lie apart); a prompt's
-/// chunk takes its tuned form (`chunk_shape`): several tokens a workgroup, or tiles on the matrix
+/// chunk takes its tuned form (`attention_shape`): several tokens a workgroup, or tiles on the matrix
 /// cores.
 pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
     if plan.is_step() {
@@ -122,37 +122,34 @@ pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
         };
         return push_kernel(plan, m, (b, b.out), (1, 0), groups);
     }
-    let shape = chunk_shape(m, plan.batch);
+    let shape = attention_shape(m, plan.batch, None);
     let form = plan.attention(&shape);
-    push_chunk_in(plan, m, b, form);
+    push_in(plan, m, (b, b.out), (form, None));
 }
 
-/// A prompt's chunk of `tokens` as a tunable attention shape.
-pub fn chunk_shape(m: &Mla, tokens: u32) -> AttentionShape {
+/// The tunable attention shape of a run of `tokens`: a prompt's chunk, or a step's with each
+/// token's keys split `splits` ways.
+pub fn attention_shape(m: &Mla, tokens: u32, splits: Option<u32>) -> AttentionShape {
     AttentionShape {
         heads: m.n_head,
         kv_heads: 1,
         head_dim: m.cache_width(),
         tokens,
         cache: m.cache,
-        splits: None,
+        splits,
         latent: Some(m.kv_lora),
     }
 }
 
-/// `push_attention` for a prompt's chunk in `form` (one of `chunk_shape`'s), which tuning may
-/// change.
+/// `push_attention` for a prompt's chunk in `form` (one of its shape's), which tuning may change.
 pub fn push_chunk_in(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, form: AttentionForm) {
-    check_fits(m);
-    let shape = chunk_shape(m, plan.batch);
-    let step = plan.step.clone();
-    let buffers = [b.q_latent, b.q, b.cache, b.cache, b.out, b.freqs, &step];
-    plan.push_attention((shape, true), form, &buffers, super::params(&params(m, 0)));
+    push_in(plan, m, (b, b.out), (form, None));
 }
 
 /// As `push_attention` for a step's plan (`Plan::is_step`), with each token's keys split `n_split`
-/// ways (each split a workgroup per group of heads and token), then merged: two dispatches. `parts`
-/// holds `attention::split_scratch_bytes(plan.batch, n_head, kv_lora, n_split)`.
+/// ways in the tuned form (a workgroup per group of heads, token and split; or on the matrix cores,
+/// per `size` of a token's heads and split), then merged: two dispatches. `parts` holds
+/// `attention::split_scratch_bytes(plan.batch, n_head, kv_lora, n_split)`.
 pub fn push_attention_split(
     plan: &mut Plan,
     m: &Mla,
@@ -160,15 +157,38 @@ pub fn push_attention_split(
     n_split: u32,
     parts: &wgpu::Buffer,
 ) {
+    let form = plan.attention(&attention_shape(m, plan.batch, Some(n_split)));
+    push_split_in(plan, m, b, (n_split, parts), form);
+}
+
+/// `push_attention_split` in `form` (one of its shape's), which tuning may change.
+pub fn push_split_in(
+    plan: &mut Plan,
+    m: &Mla,
+    b: &AttentionBuffers,
+    (n_split, parts): (u32, &wgpu::Buffer),
+    form: AttentionForm,
+) {
     assert!(plan.is_step() && n_split > 0);
-    let groups = Groups::PerTokens {
-        x: crate::gpu::head_groups(m.n_head, 1),
-        per: 1,
-        z: n_split,
-    };
-    push_kernel(plan, m, (b, parts), (1, n_split), groups);
+    push_in(plan, m, (b, parts), (form, Some(n_split)));
     let heads = (m.n_head, m.kv_lora, n_split);
     super::attention::push_merge(plan, heads, parts, b.out, None);
+}
+
+/// The tunable attention of the run (its keys split `splits` ways, or a chunk's) in `form`, into
+/// `out` (the output, or the splits' parts).
+fn push_in(
+    plan: &mut Plan,
+    m: &Mla,
+    (b, out): (&AttentionBuffers, &wgpu::Buffer),
+    (form, splits): (AttentionForm, Option<u32>),
+) {
+    check_fits(m);
+    let shape = attention_shape(m, plan.batch, splits);
+    let step = plan.step.clone();
+    let buffers = [b.q_latent, b.q, b.cache, b.cache, out, b.freqs, &step];
+    let params = params(m, splits.unwrap_or(0));
+    plan.push_attention((shape, true), form, &buffers, super::params(&params));
 }
 
 fn check_fits(m: &Mla) {
