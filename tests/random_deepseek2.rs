@@ -28,6 +28,21 @@ fn random_deepseek2_models_match_references() {
     assert_eq!(reports.len(), 5);
 }
 
+/// The same with each RMSNorm done in the kernel of the product that reads it (`Gpu::fuses_norms`, a
+/// GPU's default, which lavapipe does not take): the layer's input norm in the query's and the
+/// compressed kv's products, q_lora's norm in q_b's, the feed-forward's in its products. A decode
+/// step of one sequence, and steps of several.
+#[test]
+fn random_deepseek2_with_norms_fused_match_references() {
+    let Some(gpu) = common::gpu_with_norms_fused() else {
+        return;
+    };
+    let golden = serde_json::from_str(include_str!("goldens/random-deepseek2.json")).unwrap();
+    let reports = check_all(&gpu, &golden, TOL_F32, LLAMA_CPP);
+    assert_eq!(reports.len(), 5);
+    common::random_model::check_parallel(&gpu, &golden, TOL_F32);
+}
+
 /// A prompt read in chunks (the prefill plan: MLA's projections and attention and the experts over
 /// several tokens at once, the experts grouped by the tokens routed to them) leaves the cache one token
 /// at a time leaves: the logits after it are the f32 reference's and the one-token path's, and the

@@ -22,7 +22,7 @@ use crate::ops::glu::Activation;
 use crate::ops::matvec::{self, Input};
 use crate::ops::mla::{self, Mla};
 use crate::ops::moe_route::Gating;
-use crate::ops::rms_norm::{self, RmsNorm};
+use crate::ops::rms_norm::RmsNorm;
 use crate::ops::rope::{Rope, Yarn};
 use crate::ops::{attention, embed};
 use crate::Error;
@@ -412,8 +412,17 @@ impl Model<'_> {
         embed::push(plan, &self.ends.token_embd, &a.x, 1.0);
         for b in self.blocks {
             plan.layer_boundary();
-            rms_norm::push(plan, &a.x, &b.attn_norm, &a.xn, d, eps);
-            self.push_attention(plan, b, split);
+            // The query's and the compressed kv's products both read it: normed once for both, or
+            // by each in its kernel where the plan folds norms in.
+            let attn_in = Input::RmsNorm(RmsNorm {
+                x: &a.x,
+                gain: &b.attn_norm,
+                xn: &a.xn,
+                n: d,
+                eps,
+            })
+            .for_pairs(plan);
+            self.push_attention(plan, b, attn_in, split);
             matvec::push(plan, &b.attn_output, &a.attn, &a.x, true);
             let (x, gain, xn) = (&a.x, &b.ffn_norm, &a.xn);
             let ffn_in = Input::RmsNorm(RmsNorm {
@@ -429,24 +438,37 @@ impl Model<'_> {
         plan.layer_boundary();
     }
 
-    /// The query and the compressed kv from xn, the cache row, attention in the latent space (split
-    /// over the keys where `split` says), and its output out of it into `attn`.
-    fn push_attention(&self, plan: &mut Plan, b: &Block, split: Option<(u32, &wgpu::Buffer)>) {
+    /// The query and the compressed kv from the layer's normed input `x`, the cache row, attention
+    /// in the latent space (split over the keys where `split` says), and its output out of it into
+    /// `attn`.
+    fn push_attention(
+        &self,
+        plan: &mut Plan,
+        b: &Block,
+        x: Input,
+        split: Option<(u32, &wgpu::Buffer)>,
+    ) {
         let (c, a) = (self.c, self.a);
         let m = &c.mla;
         match &b.q {
-            QueryWeights::Direct(w) => matvec::push(plan, w, &a.xn, &a.q, false),
+            QueryWeights::Direct(w) => matvec::push(plan, w, x, &a.q, false),
             QueryWeights::LowRank {
                 a: wa,
                 a_norm,
                 b: wb,
             } => {
-                matvec::push(plan, wa, &a.xn, &a.q_low, false);
-                rms_norm::push(plan, &a.q_low, a_norm, &a.q_low_normed, c.q_lora, c.rms_eps);
-                matvec::push(plan, wb, &a.q_low_normed, &a.q, false);
+                matvec::push(plan, wa, x, &a.q_low, false);
+                let q_low = RmsNorm {
+                    x: &a.q_low,
+                    gain: a_norm,
+                    xn: &a.q_low_normed,
+                    n: c.q_lora,
+                    eps: c.rms_eps,
+                };
+                matvec::push(plan, wb, Input::RmsNorm(q_low), &a.q, false);
             }
         }
-        matvec::push(plan, &b.kv_a, &a.xn, &a.kv, false);
+        matvec::push(plan, &b.kv_a, x, &a.kv, false);
         let norm = (&b.kv_a_norm, c.rms_eps);
         mla::push_kv(plan, m, &a.kv, norm, self.rope_freqs, &b.cache);
         let (lora, q_stride) = (m.kv_lora, m.q_stride());
