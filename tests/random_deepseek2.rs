@@ -9,10 +9,12 @@ mod common;
 
 use common::fidelity::Tolerance;
 use common::gpu;
-use common::random_model::check_all;
+use common::random_model::{check_all, check_all_loaded};
 
 /// Largest |Wick - f32 reference| on any logit (logits have a std of about 4).
 const TOL_F32: f32 = 0.005;
+/// The same where the cache rounds each value to f16.
+const TOL_F16_CACHE: f32 = 0.05;
 /// llama.cpp here is up to 0.63 from exact math (its 8-bit activations on the Q4_K_M file; 0.04 on the
 /// f16 files).
 const LLAMA_CPP: Tolerance = Tolerance {
@@ -41,6 +43,21 @@ fn random_deepseek2_with_norms_fused_match_references() {
     let reports = check_all(&gpu, &golden, TOL_F32, LLAMA_CPP);
     assert_eq!(reports.len(), 5);
     common::random_model::check_parallel(&gpu, &golden, TOL_F32);
+}
+
+/// With the latent cache in f16 (`KvType::F16`, a GPU's default): the same checks against
+/// llama.cpp, and against the f32 reference within f16's rounding of every cached latent and rope
+/// value.
+#[test]
+fn random_deepseek2_with_an_f16_cache_match_references() {
+    let Some(gpu) = gpu() else { return };
+    let golden = serde_json::from_str(include_str!("goldens/random-deepseek2.json")).unwrap();
+    let options = wick::engine::LoadOptions {
+        kv_cache: Some(wick::gpu::KvType::F16),
+        ..common::options(64)
+    };
+    let reports = check_all_loaded(&gpu, &golden, (TOL_F16_CACHE, LLAMA_CPP), options);
+    assert_eq!(reports.len(), 5);
 }
 
 /// A prompt read in chunks (the prefill plan: MLA's projections and attention and the experts over
