@@ -7,26 +7,20 @@
 // over the keys; each subgroup then adds its weights times the values to its output, held in f32
 // matrix registers across the tiles.
 //
-// The matrices can only be scaled whole, so the output is not rescaled at every new max (online
-// softmax's usual step): each query's weights are taken against a reference max that moves only when
-// a tile's max passes it by more than TAU (a weight then at most e^TAU, which f16 holds), and only then
-// does the workgroup pass its outputs through workgroup memory to rescale their rows. A query's
-// first keys set its reference without a rescale (its output is still zero).
+// The outputs are rescaled only when a query's reference max moves (tile_weights.wgsl).
 //
 // Same ranges, soft-capping and sinks as attention_tiled.wgsl. q head h reads kv head
 // h / (n_head / n_kv_head). The prelude enables f16 and wgpu_cooperative_matrix and sets S, MatA, MatB
 // and MatC; the pipeline sets HD (a head's dims, a multiple of S) and BK (keys a tile, a multiple of
 // S). WG is SUBGROUPS subgroups of the adapter's widest, at least S lanes each; where the driver runs
 // narrower ones, those past SUBGROUPS help with the loads and stores only. Needs step.wgsl,
-// key_range.wgsl, key_union.wgsl, attention_params.wgsl and attention_chunk.wgsl.
+// key_range.wgsl, key_union.wgsl, attention_params.wgsl, attention_chunk.wgsl and tile_weights.wgsl.
 
 const SUBGROUPS: u32 = 4u;
 const BQ: u32 = SUBGROUPS * S;  // queries a workgroup
 const HD4: u32 = HD / 4u;
 const DM: u32 = HD / S;         // matrices across a head
 const KM: u32 = BK / S;         // matrices across a tile's keys
-// A reference max moves when a tile's max passes it by more than this: weights stay under e^8.
-const TAU: f32 = 8.0;
 // Row strides, 16 bytes past a multiple of 64 for f16 (aligned for the matrix loads, and not every
 // row in one bank). The tile of keys or values holds its f16 four to a vec4, so that a thread stores
 // four at once; the matrices load from it in those units (strides and offsets in vec4s), as SPIR-V's
@@ -108,36 +102,14 @@ fn main(
         workgroupBarrier(); // the scores are in, and the keys read
 
         if (lid < BQ) {
-            // Query lid's weights for the tile against its reference max.
-            var tile_max = -3.0e38;
-            for (var j = 0u; j < BK; j++) {
-                var score = scores[lid * SS + j];
-                if (P.softcap > 0.0) {
-                    score = P.softcap * tanh(score / P.softcap);
+            // Query lid's weights for the tile against its reference max, its scores soft-capped.
+            if (P.softcap > 0.0) {
+                for (var j = 0u; j < BK; j++) {
+                    let score = scores[lid * SS + j];
+                    scores[lid * SS + j] = P.softcap * tanh(score / P.softcap);
                 }
-                let p = start + j;
-                let seen = p >= range.x && p < range.y;
-                score = select(-3.0e38, score, seen);
-                scores[lid * SS + j] = score;
-                tile_max = max(tile_max, score);
             }
-            var factor = 1.0;
-            if (m == -3.0e38) {
-                m = tile_max;
-            } else if (tile_max > m + TAU) {
-                factor = exp(m - tile_max);
-                l *= factor;
-                m = tile_max;
-                rescale_any = 1u; // every writer writes the same value
-            }
-            row_factor[lid] = factor;
-            for (var j = 0u; j < BK; j++) {
-                let p = start + j;
-                // Where no key was seen yet, m is -3e38 too: the range decides, not exp.
-                let w = f16(select(0.0, exp(scores[lid * SS + j] - m), p >= range.x && p < range.y));
-                weights[lid * PS + j] = w;
-                l += f32(w);
-            }
+            weigh_tile(lid, start, range, &m, &l);
         }
         load_tile(lid, start, keys.y, kv, false);
         if (workgroupUniformLoad(&rescale_any) != 0u) {

@@ -8,31 +8,10 @@
 // `ops::mla::push_attention`; a step one); no scores are stored. The output stays in the latent
 // space (v_b takes it out). Deep into a context one token's keys are split too (flash-decoding,
 // P.n_split of them): workgroup (group, token, s) takes split s of the token's keys and writes its
-// heads' partial states to O as attention_split.wgsl does, for attention_merge.wgsl. Needs step.wgsl, key_range.wgsl,
-// rope.wgsl, head_group.wgsl and attend.wgsl.
+// heads' partial states to O as attention_split.wgsl does, for attention_merge.wgsl. Needs step.wgsl,
+// key_range.wgsl, rope.wgsl, head_group.wgsl, attend.wgsl and mla_bindings.wgsl.
 
 const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)
-
-struct Params {
-    rope: Rope,
-    n_head: u32,
-    kv_lora: u32,
-    q_stride: u32,   // floats per head in QR
-    q_rope: u32,     // where the rope part starts in a head of QR
-    scale: f32,
-    softcap: f32,    // always 0: no soft-capping
-    n_split: u32,    // one token's keys split this many ways; 0: not split
-}
-
-@group(0) @binding(0) var<storage, read> QA: array<f32>;         // (batch, n_head, kv_lora)
-@group(0) @binding(1) var<storage, read> QR: array<f32>;         // (batch, n_head, q_stride)
-@group(0) @binding(2) var<storage, read> KC: array<Kv4>;         // the cache, (n_ctx, kv_lora + n_rot)
-@group(0) @binding(3) var<storage, read> VC: array<Kv2>;         // the same cache
-@group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora); split:
-                                                                 // (batch, n_head, n_split, kv_lora + 2)
-@group(0) @binding(5) var<storage, read> freqs: array<f32>;      // (n_rot / 2) each pair's frequency
-@group(0) @binding(6) var<storage, read> step: Step;
-@group(0) @binding(7) var<uniform> P: Params;
 
 override WG: u32 = 128u;
 // The queries of the tile's tokens, head g of token q at (q * GROUP + g) * MAX_KEY / 4: latent, then

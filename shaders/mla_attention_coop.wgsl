@@ -18,15 +18,15 @@
 // values, the same rows) to its share of the output's matrices, held in f32 registers across the
 // tiles. A cache row is read once for the workgroup's S rows, and once for both products.
 //
-// As in attention_coop.wgsl, the outputs are not rescaled at every new max: each row's weights are
-// taken against a reference max that moves only when a tile's max passes it by more than TAU, and
-// only then do the outputs pass through workgroup memory to rescale their rows.
+// As in attention_coop.wgsl, the outputs are rescaled only when a row's reference max moves
+// (tile_weights.wgsl).
 //
-// Same bindings and parameters as mla_attention.wgsl, which the tuner times it against. The prelude
+// Its bindings and parameters are mla_attention.wgsl's (mla_bindings.wgsl). The prelude
 // enables f16 and wgpu_cooperative_matrix and sets S, MatA, MatB and MatC; the pipeline sets KL and
 // NR (multiples of S) and BK (a multiple of S). WG is SUBGROUPS subgroups of the adapter's widest, at
 // least S lanes each; where the driver runs narrower ones, those past SUBGROUPS help with the loads
-// and stores only. Needs step.wgsl, key_range.wgsl, key_union.wgsl and rope.wgsl.
+// and stores only. Needs step.wgsl, key_range.wgsl, key_union.wgsl, rope.wgsl, tile_weights.wgsl and
+// mla_bindings.wgsl.
 
 const SUBGROUPS: u32 = 4u;
 const D: u32 = KL + NR;                              // a cache row's values
@@ -35,8 +35,6 @@ const DMS: u32 = (DM + SUBGROUPS - 1u) / SUBGROUPS;  // a subgroup's share of th
 const VM: u32 = KL / S;                              // matrices across a value
 const VMS: u32 = (VM + SUBGROUPS - 1u) / SUBGROUPS;  // a subgroup's share of them
 const KM: u32 = BK / S;                              // matrices across a tile's keys
-// A reference max moves when a tile's max passes it by more than this: weights stay under e^8.
-const TAU: f32 = 8.0;
 // Row strides, 16 bytes past a multiple of 64 for f16 where D is a multiple of 32 (aligned for the
 // matrix loads, and not every row in one bank). The tile holds its f16 four to a vec4, so that a
 // thread stores four at once; the matrices load from it in those units (strides and offsets in
@@ -49,28 +47,6 @@ const PS: u32 = BK + 8u;
 const SS: u32 = BK + 4u;
 // Rows the tile holds: BK, or S at the start, when it carries the queries.
 const KV_ROWS: u32 = max(BK, S);
-
-struct Params {
-    rope: Rope,
-    n_head: u32,
-    kv_lora: u32,
-    q_stride: u32,   // floats per head in QR
-    q_rope: u32,     // where the rope part starts in a head of QR
-    scale: f32,
-    softcap: f32,    // always 0: no soft-capping
-    n_split: u32,    // one token's keys split this many ways; 0: not split (a prompt's chunk)
-}
-
-@group(0) @binding(0) var<storage, read> QA: array<f32>;         // (batch, n_head, kv_lora)
-@group(0) @binding(1) var<storage, read> QR: array<f32>;         // (batch, n_head, q_stride)
-@group(0) @binding(2) var<storage, read> KC: array<Kv4>;         // the cache, (n_ctx, kv_lora + n_rot)
-@group(0) @binding(3) var<storage, read> VC: array<Kv2>;         // the same cache (mla_attention.wgsl's
-                                                                 // binding; the values are KC's rows)
-@group(0) @binding(4) var<storage, read_write> O: array<f32>;    // (batch, n_head, kv_lora); split:
-                                                                 // (batch, n_head, n_split, kv_lora + 2)
-@group(0) @binding(5) var<storage, read> freqs: array<f32>;      // (n_rot / 2) each pair's frequency
-@group(0) @binding(6) var<storage, read> step: Step;
-@group(0) @binding(7) var<uniform> P: Params;
 
 override WG: u32 = 128u;
 
@@ -161,35 +137,16 @@ fn main(
         workgroupBarrier(); // the scores' parts are in
 
         if (lid < S) {
-            // Row lid's weights for the tile against its reference max.
-            var tile_max = -3.0e38;
+            // Row lid's weights for the tile against its reference max, its scores the sum of
+            // the subgroups' parts.
             for (var j = 0u; j < BK; j++) {
                 var score = 0.0;
                 for (var p = 0u; p < SUBGROUPS; p++) {
                     score += scores[(p * S + lid) * SS + j];
                 }
-                let key = start + j;
-                score = select(-3.0e38, score, key >= range.x && key < range.y);
                 scores[lid * SS + j] = score;
-                tile_max = max(tile_max, score);
             }
-            var factor = 1.0;
-            if (m == -3.0e38) {
-                m = tile_max;
-            } else if (tile_max > m + TAU) {
-                factor = exp(m - tile_max);
-                l *= factor;
-                m = tile_max;
-                rescale_any = 1u; // every writer writes the same value
-            }
-            row_factor[lid] = factor;
-            for (var j = 0u; j < BK; j++) {
-                let key = start + j;
-                // Where no key was seen yet, m is -3e38 too: the range decides, not exp.
-                let w = f16(select(0.0, exp(scores[lid * SS + j] - m), key >= range.x && key < range.y));
-                weights[lid * PS + j] = w;
-                l += f32(w);
-            }
+            weigh_tile(lid, start, range, &m, &l);
         }
         if (workgroupUniformLoad(&rescale_any) != 0u) {
             rescale_outputs(lid, part, multiplies, &o);

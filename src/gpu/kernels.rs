@@ -411,6 +411,7 @@ impl Kernel {
                     "rope.wgsl",
                     "head_group.wgsl",
                     "attend.wgsl",
+                    "mla_bindings.wgsl",
                     "mla_attention.wgsl"
                 );
                 return [kv.source(), body].concat();
@@ -421,6 +422,8 @@ impl Kernel {
                     "key_range.wgsl",
                     "key_union.wgsl",
                     "rope.wgsl",
+                    "tile_weights.wgsl",
+                    "mla_bindings.wgsl",
                     "mla_attention_coop.wgsl"
                 );
                 return [kv.source(), body].concat();
@@ -468,7 +471,7 @@ impl Kernel {
                 let body = match self {
                     Kernel::AttentionTiled(..) => wgsl!("attention_tiled.wgsl"),
                     Kernel::AttentionRows(..) => wgsl!("lanes_sum.wgsl", "attention_rows.wgsl"),
-                    _ => wgsl!("attention_coop.wgsl"),
+                    _ => wgsl!("tile_weights.wgsl", "attention_coop.wgsl"),
                 };
                 return [kv.source(), shared, body].concat();
             }
