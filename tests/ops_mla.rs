@@ -8,8 +8,8 @@ use common::attention::{cache_buffer, read_cache, stored};
 use common::{f32_buffer, gpu, matrix_cores_only, nmse, packed, plan_at, run, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
+use wick::gpu::{largest_query_tile, KvType, MatvecShape, Offers, Rounding, Tuning};
 use wick::gpu::{read_back_f32, scratch_buffer, AttentionForm, Gpu, Kernel, MatrixCores};
-use wick::gpu::{KvType, MatvecShape, Offers, Rounding, Tuning};
 use wick::ops::mla::{self, Mla};
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
@@ -91,12 +91,19 @@ impl Run {
 }
 
 /// The forms of a run's attention (a chunk's, or a step's split `splits` ways) the tuner may give
-/// `m` on `gpu` (on lavapipe with matrix cores, which advertises 8 x 8 products and runs the 16 x 16
-/// ones GPUs take, those too); where only the matrix cores' are asked for
-/// (scripts/test-matrix-cores.sh), those alone.
+/// `m` on `gpu` or on a GPU with its workgroup memory (a chunk's streaming form at every count of
+/// tokens a workgroup, which a CPU adapter is offered one of; on lavapipe with matrix cores, which
+/// advertises 8 x 8 products and runs the 16 x 16 ones GPUs take, those too); where only the matrix
+/// cores' are asked for (scripts/test-matrix-cores.sh), those alone.
 fn forms(gpu: &Gpu, m: &Mla, tokens: u32, splits: Option<u32>) -> Vec<AttentionForm> {
     let shape = mla::attention_shape(m, tokens, splits);
     let mut forms = shape.candidates(gpu.offers(), gpu.adapter());
+    if splits.is_none() {
+        let most = largest_query_tile(gpu.adapter().workgroup_bytes);
+        let streaming = (1..=most).map(|tokens| AttentionForm::Latent { tokens });
+        let missing: Vec<_> = streaming.filter(|f| !forms.contains(f)).collect();
+        forms.extend(missing);
+    }
     let lavapipe = (gpu.matrix_cores()).filter(|_| gpu.info.name.contains("llvmpipe"));
     if let Some(cores) = lavapipe {
         let sixteen = MatrixCores {

@@ -384,13 +384,15 @@ impl AttentionShape {
     }
 
     /// Multi-head Latent Attention's forms: a chunk's 1 to `largest_query_tile` tokens a workgroup
-    /// (a split step's one), and on the matrix cores tiles of `size` or twice as many keys where they
-    /// fit.
+    /// on GPUs (where workgroups run on the CPU, one: the tuner times a chunk near the start of a
+    /// context, where two took less, and deep into one two cost half again as much,
+    /// `default_form`), a split step's one; and on the matrix cores tiles of `size` or twice as many
+    /// keys where they fit.
     fn latent_candidates(&self, offers: Offers, adapter: Adapter) -> Vec<AttentionForm> {
         let default = self.default_form(adapter);
-        let most = match self.splits {
-            None => largest_query_tile(adapter.workgroup_bytes),
-            Some(_) => 1,
+        let most = match self.splits.is_none() && !offers.cpu_forms {
+            true => largest_query_tile(adapter.workgroup_bytes),
+            false => 1,
         };
         let tokens = (1..=most).map(|tokens| AttentionForm::Latent { tokens });
         let on_cores = (offers.matrix_cores.into_iter()).flat_map(|MatrixCores { lanes, size }| {
@@ -571,9 +573,10 @@ mod tests {
     }
 
     /// Multi-head Latent Attention's chunk takes its own forms alone: the streaming form at 1 to
-    /// as many tokens as the adapter's workgroup memory holds the queries of (the untuned default
-    /// as many on a GPU, one where workgroups run on the CPU), and on the matrix cores tiles of one
-    /// or two products' keys where they fit (DeepSeek-V2's 576-wide rows: 32 keys take 47 KiB).
+    /// as many tokens as the adapter's workgroup memory holds the queries of on a GPU (the untuned
+    /// default as many; one where workgroups run on the CPU, which is offered no other), and on the
+    /// matrix cores tiles of one or two products' keys where they fit (DeepSeek-V2's 576-wide rows:
+    /// 32 keys take 47 KiB).
     #[test]
     fn latent_forms_are_offered_for_latent_attention_alone() {
         let deepseek = AttentionShape {
@@ -615,10 +618,11 @@ mod tests {
             runs_on_cpu: true,
             ..on_gpu(32768)
         };
-        assert_eq!(
-            deepseek.candidates(offers(Some(8), None), cpu),
-            [latent(1), latent(2)]
-        );
+        let cpu_offers = Offers {
+            cpu_forms: true,
+            ..offers(Some(8), None)
+        };
+        assert_eq!(deepseek.candidates(cpu_offers, cpu), [latent(1)]);
         assert_eq!(deepseek.default_form(on_gpu(16384)), latent(1));
         // Not the forms of heads of keys and values, nor theirs of it.
         let heads = AttentionShape {

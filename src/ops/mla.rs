@@ -4,8 +4,9 @@
 //! into the latent space before attention and v_b takes its output out after it
 //! (matvec::push_grouped). In that form MLA is multi-query attention whose key is a cache row and whose
 //! value is the row's latent, so it runs on the grouped-query kernels' online softmax
-//! (shaders/attend.wgsl); a prompt's chunk also on the adapter's matrix cores, as products of its
-//! queries by tiles of cache rows (shaders/mla_attention_coop.wgsl), where the tuner times it faster.
+//! (shaders/attend.wgsl); a prompt's chunk and a deep step's split also on the adapter's matrix
+//! cores, as products of its queries by tiles of cache rows (shaders/mla_attention_coop.wgsl), where
+//! the tuner times them faster.
 
 use super::rope::{Rope, RopeParams};
 use crate::gpu::MAX_LATENT;
