@@ -64,6 +64,8 @@ fn main(
     let range = key_range(token, P.causal != 0u, P.window, P.both_ways_from);
     key_union_open(lid);
     key_union_add(range);
+    key_union_middle();
+    key_union_add_before(range);
     var m = -3.0e38;
     var l = 0.0;
     if (lid == 0u) {
@@ -86,8 +88,9 @@ fn main(
     }
     workgroupBarrier(); // the queries are read before the first keys go in
 
-    for (var start = keys.x; start < keys.y; start += BK) {
-        load_tile(lid, start, keys.y, kv, true);
+    for (var start = keys.x; start < keys.w; start = key_walk_next(keys, start, BK)) {
+        let end = key_walk_end(keys, start);
+        load_tile(lid, start, end, kv, true);
         workgroupBarrier();
         if (multiplies) {
             for (var k = 0u; k < KM; k++) {
@@ -109,9 +112,9 @@ fn main(
                     scores[lid * SS + j] = P.softcap * tanh(score / P.softcap);
                 }
             }
-            weigh_tile(lid, start, range, &m, &l);
+            weigh_tile(lid, start, key_walk_sees(keys, start, range), &m, &l);
         }
-        load_tile(lid, start, keys.y, kv, false);
+        load_tile(lid, start, end, kv, false);
         if (workgroupUniformLoad(&rescale_any) != 0u) {
             rescale_outputs(lid, q0, multiplies, &o);
             if (lid == 0u) {

@@ -55,9 +55,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         m[r] = -3.0e38;
         l[r] = 0.0;
     }
+    key_union_middle();
+    for (var r = 0u; r < RPT; r++) {
+        key_union_add_before(range[r]);
+    }
     let keys = key_union_close(lid);
-    let end = keys.y;
-    for (var start = keys.x; start < end; start += BC) {
+    for (var start = keys.x; start < keys.w; start = key_walk_next(keys, start, BC)) {
+        let end = key_walk_end(keys, start);
         load_tile(false, start, end, kv, lid);
         // The tile's scores: each thread's part of a query's dot product with a key, summed over the
         // DS threads of the query.
@@ -74,7 +78,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                     score = P.softcap * tanh(score / P.softcap);
                 }
                 let p = start + c * CI + col;
-                s[r][c] = select(-3.0e38, score, p >= range[r].x && p < range[r].y);
+                let sees = key_walk_sees(keys, start, range[r]);
+                s[r][c] = select(-3.0e38, score, p >= sees.x && p < sees.y);
             }
         }
         // This column's max, then one rescale of what it holds.
@@ -96,7 +101,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             let p = start + c * CI + col;
             for (var r = 0u; r < RPT; r++) {
                 // Where no key was seen yet, m is s's -3e38 too: the range decides, not exp.
-                let e = select(0.0, exp(s[r][c] - m[r]), p >= range[r].x && p < range[r].y);
+                let sees = key_walk_sees(keys, start, range[r]);
+                let e = select(0.0, exp(s[r][c] - m[r]), p >= sees.x && p < sees.y);
                 l[r] += e;
                 for (var i = 0u; i < HDS; i++) {
                     o[r][i] += e * v[i];

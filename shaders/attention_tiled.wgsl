@@ -29,6 +29,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let range = key_range(token, P.causal != 0u, P.window, P.both_ways_from);
     key_union_open(lid);
     key_union_add(range);
+    key_union_middle();
+    key_union_add_before(range);
     var q: array<vec4<f32>, HD4>;
     var acc: array<vec4<f32>, HD4>;
     let q_row = (token * P.n_head + h) * HD4;
@@ -38,9 +40,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var m = -3.0e38;
     var l = 0.0;
     let keys = key_union_close(lid);
-    let end = keys.y;
-    for (var start = keys.x; start < end; start += BK) {
-        let count = min(BK, end - start);
+    for (var start = keys.x; start < keys.w; start = key_walk_next(keys, start, BK)) {
+        let count = min(BK, key_walk_end(keys, start) - start);
+        let sees = key_walk_sees(keys, start, range);
         // Past the last key, zeros: every key of the tile is multiplied in (by a weight of 0 where
         // unseen), and workgroup memory is not cleared between pipelines.
         for (var i = lid; i < BK * HD4; i += WG) {
@@ -68,7 +70,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             if (P.softcap > 0.0) {
                 score = P.softcap * tanh(score / P.softcap);
             }
-            let seen = p >= range.x && p < range.y;
+            let seen = p >= sees.x && p < sees.y;
             s[j] = select(-3.0e38, score, seen);
             tile_max = max(tile_max, s[j]);
         }
@@ -81,7 +83,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         for (var j = 0u; j < BK; j++) {
             let p = start + j;
             // Where no key was seen yet, m_new is s[j]'s -3e38 too: the range decides, not exp.
-            let e = select(0.0, exp(s[j] - m_new), p >= range.x && p < range.y);
+            let e = select(0.0, exp(s[j] - m_new), p >= sees.x && p < sees.y);
             l += e;
             for (var i = 0u; i < HD4; i++) {
                 acc[i] += e * v_tile[j * HD4 + i];

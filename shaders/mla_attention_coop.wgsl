@@ -79,6 +79,8 @@ fn main(
     }
     key_union_open(lid);
     key_union_add(range);
+    key_union_middle();
+    key_union_add_before(range);
     var m = -3.0e38;
     var l = 0.0;
     if (lid == 0u) {
@@ -117,8 +119,8 @@ fn main(
     }
     workgroupBarrier(); // the queries are read before the first keys go in
 
-    for (var start = keys.x; start < keys.y; start += BK) {
-        load_tile(lid, start, keys.y);
+    for (var start = keys.x; start < keys.w; start = key_walk_next(keys, start, BK)) {
+        load_tile(lid, start, key_walk_end(keys, start));
         workgroupBarrier();
         if (multiplies) {
             // This subgroup's part of each block of scores: its share of the rows' values.
@@ -146,7 +148,7 @@ fn main(
                 }
                 scores[lid * SS + j] = score;
             }
-            weigh_tile(lid, start, range, &m, &l);
+            weigh_tile(lid, start, key_walk_sees(keys, start, range), &m, &l);
         }
         if (workgroupUniformLoad(&rescale_any) != 0u) {
             rescale_outputs(lid, part, multiplies, &o);

@@ -292,6 +292,14 @@ fn tiled_attention_against_cpu() {
             ],
         ),
         (causal(8, 4, 128), false, vec![(0, 50, text(90))]),
+        // Two requests' prompts read in one chunk, their rows apart in the cache: a workgroup walks
+        // each one's keys and skips those between, its first tile (64 keys of 32 dimensions)
+        // reaching past the first's into the second's, which it does not hold.
+        (
+            causal(4, 2, 32),
+            false,
+            vec![(128, 0, text(6)), (160, 0, text(10))],
+        ),
         // Scores of tens: a query's max grows by more than e^8 between tiles, which the matrix
         // form's outputs are rescaled for.
         (
