@@ -374,37 +374,15 @@ fn absorbed_in_f16(
     (pos, n_tokens): (u32, usize),
 ) -> Vec<f32> {
     let f16 = |v: f32| half::f16::from_f32(v).to_f32();
-    let (l, width, stride) = (
-        m.kv_lora as usize,
-        m.cache_width() as usize,
-        m.q_stride() as usize,
-    );
+    let (l, stride, heads) = (m.kv_lora as usize, m.q_stride() as usize, m.n_head as usize);
     let cache: Vec<f32> = cache.iter().map(|&v| f16(v)).collect();
-    let mut out = Vec::with_capacity(n_tokens * m.n_head as usize * l);
-    for t in 0..n_tokens {
-        let at_pos = pos + t as u32;
-        let rows = &cache[..(at_pos as usize + 1) * width];
-        for h in 0..m.n_head as usize {
-            let row = t * m.n_head as usize + h;
-            let mut rope = q[row * stride + m.q_nope as usize..][..m.rope.n_rot as usize].to_vec();
-            m.rope.reference(&mut rope, at_pos, None);
-            let query: Vec<f32> = (q_latent[row * l..][..l].iter().chain(&rope))
-                .map(|&v| f16(v * m.scale))
-                .collect();
-            let scores: Vec<f32> = (rows.chunks(width))
-                .map(|key| query.iter().zip(key).map(|(a, b)| a * b).sum())
-                .collect();
-            let top = scores.iter().cloned().fold(f32::MIN, f32::max);
-            let weights: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
-            let sum: f32 = weights.iter().sum();
-            out.extend((0..l).map(|j| {
-                let weighted = weights
-                    .iter()
-                    .zip(rows.chunks(width))
-                    .map(|(w, key)| w * key[j]);
-                weighted.sum::<f32>() / sum
-            }));
-        }
+    let mut queries = Vec::with_capacity(n_tokens * heads * m.cache_width() as usize);
+    for row in 0..n_tokens * heads {
+        let mut rope = q[row * stride + m.q_nope as usize..][..m.rope.n_rot as usize].to_vec();
+        m.rope
+            .reference(&mut rope, pos + (row / heads) as u32, None);
+        let query = q_latent[row * l..][..l].iter().chain(&rope);
+        queries.extend(query.map(|&v| f16(v * m.scale)));
     }
-    out
+    mla::reference_absorbed(m, &queries, &cache, pos as usize)
 }

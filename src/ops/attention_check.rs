@@ -141,7 +141,12 @@ pub async fn matrix_latent_attention_works(gpu: &Gpu) -> Result<bool, crate::Err
     let wave = |i: usize| half::f16::from_f32((i as f32 * 0.618).sin()).to_f32();
     let q_latent: Vec<f32> = (0..n * heads * l).map(wave).collect();
     let cache: Vec<f32> = (0..n * width).map(|i| wave(i + 17)).collect();
-    let want = latent_reference(&m, &q_latent, &cache);
+    // Each row's query: its latent part times the scale (a power of two: exact), a zero rope part.
+    let zero_rope = std::iter::repeat_n(0.0, m.rope.n_rot as usize);
+    let queries: Vec<f32> = (q_latent.chunks(l))
+        .flat_map(|q| (q.iter().map(|v| v * m.scale)).chain(zero_rope.clone()))
+        .collect();
+    let want = mla::reference_absorbed(&m, &queries, &cache, 0);
     let cache = storage_buffer(gpu, "latent check cache", &f16_words(&cache));
     let freqs = m.rope.freqs_buffer(gpu, None);
 
@@ -194,36 +199,6 @@ pub async fn matrix_latent_attention_works(gpu: &Gpu) -> Result<bool, crate::Err
         }
     }
     Ok(true)
-}
-
-/// Each (token, head)'s latent attention output of the check in f32, causal from position 0: the
-/// queries `q_latent` (the rope parts zero) over the latent cache rows.
-fn latent_reference(m: &Mla, q_latent: &[f32], cache: &[f32]) -> Vec<f32> {
-    let (heads, l, width) = (
-        m.n_head as usize,
-        m.kv_lora as usize,
-        m.cache_width() as usize,
-    );
-    let mut want = Vec::with_capacity(q_latent.len());
-    for (t, queries) in q_latent.chunks(heads * l).enumerate() {
-        let rows = &cache[..(t + 1) * width];
-        for query in queries.chunks(l) {
-            let scores: Vec<f32> = (rows.chunks(width))
-                .map(|key| m.scale * query.iter().zip(key).map(|(a, b)| a * b).sum::<f32>())
-                .collect();
-            let top = scores.iter().cloned().fold(f32::MIN, f32::max);
-            let weights: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
-            let sum: f32 = weights.iter().sum();
-            want.extend((0..l).map(|j| {
-                let weighted = weights
-                    .iter()
-                    .zip(rows.chunks(width))
-                    .map(|(w, key)| w * key[j]);
-                weighted.sum::<f32>() / sum
-            }));
-        }
-    }
-    want
 }
 
 /// The bytes of `values` in an f16 cache.

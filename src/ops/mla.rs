@@ -10,7 +10,7 @@
 
 use super::rope::{Rope, RopeParams};
 use crate::gpu::MAX_LATENT;
-use crate::gpu::{AttentionForm, AttentionShape, Groups, Kernel, KvType, PipelineKey, Plan};
+use crate::gpu::{AttentionForm, AttentionShape, Kernel, KvType, PipelineKey, Plan};
 
 /// The shape of a layer's MLA.
 #[derive(Clone, Copy, Debug)]
@@ -115,17 +115,11 @@ pub struct AttentionBuffers<'a> {
 /// chunk takes its tuned form (`attention_shape`): several tokens a workgroup, or tiles on the matrix
 /// cores.
 pub fn push_attention(plan: &mut Plan, m: &Mla, b: &AttentionBuffers) {
-    if plan.is_step() {
-        let groups = Groups::PerTokens {
-            x: crate::gpu::head_groups(m.n_head, 1),
-            per: 1,
-            z: 1,
-        };
-        return push_kernel(plan, m, (b, b.out), (1, 0), groups);
-    }
-    let shape = attention_shape(m, plan.batch, None);
-    let form = plan.attention(&shape);
-    push_in(plan, m, (b, b.out), (form, None));
+    let (form, tuned) = match plan.is_step() {
+        true => (AttentionForm::Latent { tokens: 1 }, false),
+        false => (plan.attention(&attention_shape(m, plan.batch, None)), true),
+    };
+    push_in(plan, m, (b, b.out), (form, None), tuned);
 }
 
 /// The tunable attention shape of a run of `tokens`: a prompt's chunk, or a step's with each
@@ -144,7 +138,7 @@ pub fn attention_shape(m: &Mla, tokens: u32, splits: Option<u32>) -> AttentionSh
 
 /// `push_attention` for a prompt's chunk in `form` (one of its shape's), which tuning may change.
 pub fn push_chunk_in(plan: &mut Plan, m: &Mla, b: &AttentionBuffers, form: AttentionForm) {
-    push_in(plan, m, (b, b.out), (form, None));
+    push_in(plan, m, (b, b.out), (form, None), true);
 }
 
 /// As `push_attention` for a step's plan (`Plan::is_step`), with each token's keys split `n_split`
@@ -171,32 +165,29 @@ pub fn push_split_in(
     form: AttentionForm,
 ) {
     assert!(plan.is_step() && n_split > 0);
-    push_in(plan, m, (b, parts), (form, Some(n_split)));
+    push_in(plan, m, (b, parts), (form, Some(n_split)), true);
     let heads = (m.n_head, m.kv_lora, n_split);
     super::attention::push_merge(plan, heads, parts, b.out, None);
 }
 
-/// The tunable attention of the run (its keys split `splits` ways, or a chunk's) in `form`, into
-/// `out` (the output, or the splits' parts).
+/// The run's attention (its keys split `splits` ways, or not) in `form`, into `out` (the output, or
+/// the splits' parts); where `tuned`, tuning may change the form.
 fn push_in(
     plan: &mut Plan,
     m: &Mla,
     (b, out): (&AttentionBuffers, &wgpu::Buffer),
     (form, splits): (AttentionForm, Option<u32>),
+    tuned: bool,
 ) {
-    check_fits(m);
-    let shape = attention_shape(m, plan.batch, splits);
-    let step = plan.step.clone();
-    let buffers = [b.q_latent, b.q, b.cache, b.cache, out, b.freqs, &step];
-    let params = params(m, splits.unwrap_or(0));
-    plan.push_attention((shape, true), form, &buffers, super::params(&params));
-}
-
-fn check_fits(m: &Mla) {
     assert!(
         m.kv_lora <= MAX_LATENT && m.rope.n_rot <= 128 && m.rope.n_rot.is_multiple_of(4),
         "the kernel holds a latent of at most {MAX_LATENT} and at most 128 rope values, in vec4s"
     );
+    let shape = attention_shape(m, plan.batch, splits);
+    let step = plan.step.clone();
+    let buffers = [b.q_latent, b.q, b.cache, b.cache, out, b.freqs, &step];
+    let params = params(m, splits.unwrap_or(0));
+    plan.push_attention((shape, tuned), form, &buffers, super::params(&params));
 }
 
 fn params(m: &Mla, n_split: u32) -> AttentionParams {
@@ -210,26 +201,6 @@ fn params(m: &Mla, n_split: u32) -> AttentionParams {
         softcap: 0.0,
         n_split,
     }
-}
-
-/// shaders/mla_attention.wgsl with `tokens` a workgroup into `out` (the output, or a split's parts
-/// where `n_split` is not 0), untuned: a step's.
-fn push_kernel(
-    plan: &mut Plan,
-    m: &Mla,
-    (b, out): (&AttentionBuffers, &wgpu::Buffer),
-    (tokens, n_split): (u32, u32),
-    groups: Groups,
-) {
-    check_fits(m);
-    let step = plan.step.clone();
-    let key = PipelineKey {
-        workgroup: 128,
-        tokens: (tokens > 1).then_some(tokens),
-        ..PipelineKey::new(Kernel::MlaAttention(m.cache), None)
-    };
-    let buffers = [b.q_latent, b.q, b.cache, b.cache, out, b.freqs, &step];
-    plan.push(key, &buffers, super::params(&params(m, n_split)), groups);
 }
 
 /// CPU reference of one layer's attention output (n_head * v_dim) at the last cached position, in the
@@ -274,6 +245,36 @@ pub fn reference_naive(m: &Mla, q: &[f32], cache: &[f32], k_b: &[f32], v_b: &[f3
         let e: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
         let sum: f32 = e.iter().sum();
         out.extend((0..vd).map(|j| (0..n).map(|p| e[p] * values[p][j]).sum::<f32>() / sum));
+    }
+    out
+}
+
+/// CPU reference of absorbed attention's output in the latent space for a run of tokens from position
+/// `pos`, causal: each (token, head) row of `queries` (its latent query, then its rope part rotated,
+/// already times the scale: `cache_width` values) against the cache rows up to its token's own, the
+/// weighted sum of their latents (kv_lora values a row).
+pub fn reference_absorbed(m: &Mla, queries: &[f32], cache: &[f32], pos: usize) -> Vec<f32> {
+    let (heads, l, width) = (
+        m.n_head as usize,
+        m.kv_lora as usize,
+        m.cache_width() as usize,
+    );
+    let mut out = Vec::with_capacity(queries.len() / width * l);
+    for (row, query) in queries.chunks(width).enumerate() {
+        let rows = &cache[..(pos + row / heads + 1) * width];
+        let scores: Vec<f32> = (rows.chunks(width))
+            .map(|key| query.iter().zip(key).map(|(a, b)| a * b).sum())
+            .collect();
+        let top = scores.iter().cloned().fold(f32::MIN, f32::max);
+        let weights: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
+        let sum: f32 = weights.iter().sum();
+        out.extend((0..l).map(|j| {
+            let weighted = weights
+                .iter()
+                .zip(rows.chunks(width))
+                .map(|(w, key)| w * key[j]);
+            weighted.sum::<f32>() / sum
+        }));
     }
     out
 }
