@@ -14,8 +14,8 @@
 use super::profile::{dispatch_times, time_dispatch, Swap};
 use super::tune_rounds::{first_round, second_round};
 use super::Engine;
+use crate::gpu::{chunk_timed_at, GpuError, Offers, Plan, Split, Tunable, Tuning};
 use crate::gpu::{AttentionForm, AttentionShape, Choice, Kernel, MatvecKernel, MatvecShape};
-use crate::gpu::{GpuError, Offers, Plan, Split, Tunable, Tuning};
 use crate::Error;
 use std::collections::VecDeque;
 use web_time::{Duration, Instant};
@@ -397,7 +397,13 @@ impl Engine {
             Tunable::Attention(a) if a.splits.is_some() => {
                 self.write_scratch_step_at(a.tokens, crate::gpu::SPLIT_TIMED_AT)
             }
-            Tunable::Recurrence(_) | Tunable::Attention(_) => self.write_scratch_step(plan.batch),
+            // A chunk's attention, where the chunk lands on a GPU: deep into a long prompt (see
+            // `chunk_timed_at`).
+            Tunable::Attention(_) => match chunk_timed_at(self.gpu.runs_on_cpu()) {
+                Some(pos) => self.write_scratch_step_at(plan.batch, pos),
+                None => self.write_scratch_step(plan.batch),
+            },
+            Tunable::Recurrence(_) => self.write_scratch_step(plan.batch),
         }
         // The experts' products over a chunk read the lists the chunk's routes made: the plan runs
         // up to the product first, over the scratch step's tokens. Timed on what the lists hold at

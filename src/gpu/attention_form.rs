@@ -224,6 +224,16 @@ pub const SPLIT_WORKGROUPS: u32 = 256;
 /// The position the tuner times a split shape at: a long chat's, where splitting pays.
 pub const SPLIT_TIMED_AT: u32 = 4096;
 
+/// The position the tuner times a prompt chunk's attention at. On a GPU, 2,048: a chunk's attention
+/// is a few percent of a short prompt's time (16 of 223 ms for 512 tokens of an 8B on an H200) and
+/// most of a long one's deep into it (156 of 364 ms for 512 tokens at 4,096), and forms scale apart
+/// with depth, so a form is chosen where its time counts: about the mean depth of a 4,096-token
+/// prompt's chunks. Where workgroups run on the CPU, the conversation's own (None), near its start:
+/// there a chunk at 2,048 takes seconds a candidate, and a tuning dozens of them.
+pub fn chunk_timed_at(runs_on_cpu: bool) -> Option<u32> {
+    (!runs_on_cpu).then_some(2048)
+}
+
 /// A plan's attention, for finding its tuned form: a prompt's chunk, or a step's split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AttentionShape {

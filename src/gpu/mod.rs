@@ -14,7 +14,9 @@ mod rounding;
 mod tiles;
 mod tuning;
 
-pub use attention_form::{attention_workgroup, head_groups, largest_query_tile, SPLIT_TIMED_AT};
+pub use attention_form::{
+    attention_workgroup, chunk_timed_at, head_groups, largest_query_tile, SPLIT_TIMED_AT,
+};
 pub use attention_form::{latent_matrix_bytes, MAX_LATENT};
 pub use attention_form::{AttentionForm, AttentionShape};
 pub use buffers::{
