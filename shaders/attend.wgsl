@@ -9,7 +9,7 @@
 // twice), P (with scale and softcap), WG, the constant TQ and `fn query(q: u32, g: u32, i: u32) ->
 // vec4<f32>`: vec4 i of query q's head g; KC is an array<Kv4> and VC an array<Kv2> (kv_f32.wgsl or
 // kv_f16.wgsl); and O, an array<f32>, where it stores a split (`store_split`). Needs head_group.wgsl
-// (GROUP). Call from uniform control flow.
+// (GROUP) and key_walk.wgsl. Call from uniform control flow.
 
 // Where a query's keys and values lie in a cache row. Grouped-query attention: a row holds every kv
 // head's key (KC) or value (VC), and key and value have the head's size. Multi-head Latent Attention:
@@ -65,34 +65,51 @@ fn group_sum(t: u32, v: array<vec4<f32>, TQ>) -> array<vec4<f32>, TQ> {
     return r;
 }
 
-// The group's `heads` heads of each query q < `live` over keys [ranges[q].x, ranges[q].y) of the
-// cache (an empty range where x >= y), the blocks walking the union of the ranges (a chunk's causal
-// ranges nest: the last query's). Lanes past `heads` and queries from `live` on hold nothing meant
-// (their dots and value sums are skipped); a query with no keys keeps l = 0. A block's max goes
-// through group_max's tree; its sum does not: each thread keeps the sum of its own keys' weights
-// (rescaled as the max moves, as every thread's is), and the threads' sums are added once, at the
-// end: a block takes 10 barriers with 64 threads rather than 17, and barriers are most of a long
-// cache's time on a CPU-backed adapter.
-fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, live: u32, t: u32) -> Attended {
-    let k4 = keys.key_len / 4u;
+// The walk over the ranges' keys (key_walk.wgsl): their union, less the gap between two sequences'
+// rows where the queries are of two (a chunk's workgroup at the boundary of two prompts read
+// together).
+fn walk_of(ranges: array<vec2<u32>, TQ>) -> vec4<u32> {
     var first = ranges[0].x;
+    var last_start = ranges[0].x;
     var end = ranges[0].y;
     for (var q = 1u; q < TQ; q++) {
         first = min(first, ranges[q].x);
+        last_start = max(last_start, ranges[q].x);
         end = max(end, ranges[q].y);
     }
+    var end_before = 0u;
+    for (var q = 0u; q < TQ; q++) {
+        if (ranges[q].x < last_start) {
+            end_before = max(end_before, ranges[q].y);
+        }
+    }
+    return key_walk(first, last_start, end_before, end);
+}
+
+// The group's `heads` heads of each query q < `live` over keys [ranges[q].x, ranges[q].y) of the
+// cache (an empty range where x >= y), the blocks walking walk_of(ranges). Lanes past `heads` and
+// queries from `live` on hold nothing meant (their dots and value sums are skipped); a query with
+// no keys keeps l = 0. A block's max goes through group_max's tree; its sum does not: each thread
+// keeps the sum of its own keys' weights (rescaled as the max moves, as every thread's is), and the
+// threads' sums are added once, at the end: a block takes 10 barriers with 64 threads rather than
+// 17, and barriers are most of a long cache's time on a CPU-backed adapter.
+fn attend(keys: Keys, heads: u32, ranges: array<vec2<u32>, TQ>, live: u32, t: u32) -> Attended {
+    let k4 = keys.key_len / 4u;
+    let walk = walk_of(ranges);
     var r: Attended;
     var l: array<vec4<f32>, TQ>; // this thread's keys' part of r.l
     for (var q = 0u; q < TQ; q++) {
         r.m[q] = vec4<f32>(-3.0e38);
     }
-    for (var start = first; start < end; start += WG) {
+    for (var start = walk.x; start < walk.w; start = key_walk_next(walk, start, WG)) {
+        let end = key_walk_end(walk, start);
         let p = start + t;
         var s: array<vec4<f32>, TQ>;
         var seen: array<bool, TQ>; // query q sees key p
         for (var q = 0u; q < TQ; q++) {
             s[q] = vec4<f32>(-3.0e38);
-            seen[q] = ranges[q].x <= p && p < ranges[q].y;
+            let range = key_walk_sees(walk, start, ranges[q]);
+            seen[q] = range.x <= p && p < range.y;
         }
         if (p < end) {
             let k = (p * keys.row + keys.offset) / 4u;

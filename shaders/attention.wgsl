@@ -8,8 +8,8 @@
 // stored (attend.wgsl's online softmax), so a prompt's chunk needs no more memory than one token; a
 // key and a value read serve the group's heads of its tokens.
 // Needs kv_f32.wgsl or kv_f16.wgsl, step.wgsl, key_range.wgsl, check_tokens.wgsl,
-// attention_params.wgsl, head_group.wgsl, attend.wgsl and head_keys.wgsl. A head may have a sink
-// (gpt-oss): a learned logit that takes its share of the softmax and adds no value.
+// attention_params.wgsl, head_group.wgsl, key_walk.wgsl, attend.wgsl and head_keys.wgsl. A head may
+// have a sink (gpt-oss): a learned logit that takes its share of the softmax and adds no value.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (batch, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)

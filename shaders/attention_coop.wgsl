@@ -14,7 +14,8 @@
 // and MatC; the pipeline sets HD (a head's dims, a multiple of S) and BK (keys a tile, a multiple of
 // S). WG is SUBGROUPS subgroups of the adapter's widest, at least S lanes each; where the driver runs
 // narrower ones, those past SUBGROUPS help with the loads and stores only. Needs step.wgsl,
-// key_range.wgsl, key_union.wgsl, attention_params.wgsl, attention_chunk.wgsl and tile_weights.wgsl.
+// key_range.wgsl, key_walk.wgsl, key_union.wgsl, attention_params.wgsl, attention_chunk.wgsl and
+// tile_weights.wgsl.
 
 const SUBGROUPS: u32 = 4u;
 const BQ: u32 = SUBGROUPS * S;  // queries a workgroup

@@ -5,7 +5,8 @@
 // sequence (a speculative check's: check_tokens.wgsl), splitting the keys the last of them sees, so
 // that each key and value read serves all their queries (each weighing the keys it sees); TQ is 1
 // in a plan of one token. Heads of at most 4 * WG dimensions. Needs step.wgsl, key_range.wgsl,
-// check_tokens.wgsl, split_params.wgsl, head_group.wgsl, attend.wgsl and head_keys.wgsl.
+// check_tokens.wgsl, split_params.wgsl, head_group.wgsl, key_walk.wgsl, attend.wgsl and
+// head_keys.wgsl.
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;       // (tokens, n_head, head_dim / 4)
 @group(0) @binding(1) var<storage, read> KC: array<Kv4>;            // (n_ctx, n_kv_head, head_dim / 4)

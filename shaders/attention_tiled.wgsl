@@ -7,8 +7,8 @@
 // own rows), soft-capped scores and sinks. q head h reads kv head h / (n_head / n_kv_head). The
 // pipeline is made for its heads: HD4 vec4s a head, BK keys a tile (a tile of keys and one of values
 // fill 16 KiB), so that every loop's bounds are constants, which compilers unroll and whose arrays
-// they keep in registers. Needs step.wgsl, key_range.wgsl, key_union.wgsl, attention_params.wgsl
-// and attention_chunk.wgsl.
+// they keep in registers. Needs step.wgsl, key_range.wgsl, key_walk.wgsl, key_union.wgsl,
+// attention_params.wgsl and attention_chunk.wgsl.
 
 override WG: u32 = 64u;
 

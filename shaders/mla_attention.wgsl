@@ -9,7 +9,7 @@
 // space (v_b takes it out). Deep into a context one token's keys are split too (flash-decoding,
 // P.n_split of them): workgroup (group, token, s) takes split s of the token's keys and writes its
 // heads' partial states to O as attention_split.wgsl does, for attention_merge.wgsl. Needs step.wgsl,
-// key_range.wgsl, rope.wgsl, head_group.wgsl, attend.wgsl and mla_bindings.wgsl.
+// key_range.wgsl, rope.wgsl, head_group.wgsl, key_walk.wgsl, attend.wgsl and mla_bindings.wgsl.
 
 const MAX_KEY: u32 = 640u; // kv_lora (at most 4 * WG) + n_rot (at most 128)
 

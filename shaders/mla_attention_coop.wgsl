@@ -25,8 +25,8 @@
 // enables f16 and wgpu_cooperative_matrix and sets S, MatA, MatB and MatC; the pipeline sets KL and
 // NR (multiples of S) and BK (a multiple of S). WG is SUBGROUPS subgroups of the adapter's widest, at
 // least S lanes each; where the driver runs narrower ones, those past SUBGROUPS help with the loads
-// and stores only. Needs step.wgsl, key_range.wgsl, key_union.wgsl, rope.wgsl, tile_weights.wgsl and
-// mla_bindings.wgsl.
+// and stores only. Needs step.wgsl, key_range.wgsl, key_walk.wgsl, key_union.wgsl, rope.wgsl,
+// tile_weights.wgsl and mla_bindings.wgsl.
 
 const SUBGROUPS: u32 = 4u;
 const D: u32 = KL + NR;                              // a cache row's values

@@ -10,6 +10,7 @@ use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{largest_query_tile, KvType, MatvecShape, Offers, Rounding, Tuning};
 use wick::gpu::{read_back_f32, scratch_buffer, AttentionForm, Gpu, Kernel, MatrixCores};
+use wick::gpu::{Plan, Segment, StepInput};
 use wick::ops::mla::{self, Mla};
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
@@ -132,6 +133,10 @@ fn forms(gpu: &Gpu, m: &Mla, tokens: u32, splits: Option<u32>) -> Vec<AttentionF
 /// its own keys, in every form: streaming (blocks of 128 keys: three splits used, the last partly,
 /// two empty) and on the matrix cores (whole tiles a split, each token's 6 heads a workgroup of 8 or
 /// 16 rows). 6 heads: a workgroup's group of 4 and one of 2. Over an f32 cache and an f16 one.
+/// Chunks of two prompts read together too, each at its own rows of the cache, their rows a few
+/// apart (a block or tile of keys from the first reaches into the second's, which it must not count
+/// for them) and far apart (the walk skips the rows between): workgroups at the boundary hold
+/// tokens of both.
 #[test]
 fn absorbed_mla_equals_the_naive_form() {
     let Some(gpu) = gpu() else { return };
@@ -155,20 +160,30 @@ fn absorbed_mla_equals_the_naive_form() {
         sections: None,
     };
     let m = shape(rope(false), 1.0, KvType::F32);
+    // A run's sequences: (the cache row of its position 0, the position it goes on from, tokens).
+    type Sequences = &'static [(u32, u32, usize)];
+    const CHUNK: Sequences = &[(0, 29, 11)];
+    const TWO_NEAR: Sequences = &[(0, 29, 3), (40, 100, 8)];
+    const TWO_FAR: Sequences = &[(0, 29, 5), (200, 6, 6)];
+    const DEEP: Sequences = &[(0, 300, 1)];
+    const DEEP_CHECK: Sequences = &[(0, 300, 3)];
     let chunks = forms(&gpu, &m, 11, None).into_iter().flat_map(|form| {
         [
-            (false, 11usize, Run::Chunk(form)),
-            (true, 11, Run::Chunk(form)),
+            (false, CHUNK, Run::Chunk(form)),
+            (true, CHUNK, Run::Chunk(form)),
+            (false, TWO_NEAR, Run::Chunk(form)),
+            (true, TWO_FAR, Run::Chunk(form)),
         ]
     });
     let splits = forms(&gpu, &m, 3, Some(5)).into_iter().flat_map(|form| {
         [
-            (false, 1, Run::Split(5, form)),
-            (true, 1, Run::Split(5, form)),
-            (true, 3, Run::Split(5, form)),
+            (false, DEEP, Run::Split(5, form)),
+            (true, DEEP, Run::Split(5, form)),
+            (true, DEEP_CHECK, Run::Split(5, form)),
         ]
     });
-    let steps = [(false, 3usize, Run::Step), (true, 3, Run::Step)];
+    let step: Sequences = &[(0, 29, 3)];
+    let steps = [(false, step, Run::Step), (true, step, Run::Step)];
     let runs: Vec<_> = (steps.into_iter().chain(splits).chain(chunks))
         .filter(|(_, _, run)| !matrix_cores_only() || run.on_matrix_cores())
         .collect();
@@ -179,15 +194,17 @@ fn absorbed_mla_equals_the_naive_form() {
     let runs = [KvType::F32, KvType::F16]
         .into_iter()
         .flat_map(|cache| runs.iter().map(move |&run| (cache, run)));
-    for (cache_type, (neox, n_tokens, how)) in runs {
+    for (cache_type, (neox, sequences, how)) in runs {
         let split = match how {
             Run::Split(n, _) => Some(n),
             Run::Step | Run::Chunk(_) => None,
         };
-        let (pos, n_ctx) = match split {
-            None => (29u32, 40u32),
-            Some(_) => (300, 320),
-        };
+        let n_ctx = 320u32;
+        let n_tokens: usize = sequences.iter().map(|s| s.2).sum();
+        // Each token's (cache row, position, its sequence's row of position 0).
+        let places: Vec<(u32, u32, u32)> = (sequences.iter())
+            .flat_map(|&(base, pos, n)| (pos..pos + n as u32).map(move |p| (base + p, p, base)))
+            .collect();
         let rope = rope(neox);
         // On the matrix cores, scores large enough that a later tile's max passes a row's by more
         // than the kernel lets its weights grow before it rescales the outputs.
@@ -198,11 +215,13 @@ fn absorbed_mla_equals_the_naive_form() {
         let m = shape(rope, scale, cache_type);
         let width = m.cache_width() as usize;
         let q_dim = (n_head * m.q_stride()) as usize;
-        // The cache before: rows < pos already normed and rotated (random, as the cache holds
-        // them), the rest zero.
+        // The cache before: each sequence's rows before its position already normed and rotated
+        // (random, as the cache holds them), the rest zero.
         let mut cache = vec![0f32; n_ctx as usize * width];
-        for v in &mut cache[..pos as usize * width] {
-            *v = rng.f32();
+        for &(base, pos, _) in sequences {
+            for v in &mut cache[base as usize * width..(base + pos) as usize * width] {
+                *v = rng.f32();
+            }
         }
         let mut cache = stored(&cache, cache_type);
         let kv = rng.vec(n_tokens * width);
@@ -235,7 +254,16 @@ fn absorbed_mla_equals_the_naive_form() {
         let q_latent = rows("q_latent", n_head * kv_lora);
         let latent_out = rows("latent_out", n_head * kv_lora);
         let out = rows("out", n_head * v_dim);
-        let mut plan = plan_at(&gpu, pos, &vec![0; n_tokens]);
+        let ids = vec![0; n_tokens];
+        let segments: Vec<Segment> = (sequences.iter())
+            .scan(0, |taken, &(base, pos, n)| {
+                *taken += n;
+                Some(Segment::new(base, pos, &ids[*taken - n..*taken]))
+            })
+            .collect();
+        let step = StepInput::new(&gpu, n_tokens as u32);
+        step.write_segments(&gpu, &segments, 0);
+        let mut plan = Plan::new(&gpu, &step, n_tokens as u32);
         let freqs = m.rope.freqs_buffer(&gpu, None);
         mla::push_kv(
             &mut plan,
@@ -281,14 +309,13 @@ fn absorbed_mla_equals_the_naive_form() {
         let got_out = read_back_f32(&gpu, &out, n_tokens * (n_head * v_dim) as usize)
             .block_on()
             .unwrap();
-        for t in 0..n_tokens {
-            let at_pos = pos + t as u32;
+        for (t, &(at_row, at_pos, _)) in places.iter().enumerate() {
             let kv_t = &kv[t * width..(t + 1) * width];
             let mut row = rms_norm::reference(&kv_t[..l], &norm, 1e-6);
             let mut pe = kv_t[l..].to_vec();
             rope.reference(&mut pe, at_pos, None);
             row.extend(pe);
-            let at = at_pos as usize * width;
+            let at = at_row as usize * width;
             cache[at..at + width].copy_from_slice(&row);
         }
         let got_cache = read_cache(&gpu, &cache_buffer, cache.len(), cache_type);
@@ -300,7 +327,7 @@ fn absorbed_mla_equals_the_naive_form() {
         let e = nmse(&got_cache, &cache);
         assert!(
             e < bound,
-            "{cache_type:?} neox={neox}, {n_tokens} tokens, {how:?}: cache rows nmse {e}"
+            "{cache_type:?} neox={neox}, {sequences:?}, {how:?}: cache rows nmse {e}"
         );
         // Attention is held to the cache the GPU wrote.
         cache = got_cache;
@@ -309,23 +336,40 @@ fn absorbed_mla_equals_the_naive_form() {
         // absorbed form with the same rounding, tightly (the end-to-end check below, against f32,
         // loosely).
         if how.on_matrix_cores() {
-            let len = n_tokens * (n_head * kv_lora) as usize;
-            let read = |b: &wgpu::Buffer| read_back_f32(&gpu, b, len).block_on().unwrap();
-            let want = absorbed_in_f16(&m, &read(&q_latent), &q, &cache, (pos, n_tokens));
+            let latent = (n_head * kv_lora) as usize;
+            let read = |b: &wgpu::Buffer| {
+                read_back_f32(&gpu, b, n_tokens * latent)
+                    .block_on()
+                    .unwrap()
+            };
+            let q_latent = read(&q_latent);
+            let mut want = Vec::new();
+            let mut taken = 0;
+            for &(base, pos, n) in sequences {
+                let (ql, qs) = (&q_latent[taken * latent..], &q[taken * q_dim..]);
+                let rows = &cache[base as usize * width..];
+                want.extend(absorbed_in_f16(
+                    &m,
+                    &ql[..n * latent],
+                    &qs[..n * q_dim],
+                    rows,
+                    (pos, n),
+                ));
+                taken += n;
+            }
             let e = nmse(&read(&latent_out), &want);
             assert!(
                 e < 1e-6,
-                "{cache_type:?} neox={neox}, {how:?}: latent output nmse {e}"
+                "{cache_type:?} neox={neox}, {sequences:?}, {how:?}: latent output nmse {e}"
             );
         }
-        for t in 0..n_tokens {
-            let at_pos = pos + t as u32;
+        for (t, &(at_row, at_pos, base)) in places.iter().enumerate() {
             let mut q_rot = q[t * q_dim..(t + 1) * q_dim].to_vec();
             for h in q_rot.chunks_mut(m.q_stride() as usize) {
                 rope.reference(&mut h[q_nope as usize..], at_pos, None);
             }
-            let end = (at_pos as usize + 1) * width;
-            let want = mla::reference_naive(&m, &q_rot, &cache[..end], &k_b_deq, &v_b_deq);
+            let keys = &cache[base as usize * width..(at_row as usize + 1) * width];
+            let want = mla::reference_naive(&m, &q_rot, keys, &k_b_deq, &v_b_deq);
             let got = &got_out[t * want.len()..(t + 1) * want.len()];
             let e = nmse(got, &want);
             // On the matrix cores queries, keys, values and weights are rounded to f16.
@@ -335,7 +379,7 @@ fn absorbed_mla_equals_the_naive_form() {
             };
             assert!(
                 e < bound,
-                "{cache_type:?} neox={neox}, token {t} of {n_tokens}, {how:?}: attention nmse {e}"
+                "{cache_type:?} neox={neox}, token {t} of {sequences:?}, {how:?}: attention nmse {e}"
             );
         }
     }

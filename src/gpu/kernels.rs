@@ -340,6 +340,7 @@ impl Kernel {
                     "check_tokens.wgsl",
                     "attention_params.wgsl",
                     "head_group.wgsl",
+                    "key_walk.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention.wgsl"
@@ -353,6 +354,7 @@ impl Kernel {
                     "check_tokens.wgsl",
                     "split_params.wgsl",
                     "head_group.wgsl",
+                    "key_walk.wgsl",
                     "attend.wgsl",
                     "head_keys.wgsl",
                     "attention_split.wgsl"
@@ -410,6 +412,7 @@ impl Kernel {
                     "key_range.wgsl",
                     "rope.wgsl",
                     "head_group.wgsl",
+                    "key_walk.wgsl",
                     "attend.wgsl",
                     "mla_bindings.wgsl",
                     "mla_attention.wgsl"
@@ -420,6 +423,7 @@ impl Kernel {
                 let body = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "key_walk.wgsl",
                     "key_union.wgsl",
                     "rope.wgsl",
                     "tile_weights.wgsl",
@@ -464,6 +468,7 @@ impl Kernel {
                 let shared = wgsl!(
                     "step.wgsl",
                     "key_range.wgsl",
+                    "key_walk.wgsl",
                     "key_union.wgsl",
                     "attention_params.wgsl",
                     "attention_chunk.wgsl"
