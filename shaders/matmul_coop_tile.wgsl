@@ -6,9 +6,12 @@
 // matrix cores' registers across the steps. The sums leave through workgroup memory, one product of
 // every block at a time, for the kernel's store_sums. WG is SUBGROUPS subgroups of the adapter's
 // widest; where the driver runs narrower ones, those past SUBGROUPS help with the loads and stores
-// only. The kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl; the
-// prelude enables f16 and wgpu_cooperative_matrix, and sets TM, TN, S, CHUNKS, MB and the matrix
-// types MatA, MatB and MatC.
+// only. Where BUFFERS is 2, workgroup memory holds two steps, and the loads fill the next step's while
+// the subgroups multiply this one's, one barrier a step: every thread loads, or where HELPED (WG
+// twice the multiplying subgroups) the second half alone, a step ahead of the first's products. The
+// kernel declares W, X and P (with cols and row_bytes) and the interface of tile.wgsl; the prelude
+// enables f16 and wgpu_cooperative_matrix, and sets TM, TN, S, CHUNKS, MB, BUFFERS, HELPED and the
+// matrix types MatA, MatB and MatC.
 
 const SUBS: u32 = BLOCK_LEN / 32u;
 const SUBGROUPS: u32 = (TM / (MB * S)) * (TN / (MB * S));
@@ -21,20 +24,25 @@ override WG: u32 = 128u; // SUBGROUPS subgroups of the adapter's widest
 const KS: u32 = 32u * CHUNKS + 8u;
 const KS4: u32 = KS / 4u;
 
-var<workgroup> w_tile: array<vec4<f16>, TM * KS4>;     // [row][k]: the product's B, column-major
-var<workgroup> x_tile: array<vec4<f16>, TN * KS4>;     // [token][k]: its A, row-major
+// A step's tile of each, BUFFERS of them one after the other.
+const W_STEP: u32 = TM * KS4;
+const X_STEP: u32 = TN * KS4;
+
+var<workgroup> w_tile: array<vec4<f16>, BUFFERS * W_STEP>; // [row][k]: the product's B, column-major
+var<workgroup> x_tile: array<vec4<f16>, BUFFERS * X_STEP>; // [token][k]: its A, row-major
 var<workgroup> sums: array<f32, SUBGROUPS * S * S>;    // one product of each block, [token][row]
 
-// The rows of W (as f16) for step s, chunks CHUNKS s.. of each; rows outside [lo, hi) and chunks
-// past the row's are zero. Where the workgroup has more threads than the step has chunks, the
-// threads of a chunk each keep some of its 8 vec4.
-fn load_weights(t: u32, s: u32, tile: Tile) {
-    let per_chunk = max(1u, WG / (TM * CHUNKS));
+// The rows of W (as f16) for step s, chunks CHUNKS s.. of each, into the step's buffer; rows outside
+// [lo, hi) and chunks past the row's are zero. Loader t of `loaders`; where there are more loaders
+// than the step has chunks, the loaders of a chunk each keep some of its 8 vec4.
+fn load_weights(t: u32, loaders: u32, s: u32, tile: Tile) {
+    let per_chunk = max(1u, loaders / (TM * CHUNKS));
     let kept = 8u / per_chunk;
-    for (var k = t / per_chunk; k < TM * CHUNKS; k += WG / per_chunk) {
+    let buffer = (s % BUFFERS) * W_STEP;
+    for (var k = t / per_chunk; k < TM * CHUNKS; k += loaders / per_chunk) {
         let j = k / CHUNKS;
         let c = s * CHUNKS + k % CHUNKS;
-        let at = j * KS4 + 8u * (k % CHUNKS);
+        let at = buffer + j * KS4 + 8u * (k % CHUNKS);
         let i0 = (t % per_chunk) * kept;
         if (j >= tile.lo && j < tile.hi && c < P.cols / 32u) {
             let row = tile.first + j - tile.lo;
@@ -52,15 +60,16 @@ fn load_weights(t: u32, s: u32, tile: Tile) {
 
 // The tokens' x (as f16) for the same columns; tokens past the tile's and columns past the row's
 // are zero.
-fn load_x(t: u32, s: u32, tile: Tile) {
-    for (var k = t; k < 8u * CHUNKS * TN; k += WG) {
+fn load_x(t: u32, loaders: u32, s: u32, tile: Tile) {
+    let buffer = (s % BUFFERS) * X_STEP;
+    for (var k = t; k < 8u * CHUNKS * TN; k += loaders) {
         let n = k / (8u * CHUNKS);
         let i = k % (8u * CHUNKS);
         var x = vec4<f32>(0.0);
         if (n < tile.tokens && s * CHUNKS + i / 8u < P.cols / 32u) {
             x = X[x_start(tile, n) + s * 8u * CHUNKS + i];
         }
-        x_tile[n * KS4 + i] = vec4<f16>(x);
+        x_tile[buffer + n * KS4 + i] = vec4<f16>(x);
     }
 }
 
@@ -93,17 +102,40 @@ fn multiply_tile(t: u32, sg: u32, tile: Tile) {
     for (var i = 0u; i < MB * MB; i++) {
         c[i] = MatC();
     }
-    for (var s = 0u; s < (P.cols / 32u + CHUNKS - 1u) / CHUNKS; s++) {
-        load_weights(t, s, tile);
-        load_x(t, s, tile);
+    // Who loads: every thread, or a step ahead with helpers, the helpers alone.
+    let helpers_load = BUFFERS == 2u && HELPED;
+    let loads = !helpers_load || t >= WG / 2u;
+    let loader = select(t, t - WG / 2u, helpers_load);
+    let loaders = select(WG, WG / 2u, helpers_load);
+    let steps = (P.cols / 32u + CHUNKS - 1u) / CHUNKS;
+    if (BUFFERS == 2u) {
+        if (loads) {
+            load_weights(loader, loaders, 0u, tile);
+            load_x(loader, loaders, 0u, tile);
+        }
         workgroupBarrier();
+    }
+    for (var s = 0u; s < steps; s++) {
+        // One step's buffer: loaded, then multiplied. Two: the next step's loaded while this
+        // one's is multiplied, which the barrier at the end of the step before published.
+        if (BUFFERS == 1u) {
+            load_weights(t, WG, s, tile);
+            load_x(t, WG, s, tile);
+            workgroupBarrier();
+        }
+        if (BUFFERS == 2u && loads && s + 1u < steps) {
+            load_weights(loader, loaders, s + 1u, tile);
+            load_x(loader, loaders, s + 1u, tile);
+        }
+        let wb = (s % BUFFERS) * W_STEP;
+        let xb = (s % BUFFERS) * X_STEP;
         if (multiplies) {
             for (var k = 0u; k < 32u * CHUNKS; k += S) {
                 var a: array<MatA, MB>;
                 var w: array<MatB, MB>;
                 for (var i = 0u; i < MB; i++) {
-                    a[i] = coopLoadT<MatA>(&x_tile[((bt + S * i) * KS + k) / 4u], KS4);
-                    w[i] = coopLoad<MatB>(&w_tile[((br + S * i) * KS + k) / 4u], KS4);
+                    a[i] = coopLoadT<MatA>(&x_tile[xb + ((bt + S * i) * KS + k) / 4u], KS4);
+                    w[i] = coopLoad<MatB>(&w_tile[wb + ((br + S * i) * KS + k) / 4u], KS4);
                 }
                 for (var i = 0u; i < MB; i++) {
                     for (var j = 0u; j < MB; j++) {

@@ -188,7 +188,15 @@ impl std::fmt::Display for MatvecKernel {
         if let Some(size) = self.cooperative {
             let tile = self.coop_tile.tile();
             let (wg, rows, tokens) = (self.workgroup, tile.rows, tile.tokens);
-            return write!(f, "wg{wg} tile {rows}x{tokens} matrix cores {size}x{size}");
+            let ahead = if self.coop_tile.buffers() > 1 {
+                " a step ahead"
+            } else {
+                ""
+            };
+            return write!(
+                f,
+                "wg{wg} tile {rows}x{tokens} matrix cores {size}x{size}{ahead}"
+            );
         }
         if self.is_tile() {
             let tile = self.matmul_tile();

@@ -315,6 +315,8 @@ impl PipelineKey {
             if let Some(tile) = self.kernel.coop_tile() {
                 src += &format!("const CHUNKS: u32 = {}u;\n", tile.chunks());
                 src += &format!("const MB: u32 = {}u;\n", tile.matrices());
+                src += &format!("const BUFFERS: u32 = {}u;\n", tile.buffers());
+                src += &format!("const HELPED: bool = {};\n", tile.helped());
             }
             for (name, ty, role) in [
                 ("MatA", "f16", "A"),

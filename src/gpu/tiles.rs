@@ -110,7 +110,13 @@ pub const fn attention_tile_bytes(head_dim: u32) -> u32 {
 /// core), alone or with as many subgroups again that only load and store (each thread then converts
 /// half as much between two barriers, and the multiplying subgroups wait less on them). All are
 /// offered to the tuner where they fit (the tall one takes 35 KiB); the square one, the first made,
-/// is the experts'.
+/// is the experts'. Two more load a step ahead: the workgroup holds two steps of weights and x, and
+/// while its subgroups multiply one the loads fill the other, one barrier a step rather than two, so
+/// that a load's wait on memory overlaps the products rather than stalling every subgroup between
+/// two barriers (the pipelined main loop of CUTLASS and of FlashAttention's kernels). The square tile
+/// so (all its threads load the next step, then multiply this one), and the large tile with helpers
+/// so, its loading subgroups apart from its multiplying ones (the helpers load alone, a step ahead;
+/// the others only multiply): 44 KiB at S = 16, within the 48 KiB of NVIDIA's Vulkan.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CoopTile {
@@ -123,14 +129,20 @@ pub enum CoopTile {
     Large,
     /// `Large` with twice the subgroups, those past the first half loading and storing only.
     LargeHelped,
+    /// `Square` loading a step ahead.
+    SquareAhead,
+    /// `LargeHelped` loading a step ahead, in its helpers alone.
+    LargeHelpedAhead,
 }
 
 impl CoopTile {
-    pub const ALL: [CoopTile; 4] = [
+    pub const ALL: [CoopTile; 6] = [
         CoopTile::Square,
         CoopTile::Tall,
         CoopTile::Large,
         CoopTile::LargeHelped,
+        CoopTile::SquareAhead,
+        CoopTile::LargeHelpedAhead,
     ];
 
     pub fn is_square(&self) -> bool {
@@ -138,33 +150,57 @@ impl CoopTile {
     }
 
     pub fn rows(self) -> u32 {
-        match self {
+        match self.unpipelined() {
             CoopTile::Square => 64,
-            CoopTile::Tall | CoopTile::Large | CoopTile::LargeHelped => 128,
+            _ => 128,
         }
     }
 
     pub fn tokens(self) -> u32 {
-        match self {
+        match self.unpipelined() {
             CoopTile::Square | CoopTile::Tall => 64,
-            CoopTile::Large | CoopTile::LargeHelped => 128,
+            _ => 128,
         }
     }
 
     /// The 32-weight chunks of a row a step holds (CHUNKS in matmul_coop_tile.wgsl).
     pub fn chunks(self) -> u32 {
         match self {
-            CoopTile::Square | CoopTile::Large | CoopTile::LargeHelped => 1,
             CoopTile::Tall => 2,
+            _ => 1,
         }
     }
 
     /// The products a subgroup's block holds across its tokens and across its rows (MB in
     /// matmul_coop_tile.wgsl).
     pub fn matrices(self) -> u32 {
-        match self {
+        match self.unpipelined() {
             CoopTile::Square | CoopTile::Tall => 2,
-            CoopTile::Large | CoopTile::LargeHelped => 4,
+            _ => 4,
+        }
+    }
+
+    /// The steps of weights and x its workgroup memory holds (BUFFERS in matmul_coop_tile.wgsl):
+    /// two where it loads a step ahead.
+    pub fn buffers(self) -> u32 {
+        match self {
+            CoopTile::SquareAhead | CoopTile::LargeHelpedAhead => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether it has as many subgroups again as multiply, for the loads and stores (HELPED in
+    /// matmul_coop_tile.wgsl).
+    pub fn helped(self) -> bool {
+        matches!(self, CoopTile::LargeHelped | CoopTile::LargeHelpedAhead)
+    }
+
+    /// The tile it loads a step ahead of, where it does: its sizes.
+    fn unpipelined(self) -> CoopTile {
+        match self {
+            CoopTile::SquareAhead => CoopTile::Square,
+            CoopTile::LargeHelpedAhead => CoopTile::LargeHelped,
+            tile => tile,
         }
     }
 
@@ -189,17 +225,16 @@ impl CoopTile {
     /// Threads of its workgroup on subgroups of `lanes`: the multiplying subgroups, and as many
     /// again that load and store only where it has them.
     pub fn workgroup(self, size: u32, lanes: u32) -> u32 {
-        let helped = match self {
-            CoopTile::LargeHelped => 2,
-            _ => 1,
-        };
+        let helped = if self.helped() { 2 } else { 1 };
         self.subgroups(size) * lanes * helped
     }
 
-    /// Workgroup memory it takes: f16 steps of its rows and tokens, each row 8 values longer than
-    /// a step (matmul_coop_tile.wgsl's KS), and the sums of one product of each subgroup's block.
+    /// Workgroup memory it takes: f16 steps of its rows and tokens (one or two), each row 8 values
+    /// longer than a step (matmul_coop_tile.wgsl's KS), and the sums of one product of each
+    /// subgroup's block.
     pub fn workgroup_bytes(self, size: u32) -> u32 {
         let row = 32 * self.chunks() + 8;
-        (self.rows() + self.tokens()) * row * 2 + self.subgroups(size) * size * size * 4
+        let steps = (self.rows() + self.tokens()) * row * 2 * self.buffers();
+        steps + self.subgroups(size) * size * size * 4
     }
 }
