@@ -28,8 +28,8 @@ pub enum Kernel {
     /// given: f16 tiles, f32 sums (shaders/matmul_coop.wgsl).
     MatmulCoop(Store, u32, CoopTile),
     /// `MatmulId` on the adapter's matrix cores, in products of the size given (as `MatmulCoop`, in
-    /// the square tile).
-    MatmulIdCoop(u32),
+    /// a square tile, `CoopTile::Square` or `SquareAhead`).
+    MatmulIdCoop(u32, CoopTile),
     /// Matvecs over the experts a router chose, by index.
     MatvecId,
     /// h over the experts a router chose, by index: their gate and up rows interleaved, each pair's
@@ -283,7 +283,7 @@ impl Kernel {
     pub fn cooperative_size(self) -> Option<u32> {
         match self {
             Kernel::MatmulCoop(_, size, _)
-            | Kernel::MatmulIdCoop(size)
+            | Kernel::MatmulIdCoop(size, _)
             | Kernel::AttentionCoop(_, _, size, _)
             | Kernel::MlaAttentionCoop(_, _, _, size, _) => Some(size),
             _ => None,
@@ -293,8 +293,7 @@ impl Kernel {
     /// The tile of the kernels on the matrix cores.
     pub fn coop_tile(self) -> Option<CoopTile> {
         match self {
-            Kernel::MatmulCoop(_, _, tile) => Some(tile),
-            Kernel::MatmulIdCoop(_) => Some(CoopTile::Square),
+            Kernel::MatmulCoop(_, _, tile) | Kernel::MatmulIdCoop(_, tile) => Some(tile),
             _ => None,
         }
     }
@@ -320,7 +319,7 @@ impl Kernel {
                 let body = wgsl!("step.wgsl", "matmul_io.wgsl", "matmul_coop.wgsl");
                 return [body, &store.source()].concat();
             }
-            Kernel::MatmulIdCoop(_) => wgsl!("expert_items.wgsl", "matmul_id_coop.wgsl"),
+            Kernel::MatmulIdCoop(..) => wgsl!("expert_items.wgsl", "matmul_id_coop.wgsl"),
             Kernel::MatvecId => {
                 let body = wgsl!("matvec_id.wgsl");
                 return [wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();

@@ -161,7 +161,7 @@ impl PipelineKey {
                 ..key
             },
             (Kernel::MatmulId, Some(size)) => PipelineKey {
-                kernel: Kernel::MatmulIdCoop(size),
+                kernel: Kernel::MatmulIdCoop(size, kernel.coop_tile),
                 ..key
             },
             // A tile, named by its workgroup size and whether it is held in f16 (the grouped
@@ -206,7 +206,7 @@ impl PipelineKey {
                     ..tile
                 })
             }
-            Kernel::MatmulCoop(..) | Kernel::MatmulIdCoop(_) => {
+            Kernel::MatmulCoop(..) | Kernel::MatmulIdCoop(..) => {
                 self.kernel.coop_tile().map(|tile| tile.tile())
             }
             _ => None,

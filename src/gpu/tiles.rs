@@ -110,7 +110,7 @@ pub const fn attention_tile_bytes(head_dim: u32) -> u32 {
 /// core), alone or with as many subgroups again that only load and store (each thread then converts
 /// half as much between two barriers, and the multiplying subgroups wait less on them). All are
 /// offered to the tuner where they fit (the tall one takes 35 KiB); the square one, the first made,
-/// is the experts'. Two more load a step ahead: the workgroup holds two steps of weights and x, and
+/// is the experts' (with or without loading a step ahead). Two more load a step ahead: the workgroup holds two steps of weights and x, and
 /// while its subgroups multiply one the loads fill the other, one barrier a step rather than two, so
 /// that a load's wait on memory overlaps the products rather than stalling every subgroup between
 /// two barriers (the pipelined main loop of CUTLASS and of FlashAttention's kernels). The square tile

@@ -28,7 +28,7 @@ impl MatvecShape {
 
     /// A matmul's tiles (`matmul_tile`), which not every adapter `fits`, the tile in registers
     /// among them; where the adapter has matrix cores that plans may use (`Gpu::matrix_cores`), the
-    /// tiles on them (`CoopTile`: the experts' product the square one, the grouped product none);
+    /// tiles on them (`CoopTile`: the experts' product the square ones, the grouped product none);
     /// and where plans may hold tiles in f16 (`Offers::f16_tiles`), the tiles in workgroup memory
     /// so.
     fn tile_candidates(&self, offers: Offers) -> Vec<MatvecKernel> {
@@ -44,9 +44,10 @@ impl MatvecShape {
         let cores = offers.matrix_cores.filter(|_| {
             self.kernel != Kernel::MatmulGrouped && self.kernel.x_norm() == XNorm::None
         });
-        // The experts' product on them takes the square tile alone.
+        // The experts' product on them takes the square tile alone (with or without loading a
+        // step ahead): an expert's list of a chunk's tokens is short.
         let coop_tiles = match self.kernel {
-            Kernel::MatmulId => &[CoopTile::Square][..],
+            Kernel::MatmulId => &[CoopTile::Square, CoopTile::SquareAhead][..],
             _ => &CoopTile::ALL[..],
         };
         if let Some(cores) = cores {
