@@ -5,13 +5,15 @@
 mod common;
 
 use common::attention::{cache_buffer, read_cache, stored};
-use common::{f32_buffer, gpu, matrix_cores_only, nmse, packed, plan_at, run, Rng};
+use common::{f32_buffer, gpu, matrix_cores_only, nmse, packed, plan_at, run, RandomFile, Rng};
 use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{largest_query_tile, KvType, MatvecShape, Offers, Rounding, Tuning};
 use wick::gpu::{read_back_f32, scratch_buffer, AttentionForm, Gpu, Kernel, MatrixCores};
-use wick::gpu::{Plan, Segment, StepInput};
+use wick::gpu::{GpuTensor, Plan, Segment, Stacked, StepInput};
+use wick::ops::matvec::Input;
 use wick::ops::mla::{self, Mla};
+use wick::ops::rms_norm::RmsNorm;
 use wick::ops::rope::{Rope, Yarn};
 use wick::ops::{matvec, rms_norm};
 
@@ -71,6 +73,95 @@ fn grouped_matvec_reads_each_groups_x() {
         assert!(e < bound, "{n_tokens} tokens, {tile:?}: nmse {e}");
     }
     gpu.set_tuning(Tuning::default());
+}
+
+/// The query's first matrix and the compressed kv's stacked into one product whose rows go to two
+/// outputs (`matvec::push_apart`): 36 rows of one and 20 of the other, one type, uploaded in parts of
+/// 24 rows so that a part holds rows of both; then of two types, a product each. One token, three
+/// (a step's pair kernel) and 70 (the prompt's tile), x as it is and normed on the way in (as a
+/// GPU's plan folds the layer's norm in), against the CPU.
+#[test]
+fn stacked_products_store_their_rows_apart() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng(36);
+    let (first, second, cols) = (36u32, 20u32, 256u32);
+    for types in [[GgmlType::Q4_K; 2], [GgmlType::Q8_0, GgmlType::Q4_K]] {
+        let f = RandomFile::new(
+            &[(types[0], first, cols), (types[1], second, cols)],
+            &mut rng,
+        );
+        let upload = |infos: &[&wick::gguf::TensorInfo]| {
+            let part = types[0].bytes_for(cols as u64).unwrap() * 24;
+            GpuTensor::upload_stacked(&gpu, &f.header, &f.source, infos, part, &mut |_| {})
+                .block_on()
+                .unwrap()
+        };
+        let tensors = match types[0] == types[1] {
+            true => vec![(upload(&[f.info(0), f.info(1)]), 0)],
+            false => vec![(upload(&[f.info(0)]), 0), (upload(&[f.info(1)]), first)],
+        };
+        // A part of the stack of one type holds rows of both matrices.
+        let parts: Vec<u32> = tensors[0].0.parts.iter().map(|p| p.rows).collect();
+        let want: &[u32] = match tensors.len() {
+            1 => &[24, 24, 8],
+            _ => &[24, 12],
+        };
+        assert_eq!(parts, want);
+        let stack = Stacked {
+            tensors,
+            rows: first + second,
+        };
+        let gain = rng.vec(cols as usize);
+        for (n_tokens, normed) in [1usize, 3, 70]
+            .into_iter()
+            .flat_map(|n| [(n, false), (n, true)])
+        {
+            let x = rng.vec(n_tokens * cols as usize);
+            let rows = |label: &str, n: u32| {
+                scratch_buffer(&gpu, label, (n_tokens as u32 * n) as u64 * 4)
+                    .block_on()
+                    .unwrap()
+            };
+            let (y0, y1, xn) = (rows("y0", first), rows("y1", second), rows("xn", cols));
+            let (xb, gb) = (f32_buffer(&gpu, &x), f32_buffer(&gpu, &gain));
+            let input = match normed {
+                true => Input::RmsNorm(RmsNorm {
+                    x: &xb,
+                    gain: &gb,
+                    xn: &xn,
+                    n: cols,
+                    eps: 1e-6,
+                }),
+                false => Input::Rows(&xb),
+            };
+            let mut plan = plan_at(&gpu, 0, &vec![0; n_tokens]);
+            matvec::push_apart(&mut plan, &stack, input, [&y0, &y1], first);
+            run(&gpu, plan);
+            let read = |b: &wgpu::Buffer, n: u32| {
+                read_back_f32(&gpu, b, n_tokens * n as usize)
+                    .block_on()
+                    .unwrap()
+            };
+            let (got0, got1) = (read(&y0, first), read(&y1, second));
+            for t in 0..n_tokens {
+                let x = &x[t * cols as usize..(t + 1) * cols as usize];
+                let x = match normed {
+                    true => rms_norm::reference(x, &gain, 1e-6),
+                    false => x.to_vec(),
+                };
+                for (m, (got, rows)) in [(&got0, first), (&got1, second)].into_iter().enumerate() {
+                    let mut want = vec![0f32; rows as usize];
+                    matvec::reference(&f.deq[m], &x, &mut want, false);
+                    let got = &got[t * rows as usize..(t + 1) * rows as usize];
+                    let e = nmse(got, &want);
+                    assert!(
+                        e < 1e-9,
+                        "{types:?}, {n_tokens} tokens, normed {normed}: matrix {m}, token {t}: nmse {e}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// How a test run attends: a step's tokens (a workgroup each), a prompt's chunk in a form of its

@@ -145,6 +145,8 @@ pub enum Store {
     Glu(Activation),
     /// q and k rotated by RoPE, k and v written into a cache of this type.
     RopeKv(KvType),
+    /// Two matrices' rows stacked, each matrix's to an output of its own.
+    Apart,
 }
 
 /// How a KV cache holds its values (shaders/kv_f32.wgsl, kv_f16.wgsl).
@@ -266,6 +268,7 @@ impl Store {
                 include_str!("../../shaders/store_rope_kv.wgsl"),
             ]
             .concat(),
+            Store::Apart => include_str!("../../shaders/store_apart.wgsl").into(),
         }
     }
 }

@@ -342,6 +342,7 @@ fn store_name(store: Store) -> &'static str {
         Store::Glu(Activation::SwigluOai) => "swiglu_oai",
         Store::RopeKv(KvType::F32) => "rope_kv",
         Store::RopeKv(KvType::F16) => "rope_kv_f16",
+        Store::Apart => "apart",
     }
 }
 

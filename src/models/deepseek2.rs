@@ -17,7 +17,7 @@
 use super::feed_forward::{self, FeedForward, FfnScratch, MoeConfig};
 use super::{Ends, Forward, Loader, PromptRuns};
 use crate::gguf::GgmlType;
-use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, StepInput};
+use crate::gpu::{scratch_buffer, GpuTensor, Plan, Shape, Stacked, StepInput};
 use crate::ops::glu::Activation;
 use crate::ops::matvec::{self, Input};
 use crate::ops::mla::{self, Mla};
@@ -44,6 +44,15 @@ pub struct Config {
 }
 
 impl Config {
+    /// Rows of the query's first matrix: attn_q's (every head's query) or attn_q_a's (the
+    /// bottleneck).
+    fn q_first_rows(&self) -> u32 {
+        match self.q_lora {
+            0 => self.mla.n_head * self.mla.q_stride(),
+            q_lora => q_lora,
+        }
+    }
+
     pub fn from_loader(l: &Loader) -> Result<Config, Error> {
         let n_embd = l.meta_u32("embedding_length")?;
         let n_head = l.meta_u32("attention.head_count")?;
@@ -175,21 +184,21 @@ impl Config {
     }
 }
 
-/// The query's projection: one matrix, or a low-rank bottleneck with a norm between.
+/// The query's projection: one matrix (attn_q), or a low-rank bottleneck (attn_q_a) with a norm
+/// and attn_q_b after it. Its first matrix is stacked with the compressed kv's (`Block::q_kv_a`).
 enum QueryWeights {
-    Direct(GpuTensor),
-    LowRank {
-        a: GpuTensor,
-        a_norm: wgpu::Buffer,
-        b: GpuTensor,
-    },
+    Direct,
+    LowRank { a_norm: wgpu::Buffer, b: GpuTensor },
 }
 
 /// One block's weights, named as in GGUF, and its latent cache.
 struct Block {
     attn_norm: wgpu::Buffer,
     q: QueryWeights,
-    kv_a: GpuTensor, // (kv_lora + n_rot, n_embd)
+    /// attn_q (or attn_q_a) and attn_kv_a_mqa, which read the same normed input: stacked where
+    /// their types agree, so that they take one dispatch; the query's `Config::q_first_rows`
+    /// rows first, then the compressed kv's kv_lora + n_rot.
+    q_kv_a: Stacked,
     kv_a_norm: wgpu::Buffer,
     k_b: GpuTensor, // n_head x (kv_lora, q_nope)
     v_b: GpuTensor, // n_head x (v_dim, kv_lora)
@@ -204,14 +213,18 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
     let m = &c.mla;
     let d = c.n_embd;
     let q_dim = m.n_head * m.q_stride();
-    let q = if c.q_lora == 0 {
-        QueryWeights::Direct(l.matrix(&name("attn_q"), d, q_dim).await?)
-    } else {
-        QueryWeights::LowRank {
-            a: l.matrix(&name("attn_q_a"), d, c.q_lora).await?,
+    let q_first = match c.q_lora {
+        0 => "attn_q",
+        _ => "attn_q_a",
+    };
+    let names = [name(q_first), name("attn_kv_a_mqa")];
+    let q_kv_a = (l.stacked(&names, d, &[c.q_first_rows(), m.cache_width()])).await?;
+    let q = match c.q_lora {
+        0 => QueryWeights::Direct,
+        _ => QueryWeights::LowRank {
             a_norm: l.vector(&name("attn_q_a_norm"), c.q_lora).await?,
             b: l.matrix(&name("attn_q_b"), c.q_lora, q_dim).await?,
-        }
+        },
     };
     let (k_b, v_b) = if l.has(&name("attn_k_b")) {
         (
@@ -230,7 +243,7 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
     Ok(Block {
         attn_norm: l.vector(&name("attn_norm"), d).await?,
         q,
-        kv_a: l.matrix(&name("attn_kv_a_mqa"), d, m.cache_width()).await?,
+        q_kv_a,
         kv_a_norm: l.vector(&name("attn_kv_a_norm"), m.kv_lora).await?,
         k_b,
         v_b,
@@ -450,25 +463,21 @@ impl Model<'_> {
     ) {
         let (c, a) = (self.c, self.a);
         let m = &c.mla;
-        match &b.q {
-            QueryWeights::Direct(w) => matvec::push(plan, w, x, &a.q, false),
-            QueryWeights::LowRank {
-                a: wa,
-                a_norm,
-                b: wb,
-            } => {
-                matvec::push(plan, wa, x, &a.q_low, false);
-                let q_low = RmsNorm {
-                    x: &a.q_low,
-                    gain: a_norm,
-                    xn: &a.q_low_normed,
-                    n: c.q_lora,
-                    eps: c.rms_eps,
-                };
-                matvec::push(plan, wb, Input::RmsNorm(q_low), &a.q, false);
-            }
+        let q_first = match &b.q {
+            QueryWeights::Direct => &a.q,
+            QueryWeights::LowRank { .. } => &a.q_low,
+        };
+        matvec::push_apart(plan, &b.q_kv_a, x, [q_first, &a.kv], c.q_first_rows());
+        if let QueryWeights::LowRank { a_norm, b: wb } = &b.q {
+            let q_low = RmsNorm {
+                x: &a.q_low,
+                gain: a_norm,
+                xn: &a.q_low_normed,
+                n: c.q_lora,
+                eps: c.rms_eps,
+            };
+            matvec::push(plan, wb, Input::RmsNorm(q_low), &a.q, false);
         }
-        matvec::push(plan, &b.kv_a, x, &a.kv, false);
         let norm = (&b.kv_a_norm, c.rms_eps);
         mla::push_kv(plan, m, &a.kv, norm, self.rope_freqs, &b.cache);
         let (lora, q_stride) = (m.kv_lora, m.q_stride());

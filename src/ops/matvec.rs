@@ -73,6 +73,17 @@ struct RowsParams {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ApartParams {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    out_offset: u32,
+    split: u32,
+    total: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct GroupedParams {
     rows: u32,
     cols: u32,
@@ -121,6 +132,43 @@ pub fn push_biased<'a>(
 pub fn push_stacked(plan: &mut Plan, ws: &Stacked, x: &wgpu::Buffer, y: &wgpu::Buffer) {
     for (w, offset) in &ws.tensors {
         push_at(plan, w, Input::Rows(x), (y, *offset, ws.rows), false);
+    }
+}
+
+/// As `push_stacked` for a stack whose first `split` rows (one matrix's) the kernels after it read
+/// apart from the rest (another's): those go to `y0`, (batch, split), the others to `y1`, (batch,
+/// ws.rows - split). A tensor of the stack that holds rows of both (two matrices of one type) takes
+/// one dispatch, its pairs stored apart (shaders/store_apart.wgsl); one on either side, a product
+/// of its own.
+pub fn push_apart(
+    plan: &mut Plan,
+    ws: &Stacked,
+    x: Input,
+    [y0, y1]: [&wgpu::Buffer; 2],
+    split: u32,
+) {
+    assert!(split % 2 == 0, "a stack split inside a pair of rows");
+    let x = x.for_pairs(plan);
+    for (w, offset) in &ws.tensors {
+        let (first, end) = (*offset, offset + w.rows);
+        if end <= split {
+            push_at(plan, w, x, (y0, first, split), false);
+        } else if first >= split {
+            push_at(plan, w, x, (y1, first - split, ws.rows - split), false);
+        } else {
+            let params = |part: &TensorPart| {
+                let p = ApartParams {
+                    rows: part.rows,
+                    cols: w.row_len,
+                    row_bytes: w.row_bytes,
+                    out_offset: first + part.first_row,
+                    split,
+                    total: ws.rows,
+                };
+                super::params(&p).to_vec()
+            };
+            push_pairs(plan, w, x, Store::Apart, &[y0, y1], params);
+        }
     }
 }
 
