@@ -218,7 +218,8 @@ async fn load_block(l: &mut Loader<'_>, c: &Config, i: u32, n_ctx: u32) -> Resul
         _ => "attn_q_a",
     };
     let names = [name(q_first), name("attn_kv_a_mqa")];
-    let q_kv_a = (l.stacked(&names, d, &[c.q_first_rows(), m.cache_width()])).await?;
+    let rows = [c.q_first_rows(), m.cache_width()];
+    let q_kv_a = l.stacked(&names, d, &rows).await?;
     let q = match c.q_lora {
         0 => QueryWeights::Direct,
         _ => QueryWeights::LowRank {
@@ -425,8 +426,8 @@ impl Model<'_> {
         embed::push(plan, &self.ends.token_embd, &a.x, 1.0);
         for b in self.blocks {
             plan.layer_boundary();
-            // The query's and the compressed kv's products both read it: normed once for both, or
-            // by each in its kernel where the plan folds norms in.
+            // The query's and the compressed kv's product reads it: normed first, or on the way
+            // in where the plan folds norms into products.
             let attn_in = Input::RmsNorm(RmsNorm {
                 x: &a.x,
                 gain: &b.attn_norm,

@@ -147,7 +147,10 @@ pub fn push_apart(
     [y0, y1]: [&wgpu::Buffer; 2],
     split: u32,
 ) {
-    assert!(split.is_multiple_of(2), "a stack split inside a pair of rows");
+    assert!(
+        split.is_multiple_of(2),
+        "a stack split inside a pair of rows"
+    );
     let x = x.for_pairs(plan);
     for (w, offset) in &ws.tensors {
         let (first, end) = (*offset, offset + w.rows);
