@@ -147,6 +147,8 @@ pub enum Store {
     RopeKv(KvType),
     /// Two matrices' rows stacked, each matrix's to an output of its own.
     Apart,
+    /// activation(row) * the same row of another input (Gemma's per-layer input gate).
+    GluWith(Activation),
 }
 
 /// How a KV cache holds its values (shaders/kv_f32.wgsl, kv_f16.wgsl).
@@ -269,6 +271,11 @@ impl Store {
             ]
             .concat(),
             Store::Apart => include_str!("../../shaders/store_apart.wgsl").into(),
+            Store::GluWith(act) => [
+                act.source(),
+                include_str!("../../shaders/store_glu_with.wgsl"),
+            ]
+            .concat(),
         }
     }
 }

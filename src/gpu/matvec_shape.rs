@@ -343,6 +343,10 @@ fn store_name(store: Store) -> &'static str {
         Store::RopeKv(KvType::F32) => "rope_kv",
         Store::RopeKv(KvType::F16) => "rope_kv_f16",
         Store::Apart => "apart",
+        Store::GluWith(Activation::Silu) => "swiglu_with",
+        Store::GluWith(Activation::GeluTanh) => "geglu_with",
+        Store::GluWith(Activation::GeluQuick) => "geglu_quick_with",
+        Store::GluWith(Activation::SwigluOai) => "swiglu_oai_with",
     }
 }
 

@@ -15,7 +15,7 @@
 use super::loader::Loader;
 use crate::gguf::{GgmlType, SharedSource};
 use crate::gpu::{scratch_buffer, Gpu, GpuTensor, Plan};
-use crate::ops::glu::{self, Activation};
+use crate::ops::glu::Activation;
 use crate::ops::{embed, matvec, per_layer_inputs, rms_norm};
 use crate::Error;
 
@@ -32,7 +32,6 @@ pub struct PerLayerEmbd {
     proj_norm: wgpu::Buffer, // per_layer_proj_norm: (width)
     rows: wgpu::Buffer,      // (batch, n_layer, width): the run's rows of the table, scaled
     inputs: wgpu::Buffer,    // (batch, n_layer, width): each layer's input
-    gate: wgpu::Buffer,      // (batch, width): a layer's gate
     gated: wgpu::Buffer,     // (batch, width): GELU of the gate times the layer's input
     layers: Vec<LayerInput>,
 }
@@ -164,7 +163,6 @@ impl PerLayerEmbd {
             proj_norm: l.vector("per_layer_proj_norm.weight", width).await?,
             rows,
             inputs: activations("per-layer inputs").await?,
-            gate: scratch_buffer(&gpu, "per-layer gate", batch as u64 * width as u64 * 4).await?,
             gated: scratch_buffer(&gpu, "per-layer gated", batch as u64 * width as u64 * 4).await?,
             layers,
         };
@@ -199,17 +197,10 @@ impl PerLayerEmbd {
             eps,
             ..
         } = self.shape;
-        matvec::push(plan, &layer.inp_gate, x, &self.gate, false);
-        // GELU of the gate times this layer's slice of the inputs.
-        let gate = (&self.gate, 0, width);
+        // GELU of the gate times this layer's slice of the inputs, in the gate's product.
         let input = (&self.inputs, i as u32 * width, n_layer * width);
-        glu::push_rows(
-            plan,
-            Activation::GeluTanh,
-            gate,
-            input,
-            (&self.gated, width),
-        );
+        let gelu = Activation::GeluTanh;
+        matvec::push_glu_with(plan, &layer.inp_gate, x.into(), gelu, input, &self.gated);
         matvec::push(plan, &layer.proj, &self.gated, t, false);
         let n_embd = layer.proj.rows;
         rms_norm::push_add_scale_norm(

@@ -3,6 +3,7 @@
 //! `push_pairs` is the way in for the fused projections: their kernels compute W's rows two at a time
 //! and hand each pair to a store (shaders/store_*.wgsl) that finishes the next step's work.
 
+use super::glu::Activation;
 use super::rms_norm::RmsNorm;
 use crate::gguf::GgmlType;
 use crate::gpu::{
@@ -80,6 +81,18 @@ struct ApartParams {
     out_offset: u32,
     split: u32,
     total: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct GluWithParams {
+    rows: u32,
+    cols: u32,
+    row_bytes: u32,
+    out_offset: u32,
+    out_stride: u32,
+    u_offset: u32,
+    u_stride: u32,
 }
 
 #[repr(C)]
@@ -173,6 +186,31 @@ pub fn push_apart(
             push_pairs(plan, w, x, Store::Apart, &[y0, y1], params);
         }
     }
+}
+
+/// y = act(W x) * u, row by row, in the product's kernel (shaders/store_glu_with.wgsl): y (batch,
+/// w.rows); u's rows of each token from index `u_offset` of rows of `u_stride` values.
+pub fn push_glu_with(
+    plan: &mut Plan,
+    w: &GpuTensor,
+    x: Input,
+    act: Activation,
+    (u, u_offset, u_stride): (&wgpu::Buffer, u32, u32),
+    y: &wgpu::Buffer,
+) {
+    let params = |part: &TensorPart| {
+        let p = GluWithParams {
+            rows: part.rows,
+            cols: w.row_len,
+            row_bytes: w.row_bytes,
+            out_offset: part.first_row,
+            out_stride: w.rows,
+            u_offset,
+            u_stride,
+        };
+        super::params(&p).to_vec()
+    };
+    push_pairs(plan, w, x, Store::GluWith(act), &[y, u], params);
 }
 
 /// As `push`, with W's rows written from index `offset` of y's rows of `stride` values.
