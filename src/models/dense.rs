@@ -436,8 +436,7 @@ impl Model<'_> {
                 Mixing::DeltaNet(dn) => {
                     let shape = f.delta_net.expect("the family's DeltaNet shape");
                     let rows = a.qkv.as_ref().expect("rows for the DeltaNet projection");
-                    let xn = attn_in.rows(plan);
-                    dn.push(plan, shape, (xn, rows, &a.attn), eps);
+                    dn.push(plan, shape, (attn_in, rows, &a.attn), eps);
                 }
             }
 

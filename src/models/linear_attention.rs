@@ -5,7 +5,7 @@
 use super::Loader;
 use crate::gpu::{scratch_buffer, GpuTensor, Plan, Stacked};
 use crate::ops::delta_net::{self, Shape};
-use crate::ops::matvec;
+use crate::ops::matvec::{self, Input};
 use crate::Error;
 
 /// One linear-attention layer's weights and states.
@@ -118,16 +118,17 @@ impl DeltaNet {
         [&self.conv_state, &self.state]
     }
 
-    /// The projection of `xn` (batch, n_embd) into `rows` (batch, Shape::row_len), then the
-    /// convolution and the recurrence into `out` (batch, value_dim); ssm_out is the caller's.
+    /// The projection of the layer's input `x` (batch, n_embd; normed on the way in where the plan
+    /// folds norms into products) into `rows` (batch, Shape::row_len), then the convolution and the
+    /// recurrence into `out` (batch, value_dim); ssm_out is the caller's.
     pub fn push(
         &self,
         plan: &mut Plan,
         shape: Shape,
-        (xn, rows, out): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+        (x, rows, out): (Input, &wgpu::Buffer, &wgpu::Buffer),
         eps: f32,
     ) {
-        matvec::push_stacked(plan, &self.in_proj, xn, rows);
+        matvec::push_stacked(plan, &self.in_proj, x, rows);
         let buffers = delta_net::Buffers {
             rows,
             conv: &self.conv,

@@ -303,8 +303,7 @@ impl SelfAttention {
         };
         match (&self.attn_qkv_norm, a.qkv) {
             (Some(norms), Some(qkv)) => {
-                let xn = x.rows(plan);
-                matvec::push_stacked(plan, &self.attn_qkv, xn, qkv);
+                matvec::push_stacked(plan, &self.attn_qkv, x, qkv);
                 let rope = (&layer.rope, c.rms_eps);
                 let row = (qkv, f.attn_gate, self.kv);
                 head_norm_rope_kv::push(plan, row, norms, rope, heads, &outputs);

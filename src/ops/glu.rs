@@ -156,7 +156,6 @@ pub fn push_hidden(
             super::matvec::push_pairs(plan, w, xn, Store::Glu(act), &[hidden], params);
         }
         GateUp::Apart(stacked) => {
-            let xn = xn.rows(plan);
             super::matvec::push_stacked(plan, stacked, xn, gate_up_out);
             let (gate, up) = ((gate_up_out, 0, 2 * n_ff), (gate_up_out, n_ff, 2 * n_ff));
             push_rows(plan, act, gate, up, (hidden, n_ff));

@@ -141,10 +141,12 @@ pub fn push_biased<'a>(
 }
 
 /// As `push` for matrices that read the same x: y: (batch, ws.rows), each matrix's rows where the
-/// stack puts them.
-pub fn push_stacked(plan: &mut Plan, ws: &Stacked, x: &wgpu::Buffer, y: &wgpu::Buffer) {
+/// stack puts them. A norm of x is done once for all of them, or in each one's kernel where the plan
+/// folds norms into products.
+pub fn push_stacked<'a>(plan: &mut Plan, ws: &Stacked, x: impl Into<Input<'a>>, y: &wgpu::Buffer) {
+    let x = x.into().for_pairs(plan);
     for (w, offset) in &ws.tensors {
-        push_at(plan, w, Input::Rows(x), (y, *offset, ws.rows), false);
+        push_at(plan, w, x, (y, *offset, ws.rows), false);
     }
 }
 
