@@ -52,9 +52,9 @@ fn random_families_in_parallel_sequences_split_from_position_8_match_the_f32_ref
 }
 
 /// Both checks with each RMSNorm done in the kernel of the product that reads it where the model
-/// allows (`Gpu::fuses_norms`, a GPU's default, which lavapipe does not take): qwen3's and phi3's
-/// feed-forward input, Llama 3's q/k/v and feed-forward inputs; gemma2's post-norms stay as they
-/// are. A decode step of one sequence, and steps of several, four to a workgroup.
+/// allows (`Gpu::fuses_norms`, a GPU's default, which lavapipe does not take): qwen3's q/k/v (stacked
+/// before its head norms) and feed-forward inputs, phi3's feed-forward input, Llama 3's q/k/v and
+/// feed-forward inputs; gemma2's post-norms stay as they are. A decode step of one sequence, and steps of several, four to a workgroup.
 #[test]
 fn random_families_with_norms_fused_match_references() {
     let Some(gpu) = common::gpu_with_norms_fused() else {
