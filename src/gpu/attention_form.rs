@@ -407,7 +407,7 @@ mod tests {
     use super::*;
 
     /// A GPU whose workgroups hold `workgroup_bytes`.
-    fn on_gpu(workgroup_bytes: u32) -> Adapter {
+    pub(super) fn on_gpu(workgroup_bytes: u32) -> Adapter {
         Adapter {
             workgroup_bytes,
             runs_on_cpu: false,
@@ -415,7 +415,7 @@ mod tests {
         }
     }
 
-    fn offers(subgroup_size: Option<u32>, matrix_cores: Option<MatrixCores>) -> Offers {
+    pub(super) fn offers(subgroup_size: Option<u32>, matrix_cores: Option<MatrixCores>) -> Offers {
         Offers {
             subgroup_size,
             matrix_cores,

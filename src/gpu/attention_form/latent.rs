@@ -104,25 +104,9 @@ impl AttentionShape {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{KvType, SPLIT_WORKGROUPS};
+    use super::super::tests::{offers, on_gpu};
+    use super::super::KvType;
     use super::*;
-
-    /// A GPU whose workgroups hold `workgroup_bytes`.
-    fn on_gpu(workgroup_bytes: u32) -> Adapter {
-        Adapter {
-            workgroup_bytes,
-            runs_on_cpu: false,
-            split_workgroups: SPLIT_WORKGROUPS,
-        }
-    }
-
-    fn offers(subgroup_size: Option<u32>, matrix_cores: Option<MatrixCores>) -> Offers {
-        Offers {
-            subgroup_size,
-            matrix_cores,
-            ..Offers::default()
-        }
-    }
 
     /// Multi-head Latent Attention's chunk takes its own forms alone: the streaming form at 1 to
     /// as many tokens as the adapter's workgroup memory holds the queries of on a GPU (the untuned
