@@ -63,6 +63,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var start = keys.x; start < keys.w; start = key_walk_next(keys, start, BC)) {
         let end = key_walk_end(keys, start);
         load_tile(false, start, end, kv, lid);
+        // Each query's keys in this tile.
+        var sees: array<vec2<u32>, RPT>;
+        for (var r = 0u; r < RPT; r++) {
+            sees[r] = key_walk_sees(keys, start, range[r]);
+        }
         // The tile's scores: each thread's part of a query's dot product with a key, summed over the
         // DS threads of the query.
         var s: array<array<f32, CPT>, RPT>;
@@ -78,8 +83,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                     score = P.softcap * tanh(score / P.softcap);
                 }
                 let p = start + c * CI + col;
-                let sees = key_walk_sees(keys, start, range[r]);
-                s[r][c] = select(-3.0e38, score, p >= sees.x && p < sees.y);
+                s[r][c] = select(-3.0e38, score, p >= sees[r].x && p < sees[r].y);
             }
         }
         // This column's max, then one rescale of what it holds.
@@ -101,8 +105,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             let p = start + c * CI + col;
             for (var r = 0u; r < RPT; r++) {
                 // Where no key was seen yet, m is s's -3e38 too: the range decides, not exp.
-                let sees = key_walk_sees(keys, start, range[r]);
-                let e = select(0.0, exp(s[r][c] - m[r]), p >= sees.x && p < sees.y);
+                let e = select(0.0, exp(s[r][c] - m[r]), p >= sees[r].x && p < sees[r].y);
                 l[r] += e;
                 for (var i = 0u; i < HDS; i++) {
                     o[r][i] += e * v[i];

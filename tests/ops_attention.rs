@@ -300,6 +300,13 @@ fn tiled_attention_against_cpu() {
             false,
             vec![(128, 0, text(6)), (160, 0, text(10))],
         ),
+        // The same a few rows apart: the smaller tiles of keys (16 and 32 where queries' heads are
+        // split over threads) reach into the second's too.
+        (
+            causal(4, 2, 32),
+            false,
+            vec![(128, 0, text(6)), (138, 0, text(10))],
+        ),
         // Scores of tens: a query's max grows by more than e^8 between tiles, which the matrix
         // form's outputs are rescaled for.
         (
