@@ -4,8 +4,10 @@
 // them) made into h[s * rows + r] = glu(gate, up) by the activation file. One dispatch where gate, up
 // and the activation took three. The TPR threads of a pair split its rows as the row_dot file says,
 // reading each x once for both. A tensor split into parts is dispatched once per part (parts hold
-// whole pairs); pairs outside the part are skipped. Needs x_rows.wgsl, a row_dot file (on 8-bit x too:
-// every pair reads the one x), a row_sum file and an activation file.
+// whole pairs); pairs outside the part are skipped. x is read as the x file says: as it is
+// (x_rows.wgsl), or normed by RMSNorm on the way in (x_rms_norm.wgsl), each pair's sums then scaled
+// by x_scale before the biases. Needs an x file, a row_dot file (on 8-bit x too: every pair reads the
+// one x), a row_sum file and an activation file.
 
 struct Params {
     rows: u32,       // values of h per expert (pairs of rows)
@@ -45,7 +47,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             acc = pair_dot((g - P.first_row) * P.row_bytes, P.row_bytes, 0u, P.cols, t % TPR);
         }
     }
-    var sum = pair_sum(t, acc);
+    var sum = pair_sum(t, acc) * x_scale(t, P.cols);
     if (t % TPR == 0u && here) {
         if (P.has_bias == 1u) {
             sum += vec2<f32>(B[g], B[g + 1u]);

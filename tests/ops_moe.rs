@@ -12,12 +12,14 @@ use pollster::FutureExt as _;
 use wick::gguf::GgmlType;
 use wick::gpu::{
     has_int8_form, read_back_f32, scratch_buffer, Gpu, GpuTensor, Kernel, MatvecKernel,
-    MatvecShape, Rounding, Split, Tuning,
+    MatvecShape, Rounding, Split, Tuning, XNorm,
 };
 use wick::ops::glu::{self, Activation};
+use wick::ops::matvec::Input;
 use wick::ops::matvec_id::{self, Experts, Output};
 use wick::ops::moe::{self, ExpertBiases, ExpertWeights, ExpertsGateUp, MoeBuffers, MoeShape};
 use wick::ops::moe_route::{self, Gating, RouterBiases};
+use wick::ops::rms_norm::RmsNorm;
 
 #[test]
 fn router_and_expert_matvecs_against_cpu() {
@@ -222,10 +224,12 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
     gpu.set_rounds(Rounding::F16Tiles, true);
     for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::MXFP4] {
         for (n_tokens, biased) in [(21, false), (21, true), (1, false), (1, true)] {
-            check_experts_block(&gpu, ty, (n_tokens, true), biased, None, &mut rng);
+            let block = Block::of(n_tokens, biased);
+            check_experts_block(&gpu, ty, block, None, &mut rng);
             if !biased {
                 // Gate and up apart, as files whose two differ in type load them.
-                check_experts_block(&gpu, ty, (n_tokens, false), biased, None, &mut rng);
+                let apart = block.apart();
+                check_experts_block(&gpu, ty, apart, None, &mut rng);
             }
         }
         // Every tile the tuner may give the experts' products over a chunk (on the matrix cores and
@@ -240,13 +244,13 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
                 continue;
             }
             let given = Some(Given::Tile(tile));
-            check_experts_block(&gpu, ty, (150, true), true, given, &mut rng);
+            check_experts_block(&gpu, ty, Block::of(150, true), given, &mut rng);
         }
         // Every kernel shape the tuner may give a token's products over the chosen experts: gate, up
         // and the activation in one dispatch; gate and up apart; down, whose slots each read an x of
         // their own, summed by weight into x.
         let (d, used) = (EXPERTS_D, EXPERTS_USED);
-        let glu = Kernel::MatvecIdGlu(Activation::Silu);
+        let glu = Kernel::MatvecIdGlu(Activation::Silu, XNorm::None);
         let gate_up = MatvecShape::of(glu, ty, d, used * d);
         let apart = MatvecShape::of(Kernel::MatvecId, ty, d, used * d);
         let down = MatvecShape {
@@ -269,11 +273,105 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
             {
                 let given = Some(Given::Token(shape, kernel));
                 // Biases where gate and up are interleaved: files with them load them so.
-                check_experts_block(&gpu, ty, (1, interleaved), interleaved, given, &mut rng);
+                let block = match interleaved {
+                    true => Block::of(1, true),
+                    false => Block::of(1, false).apart(),
+                };
+                check_experts_block(&gpu, ty, block, given, &mut rng);
             }
         }
     }
 }
+
+/// The experts' block over one token whose x a norm makes (`moe::input`), where plans fold norms into
+/// their products (a GPU's default): the norm done in gate and up's one dispatch (and the router's
+/// and a shared expert's, which are the dense products' kernels), in its default kernel shape and
+/// every one the tuner may give it (8-bit x among them), with and without biases, against RMSNorm
+/// and the block on the CPU; the norm's rows are never written. Gate and up apart, and a chunk,
+/// read the rows of the norm's own dispatch, against the same reference.
+#[test]
+fn experts_block_with_its_norm_on_the_way_in_against_cpu() {
+    let Some(gpu) = common::gpu_with_norms_fused() else {
+        return;
+    };
+    gpu.set_rounds(Rounding::Int8X, true);
+    let mut rng = Rng(19);
+    for ty in [
+        GgmlType::F16,
+        GgmlType::F32,
+        GgmlType::Q4_K,
+        GgmlType::Q8_0,
+        GgmlType::MXFP4,
+    ] {
+        for block in [
+            Block::of(1, false),
+            Block::of(1, true),
+            Block::of(1, false).apart(),
+            Block::of(21, false),
+        ] {
+            check_experts_block(&gpu, ty, block.normed(), None, &mut rng);
+        }
+        let glu = Kernel::MatvecIdGlu(Activation::Silu, XNorm::Rms(NORM_EPS.to_bits()));
+        let shape = MatvecShape::of(glu, ty, EXPERTS_D, EXPERTS_USED * EXPERTS_D);
+        let candidates = shape.candidates(gpu.offers());
+        let on_q8 = |k: &MatvecKernel| k.split == Split::PartsQ8;
+        assert_eq!(
+            candidates.iter().any(on_q8),
+            has_int8_form(ty),
+            "{}",
+            shape.key()
+        );
+        for kernel in candidates
+            .into_iter()
+            .filter(|k| shape.fits(k, &gpu.limits))
+        {
+            let given = Some(Given::Token(shape, kernel));
+            check_experts_block(&gpu, ty, Block::of(1, true).normed(), given, &mut rng);
+        }
+    }
+}
+
+/// What check_experts_block runs: the experts' block over `n_tokens` (a chunk's, unless one), gate
+/// and up interleaved as loaded where they share a type (or apart), with biases on the router's
+/// logits and every expert's products (gpt-oss's; only where interleaved, as files load them), and
+/// its x given normed or a norm's to make (RMSNorm of a raw x, its gain random).
+#[derive(Clone, Copy)]
+struct Block {
+    n_tokens: usize,
+    interleaved: bool,
+    biased: bool,
+    normed: bool,
+}
+
+impl Block {
+    /// Gate and up interleaved, x given normed.
+    fn of(n_tokens: usize, biased: bool) -> Block {
+        Block {
+            n_tokens,
+            interleaved: true,
+            biased,
+            normed: false,
+        }
+    }
+
+    fn apart(self) -> Block {
+        assert!(!self.biased, "the experts have biases only interleaved");
+        Block {
+            interleaved: false,
+            ..self
+        }
+    }
+
+    fn normed(self) -> Block {
+        Block {
+            normed: true,
+            ..self
+        }
+    }
+}
+
+/// The eps of check_experts_block's norm, where it makes one.
+const NORM_EPS: f32 = 1e-5;
 
 /// A kernel shape check_experts_block gives its products, where not their defaults.
 #[derive(Clone, Copy)]
@@ -298,17 +396,15 @@ const EXPERTS_N: u32 = 8;
 const EXPERTS_USED: u32 = 3;
 const EXPERTS_D: u32 = 256;
 
-/// One run of the experts' block over `n_tokens` (a chunk's, unless one), gate and up `interleaved` as
-/// loaded where they share a type (or apart), against the CPU, its products in the kernel shapes
+/// One run of the experts' block `block` says, against the CPU, its products in the kernel shapes
 /// their tuning gives them, or where `given`, that one.
-fn check_experts_block(
-    gpu: &Gpu,
-    ty: GgmlType,
-    (n_tokens, interleaved): (usize, bool),
-    biased: bool,
-    given: Option<Given>,
-    rng: &mut Rng,
-) {
+fn check_experts_block(gpu: &Gpu, ty: GgmlType, block: Block, given: Option<Given>, rng: &mut Rng) {
+    let Block {
+        n_tokens,
+        interleaved,
+        biased,
+        normed,
+    } = block;
     let (n_expert, n_used, d, n_ff) = (EXPERTS_N, EXPERTS_USED, EXPERTS_D, EXPERTS_D);
     let mut tuning = Tuning::default();
     match given {
@@ -354,7 +450,13 @@ fn check_experts_block(
     let logits: Vec<f32> = (rng.vec(n_tokens * n_expert as usize).iter())
         .map(|v| v * 3.0)
         .collect();
-    let xn = rng.vec(n_tokens * d as usize);
+    // x as given: the products' x, or where normed, the norm's, whose gain is random.
+    let x_given: Vec<f32> = rng
+        .vec(n_tokens * d as usize)
+        .iter()
+        .map(|v| 5.0 * v)
+        .collect();
+    let gain: Vec<f32> = rng.vec(d as usize).iter().map(|g| 1.0 + g).collect();
     let x0 = rng.vec(n_tokens * d as usize);
     // The biases: the router's logits', and gate's, up's and down's per expert.
     let bias_values =
@@ -423,14 +525,21 @@ fn check_experts_block(
         hidden: &hidden,
         out: &out,
     };
-    moe::push(
-        &mut plan,
-        shape,
-        &weights,
-        &f32_buffer(gpu, &xn),
-        &buffers,
-        &x,
-    );
+    let (x_given_buffer, gain_buffer) = (f32_buffer(gpu, &x_given), f32_buffer(gpu, &gain));
+    let norm_rows = rows("normed x", d);
+    let xn = match normed {
+        true => Input::RmsNorm(RmsNorm {
+            x: &x_given_buffer,
+            gain: &gain_buffer,
+            xn: &norm_rows,
+            n: d,
+            eps: NORM_EPS,
+        }),
+        false => Input::Rows(&x_given_buffer),
+    };
+    let xn = moe::input(&mut plan, &gate_up, xn);
+    moe::push_hidden(&mut plan, shape, &weights, xn, &buffers);
+    moe::push_down(&mut plan, shape, &weights, &buffers, &x);
     match given {
         Some(_) => run_tuned(gpu, plan, &tuning),
         None => run(gpu, plan),
@@ -453,10 +562,22 @@ fn check_experts_block(
             .collect();
         let (ids, w) = moe_route::reference(&g, &biased_logits, None);
         let route = (&ids[..], &w[..]);
-        let x_t = match gate_up_on_q8 {
-            true => q8_rounded(&xn[t * d..(t + 1) * d]),
-            false => xn[t * d..(t + 1) * d].to_vec(),
+        // Gate and up read g x / sqrt(mean(x^2) + eps) where normed (on 8-bit x, g x rounded, then
+        // scaled), or x as given.
+        let x_row = &x_given[t * d..(t + 1) * d];
+        let (gx, scale) = match normed {
+            true => {
+                let mean_square = x_row.iter().map(|v| v * v).sum::<f32>() / d as f32;
+                let gx: Vec<f32> = x_row.iter().zip(&gain).map(|(v, g)| v * g).collect();
+                (gx, 1.0 / (mean_square + NORM_EPS).sqrt())
+            }
+            false => (x_row.to_vec(), 1.0),
         };
+        let gx = match gate_up_on_q8 {
+            true => q8_rounded(&gx),
+            false => gx,
+        };
+        let x_t: Vec<f32> = gx.iter().map(|v| v * scale).collect();
         let x_t = &x_t[..];
         let (mut gs, mut us) = (vec![0f32; u * f], vec![0f32; u * f]);
         let per_slot = Output::PerSlot;
@@ -473,13 +594,14 @@ fn check_experts_block(
     let got = read_back_f32(gpu, &x, want.len()).block_on().unwrap();
     let e = nmse(&got, &want);
     let label = format!(
-        "{ty}, {n_tokens} tokens{}{}{}",
+        "{ty}, {n_tokens} tokens{}{}{}{}",
         if interleaved {
             ""
         } else {
             ", gate and up apart"
         },
         if biased { ", biased" } else { "" },
+        if normed { ", normed" } else { "" },
         match given {
             Some(Given::Tile(tile)) => format!(", {tile}"),
             Some(Given::Token(shape, kernel)) => format!(", {} at {kernel}", shape.key()),
@@ -496,6 +618,14 @@ fn check_experts_block(
         _ => 1e-10,
     };
     assert!(e < bound, "{label}: nmse {e}");
+    // Where one token's gate and up are one product, a plan that folds norms does this one in the
+    // products: its rows are never written.
+    if normed {
+        let folded = n_tokens == 1 && interleaved && gpu.fuses_norms();
+        let rows = read_back_f32(gpu, &norm_rows, d).block_on().unwrap();
+        let written = rows.iter().any(|&v| v != 0.0);
+        assert_eq!(written, !folded, "{label}: the norm's rows written");
+    }
     gpu.set_tuning(Tuning::default());
 }
 

@@ -97,7 +97,8 @@ fn random_moe_matches_references() {
 
 /// The same with each RMSNorm done in the kernel of the product that reads it (a GPU's default,
 /// which lavapipe does not take unless told): Qwen3.5-MoE's Gated DeltaNet layers' input norm in
-/// their projection's, its gated attention layers' in q/k/v's.
+/// their projection's, its gated attention layers' in q/k/v's; a decode step's feed-forward norm in
+/// the router's, the experts' gate and up's (`moe::input`) and the shared expert's products.
 #[test]
 fn random_moe_with_norms_fused_matches_references() {
     let Some(gpu) = common::gpu_with_norms_fused() else {

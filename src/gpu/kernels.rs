@@ -33,8 +33,8 @@ pub enum Kernel {
     /// Matvecs over the experts a router chose, by index.
     MatvecId,
     /// h over the experts a router chose, by index: their gate and up rows interleaved, each pair's
-    /// sums made into h by the activation.
-    MatvecIdGlu(Activation),
+    /// sums made into h by the activation, x read as the `XNorm` says.
+    MatvecIdGlu(Activation, XNorm),
     /// Rows of a packed table, dequantized.
     Embed,
     RmsNorm,
@@ -284,7 +284,7 @@ impl Kernel {
     /// How the kernel reads x: normed on the way in, or as it is (the kernels that take no `XNorm`).
     pub fn x_norm(self) -> XNorm {
         match self {
-            Kernel::MatvecPairs(_, x) | Kernel::Matmul(_, x) => x,
+            Kernel::MatvecPairs(_, x) | Kernel::Matmul(_, x) | Kernel::MatvecIdGlu(_, x) => x,
             _ => XNorm::None,
         }
     }
@@ -334,9 +334,9 @@ impl Kernel {
                 let body = wgsl!("matvec_id.wgsl");
                 return [wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();
             }
-            Kernel::MatvecIdGlu(act) => {
+            Kernel::MatvecIdGlu(act, x) => {
                 let body = wgsl!("matvec_id_glu.wgsl");
-                return [act.source(), wgsl!("x_rows.wgsl"), row_dot, body, row_sum].concat();
+                return [act.source(), x.source(), row_dot, body, row_sum].concat();
             }
             Kernel::Embed => wgsl!("step.wgsl", "embed.wgsl"),
             Kernel::RmsNorm => wgsl!("step.wgsl", "reduce.wgsl", "rms_norm.wgsl"),

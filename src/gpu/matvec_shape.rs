@@ -112,7 +112,12 @@ impl MatvecShape {
                 shape + &format!(" experts, {} rows of x", self.matrices)
             }
             Kernel::MatvecId => shape + " experts",
-            Kernel::MatvecIdGlu(act) => shape + " experts " + store_name(Store::Glu(act)),
+            Kernel::MatvecIdGlu(act, XNorm::None) => {
+                shape + " experts " + store_name(Store::Glu(act))
+            }
+            Kernel::MatvecIdGlu(act, XNorm::Rms(_)) => {
+                shape + " experts " + store_name(Store::Glu(act)) + " normed"
+            }
             Kernel::Matmul(store, XNorm::None) => shape + " matmul " + store_name(store),
             Kernel::Matmul(store, XNorm::Rms(_)) => {
                 shape + " matmul " + store_name(store) + " normed"
@@ -309,7 +314,9 @@ impl MatvecShape {
     /// slots' x side by side).
     pub fn takes_q8(&self) -> bool {
         let kernel = match self.kernel {
-            Kernel::Matvec | Kernel::MatvecPairs(..) | Kernel::MatvecIdGlu(_) => self.matrices == 1,
+            Kernel::Matvec | Kernel::MatvecPairs(..) | Kernel::MatvecIdGlu(..) => {
+                self.matrices == 1
+            }
             Kernel::MatvecId => true,
             _ => false,
         };

@@ -339,7 +339,7 @@ impl FeedForward {
             FeedForward::Experts(e) => e,
         };
         assert!(accumulate, "experts add into the residual");
-        let xn = xn.rows(plan);
+        let xn = moe::input(plan, &e.gate_up, xn);
         let g = &e.config.gating;
         matvec::push_stacked(plan, &e.router, xn, &s.router_logits);
         let logits = (&s.router_logits, e.router.rows);
@@ -371,19 +371,21 @@ impl FeedForward {
             hidden: &s.hidden,
             out: &s.expert_out,
         };
-        moe::push(plan, shape, &weights, xn, &buffers, y);
+        // Every product that reads xn runs before the first that adds into y, the residual: where
+        // they norm it on the way in, they read y itself.
+        moe::push_hidden(plan, shape, &weights, xn, &buffers);
+        let shared_scratch = (&s.gate_up, &s.shared_hidden);
         if let Some(sh) = &e.shared {
-            if !sh.gated {
-                let ffn = (&sh.gate_up, &sh.down);
-                glu::push_ffn(plan, act, ffn, Input::Rows(xn), dense_scratch, (y, true));
-                return;
+            glu::push_hidden(plan, act, &sh.gate_up, xn, shared_scratch);
+        }
+        moe::push_down(plan, shape, &weights, &buffers, y);
+        if let Some(sh) = &e.shared {
+            if sh.gated {
+                // down(sigmoid(gate) h) = sigmoid(gate) down(h): the gate scales h.
+                let gate = (&s.router_logits, e.router.rows, g.n_expert);
+                sigmoid_gate::push_per_row(plan, &s.shared_hidden, sh.gate_up.n_ff(), gate);
             }
-            // down(sigmoid(gate) h) = sigmoid(gate) down(h): the gate scales h.
-            let n_ff = sh.gate_up.n_ff();
-            glu::push_hidden(plan, act, &sh.gate_up, Input::Rows(xn), dense_scratch);
-            let gate = (&s.router_logits, e.router.rows, g.n_expert);
-            sigmoid_gate::push_per_row(plan, &s.hidden, n_ff, gate);
-            matvec::push(plan, &sh.down, &s.hidden, y, true);
+            matvec::push(plan, &sh.down, &s.shared_hidden, y, true);
         }
     }
 }
@@ -391,7 +393,8 @@ impl FeedForward {
 /// The sublayer's scratch, a row per token of the largest run, as wide as the widest layer needs.
 pub struct FfnScratch {
     gate_up: wgpu::Buffer,       // (batch, 2 n_ff) gate and up where kept apart
-    hidden: wgpu::Buffer,        // (batch, max(n_ff, n_used n_ff_expert, n_ff_shared))
+    hidden: wgpu::Buffer,        // (batch, max(n_ff, n_used n_ff_expert))
+    shared_hidden: wgpu::Buffer, // (batch, n_ff_shared) a shared expert's h, beside the experts'
     gate: wgpu::Buffer,          // (batch, n_used 2 n_ff_expert) experts' gate and up per slot
     up: wgpu::Buffer,            // (batch, n_used n_ff_expert) up, where apart
     router_logits: wgpu::Buffer, // (batch, n_expert + 1)
@@ -418,7 +421,8 @@ impl FfnScratch {
         let n_slots = n_used * n_ff_expert;
         Ok(FfnScratch {
             gate_up: rows("gate_up", 2 * n_ff.max(n_ff_shared)).await?,
-            hidden: rows("hidden", n_ff.max(n_slots).max(n_ff_shared)).await?,
+            hidden: rows("hidden", n_ff.max(n_slots)).await?,
+            shared_hidden: rows("shared expert hidden", n_ff_shared).await?,
             gate: rows("expert gate", 2 * n_slots).await?,
             up: rows("expert up", n_slots).await?,
             router_logits: rows("router_logits", n_expert + 1).await?,

@@ -43,6 +43,23 @@ impl<'a> Input<'a> {
             _ => Input::Rows(self.rows(plan)),
         }
     }
+
+    /// As a kernel that may norm x on the way in binds it, for products by `w` (`for_pairs`): the
+    /// rows it reads (the norm's input where the norm is its to do), how it reads them, and the
+    /// norm's gain, which binds last (`gpu::NORM_GAIN_BINDING`).
+    pub(super) fn bound(
+        self,
+        plan: &mut Plan,
+        w: &GpuTensor,
+    ) -> (&'a wgpu::Buffer, XNorm, Option<&'a wgpu::Buffer>) {
+        match self.for_pairs(plan) {
+            Input::Rows(x) => (x, XNorm::None, None),
+            Input::RmsNorm(n) => {
+                assert_eq!(n.n, w.row_len, "{}: a norm of another width", w.name);
+                (n.x, XNorm::Rms(n.eps.to_bits()), Some(n.gain))
+            }
+        }
+    }
 }
 
 #[repr(C)]
@@ -257,13 +274,7 @@ pub fn push_pairs(
     params: impl Fn(&TensorPart) -> Vec<u8>,
 ) {
     let step = plan.step.clone();
-    let (x, norm, gain) = match x.for_pairs(plan) {
-        Input::Rows(x) => (x, XNorm::None, None),
-        Input::RmsNorm(n) => {
-            assert_eq!(n.n, w.row_len, "{}: a norm of another width", w.name);
-            (n.x, XNorm::Rms(n.eps.to_bits()), Some(n.gain))
-        }
-    };
+    let (x, norm, gain) = x.bound(plan, w);
     for part in &w.parts {
         assert!(
             store == Store::Rows || (part.first_row % 2 == 0 && part.rows % 2 == 0),

@@ -1,6 +1,8 @@
 //! Matvecs over the experts a router chose, read by index (shaders/matvec_id.wgsl), and h made
-//! straight from gate's and up's rows interleaved (shaders/matvec_id_glu.wgsl).
+//! straight from gate's and up's rows interleaved (shaders/matvec_id_glu.wgsl), which may norm x on
+//! the way in.
 
+use super::matvec::Input;
 use crate::gpu::{Activation, GpuTensor, Kernel, MatvecShape, Plan};
 
 #[repr(C)]
@@ -44,11 +46,13 @@ pub enum Output {
 }
 
 /// Adds the chosen experts' matvecs: slot s reads x from float s * `x_slot_stride` (0: all one x).
-pub fn push(
+/// Where x is a norm's (`Input::RmsNorm`), `Output::Glu` norms it on the way in as `Input::for_pairs`
+/// says; the other outputs read the norm's rows.
+pub fn push<'a>(
     plan: &mut Plan,
     w: &GpuTensor,
     experts: &Experts,
-    x: &wgpu::Buffer,
+    x: impl Into<Input<'a>>,
     x_slot_stride: u32,
     y: &wgpu::Buffer,
     output: Output,
@@ -60,8 +64,9 @@ pub fn push(
     };
     if let Output::Glu(act) = output {
         assert_eq!(x_slot_stride, 0, "every slot's gate and up read the one x");
-        return push_glu(plan, w, experts, act, x, y, items);
+        return push_glu(plan, w, experts, act, x.into(), y, items);
     }
+    let x = x.into().rows(plan);
     // A matvec shape of its own: the tuner times its kernel shapes as it does the dense ones'
     // (threads per row, workgroup, the sum by subgroup, the K-quants' block form, 8-bit x). Slots
     // that read x of their own read rows of it side by side, as a workgroup on 8-bit x quantizes them.
@@ -116,11 +121,13 @@ fn push_glu(
     w: &GpuTensor,
     experts: &Experts,
     act: Activation,
-    x: &wgpu::Buffer,
+    x: Input,
     h: &wgpu::Buffer,
     items: u32,
 ) {
-    let shape = MatvecShape::of(Kernel::MatvecIdGlu(act), w.ty, w.row_len, items);
+    let (x, norm, gain) = x.bound(plan, w);
+    let kernel = Kernel::MatvecIdGlu(act, norm);
+    let shape = MatvecShape::of(kernel, w.ty, w.row_len, items);
     for part in &w.parts {
         assert!(
             part.first_row % 2 == 0 && part.rows % 2 == 0,
@@ -137,7 +144,9 @@ fn push_glu(
             has_bias: experts.bias.is_some() as u32,
         };
         let bias = experts.bias.unwrap_or(experts.route);
-        let buffers = [&part.buffer, x, h, experts.route, bias];
+        let mut buffers = vec![&part.buffer, x, h, experts.route, bias];
+        // The norm's gain binds last (`gpu::NORM_GAIN_BINDING`).
+        buffers.extend(gain);
         plan.push_matvec(shape, &buffers, super::params(&p));
     }
     let n_expert = (w.rows / (2 * experts.rows)) as u64;

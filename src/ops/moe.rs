@@ -8,9 +8,12 @@
 //! at the end (shaders/moe_combine.wgsl).
 //! Experts' biases ride in a token's products (matvec_id adds each slot's expert's row); a chunk adds
 //! them in dispatches of their own (ops::bias), paid once for all its tokens.
+//! A token's gate and up in one dispatch may norm x on the way in, as the dense products do
+//! (`input`): then the block's norm has no dispatch of its own.
 
 use super::bias::{self, Rows};
 use super::glu::{self, Activation};
+use super::matvec::Input;
 use super::matvec_id::{self, Experts, Output};
 use crate::gpu::{GpuTensor, Groups, Kernel, MatvecShape, PipelineKey, Plan};
 
@@ -102,70 +105,97 @@ struct CombineParams {
     n_used: u32,
 }
 
-/// Adds the experts' block for each token of the run: from `xn` (batch, n_embd), normed, into the
-/// residual `x` (batch, n_embd), which it adds to.
-pub fn push(
+/// The block's x as every product that reads it should take it (the router's, a shared expert's,
+/// the experts'): where one token's gate and up are one product (`ExpertsGateUp::Interleaved`), a
+/// norm stays the products' to do where the plan folds norms into them (`Input::for_pairs`); where
+/// they are not, or the run has more tokens, its rows, normed once for all of them.
+pub fn input<'a>(plan: &mut Plan, gate_up: &ExpertsGateUp, xn: Input<'a>) -> Input<'a> {
+    match (plan.batch, gate_up) {
+        (1, ExpertsGateUp::Interleaved(_)) => xn.for_pairs(plan),
+        _ => Input::Rows(xn.rows(plan)),
+    }
+}
+
+/// The block's first half for each token of the run: each slot's h into `b.hidden`, from `xn`
+/// (batch, n_embd), normed (or the norm's to make, as `input` gives it). Every product that reads x
+/// (a shared expert's too) runs before `push_down` adds into the residual: one that norms x on the
+/// way in reads the residual itself.
+pub fn push_hidden(plan: &mut Plan, s: MoeShape, w: &ExpertWeights, xn: Input, b: &MoeBuffers) {
+    match plan.batch {
+        1 => token_hidden(plan, &s, w, xn, b),
+        _ => {
+            let xn = xn.rows(plan);
+            chunk_hidden(plan, &s, w, xn, b)
+        }
+    }
+}
+
+/// The block's second half: down of each slot's h, summed by weight into the residual `x` (batch,
+/// n_embd), which it adds to.
+pub fn push_down(
     plan: &mut Plan,
     s: MoeShape,
     w: &ExpertWeights,
-    xn: &wgpu::Buffer,
     b: &MoeBuffers,
     x: &wgpu::Buffer,
 ) {
     match plan.batch {
-        1 => push_token(plan, &s, w, xn, b, x),
-        _ => push_chunk(plan, &s, w, xn, b, x),
+        1 => {
+            let down = token_experts(&s, b, s.n_embd, w.biases.map(|b| b.down));
+            let sum = Output::WeightedSum;
+            matvec_id::push(plan, w.down, &down, b.hidden, s.n_ff, x, sum);
+        }
+        _ => chunk_down(plan, &s, w, b, x),
     }
 }
 
-/// One token: its experts read by index, h made in one dispatch where gate and up are interleaved, each
-/// product with its expert's bias, down's outputs summed by weight straight into x.
-fn push_token(
-    plan: &mut Plan,
+/// One token's experts of `rows` rows each, read by index, each product with its expert's bias.
+fn token_experts<'a>(
     s: &MoeShape,
-    w: &ExpertWeights,
-    xn: &wgpu::Buffer,
-    b: &MoeBuffers,
-    x: &wgpu::Buffer,
-) {
-    let experts = |rows, bias| Experts {
+    b: &MoeBuffers<'a>,
+    rows: u32,
+    bias: Option<&'a wgpu::Buffer>,
+) -> Experts<'a> {
+    Experts {
         rows,
         n_slots: s.n_used,
         route: b.route,
         bias,
-    };
+    }
+}
+
+/// One token's h: in one dispatch where gate and up are interleaved (which may norm x on the way
+/// in), from the two products apart and the activation otherwise.
+fn token_hidden(plan: &mut Plan, s: &MoeShape, w: &ExpertWeights, xn: Input, b: &MoeBuffers) {
     match w.gate_up {
         ExpertsGateUp::Interleaved(gate_up) => {
-            let gate_up_experts = experts(s.n_ff, w.biases.map(|b| b.gate_up));
+            let experts = token_experts(s, b, s.n_ff, w.biases.map(|b| b.gate_up));
             let glu = Output::Glu(s.activation);
-            matvec_id::push(plan, gate_up, &gate_up_experts, xn, 0, b.hidden, glu);
+            matvec_id::push(plan, gate_up, &experts, xn, 0, b.hidden, glu);
         }
         ExpertsGateUp::Apart { gate, up } => {
-            let apart = experts(s.n_ff, None);
+            let apart = token_experts(s, b, s.n_ff, None);
+            let xn = xn.rows(plan);
             matvec_id::push(plan, gate, &apart, xn, 0, b.gate, Output::PerSlot);
             matvec_id::push(plan, up, &apart, xn, 0, b.up, Output::PerSlot);
-            push_hidden(plan, s, b);
+            glu_apart(plan, s, b);
         }
     }
-    let down = experts(s.n_embd, w.biases.map(|b| b.down));
-    let sum = Output::WeightedSum;
-    matvec_id::push(plan, w.down, &down, b.hidden, s.n_ff, x, sum);
 }
 
 /// The gated activation of each slot's gate and up (apart), into h.
-fn push_hidden(plan: &mut Plan, s: &MoeShape, b: &MoeBuffers) {
+fn glu_apart(plan: &mut Plan, s: &MoeShape, b: &MoeBuffers) {
     let n_hidden = s.n_used * s.n_ff;
     glu::push(plan, s.activation, b.gate, b.up, b.hidden, n_hidden);
 }
 
-/// A chunk: its tokens listed by expert, each expert over its list, the slots summed at the end.
-fn push_chunk(
+/// A chunk's h: its tokens listed by expert, each expert's gate and up over its list.
+fn chunk_hidden(
     plan: &mut Plan,
     s: &MoeShape,
     w: &ExpertWeights,
     xn: &wgpu::Buffer,
     b: &MoeBuffers,
-    x: &wgpu::Buffer,
 ) {
     let step = plan.step.clone();
     let p = GroupParams {
@@ -198,9 +228,15 @@ fn push_chunk(
         ExpertsGateUp::Apart { gate, up } => {
             push_by_expert(plan, s, (gate, s.n_ff), (xn, false), b.groups, b.gate);
             push_by_expert(plan, s, (up, s.n_ff), (xn, false), b.groups, b.up);
-            push_hidden(plan, s, b);
+            glu_apart(plan, s, b);
         }
     }
+}
+
+/// A chunk's down: each expert over its list, the slots summed at the end.
+fn chunk_down(plan: &mut Plan, s: &MoeShape, w: &ExpertWeights, b: &MoeBuffers, x: &wgpu::Buffer) {
+    let step = plan.step.clone();
+    let (route, n_used) = (b.route, s.n_used);
     push_by_expert(
         plan,
         s,

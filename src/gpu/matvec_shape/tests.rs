@@ -330,7 +330,7 @@ fn eight_bit_x_is_offered_where_it_can_run() {
     // Four a layer of workgroups, and eight.
     assert_eq!(on_q8(&four, offers(true)), 18);
     // The experts' gate and up read the token's one x, down the slots' x side by side.
-    let glu = Kernel::MatvecIdGlu(Activation::Silu);
+    let glu = Kernel::MatvecIdGlu(Activation::Silu, XNorm::None);
     let gate_up = MatvecShape::of(glu, GgmlType::Q4_K, 2048, 8 * 768);
     assert_eq!(on_q8(&gate_up, offers(true)), 9);
     let down = MatvecShape {
