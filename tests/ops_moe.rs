@@ -259,18 +259,7 @@ fn experts_block_over_a_chunk_and_a_token_against_cpu() {
         };
         let token_shapes = [(gate_up, true), (apart, false), (down, true)];
         for (shape, interleaved) in token_shapes.into_iter().filter(|_| !matrix_cores_only()) {
-            let candidates = shape.candidates(gpu.offers());
-            let on_q8 = |k: &MatvecKernel| k.split == Split::PartsQ8;
-            assert_eq!(
-                candidates.iter().any(on_q8),
-                has_int8_form(ty),
-                "{}",
-                shape.key()
-            );
-            for kernel in candidates
-                .into_iter()
-                .filter(|k| shape.fits(k, &gpu.limits))
-            {
+            for kernel in token_candidates(&gpu, &shape) {
                 let given = Some(Given::Token(shape, kernel));
                 // Biases where gate and up are interleaved: files with them load them so.
                 let block = match interleaved {
@@ -313,22 +302,26 @@ fn experts_block_with_its_norm_on_the_way_in_against_cpu() {
         }
         let glu = Kernel::MatvecIdGlu(Activation::Silu, XNorm::Rms(NORM_EPS.to_bits()));
         let shape = MatvecShape::of(glu, ty, EXPERTS_D, EXPERTS_USED * EXPERTS_D);
-        let candidates = shape.candidates(gpu.offers());
-        let on_q8 = |k: &MatvecKernel| k.split == Split::PartsQ8;
-        assert_eq!(
-            candidates.iter().any(on_q8),
-            has_int8_form(ty),
-            "{}",
-            shape.key()
-        );
-        for kernel in candidates
-            .into_iter()
-            .filter(|k| shape.fits(k, &gpu.limits))
-        {
+        for kernel in token_candidates(&gpu, &shape) {
             let given = Some(Given::Token(shape, kernel));
             check_experts_block(&gpu, ty, Block::of(1, true).normed(), given, &mut rng);
         }
     }
+}
+
+/// Every kernel shape the tuner may give a token's product over the chosen experts (`shape`) that
+/// fits the adapter; those on 8-bit x among them exactly where the type has that form.
+fn token_candidates(gpu: &Gpu, shape: &MatvecShape) -> Vec<MatvecKernel> {
+    let candidates = shape.candidates(gpu.offers());
+    let on_q8 = |k: &MatvecKernel| k.split == Split::PartsQ8;
+    assert_eq!(
+        candidates.iter().any(on_q8),
+        has_int8_form(shape.ty),
+        "{}",
+        shape.key()
+    );
+    let fits = |k: &MatvecKernel| shape.fits(k, &gpu.limits);
+    candidates.into_iter().filter(fits).collect()
 }
 
 /// What check_experts_block runs: the experts' block over `n_tokens` (a chunk's, unless one), gate
