@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: kernels against CPU references, quant formats against goldens, the tokenizer and chat
+# Runs every test: the code's formatting (rustfmt), kernels against CPU references, quant formats against goldens, the tokenizer and chat
 # templates against llama.cpp's goldens, the real model's greedy output and perplexity against llama.cpp's,
 # `wick serve` against the official openai client, the kernels on matrix cores on a newer lavapipe
 # (scripts/test-matrix-cores.sh; as root on Linux, WICK_MATRIX_CORE_TESTS=off skips them), then the
@@ -24,6 +24,12 @@ chmod 700 "$XDG_RUNTIME_DIR"
 took "installing and fetching"
 
 status=0
+# The code as rustfmt writes it (rustup's default profile has rustfmt).
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --all --check >/dev/null || { echo "test.sh: cargo fmt --all would change the code" >&2; status=1; }
+else
+  echo "test.sh: rustfmt is missing (rustup component add rustfmt); formatting not checked"
+fi
 cargo test --release --workspace --no-fail-fast "$@" || status=$?
 took "cargo test"
 

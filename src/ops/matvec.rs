@@ -3,12 +3,12 @@
 //! `push_pairs` is the way in for the fused projections: their kernels compute W's rows two at a time
 //! and hand each pair to a store (shaders/store_*.wgsl) that finishes the next step's work.
 
-use super::glu::Activation;
 use super::rms_norm::RmsNorm;
 use crate::gguf::GgmlType;
 use crate::gpu::{
-    read_back_f32, scratch_buffer, storage_buffer, Gpu, GpuTensor, Kernel, MatvecKernel,
-    MatvecShape, Offers, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning, XNorm,
+    read_back_f32, scratch_buffer, storage_buffer, Activation, Gpu, GpuTensor, Kernel,
+    MatvecKernel, MatvecShape, Offers, Plan, Shape, Stacked, StepInput, Store, TensorPart, Tuning,
+    XNorm,
 };
 
 /// What a product reads: each token's row of x as it is, or as RMSNorm makes it (which the pair
