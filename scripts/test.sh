@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: the code's formatting (rustfmt), kernels against CPU references, quant formats
-# against goldens, the tokenizer and chat templates against llama.cpp's goldens, the real model's greedy output and perplexity against llama.cpp's,
-# `wick serve` against the official openai client, the kernels on matrix cores on a newer lavapipe
-# (scripts/test-matrix-cores.sh; as root on Linux, WICK_MATRIX_CORE_TESTS=off skips them), then the
-# browser tests (the chat page and the npm package in headless Chromium on WebGPU). Arguments go to
+# against goldens, the tokenizer and chat templates against llama.cpp's goldens, the real model's
+# greedy output and perplexity against llama.cpp's, `wick serve` against the official openai client,
+# the kernels on matrix cores on a newer lavapipe (scripts/test-matrix-cores.sh; as root on Linux,
+# WICK_MATRIX_CORE_TESTS=off skips them), then the browser tests (the chat page and the npm package
+# in headless Chromium on WebGPU). Arguments go to
 # `cargo test`; WICK_BROWSER_TESTS=filter runs only the browser tests whose names contain it,
 # WICK_BROWSER_TESTS=off none.
 set -euo pipefail
