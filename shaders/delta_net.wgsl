@@ -11,7 +11,9 @@
 //
 // This is the token-by-token form: a decode step's (one token: S read and written once, which is its
 // whole cost), and a prompt's where tuning finds it faster than the chunked form
-// (delta_net_chunks.wgsl). Needs step.wgsl, reduce.wgsl and delta_rule.wgsl.
+// (delta_net_chunks.wgsl). Each token's q, k and v come from the inputs file's qkv_at: convolved
+// before, in a dispatch of their own (delta_inputs_rows.wgsl), or here, on the way in
+// (delta_inputs_conv.wgsl). Needs step.wgsl, reduce.wgsl, delta_rule.wgsl and an inputs file.
 
 override WG: u32 = 128u;
 
@@ -29,12 +31,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) j
     for (var i = 0u; i < n; i++) {
         column[i] = select(S[base + i * n], 0.0, fresh);
     }
+    qkv_begin(h, kh, j, fresh);
     let w = norm[j];
     for (var t = 0u; t < step.n_tokens; t++) {
-        let row = t * P.row_len;
-        let q = X[row + kh * n + j];
-        let k = X[row + (P.n_k_heads + kh) * n + j];
-        let v = X[row + 2u * P.n_k_heads * n + h * n + j];
+        let qkv = qkv_at(t, h, kh, j);
+        let q = qkv.x;
+        let k = qkv.y;
+        let v = qkv.z;
         let q_norm = inverseSqrt(reduce_sum(j, q * q) + P.eps);
         let k_norm = inverseSqrt(reduce_sum(j, k * k) + P.eps);
         q_shared[j] = q * q_norm * inverseSqrt(f32(n));
@@ -61,4 +64,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) j
     for (var i = 0u; i < n; i++) {
         S[base + i * n] = column[i];
     }
+    qkv_end(h, j);
 }

@@ -22,6 +22,8 @@
 // tuning chooses CHUNK among those the adapter's workgroup memory holds (`gpu::Recurrence`). Needs
 // step.wgsl and delta_rule.wgsl.
 
+@group(0) @binding(6) var<uniform> P: Params;
+
 // The chunk's q (scaled by 1/sqrt(DIM)) and k, normed, [c * DIM + i]; once the columns have read
 // them, q's tile holds the squared read-outs that the gated norm sums.
 var<workgroup> q_tile: array<f32, CHUNK * DIM>;

@@ -1,6 +1,7 @@
 // What Gated DeltaNet's two recurrence kernels share (delta_net.wgsl, token by token, and
 // delta_net_chunks.wgsl, in chunks of tokens): the layer's parameters and bindings, and each token's
-// write strength and decay. Needs step.wgsl.
+// write strength and decay. The kernel declares P, of these Params, at the binding after its own
+// buffers. Needs step.wgsl.
 
 struct Params {
     n_k_heads: u32,
@@ -11,6 +12,7 @@ struct Params {
     beta_at: u32,  // beta's logits, one per value head
     alpha_at: u32, // alpha, one per value head
     eps: f32,      // the norms' epsilon
+    conv_kernel: u32, // the convolution's taps (where the kernel convolves q, k and v itself)
 }
 
 @group(0) @binding(0) var<storage, read> X: array<f32>;           // (batch, row_len): q, k, v, z, beta, alpha
@@ -19,7 +21,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read> norm: array<f32>;        // (dim) the read-out's norm weights
 @group(0) @binding(4) var<storage, read_write> O: array<f32>;     // (batch, n_v_heads * dim)
 @group(0) @binding(5) var<storage, read> step: Step;
-@group(0) @binding(6) var<uniform> P: Params;
 
 fn softplus(x: f32) -> f32 {
     // ggml's threshold: past 20, softplus(x) is x to f32 precision (and exp would overflow later).

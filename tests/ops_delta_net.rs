@@ -1,8 +1,11 @@
 //! Gated DeltaNet's convolution and recurrence (ops::delta_net) and gated attention's output gate
 //! (ops::sigmoid_gate) against their CPU references on seeded random data: a sequence run token by
-//! token and in runs of a prompt (64 tokens, then a ragged 6; or 37 then 33), through the token form
-//! and the chunked form at every chunk size, from empty states, with the states left between runs and
-//! their reset at position 0.
+//! token, in steps of a few tokens and in runs of a prompt (64 tokens, then a ragged 6; or 37 then
+//! 33), through the token form and the chunked form at every chunk size, from empty states, with the
+//! states left between runs and their reset at position 0. A step's few tokens (a decode step's one,
+//! the ragged 6 after a token form's prompt, steps of 5) take the token form that convolves its q, k
+//! and v on the way in, reading and writing the convolution's state as the prompt's own dispatch
+//! does (every value head's copy of its channels' inputs).
 
 mod common;
 
@@ -139,23 +142,38 @@ fn check(shape: Shape, seed: u64) {
             e < 1e-9,
             "{shape:?} {recurrence:?}: state after the runs nmse {e}"
         );
-        let conv_state = read_back_f32(&gpu, &l.buffers[1], state.conv.len())
-            .block_on()
-            .unwrap();
-        assert!(
-            nmse(&conv_state, &state.conv) < 1e-12,
-            "{shape:?}: conv state"
+        check_conv_state(
+            &gpu,
+            &l,
+            &state,
+            &format!("{recurrence:?}, runs of {split}"),
         );
     }
 
-    // Token by token from position 0: the decode steps' form.
-    let stepped: Vec<f32> = rows
-        .chunks(row_len)
-        .enumerate()
-        .flat_map(|(t, row)| run_gpu(&gpu, &l, t as u32, row, Recurrence::Tokens))
-        .collect();
-    let e = nmse(&stepped, &want);
-    assert!(e < 1e-9, "{shape:?}: token-by-token read-out nmse {e}");
+    // Token by token from position 0 (the decode steps' form), and in steps of 5 (a speculative
+    // check's), each a step's few tokens.
+    for step in [1, 5] {
+        let runs = rows.chunks(step * row_len).enumerate();
+        let stepped: Vec<f32> = runs
+            .flat_map(|(r, run)| run_gpu(&gpu, &l, (r * step) as u32, run, Recurrence::Tokens))
+            .collect();
+        let e = nmse(&stepped, &want);
+        assert!(e < 1e-9, "{shape:?}: steps of {step}: read-out nmse {e}");
+        check_conv_state(&gpu, &l, &state, &format!("steps of {step}"));
+    }
+}
+
+/// The convolution's state on the GPU against the reference's after the same tokens: every value
+/// head's copy of its channels' last inputs.
+fn check_conv_state(gpu: &Gpu, l: &Layer, want: &State, what: &str) {
+    let shape = l.shape;
+    let held = read_back_f32(gpu, &l.buffers[1], shape.conv_state_len() as usize)
+        .block_on()
+        .unwrap();
+    let (by_channel, copies_agree) = shape.conv_state_by_channel(&held);
+    assert!(copies_agree, "{shape:?}, {what}: the heads' copies differ");
+    let e = nmse(&by_channel, &want.conv);
+    assert!(e < 1e-12, "{shape:?}, {what}: conv state nmse {e}");
 }
 
 #[test]

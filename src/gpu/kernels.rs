@@ -112,6 +112,9 @@ pub enum Kernel {
     DeltaConv,
     /// Gated DeltaNet's recurrence, a workgroup per value head, its state updated token by token.
     DeltaNet,
+    /// The same with the causal convolution of its q, k and v done on the way in (a step's few
+    /// tokens), each value head keeping its own copy of their last inputs.
+    DeltaNetConv,
     /// Gated DeltaNet's recurrence over a prompt's run in chunks of `tokens` (the WY form), a
     /// workgroup of `workgroup` threads (the head dimension) per value head.
     DeltaNetChunks,
@@ -447,6 +450,16 @@ impl Kernel {
                     "step.wgsl",
                     "reduce.wgsl",
                     "delta_rule.wgsl",
+                    "delta_inputs_rows.wgsl",
+                    "delta_net.wgsl"
+                )
+            }
+            Kernel::DeltaNetConv => {
+                wgsl!(
+                    "step.wgsl",
+                    "reduce.wgsl",
+                    "delta_rule.wgsl",
+                    "delta_inputs_conv.wgsl",
                     "delta_net.wgsl"
                 )
             }

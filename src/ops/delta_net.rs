@@ -6,7 +6,8 @@
 //! A layer's input projection writes one row per token: the conv channels (q of every key head, k of
 //! every key head, v of every value head), then z (the read-out's gate, per value head), then beta's and
 //! alpha's logits (one per value head). The convolution rewrites the channels in place; the recurrence
-//! reads the row and writes each value head's gated read-out.
+//! reads the row and writes each value head's gated read-out. A step's few tokens take both in one
+//! dispatch: the recurrence convolves its q, k and v on the way in (shaders/delta_inputs_conv.wgsl).
 
 use crate::gpu::{Kernel, PipelineKey, Plan, Recurrence, RecurrenceShape};
 
@@ -44,9 +45,35 @@ impl Shape {
         self.conv_channels() + self.value_dim() + 2 * self.n_v_heads
     }
 
-    /// Floats of the convolution's rolling state.
+    /// Floats of the convolution's rolling state: each value head's copy of its channels' last
+    /// inputs (its key head's q and k, its own v), so that a step's recurrence, which convolves them
+    /// itself, reads and writes only its own head's.
     pub fn conv_state_len(&self) -> u32 {
-        self.conv_channels() * (self.conv_kernel - 1)
+        self.n_v_heads * 3 * self.dim * (self.conv_kernel - 1)
+    }
+
+    /// Channel c's last inputs from the convolution's state (`conv_state_len` floats) in the CPU
+    /// reference's layout, (channels, conv_kernel - 1), and whether every value head's copy agrees.
+    pub fn conv_state_by_channel(&self, state: &[f32]) -> (Vec<f32>, bool) {
+        let (n, held) = (self.dim as usize, (self.conv_kernel - 1) as usize);
+        let (n_k, n_v) = (self.n_k_heads as usize, self.n_v_heads as usize);
+        let at = |h: usize, part: usize, i: usize| ((h * 3 + part) * n + i) * held;
+        let mut by_channel = Vec::with_capacity(self.conv_channels() as usize * held);
+        let mut agree = true;
+        for c in 0..self.conv_channels() as usize {
+            let (head, i) = (c / n, c % n);
+            // The value heads holding the channel: each one reading the key head, or the v's own.
+            let (part, holders): (usize, Vec<usize>) = match head < 2 * n_k {
+                true => (head / n_k, (head % n_k..n_v).step_by(n_k).collect()),
+                false => (2, vec![head - 2 * n_k]),
+            };
+            let first = &state[at(holders[0], part, i)..][..held];
+            agree &= holders
+                .iter()
+                .all(|&h| &state[at(h, part, i)..][..held] == first);
+            by_channel.extend_from_slice(first);
+        }
+        (by_channel, agree)
     }
 
     /// The recurrence's shape in a plan of runs of `tokens`, for its tuned form.
@@ -70,7 +97,9 @@ struct ConvParams {
     channels: u32,
     row_len: u32,
     kernel: u32,
-    pad: u32,
+    dim: u32,
+    n_k_heads: u32,
+    n_v_heads: u32,
 }
 
 #[repr(C)]
@@ -84,6 +113,7 @@ struct NetParams {
     beta_at: u32,
     alpha_at: u32,
     eps: f32,
+    conv_kernel: u32,
 }
 
 /// The buffers one layer's recurrence works on.
@@ -92,7 +122,8 @@ pub struct Buffers<'a> {
     pub rows: &'a wgpu::Buffer,
     /// (channels, conv_kernel) ssm_conv1d, oldest tap first.
     pub conv: &'a wgpu::Buffer,
-    /// (channels, conv_kernel - 1) the last inputs of each channel.
+    /// (n_v_heads, 3, dim, conv_kernel - 1) the last inputs of each value head's q, k and v channels
+    /// (`Shape::conv_state_len`).
     pub conv_state: &'a wgpu::Buffer,
     /// (n_v_heads, dim, dim) each value head's state, S[h][i][j] with i over the key's dimensions.
     pub state: &'a wgpu::Buffer,
@@ -106,7 +137,8 @@ pub struct Buffers<'a> {
 
 /// Adds the convolution and the recurrence for each token of the run, in order. A run at position 0
 /// starts from empty states; any other continues from the states the previous run left.
-/// The recurrence takes the form the plan gives it (`Plan::recurrence`).
+/// The recurrence takes the form the plan gives it (`Plan::recurrence`); a step's few tokens, one
+/// dispatch for both.
 pub fn push(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32) {
     let form = plan.recurrence(&s.recurrence(plan.batch));
     push_with(plan, s, b, eps, form);
@@ -118,18 +150,6 @@ pub fn push_with(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32, form: Recurre
     assert!((1..=MAX_CONV_KERNEL).contains(&s.conv_kernel));
     assert!(s.n_v_heads.is_multiple_of(s.n_k_heads));
     let step = plan.step.clone();
-    let conv = ConvParams {
-        channels: s.conv_channels(),
-        row_len: s.row_len(),
-        kernel: s.conv_kernel,
-        pad: 0,
-    };
-    plan.push(
-        PipelineKey::new(Kernel::DeltaConv, None),
-        &[b.rows, b.conv, b.conv_state, &step],
-        super::params(&conv),
-        [s.conv_channels().div_ceil(64), 1, 1],
-    );
     let net = NetParams {
         n_k_heads: s.n_k_heads,
         n_v_heads: s.n_v_heads,
@@ -139,11 +159,38 @@ pub fn push_with(plan: &mut Plan, s: Shape, b: &Buffers, eps: f32, form: Recurre
         beta_at: s.conv_channels() + s.value_dim(),
         alpha_at: s.conv_channels() + s.value_dim() + s.n_v_heads,
         eps,
+        conv_kernel: s.conv_kernel,
     };
+    let recurrence_buffers = [b.rows, b.state, b.gates, b.norm, b.out, &step];
+    // A step's few tokens: the token form convolves them on the way in. (A prompt's token form,
+    // which tuning weighs against the chunks on the same buffers, keeps the convolution apart.)
+    if form == Recurrence::Tokens && plan.few_tokens() {
+        let key = PipelineKey {
+            workgroup: s.dim,
+            ..PipelineKey::new(Kernel::DeltaNetConv, None)
+        };
+        let buffers = [&recurrence_buffers[..], &[b.conv, b.conv_state]].concat();
+        plan.push(key, &buffers, super::params(&net), [s.n_v_heads, 1, 1]);
+        return;
+    }
+    let conv = ConvParams {
+        channels: s.conv_channels(),
+        row_len: s.row_len(),
+        kernel: s.conv_kernel,
+        dim: s.dim,
+        n_k_heads: s.n_k_heads,
+        n_v_heads: s.n_v_heads,
+    };
+    plan.push(
+        PipelineKey::new(Kernel::DeltaConv, None),
+        &[b.rows, b.conv, b.conv_state, &step],
+        super::params(&conv),
+        [s.conv_channels().div_ceil(64), 1, 1],
+    );
     plan.push_recurrence(
         s.recurrence(plan.batch),
         form,
-        &[b.rows, b.state, b.gates, b.norm, b.out, &step],
+        &recurrence_buffers,
         super::params(&net),
     );
 }
@@ -160,7 +207,7 @@ pub struct State {
 impl State {
     pub fn new(shape: Shape) -> State {
         State {
-            conv: vec![0.0; shape.conv_state_len() as usize],
+            conv: vec![0.0; (shape.conv_channels() * (shape.conv_kernel - 1)) as usize],
             s: vec![0.0; shape.state_len() as usize],
         }
     }
