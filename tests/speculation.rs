@@ -339,9 +339,10 @@ fn a_draft_model_gives_smollm2s_reply_and_a_grammar_holds_its_drafts() {
 /// A draft that is the model itself (the same file, every head row) proposes what the model picks:
 /// its drafted tokens stand, but for a near tie that the check's sums break otherwise. Drafts of
 /// every size up to the check's, after drafts that all stood (whose last token the draft reads
-/// with its next draft's first) and after drafts cut short by the reply's end, with and without
-/// log-probabilities (without, the draft's steps go a step ahead): a draft whose cache fell out of
-/// step with the model's would propose the text of another place.
+/// with its next draft's first) and after drafts cut short by the reply's end, without
+/// log-probabilities (the draft's steps go a step ahead) and with them, in turn: a draft whose
+/// cache fell out of step with the model's would propose the text of another place. One draft
+/// model serves every reply, as a server's does, each reply starting where its cache left off.
 #[test]
 fn a_draft_that_is_the_model_has_its_drafts_kept() {
     let Some(gpu) = gpu() else { return };
@@ -350,15 +351,17 @@ fn a_draft_that_is_the_model_has_its_drafts_kept() {
     let prompt = s.tokenize_prompt(
         "<|im_start|>user\nWrite a short story about a lighthouse keeper.<|im_end|>\n<|im_start|>assistant\n",
     );
-    for (max, log_probs) in (1..CHECK as usize).flat_map(|max| [(max, None), (max, Some(2))]) {
-        let draft = draft_model(&gpu, &target, &s, Some(u32::MAX));
-        s.speculation = Some(Speculation::always(Drafter::Model(Box::new(draft)), max));
+    let mut draft = Box::new(draft_model(&gpu, &target, &s, Some(u32::MAX)));
+    for max in 1..CHECK as usize {
+        let log_probs = (max % 2 == 0).then_some(2);
+        s.speculation = Some(Speculation::always(Drafter::Model(draft), max));
         let mut sampler = Sampler::new(SamplerConfig::greedy());
         sampler.log_probs = log_probs;
         (s.complete(&prompt, Reply::new(REPLY, &[]), &mut sampler, &mut |_| true))
             .block_on()
             .unwrap();
-        let stats = s.speculation.as_ref().unwrap().stats;
+        let speculation = s.speculation.take().unwrap();
+        let stats = speculation.stats;
         eprintln!("drafts of {max}, log-probabilities {log_probs:?}: {stats:?}");
         assert!(stats.checks > 0, "drafts of {max}: no check");
         assert!(
@@ -367,6 +370,10 @@ fn a_draft_that_is_the_model_has_its_drafts_kept() {
             stats.accepted,
             stats.proposed
         );
+        draft = match speculation.drafter {
+            Drafter::Model(model) => model,
+            _ => unreachable!("a draft model"),
+        };
     }
 }
 
