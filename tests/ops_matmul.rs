@@ -196,8 +196,8 @@ impl Product<'_> {
 /// where the adapter is Mesa's lavapipe: it advertises 8 x 8 products only, and so gets the 8 x 8
 /// tile from the tuner, but runs 16 x 16 too (scripts/test-matrix-cores.sh). Every type in two of
 /// the tiles, a run of 131 tokens of 150 by 300 rows: partial tiles both ways (the tall one's steps
-/// of two chunks: a row of 736 weights ends in half a step). The tall tile's 35 KiB of workgroup memory,
-/// and the 44 KiB of the large tile with helpers loading a step ahead, are more than lavapipe
+/// of two chunks: a row of 736 weights ends in half a step). The tall tile's 35 KiB of workgroup
+/// memory, and the 44 KiB of the large tile with helpers loading a step ahead, are more than lavapipe
 /// reports it has (so the tuner does not offer them there), and lavapipe runs them all the same:
 /// the one place here that their sums are checked.
 #[test]

@@ -57,6 +57,14 @@ fn draft_model(gpu: &Arc<Gpu>, file: &Path, s: &Session, head_rows: Option<u32>)
         .unwrap()
 }
 
+/// The draft model of a speculation that drafted with one, for the next reply to draft with.
+fn draft_back(speculation: Speculation) -> Box<DraftModel> {
+    match speculation.drafter {
+        Drafter::Model(model) => model,
+        _ => unreachable!("a draft model"),
+    }
+}
+
 /// The random files of every family (their trained contexts are 256 tokens, gpt-oss's longer).
 const FAMILY_FILES: [&str; 12] = [
     "tests/data/random-llama3.gguf",
@@ -370,10 +378,7 @@ fn a_draft_that_is_the_model_has_its_drafts_kept() {
             stats.accepted,
             stats.proposed
         );
-        draft = match speculation.drafter {
-            Drafter::Model(model) => model,
-            _ => unreachable!("a draft model"),
-        };
+        draft = draft_back(speculation);
     }
 }
 
@@ -422,10 +427,7 @@ fn a_draft_model_stops_after_a_token_it_is_unsure_of() {
             );
             assert!(st.checks > 0, "{name}: no check");
             stats.push(st);
-            draft = match speculation.drafter {
-                Drafter::Model(model) => model,
-                _ => unreachable!("a draft model"),
-            };
+            draft = draft_back(speculation);
         }
         let per_check = |st: &speculate::SpeculationStats| st.proposed as f64 / st.checks as f64;
         let standing = |st: &speculate::SpeculationStats| st.accepted as f64 / st.proposed as f64;
