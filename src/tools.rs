@@ -312,3 +312,172 @@ fn parse_call(json: &str) -> Option<Call> {
         arguments: value.get("arguments")?.to_string(),
     })
 }
+
+/// Replies read back as each format writes a call: the forms Qwen 2.5's template shows its model
+/// (`<tool_call>` blocks), the JSON envelope a system message asks other models for, and the text
+/// that is no call. The templates are the real ones (tests/goldens/chat_template).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QWEN25: &str = include_str!("../tests/goldens/chat_template/qwen2.5.jinja");
+    const SMOLLM2: &str = include_str!("../tests/goldens/chat_template/smollm2.jinja");
+    const GPT_OSS: &str = include_str!("../tests/goldens/chat_template/gpt-oss.jinja");
+
+    fn weather() -> Value {
+        json!({ "type": "function", "function": { "name": "get_weather",
+            "parameters": { "type": "object", "properties": { "city": { "type": "string" } },
+                "required": ["city"] } } })
+    }
+
+    fn uses(template: &str, choice: ToolChoice) -> ToolUse {
+        ToolUse::new(
+            template,
+            Offered {
+                tools: vec![weather()],
+                choice,
+            },
+        )
+    }
+
+    fn call(name: &str, arguments: &str) -> Call {
+        Call {
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    fn text(s: &str) -> Reply {
+        Reply {
+            content: Some(s.into()),
+            calls: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_tagged_call_is_read_with_the_text_before_it() {
+        let tools = uses(QWEN25, ToolChoice::Auto);
+        assert_eq!(
+            tools.template_tools().len(),
+            1,
+            "Qwen 2.5's template lays out tools"
+        );
+        let block = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+        let called = Reply {
+            content: None,
+            calls: vec![call("get_weather", r#"{"city":"Paris"}"#)],
+        };
+        assert_eq!(tools.read(block, &[]), called);
+        let said = tools.read(&format!("Let me look.\n{block}"), &[]);
+        assert_eq!(said.content.as_deref(), Some("Let me look."));
+        assert_eq!(said.calls, called.calls);
+        // Small models drop the tags: the call's JSON alone is a call.
+        let bare = r#"{"name": "get_weather", "arguments": {"city": "Paris"}}"#;
+        assert_eq!(tools.read(bare, &[]), called);
+    }
+
+    #[test]
+    fn a_tagged_reply_that_is_no_whole_call_is_text() {
+        let tools = uses(QWEN25, ToolChoice::Auto);
+        for reply in [
+            "It is sunny in Paris.",
+            "<tool_call>\n{\"name\": \"get_wea",
+            "<tool_call>\n{\"city\": \"Paris\"}\n</tool_call>",
+        ] {
+            assert_eq!(tools.read(reply, &[]), text(reply), "{reply:?}");
+        }
+        // With tool_choice none the template shows no tools, and a call-like reply stays text.
+        let none = uses(QWEN25, ToolChoice::None);
+        assert!(none.template_tools().is_empty());
+        assert!(none.grammar().is_none());
+        let bare = r#"{"name": "get_weather", "arguments": {}}"#;
+        assert_eq!(none.read(bare, &[]), text(bare));
+    }
+
+    #[test]
+    fn an_envelope_is_asked_for_in_a_system_message_and_read_back() {
+        let tools = uses(SMOLLM2, ToolChoice::Required);
+        assert!(
+            tools.template_tools().is_empty(),
+            "SmolLM2's template lays out no tools"
+        );
+        let asked = tools.messages(&[ChatMessage::new("user", "Weather in Paris?")]);
+        assert_eq!(asked.len(), 2);
+        assert_eq!(asked[0].role, "system");
+        assert!(
+            asked[0].content.contains(r#""name":"get_weather""#),
+            "{}",
+            asked[0].content
+        );
+        let reply = r#"{"tool_call": {"name": "get_weather", "arguments": {"city": "Rome"}}}"#;
+        assert_eq!(
+            tools.read(reply, &[]),
+            Reply {
+                content: None,
+                calls: vec![call("get_weather", r#"{"city":"Rome"}"#)],
+            }
+        );
+        assert_eq!(
+            tools.read(r#"{"response": "It is sunny."}"#, &[]),
+            text("It is sunny.")
+        );
+        for reply in [
+            "It is sunny.",
+            r#"{"tool_call": {"name": "get_wea"#,
+            r#"{"other": 1}"#,
+        ] {
+            assert_eq!(tools.read(reply, &[]), text(reply), "{reply:?}");
+        }
+    }
+
+    #[test]
+    fn an_earlier_call_and_its_answer_go_back_in_the_envelopes_words() {
+        let tools = uses(SMOLLM2, ToolChoice::Auto);
+        let mut called = ChatMessage::new("assistant", "");
+        called.tool_calls = vec![json!({ "id": "c0", "type": "function",
+            "function": { "name": "get_weather", "arguments": { "city": "Paris" } } })];
+        let answer = ChatMessage::new("tool", r#"{"sky": "clear"}"#);
+        let asked = tools.messages(&[
+            ChatMessage::new("system", "Be brief."),
+            ChatMessage::new("user", "Weather in Paris?"),
+            called,
+            answer,
+        ]);
+        assert!(asked[0]
+            .content
+            .starts_with("Be brief.\n\nYou can call these tools:"));
+        assert!(asked[0]
+            .content
+            .contains(r#"{"response": "<your answer>"}"#));
+        let call: Value = serde_json::from_str(&asked[2].content).unwrap();
+        assert_eq!(
+            call,
+            json!({ "tool_call": { "name": "get_weather", "arguments": { "city": "Paris" } } })
+        );
+        assert!(asked[2].tool_calls.is_empty());
+        assert_eq!(asked[3].role, "user");
+        assert_eq!(asked[3].content, r#"The tool answered: {"sky": "clear"}"#);
+    }
+
+    #[test]
+    fn harmonys_marked_calls_are_kept_where_their_arguments_are_json() {
+        let tools = uses(GPT_OSS, ToolChoice::Auto);
+        assert_eq!(
+            tools.template_tools().len(),
+            1,
+            "gpt-oss's template lays out tools"
+        );
+        let marked = [
+            call("get_weather", r#"{"city": "Oslo"}"#),
+            call("get_weather", r#"{"city": "Os"#),
+        ];
+        assert_eq!(
+            tools.read(" ", &marked),
+            Reply {
+                content: None,
+                calls: vec![call("get_weather", r#"{"city":"Oslo"}"#)],
+            }
+        );
+        assert_eq!(tools.read("Sunny.", &[]), text("Sunny."));
+    }
+}
