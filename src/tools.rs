@@ -347,6 +347,14 @@ mod tests {
         }
     }
 
+    /// A reply that is one call and no text.
+    fn called(name: &str, arguments: &str) -> Reply {
+        Reply {
+            content: None,
+            calls: vec![call(name, arguments)],
+        }
+    }
+
     fn text(s: &str) -> Reply {
         Reply {
             content: Some(s.into()),
@@ -363,10 +371,7 @@ mod tests {
             "Qwen 2.5's template lays out tools"
         );
         let block = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-        let called = Reply {
-            content: None,
-            calls: vec![call("get_weather", r#"{"city":"Paris"}"#)],
-        };
+        let called = called("get_weather", r#"{"city":"Paris"}"#);
         assert_eq!(tools.read(block, &[]), called);
         let said = tools.read(&format!("Let me look.\n{block}"), &[]);
         assert_eq!(said.content.as_deref(), Some("Let me look."));
@@ -412,10 +417,7 @@ mod tests {
         let reply = r#"{"tool_call": {"name": "get_weather", "arguments": {"city": "Rome"}}}"#;
         assert_eq!(
             tools.read(reply, &[]),
-            Reply {
-                content: None,
-                calls: vec![call("get_weather", r#"{"city":"Rome"}"#)],
-            }
+            called("get_weather", r#"{"city":"Rome"}"#)
         );
         assert_eq!(
             tools.read(r#"{"response": "It is sunny."}"#, &[]),
@@ -473,10 +475,7 @@ mod tests {
         ];
         assert_eq!(
             tools.read(" ", &marked),
-            Reply {
-                content: None,
-                calls: vec![call("get_weather", r#"{"city":"Oslo"}"#)],
-            }
+            called("get_weather", r#"{"city":"Oslo"}"#)
         );
         assert_eq!(tools.read("Sunny.", &[]), text("Sunny."));
     }
