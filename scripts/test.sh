@@ -21,11 +21,6 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 [ "${CI:-}" = true ] && export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 # The CLI tunes new kernel shapes once and keeps them; the tests start from none and keep nothing.
 export WICK_TUNING=${WICK_TUNING:-$(mktemp -d)/tuning.json}
-# A test thread more than the cores: tests often leave a core idle while they wait on a readback or a
-# server's client, or work on the CPU alone (requantizing a draft model, a grammar's masks). On 2 cores
-# tests/speculation.rs took 312 s with 3 threads against 411 with 2; steps_ahead.rs, bound by the
-# adapter, 140 s against 136.
-export RUST_TEST_THREADS=${RUST_TEST_THREADS:-$(($(nproc) + 1))}
 chmod 700 "$XDG_RUNTIME_DIR"
 took "installing and fetching"
 
