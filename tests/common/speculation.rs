@@ -56,10 +56,15 @@ pub fn assert_same_reply(
     assert_eq!(plain.0.len(), spec.0.len(), "{name}: reply lengths");
 }
 
-/// `file` requantized to Q4_0 in a temporary file: a draft close to the model but not the same.
+/// `file` requantized to Q4_0 in a temporary file of its own: a draft close to the model but not
+/// the same. Each call writes its own file, so that tests running at once never write, read or
+/// remove each other's.
 pub fn requantized(file: &Path) -> PathBuf {
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = file.file_stem().unwrap().to_string_lossy();
-    let out = std::env::temp_dir().join(format!("wick-draft-{}-{name}.gguf", std::process::id()));
+    let pid = std::process::id();
+    let out = std::env::temp_dir().join(format!("wick-draft-{pid}-{n}-{name}.gguf"));
     let source = FileSource::open(file).unwrap();
     wick::quantize::quantize_model(&source, &out, GgmlType::Q4_0, &mut |_, _| {})
         .block_on()
