@@ -53,7 +53,7 @@ chmod 700 "$XDG_RUNTIME_DIR"
 # figures from a candidate that is wrong on this GPU would mean nothing. They run while llama.cpp
 # builds and the files are made (the CPU's work), and nothing is measured before they end.
 kernel_check=
-if [ -d target/gpu-run/tests ]; then
+if [ -x target/gpu-run/suite ]; then
   echo "checking every kernel candidate against the CPU on this GPU, beside llama.cpp's build"
   ( scripts/check-kernels.sh > "$out/kernel-tests.md" 2>&1 ||
     echo "KERNEL TESTS FAILED: a tuned kernel below may be a wrong one" >> "$out/kernel-tests.md" ) &

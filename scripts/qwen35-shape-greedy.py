@@ -5,7 +5,7 @@ sections [11, 11, 10, 0], 16 + 16 linear heads of 128, a 248,320-row tied head):
 
     python scripts/qwen35-shape-greedy.py models/shape/qwen3.5-0.8b.shape.Q8_0.gguf
     WICK_QWEN35_SHAPE=models/shape/qwen3.5-0.8b.shape.Q8_0.gguf \\
-        cargo test --release --test random_qwen35 -- --ignored shape
+        cargo test --release --test suite random_qwen35::shape -- --ignored
 
 Needs llama-cpp-python and numpy. Writes target/FILE.greedy.json: {file, prompt_ids,
 steps: [{id, gap, top: [[id, logit] x 4]}]} for N steps (default 300) after an 8-token prompt, from

@@ -3,7 +3,7 @@
 # none: on Mesa's lavapipe from Debian testing (Mesa 26 has VK_KHR_cooperative_matrix, 8 x 8 f16
 # products into f32), in a minimal Debian root made once with debootstrap and kept in the cache.
 # The tests' binaries are built here and copied in; nothing of the checkout is mounted. Needs root
-# (chroot) on Debian or Ubuntu. Arguments: test filters for tests/ops_matmul.rs (default: the matmul checks on
+# (chroot) on Debian or Ubuntu. Arguments: test filters of tests/suite.rs (default: the matmul checks on
 # the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too, and
 # the check before tuning offers them; then the experts' block of tests/ops_moe.rs, a chunk's
 # attention of tests/ops_attention.rs and MLA's of tests/ops_mla.rs). Each checks only its candidates on the matrix cores there
@@ -33,28 +33,21 @@ if [ ! -e "$root/usr/share/vulkan/icd.d/lvp_icd.json" ] && [ ! -e "$root/usr/sha
     --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 
-# A test file's binary, built here and copied into the root. With the workspace's features, as
-# scripts/test.sh's `cargo test --workspace` built it: the package's own would build it again.
-copy_in() {
-  local binary
-  binary=$(cargo test --release --workspace --test "$1" --no-run 2>&1 | grep -o "target/release/deps/$1-[0-9a-f]*" | head -1)
-  [ -x "$binary" ] || { echo "test-matrix-cores: no tests/$1.rs binary was built" >&2; exit 1; }
-  cp "$binary" "$root/tmp/wick-$1"
-}
+# The tests' binary (tests/suite.rs), built here and copied into the root. With the workspace's
+# features, as scripts/test.sh's `cargo test --workspace` built it: the package's own would build it again.
+binary=$(cargo test --release --workspace --test suite --no-run 2>&1 | grep -o "target/release/deps/suite-[0-9a-f]*" | head -1)
+[ -x "$binary" ] || { echo "test-matrix-cores: no tests/suite.rs binary was built" >&2; exit 1; }
+cp "$binary" "$root/tmp/wick-suite"
 # Only the candidates on the matrix cores: the run of the same tests before, on this machine's own
 # adapter, checked every other one.
 in_root() {
   chroot "$root" env CI=true WGPU_BACKEND=vulkan XDG_RUNTIME_DIR=/tmp/xdg WICK_MATRIX_CORES_ONLY=1 \
-    "/tmp/wick-$1" --test-threads 1 --nocapture "${@:2}" 2>&1
+    /tmp/wick-suite --test-threads 1 --nocapture "$@" 2>&1
 }
-copy_in ops_matmul
-copy_in ops_moe
-copy_in ops_attention
-copy_in ops_mla
 filters=("$@")
 [ ${#filters[@]} -gt 0 ] || filters=(matmul_every_type_against_cpu matrix_cores)
 mkdir -p "$root/tmp/xdg" && chmod 700 "$root/tmp/xdg"
-out=$(in_root ops_matmul "${filters[@]}") || { echo "$out"; exit 1; }
+out=$(in_root "${filters[@]}") || { echo "$out"; exit 1; }
 echo "$out" | grep -v "does not fit"
 # A root whose lavapipe lost its cooperative matrices would skip the check: that is a failure here.
 echo "$out" | grep -q "matmul on matrix cores: checked" || {
@@ -64,16 +57,16 @@ echo "$out" | grep -q "matmul on matrix cores: checked" || {
 # The experts' products over a chunk (a mixture-of-experts prompt) on the matrix cores too, and a
 # chunk's attention there, MLA's too.
 if [ $# -eq 0 ]; then
-  out=$(in_root ops_moe experts_block) || { echo "$out"; exit 1; }
+  out=$(in_root experts_block) || { echo "$out"; exit 1; }
   echo "$out" | grep -v "does not fit"
-  out=$(in_root ops_attention tiled_attention_against_cpu matrix_attention) || { echo "$out"; exit 1; }
+  out=$(in_root tiled_attention_against_cpu matrix_attention) || { echo "$out"; exit 1; }
   echo "$out" | grep -E "matrix cores: |test result"
   echo "$out" | grep -q "attention on matrix cores: the check passed" &&
     echo "$out" | grep -q "attention on matrix cores: checked" || {
     echo "test-matrix-cores: a chunk's attention was not checked on the matrix cores" >&2
     exit 1
   }
-  out=$(in_root ops_mla absorbed_mla matrix_latent) || { echo "$out"; exit 1; }
+  out=$(in_root absorbed_mla matrix_latent) || { echo "$out"; exit 1; }
   echo "$out" | grep -E "matrix cores: |test result"
   echo "$out" | grep -q "mla attention on matrix cores: the check passed" &&
     echo "$out" | grep -q "mla attention on matrix cores: checked" || {

@@ -1,7 +1,7 @@
 //! A model larger than what the adapter allows in one buffer: split across bindings where a row fits,
 //! a clear error naming the limit where one does not. Lower limits stand in for a smaller adapter.
 
-mod common;
+use crate::common;
 
 use common::watched_source::WatchedSource;
 use common::{model_path, options};

@@ -1,7 +1,7 @@
 //! A full context: decoding up to the limit computes what llama.cpp computes, nothing runs past it, and a
 //! chat that outgrows it either stops there or drops its oldest turns and goes on.
 
-mod common;
+use crate::common;
 
 use common::fidelity::{check_greedy, Tolerance};
 use common::{gpu, greedy, model_path, options, tiny_chat_session};

@@ -1,7 +1,7 @@
 //! A lost device (simulated with `device.destroy()`, as a GPU reset or driver crash would leave it):
 //! every call after it says so, and a new device loads the model again in the same process.
 
-mod common;
+use crate::common;
 
 use common::{gpu, greedy, tiny_chat_session};
 use pollster::FutureExt as _;

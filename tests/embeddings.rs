@@ -7,7 +7,7 @@
 //! runs; the encoder's run whole. Then what a user gets wrong: a chat model asked for embeddings,
 //! an input longer than the context, and the pooling named at load rather than in the file.
 
-mod common;
+use crate::common;
 
 use common::edit_gguf::{set, variant};
 use common::gpu;

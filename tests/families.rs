@@ -5,7 +5,7 @@
 //! tests/data/perplexity.txt against the f32 reference's by the same method
 //! (tests/goldens/make_family_perplexity.py).
 
-mod common;
+use crate::common;
 
 use common::fidelity::{check_greedy, first_records, first_steps, ids, Agreement, Tolerance};
 use common::{gpu, gpu_with_norms_fused, text_perplexity};
@@ -249,7 +249,7 @@ fn gemma3_matches_llama_cpp_and_f32() {
 }
 
 // One chunk of 128 (Gemma 3's in CI, Qwen2.5's on demand: several minutes on lavapipe); the whole
-// texts (11 chunks) on demand too: `cargo test --release --test families -- --ignored`.
+// texts (11 chunks) on demand too: `cargo test --release --test suite families:: -- --ignored`.
 #[test]
 #[ignore = "a chunk of 128 tokens: about 4 minutes on lavapipe"]
 fn qwen2_perplexity_matches_f32() {

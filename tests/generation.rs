@@ -11,7 +11,7 @@
 //! And a reply under OpenAI's logit_bias against llama.cpp's under the same bias
 //! (tests/goldens/make_logit_bias_golden.sh).
 
-mod common;
+use crate::common;
 
 use common::fidelity::{check_greedy, first_records, first_steps, Agreement, Tolerance};
 use common::{gpu, model_path};

@@ -1,7 +1,7 @@
 //! A greedy step picks its token on the GPU (`Engine::step_greedy`, 4 bytes read back): the same token as
 //! the CPU's argmax over the step's logits, at every position of a run.
 
-mod common;
+use crate::common;
 
 use common::{gpu, tiny_chat_session};
 use pollster::FutureExt as _;

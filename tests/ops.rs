@@ -2,7 +2,7 @@
 //! products: ops_matmul.rs; products that norm x on the way in: ops_normed.rs; attention:
 //! ops_attention.rs).
 
-mod common;
+use crate::common;
 
 use common::{
     f32_buffer, gpu, nmse, one_token_plan, packed, plan_at, q8_rounded, quant_goldens, run,

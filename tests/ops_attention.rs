@@ -2,7 +2,7 @@
 //! cache write then causal attention over a run, and a run's attention in tiles and on the matrix
 //! cores (a decode step's split attention is tests/ops_attention_step.rs).
 
-mod common;
+use crate::common;
 
 use common::attention::{attention_reference_from, cache_buffer, read_cache, stored};
 use common::{f32_buffer, gpu, nmse, run, submit, RandomFile, Rng};

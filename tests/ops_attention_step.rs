@@ -2,7 +2,7 @@
 //! token's keys in every form the adapter offers (windows, soft-capping, sinks), and the whole-head
 //! kernel, for one token and for a speculative check's consecutive tokens beside other sequences'.
 
-mod common;
+use crate::common;
 
 use common::attention::{attention_reference_from, cache_buffer, stored};
 use common::{f32_buffer, gpu, nmse, submit, Rng};

@@ -7,7 +7,7 @@
 //! and v on the way in, reading and writing the convolution's state as the prompt's own dispatch
 //! does (every value head's copy of its channels' inputs).
 
-mod common;
+use crate::common;
 
 use common::{f32_buffer, gpu, nmse, plan_at, run, Rng};
 use pollster::FutureExt as _;

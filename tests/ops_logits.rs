@@ -1,7 +1,7 @@
 //! The kernels that work on rows of logits after the head, against the CPU: greedy's argmax, Gemma 2's
 //! final soft-cap, perplexity's log-probability of each token's successor, and the sampler's top-k.
 
-mod common;
+use crate::common;
 
 use common::{f32_buffer, gpu, nmse, plan_at, run, Rng};
 use pollster::FutureExt as _;

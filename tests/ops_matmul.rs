@@ -2,7 +2,7 @@
 //! type and every tile the tuner may pick, and the matrix cores' tiles where the adapter has them
 //! (scripts/test-matrix-cores.sh runs these on a lavapipe that has them).
 
-mod common;
+use crate::common;
 
 use common::{f32_buffer, gpu, matrix_cores_only, nmse, packed, q8_rounded, run, Rng, Q8_NMSE};
 use pollster::FutureExt as _;

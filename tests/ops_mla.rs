@@ -2,7 +2,7 @@
 //! over per-head groups of rows, and Multi-head Latent Attention (its cache write with YaRN RoPE,
 //! then attention) in absorbed form against the naive, decompressed form.
 
-mod common;
+use crate::common;
 
 use common::attention::{cache_buffer, read_cache, stored};
 use common::{f32_buffer, gpu, matrix_cores_only, nmse, packed, plan_at, run, RandomFile, Rng};

@@ -2,7 +2,7 @@
 //! over the routed experts (split into parts across expert boundaries), the experts' biases, and the
 //! whole experts' block over a chunk and a token in every kernel shape the tuner may give it.
 
-mod common;
+use crate::common;
 
 use common::{
     f32_buffer, gpu, matrix_cores_only, nmse, one_token_plan, packed, plan_at, q8_rounded, run,

@@ -2,7 +2,7 @@
 //! pair kernel for one token and several, a step's tiles and eight tokens a layer, and the pair kernel
 //! on 8-bit x, each against the norm and the product on the CPU.
 
-mod common;
+use crate::common;
 
 use common::{f32_buffer, gpu, nmse, packed, plan_at, q8_rounded, run, Rng, Q8_NMSE};
 use pollster::FutureExt as _;

@@ -5,7 +5,7 @@
 //! largest image runs a smaller one, and the grids are not square, so a column read as a row would
 //! show; Qwen's patches come in 2 x 2 squares.
 
-mod common;
+use crate::common;
 
 use common::{f32_buffer, gpu, nmse, Rng};
 use pollster::FutureExt as _;

@@ -3,7 +3,7 @@
 //! text: within 0.5%, over the first two chunks of 128 tokens and over the whole text. And the batched
 //! scoring that perplexity runs on against one decode step per token with its logits read back.
 
-mod common;
+use crate::common;
 
 use common::{gpu, model_path, text_perplexity};
 use pollster::FutureExt as _;

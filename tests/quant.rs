@@ -9,7 +9,7 @@ use wick::gguf::{self, FileSource, GgmlType, Header, Value};
 use wick::quant::{self, QuantError};
 use wick::quantize::{output_type, quantize_model};
 
-mod common;
+use crate::common;
 
 use common::quant_goldens::goldens;
 use common::watched_source::WatchedSource;

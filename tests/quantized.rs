@@ -5,7 +5,7 @@
 //! tests/goldens/numpy/quantized/). Width 576 makes most K-type matrices fall back (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0);
 //! tests/random_llama.rs covers the K kernels on every matrix.
 
-mod common;
+use crate::common;
 
 use common::fidelity::{check_greedy, first_steps, Agreement, Tolerance};
 use common::{gpu, model_path, options};

@@ -5,7 +5,7 @@
 //! and Q8_0 and mixed K-quant files. Wick (absorbed MLA, experts read by index) against an f32 numpy
 //! reference in the naive, decompressed form and against llama.cpp, teacher-forced on all 512 logits.
 
-mod common;
+use crate::common;
 
 use common::fidelity::Tolerance;
 use common::gpu;

@@ -5,7 +5,7 @@
 //! (tests/goldens/numpy_dense.py) and with llama.cpp, then llama.cpp's greedy continuation replayed by
 //! the near-tie method, and each file's tokenizer against llama.cpp's (tests/common/random_model.rs).
 
-mod common;
+use crate::common;
 
 use common::fidelity::Tolerance;
 use common::gpu;

@@ -13,7 +13,7 @@
 //! - a pattern array of the wrong length, a per-layer table that does not match the layers, and the
 //!   MoE variant, refused at load with a message naming them.
 
-mod common;
+use crate::common;
 
 use common::edit_gguf::{set, variant};
 use common::fidelity::{check_greedy, Tolerance};

@@ -17,7 +17,7 @@
 //! smaller gap is a near tie, counted but allowed). The file's size, tensor types and tokenizer (against
 //! llama.cpp's tokenization of a short text) are checked too (tests/common/random_model.rs).
 
-mod common;
+use crate::common;
 
 use common::fidelity::Tolerance;
 use common::gpu;

@@ -18,7 +18,7 @@
 //!   the experts, or whose tensors are not of their shapes, refused with a message naming them;
 //! - the converter's fused layout of gate and up read as the two tensors it was made from.
 
-mod common;
+use crate::common;
 
 use common::edit_gguf::{set, variant};
 use common::fidelity::{check_greedy, Tolerance};

@@ -11,7 +11,7 @@
 //! - files with a missing or mis-shaped ssm tensor, an interval that does not divide the layers, or a state
 //!   the adapter cannot hold, refused at load with a message naming it.
 
-mod common;
+use crate::common;
 
 use common::edit_gguf::{set, variant};
 use common::fidelity::{check_greedy, Tolerance};

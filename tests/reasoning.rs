@@ -3,7 +3,7 @@
 //! made control tokens. The decoder hides control tokens from text but must show these to the reply's
 //! splitter; `<|return|>` still ends the reply.
 
-mod common;
+use crate::common;
 
 use common::edit_gguf;
 use pollster::FutureExt as _;

@@ -3,7 +3,7 @@
 //! the full row of logits: the same candidates at every step of a reply, the same tokens for the same
 //! seed, and the same distribution over independent seeds.
 
-mod common;
+use crate::common;
 
 use common::{gpu, tiny_chat_session};
 use pollster::FutureExt as _;

@@ -2,7 +2,7 @@
 //! the model's log-probabilities), a sampled draft's kept tokens follow the model's distribution,
 //! and a draft model of another vocabulary is refused.
 
-mod common;
+use crate::common;
 
 use common::gpu;
 use common::speculation::{assert_same_reply, requantized, session, CHECK};

@@ -1,7 +1,7 @@
 //! Speculative decoding in a server's parallel slots: each request's reply equals its plain reply,
 //! drafting by lookup or with a draft model the slots share.
 
-mod common;
+use crate::common;
 
 use common::gpu;
 use common::speculation::{assert_same_reply, requantized, session, CHECK};

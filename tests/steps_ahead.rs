@@ -6,7 +6,7 @@
 //! steps ahead the same way, and takes the step back when another slot joins it; slots stepping
 //! together in one pass step ahead as a pass, each row's token its own row's choice.
 
-mod common;
+use crate::common;
 
 use common::{gpu, model_path};
 use pollster::FutureExt as _;

@@ -1,6 +1,6 @@
 //! Kernel-shape tuning: what `Engine::tune` keeps is one of the candidates, and numbers do not change.
 
-mod common;
+use crate::common;
 
 use common::gpu;
 use pollster::FutureExt as _;

@@ -6,7 +6,7 @@
 //! Then what a user gets wrong: a text model given as the projector, a projector type Wick does not
 //! run, pixels that do not match the image's size, an image longer than a prompt run.
 
-mod common;
+use crate::common;
 
 use common::edit_gguf::{set, variant};
 use common::gpu;

@@ -7,7 +7,7 @@
 //! greedy reply, in prompt runs that hold the image whole or start at it, with the per-layer table on
 //! the GPU and off it; and a session placing the image between Gemma 4's markers.
 
-mod common;
+use crate::common;
 
 use common::gpu;
 use common::vision::{self, check_image_prompt, check_tokens, data, picture, prompt_with_rows};

@@ -10,7 +10,7 @@
 //! markers; and both images in one prompt, the second placed where the text after the first left the
 //! positions.
 
-mod common;
+use crate::common;
 
 use common::gpu;
 use common::vision::{check_image_prompt, check_tokens, data, golden, picture, prompt_with_rows};
