@@ -21,4 +21,4 @@ node_modules/.bin/wasm-opt -O3 \
   --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
   --enable-reference-types --enable-sign-ext --enable-multivalue \
   pkg/wick_web_bg.wasm -o pkg/wick_web_bg.wasm
-echo "built pkg/ ($(du -h pkg/wick_web_bg.wasm | cut -f1) of wasm)"
+echo "built pkg/ ($(du -h pkg/wick_web_bg.wasm | cut -f1) of wasm) in $SECONDS s"
