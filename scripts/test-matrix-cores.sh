@@ -2,7 +2,7 @@
 # Runs the tests of the kernels on matrix cores (cooperative matrices) where this machine's GPU has
 # none: on Mesa's lavapipe from Debian testing (Mesa 26 has VK_KHR_cooperative_matrix, 8 x 8 f16
 # products into f32), in a minimal Debian root made once with debootstrap and kept in the cache.
-# The tests' binaries are built here and copied in; nothing of the checkout is mounted. Needs root
+# The tests' binary is built here and copied in; nothing of the checkout is mounted. Needs root
 # (chroot) on Debian or Ubuntu. Arguments: test filters of tests/suite.rs (default: the matmul checks on
 # the 8 x 8 products lavapipe advertises and on the 16 x 16 ones GPUs have, which it runs too, and
 # the check before tuning offers them; then the experts' block of tests/ops_moe.rs, a chunk's

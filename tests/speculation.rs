@@ -399,67 +399,59 @@ fn a_draft_model_stops_after_a_token_it_is_unsure_of() {
     let prompt = s.tokenize_prompt(
         "<|im_start|>user\nWrite a short story about a lighthouse keeper.<|im_end|>\n<|im_start|>assistant\n",
     );
+    let greedy = |s: &mut Session, log_probs: Option<usize>| {
+        let mut sampler = Sampler::new(SamplerConfig::greedy());
+        sampler.log_probs = log_probs;
+        let c = (s.complete(&prompt, Reply::new(REPLY, &[]), &mut sampler, &mut |_| true))
+            .block_on()
+            .unwrap();
+        (c.tokens, c.log_probs)
+    };
+    let want = [greedy(&mut plain, None), greedy(&mut plain, Some(2))];
     let mut draft = Box::new(draft_model(&gpu, &draft_path, &s, None));
-    let mut never_and_always = None;
-    for log_probs in [None, Some(2)] {
-        let greedy = |s: &mut Session| {
-            let mut sampler = Sampler::new(SamplerConfig::greedy());
-            sampler.log_probs = log_probs;
-            let c = (s.complete(&prompt, Reply::new(REPLY, &[]), &mut sampler, &mut |_| true))
-                .block_on()
-                .unwrap();
-            (c.tokens, c.log_probs)
-        };
-        let want = greedy(&mut plain);
-        let mut stats = Vec::new();
-        let chances: &[f32] = match log_probs {
-            None => &[2.0, speculate::DRAFT_MIN_CHANCE, 0.0],
-            Some(_) => &[speculate::DRAFT_MIN_CHANCE],
-        };
-        for &min_chance in chances {
-            let mut speculation = Speculation::always(Drafter::Model(draft), CHECK as usize - 1);
-            speculation.min_chance = min_chance;
-            s.speculation = Some(speculation);
-            let got = greedy(&mut s);
-            let name = format!("least chance {min_chance}, log-probabilities {log_probs:?}");
-            match log_probs {
-                Some(_) => assert_same_reply(&name, &want, &got),
-                None => assert_eq!(got.0, want.0, "{name}"),
-            }
-            let speculation = s.speculation.take().unwrap();
-            let st = speculation.stats;
-            eprintln!(
-                "{name}: {st:?}, {:.2} tokens a check",
-                st.tokens_per_check()
-            );
-            assert!(st.checks > 0, "{name}: no check");
-            stats.push(st);
-            draft = draft_back(speculation);
+    let default = speculate::DRAFT_MIN_CHANCE;
+    let mut stats = Vec::new();
+    for (log_probs, min_chance) in [
+        (None, 2.0),
+        (None, default),
+        (None, 0.0),
+        (Some(2), default),
+    ] {
+        let mut speculation = Speculation::always(Drafter::Model(draft), CHECK as usize - 1);
+        speculation.min_chance = min_chance;
+        s.speculation = Some(speculation);
+        let got = greedy(&mut s, log_probs);
+        let name = format!("least chance {min_chance}, log-probabilities {log_probs:?}");
+        match log_probs {
+            Some(_) => assert_same_reply(&name, &want[1], &got),
+            None => assert_eq!(got.0, want[0].0, "{name}"),
         }
-        let per_check = |st: &speculate::SpeculationStats| st.proposed as f64 / st.checks as f64;
-        let standing = |st: &speculate::SpeculationStats| st.accepted as f64 / st.proposed as f64;
-        let default = match stats[..] {
-            [never, default, always] => {
-                never_and_always = Some((never, always));
-                default
-            }
-            _ => stats[0],
-        };
-        let (never, always) =
-            never_and_always.expect("the pass without log-probabilities ran first");
-        assert_eq!(
-            never.proposed, never.checks,
-            "{log_probs:?}: drafts of one token"
+        let speculation = s.speculation.take().unwrap();
+        let st = speculation.stats;
+        eprintln!(
+            "{name}: {st:?}, {:.2} tokens a check",
+            st.tokens_per_check()
         );
+        assert!(st.checks > 0, "{name}: no check");
+        stats.push(st);
+        draft = draft_back(speculation);
+    }
+    let [never, default, always, default_with_log_probs] = stats[..] else {
+        unreachable!("four runs")
+    };
+    assert_eq!(never.proposed, never.checks, "drafts of one token");
+    let per_check = |st: &speculate::SpeculationStats| st.proposed as f64 / st.checks as f64;
+    let standing = |st: &speculate::SpeculationStats| st.accepted as f64 / st.proposed as f64;
+    for (default, asked) in [(default, "without"), (default_with_log_probs, "with")] {
         assert!(
             1.0 < per_check(&default) && per_check(&default) < per_check(&always),
-            "{log_probs:?}: {:.2} drafted tokens a check, {:.2} unstopped",
+            "{asked} log-probabilities: {:.2} drafted tokens a check, {:.2} unstopped",
             per_check(&default),
             per_check(&always)
         );
         assert!(
             standing(&default) >= standing(&always),
-            "{log_probs:?}: {:.2} of drafted tokens stood, {:.2} unstopped",
+            "{asked} log-probabilities: {:.2} of drafted tokens stood, {:.2} unstopped",
             standing(&default),
             standing(&always)
         );
