@@ -65,7 +65,7 @@ if [ "$browser" != off ]; then
   # the CLI's tests; building wick-cli alone would resolve other features and build the engine again.
   [ -x target/release/wick ] || cargo build --release -p wick-cli
   took "the browser build"
-  node tests/browser/run.mjs $browser || status=$?
+  node tests/browser/run.mjs "$browser" || status=$?
   took "the browser tests"
 fi
 exit $status
