@@ -153,6 +153,9 @@ export interface ChatCompletionRequest {
   tools?: Tool[];
   /** 'auto' (the default with tools): text or a call; 'required': a call; 'none': text; or one named function. */
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+  /** Whether a reply may make several calls (the default), where the model's template writes
+   * several (`<tool_call>` blocks); false: one call at most. */
+  parallel_tool_calls?: boolean;
   /** Each reply token's log-probability (after the penalties), with the `top_logprobs` (0 to 20)
    * likeliest tokens at its step. Streamed, each chunk carries its own tokens'. */
   logprobs?: boolean;

@@ -22,6 +22,8 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     pub tools: Option<Vec<Tool>>,
     pub tool_choice: Option<ToolChoiceField>,
+    /// Whether a reply may call several tools at once (OpenAI's default: it may).
+    pub parallel_tool_calls: Option<bool>,
     /// Variables for the chat template, as llama.cpp's server takes them (`{"enable_thinking":
     /// false}` for Qwen 3 and Gemma 4).
     pub chat_template_kwargs: Option<serde_json::Value>,
@@ -384,7 +386,11 @@ impl ChatRequest {
             .iter()
             .map(|t| serde_json::to_value(t).expect("a tool serializes"))
             .collect();
-        Ok(Some(Offered { tools, choice }))
+        Ok(Some(Offered {
+            tools,
+            choice,
+            parallel: self.parallel_tool_calls.unwrap_or(true),
+        }))
     }
 }
 

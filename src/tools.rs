@@ -2,7 +2,7 @@
 //! lays out tools and its model writes `<tool_call>` blocks (Qwen 2.5, Hermes-style) or harmony
 //! messages to functions (gpt-oss); any other model gets them described in a system message and
 //! answers in a JSON envelope, as llama.cpp's server does for templates without tools. Either way a
-//! grammar holds the reply to a call of an offered tool with arguments matching its parameters (or,
+//! grammar holds the reply to calls of offered tools with arguments matching their parameters (or,
 //! where the choice allows, to text), and the reply is read back as the calls.
 
 use crate::chat_template::{self, ChatMessage};
@@ -24,11 +24,13 @@ pub enum ToolChoice {
 }
 
 /// The tools a request offers (OpenAI's `tools` entries, `{"type": "function", "function": {"name",
-/// "description", "parameters"}}`) and its choice.
+/// "description", "parameters"}}`), its choice, and whether a reply may make several calls
+/// (OpenAI's `parallel_tool_calls`, true unless asked otherwise).
 #[derive(Clone, Debug)]
 pub struct Offered {
     pub tools: Vec<Value>,
     pub choice: ToolChoice,
+    pub parallel: bool,
 }
 
 /// One call the reply made. It is defined beside the reader of a reply's channels, which finds
@@ -45,13 +47,15 @@ pub struct Reply {
 /// How the model writes a call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Format {
-    /// Text, then `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`, as the template shows it.
+    /// Text, then `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`, as the template shows
+    /// it; several calls are blocks one a line, as the template writes an earlier turn's calls.
     Tagged,
-    /// `{"tool_call": {"name": ..., "arguments": {...}}}` or `{"response": "..."}`, asked for in a system message.
+    /// `{"tool_call": {"name": ..., "arguments": {...}}}` or `{"response": "..."}`, asked for in a system
+    /// message: one call a reply.
     Envelope,
     /// Harmony: analysis, then a final message or one to a function (`<|channel|>commentary
     /// to=functions.NAME <|constrain|>json<|message|>{...}`), which the reasoning reader returns as a
-    /// call (`reasoning::Channels`).
+    /// call (`reasoning::Channels`): one call a message, the model going on after its answer.
     Harmony,
 }
 
@@ -62,6 +66,7 @@ const CLOSE: &str = "</tool_call>";
 pub struct ToolUse {
     tools: Vec<Value>,
     choice: ToolChoice,
+    parallel: bool,
     format: Format,
 }
 
@@ -72,6 +77,7 @@ impl ToolUse {
         ToolUse {
             tools: offered.tools,
             choice: offered.choice,
+            parallel: offered.parallel,
             format: match (takes_tools, harmony, template.contains(OPEN)) {
                 (true, true, _) => Format::Harmony,
                 (true, _, true) => Format::Tagged,
@@ -116,12 +122,18 @@ impl ToolUse {
             }
             _ => out.insert(0, ChatMessage::new("system", text)),
         }
-        // Calls and tool answers of earlier turns, in the envelope's words.
+        // Calls and tool answers of earlier turns, in the envelope's words (an envelope a line where
+        // a turn made several calls).
         for m in &mut out {
             if !m.tool_calls.is_empty() {
-                let call = &m.tool_calls[0]["function"];
-                m.content = json!({ "tool_call": { "name": call["name"], "arguments": call["arguments"] } })
-                    .to_string();
+                let envelopes: Vec<String> = (m.tool_calls.iter())
+                    .map(|c| &c["function"])
+                    .map(|call| {
+                        json!({ "tool_call": { "name": call["name"], "arguments": call["arguments"] } })
+                            .to_string()
+                    })
+                    .collect();
+                m.content = envelopes.join("\n");
                 m.tool_calls.clear();
             }
             if m.role == "tool" {
@@ -140,16 +152,26 @@ impl ToolUse {
         let call = self.call_schema()?;
         Some(match self.format {
             Format::Tagged => {
-                // Small models often write the call's JSON without its tags: where text may come
-                // instead of a call, text cannot start as JSON does, so such a reply is a call too.
+                // A block: its tag, then `rest`. Text before a call ends where the tag comes (a
+                // lazy rule: text as one greedy lexeme would take the tag's first bytes as its own
+                // and never let the tag through). Small models often write the call's JSON without
+                // its tags: where text may come instead of a call, text cannot start as JSON does,
+                // so such a reply is a call too. Several calls are blocks one a line.
                 let call = grammar::compact_json(call);
-                let block = format!(r#""{OPEN}\n" call "\n{CLOSE}""#);
+                let rest = format!(r#""\n" call "\n{CLOSE}""#);
+                let blocks = match self.parallel {
+                    true => format!(r#"{rest} ("\n" "{OPEN}" {rest})*"#),
+                    false => rest,
+                };
                 let start = match self.choice {
-                    ToolChoice::Auto => format!("start: TEXT | TEXT? {block} | call"),
-                    _ => format!("start: {block}"),
+                    ToolChoice::Auto => {
+                        format!(r#"start: TEXT | "{OPEN}" {blocks} | prose {blocks} | call"#)
+                    }
+                    _ => format!(r#"start: "{OPEN}" {blocks}"#),
                 };
                 Grammar::Lark(format!(
-                    "{start}\ncall: %json {call}\nTEXT: /[^{{\\s](?s:.*)/ & ~/(?s:.*){OPEN}(?s:.*)/\n"
+                    "{start}\ncall: %json {call}\nprose[suffix=\"{OPEN}\"]: /[^{{\\s<](?s:.*)/\n\
+                     TEXT: /[^{{\\s](?s:.*)/ & ~/(?s:.*){OPEN}(?s:.*)/\n"
                 ))
             }
             Format::Envelope => {
@@ -262,7 +284,7 @@ impl ToolUse {
                 }
             }
             Format::Tagged => {
-                let Some((before, rest)) = text.split_once(OPEN) else {
+                let Some((before, blocks)) = text.split_once(OPEN) else {
                     return match parse_call(text.trim()) {
                         Some(call) => Reply {
                             content: None,
@@ -271,13 +293,13 @@ impl ToolUse {
                         None => as_text(),
                     };
                 };
-                let Some(call) = rest.split(CLOSE).next().and_then(|c| parse_call(c.trim())) else {
+                let Some(calls) = tagged_calls(blocks) else {
                     return as_text();
                 };
                 let before = before.trim();
                 Reply {
                     content: (!before.is_empty()).then(|| before.to_string()),
-                    calls: vec![call],
+                    calls,
                 }
             }
             Format::Envelope => {
@@ -303,6 +325,20 @@ impl ToolUse {
             }
         }
     }
+}
+
+/// The calls of a reply's `<tool_call>` blocks, `text` starting inside the first; None unless every
+/// block is closed and holds a call, with nothing but white space between and after them.
+fn tagged_calls(text: &str) -> Option<Vec<Call>> {
+    let mut calls = Vec::new();
+    for block in text.split(OPEN) {
+        let (call, after) = block.split_once(CLOSE)?;
+        if !after.trim().is_empty() {
+            return None;
+        }
+        calls.push(parse_call(call.trim())?);
+    }
+    Some(calls)
 }
 
 fn parse_call(json: &str) -> Option<Call> {
@@ -336,6 +372,7 @@ mod tests {
             Offered {
                 tools: vec![weather()],
                 choice,
+                parallel: true,
             },
         )
     }
@@ -379,6 +416,31 @@ mod tests {
         // Small models drop the tags: the call's JSON alone is a call.
         let bare = r#"{"name": "get_weather", "arguments": {"city": "Paris"}}"#;
         assert_eq!(tools.read(bare, &[]), called);
+    }
+
+    #[test]
+    fn tagged_calls_one_a_line_are_read_in_order() {
+        let tools = uses(QWEN25, ToolChoice::Auto);
+        let block = |city: &str| {
+            format!("<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\"}}}}\n</tool_call>")
+        };
+        let reply = format!("Both cities:\n{}\n{}\n", block("Paris"), block("Rome"));
+        let read = tools.read(&reply, &[]);
+        assert_eq!(read.content.as_deref(), Some("Both cities:"));
+        assert_eq!(
+            read.calls,
+            [
+                call("get_weather", r#"{"city":"Paris"}"#),
+                call("get_weather", r#"{"city":"Rome"}"#)
+            ]
+        );
+        // A second block cut short, or text between two blocks: the reply is no whole set of calls.
+        for reply in [
+            format!("{}\n<tool_call>\n{{\"name\": \"get_wea", block("Paris")),
+            format!("{}\nand then\n{}", block("Paris"), block("Rome")),
+        ] {
+            assert_eq!(tools.read(&reply, &[]), text(&reply), "{reply:?}");
+        }
     }
 
     #[test]
@@ -436,8 +498,11 @@ mod tests {
     fn an_earlier_call_and_its_answer_go_back_in_the_envelopes_words() {
         let tools = uses(SMOLLM2, ToolChoice::Auto);
         let mut called = ChatMessage::new("assistant", "");
-        called.tool_calls = vec![json!({ "id": "c0", "type": "function",
-            "function": { "name": "get_weather", "arguments": { "city": "Paris" } } })];
+        let weather_in = |id: &str, city: &str| {
+            json!({ "id": id, "type": "function",
+                "function": { "name": "get_weather", "arguments": { "city": city } } })
+        };
+        called.tool_calls = vec![weather_in("c0", "Paris"), weather_in("c1", "Rome")];
         let answer = ChatMessage::new("tool", r#"{"sky": "clear"}"#);
         let asked = tools.messages(&[
             ChatMessage::new("system", "Be brief."),
@@ -451,11 +516,13 @@ mod tests {
         assert!(asked[0]
             .content
             .contains(r#"{"response": "<your answer>"}"#));
-        let call: Value = serde_json::from_str(&asked[2].content).unwrap();
-        assert_eq!(
-            call,
-            json!({ "tool_call": { "name": "get_weather", "arguments": { "city": "Paris" } } })
-        );
+        // Each call an envelope of its own, a line each.
+        let calls: Vec<Value> = (asked[2].content.lines())
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let envelope =
+            |city| json!({ "tool_call": { "name": "get_weather", "arguments": { "city": city } } });
+        assert_eq!(calls, [envelope("Paris"), envelope("Rome")]);
         assert!(asked[2].tool_calls.is_empty());
         assert_eq!(asked[3].role, "user");
         assert_eq!(asked[3].content, r#"The tool answered: {"sky": "clear"}"#);

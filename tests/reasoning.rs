@@ -141,7 +141,15 @@ fn harmony_tool_calls_are_held_to_the_tools_and_read_back() {
     let time = json!({ "type": "function", "function": { "name": "get_time" } });
     let tools = |choice| {
         let tools = vec![weather.clone(), time.clone()];
-        ToolUse::new(template, Offered { tools, choice })
+        let parallel = true; // harmony makes one call a message whatever the request allows
+        ToolUse::new(
+            template,
+            Offered {
+                tools,
+                choice,
+                parallel,
+            },
+        )
     };
     // Whether the grammar takes `reply` token by token, the last an end of generation.
     let n_vocab = tokenizer.vocab_size() as u32;

@@ -42,6 +42,7 @@ mod speculation_slots;
 mod steps_ahead;
 mod tokenizer;
 mod tokenizer_vectors;
+mod tool_calls;
 mod tuning;
 mod vision;
 mod vision_gemma4;

@@ -4,9 +4,10 @@
     python native/tests/tools_client.py BASE_URL API_KEY [quick]
 
 Each call must name an offered tool and carry arguments that validate against its parameters
-(`jsonschema`); streamed calls must come as OpenAI streams them; a conversation with the call and the
-tool's answer must go back in. `quick` runs the shorter set (for a slower model). Exits non-zero on the
-first failure.
+(`jsonschema`); streamed calls must come as OpenAI streams them; a conversation with the calls and the
+tools' answers must go back in. `quick` runs the shorter set, for Qwen 2.5 (a slower model, whose
+template writes several calls a reply: asked about two cities it calls twice); the full set is for
+the default model, whose JSON envelope carries one call. Exits non-zero on the first failure.
 """
 import json
 import sys
@@ -30,6 +31,7 @@ TIME = {"type": "function", "function": {
                    "required": ["zone"], "additionalProperties": False}}}
 TOOLS = {t["function"]["name"]: t for t in (WEATHER, TIME)}
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+TWO_CITIES = [{"role": "user", "content": "What is the weather in Paris and in London?"}]
 
 
 def fail(what):
@@ -50,21 +52,26 @@ def create(**fields):
 
 
 def main():
-    # Required: a call, whole.
-    reply = create(messages=ASK, tools=[WEATHER, TIME], tool_choice="required")
+    # Required: calls, whole, each with an id of its own.
+    asked, want = (TWO_CITIES, 2) if QUICK else (ASK, 1)
+    reply = create(messages=asked, tools=[WEATHER, TIME], tool_choice="required")
     choice = reply.choices[0]
     calls = choice.message.tool_calls or []
-    if choice.finish_reason != "tool_calls" or len(calls) != 1 or not calls[0].id:
-        fail(f"required: {choice}")
-    check_call(calls[0].function.name, calls[0].function.arguments, ["get_weather", "get_time"])
-    print(f"ok: required -> {calls[0].function.name}({calls[0].function.arguments})")
+    ids = {c.id for c in calls if c.id}
+    if choice.finish_reason != "tool_calls" or len(calls) != want or len(ids) != want:
+        fail(f"required, {want} calls: {choice}")
+    for c in calls:
+        check_call(c.function.name, c.function.arguments, ["get_weather", "get_time"])
+    print("ok: required -> " + ", ".join(f"{c.function.name}({c.function.arguments})" for c in calls))
 
-    # The call and the tool's answer go back in; the model answers or calls again.
-    messages = ASK + [
+    # The calls and the tools' answers go back in; the model answers or calls again.
+    messages = asked + [
         {"role": "assistant", "content": None, "tool_calls": [
-            {"id": calls[0].id, "type": "function",
-             "function": {"name": calls[0].function.name, "arguments": calls[0].function.arguments}}]},
-        {"role": "tool", "tool_call_id": calls[0].id, "content": json.dumps({"temperature": 18, "sky": "clear"})},
+            {"id": c.id, "type": "function",
+             "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]},
+    ] + [
+        {"role": "tool", "tool_call_id": c.id, "content": json.dumps({"temperature": 18, "sky": "clear"})}
+        for c in calls
     ]
     # Quick: the first tokens of the answer are enough to show the conversation went back in.
     after = create(messages=messages, tools=[WEATHER, TIME], max_tokens=24 if QUICK else 128).choices[0]
