@@ -3,10 +3,10 @@
 # against goldens, the tokenizer and chat templates against llama.cpp's goldens, the real model's
 # greedy output and perplexity against llama.cpp's, `wick serve` against the official openai client,
 # the kernels on matrix cores on a newer lavapipe (scripts/test-matrix-cores.sh; as root on Linux,
-# WICK_MATRIX_CORE_TESTS=off skips them), then the browser tests (the chat page and the npm package
-# in headless Chromium on WebGPU). Arguments go to
-# `cargo test`; WICK_BROWSER_TESTS=filter runs only the browser tests whose names contain it,
-# WICK_BROWSER_TESTS=off none.
+# WICK_MATRIX_CORE_TESTS=off skips them), and beside them the browser tests (the chat page and the
+# npm package in headless Chromium on WebGPU), whose output comes last. Arguments go to `cargo test`;
+# WICK_BROWSER_TESTS=filter runs only the browser tests whose names contain it, WICK_BROWSER_TESTS=off
+# none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each part says how long it took: CI has an hour, and on 2 CPU cores the parts share it unevenly.
@@ -26,12 +26,33 @@ took "installing and fetching"
 
 status=0
 browser=${WICK_BROWSER_TESTS:-}
-# The browser build (wasm with one codegen unit and LTO: long stretches on one core) runs beside the
-# native build and tests, whose own stretches on one core (a link, a binary's last test) leave room.
+if [ "$browser" != off ] && [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+
+# The browser's part runs beside the native build and tests, its output kept until they end: the
+# browser build (wasm with one codegen unit and LTO: long stretches on one core) beside the native
+# build, then the browser tests beside the native tests once the native engine they compare each
+# page's reply with is built. Alone, a page's JavaScript and loads left a fifth to two fifths of the
+# two cores idle.
+native_built=$(mktemp -d)/native-built
+browser_part() {
+  local began=$SECONDS
+  scripts/build-web.sh > target/build-web.log 2>&1 || { echo "test.sh: scripts/build-web.sh failed" >&2; return 2; }
+  until [ -e "$native_built" ]; do sleep 2; done
+  [ "$(cat "$native_built")" = 0 ] || { echo "test.sh: the native build failed: no browser tests" >&2; return 2; }
+  # `cargo test --workspace` builds the CLI for its tests; building wick-cli alone would resolve other
+  # features and build the engine again.
+  [ -x target/release/wick ] || cargo build --release -p wick-cli
+  echo "test.sh: the browser tests start at $((SECONDS - began)) s of the browser's part"
+  node tests/browser/run.mjs "$browser"
+}
 if [ "$browser" != off ]; then
   mkdir -p target
-  scripts/build-web.sh > target/build-web.log 2>&1 &
-  web_build=$!
+  browser_part > target/browser-part.log 2>&1 &
+  browser_job=$!
 fi
 # The code as rustfmt writes it (rustup's default profile has rustfmt).
 if cargo fmt --version >/dev/null 2>&1; then
@@ -39,6 +60,11 @@ if cargo fmt --version >/dev/null 2>&1; then
 else
   echo "test.sh: rustfmt is missing (rustup component add rustfmt); formatting not checked"
 fi
+built=0
+cargo test --release --workspace --no-fail-fast --no-run "$@" || built=$?
+echo "$built" > "$native_built.part" && mv "$native_built.part" "$native_built"
+[ "$built" = 0 ] || status=$built
+took "the native build"
 cargo test --release --workspace --no-fail-fast "$@" || status=$?
 took "cargo test"
 
@@ -52,20 +78,10 @@ if [ "${WICK_MATRIX_CORE_TESTS:-}" != off ]; then
 fi
 
 if [ "$browser" != off ]; then
-  if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
-    sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
-  fi
-  web_status=0
-  wait "$web_build" || web_status=$?
-  cat target/build-web.log
-  [ "$web_status" = 0 ] || { echo "test.sh: scripts/build-web.sh failed" >&2; exit 1; }
-  # The native engine the browser's replies are compared with. `cargo test --workspace` built it for
-  # the CLI's tests; building wick-cli alone would resolve other features and build the engine again.
-  [ -x target/release/wick ] || cargo build --release -p wick-cli
-  took "the browser build"
-  node tests/browser/run.mjs "$browser" || status=$?
-  took "the browser tests"
+  browser_status=0
+  wait "$browser_job" || browser_status=$?
+  cat target/build-web.log target/browser-part.log
+  [ "$browser_status" = 0 ] || status=1
+  took "the rest of the browser's part"
 fi
 exit $status

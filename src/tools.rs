@@ -152,11 +152,12 @@ impl ToolUse {
         let call = self.call_schema()?;
         Some(match self.format {
             Format::Tagged => {
-                // A block: its tag, then `rest`. Text before a call ends where the tag comes (a
-                // lazy rule: text as one greedy lexeme would take the tag's first bytes as its own
-                // and never let the tag through). Small models often write the call's JSON without
-                // its tags: where text may come instead of a call, text cannot start as JSON does,
-                // so such a reply is a call too. Several calls are blocks one a line.
+                // A block is its tag, then `rest`; several calls are blocks one a line. Text before
+                // calls (`prose`) is a lazy rule that ends at the first tag: as one greedy lexeme it
+                // took the tag's first bytes as its own and never let the tag through. It does not
+                // start with `<`, so that a reply opening with the tag has one reading. Small models
+                // often write the call's JSON without its tags: where text may come instead of a
+                // call, text cannot start as JSON does, so such a reply is a call too.
                 let call = grammar::compact_json(call);
                 let rest = format!(r#""\n" call "\n{CLOSE}""#);
                 let blocks = match self.parallel {
