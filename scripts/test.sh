@@ -41,7 +41,10 @@ native_built=$(mktemp -d)/native-built
 browser_part() {
   local began=$SECONDS
   scripts/build-web.sh > target/build-web.log 2>&1 || { echo "test.sh: scripts/build-web.sh failed" >&2; return 2; }
-  until [ -e "$native_built" ]; do sleep 2; done
+  until [ -e "$native_built" ]; do
+    kill -0 $$ 2>/dev/null || return 2 # the script was stopped
+    sleep 2
+  done
   [ "$(cat "$native_built")" = 0 ] || { echo "test.sh: the native build failed: no browser tests" >&2; return 2; }
   # `cargo test --workspace` builds the CLI for its tests; building wick-cli alone would resolve other
   # features and build the engine again.
@@ -63,10 +66,13 @@ fi
 built=0
 cargo test --release --workspace --no-fail-fast --no-run "$@" || built=$?
 echo "$built" > "$native_built.part" && mv "$native_built.part" "$native_built"
-[ "$built" = 0 ] || status=$built
 took "the native build"
-cargo test --release --workspace --no-fail-fast "$@" || status=$?
-took "cargo test"
+if [ "$built" = 0 ]; then
+  cargo test --release --workspace --no-fail-fast "$@" || status=$?
+  took "cargo test"
+else
+  status=$built
+fi
 
 if [ "${WICK_MATRIX_CORE_TESTS:-}" != off ]; then
   if [ "$(uname)" = Linux ] && [ "$(id -u)" = 0 ]; then
@@ -84,4 +90,5 @@ if [ "$browser" != off ]; then
   [ "$browser_status" = 0 ] || status=1
   took "the rest of the browser's part"
 fi
+rm -r "$(dirname "$native_built")"
 exit $status
