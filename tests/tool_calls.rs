@@ -38,21 +38,23 @@ fn block(city: &str) -> String {
     format!("<tool_call>\n{call}\n</tool_call>")
 }
 
+/// The weather tool offered to Qwen 2.5's template.
+fn tools(choice: ToolChoice, parallel: bool) -> ToolUse {
+    let tools = vec![weather()];
+    let offered = Offered {
+        tools,
+        choice,
+        parallel,
+    };
+    ToolUse::new(TEMPLATE, offered)
+}
+
 #[test]
 fn tagged_calls_are_several_where_the_request_allows_and_one_where_not() {
     let tokenizer = Arc::new(qwen25_tokenizer());
     let vocabulary = Vocabulary::new(&tokenizer).unwrap();
     let n_vocab = tokenizer.vocab_size() as u32;
     let end = tokenizer.end_of_generation_ids()[0];
-    let tools = |choice, parallel| {
-        let tools = vec![weather()];
-        let offered = Offered {
-            tools,
-            choice,
-            parallel,
-        };
-        ToolUse::new(TEMPLATE, offered)
-    };
     // Whether the grammar takes `reply` token by token and then an end of generation.
     let takes = |tools: &ToolUse, reply: &str| {
         let grammar = tools.grammar().expect("a grammar");
@@ -108,6 +110,33 @@ fn tagged_calls_are_several_where_the_request_allows_and_one_where_not() {
         })
         .collect();
     assert_eq!(cities, [json!("Paris"), json!("Rome"), json!("Oslo")]);
+}
+
+/// A speculative check walks a draft's tokens through the grammar and takes them back
+/// (`Constraint::rollback`): the lazy rule for text before calls is taken back as the rest is, and
+/// the reply goes on from where it was.
+#[test]
+fn drafts_walked_and_taken_back_leave_the_tools_grammar_where_it_was() {
+    let tokenizer = Arc::new(qwen25_tokenizer());
+    let vocabulary = Vocabulary::new(&tokenizer).unwrap();
+    let n_vocab = tokenizer.vocab_size() as u32;
+    let grammar = tools(ToolChoice::Auto, true).grammar().unwrap();
+    let mut constraint = Constraint::new(&vocabulary, &tokenizer, &grammar).unwrap();
+    let reply = format!("Let me look.{}\n{}", block("Paris"), block("Rome"));
+    let ids = tokenizer.encode(&reply, false);
+    for i in 0..ids.len() {
+        let draft = &ids[i..(i + 4).min(ids.len())];
+        for &id in draft {
+            constraint.accept(id).unwrap();
+        }
+        constraint.rollback(draft.len()).unwrap();
+        let bits = constraint.allowed_bits(n_vocab).unwrap();
+        assert!(Constraint::allows(&bits, ids[i]), "token {i} after a draft");
+        constraint.accept(ids[i]).unwrap();
+    }
+    let bits = constraint.allowed_bits(n_vocab).unwrap();
+    let end = tokenizer.end_of_generation_ids()[0];
+    assert!(Constraint::allows(&bits, end), "the reply may end");
 }
 
 /// Qwen 2.5's template writes an earlier turn's calls one a line, the separator the grammar holds
