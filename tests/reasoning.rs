@@ -130,7 +130,7 @@ fn harmony_markers_that_are_control_tokens_split_the_reply() {
 fn harmony_tool_calls_are_held_to_the_tools_and_read_back() {
     use serde_json::json;
     use std::sync::Arc;
-    use wick::grammar::{Constraint, Vocabulary};
+    use wick::grammar::Vocabulary;
     use wick::tools::{Offered, ToolChoice, ToolUse};
     let tokenizer = Arc::new(harmony_tokenizer());
     let vocabulary = Vocabulary::new(&tokenizer).unwrap();
@@ -152,17 +152,11 @@ fn harmony_tool_calls_are_held_to_the_tools_and_read_back() {
         )
     };
     // Whether the grammar takes `reply` token by token, the last an end of generation.
-    let n_vocab = tokenizer.vocab_size() as u32;
     let takes = |tools: &ToolUse, reply: &str| {
         let grammar = tools.grammar().expect("a grammar");
-        let mut constraint = Constraint::new(&vocabulary, &tokenizer, &grammar).unwrap();
         let end = tokenizer.token_id("<|call|>").unwrap();
         let ids = [tokenizer.encode(reply, true), vec![end]].concat();
-        ids.iter().all(|&id| {
-            let bits = constraint.allowed_bits(n_vocab).unwrap();
-            let allowed = bits[id as usize / 32] >> (id % 32) & 1 == 1;
-            allowed && (constraint.is_finished() || constraint.accept(id).is_ok())
-        })
+        common::grammar_takes(&vocabulary, &tokenizer, &grammar, &ids)
     };
     let analysis = "<|channel|>analysis<|message|>The user wants Paris.<|end|><|start|>assistant";
     let call = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}";

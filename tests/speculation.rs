@@ -10,14 +10,13 @@ use pollster::FutureExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wick::engine::LoadOptions;
-use wick::gguf::{read_header, FileSource};
+use wick::gguf::FileSource;
 use wick::gpu::Gpu;
 use wick::grammar::Grammar;
 use wick::reply::Reply;
 use wick::sampler::{Sampler, SamplerConfig, TokenLogProb, Want};
 use wick::session::Session;
 use wick::speculate::{self, DraftModel, Drafter, Speculation};
-use wick::tokenizer::Tokenizer;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
@@ -510,14 +509,8 @@ fn a_prediction_is_drafted_from_first_and_the_reply_stays_the_models() {
 
 #[test]
 fn a_draft_model_of_another_vocabulary_is_refused_naming_the_token() {
-    let tokenizer = |path: &Path| {
-        let header = read_header(&FileSource::open(path).unwrap())
-            .block_on()
-            .unwrap();
-        Tokenizer::from_gguf(&header).unwrap()
-    };
-    let smollm2 = tokenizer(&common::model_path());
-    let qwen = tokenizer(&data("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
+    let smollm2 = common::tokenizer_of(&common::model_path());
+    let qwen = common::tokenizer_of(&data("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
     assert!(wick::speculate::same_vocabulary(&smollm2, &smollm2).is_ok());
     let e = wick::speculate::same_vocabulary(&smollm2, &qwen)
         .unwrap_err()

@@ -3,11 +3,11 @@
 //! tokens as a constrained reply would). Several calls a reply where the request allows them
 //! (OpenAI's `parallel_tool_calls`, the default), one where it does not.
 
-use pollster::FutureExt as _;
+use crate::common;
+
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
-use wick::gguf::{read_header, FileSource};
 use wick::grammar::{Constraint, Vocabulary};
 use wick::tokenizer::Tokenizer;
 use wick::tools::{Offered, ToolChoice, ToolUse};
@@ -15,12 +15,8 @@ use wick::tools::{Offered, ToolChoice, ToolUse};
 const TEMPLATE: &str = include_str!("goldens/chat_template/qwen2.5.jinja");
 
 fn qwen25_tokenizer() -> Tokenizer {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
-    let header = read_header(&FileSource::open(&file).unwrap())
-        .block_on()
-        .unwrap();
-    Tokenizer::from_gguf(&header).unwrap()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    common::tokenizer_of(&root.join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"))
 }
 
 fn weather() -> Value {
@@ -53,18 +49,12 @@ fn tools(choice: ToolChoice, parallel: bool) -> ToolUse {
 fn tagged_calls_are_several_where_the_request_allows_and_one_where_not() {
     let tokenizer = Arc::new(qwen25_tokenizer());
     let vocabulary = Vocabulary::new(&tokenizer).unwrap();
-    let n_vocab = tokenizer.vocab_size() as u32;
     let end = tokenizer.end_of_generation_ids()[0];
     // Whether the grammar takes `reply` token by token and then an end of generation.
     let takes = |tools: &ToolUse, reply: &str| {
         let grammar = tools.grammar().expect("a grammar");
-        let mut constraint = Constraint::new(&vocabulary, &tokenizer, &grammar).unwrap();
         let ids = [tokenizer.encode(reply, false), vec![end]].concat();
-        ids.iter().all(|&id| {
-            let bits = constraint.allowed_bits(n_vocab).unwrap();
-            Constraint::allows(&bits, id)
-                && (constraint.is_finished() || constraint.accept(id).is_ok())
-        })
+        common::grammar_takes(&vocabulary, &tokenizer, &grammar, &ids)
     };
     let one = block("Paris");
     let two = format!("{}\n{}", block("Paris"), block("Rome"));

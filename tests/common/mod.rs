@@ -150,6 +150,31 @@ pub fn model_path() -> std::path::PathBuf {
     p
 }
 
+/// The tokenizer of a GGUF file (its header alone is read).
+pub fn tokenizer_of(path: &std::path::Path) -> wick::tokenizer::Tokenizer {
+    let source = wick::gguf::FileSource::open(path)
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/fetch-model.sh all)", path.display()));
+    let header = wick::gguf::read_header(&source).block_on().unwrap();
+    wick::tokenizer::Tokenizer::from_gguf(&header).unwrap()
+}
+
+/// Whether `grammar` allows each of `ids` in turn, as a constrained reply's masks would (the last
+/// may be an end of generation, allowed where the grammar can end).
+pub fn grammar_takes(
+    vocabulary: &wick::grammar::Vocabulary,
+    tokenizer: &wick::tokenizer::Tokenizer,
+    grammar: &wick::grammar::Grammar,
+    ids: &[u32],
+) -> bool {
+    use wick::grammar::Constraint;
+    let mut constraint = Constraint::new(vocabulary, tokenizer, grammar).unwrap();
+    let n_vocab = tokenizer.vocab_size() as u32;
+    ids.iter().all(|&id| {
+        let bits = constraint.allowed_bits(n_vocab).unwrap();
+        Constraint::allows(&bits, id) && (constraint.is_finished() || constraint.accept(id).is_ok())
+    })
+}
+
 /// xorshift64*: seeded, reproducible, no dependency.
 pub struct Rng(pub u64);
 
